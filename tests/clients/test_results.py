@@ -1,0 +1,66 @@
+"""The JSON-lines results file: writing, reading, curves and labeled points."""
+
+import json
+
+import numpy as np
+import pytest
+
+from clients.results import append_record, labeled_points, learning_curves, read_results
+
+
+def _rec(sim, acq, run, n, nlml, rmse, **extra):
+    return {
+        "simulator": sim,
+        "acquisition": acq,
+        "run": run,
+        "n_labeled": n,
+        "nlml": nlml,
+        "rmse": rmse,
+        **extra,
+    }
+
+
+def test_round_trip_duplicates_and_errors(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, _rec("higdon", "alm", 0, 3, 1.0, 0.5))
+    append_record(path, _rec("higdon", "alm", 0, 4, 0.9, 0.4, seconds=2.5))
+    append_record(path, _rec("higdon", "alm", 0, 4, 0.8, 0.3))  # a rewrite of step 4 wins
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3 and json.loads(lines[1])["seconds"] == 2.5
+    records = read_results(path)
+    assert sorted((r["n_labeled"], r["nlml"]) for r in records) == [(3, 1.0), (4, 0.8)]
+
+    with pytest.raises(ValueError, match="lacks"):
+        append_record(path, {"simulator": "higdon"})
+    with path.open("a") as f:
+        f.write("\n" + json.dumps({"simulator": "higdon", "run": 0}) + "\n")
+    with pytest.raises(ValueError, match=r"results.jsonl:5"):
+        read_results(path)
+
+
+def test_learning_curves_cut_to_common_steps():
+    records = [_rec("branin", "alm", r, n, float(n + r), 0.0) for r in (0, 1) for n in (3, 4, 5)]
+    records += [_rec("branin", "bald", 0, n, -float(n), 0.0) for n in (3, 4)]  # stopped early
+    records += [_rec("higdon", "alm", 0, n, 1.0, 0.0) for n in (3, 4, 5)]
+    curves = learning_curves(records, "nlml")
+    assert set(curves) == {"branin", "higdon"}
+    alm = curves["branin"]["alm"]
+    np.testing.assert_array_equal(alm.n_labeled, [3, 4])
+    np.testing.assert_array_equal(alm.values, [[3, 4], [4, 5]])
+    np.testing.assert_array_equal(alm.runs, [0, 1])
+    np.testing.assert_array_equal(curves["branin"]["bald"].values, [[-3, -4]])
+    np.testing.assert_array_equal(curves["higdon"]["alm"].n_labeled, [3, 4, 5])
+
+
+def test_labeled_points_in_order():
+    records = [
+        _rec("branin", "alm", 0, 4, 0, 0, x=[[5.0, 6.0]], y=[2.0]),
+        _rec("branin", "alm", 0, 3, 0, 0, x=[[0, 1], [1, 2], [2, 3]], y=[1, 1, 1]),
+        _rec("branin", "alm", 1, 3, 0, 0, x=[[9, 9]], y=[9]),
+        _rec("branin", "alm", 0, 5, 0, 0),  # no points recorded at this step
+    ]
+    X, y = labeled_points(records, "branin", "alm", 0)
+    np.testing.assert_array_equal(X, [[0, 1], [1, 2], [2, 3], [5, 6]])
+    np.testing.assert_array_equal(y, [1, 1, 1, 2])
+    X, y = labeled_points(records, "branin", "bald", 0)
+    assert X.size == 0 and y is None

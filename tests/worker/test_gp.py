@@ -1,0 +1,127 @@
+"""The GP against GPyTorch's ExactGP with the same hyperparameters."""
+
+import gpytorch
+import pytest
+import torch
+
+from worker import gp
+
+D = torch.float64
+
+
+class _ExactGP(gpytorch.models.ExactGP):
+    def __init__(self, x, y, likelihood, lengthscale):
+        super().__init__(x, y, likelihood)
+        self.mean_module = gpytorch.means.ZeroMean()
+        self.covar_module = gpytorch.kernels.RBFKernel(ard_num_dims=x.shape[1])
+        self.covar_module.lengthscale = lengthscale
+
+    def forward(self, x):
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+
+def _gpytorch(u, z, lengthscale, noise):
+    likelihood = gpytorch.likelihoods.GaussianLikelihood(
+        noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
+    ).to(D)
+    likelihood.noise = noise
+    model = _ExactGP(u, z, likelihood, lengthscale).to(D)
+    model.eval(), likelihood.eval()
+    return model, likelihood
+
+
+@pytest.fixture
+def data():
+    g = torch.Generator().manual_seed(1)
+    u = torch.rand(15, 2, generator=g, dtype=D)
+    z = torch.sin(6 * u).sum(1) + 0.1 * torch.randn(15, generator=g, dtype=D)
+    return u, (z - z.mean()) / z.std()
+
+
+HYPERS = [(torch.tensor([0.2, 0.5], dtype=D), 0.01), (torch.tensor([1.5, 0.1], dtype=D), 0.3)]
+
+
+@pytest.mark.parametrize("lengthscale,noise", HYPERS)
+def test_log_marginal_likelihood_matches_gpytorch(data, lengthscale, noise):
+    u, z = data
+    ours = gp.log_marginal_likelihood(u, z, lengthscale[None], torch.tensor([noise], dtype=D))
+    model, likelihood = _gpytorch(u, z, lengthscale, noise)
+    model.train(), likelihood.train()
+    with gpytorch.settings.fast_computations(False, False, False):
+        mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
+        theirs = mll(model(u), z) * len(z)  # GPyTorch divides by n
+    assert ours.shape == (1,)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-7)  # GPyTorch may add 1e-8 jitter
+
+
+@pytest.mark.parametrize("lengthscale,noise", HYPERS)
+def test_predictions_match_gpytorch(data, lengthscale, noise):
+    u, z = data
+    cand = torch.rand(40, 2, generator=torch.Generator().manual_seed(2), dtype=D)
+    mean, var = gp.predict(u, z, lengthscale[None], torch.tensor([noise], dtype=D), cand)
+    model, likelihood = _gpytorch(u, z, lengthscale, noise)
+    with (
+        torch.no_grad(),
+        gpytorch.settings.fast_pred_var(False),
+        gpytorch.settings.skip_posterior_variances(False),
+    ):
+        pred = likelihood(model(cand))
+    assert torch.allclose(mean[0], pred.mean, atol=1e-8)
+    assert torch.allclose(var[0], pred.variance, atol=1e-8)  # of y: noise included
+
+
+def test_batch_and_chunking_do_not_change_predictions(data, monkeypatch):
+    u, z = data
+    ls = torch.tensor([[0.2, 0.5], [1.5, 0.1], [0.7, 0.7]], dtype=D)
+    noise = torch.tensor([0.01, 0.3, 0.05], dtype=D)
+    cand = torch.rand(101, 2, generator=torch.Generator().manual_seed(3), dtype=D)
+    mean, var = gp.predict(u, z, ls, noise, cand)
+    monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 3 * 15 * 7)  # chunks of 7 candidates
+    assert gp.Conditioned.fit(u, z, ls, noise).chunk_size() == 7
+    mean_c, var_c = gp.predict(u, z, ls, noise, cand)
+    assert torch.allclose(mean, mean_c, atol=1e-12) and torch.allclose(var, var_c, atol=1e-12)
+    for b in range(3):
+        mean_b, var_b = gp.predict(u, z, ls[b : b + 1], noise[b : b + 1], cand)
+        assert torch.allclose(mean[b], mean_b[0], atol=1e-12)
+        assert torch.allclose(var[b], var_b[0], atol=1e-12)
+
+
+def test_joint_covariance_diagonal_is_the_predictive_variance(data):
+    u, z = data
+    ls, noise = HYPERS[0][0][None], torch.tensor([HYPERS[0][1]], dtype=D)
+    cand = torch.rand(9, 2, generator=torch.Generator().manual_seed(4), dtype=D)
+    mean, var = gp.predict(u, z, ls, noise, cand)
+    mean_j, cov = gp.predictive_covariance(u, z, ls, noise, cand)
+    assert torch.allclose(mean, mean_j) and torch.allclose(cov.diagonal(dim1=-2, dim2=-1), var)
+    assert torch.allclose(cov, cov.transpose(-1, -2))
+
+
+def test_singular_covariance_gets_jitter_not_nan():
+    # duplicated inputs, long lengthscale and (almost) no noise: K is singular
+    u = torch.tensor([[0.3], [0.3], [0.3], [0.7]], dtype=D)
+    z = torch.tensor([0.1, 0.1, 0.1, -0.3], dtype=D)
+    ls = torch.tensor([[50.0], [0.2]], dtype=D)
+    noise = torch.tensor([1e-300, 0.1], dtype=D)
+    factor = gp.factorize(u, ls, noise)
+    assert factor.ok.all() and factor.jitter[0] > 0 and factor.jitter[1] == 0
+    lml = gp.log_marginal_likelihood(u, z, ls, noise)
+    mean, var = gp.predict(u, z, ls, noise, torch.linspace(0, 1, 11, dtype=D)[:, None])
+    assert torch.isfinite(lml).all() and torch.isfinite(mean).all() and (var >= 0).all()
+
+
+def test_non_finite_hyperparameters_give_minus_infinity_not_nan():
+    u = torch.rand(5, 1, dtype=D)
+    z = torch.randn(5, dtype=D)
+    lml = gp.log_marginal_likelihood(
+        u, z, torch.tensor([[float("nan")], [0.3]], dtype=D), torch.tensor([0.1, 0.1], dtype=D)
+    )
+    assert lml[0] == -torch.inf and torch.isfinite(lml[1])
+
+
+def test_rbf_is_the_contract_kernel():
+    u1 = torch.rand(6, 3, dtype=D)
+    u2 = torch.rand(4, 3, dtype=D)
+    ls = torch.tensor([[0.3, 1.0, 2.0]], dtype=D)
+    direct = torch.exp(-0.5 * (((u1[:, None] - u2[None]) / ls[0]) ** 2).sum(-1))
+    assert torch.allclose(gp.rbf(u1, u2, ls)[0], direct, atol=1e-14)
+    assert torch.allclose(gp.rbf(u1, u1, ls)[0].diagonal(), torch.ones(6, dtype=D))

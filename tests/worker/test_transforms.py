@@ -1,0 +1,40 @@
+import pytest
+import torch
+
+from worker.transforms import InputScaling, OutputStandardization
+
+
+def test_inputs_map_to_unit_cube_by_declared_bounds_and_back():
+    scaling = InputScaling(lower=(-5.0, 0.0), upper=(10.0, 15.0))
+    x = torch.tensor([[-5.0, 0.0], [10.0, 15.0], [2.5, 7.5]], dtype=torch.float64)
+    u = scaling.to_unit(x)
+    assert torch.allclose(
+        u, torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.5, 0.5]], dtype=torch.float64)
+    )
+    assert torch.allclose(scaling.from_unit(u), x)
+    assert u.dtype == torch.float64
+
+
+@pytest.mark.parametrize("lower,upper", [((0.0,), (0.0,)), ((1.0, 0.0), (0.0, 1.0)), ((), ())])
+def test_bad_bounds_are_rejected(lower, upper):
+    with pytest.raises(ValueError):
+        InputScaling(lower=lower, upper=upper)
+
+
+def test_outputs_standardized_with_ddof1():
+    y = [1.0, 2.0, 4.0]
+    s = OutputStandardization.from_labels(y)
+    assert s.mean == pytest.approx(7 / 3)
+    assert s.std == pytest.approx(torch.tensor(y, dtype=torch.float64).std(correction=1).item())
+    z = s.to_z(y)
+    assert z.mean().abs() < 1e-12 and z.std(correction=1) == pytest.approx(1.0)
+    assert torch.allclose(s.mean_from_z(z), torch.tensor(y, dtype=torch.float64))
+    assert s.variance_from_z(torch.tensor(1.0)) == pytest.approx(s.std**2)
+
+
+def test_single_label_uses_ddof0_and_constant_labels_keep_unit_scale():
+    assert OutputStandardization.from_labels([3.0]).std == 1.0  # ddof=0 of one value is 0 -> 1
+    s = OutputStandardization.from_labels([2.0, 2.0, 2.0])
+    assert s.std == 1.0 and torch.all(s.to_z([2.0, 2.0]) == 0)
+    with pytest.raises(ValueError):
+        OutputStandardization.from_labels([])

@@ -1,0 +1,116 @@
+"""The acquisitions of CONTRACT.md, maximized over candidates.
+
+With ``M`` posterior draws of the hyperparameters, each GP ``m`` predicts ``y`` at a candidate with
+mean ``mu_m`` and variance ``s2_m`` (noise included):
+
+- ``alm``: ``s2`` of the single GP at the posterior mode;
+- ``b-alm``: ``mean_m s2_m``;
+- ``b-qbc``: ``var_m mu_m`` (population variance, ``1/M``);
+- ``qb-mgp``: ``b-alm + b-qbc``, the variance of the mixture ``(1/M) sum_m N(mu_m, s2_m)``;
+- ``bald``: ``H[mixture] - mean_m H[N(mu_m, s2_m)]``, the mixture's entropy by quadrature;
+- ``random``: uniform random scores (seeded).
+
+Candidates are scored in chunks, predictions and scores together, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from worker.gp import CHUNK_ELEMENTS, Conditioned
+from worker.mcmc import Posterior
+from worker.transforms import DTYPE, as_tensor
+
+ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random")
+
+# BALD's quadrature: each candidate integrates over [min(mu - 8 s), max(mu + 8 s)] with a spacing
+# of at most the smallest component sd (the trapezoid rule's relative error on a Gaussian with
+# spacing h = s is about 2 exp(-2 pi^2 s^2 / h^2) ~ 5e-9), with a power-of-two number of nodes
+# between these bounds, so a candidate's value does not depend on which others it is scored with.
+QUADRATURE_HALF_WIDTH = 8.0
+QUADRATURE_MIN_NODES = 32
+QUADRATURE_MAX_NODES = 4096
+
+
+def b_alm(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    """``M x c`` predictive means and variances -> ``c``."""
+    return var.mean(0)
+
+
+def b_qbc(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    return mean.var(0, correction=0)
+
+
+def qb_mgp(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    return b_alm(mean, var) + b_qbc(mean, var)
+
+
+def gaussian_entropy(var: torch.Tensor) -> torch.Tensor:
+    return 0.5 * torch.log(2 * math.pi * math.e * var)
+
+
+def mixture_entropy(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    """Entropy of the equal-weight mixture of ``N(mean_m, var_m)`` (``M x c`` each) -> ``c``, by
+    the trapezoid rule on a grid per candidate (see ``QUADRATURE_*``)."""
+    sd = var.sqrt()
+    lo = (mean - QUADRATURE_HALF_WIDTH * sd).min(0).values
+    hi = (mean + QUADRATURE_HALF_WIDTH * sd).max(0).values
+    needed = ((hi - lo) / sd.min(0).values).ceil() + 1
+    nodes = torch.exp2(torch.log2(needed.clamp(QUADRATURE_MIN_NODES, QUADRATURE_MAX_NODES)).ceil())
+    out = torch.empty(mean.shape[1], dtype=DTYPE)
+    for count in nodes.unique().tolist():
+        idx = (nodes == count).nonzero().squeeze(-1)
+        step = max(1, CHUNK_ELEMENTS // (mean.shape[0] * int(count)))
+        for i in range(0, len(idx), step):
+            j = idx[i : i + step]
+            out[j] = _mixture_entropy_on_grid(mean[:, j], sd[:, j], lo[j], hi[j], int(count))
+    return out
+
+
+def _mixture_entropy_on_grid(mean, sd, lo, hi, count) -> torch.Tensor:
+    """``mean``, ``sd``: ``M x c``; ``lo``, ``hi``: ``c``; ``count`` nodes per candidate."""
+    grid = torch.linspace(0.0, 1.0, count, dtype=DTYPE)
+    y = lo[:, None] + (hi - lo)[:, None] * grid  # c x G
+    h = (hi - lo) / (count - 1)  # c
+    scaled = (y[None] - mean[:, :, None]) / sd[:, :, None]  # M x c x G
+    density = (torch.exp(-0.5 * scaled * scaled) / sd[:, :, None]).mean(0) / math.sqrt(2 * math.pi)
+    integrand = torch.where(density > 0, -density * density.log(), 0.0)  # c x G
+    # trapezoid: the end nodes lie 8 sd out, where the integrand is ~1e-14 of its peak
+    return h * (integrand.sum(-1) - 0.5 * (integrand[:, 0] + integrand[:, -1]))
+
+
+def bald(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+    return mixture_entropy(mean, var) - gaussian_entropy(var).mean(0)
+
+
+SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "alm": b_alm,  # on the single mode GP, B-ALM is its variance
+    "b-alm": b_alm,
+    "b-qbc": b_qbc,
+    "qb-mgp": qb_mgp,
+    "bald": bald,
+}
+
+
+def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0) -> torch.Tensor:
+    """Acquisition ``name`` at ``candidates`` (``m x d``, unit cube) from the GPs of
+    ``posterior``'s draws (all of them: thin first with :meth:`Posterior.thinned`), fitted to
+    ``u`` (``n x d``) and ``z`` (``n``). Returns ``m`` values, larger is better."""
+    candidates = as_tensor(candidates)
+    if name not in ACQUISITIONS:
+        raise ValueError(f"unknown acquisition {name!r}; known: {', '.join(ACQUISITIONS)}")
+    if name == "random":
+        generator = torch.Generator().manual_seed(seed)
+        return torch.rand(len(candidates), generator=generator, dtype=DTYPE)
+    if name == "alm":
+        posterior = posterior.mode()
+    gp = Conditioned.fit(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
+    score = SCORES[name]
+    step = gp.chunk_size()
+    parts = [
+        score(*gp.predict_chunk(candidates[i : i + step])) for i in range(0, len(candidates), step)
+    ]
+    return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)

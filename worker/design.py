@@ -1,0 +1,132 @@
+"""Pools of candidate inputs and the initial design (numpy and scipy only, no torch).
+
+A pool is a finite set of candidate inputs in the unit cube ``[0, 1]^d``. A grid pool is never
+materialized: its points are addressed by a flat index (row-major over the dimensions), so a grid
+of ``100^6`` points costs nothing until a subset of it is drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import pdist
+from scipy.stats import qmc
+
+
+@dataclass(frozen=True)
+class GridPool:
+    """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index."""
+
+    dim: int
+    points_per_dim: int
+
+    def __post_init__(self):
+        if self.dim < 1 or self.points_per_dim < 2:
+            raise ValueError("a grid pool needs dim >= 1 and points_per_dim >= 2")
+
+    @property
+    def size(self) -> int:
+        return self.points_per_dim**self.dim
+
+    def points(self, index) -> np.ndarray:
+        """Points at flat indices ``index`` (shape ``m``) as an ``m x d`` array in the unit cube."""
+        index = np.asarray(index, dtype=np.int64)
+        digits = np.stack(np.unravel_index(index, (self.points_per_dim,) * self.dim), axis=-1)
+        return digits / (self.points_per_dim - 1)
+
+    def index_of(self, u) -> np.ndarray:
+        """Flat index of the grid point nearest to each row of ``u`` (``m x d``)."""
+        digits = np.rint(np.clip(np.asarray(u, dtype=float), 0, 1) * (self.points_per_dim - 1))
+        digits = digits.astype(np.int64)
+        return np.ravel_multi_index(tuple(digits.T), (self.points_per_dim,) * self.dim)
+
+    def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:
+        """Up to ``size`` distinct flat indices drawn uniformly, none of them in ``exclude``."""
+        return _subsample(self.size, size, rng, exclude)
+
+
+@dataclass(frozen=True)
+class PointPool:
+    """An explicit list of candidate points (``N x d``, unit cube), addressed by row index."""
+
+    array: np.ndarray
+
+    def __post_init__(self):
+        a = np.asarray(self.array, dtype=float)
+        if a.ndim != 2 or len(a) == 0:
+            raise ValueError("a point pool needs a non-empty N x d array")
+        object.__setattr__(self, "array", a)
+
+    @property
+    def dim(self) -> int:
+        return self.array.shape[1]
+
+    @property
+    def size(self) -> int:
+        return len(self.array)
+
+    def points(self, index) -> np.ndarray:
+        return self.array[np.asarray(index, dtype=np.int64)]
+
+    def index_of(self, u) -> np.ndarray:
+        u = np.atleast_2d(np.asarray(u, dtype=float))
+        return np.array([int(np.argmin(((self.array - row) ** 2).sum(1))) for row in u])
+
+    def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:
+        return _subsample(self.size, size, rng, exclude)
+
+
+def _subsample(total: int, size: int, rng: np.random.Generator, exclude) -> np.ndarray:
+    exclude = np.unique(np.asarray(list(exclude), dtype=np.int64))
+    available = total - len(exclude)
+    size = min(size, available)
+    if size <= 0:
+        return np.empty(0, dtype=np.int64)
+    if total <= 4 * size + len(exclude) or total <= 1_000_000:
+        # small enough to permute what is left
+        keep = np.setdiff1d(np.arange(total, dtype=np.int64), exclude, assume_unique=True)
+        return np.sort(rng.choice(keep, size=size, replace=False))
+    # huge pool: rejection sampling of distinct indices, never building the whole range
+    chosen = np.empty(0, dtype=np.int64)
+    while len(chosen) < size:
+        draw = rng.integers(0, total, size=2 * (size - len(chosen)) + 16, dtype=np.int64)
+        chosen = np.union1d(chosen, np.setdiff1d(draw, exclude))
+    return np.sort(rng.choice(chosen, size=size, replace=False))
+
+
+def maximin_lhs(size: int, dim: int, seed: int, tries: int = 1000) -> np.ndarray:
+    """The Latin hypercube (``size x dim``, unit cube) with the largest minimum pairwise distance
+    among ``tries`` random ones (scipy.stats.qmc)."""
+    rng = np.random.default_rng(seed)
+    best, best_dist = None, -np.inf
+    for _ in range(tries):
+        x = qmc.LatinHypercube(d=dim, rng=rng).random(size)
+        dist = pdist(x).min() if size > 1 else 0.0
+        if dist > best_dist:
+            best, best_dist = x, dist
+    return best
+
+
+def initial_design(pool: GridPool | PointPool, size: int, seed: int) -> np.ndarray:
+    """Flat pool indices of a maximin LHS of ``size`` points snapped to the pool, all distinct.
+
+    A design point whose nearest pool point is already taken moves to its nearest free one.
+    """
+    if size > pool.size:
+        raise ValueError(f"an initial design of {size} points does not fit a pool of {pool.size}")
+    design = maximin_lhs(size, pool.dim, seed)
+    chosen: list[int] = []
+    for row in design:
+        index = int(pool.index_of(row[None])[0])
+        if index in chosen:
+            index = _nearest_free(pool, row, chosen)
+        chosen.append(index)
+    return np.array(chosen, dtype=np.int64)
+
+
+def _nearest_free(pool, row, taken) -> int:
+    rng = np.random.default_rng(0)
+    candidates = pool.subsample(min(pool.size, 100_000), rng, exclude=taken)
+    dist = ((pool.points(candidates) - row) ** 2).sum(1)
+    return int(candidates[np.argmin(dist)])

@@ -1,0 +1,165 @@
+"""The GP of the paper in plain torch, float64: zero mean, ARD RBF kernel with unit output scale,
+Gaussian noise.
+
+    k(u, u') = exp(-sum_i (u_i - u'_i)^2 / (2 l_i^2)),    y = f(u) + e,  e ~ N(0, s2)
+
+Hyperparameter sets are a leading batch dimension ``B``: ``lengthscale`` is ``B x d`` and
+``noise`` (the variance ``s2``) is ``B``. Candidates are processed in chunks so that memory stays
+bounded whatever their number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from worker.transforms import DTYPE
+
+LOG_2PI = math.log(2 * math.pi)
+
+# Jitter added to the diagonal, in units of the (unit) prior variance, when a Cholesky fails.
+JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+
+# Elements (``B x n x chunk``) of the largest intermediate of a prediction chunk: 2^22 float64
+# values are 32 MB; a few such buffers are alive at once.
+CHUNK_ELEMENTS = 1 << 22
+
+
+def squared_distances(u1: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
+    """Per-dimension squared differences: ``u1`` ``n x d``, ``u2`` ``m x d`` -> ``d x n x m``."""
+    return (u1.T[:, :, None] - u2.T[:, None, :]) ** 2
+
+
+def rbf(u1: torch.Tensor, u2: torch.Tensor, lengthscale: torch.Tensor) -> torch.Tensor:
+    """ARD RBF kernel: ``u1`` ``n x d``, ``u2`` ``m x d``, ``lengthscale`` ``B x d``
+    -> ``B x n x m``.
+
+    With ``a = u1 / l`` and ``b = u2 / l``,
+    ``-|a - b|^2 / 2 = [a, -|a|^2/2, 1] . [b, 1, -|b|^2/2]``: one batched matrix product and an
+    in-place ``exp`` make the whole kernel, with no ``B x n x m`` temporaries (they dominated the
+    cost of scoring). Clamped at zero distance against rounding.
+    """
+    a = u1[None] / lengthscale[:, None, :]  # B x n x d
+    b = u2[None] / lengthscale[:, None, :]  # B x m x d
+    one_a, one_b = torch.ones_like(a[..., :1]), torch.ones_like(b[..., :1])
+    a = torch.cat([a, -0.5 * (a * a).sum(-1, keepdim=True), one_a], -1)  # B x n x (d + 2)
+    b = torch.cat([b, one_b, -0.5 * (b * b).sum(-1, keepdim=True)], -1)  # B x m x (d + 2)
+    return (a @ b.transpose(-1, -2)).clamp_max_(0.0).exp_()
+
+
+@dataclass
+class Factor:
+    """Cholesky factor of ``K = Kf + s2 I`` for a batch of hyperparameter sets.
+
+    ``ok[b]`` is False only when no jitter made ``K[b]`` positive definite (non-finite input); its
+    factor is then the identity and callers treat that set as having zero likelihood.
+    """
+
+    chol: torch.Tensor  # B x n x n, lower triangular
+    jitter: torch.Tensor  # B, what was added to the diagonal
+    ok: torch.Tensor  # B, bool
+
+
+def cholesky(K: torch.Tensor) -> Factor:
+    """Batched Cholesky of ``K`` (``B x n x n``), retrying failed members with growing jitter."""
+    chol, info = torch.linalg.cholesky_ex(K)
+    jitter = torch.zeros(K.shape[0], dtype=K.dtype)
+    failed = info > 0
+    if failed.any():
+        eye = torch.eye(K.shape[-1], dtype=K.dtype)
+        for level in JITTERS:
+            idx = failed.nonzero().squeeze(-1)
+            retry, info = torch.linalg.cholesky_ex(K[idx] + level * eye)
+            chol[idx] = retry
+            jitter[idx] = level
+            failed[idx] = info > 0
+            if not failed.any():
+                break
+        if failed.any():
+            chol[failed] = eye
+    return Factor(chol=chol, jitter=jitter, ok=~failed)
+
+
+def factorize(u: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor) -> Factor:
+    """Cholesky factors of ``K(u, u) + s2 I`` for each hyperparameter set."""
+    eye = torch.eye(len(u), dtype=u.dtype)
+    return cholesky(rbf(u, u, lengthscale) + noise[:, None, None] * eye)
+
+
+def log_marginal_likelihood(
+    u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor
+) -> torch.Tensor:
+    """``log N(z; 0, K + s2 I)`` for each of ``B`` sets: ``u`` ``n x d``, ``z`` ``n`` -> ``B``.
+
+    A set whose covariance cannot be factorized gets ``-inf``.
+    """
+    factor = factorize(u, lengthscale, noise)
+    alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
+    logdet = 2 * factor.chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    value = -0.5 * ((z * alpha).sum(-1) + logdet + len(z) * LOG_2PI)
+    return torch.where(factor.ok, value, -torch.inf)
+
+
+@dataclass
+class Conditioned:
+    """A batch of GPs conditioned on ``(u, z)``, ready to predict at many candidates."""
+
+    u: torch.Tensor  # n x d
+    lengthscale: torch.Tensor  # B x d
+    noise: torch.Tensor  # B
+    alpha: torch.Tensor  # B x n, (K + s2 I)^-1 z
+    chol_inv: torch.Tensor  # B x n x n, L^-1 (so that variances are one matrix product)
+
+    @classmethod
+    def fit(cls, u, z, lengthscale, noise) -> Conditioned:
+        factor = factorize(u, lengthscale, noise)
+        alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
+        eye = torch.eye(len(z), dtype=DTYPE).expand_as(factor.chol)
+        chol_inv = torch.linalg.solve_triangular(factor.chol, eye, upper=False)
+        return cls(u=u, lengthscale=lengthscale, noise=noise, alpha=alpha, chol_inv=chol_inv)
+
+    def chunk_size(self) -> int:
+        batch, n = self.chol_inv.shape[:2]
+        return max(1, CHUNK_ELEMENTS // (batch * max(n, 1)))
+
+    def predict_chunk(self, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and variance of ``y`` (noise included) at ``candidates`` (``c x d``): ``B x c``
+        each, with no chunking (see :meth:`predict`)."""
+        k_star = rbf(self.u, candidates, self.lengthscale)  # B x n x c
+        mean = (self.alpha[:, None, :] @ k_star)[:, 0, :]
+        v = self.chol_inv @ k_star  # B x n x c
+        latent = (1.0 - (v * v).sum(-2)).clamp_min_(0.0)
+        return mean, latent + self.noise[:, None]
+
+    def predict(self, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and variance of ``y`` at ``candidates`` (``m x d``): ``B x m`` each."""
+        step = self.chunk_size()
+        parts = [
+            self.predict_chunk(candidates[i : i + step]) for i in range(0, len(candidates), step)
+        ]
+        if not parts:
+            empty = torch.empty(len(self.noise), 0, dtype=DTYPE)
+            return empty, empty.clone()
+        return torch.cat([p[0] for p in parts], -1), torch.cat([p[1] for p in parts], -1)
+
+
+def predict(u, z, lengthscale, noise, candidates) -> tuple[torch.Tensor, torch.Tensor]:
+    """Predictive mean and variance of ``y`` (``B x m`` each) under each of ``B`` GPs fitted to
+    ``(u, z)``; ``candidates`` ``m x d``."""
+    return Conditioned.fit(u, z, lengthscale, noise).predict(candidates)
+
+
+def predictive_covariance(
+    u, z, lengthscale, noise, candidates
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Joint predictive mean (``B x m``) and covariance of ``y`` (``B x m x m``) at ``candidates``
+    (for the joint NLML of a test set)."""
+    gp = Conditioned.fit(u, z, lengthscale, noise)
+    k_star = rbf(u, candidates, lengthscale)  # B x n x m
+    mean = (gp.alpha[:, None, :] @ k_star)[:, 0, :]
+    v = gp.chol_inv @ k_star
+    cov = rbf(candidates, candidates, lengthscale) - v.transpose(-1, -2) @ v
+    cov.diagonal(dim1=-2, dim2=-1).add_(noise[:, None])
+    return mean, cov

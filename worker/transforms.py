@@ -1,0 +1,68 @@
+"""Scaling between a campaign's units and the GP's (see CONTRACT.md, "Units and conventions").
+
+Inputs go to the unit cube by the declared bounds, never by the data, so the scaling does not move
+as labels arrive. Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1``
+(``ddof=0`` for a single label; a constant output keeps ``std = 1`` so that ``z = 0``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DTYPE = torch.float64
+
+
+def as_tensor(values) -> torch.Tensor:
+    """``values`` as a float64 tensor (no copy when it already is one)."""
+    return torch.as_tensor(values, dtype=DTYPE)
+
+
+@dataclass(frozen=True)
+class InputScaling:
+    """Affine map of the box ``[lower, upper]`` (each of length ``d``) onto ``[0, 1]^d``."""
+
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+
+    def __post_init__(self):
+        if len(self.lower) != len(self.upper) or not self.lower:
+            raise ValueError("lower and upper bounds need the same, non-zero length")
+        if any(lo >= hi for lo, hi in zip(self.lower, self.upper, strict=True)):
+            raise ValueError("every lower bound must be below its upper bound")
+
+    def to_unit(self, x) -> torch.Tensor:
+        """``x``: ``m x d`` in original units -> ``m x d`` in the unit cube."""
+        lower, upper = as_tensor(self.lower), as_tensor(self.upper)
+        return (as_tensor(x) - lower) / (upper - lower)
+
+    def from_unit(self, u) -> torch.Tensor:
+        lower, upper = as_tensor(self.lower), as_tensor(self.upper)
+        return lower + as_tensor(u) * (upper - lower)
+
+
+@dataclass(frozen=True)
+class OutputStandardization:
+    """``z = (y - mean) / std``; predictive moments map back with :meth:`mean_from_z` and
+    :meth:`variance_from_z`."""
+
+    mean: float
+    std: float
+
+    @classmethod
+    def from_labels(cls, y) -> OutputStandardization:
+        y = as_tensor(y).reshape(-1)
+        if y.numel() == 0:
+            raise ValueError("standardizing needs at least one label")
+        std = float(y.std(correction=1 if y.numel() > 1 else 0))
+        return cls(mean=float(y.mean()), std=std if std > 0 else 1.0)
+
+    def to_z(self, y) -> torch.Tensor:
+        return (as_tensor(y) - self.mean) / self.std
+
+    def mean_from_z(self, z_mean) -> torch.Tensor:
+        return self.mean + as_tensor(z_mean) * self.std
+
+    def variance_from_z(self, z_variance) -> torch.Tensor:
+        return as_tensor(z_variance) * self.std**2
