@@ -63,22 +63,24 @@ class Factor:
 
 
 def cholesky(K: torch.Tensor) -> Factor:
-    """Batched Cholesky of ``K`` (``B x n x n``), retrying failed members with growing jitter."""
+    """Batched Cholesky of ``K`` (``B x n x n``), retrying failed members with growing jitter.
+
+    Out of place (autograd can differentiate through it); the retries refactorize the batch,
+    which only happens when some member failed."""
     chol, info = torch.linalg.cholesky_ex(K)
     jitter = torch.zeros(K.shape[0], dtype=K.dtype)
     failed = info > 0
-    if failed.any():
-        eye = torch.eye(K.shape[-1], dtype=K.dtype)
-        for level in JITTERS:
-            idx = failed.nonzero().squeeze(-1)
-            retry, info = torch.linalg.cholesky_ex(K[idx] + level * eye)
-            chol[idx] = retry
-            jitter[idx] = level
-            failed[idx] = info > 0
-            if not failed.any():
-                break
-        if failed.any():
-            chol[failed] = eye
+    if not failed.any():
+        return Factor(chol=chol, jitter=jitter, ok=~failed)
+    eye = torch.eye(K.shape[-1], dtype=K.dtype)
+    for level in JITTERS:
+        jitter = torch.where(failed, level, jitter)
+        retry, info = torch.linalg.cholesky_ex(K + jitter[:, None, None] * eye)
+        chol = torch.where(failed[:, None, None], retry, chol)
+        failed = failed & (info > 0)
+        if not failed.any():
+            break
+    chol = torch.where(failed[:, None, None], eye, chol)
     return Factor(chol=chol, jitter=jitter, ok=~failed)
 
 
