@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+from scipy.stats import qmc
+
+from worker.design import GridPool, PointPool, initial_design, maximin_lhs
+
+
+def test_grid_pool_addresses_points_without_building_them():
+    pool = GridPool(dim=6, points_per_dim=100)
+    assert pool.size == 100**6
+    pts = pool.points([0, 1, 100, pool.size - 1])
+    assert np.allclose(pts[0], 0) and np.allclose(pts[-1], 1)
+    assert np.isclose(pts[1, -1], 1 / 99) and np.isclose(pts[2, -2], 1 / 99)
+    assert np.array_equal(pool.index_of(pts), [0, 1, 100, pool.size - 1])
+
+
+def test_subsample_is_distinct_seeded_and_excludes():
+    pool = GridPool(dim=6, points_per_dim=100)
+    a = pool.subsample(10_000, np.random.default_rng(0), exclude=[0, 5])
+    assert len(np.unique(a)) == 10_000 and not np.isin([0, 5], a).any()
+    assert np.array_equal(a, pool.subsample(10_000, np.random.default_rng(0), exclude=[0, 5]))
+    small = GridPool(dim=1, points_per_dim=11)
+    everything_else = small.subsample(100, np.random.default_rng(1), exclude=[3])
+    assert sorted(everything_else) == [i for i in range(11) if i != 3]
+
+
+def test_maximin_lhs_is_a_latin_hypercube_and_beats_a_random_one():
+    x = maximin_lhs(8, 3, seed=2)
+    # one point in each of the 8 strata of every dimension
+    for j in range(3):
+        assert sorted(np.floor(x[:, j] * 8).astype(int)) == list(range(8))
+    random_lhs = qmc.LatinHypercube(d=3, rng=np.random.default_rng(2)).random(8)
+    assert pdist(x).min() >= pdist(random_lhs).min()
+    assert np.array_equal(x, maximin_lhs(8, 3, seed=2))
+
+
+def test_initial_design_snaps_to_distinct_pool_points():
+    pool = GridPool(dim=1, points_per_dim=3)
+    design = initial_design(pool, 3, seed=0)
+    assert sorted(design) == [0, 1, 2]  # every point of a 3-point pool, none twice
+    points = PointPool(np.array([[0.0, 0.0], [0.1, 0.1], [0.9, 0.9], [0.5, 0.2]]))
+    design = initial_design(points, 3, seed=1)
+    assert len(set(design.tolist())) == 3
+    with pytest.raises(ValueError):
+        initial_design(points, 5, seed=1)
+
+
+def test_bad_pools_are_rejected():
+    with pytest.raises(ValueError):
+        GridPool(dim=0, points_per_dim=10)
+    with pytest.raises(ValueError):
+        PointPool(np.empty((0, 2)))
