@@ -94,16 +94,6 @@ class Posterior:
         )
 
 
-def numpy_potential(potential: GPPotential):
-    """The torch potential as the numpy callable :func:`worker.nuts.sample` expects."""
-
-    def call(theta: np.ndarray):
-        value, grad = potential(torch.from_numpy(theta))
-        return value.numpy(), grad.numpy()
-
-    return call
-
-
 def sample_posterior(
     u,
     z,
@@ -127,7 +117,7 @@ def sample_posterior(
     potential = GPPotential(u, z)
     init = _initial_points(potential, chains, seed)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth)
-    draws = nuts.sample(numpy_potential(potential), init, warmup, samples, seed, settings)
+    draws = nuts.sample(potential, init, warmup, samples, seed, settings)
     seconds = time.perf_counter() - started
     theta = torch.from_numpy(draws.theta.reshape(-1, potential.dim))  # chain-major
     d = u.shape[1]
@@ -157,7 +147,7 @@ def _initial_points(potential: GPPotential, chains: int, seed: int) -> np.ndarra
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(c, 1)))
         for _ in range(100):
             init[c] = rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
-            if torch.isfinite(potential(torch.from_numpy(init[c : c + 1]))[0]).all():
+            if np.isfinite(potential(init[c : c + 1])[0]).all():
                 break
     return init
 

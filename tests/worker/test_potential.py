@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -23,7 +24,7 @@ def test_value_and_analytic_gradient_match_autograd(n, d):
     u = torch.rand(n, d, generator=g, dtype=D)
     z = torch.randn(n, generator=g, dtype=D)
     theta = torch.randn(6, d + 1, generator=g, dtype=D)
-    value, grad = GPPotential(u, z)(theta)
+    value, grad = map(torch.from_numpy, GPPotential(u, z)(theta.numpy()))
     t = theta.clone().requires_grad_()
     ref = _reference(u, z, t)
     ref.sum().backward()
@@ -34,15 +35,15 @@ def test_value_and_analytic_gradient_match_autograd(n, d):
 def test_unusable_parameters_are_infinite_with_zero_gradient():
     u = torch.rand(5, 1, dtype=D)
     z = torch.randn(5, dtype=D)
-    theta = torch.tensor([[float("nan"), 0.0], [float("inf"), 0.0], [0.0, -1.0]], dtype=D)
+    theta = np.array([[np.nan, 0.0], [np.inf, 0.0], [-np.inf, 0.0], [0.0, -1.0]])
     value, grad = GPPotential(u, z)(theta)
-    assert value[0] == torch.inf and value[1] == torch.inf and torch.isfinite(value[2])
-    assert (grad[:2] == 0).all() and torch.isfinite(grad).all()
+    assert np.all(value[:3] == np.inf) and np.isfinite(value[3])
+    assert (grad[:3] == 0).all() and np.isfinite(grad).all()
 
 
 def test_extreme_but_finite_parameters_stay_finite():
     u = torch.tensor([[0.1], [0.1], [0.9]], dtype=D)
     z = torch.tensor([1.0, 1.0, -2.0], dtype=D)
-    theta = torch.tensor([[40.0, -60.0], [-40.0, -60.0], [0.0, 30.0]], dtype=D)
+    theta = np.array([[40.0, -60.0], [-40.0, -60.0], [0.0, 30.0]])
     value, grad = GPPotential(u, z)(theta)
-    assert torch.isfinite(value).all() and torch.isfinite(grad).all()
+    assert np.isfinite(value).all() and np.isfinite(grad).all()
