@@ -1,10 +1,14 @@
-"""The ``fbgp-al`` command. Each sub-command imports what it needs only when it runs, so that,
-for example, a worker can set its thread count before torch is imported."""
+"""The ``fbgp-al`` command. Each sub-command imports what it needs only when it runs, so that a
+worker sets its thread counts and core before torch is imported."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")  # fmt: skip
 
 
 def _bench_core(argv: list[str]) -> None:
@@ -19,7 +23,61 @@ def _demo(argv: list[str]) -> None:
     main(argv)
 
 
+def _worker(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="fbgp-al worker", description="one RQ worker")
+    parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
+    parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    parser.add_argument("--name", default=None)
+    args = parser.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
+        os.environ[variable] = "1"
+    import logging
+
+    import torch
+
+    torch.set_num_threads(1)
+    from redis import Redis
+    from rq import Worker
+
+    import worker.jobs  # noqa: F401  (load the math once, before forking work horses)
+    from service.queues import QUEUES
+    from service.settings import get_settings
+    from worker.mcmc import sample_posterior
+
+    sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    cores = sorted(os.sched_getaffinity(0))
+    logging.getLogger("fbgp.worker").info(
+        "worker pid %d on cores %s, %d torch thread, queues %s",
+        os.getpid(), cores, torch.get_num_threads(), ", ".join(QUEUES),
+    )  # fmt: skip
+    connection = Redis.from_url(get_settings().redis_url)
+    worker = Worker(list(QUEUES), connection=connection, name=args.name, log_job_description=False)
+    worker.work(burst=args.burst)
+
+
+def _api(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="fbgp-al api", description="the HTTP API")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    uvicorn.run("service.app:app", host=args.host, port=args.port, log_level="info")
+
+
+def _up(argv: list[str]) -> None:
+    from service.stack import main
+
+    main(argv)
+
+
 COMMANDS = {
+    "up": (_up, "the whole stack on this machine: Redis, the API and pinned workers"),
+    "api": (_api, "the HTTP API alone"),
+    "worker": (_worker, "one worker, pinned to a core, one torch thread"),
     "bench-core": (_bench_core, "time the NUTS refit and scoring against the paper's Pyro path"),
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
 }
@@ -31,12 +89,9 @@ def main(argv: list[str] | None = None) -> None:
         prog="fbgp-al",
         description="Bayesian active learning with fully Bayesian GPs: a labeling service.",
     )
-    parser.add_argument(
-        "command",
-        choices=sorted(COMMANDS),
-        help="; ".join(f"{name}: {text}" for name, (_, text) in sorted(COMMANDS.items())),
-    )
-    args, rest = parser.parse_known_args(argv[:1])
+    parser.add_argument("command", choices=list(COMMANDS), help="; ".join(
+        f"{name}: {text}" for name, (_, text) in COMMANDS.items()))  # fmt: skip
+    args = parser.parse_args(argv[:1])
     COMMANDS[args.command][0](argv[1:])
 
 

@@ -1,0 +1,290 @@
+"""The HTTP API of CONTRACT.md. Routes are Redis reads and writes; model-based answers are short
+jobs on the high-priority queue that a worker runs while the request waits."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis import Redis
+from rq import Worker
+from rq.job import JobStatus
+
+from service import queues, schemas
+from service.settings import Settings, get_settings
+from service.store import CampaignStore, NotFound
+
+app = FastAPI(
+    title="fbgp-al",
+    version="0.1.0",
+    description="Bayesian active learning with fully Bayesian GPs, as a labeling service",
+)
+
+
+def _redis(settings: Annotated[Settings, Depends(get_settings)]) -> Redis:
+    return _connection(settings.redis_url)
+
+
+_connections: dict[str, Redis] = {}
+
+
+def _connection(url: str) -> Redis:
+    if url not in _connections:
+        _connections[url] = Redis.from_url(url, socket_timeout=30, health_check_interval=30)
+    return _connections[url]
+
+
+def _store(redis: Annotated[Redis, Depends(_redis)]) -> CampaignStore:
+    return CampaignStore(redis)
+
+
+def _authorized(settings: Annotated[Settings, Depends(get_settings)],
+                authorization: Annotated[str | None, Header()] = None) -> None:  # fmt: skip
+    if settings.api_token and authorization != f"Bearer {settings.api_token}":
+        raise HTTPException(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+
+
+Store = Annotated[CampaignStore, Depends(_store)]
+campaigns = APIRouter(prefix="/campaigns", dependencies=[Depends(_authorized)])
+
+
+@app.exception_handler(NotFound)
+def _not_found(request: Request, error: NotFound):
+    return JSONResponse({"detail": str(error)}, status_code=404)
+
+
+@app.exception_handler(RequestValidationError)
+def _invalid(request: Request, error: RequestValidationError):
+    # FastAPI's own handler echoes the input, which fails on NaN and infinity: say what is wrong
+    errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+              for e in error.errors()]  # fmt: skip
+    message = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}"
+                        for e in errors)  # fmt: skip
+    return JSONResponse({"detail": message or "invalid request", "errors": errors}, status_code=422)
+
+
+def _unprocessable(message: str) -> HTTPException:
+    return HTTPException(422, message)
+
+
+@app.get("/healthz")
+def healthz():
+    return {"status": "ok"}
+
+
+@app.get("/readyz")
+def readyz(redis: Annotated[Redis, Depends(_redis)], response: Response):
+    try:
+        redis.ping()
+        workers = len(Worker.all(connection=redis))
+    except Exception as error:
+        response.status_code = 503
+        return {"ready": False, "detail": f"Redis unreachable: {error}"}
+    if workers == 0:
+        response.status_code = 503
+        return {"ready": False, "detail": "no worker is running", "workers": 0}
+    return {"ready": True, "workers": workers}
+
+
+# -- campaigns ---------------------------------------------------------------------------------
+@campaigns.post("", status_code=201)
+def create(body: schemas.CampaignCreate, store: Store):
+    spec = store.create(body.model_dump())
+    return dict(spec, status=store.status(spec["id"]))
+
+
+@campaigns.get("")
+def list_campaigns(store: Store):
+    out = []
+    for campaign_id in store.ids():
+        with contextlib.suppress(NotFound):  # deleted meanwhile
+            out.append(store.status(campaign_id))
+    return out
+
+
+@campaigns.get("/{campaign_id}")
+def status(campaign_id: str, store: Store):
+    return store.status(campaign_id)
+
+
+@campaigns.delete("/{campaign_id}", status_code=204)
+def delete(campaign_id: str, store: Store):
+    store.delete(campaign_id)
+    return Response(status_code=204)
+
+
+# -- the labeling loop -------------------------------------------------------------------------
+def _choose(store: CampaignStore, campaign_id: str, now: float):
+    """The next point to hand out: ``("point", index, x, version)``, ``("wait", seconds)`` or
+    ``("done",)``. Runs under the campaign's lock."""
+    spec = store.spec(campaign_id)
+    n = store.n_labeled(campaign_id)
+    if n >= spec["max_labels"]:
+        return ("done",)
+    pending = store.pending_indices(campaign_id, now)
+    n_pending = store.r.zcard(store.k(campaign_id, "leases"))
+    if n + n_pending >= spec["max_labels"]:
+        return ("wait", 5.0)
+    labeled = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
+    design_size = spec["initial_design"]["size"]
+    state = store.state(campaign_id)
+    if n < design_size:  # the initial design: all of its points may be out at once
+        for index in spec["design_index"]:
+            if index not in labeled and index not in pending:
+                x = _pool_point(spec, index)
+                return ("point", index, x, None)
+        return ("wait", 1.0)
+    version = state.get("model_version")
+    version = int(version) if version is not None else None
+    wait = max(1.0, min(30.0, float(state.get("last_refit_seconds") or 1.0)))
+    if spec["mode"] == "sequential" and (version != n or n_pending > 0):
+        return ("wait", wait)
+    if spec["mode"] == "parallel" and (version is None or n_pending >= spec["max_pending"]):
+        return ("wait", wait)
+    for point in store.ranking(campaign_id):
+        if point["index"] not in labeled and point["index"] not in pending:
+            return ("point", point["index"], point["x"], version)
+    return ("wait", wait)
+
+
+def _pool_point(spec: dict, index: int) -> list[float]:
+    from service.store import pool_of, to_original
+
+    return to_original(spec, pool_of(spec).points([index])[0]).tolist()
+
+
+NEXT_RESPONSES = {202: {"description": "no point yet"}, 410: {"description": "campaign done"}}
+
+
+@campaigns.get("/{campaign_id}/next", responses=NEXT_RESPONSES)
+def next_point(campaign_id: str, store: Store,
+               settings: Annotated[Settings, Depends(get_settings)],
+               wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
+    deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
+    while True:
+        now = time.time()
+        with store.lock(campaign_id):
+            choice = _choose(store, campaign_id, now)
+            if choice[0] == "point":
+                _, index, x, version = choice
+                spec = store.spec(campaign_id)
+                return store.issue(campaign_id, index, x, version, spec["lease_seconds"], now)
+        if choice[0] == "done":
+            raise HTTPException(410, "the campaign is done: it has max_labels labels")
+        if time.monotonic() >= deadline:
+            retry = str(max(1, math.ceil(choice[1])))
+            return JSONResponse({"detail": "no point can be given yet", "retry_after": int(retry)},
+                                status_code=202, headers={"Retry-After": retry})  # fmt: skip
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+
+@campaigns.post("/{campaign_id}/label", status_code=201)
+def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Response):
+    code, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
+    if enqueue:
+        queues.enqueue_refit(store.r, campaign_id)
+    if code == 404:
+        raise HTTPException(404, f"unknown ticket {body.ticket!r}")
+    if code == 409:
+        raise HTTPException(409, "this ticket has a different label, or its point is labeled")
+    if code == 410:
+        raise HTTPException(410, "the campaign is done: it has max_labels labels")
+    response.status_code = code
+    return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
+
+
+@campaigns.post("/{campaign_id}/observations", status_code=201)
+def import_observations(campaign_id: str, body: schemas.Observations, store: Store):
+    spec = store.spec(campaign_id)
+    try:
+        schemas.check_points(body.x, [schemas.InputSpec(**i) for i in spec["inputs"]])
+    except ValueError as error:
+        raise _unprocessable(str(error)) from None
+    code, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
+    if enqueue:
+        queues.enqueue_refit(store.r, campaign_id)
+    if code == 409:
+        raise HTTPException(409, f"{len(body.y)} more labels would exceed max_labels "
+                                 f"({spec['max_labels']}; {n} stored)")  # fmt: skip
+    return {"n_labeled": n, "imported": len(body.y)}
+
+
+@campaigns.get("/{campaign_id}/observations")
+def export_observations(campaign_id: str, store: Store,
+                        accept: Annotated[str | None, Header()] = None):  # fmt: skip
+    spec = store.spec(campaign_id)
+    labels = store.labels(campaign_id)
+    x, y = [label["x"] for label in labels], [label["y"] for label in labels]
+    if accept and "text/csv" in accept:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow([i["name"] for i in spec["inputs"]] + ["y"])
+        for xi, yi in zip(x, y, strict=True):
+            writer.writerow([repr(v) for v in xi] + [repr(yi)])
+        return Response(out.getvalue(), media_type="text/csv")
+    return {"x": x, "y": y}
+
+
+# -- the model -----------------------------------------------------------------------------------
+@campaigns.get("/{campaign_id}/model")
+def model(campaign_id: str, store: Store):
+    return store.model(campaign_id)
+
+
+def _run(store: CampaignStore, settings: Settings, name: str, *args):
+    """Run a short job on a worker and wait for its answer."""
+    job = queues.enqueue_short(store.r, name, *args)
+    deadline = time.monotonic() + settings.job_wait_seconds
+    delay = 0.005
+    while time.monotonic() < deadline:
+        status = job.get_status(refresh=True)
+        if status == JobStatus.FINISHED:
+            return job.return_value()
+        if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+            raise HTTPException(500, f"the {name} job failed on the worker")
+        time.sleep(delay)
+        delay = min(0.05, delay * 1.5)
+    job.cancel()
+    raise HTTPException(503, f"no worker answered the {name} job in time")
+
+
+def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
+    spec = store.spec(campaign_id)
+    try:
+        schemas.check_points(x, [schemas.InputSpec(**i) for i in spec["inputs"]])
+    except ValueError as error:
+        raise _unprocessable(str(error)) from None
+    store.model(campaign_id)  # 404 before the first model
+    return spec
+
+
+Settings_ = Annotated[Settings, Depends(get_settings)]
+
+
+@campaigns.post("/{campaign_id}/predict")
+def predict(campaign_id: str, body: schemas.Points, store: Store, settings: Settings_):
+    _checked_points(store, campaign_id, body.x)
+    return _run(store, settings, "predict", campaign_id, body.x)
+
+
+@campaigns.post("/{campaign_id}/acquisition")
+def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store,
+                settings: Settings_):  # fmt: skip
+    _checked_points(store, campaign_id, body.x)
+    return _run(store, settings, "acquisition", campaign_id, body.x, body.acquisition)
+
+
+@campaigns.post("/{campaign_id}/evaluate")
+def evaluate(campaign_id: str, body: schemas.Observations, store: Store, settings: Settings_):
+    _checked_points(store, campaign_id, body.x)
+    return _run(store, settings, "evaluate", campaign_id, body.x, body.y)
+
+
+app.include_router(campaigns)

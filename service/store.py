@@ -1,0 +1,323 @@
+"""The campaign store: the one module that knows the Redis keys.
+
+Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
+
+- ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
+  design's pool indices);
+- ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``again`` (labels arrived
+  while a refit ran), ``model_version``, ``last_error``, ``last_refit_seconds``;
+- ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
+  is the number of labels;
+- ``labeled`` (set): pool indices that have a label;
+- ``tickets`` (hash): ticket -> JSON ``{x, index, issued_at, expires_at, model_version}``,
+  written once; ``ticket_state`` (hash): ticket -> ``pending`` or ``labeled:<y>``;
+- ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
+  is offered again) but may still be labeled while its point has no label;
+- ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
+  best, best first.
+
+``fbgp:campaigns`` (set) holds every campaign id. A label is acknowledged only after the Lua
+script that checks its ticket and appends it has run, so a label is stored exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from functools import lru_cache
+
+import numpy as np
+from redis import Redis
+
+from worker.design import GridPool, PointPool, initial_design
+
+PREFIX = "fbgp:"
+CAMPAIGNS = PREFIX + "campaigns"
+
+# Checks and records a label for a ticket, atomically. Returns {code, n_labeled, enqueue_refit}.
+LABEL_SCRIPT = """
+local state = redis.call('HGET', KEYS[2], ARGV[1])
+if not state then return {404, 0, 0} end
+local n = redis.call('LLEN', KEYS[4])
+if state ~= 'pending' then
+  if state == 'labeled:' .. ARGV[2] then return {200, n, 0} end
+  return {409, n, 0}
+end
+if ARGV[4] ~= '' and ARGV[6] == '0' and redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then
+  return {409, n, 1}
+end
+if n >= tonumber(ARGV[5]) then return {410, n, 0} end
+redis.call('HSET', KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('RPUSH', KEYS[4], ARGV[3])
+if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+n = n + 1
+local enqueue = 0
+if n >= tonumber(ARGV[7]) then
+  if redis.call('HGET', KEYS[6], 'refit') == 'idle' then
+    redis.call('HSET', KEYS[6], 'refit', 'queued', 'queued_at', ARGV[8])
+    enqueue = 1
+  else
+    redis.call('HSET', KEYS[6], 'again', '1')
+  end
+end
+return {201, n, enqueue}
+"""
+
+# Appends imported observations if they fit under max_labels. Returns {code, n, enqueue}.
+IMPORT_SCRIPT = """
+local n = redis.call('LLEN', KEYS[1])
+local count = tonumber(ARGV[1])
+if n + count > tonumber(ARGV[2]) then return {409, n, 0} end
+for i = 1, count do
+  redis.call('RPUSH', KEYS[1], ARGV[4 + 2 * (i - 1)])
+  local index = ARGV[5 + 2 * (i - 1)]
+  if index ~= '' then redis.call('SADD', KEYS[2], index) end
+end
+n = n + count
+local enqueue = 0
+if n >= tonumber(ARGV[3]) then
+  if redis.call('HGET', KEYS[3], 'refit') == 'idle' then
+    redis.call('HSET', KEYS[3], 'refit', 'queued', 'queued_at', ARGV[4 + 2 * count])
+    enqueue = 1
+  else
+    redis.call('HSET', KEYS[3], 'again', '1')
+  end
+end
+return {201, n, enqueue}
+"""
+
+# Ends a refit that saw ARGV[1] labels: 1 if another one must run (more labels came), else 0.
+FINISH_REFIT_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = redis.call('LLEN', KEYS[2])
+local again = redis.call('HGET', KEYS[1], 'again')
+if n > tonumber(ARGV[1]) or again == '1' then
+  redis.call('HSET', KEYS[1], 'refit', 'queued', 'again', '0', 'queued_at', ARGV[2])
+  return 1
+end
+redis.call('HSET', KEYS[1], 'refit', 'idle', 'again', '0')
+return 0
+"""
+
+
+class NotFound(Exception):
+    """No such campaign, ticket or model."""
+
+
+def pool_of(spec: dict) -> GridPool | PointPool:
+    """The campaign's pool in the unit cube."""
+    return _pool(json.dumps(spec["pool"], sort_keys=True), _bounds_key(spec))
+
+
+def _bounds_key(spec: dict) -> str:
+    return json.dumps([[i["lower"], i["upper"]] for i in spec["inputs"]])
+
+
+@lru_cache(maxsize=64)
+def _pool(pool_json: str, bounds_json: str) -> GridPool | PointPool:
+    pool = json.loads(pool_json)
+    bounds = np.array(json.loads(bounds_json), dtype=float)
+    if pool["type"] == "grid":
+        return GridPool(dim=len(bounds), points_per_dim=int(pool["points_per_dim"]))
+    lower, upper = bounds[:, 0], bounds[:, 1]
+    return PointPool((np.asarray(pool["points"], dtype=float) - lower) / (upper - lower))
+
+
+def to_original(spec: dict, u: np.ndarray) -> np.ndarray:
+    bounds = np.array([[i["lower"], i["upper"]] for i in spec["inputs"]], dtype=float)
+    return bounds[:, 0] + np.asarray(u) * (bounds[:, 1] - bounds[:, 0])
+
+
+def to_unit(spec: dict, x) -> np.ndarray:
+    bounds = np.array([[i["lower"], i["upper"]] for i in spec["inputs"]], dtype=float)
+    return (np.asarray(x, dtype=float) - bounds[:, 0]) / (bounds[:, 1] - bounds[:, 0])
+
+
+def pool_index_of(spec: dict, x: list[list[float]]) -> list[int | None]:
+    """Pool index of each point that is (to rounding) a pool point, else None."""
+    pool = pool_of(spec)
+    u = to_unit(spec, x)
+    index = pool.index_of(u)
+    hit = np.abs(pool.points(index) - u).max(axis=1) < 1e-9
+    return [int(i) if h else None for i, h in zip(index, hit, strict=True)]
+
+
+class CampaignStore:
+    def __init__(self, redis: Redis):
+        self.r = redis
+        self._label = redis.register_script(LABEL_SCRIPT)
+        self._import = redis.register_script(IMPORT_SCRIPT)
+        self._finish = redis.register_script(FINISH_REFIT_SCRIPT)
+
+    @staticmethod
+    def k(campaign_id: str, part: str) -> str:
+        return f"{PREFIX}c:{campaign_id}:{part}"
+
+    # -- campaigns ---------------------------------------------------------------------------
+    def create(self, body: dict) -> dict:
+        campaign_id = uuid.uuid4().hex[:16]
+        spec = dict(body, id=campaign_id, created_at=time.time())
+        design = initial_design(pool_of(spec), spec["initial_design"]["size"], spec["seed"])
+        spec["design_index"] = [int(i) for i in design]
+        pipe = self.r.pipeline()
+        pipe.set(self.k(campaign_id, "spec"), json.dumps(spec))
+        pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle", "again": "0"})
+        pipe.sadd(CAMPAIGNS, campaign_id)
+        pipe.execute()
+        return spec
+
+    def ids(self) -> list[str]:
+        return sorted(i.decode() for i in self.r.smembers(CAMPAIGNS))
+
+    def spec(self, campaign_id: str) -> dict:
+        raw = self.r.get(self.k(campaign_id, "spec"))
+        if raw is None:
+            raise NotFound(f"no campaign {campaign_id!r}")
+        return json.loads(raw)
+
+    def delete(self, campaign_id: str) -> None:
+        self.spec(campaign_id)
+        parts = ("spec", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
+                 "model", "ranking")  # fmt: skip
+        self.r.delete(*(self.k(campaign_id, p) for p in parts))
+        self.r.srem(CAMPAIGNS, campaign_id)
+
+    def state(self, campaign_id: str) -> dict:
+        raw = self.r.hgetall(self.k(campaign_id, "state"))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    def n_labeled(self, campaign_id: str) -> int:
+        return int(self.r.llen(self.k(campaign_id, "labels")))
+
+    def status(self, campaign_id: str, now: float | None = None) -> dict:
+        spec = self.spec(campaign_id)
+        now = time.time() if now is None else now
+        state = self.state(campaign_id)
+        n = self.n_labeled(campaign_id)
+        pending = int(self.r.zcount(self.k(campaign_id, "leases"), now, "+inf"))
+        version = state.get("model_version")
+        if n >= spec["max_labels"]:
+            phase = "done"
+        elif n < spec["initial_design"]["size"]:
+            phase = "design"
+        else:
+            phase = "active"
+        return {
+            "id": campaign_id, "name": spec["name"], "state": phase, "n_labeled": n,
+            "n_pending": pending, "max_labels": spec["max_labels"],
+            "model_version": int(version) if version is not None else None,
+            "last_error": state.get("last_error") or None, "refit": state.get("refit", "idle"),
+            "acquisition": spec["acquisition"], "mode": spec["mode"],
+        }  # fmt: skip
+
+    # -- labels ------------------------------------------------------------------------------
+    def labels(self, campaign_id: str) -> list[dict]:
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
+
+    def record_label(
+        self, campaign_id: str, ticket: str, y: float, now: float
+    ) -> tuple[int, int, bool]:
+        """Store the label of ``ticket``: ``(code, n_labeled, enqueue_refit)`` with code 201
+        (stored), 200 (the same label again), 409 (a different label, or the point has one),
+        404 (unknown ticket), 410 (the campaign is full)."""
+        spec = self.spec(campaign_id)
+        raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
+        if raw is None:
+            return 404, self.n_labeled(campaign_id), False
+        info = json.loads(raw)
+        record = json.dumps({"x": info["x"], "y": y, "index": info["index"], "ticket": ticket})
+        index = "" if info["index"] is None else str(info["index"])
+        keys = [self.k(campaign_id, p) for p in
+                ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
+        repeats = "1" if spec["allow_repeats"] else "0"
+        args = [ticket, repr(float(y)), record, index, spec["max_labels"], repeats,
+                spec["initial_design"]["size"], now]  # fmt: skip
+        code, n, enqueue = self._label(keys=keys, args=args)
+        return int(code), int(n), bool(enqueue)
+
+    def import_observations(
+        self, campaign_id: str, x: list, y: list, now: float
+    ) -> tuple[int, int, bool]:
+        spec = self.spec(campaign_id)
+        index = pool_index_of(spec, x)
+        args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
+        for xi, yi, ii in zip(x, y, index, strict=True):
+            args += [json.dumps({"x": xi, "y": yi, "index": ii, "ticket": None}),
+                     "" if ii is None else str(ii)]  # fmt: skip
+        args.append(now)
+        keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")]
+        code, n, enqueue = self._import(keys=keys, args=args)
+        return int(code), int(n), bool(enqueue)
+
+    # -- tickets -----------------------------------------------------------------------------
+    def issue(self, campaign_id: str, index: int | None, x: list[float], version, lease: float,
+              now: float) -> dict:  # fmt: skip
+        ticket = uuid.uuid4().hex
+        info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
+                "model_version": version}  # fmt: skip
+        pipe = self.r.pipeline()
+        pipe.hset(self.k(campaign_id, "tickets"), ticket, json.dumps(info))
+        pipe.hset(self.k(campaign_id, "ticket_state"), ticket, "pending")
+        pipe.zadd(self.k(campaign_id, "leases"), {ticket: now + lease})
+        pipe.execute()
+        return {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
+
+    def pending_indices(self, campaign_id: str, now: float) -> set[int]:
+        """Pool indices out under a live lease (expired leases are dropped first)."""
+        leases = self.k(campaign_id, "leases")
+        self.r.zremrangebyscore(leases, "-inf", f"({now}")
+        tickets = self.r.zrange(leases, 0, -1)
+        if not tickets:
+            return set()
+        infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets)
+        return {json.loads(i)["index"] for i in infos if i is not None} - {None}
+
+    def labeled_indices(self, campaign_id: str) -> set[int]:
+        return {int(i) for i in self.r.smembers(self.k(campaign_id, "labeled"))}
+
+    def lock(self, campaign_id: str):
+        """Serializes the choice of points for one campaign across API processes."""
+        return self.r.lock(self.k(campaign_id, "lock"), timeout=10, blocking_timeout=10)
+
+    # -- models and refits -------------------------------------------------------------------
+    def save_model(self, campaign_id: str, model: dict, ranking: list[dict]) -> bool:
+        """Store a model unless a newer one is there already; True if stored."""
+        state = self.state(campaign_id)
+        if not state:
+            return False  # deleted meanwhile
+        current = state.get("model_version")
+        if current is not None and int(current) > model["version"]:
+            return False
+        pipe = self.r.pipeline()
+        pipe.set(self.k(campaign_id, "model"), json.dumps(model))
+        pipe.set(self.k(campaign_id, "ranking"), json.dumps(ranking))
+        pipe.hset(self.k(campaign_id, "state"), mapping={
+            "model_version": model["version"], "last_error": "",
+            "last_refit_seconds": model["diagnostics"].get("refit_seconds", 0.0)})  # fmt: skip
+        pipe.execute()
+        return True
+
+    def model(self, campaign_id: str) -> dict:
+        raw = self.r.get(self.k(campaign_id, "model"))
+        if raw is None:
+            self.spec(campaign_id)
+            raise NotFound(f"campaign {campaign_id!r} has no model yet")
+        return json.loads(raw)
+
+    def ranking(self, campaign_id: str) -> list[dict]:
+        raw = self.r.get(self.k(campaign_id, "ranking"))
+        return [] if raw is None else json.loads(raw)
+
+    def refit_started(self, campaign_id: str, now: float) -> None:
+        self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "running", "started_at": now})
+
+    def refit_failed(self, campaign_id: str, message: str) -> None:
+        if self.r.exists(self.k(campaign_id, "spec")):
+            self.r.hset(self.k(campaign_id, "state"), "last_error", message[:2000])
+
+    def refit_finished(self, campaign_id: str, n_seen: int, now: float) -> bool:
+        """True when another refit must run (labels came in meanwhile)."""
+        keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
+        return bool(self._finish(keys=keys, args=[n_seen, now]))

@@ -1,0 +1,74 @@
+"""RQ jobs: the glue between the campaign store and the math (:mod:`worker.refit`).
+
+Jobs are top-level functions taking a campaign id and plain values; they load their own data,
+can run again safely, and write a model only when it is complete. The service enqueues them by
+dotted name and never imports this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+
+from rq import get_current_job
+
+from service.queues import enqueue_refit
+from service.store import CampaignStore, NotFound, pool_of
+from worker import refit as math_
+
+log = logging.getLogger("fbgp.worker")
+
+
+def _store() -> CampaignStore:
+    return CampaignStore(get_current_job().connection)
+
+
+def refit(campaign_id: str) -> dict:
+    """Refit a campaign on all its labels; enqueue one more if labels arrived meanwhile."""
+    store = _store()
+    try:
+        spec = store.spec(campaign_id)
+    except NotFound:
+        return {"campaign": campaign_id, "skipped": "deleted"}
+    store.refit_started(campaign_id, time.time())
+    labels = store.labels(campaign_id)
+    n = len(labels)
+    result = {"campaign": campaign_id, "n_labeled": n}
+    try:
+        exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
+        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude)
+        store.save_model(campaign_id, model, ranking)
+        d = model["diagnostics"]
+        result.update(version=n, seconds=d["refit_seconds"], max_rhat=d["max_rhat"])
+        log.info("campaign %s: model %d in %.2f s (R-hat %.3f, %d divergences)",
+                 campaign_id, n, d["refit_seconds"], d["max_rhat"], d["divergences"])  # fmt: skip
+    except Exception as error:  # the campaign keeps its previous model and goes on
+        store.refit_failed(campaign_id, f"{type(error).__name__}: {error}")
+        log.error("campaign %s: refit failed\n%s", campaign_id, traceback.format_exc())
+        result["error"] = repr(error)
+    if store.refit_finished(campaign_id, n, time.time()):
+        enqueue_refit(get_current_job().connection, campaign_id)
+    return result
+
+
+def _with_model(campaign_id: str):
+    store = _store()
+    spec = store.spec(campaign_id)
+    return spec, store.model(campaign_id), store.labels(campaign_id)
+
+
+def predict(campaign_id: str, x: list) -> dict:
+    spec, model, labels = _with_model(campaign_id)
+    return dict(math_.predict(spec, model, labels, x), model_version=model["version"])
+
+
+def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
+    spec, model, labels = _with_model(campaign_id)
+    result = math_.acquisition(spec, model, labels, x, name or spec["acquisition"])
+    return dict(result, model_version=model["version"])
+
+
+def evaluate(campaign_id: str, x: list, y: list) -> dict:
+    spec, model, labels = _with_model(campaign_id)
+    return dict(math_.evaluate(spec, model, labels, x, y), model_version=model["version"])

@@ -1,0 +1,147 @@
+"""One refit of a campaign as pure math: NUTS on all labels, thinning, the mode, scoring of a
+fresh pool subsample, ranking; and the model-based answers (predict, acquisition, evaluate).
+
+Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
+:mod:`worker.jobs`. Campaign specs are the dicts of CONTRACT.md's campaign body.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+
+from worker.acquisition import evaluate as acquisition_values
+from worker.design import GridPool, PointPool
+from worker.gp import Conditioned, predictive_covariance
+from worker.mcmc import Posterior, sample_posterior
+from worker.transforms import InputScaling, OutputStandardization, as_tensor
+
+RANKING_SIZE = 64  # ranked points kept with a model, best first
+
+
+def scaling(spec: dict) -> InputScaling:
+    return InputScaling(
+        lower=tuple(float(i["lower"]) for i in spec["inputs"]),
+        upper=tuple(float(i["upper"]) for i in spec["inputs"]),
+    )
+
+
+def fit(
+    spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int]
+) -> tuple[dict, list]:
+    """Refit on ``labels`` (``[{x, y, ...}]``) and rank up to ``RANKING_SIZE`` pool points not in
+    ``exclude``. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
+    (``[{index, x, score}]``, best first)."""
+    started = time.perf_counter()
+    n = len(labels)
+    x = np.array([label["x"] for label in labels], dtype=float)
+    y = np.array([label["y"] for label in labels], dtype=float)
+    scale_x = scaling(spec)
+    scale_y = OutputStandardization.from_labels(y)
+    u, z = scale_x.to_unit(x), scale_y.to_z(y)
+    mcmc = spec["mcmc"]
+    seed = (int(spec["seed"]) * 1_000_003 + n) % 2**32
+    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed)
+    thin = post.thinned(mcmc["thinning"])
+    rng = np.random.default_rng([int(spec["seed"]), n])
+    candidates = pool.subsample(spec["pool_subsample"], rng, exclude=sorted(exclude))
+    ranking = []
+    if len(candidates):
+        scores = acquisition_values(
+            spec["acquisition"], thin, u, z, torch.from_numpy(pool.points(candidates)), seed=seed
+        ).numpy()
+        best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+        points = scale_x.from_unit(pool.points(candidates[best])).tolist()
+        ranking = [
+            {"index": int(candidates[b]), "x": p, "score": float(scores[b])}
+            for b, p in zip(best, points, strict=True)
+        ]
+    diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
+    model = {
+        "version": n,
+        "n_labeled": n,
+        "samples": {"lengthscale": post.lengthscale.tolist(), "noise": post.noise.tolist()},
+        "acquisition_samples": {
+            "lengthscale": thin.lengthscale.tolist(),
+            "noise": thin.noise.tolist(),
+        },
+        "mode": {"lengthscale": post.mode_lengthscale.tolist(), "noise": post.mode_noise},
+        "transform": {
+            "lower": list(scale_x.lower),
+            "upper": list(scale_x.upper),
+            "y_mean": scale_y.mean,
+            "y_std": scale_y.std,
+        },  # fmt: skip
+        "chains": post.chains,
+        "diagnostics": diagnostics,
+    }
+    return model, ranking
+
+
+def _context(spec: dict, model: dict, labels: list[dict]):
+    x = np.array([label["x"] for label in labels[: model["n_labeled"]]], dtype=float)
+    y = np.array([label["y"] for label in labels[: model["n_labeled"]]], dtype=float)
+    t = model["transform"]
+    scale_x = InputScaling(lower=tuple(t["lower"]), upper=tuple(t["upper"]))
+    scale_y = OutputStandardization(mean=t["y_mean"], std=t["y_std"])
+    samples = model["acquisition_samples"]
+    post = Posterior(
+        lengthscale=as_tensor(samples["lengthscale"]),
+        noise=as_tensor(samples["noise"]),
+        chains=1,
+        mode_lengthscale=as_tensor(model["mode"]["lengthscale"]),
+        mode_noise=float(model["mode"]["noise"]),
+    )
+    return scale_x, scale_y, scale_x.to_unit(x), scale_y.to_z(y), post
+
+
+def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
+    """Mode GP's mean and variance of y, and the mixture's, in original units."""
+    scale_x, scale_y, u, z, post = _context(spec, model, labels)
+    cand = scale_x.to_unit(x)
+    mode = post.mode()
+    mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise).predict(cand)
+    m_mean, m_var = Conditioned.fit(u, z, post.lengthscale, post.noise).predict(cand)
+    mixture_mean = m_mean.mean(0)
+    mixture_var = m_var.mean(0) + m_mean.var(0, correction=0)
+    return {
+        "mean": scale_y.mean_from_z(mean[0]).tolist(),
+        "variance": scale_y.variance_from_z(var[0]).tolist(),
+        "mixture_mean": scale_y.mean_from_z(mixture_mean).tolist(),
+        "mixture_variance": scale_y.variance_from_z(mixture_var).tolist(),
+    }
+
+
+def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
+    scale_x, _, u, z, post = _context(spec, model, labels)
+    values = acquisition_values(name, post, u, z, scale_x.to_unit(x), seed=model["version"])
+    return {"values": values.tolist(), "acquisition": name}
+
+
+def evaluate(spec: dict, model: dict, labels: list[dict], x: list, y: list) -> dict:
+    """The paper's metrics on a test set (CONTRACT.md): joint NLML of the mode GP per point and
+    the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units)."""
+    scale_x, scale_y, u, z, post = _context(spec, model, labels)
+    cand = scale_x.to_unit(x)
+    z_test = scale_y.to_z(y)
+    mode = post.mode()
+    mean, cov = predictive_covariance(u, z, mode.lengthscale, mode.noise, cand)
+    dist = torch.distributions.MultivariateNormal(mean[0], covariance_matrix=_psd(cov[0]))
+    nlml = float(-dist.log_prob(z_test)) / len(z_test)
+    rmse = float(torch.sqrt(((scale_y.mean_from_z(mean[0]) - as_tensor(y)) ** 2).mean()))
+    m_mean, m_var = Conditioned.fit(u, z, post.lengthscale, post.noise).predict(cand)
+    log_density = -0.5 * ((z_test - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
+    nlpd = -(torch.logsumexp(log_density, 0) - math.log(len(m_mean)))
+    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": float(nlpd.mean()), "n": len(z_test)}
+
+
+def _psd(cov: torch.Tensor) -> torch.Tensor:
+    """The covariance, with jitter on its diagonal if rounding made it indefinite."""
+    eye = torch.eye(len(cov), dtype=cov.dtype)
+    for jitter in (0.0, 1e-10, 1e-8, 1e-6):
+        if torch.linalg.cholesky_ex(cov + jitter * eye)[1] == 0:
+            return cov + jitter * eye
+    return cov + 1e-4 * eye
