@@ -1,5 +1,18 @@
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 import torch
+from redis import Redis
+
+from service.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -8,3 +21,52 @@ def _one_thread_and_seeded():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A redis-server of the tests' own on a free loopback port, stopped afterwards."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server)")
+    port = free_port()
+    data = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
+         "--appendonly", "no", "--logfile", str(data / "redis.log")],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    client = Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except Exception:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def worker_process(redis_url, tmp_path_factory):
+    """One real RQ worker (``fbgp-al worker``) serving the test Redis."""
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
+    with open(log, "w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=env,
+                                   stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)  # fmt: skip
+    from rq import Worker
+
+    connection = Redis.from_url(redis_url)
+    deadline = time.monotonic() + 120
+    while not Worker.all(connection=connection):
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"the worker did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -1,0 +1,102 @@
+"""A whole campaign over HTTP against a real Redis and a real worker."""
+
+import math
+import time
+
+import numpy as np
+
+from clients.simulators import get_simulator
+
+
+def _wait_for_model(client, campaign, version, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = client.get(f"/campaigns/{campaign}").json()
+        if status["model_version"] == version:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"no model {version}: {status}")
+
+
+def test_sequential_campaign_runs_to_max_labels(client, make_body):
+    sim = get_simulator("gramacy1d")
+    rng = np.random.default_rng(0)
+    r = client.post("/campaigns", json=make_body(max_labels=6))
+    assert r.status_code == 201, r.text
+    campaign = r.json()["id"]
+    assert client.get(f"/campaigns/{campaign}").json()["state"] == "design"
+
+    # the initial design is out all at once: three distinct points, then nothing until labels
+    tickets = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(3)]
+    xs = [t["x"][0] for t in tickets]
+    assert len(set(xs)) == 3 and all(0.5 <= x <= 2.5 for x in xs)
+    assert all(t["model_version"] is None for t in tickets)
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 202
+    assert client.get(f"/campaigns/{campaign}").json()["n_pending"] == 3
+    for t in tickets:
+        y = float(sim.sample(np.array([t["x"]]), rng)[0])
+        r = client.post(f"/campaigns/{campaign}/label", json={"ticket": t["ticket"], "y": y})
+        assert r.status_code == 201, r.text
+    # a refit is running: sequential mode hands out nothing until the model saw every label
+    r = client.get(f"/campaigns/{campaign}/next")
+    assert r.status_code == 202 and int(r.headers["Retry-After"]) >= 1
+
+    labeled = 3
+    while True:
+        r = client.get(f"/campaigns/{campaign}/next", params={"wait": 30})
+        if r.status_code == 410:
+            break
+        assert r.status_code == 200, r.text
+        point = r.json()
+        assert point["model_version"] == labeled  # chosen by a model that saw every label
+        assert point["x"][0] not in xs  # not offered again
+        xs.append(point["x"][0])
+        y = float(sim.sample(np.array([point["x"]]), rng)[0])
+        r = client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
+        assert r.status_code == 201
+        labeled += 1
+    assert labeled == 6
+    status = _wait_for_model(client, campaign, 6)
+    assert status["state"] == "done" and status["n_labeled"] == 6 and status["last_error"] is None
+
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    assert model["version"] == 6 and len(model["samples"]["noise"]) == 2 * 20
+    assert len(model["acquisition_samples"]["noise"]) == 2 * 10
+    assert {"max_rhat", "min_ess_bulk", "divergences", "seconds"} <= set(model["diagnostics"])
+    obs = client.get(f"/campaigns/{campaign}/observations").json()
+    assert sorted(x[0] for x in obs["x"]) == sorted(xs) and len(obs["y"]) == 6
+    csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
+    assert csv.headers["content-type"].startswith("text/csv")
+    assert csv.text.splitlines()[0] == "x,y" and len(csv.text.splitlines()) == 7
+
+    # model-based answers run on the worker
+    grid = [[0.5], [1.5], [2.5]]
+    pred = client.post(f"/campaigns/{campaign}/predict", json={"x": grid}).json()
+    assert len(pred["mean"]) == 3 and all(v > 0 for v in pred["variance"])
+    assert all(v > 0 for v in pred["mixture_variance"]) and len(pred["mixture_mean"]) == 3
+    acq = client.post(f"/campaigns/{campaign}/acquisition", json={"x": grid, "acquisition": "bald"})
+    assert acq.status_code == 200 and len(acq.json()["values"]) == 3
+    test_x = np.linspace(0.5, 2.5, 20)[:, None]
+    test_y = sim.sample(test_x, rng)
+    ev = client.post(f"/campaigns/{campaign}/evaluate",
+                     json={"x": test_x.tolist(), "y": test_y.tolist()}).json()  # fmt: skip
+    assert math.isfinite(ev["nlml"]) and ev["rmse"] > 0 and math.isfinite(ev["nlpd_mixture"])
+
+    assert client.delete(f"/campaigns/{campaign}").status_code == 204
+    assert client.get(f"/campaigns/{campaign}").status_code == 404
+
+
+def test_imported_observations_start_the_model(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    assert client.get(f"/campaigns/{campaign}/model").status_code == 404
+    assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 404
+    x = [[0.6], [1.1], [1.7], [2.3]]
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]})  # fmt: skip
+    assert r.status_code == 201 and r.json()["n_labeled"] == 4
+    status = _wait_for_model(client, campaign, 4)
+    assert status["state"] == "active"
+    point = client.get(f"/campaigns/{campaign}/next").json()
+    assert point["model_version"] == 4 and point["x"] not in x
+    too_many = {"x": [[1.0]] * 7, "y": [0.0] * 7}
+    assert client.post(f"/campaigns/{campaign}/observations", json=too_many).status_code == 409

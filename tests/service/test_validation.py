@@ -1,0 +1,98 @@
+"""Every bad input gets a clear 4xx, never a 500."""
+
+import pytest
+
+from service.settings import Settings, get_settings
+
+BAD_BODIES = {
+    "unknown acquisition": {"acquisition": "ucb"},
+    "lower >= upper": {"inputs": [{"name": "x", "lower": 1.0, "upper": 1.0}]},
+    "no inputs": {"inputs": []},
+    "empty point pool": {"pool": {"type": "points", "points": []}},
+    "pool point outside bounds": {
+        "pool": {"type": "points", "points": [[0.1], [1.0], [2.0], [3.0]]}
+    },
+    "pool point of wrong dimension": {"pool": {"type": "points", "points": [[1.0, 2.0]] * 4}},
+    "max_labels below the design": {"max_labels": 2},
+    "grid of one point": {"pool": {"type": "grid", "points_per_dim": 1}},
+    "unknown pool type": {"pool": {"type": "sobol"}},
+    "unknown field": {"colour": "red"},
+    "thinning above samples": {"mcmc": {"chains": 2, "warmup": 10, "samples": 5, "thinning": 10}},
+    "duplicate input names": {
+        "inputs": [{"name": "x", "lower": 0, "upper": 1}] * 2,
+        "pool": {"type": "grid", "points_per_dim": 5},
+    },
+    "more labels than pool points": {
+        "pool": {"type": "points", "points": [[1.0], [1.5], [2.0]]},
+        "max_labels": 5,
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_bad_campaigns_are_422_with_a_message(client, make_body, case):
+    r = client.post("/campaigns", json=make_body(**BAD_BODIES[case]))
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"]
+
+
+@pytest.mark.parametrize("raw", ["NaN", "Infinity"])
+def test_non_finite_bounds_are_422(client, make_body, raw):
+    body = make_body()
+    text = (
+        str(body)
+        .replace("'", '"')
+        .replace("2.5", raw)
+        .replace("True", "true")
+        .replace("False", "false")
+    )
+    r = client.post("/campaigns", content=text, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+
+
+def test_bad_points_for_model_calls_and_imports(client, make_body):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    for path in ("predict", "acquisition"):
+        assert client.post(f"/campaigns/{campaign}/{path}", json={"x": [[9.0]]}).status_code == 422
+        assert (
+            client.post(f"/campaigns/{campaign}/{path}", json={"x": [[1.0, 1.0]]}).status_code
+            == 422
+        )
+        assert client.post(f"/campaigns/{campaign}/{path}", json={"x": []}).status_code == 422
+    url = f"/campaigns/{campaign}/observations"
+    assert client.post(url, json={"x": [[3.0]], "y": [1.0]}).status_code == 422
+    assert client.post(url, json={"x": [[1.0]], "y": [1.0, 2.0]}).status_code == 422
+    r = client.post(
+        url, content='{"x": [[1.0]], "y": [NaN]}', headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422
+    bad_acq = client.post(
+        f"/campaigns/{campaign}/acquisition", json={"x": [[1.0]], "acquisition": "x"}
+    )
+    assert bad_acq.status_code == 422
+    assert client.get(f"/campaigns/{campaign}/next", params={"wait": -1}).status_code == 422
+    assert client.get("/campaigns/nope/next").status_code == 404
+    assert (
+        client.post(
+            "/campaigns", content="{not json", headers={"Content-Type": "application/json"}
+        ).status_code
+        == 422
+    )
+
+
+def test_token_is_required_when_configured(client, settings, make_body):
+    from service.app import app
+
+    app.dependency_overrides[get_settings] = lambda: Settings(
+        redis_url=settings.redis_url, api_token="s3cret"
+    )
+    assert client.get("/campaigns").status_code == 401
+    assert client.get("/campaigns", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/campaigns", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert client.get("/healthz").status_code == 200  # liveness needs no token
+
+
+def test_health_and_readiness(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["workers"] >= 1
