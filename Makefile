@@ -15,7 +15,7 @@ $(BIN)/fbgp-al: pyproject.toml
 install: $(BIN)/fbgp-al
 
 demo: install
-	$(BIN)/fbgp-al demo
+	$(BIN)/fbgp-al up --demo gramacy1d
 
 test: install
 	$(BIN)/ruff check .

@@ -17,6 +17,12 @@ def _bench_core(argv: list[str]) -> None:
     main(argv)
 
 
+def _bench_service(argv: list[str]) -> None:
+    from clients.service_benchmark import main
+
+    main(argv)
+
+
 def _demo(argv: list[str]) -> None:
     from clients.demo import main
 
@@ -79,6 +85,7 @@ COMMANDS = {
     "api": (_api, "the HTTP API alone"),
     "worker": (_worker, "one worker, pinned to a core, one torch thread"),
     "bench-core": (_bench_core, "time the NUTS refit and scoring against the paper's Pyro path"),
+    "bench-service": (_bench_service, "latency of /next and /label, and label-to-next time"),
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
 }
 

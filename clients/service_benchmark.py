@@ -1,0 +1,142 @@
+"""``fbgp-al bench-service``: latency of the labeling loop against a stack it starts itself.
+
+1. ``/next`` and ``/label`` latency (p50, p99) with a model in place while a worker refits after
+   every label: a parallel-mode 2-D campaign hands out ranked points without waiting.
+2. Label-to-next-point time of a sequential 2-D campaign at n = 40 with the paper's MCMC
+   settings: from posting a label until ``/next`` (long-polling) returns the point chosen by the
+   model that saw it, against that refit's own seconds; the difference is the pipeline's overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from clients.simulators import get_simulator
+from service.stack import free_port, start_redis, wait_http
+
+
+def _stack(workdir: Path, port: int, workers: int):
+    redis_port = free_port()
+    env = dict(os.environ, FBGP_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0")
+    procs = [start_redis(workdir, redis_port, workdir / "redis.log")]
+    cores = sorted(os.sched_getaffinity(0))
+    log = open(workdir / "stack.log", "w")  # noqa: SIM115
+    for k in range(workers):
+        procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--cpu",
+                                       str(cores[k % len(cores)])], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT))  # fmt: skip
+    procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port", str(port)],
+                                  env=env, stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/healthz")
+    wait_http(f"{url}/readyz", seconds=120)
+    return url, procs
+
+
+def _body(sim, mode: str, max_labels: int, mcmc: dict) -> dict:
+    return {"name": f"bench-{mode}", "inputs": sim.inputs(), "pool": sim.pool,
+            "acquisition": "qb-mgp", "max_labels": max_labels, "mcmc": mcmc, "mode": mode,
+            "max_pending": 10_000, "seed": 3}  # fmt: skip
+
+
+def _wait_model(client, campaign, version, seconds=600):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if client.get(f"/campaigns/{campaign}").json()["model_version"] == version:
+            return
+        time.sleep(0.05)
+    raise RuntimeError("no model in time")
+
+
+def _initial(client, campaign, sim, rng, n):
+    x = sim.lower + rng.random((n, sim.dim)) * (sim.upper - sim.lower)
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": x.tolist(), "y": sim.sample(x, rng).tolist()})  # fmt: skip
+    r.raise_for_status()
+
+
+def latency(client, sim, rng, requests: int) -> dict:
+    mcmc = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10}
+    campaign = client.post(
+        "/campaigns", json=_body(sim, "parallel", 40 + 2 * requests, mcmc)
+    ).json()["id"]
+    _initial(client, campaign, sim, rng, 40)
+    _wait_model(client, campaign, 40)
+    t_next, t_label = [], []
+    for _ in range(requests):
+        t = time.perf_counter()
+        r = client.get(f"/campaigns/{campaign}/next")
+        t_next.append(time.perf_counter() - t)
+        if r.status_code != 200:
+            continue
+        point = r.json()
+        y = float(sim.sample(np.array([point["x"]]), rng)[0])
+        t = time.perf_counter()
+        client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
+        t_label.append(time.perf_counter() - t)
+    ms = lambda v, q: 1000 * float(np.quantile(v, q))  # noqa: E731
+    out = {"next_p50_ms": ms(t_next, 0.5), "next_p99_ms": ms(t_next, 0.99),
+           "label_p50_ms": ms(t_label, 0.5), "label_p99_ms": ms(t_label, 0.99),
+           "requests": requests}  # fmt: skip
+    print(f"/next  p50 {out['next_p50_ms']:.1f} ms  p99 {out['next_p99_ms']:.1f} ms   "
+          f"/label p50 {out['label_p50_ms']:.1f} ms  p99 {out['label_p99_ms']:.1f} ms  "
+          f"({requests} each, a refit running after every label)", flush=True)  # fmt: skip
+    return out
+
+
+def label_to_next(client, sim, rng, rounds: int) -> list[dict]:
+    mcmc = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10}
+    campaign = client.post(
+        "/campaigns", json=_body(sim, "sequential", 40 + rounds + 1, mcmc)
+    ).json()["id"]
+    _initial(client, campaign, sim, rng, 39)
+    _wait_model(client, campaign, 39)
+    rows = []
+    point = client.get(f"/campaigns/{campaign}/next", params={"wait": 60}).json()
+    for _ in range(rounds):
+        y = float(sim.sample(np.array([point["x"]]), rng)[0])
+        t = time.perf_counter()
+        client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
+        r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+        total = time.perf_counter() - t
+        point = r.json()
+        model = client.get(f"/campaigns/{campaign}/model").json()
+        refit = model["diagnostics"]["refit_seconds"]
+        rows.append({"n": point["model_version"], "total_s": total, "refit_s": refit,
+                     "overhead_s": total - refit})  # fmt: skip
+        share = 100 * (total - refit) / total
+        print(f"n={point['model_version']}: label -> next point {total:.2f} s, refit "
+              f"{refit:.2f} s, overhead {total - refit:.3f} s ({share:.1f}%)")  # fmt: skip
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al bench-service", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args(argv)
+    sim = get_simulator("gramacy2d")
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        url, procs = _stack(Path(tmp), free_port(), args.workers)
+        try:
+            with httpx.Client(base_url=url, timeout=120) as client:
+                latency(client, sim, rng, args.requests)
+                label_to_next(client, sim, rng, args.rounds)
+        finally:
+            for p in reversed(procs):
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=60)
