@@ -39,29 +39,9 @@ def _worker(argv: list[str]) -> None:
         os.sched_setaffinity(0, {args.cpu})
     for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
         os.environ[variable] = "1"
-    import logging
+    from worker.jobs import run_worker  # imports torch: only now
 
-    import torch
-
-    torch.set_num_threads(1)
-    from redis import Redis
-    from rq import Worker
-
-    import worker.jobs  # noqa: F401  (load the math once, before forking work horses)
-    from service.queues import QUEUES
-    from service.settings import get_settings
-    from worker.mcmc import sample_posterior
-
-    sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    cores = sorted(os.sched_getaffinity(0))
-    logging.getLogger("fbgp.worker").info(
-        "worker pid %d on cores %s, %d torch thread, queues %s",
-        os.getpid(), cores, torch.get_num_threads(), ", ".join(QUEUES),
-    )  # fmt: skip
-    connection = Redis.from_url(get_settings().redis_url)
-    worker = Worker(list(QUEUES), connection=connection, name=args.name, log_job_description=False)
-    worker.work(burst=args.burst)
+    run_worker(name=args.name, burst=args.burst)
 
 
 def _api(argv: list[str]) -> None:

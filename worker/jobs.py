@@ -8,12 +8,16 @@ dotted name and never imports this module.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import traceback
 
-from rq import get_current_job
+import torch
+from redis import Redis
+from rq import Worker, get_current_job
 
-from service.queues import enqueue_refit
+from service.queues import QUEUES, enqueue_refit
+from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
 
@@ -72,3 +76,20 @@ def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
 def evaluate(campaign_id: str, x: list, y: list) -> dict:
     spec, model, labels = _with_model(campaign_id)
     return dict(math_.evaluate(spec, model, labels, x, y), model_version=model["version"])
+
+
+def run_worker(name: str | None = None, burst: bool = False) -> None:
+    """Serve the queues (high priority first) with one torch thread, the sampler compiled before
+    the first job. Work horses are forked from this process, so they start warm."""
+    torch.set_num_threads(1)
+    from worker.mcmc import sample_posterior
+
+    sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log.info(
+        "worker pid %d on cores %s, %d torch thread, queues %s",
+        os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(QUEUES),
+    )  # fmt: skip
+    connection = Redis.from_url(get_settings().redis_url)
+    worker = Worker(list(QUEUES), connection=connection, name=name, log_job_description=False)
+    worker.work(burst=burst)
