@@ -3,9 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench-core
+.PHONY: install demo test bench-core bench-service
 
 $(BIN)/fbgp-al: pyproject.toml
+	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
@@ -24,3 +25,6 @@ test: install
 
 bench-core: install
 	$(BIN)/fbgp-al bench-core
+
+bench-service: install
+	$(BIN)/fbgp-al bench-service

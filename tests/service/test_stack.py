@@ -1,0 +1,33 @@
+"""`fbgp-al up`: the whole stack as a new user starts it, with the demo campaign over real HTTP."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from service.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_up_runs_the_demo_campaign_and_stops_everything(tmp_path):
+    data = tmp_path / "data"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "up", "--workers", "1", "--port", str(port),
+         "--data-dir", str(data), "--demo", "gramacy1d", "--demo-labels", "6",
+         "--exit-after-demo"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert f"API on http://127.0.0.1:{port}" in out
+    assert "label   6" in out and "demo: done" in out and "RMSE" in out
+    # Redis kept its append-only file in the data directory
+    assert any(p.name.startswith("appendonly") for p in data.rglob("*")), list(data.rglob("*"))
+    # and nothing is left listening
+    import socket
+
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
