@@ -24,6 +24,7 @@ import torch
 
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
+from worker.gp import Conditioned, rbf
 from worker.mcmc import Posterior, sample_posterior
 from worker.transforms import OutputStandardization
 
@@ -140,6 +141,25 @@ def time_scoring(n=100, d=6, draws=150, candidates=10_000, seed=0) -> dict:
         + ", ".join(f"{k} {v:.2f} s" for k, v in out.items()),
         flush=True,
     )
+    # where a prediction's time goes: each part on one chunk, scaled to all candidates
+    gp = Conditioned.fit(u, z, post.lengthscale, post.noise)
+    chunk = cand[: gp.chunk_size()]
+    scale = candidates / len(chunk)
+    k_star = rbf(u, chunk, post.lengthscale)
+    v = gp.chol_inv @ k_star
+    parts = {
+        "kernel": lambda: rbf(u, chunk, post.lengthscale),
+        "variance product": lambda: gp.chol_inv @ k_star,
+        "sum of squares": lambda: (v * v).sum(-2),
+        "mean": lambda: gp.alpha[:, None, :] @ k_star,
+    }
+    shares = {}
+    for name, part in parts.items():
+        t = time.perf_counter()
+        for _ in range(5):
+            part()
+        shares[name] = (time.perf_counter() - t) / 5 * scale
+    print("  of which: " + ", ".join(f"{k} {v:.2f} s" for k, v in shares.items()), flush=True)
     return out
 
 

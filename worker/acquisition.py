@@ -112,8 +112,5 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
         posterior = posterior.mode()
     gp = Conditioned.fit(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
     score = SCORES[name]
-    step = gp.chunk_size()
-    parts = [
-        score(*gp.predict_chunk(candidates[i : i + step])) for i in range(0, len(candidates), step)
-    ]
+    parts = [score(mean, var) for mean, var in gp.chunks(candidates)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
