@@ -144,6 +144,8 @@ def _choose(store: CampaignStore, campaign_id: str, now: float):
     version = state.get("model_version")
     version = int(version) if version is not None else None
     wait = max(1.0, min(30.0, float(state.get("last_refit_seconds") or 1.0)))
+    if version != n:
+        store.revive_refit(campaign_id, now)  # a refit whose worker died must not stall us
     if spec["mode"] == "sequential" and (version != n or n_pending > 0):
         return ("wait", wait)
     if spec["mode"] == "parallel" and (version is None or n_pending >= spec["max_pending"]):
@@ -189,7 +191,7 @@ def next_point(campaign_id: str, store: Store,
 def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Response):
     code, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
     if enqueue:
-        queues.enqueue_refit(store.r, campaign_id)
+        store.enqueue_refit(campaign_id)
     if code == 404:
         raise HTTPException(404, f"unknown ticket {body.ticket!r}")
     if code == 409:
@@ -209,7 +211,7 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
         raise _unprocessable(str(error)) from None
     code, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
     if enqueue:
-        queues.enqueue_refit(store.r, campaign_id)
+        store.enqueue_refit(campaign_id)
     if code == 409:
         raise HTTPException(409, f"{len(body.y)} more labels would exceed max_labels "
                                  f"({spec['max_labels']}; {n} stored)")  # fmt: skip

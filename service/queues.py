@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rq import Queue
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
@@ -20,3 +22,17 @@ def enqueue_short(connection, name: str, *args):
     return Queue(HIGH, connection=connection).enqueue_call(
         f"worker.jobs.{name}", args=args, timeout=600, result_ttl=120, failure_ttl=600
     )
+
+
+def job_alive(connection, job_id: str) -> bool:
+    """Whether a job is waiting or running on a live worker."""
+    try:
+        job = Job.fetch(job_id, connection=connection)
+    except NoSuchJobError:
+        return False
+    status = job.get_status(refresh=False)
+    if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
+        return True
+    if status == JobStatus.STARTED:
+        return bool(job.worker_name) and bool(connection.exists(f"rq:worker:{job.worker_name}"))
+    return False

@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 from redis import Redis
 
+from service import queues
 from worker.design import GridPool, PointPool, initial_design
 
 PREFIX = "fbgp:"
@@ -309,6 +310,26 @@ class CampaignStore:
     def ranking(self, campaign_id: str) -> list[dict]:
         raw = self.r.get(self.k(campaign_id, "ranking"))
         return [] if raw is None else json.loads(raw)
+
+    def enqueue_refit(self, campaign_id: str) -> None:
+        """Put a refit on the queue and remember its job (the state says ``queued`` already)."""
+        job = queues.enqueue_refit(self.r, campaign_id)
+        self.r.hset(self.k(campaign_id, "state"), "refit_job", job.id)
+
+    def revive_refit(self, campaign_id: str, now: float) -> bool:
+        """Enqueue the campaign's refit again if its job is gone: failed, stopped, deleted, or
+        started by a worker that no longer exists. True if it did."""
+        state = self.state(campaign_id)
+        if state.get("refit") not in ("queued", "running"):
+            return False
+        job_id = state.get("refit_job")
+        if job_id and queues.job_alive(self.r, job_id):
+            return False
+        if now - float(state.get("queued_at") or 0) < 2.0:
+            return False  # just queued by a label whose enqueue may still be on its way
+        self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "queued", "queued_at": now})
+        self.enqueue_refit(campaign_id)
+        return True
 
     def refit_started(self, campaign_id: str, now: float) -> None:
         self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "running", "started_at": now})

@@ -16,7 +16,7 @@ import torch
 from redis import Redis
 from rq import Worker, get_current_job
 
-from service.queues import QUEUES, enqueue_refit
+from service.queues import QUEUES
 from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
@@ -52,7 +52,7 @@ def refit(campaign_id: str) -> dict:
         log.error("campaign %s: refit failed\n%s", campaign_id, traceback.format_exc())
         result["error"] = repr(error)
     if store.refit_finished(campaign_id, n, time.time()):
-        enqueue_refit(get_current_job().connection, campaign_id)
+        store.enqueue_refit(campaign_id)
     return result
 
 

@@ -1,0 +1,73 @@
+"""The refit pipeline: failures are recorded and survived, lost jobs are enqueued again."""
+
+import json
+import time
+
+from redis import Redis
+
+
+def _wait(predicate, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _design(client, campaign, ys=(0.1, 0.9, -0.4)):
+    for y in ys:
+        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        assert (
+            client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y}).status_code
+            == 201
+        )
+
+
+def test_failed_refit_records_the_error_and_keeps_the_previous_model(client, make_body, settings):
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+    _design(client, campaign)
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["model_version"] == 3)
+    # break the campaign behind the API's back: the next refit fails in the worker
+    redis = Redis.from_url(settings.redis_url)
+    key = f"fbgp:c:{campaign}:spec"
+    spec = json.loads(redis.get(key))
+    redis.set(key, json.dumps(dict(spec, acquisition="no-such-acquisition")))
+    point = client.get(f"/campaigns/{campaign}/next").json()
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": 0.3}
+        ).status_code
+        == 201
+    )
+    status = _wait(lambda: (s := client.get(f"/campaigns/{campaign}").json())["last_error"] and s)
+    assert "no-such-acquisition" in status["last_error"]
+    assert status["model_version"] == 3 and status["n_labeled"] == 4
+    assert client.get(f"/campaigns/{campaign}/model").json()["version"] == 3
+    # repaired, the next label's refit succeeds and clears the error
+    redis.set(key, json.dumps(spec))
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["refit"] == "idle")
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[1.234]], "y": [0.5]})
+    assert r.status_code == 201
+    status = _wait(
+        lambda: (s := client.get(f"/campaigns/{campaign}").json())["model_version"] == 5 and s
+    )
+    assert status["last_error"] is None
+
+
+def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+    redis = Redis.from_url(settings.redis_url)
+    state = f"fbgp:c:{campaign}:state"
+    # the state says a refit is queued, but its job vanished (say, the API died after the label)
+    redis.hset(
+        state, mapping={"refit": "queued", "refit_job": "gone", "queued_at": time.time() - 60}
+    )
+    x = [[0.7], [1.4], [2.2]]
+    labels = f"fbgp:c:{campaign}:labels"
+    for xi, yi in zip(x, [0.2, -0.1, 0.8], strict=True):
+        redis.rpush(labels, json.dumps({"x": xi, "y": yi, "index": None, "ticket": None}))
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+    assert r.status_code == 200, r.text
+    assert r.json()["model_version"] == 3
