@@ -1,34 +1,15 @@
 """A remote simulator in a few lines: ask the service for a point, run ``f``, post the label.
 
-``run_simulator(url, campaign_id, f)`` needs only httpx and a function ``f(x) -> y``; it polls
-``/next`` with long polls, honours 202 and ``Retry-After``, retries connection errors, and stops
-when the campaign is done (410).
+``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; through
+:class:`clients.client.FbgpClient` it long-polls ``/next``, honours 202 and ``Retry-After``,
+retries connection errors, and stops when the campaign is done (410).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
-import httpx
-
-
-def _client(url: str, token: str | None, timeout: float) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
-
-
-def _request(
-    client: httpx.Client, method: str, path: str, retries: int = 10, **kw
-) -> httpx.Response:
-    for attempt in range(retries):
-        try:
-            return client.request(method, path, **kw)
-        except httpx.TransportError:
-            if attempt == retries - 1:
-                raise
-            time.sleep(min(5.0, 0.2 * 2**attempt))
-    raise AssertionError("unreachable")
+from clients.client import ApiError, FbgpClient
 
 
 def run_simulator(
@@ -42,25 +23,25 @@ def run_simulator(
     on_label: Callable[[list[float], float, int], None] | None = None,
 ) -> int:
     """Label points of campaign ``campaign_id`` with ``f`` until it is done (or ``max_labels``
-    labels were posted here). Returns the number of labels this call posted."""
+    labels were posted here). Returns the number of labels this call posted.
+
+    ``token``: the bearer token (default ``FBGP_API_TOKEN``); ``wait``: seconds per long poll;
+    ``on_label(x, y, n_labeled)`` is called after each stored label.
+    """
     posted = 0
-    with _client(url, token, timeout=wait + 30) as client:
+    with FbgpClient(url, token) as api:
         while max_labels is None or posted < max_labels:
-            r = _request(client, "GET", f"/campaigns/{campaign_id}/next", params={"wait": wait})
-            if r.status_code == 410:
+            point = api.next_point(campaign_id, wait=wait)
+            if point is None:
                 break
-            if r.status_code == 202:
-                time.sleep(min(float(r.headers.get("Retry-After", "1")), 1.0) if wait == 0 else 0)
-                continue
-            r.raise_for_status()
-            point = r.json()
-            y = float(f(point["x"]))
-            answer = _request(client, "POST", f"/campaigns/{campaign_id}/label",
-                              json={"ticket": point["ticket"], "y": y})  # fmt: skip
-            if answer.status_code == 410:
-                break
-            answer.raise_for_status()
+            y = float(f(point.x))
+            try:
+                answer = api.label(campaign_id, point.ticket, y)
+            except ApiError as error:
+                if error.status_code == 410:  # others filled the campaign meanwhile
+                    break
+                raise
             posted += 1
             if on_label:
-                on_label(point["x"], y, answer.json()["n_labeled"])
+                on_label(point.x, y, answer.n_labeled)
     return posted

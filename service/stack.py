@@ -76,7 +76,8 @@ def main(argv=None) -> None:
     parser.add_argument("--demo-labels", type=int, default=15)
     parser.add_argument("--exit-after-demo", action="store_true")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
+    for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
+        signal.signal(stop, _interrupt)
     redis_port = free_port()
     env = dict(os.environ, FBGP_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0")
     children: list[subprocess.Popen] = []

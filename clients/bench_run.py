@@ -1,0 +1,184 @@
+"""One benchmark run against the service: a simulator x acquisition x repetition as a campaign.
+
+The run's initial design and labels are :func:`clients.protocol.run_setup`'s, imported through
+``POST /observations`` before any point is asked for, so every acquisition of a repetition
+starts from exactly the same labeled data. (The campaign body's ``seed`` is the same run seed,
+so the service's own design would pick the same three points; importing also fixes their noisy
+labels, which a labeler would otherwise draw anew for each acquisition.) Then, one label per
+iteration, every model version is scored before its point is labeled: NLML (and the mixture's
+NLPD) on the noisy test set through ``/evaluate``, RMSE against the true mean on the run's RMSE
+points through ``/predict`` (the mode GP's mean; ``/evaluate`` would also build the joint
+covariance of up to 10,000 points, which RMSE does not need), and the model's diagnostics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from clients.client import FbgpClient, Pending, check_refit
+from clients.protocol import INITIAL_DESIGN_SIZE, ITERATIONS, campaign_body, run_setup
+from clients.simulators import get_simulator
+
+MCMC_PRESETS: dict[str, dict] = {
+    "paper": {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10},
+    # quick checks: a rough posterior in a fraction of the time
+    "fast": {"chains": 2, "warmup": 50, "samples": 50, "thinning": 5},
+}
+
+
+class Interrupted(Exception):
+    """The run was asked to stop (the benchmark is being interrupted)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: ``iterations`` labels after the initial design, MCMC preset ``mcmc``."""
+
+    simulator: str
+    acquisition: str
+    run: int
+    iterations: int
+    mcmc: str = "paper"
+    base_seed: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.simulator, self.acquisition, self.run)
+
+    @property
+    def max_labels(self) -> int:
+        return INITIAL_DESIGN_SIZE + self.iterations
+
+    @property
+    def label(self) -> str:
+        return f"{self.simulator}/{self.acquisition}/run{self.run}"
+
+
+def parse_iterations(value: str) -> int | None:
+    """``paper`` -> None (each simulator's own count), else a positive integer."""
+    if value == "paper":
+        return None
+    count = int(value)
+    if count < 1:
+        raise ValueError("iterations must be at least 1")
+    return count
+
+
+def iterations_for(simulator: str, iterations: int | None) -> int:
+    return ITERATIONS[simulator] if iterations is None else iterations
+
+
+def paper_body(simulator: str, acquisition: str, run: int, iterations: int | None = None,
+               mcmc: str = "paper", base_seed: int = 0) -> dict:  # fmt: skip
+    """:func:`clients.protocol.campaign_body` with the iteration count and MCMC preset."""
+    body = campaign_body(simulator, acquisition, run, base_seed)
+    body["max_labels"] = INITIAL_DESIGN_SIZE + iterations_for(simulator, iterations)
+    body["mcmc"] = dict(MCMC_PRESETS[mcmc])
+    return body
+
+
+def label_rng(seed: int, acquisition: str) -> np.random.Generator:
+    """The noise of a run's acquired labels: seeded by the run and the acquisition, so a rerun
+    labels the same points the same way (crc32: ``hash()`` is salted per process)."""
+    return np.random.default_rng([seed, zlib.crc32(acquisition.encode())])
+
+
+def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], None],
+                 stop: threading.Event | None = None, wait: float = 10.0,
+                 keep: bool = False) -> str:  # fmt: skip
+    """Run ``spec`` on a new campaign, calling ``on_record`` with each model version's record
+    (:mod:`clients.results` fields plus diagnostics). Returns the campaign id. The campaign is
+    deleted at the end, also after an error, unless ``keep``."""
+    sim = get_simulator(spec.simulator)
+    setup = run_setup(sim, spec.run, spec.base_seed)
+    body = paper_body(spec.simulator, spec.acquisition, spec.run, spec.iterations, spec.mcmc,
+                      spec.base_seed)  # fmt: skip
+    body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
+    campaign = api.create_campaign(body).id
+    try:
+        _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait)
+    finally:
+        if not keep:
+            api.delete_campaign(campaign, missing_ok=True)
+    return campaign
+
+
+def _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait) -> None:
+    api.import_observations(campaign, setup.initial_x, setup.initial_y)
+    rng = label_rng(setup.seed, spec.acquisition)
+    new_x, new_y = setup.initial_x.tolist(), setup.initial_y.tolist()
+    n, started = INITIAL_DESIGN_SIZE, time.perf_counter()
+    while True:
+        point = None
+        if n < spec.max_labels:  # sequential mode: the point comes from the model that saw n
+            point = api.next_point(campaign, wait=wait, on_wait=_watch(api, campaign, n, stop))
+            if point is None:
+                raise RuntimeError(f"campaign {campaign} is done at {n} labels")
+        else:
+            _wait_for_last_model(api, campaign, n, stop)
+        record = score(api, campaign, setup, n)
+        record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
+                      mcmc=spec.mcmc, seed=setup.seed, campaign=campaign, x=new_x, y=new_y,
+                      seconds=time.perf_counter() - started)  # fmt: skip
+        on_record(record)
+        if point is None:
+            return
+        y = float(sim.sample(np.array([point.x]), rng)[0])
+        api.label(campaign, point.ticket, y)
+        n, started = n + 1, time.perf_counter()
+        new_x, new_y = [point.x], [y]
+
+
+def _watch(api: FbgpClient, campaign: str, version: int, stop: threading.Event | None):
+    """An ``on_wait`` for ``/next``: give up when stopped or when the refit failed for good."""
+
+    def on_wait(_: Pending) -> None:
+        if stop is not None and stop.is_set():
+            raise Interrupted
+        check_refit(api.campaign(campaign), version)
+
+    return on_wait
+
+
+def _wait_for_last_model(api, campaign, version, stop) -> None:
+    while True:
+        if stop is not None and stop.is_set():
+            raise Interrupted
+        try:
+            api.wait_for_model(campaign, version, timeout=5.0)
+            return
+        except TimeoutError:
+            continue
+
+
+def score(api: FbgpClient, campaign: str, setup, n: int) -> dict:
+    """The record fields of the campaign's current model, which must have seen ``n`` labels."""
+    model = api.model(campaign)
+    test = api.evaluate(campaign, setup.test_x, setup.test_y)
+    prediction = api.predict(campaign, setup.rmse_x)
+    # /predict and /evaluate answer with the model of the moment: all three must be version n
+    _check_version(campaign, n, model.version, test.model_version, prediction.model_version)
+    rmse = float(np.sqrt(np.mean((np.asarray(prediction.mean) - setup.rmse_mean) ** 2)))
+    return {
+        "n_labeled": n,
+        "nlml": test.nlml,
+        "rmse": rmse,
+        "nlpd_mixture": test.nlpd_mixture,
+        "model_version": model.version,
+        "max_rhat": model.max_rhat,
+        "min_ess": model.min_ess,
+        "divergences": model.divergences,
+        "refit_seconds": model.refit_seconds,
+    }
+
+
+def _check_version(campaign: str, n: int, *versions: int | None) -> None:
+    if any(v is not None and v != n for v in versions):
+        raise RuntimeError(f"campaign {campaign}: scored model versions {versions}, wanted {n} "
+                           "(is something else labeling it?)")  # fmt: skip

@@ -1,0 +1,404 @@
+"""A small typed HTTP client for the whole contract of CONTRACT.md (httpx, synchronous).
+
+```python
+from clients.client import FbgpClient
+
+with FbgpClient("http://127.0.0.1:8000") as api:      # token: argument or FBGP_API_TOKEN
+    campaign = api.create_campaign(body)
+    while (point := api.next_point(campaign.id, wait=20)) is not None:   # None: done (410)
+        api.label(campaign.id, point.ticket, f(point.x))
+```
+
+Every non-2xx answer raises :class:`ApiError` with the status code and the server's ``detail``.
+
+Retries, and why they are safe where they happen:
+
+- Connection errors (the API restarting, a dropped connection) are retried with exponential
+  backoff on *idempotent* calls: GETs, DELETE, ``/label`` (the same ``y`` on the same ticket is
+  answered 200, never stored twice) and the read-only model calls ``/predict``, ``/acquisition``,
+  ``/evaluate``. ``POST /campaigns`` and ``POST .../observations`` append state, so they are
+  retried only when the request never reached the server (a refused or timed-out connect).
+- ``/next`` answers 202 with ``Retry-After`` while no point can be given (the model that must
+  choose it is being fitted): :meth:`FbgpClient.next_point` asks again, long-polling with
+  ``?wait=`` or sleeping what ``Retry-After`` asks, until a point comes or the campaign is done.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("fbgp.client")
+
+# an idempotent call may be retried after any transport error; any other only after these, which
+# mean the request was never sent
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+_LONGEST_RETRY_AFTER = 60.0  # seconds; a larger Retry-After is capped
+
+
+class ApiError(Exception):
+    """A non-2xx answer: ``status_code`` and the server's ``detail`` (its message)."""
+
+    def __init__(self, status_code: int, detail: str, body: Any = None):
+        super().__init__(f"HTTP {status_code}: {detail}")
+        self.status_code = status_code
+        self.detail = detail
+        self.body = body
+
+
+class RefitFailed(RuntimeError):
+    """The campaign's refit failed and none is running: the model wanted will not come."""
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    """``GET /campaigns/{id}``; ``raw`` keeps every field the server sent."""
+
+    id: str
+    state: str  # design | active | done
+    n_labeled: int
+    n_pending: int
+    max_labels: int
+    model_version: int | None
+    last_error: str | None
+    refit: str | None = None  # idle | queued | running
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: dict) -> CampaignStatus:
+        return cls(id=data["id"], state=data["state"], n_labeled=data["n_labeled"],
+                   n_pending=data["n_pending"], max_labels=data["max_labels"],
+                   model_version=data["model_version"], last_error=data.get("last_error"),
+                   refit=data.get("refit"), raw=data)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """``POST /campaigns``: the stored spec (the body with defaults, ``id``, ``seed``, ...)."""
+
+    id: str
+    spec: dict
+    status: CampaignStatus
+
+
+@dataclass(frozen=True)
+class NextPoint:
+    """A point to label: post its label with ``ticket`` before ``expires_at`` (unix seconds)."""
+
+    ticket: str
+    x: list[float]
+    expires_at: float
+    model_version: int | None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """``/next`` answered 202: ask again after ``retry_after`` seconds."""
+
+    retry_after: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class LabelResult:
+    """``created`` is False when the same label had been stored before (200, not 201)."""
+
+    ticket: str
+    y: float
+    n_labeled: int
+    created: bool
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``."""
+
+    x: list[list[float]]
+    y: list[float]
+
+
+@dataclass(frozen=True)
+class Model:
+    """``GET /campaigns/{id}/model``; the dicts are as CONTRACT.md gives them."""
+
+    version: int
+    n_labeled: int
+    samples: dict
+    acquisition_samples: dict
+    mode: dict
+    transform: dict
+    diagnostics: dict
+
+    @classmethod
+    def from_json(cls, data: dict) -> Model:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def max_rhat(self) -> float:
+        return float(self.diagnostics.get("max_rhat", math.nan))
+
+    @property
+    def min_ess(self) -> float:
+        """The smallest bulk effective sample size over the hyperparameters."""
+        return float(self.diagnostics.get("min_ess_bulk", math.nan))
+
+    @property
+    def divergences(self) -> int:
+        return int(self.diagnostics.get("divergences", 0))
+
+    @property
+    def refit_seconds(self) -> float:
+        return float(self.diagnostics.get("refit_seconds", math.nan))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """``/predict``, original units, one entry per point: the posterior-mode GP's mean and
+    variance of y, and the Gaussian mixture's over the acquisition samples."""
+
+    mean: list[float]
+    variance: list[float]
+    mixture_mean: list[float]
+    mixture_variance: list[float]
+    model_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """``/evaluate``: ``nlml`` (per point, standardized), ``rmse`` against the y passed
+    (original units), ``nlpd_mixture`` (standardized); ``model_version`` where the server says."""
+
+    nlml: float
+    rmse: float
+    nlpd_mixture: float
+    model_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """``/readyz``: ``ready`` with Redis reachable and at least one worker."""
+
+    ready: bool
+    workers: int
+    detail: str | None
+
+
+def _points(x) -> list[list[float]]:
+    """``x`` ``[m, d]`` (a list or a numpy array) as plain lists of floats for JSON."""
+    return [[float(v) for v in row] for row in x]
+
+
+def _detail(response: httpx.Response) -> tuple[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text or response.reason_phrase, response.text
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return (detail if isinstance(detail, str) else str(detail or body)), body
+
+
+class FbgpClient:
+    """The HTTP API of one service at ``url``.
+
+    ``token``: the bearer token (default: ``FBGP_API_TOKEN`` from the environment, if set).
+    ``timeout``: seconds per request (a long poll gets its ``wait`` on top). ``retries``:
+    attempts after a connection error, with backoff ``backoff * 2**k`` seconds capped at 5.
+    """
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 120.0,
+                 retries: int = 8, backoff: float = 0.25):  # fmt: skip
+        if token is None:
+            token = os.environ.get("FBGP_API_TOKEN") or None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url.rstrip("/")
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> FbgpClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, idempotent: bool, **kw) -> httpx.Response:
+        """One call, retried after connection errors as the module docstring says."""
+        retryable = httpx.TransportError if idempotent else _NOT_SENT
+        for attempt in range(self.retries + 1):
+            try:
+                return self._http.request(method, path, **kw)
+            except retryable as error:
+                if attempt == self.retries:
+                    raise
+                delay = min(5.0, self.backoff * 2**attempt)
+                log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _call(self, method: str, path: str, *, idempotent: bool = True, ok=(200,),
+              **kw) -> httpx.Response:  # fmt: skip
+        response = self._send(method, path, idempotent=idempotent, **kw)
+        if response.status_code not in ok:
+            detail, body = _detail(response)
+            raise ApiError(response.status_code, detail, body)
+        return response
+
+    # -- service ---------------------------------------------------------------------------------
+    def healthz(self) -> dict:
+        return self._call("GET", "/healthz").json()
+
+    def readyz(self) -> Readiness:
+        """Readiness; a 503 (not ready) is an answer here, not an error."""
+        body = self._call("GET", "/readyz", ok=(200, 503)).json()
+        return Readiness(bool(body.get("ready")), int(body.get("workers", 0)), body.get("detail"))
+
+    def wait_ready(self, timeout: float = 60.0, poll: float = 0.5) -> Readiness:
+        """Wait until ``/readyz`` says ready; TimeoutError with its last answer otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = self.readyz()
+            if ready.ready:
+                return ready
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{self.url} is not ready: {ready.detail}")
+            time.sleep(poll)
+
+    # -- campaigns -------------------------------------------------------------------------------
+    def create_campaign(self, body: dict) -> Campaign:
+        data = self._call("POST", "/campaigns", json=body, idempotent=False, ok=(201,)).json()
+        status = data.pop("status")
+        return Campaign(data["id"], data, CampaignStatus.from_json(status))
+
+    def list_campaigns(self) -> list[CampaignStatus]:
+        return [CampaignStatus.from_json(c) for c in self._call("GET", "/campaigns").json()]
+
+    def campaign(self, campaign_id: str) -> CampaignStatus:
+        return CampaignStatus.from_json(self._call("GET", f"/campaigns/{campaign_id}").json())
+
+    def delete_campaign(self, campaign_id: str, missing_ok: bool = False) -> None:
+        """Delete a campaign; with ``missing_ok`` a 404 (gone already) is no error."""
+        ok = (204, 404) if missing_ok else (204,)
+        self._call("DELETE", f"/campaigns/{campaign_id}", ok=ok)
+
+    # -- the labeling loop -----------------------------------------------------------------------
+    def try_next(self, campaign_id: str, wait: float = 0.0) -> NextPoint | Pending | None:
+        """One ``/next`` call, long-polling up to ``wait`` seconds: a point, :class:`Pending`
+        (202), or None when the campaign is done (410)."""
+        timeout = self.timeout + wait
+        response = self._call("GET", f"/campaigns/{campaign_id}/next", params={"wait": wait},
+                              ok=(200, 202, 410), timeout=timeout)  # fmt: skip
+        if response.status_code == 410:
+            return None
+        if response.status_code == 202:
+            detail, _ = _detail(response)
+            return Pending(float(response.headers.get("Retry-After", "1")), detail)
+        return NextPoint(**response.json())
+
+    def next_point(self, campaign_id: str, wait: float = 20.0, timeout: float | None = None,
+                   on_wait: Callable[[Pending], None] | None = None) -> NextPoint | None:  # fmt: skip
+        """The next point to label, or None when the campaign is done.
+
+        Asks again after every 202: at once after a long poll that used up its ``wait``,
+        otherwise after what is left of ``Retry-After``. ``on_wait`` is called with each 202 (it
+        may raise to give up); after ``timeout`` seconds ``ApiError(202, ...)`` is raised.
+        """
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        while True:
+            asked = time.monotonic()
+            answer = self.try_next(campaign_id, wait)
+            if not isinstance(answer, Pending):
+                return answer
+            if on_wait is not None:
+                on_wait(answer)
+            now = time.monotonic()
+            if now >= deadline:
+                raise ApiError(202, f"no point within {timeout} s: {answer.detail}")
+            pause = min(answer.retry_after, _LONGEST_RETRY_AFTER) - (now - asked)
+            time.sleep(max(0.0, min(pause, deadline - now)))
+
+    def label(self, campaign_id: str, ticket: str, y: float) -> LabelResult:
+        """Post the label of ``ticket``. 409 (another y), 404 (unknown ticket), 410 (done) and
+        422 (y not finite) raise :class:`ApiError`."""
+        response = self._call("POST", f"/campaigns/{campaign_id}/label",
+                              json={"ticket": ticket, "y": float(y)}, ok=(200, 201))  # fmt: skip
+        body = response.json()
+        return LabelResult(body["ticket"], body["y"], body["n_labeled"],
+                           response.status_code == 201)  # fmt: skip
+
+    def import_observations(self, campaign_id: str, x, y: Sequence[float]) -> int:
+        """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units); returns the
+        number of labels stored now."""
+        body = {"x": _points(x), "y": [float(v) for v in y]}
+        response = self._call("POST", f"/campaigns/{campaign_id}/observations", json=body,
+                              idempotent=False, ok=(201,))  # fmt: skip
+        return int(response.json()["n_labeled"])
+
+    def observations(self, campaign_id: str) -> Observations:
+        body = self._call("GET", f"/campaigns/{campaign_id}/observations").json()
+        return Observations(body["x"], body["y"])
+
+    def observations_csv(self, campaign_id: str) -> str:
+        """The labeled data as CSV: a header of input names and ``y``, one row per label."""
+        headers = {"Accept": "text/csv"}
+        return self._call("GET", f"/campaigns/{campaign_id}/observations", headers=headers).text
+
+    # -- the model -------------------------------------------------------------------------------
+    def model(self, campaign_id: str) -> Model:
+        """The latest model; ``ApiError`` 404 before the first one."""
+        return Model.from_json(self._call("GET", f"/campaigns/{campaign_id}/model").json())
+
+    def wait_for_model(self, campaign_id: str, version: int, timeout: float | None = None,
+                       poll: float = 0.2) -> CampaignStatus:  # fmt: skip
+        """Wait until the campaign's model has seen ``version`` labels (or more).
+
+        :class:`RefitFailed` when the refit failed and none is queued or running; TimeoutError
+        after ``timeout`` seconds.
+        """
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.campaign(campaign_id)
+            if status.model_version is not None and status.model_version >= version:
+                return status
+            check_refit(status, version)
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"campaign {campaign_id}: no model {version} in {timeout} s")
+            time.sleep(poll)
+
+    def predict(self, campaign_id: str, x) -> Prediction:
+        body = self._call("POST", f"/campaigns/{campaign_id}/predict",
+                          json={"x": _points(x)}).json()  # fmt: skip
+        return Prediction(body["mean"], body["variance"], body["mixture_mean"],
+                          body["mixture_variance"], body.get("model_version"))  # fmt: skip
+
+    def acquisition(self, campaign_id: str, x, acquisition: str | None = None) -> list[float]:
+        """Acquisition values at ``x`` ``[m, d]`` (the campaign's own acquisition by default)."""
+        body = {"x": _points(x), "acquisition": acquisition}
+        return self._call("POST", f"/campaigns/{campaign_id}/acquisition", json=body).json()[
+            "values"
+        ]
+
+    def evaluate(self, campaign_id: str, x, y: Sequence[float]) -> Evaluation:
+        body = {"x": _points(x), "y": [float(v) for v in y]}
+        data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
+        return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
+                          data.get("model_version"))  # fmt: skip
+
+
+def check_refit(status: CampaignStatus, version: int) -> None:
+    """Raise :class:`RefitFailed` if ``status`` shows that model ``version`` will not come: the
+    last refit failed and no refit is queued or running."""
+    stuck = status.model_version is None or status.model_version < version
+    if stuck and status.last_error and status.refit == "idle":
+        raise RefitFailed(f"campaign {status.id}: refit failed: {status.last_error}")
