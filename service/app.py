@@ -240,6 +240,12 @@ def model(campaign_id: str, store: Store):
     return store.model(campaign_id)
 
 
+@campaigns.get("/{campaign_id}/history")
+def history(campaign_id: str, store: Store):
+    """One entry per model version stored or refit failed, oldest first."""
+    return store.history(campaign_id)
+
+
 def _run(store: CampaignStore, settings: Settings, name: str, *args):
     """Run a short job on a worker and wait for its answer."""
     job = queues.enqueue_short(store.r, name, *args)

@@ -14,7 +14,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
   is offered again) but may still be labeled while its point has no label;
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
-  best, best first.
+  best, best first; ``history`` (list): one JSON line per model version stored (version, time,
+  refit seconds, R-hat, ESS, divergences) or refit failed.
 
 ``fbgp:campaigns`` (set) holds every campaign id. A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
@@ -181,7 +182,7 @@ class CampaignStore:
     def delete(self, campaign_id: str) -> None:
         self.spec(campaign_id)
         parts = ("spec", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-                 "model", "ranking")  # fmt: skip
+                 "model", "ranking", "history")  # fmt: skip
         self.r.delete(*(self.k(campaign_id, p) for p in parts))
         self.r.srem(CAMPAIGNS, campaign_id)
 
@@ -291,7 +292,12 @@ class CampaignStore:
         current = state.get("model_version")
         if current is not None and int(current) > model["version"]:
             return False
+        d = model["diagnostics"]
+        event = {"event": "model", "version": model["version"], "at": time.time()}
+        for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences"):
+            event[key] = d.get(key)
         pipe = self.r.pipeline()
+        pipe.rpush(self.k(campaign_id, "history"), json.dumps(event))
         pipe.set(self.k(campaign_id, "model"), json.dumps(model))
         pipe.set(self.k(campaign_id, "ranking"), json.dumps(ranking))
         pipe.hset(self.k(campaign_id, "state"), mapping={
@@ -334,9 +340,16 @@ class CampaignStore:
     def refit_started(self, campaign_id: str, now: float) -> None:
         self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "running", "started_at": now})
 
-    def refit_failed(self, campaign_id: str, message: str) -> None:
+    def refit_failed(self, campaign_id: str, message: str, n_seen: int) -> None:
         if self.r.exists(self.k(campaign_id, "spec")):
             self.r.hset(self.k(campaign_id, "state"), "last_error", message[:2000])
+            event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),
+                     "error": message[:2000]}  # fmt: skip
+            self.r.rpush(self.k(campaign_id, "history"), json.dumps(event))
+
+    def history(self, campaign_id: str) -> list[dict]:
+        self.spec(campaign_id)
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]
 
     def refit_finished(self, campaign_id: str, n_seen: int, now: float) -> bool:
         """True when another refit must run (labels came in meanwhile)."""

@@ -48,7 +48,7 @@ def refit(campaign_id: str) -> dict:
         log.info("campaign %s: model %d in %.2f s (R-hat %.3f, %d divergences)",
                  campaign_id, n, d["refit_seconds"], d["max_rhat"], d["divergences"])  # fmt: skip
     except Exception as error:  # the campaign keeps its previous model and goes on
-        store.refit_failed(campaign_id, f"{type(error).__name__}: {error}")
+        store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n)
         log.error("campaign %s: refit failed\n%s", campaign_id, traceback.format_exc())
         result["error"] = repr(error)
     if store.refit_finished(campaign_id, n, time.time()):

@@ -54,6 +54,9 @@ def test_failed_refit_records_the_error_and_keeps_the_previous_model(client, mak
         lambda: (s := client.get(f"/campaigns/{campaign}").json())["model_version"] == 5 and s
     )
     assert status["last_error"] is None
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["model", "refit_failed", "model"]
+    assert [e.get("version") for e in events] == [3, None, 5] and events[0]["max_rhat"] > 0
 
 
 def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
