@@ -29,6 +29,18 @@ def _demo(argv: list[str]) -> None:
     main(argv)
 
 
+def _simulate(argv: list[str]) -> None:
+    from clients.simulate import main
+
+    main(argv)
+
+
+def _bench(argv: list[str]) -> None:
+    from clients.bench import main
+
+    main(argv)
+
+
 def _worker(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al worker", description="one RQ worker")
     parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
@@ -54,6 +66,36 @@ def _api(argv: list[str]) -> None:
     uvicorn.run("service.app:app", host=args.host, port=args.port, log_level="info")
 
 
+def _healthcheck(argv: list[str]) -> None:
+    """Exit 0 when the role is healthy: the API answers /healthz; a worker of this host has
+    a fresh heartbeat in Redis (for container health checks)."""
+    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
+    parser.add_argument("role", choices=("api", "worker"))
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    args = parser.parse_args(argv)
+    if args.role == "api":
+        import httpx
+
+        try:
+            ok = httpx.get(f"{args.url}/healthz", timeout=3).status_code == 200
+        except httpx.HTTPError:
+            ok = False
+        raise SystemExit(0 if ok else 1)
+    import socket
+    from datetime import UTC, datetime, timedelta
+
+    from redis import Redis
+    from rq import Worker
+
+    from service.settings import get_settings
+
+    connection = Redis.from_url(get_settings().redis_url, socket_timeout=3)
+    fresh = datetime.now(UTC) - timedelta(seconds=120)
+    mine = [w for w in Worker.all(connection=connection) if w.hostname == socket.gethostname()]
+    alive = any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh for w in mine)
+    raise SystemExit(0 if alive else 1)
+
+
 def _up(argv: list[str]) -> None:
     from service.stack import main
 
@@ -64,9 +106,12 @@ COMMANDS = {
     "up": (_up, "the whole stack on this machine: Redis, the API and pinned workers"),
     "api": (_api, "the HTTP API alone"),
     "worker": (_worker, "one worker, pinned to a core, one torch thread"),
+    "healthcheck": (_healthcheck, "exit 0 if this host's api or worker is healthy"),
     "bench-core": (_bench_core, "time the NUTS refit and scoring against the paper's Pyro path"),
     "bench-service": (_bench_service, "latency of /next and /label, and label-to-next time"),
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
+    "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
+    "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
 }
 
 
