@@ -6,20 +6,26 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import logging
 import math
 import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CollectorRegistry, generate_latest
 from redis import Redis
 from rq import Worker
 from rq.job import JobStatus
 
 from service import queues, schemas
+from service.observability import Metrics, RedisCollector, record_labels
 from service.settings import Settings, get_settings
 from service.store import CampaignStore, NotFound
+
+log = logging.getLogger("fbgp.api")
+metrics = Metrics()
 
 app = FastAPI(
     title="fbgp-al",
@@ -74,9 +80,40 @@ def _unprocessable(message: str) -> HTTPException:
     return HTTPException(422, message)
 
 
+@app.middleware("http")
+async def _observe(request: Request, call_next):
+    started = time.perf_counter()
+    response = await call_next(request)
+    seconds = time.perf_counter() - started
+    route = getattr(request.scope.get("route"), "path", "unmatched")
+    metrics.requests.labels(request.method, route, str(response.status_code)).inc()
+    metrics.latency.labels(request.method, route).observe(seconds)
+    extra = {"method": request.method, "route": route, "status": response.status_code,
+             "seconds": round(seconds, 6)}  # fmt: skip
+    campaign = request.scope.get("path_params", {}).get("campaign_id")
+    if campaign:
+        extra["campaign"] = campaign
+    log.info("%s %s %d", request.method, route, response.status_code, extra=extra)
+    return response
+
+
 @app.get("/healthz")
 def healthz():
     return {"status": "ok"}
+
+
+@app.get("/livez")
+def livez():
+    """200 whenever the process runs (readiness, with its dependencies, is /readyz)."""
+    return {"status": "ok"}
+
+
+@app.get("/metrics", response_class=PlainTextResponse)
+def prometheus_metrics(redis: Annotated[Redis, Depends(_redis)]):
+    shared = CollectorRegistry()
+    shared.register(RedisCollector(redis, CampaignStore(redis)))
+    text = generate_latest(metrics.registry) + generate_latest(shared)
+    return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @app.get("/readyz")
@@ -198,6 +235,8 @@ def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Res
         raise HTTPException(409, "this ticket has a different label, or its point is labeled")
     if code == 410:
         raise HTTPException(410, "the campaign is done: it has max_labels labels")
+    if code == 201:
+        record_labels(store.r, 1)
     response.status_code = code
     return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
 
@@ -215,6 +254,7 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
     if code == 409:
         raise HTTPException(409, f"{len(body.y)} more labels would exceed max_labels "
                                  f"({spec['max_labels']}; {n} stored)")  # fmt: skip
+    record_labels(store.r, len(body.y))
     return {"n_labeled": n, "imported": len(body.y)}
 
 

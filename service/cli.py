@@ -63,7 +63,11 @@ def _api(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     import uvicorn
 
-    uvicorn.run("service.app:app", host=args.host, port=args.port, log_level="info")
+    from service.observability import json_logging
+
+    json_logging()  # one JSON line per request, from the app's middleware
+    uvicorn.run("service.app:app", host=args.host, port=args.port, log_config=None,
+                access_log=False)  # fmt: skip
 
 
 def _healthcheck(argv: list[str]) -> None:

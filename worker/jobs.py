@@ -10,18 +10,23 @@ from __future__ import annotations
 import logging
 import os
 import time
-import traceback
 
 import torch
 from redis import Redis
 from rq import Worker, get_current_job
 
+from service.observability import json_logging, record_refit
 from service.queues import QUEUES
 from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
 
 log = logging.getLogger("fbgp.worker")
+
+
+def _ids(campaign_id: str, **more) -> dict:
+    job = get_current_job()
+    return {"campaign": campaign_id, "job": job.id if job else None, **more}
 
 
 def _store() -> CampaignStore:
@@ -45,11 +50,12 @@ def refit(campaign_id: str) -> dict:
         store.save_model(campaign_id, model, ranking)
         d = model["diagnostics"]
         result.update(version=n, seconds=d["refit_seconds"], max_rhat=d["max_rhat"])
-        log.info("campaign %s: model %d in %.2f s (R-hat %.3f, %d divergences)",
-                 campaign_id, n, d["refit_seconds"], d["max_rhat"], d["divergences"])  # fmt: skip
+        record_refit(store.r, d["refit_seconds"])
+        log.info("model %d in %.2f s (R-hat %.3f, %d divergences)", n, d["refit_seconds"],
+                 d["max_rhat"], d["divergences"], extra=_ids(campaign_id, version=n))  # fmt: skip
     except Exception as error:  # the campaign keeps its previous model and goes on
         store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n)
-        log.error("campaign %s: refit failed\n%s", campaign_id, traceback.format_exc())
+        log.error("refit failed: %s", error, exc_info=True, extra=_ids(campaign_id))
         result["error"] = repr(error)
     if store.refit_finished(campaign_id, n, time.time()):
         store.enqueue_refit(campaign_id)
@@ -85,7 +91,7 @@ def run_worker(name: str | None = None, burst: bool = False) -> None:
     from worker.mcmc import sample_posterior
 
     sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    json_logging()
     log.info(
         "worker pid %d on cores %s, %d torch thread, queues %s",
         os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(QUEUES),

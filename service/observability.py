@@ -1,0 +1,126 @@
+"""Metrics (Prometheus text format) and structured JSON log lines.
+
+Counters that several processes add to (labels stored, refit seconds) live in Redis under
+``fbgp:metrics:*``, so every API process reports the same totals and they survive restarts;
+request counts and latencies are per API process. Queue depths, failed jobs and campaigns by
+state are read from Redis when ``/metrics`` is scraped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from redis import Redis
+from rq import Queue
+from rq.registry import FailedJobRegistry
+
+from service.queues import QUEUES
+
+LABELS_KEY = "fbgp:metrics:labels"
+REFIT_KEY = "fbgp:metrics:refit_seconds"  # hash: bucket upper bounds -> counts, plus sum, count
+REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+
+
+def record_labels(redis: Redis, count: int) -> None:
+    redis.incrby(LABELS_KEY, count)
+
+
+def record_refit(redis: Redis, seconds: float) -> None:
+    """Add one refit's duration to the shared histogram (cumulative buckets, as Prometheus)."""
+    pipe = redis.pipeline()
+    for bound in REFIT_BUCKETS:
+        if seconds <= bound:
+            pipe.hincrby(REFIT_KEY, str(bound), 1)
+    pipe.hincrby(REFIT_KEY, "+Inf", 1)
+    pipe.hincrbyfloat(REFIT_KEY, "sum", seconds)
+    pipe.execute()
+
+
+class RedisCollector:
+    """What the store knows, read at scrape time."""
+
+    def __init__(self, redis: Redis, store):
+        self.redis = redis
+        self.store = store
+
+    def collect(self):
+        redis = self.redis
+        depth = GaugeMetricFamily("fbgp_queue_depth", "jobs waiting per queue", labels=["queue"])
+        failed = GaugeMetricFamily(
+            "fbgp_jobs_failed", "jobs in the failed registry", labels=["queue"]
+        )
+        for name in QUEUES:
+            depth.add_metric([name], Queue(name, connection=redis).count)
+            failed.add_metric([name], FailedJobRegistry(name, connection=redis).count)
+        yield depth
+        yield failed
+        labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")
+        labels.add_metric([], float(redis.get(LABELS_KEY) or 0))
+        yield labels
+        raw = {k.decode(): float(v) for k, v in redis.hgetall(REFIT_KEY).items()}
+        buckets = [(str(b), raw.get(str(b), 0.0)) for b in REFIT_BUCKETS]
+        buckets.append(("+Inf", raw.get("+Inf", 0.0)))
+        refit = HistogramMetricFamily("fbgp_refit_seconds", "seconds per refit (NUTS and scoring)")
+        refit.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
+        yield refit
+        store = self.store
+        by_state = {"design": 0, "active": 0, "done": 0}
+        for campaign_id in store.ids():
+            try:
+                by_state[store.status(campaign_id)["state"]] += 1
+            except Exception:  # deleted meanwhile
+                continue
+        campaigns = GaugeMetricFamily("fbgp_campaigns", "campaigns by state", labels=["state"])
+        for state, count in by_state.items():
+            campaigns.add_metric([state], count)
+        yield campaigns
+
+
+class Metrics:
+    """The API process's own request metrics (the shared ones come from :class:`RedisCollector`
+    at scrape time)."""
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        labels = ["method", "route", "status"]
+        self.requests = Counter(
+            "fbgp_http_requests", "HTTP requests", labels, registry=self.registry
+        )
+        self.latency = Histogram("fbgp_http_request_seconds", "HTTP request latency",
+                                 ["method", "route"], registry=self.registry,
+                                 buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+                                          30, 60))  # fmt: skip
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``campaign``/``job``/
+    ``route``/``status``/``seconds`` passed in ``extra``."""
+
+    FIELDS = ("campaign", "job", "method", "route", "status", "seconds", "version")
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in self.FIELDS:
+            if hasattr(record, name):
+                out[name] = getattr(record, name)
+        if record.exc_info:
+            out["error"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
+def json_logging(level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)

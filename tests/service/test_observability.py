@@ -1,0 +1,62 @@
+"""/metrics moves as a campaign runs; log lines are JSON with the campaign's id."""
+
+import json
+import logging
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.observability import JsonFormatter
+
+
+def _scrape(client) -> dict:
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(r.text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def _value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_move_as_a_campaign_runs(client, make_body):
+    assert client.get("/livez").json() == {"status": "ok"}
+    before = _scrape(client)
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+    for y in (0.1, 0.9, -0.4):
+        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
+    deadline = time.monotonic() + 60
+    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    after = _scrape(client)
+    assert (
+        _value(after, "fbgp_labels_stored_total") - _value(before, "fbgp_labels_stored_total") == 3
+    )
+    route = "/campaigns/{campaign_id}/label"
+    key = {"method": "POST", "route": route, "status": "201"}
+    assert (
+        _value(after, "fbgp_http_requests_total", **key)
+        - _value(before, "fbgp_http_requests_total", **key)
+        == 3
+    )
+    assert _value(after, "fbgp_refit_seconds_count") > _value(before, "fbgp_refit_seconds_count")
+    assert _value(after, "fbgp_campaigns", state="active") >= 1
+    assert ("fbgp_queue_depth", (("queue", "fbgp-refit"),)) in after
+    assert ("fbgp_jobs_failed", (("queue", "fbgp-refit"),)) in after
+
+
+def test_request_log_lines_are_json_with_the_campaign(client, make_body, caplog):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    with caplog.at_level(logging.INFO, logger="fbgp.api"):
+        client.get(f"/campaigns/{campaign}")
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "fbgp.api"]
+    line = lines[-1]
+    assert line["campaign"] == campaign and line["status"] == 200
+    assert line["route"] == "/campaigns/{campaign_id}" and line["level"] == "info"
+    assert line["seconds"] >= 0 and line["time"].endswith("Z")
