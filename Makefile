@@ -19,6 +19,7 @@ demo: install
 	$(BIN)/fbgp-al up --demo gramacy1d
 
 test: install
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hmac
 import io
 import logging
 import math
@@ -19,7 +20,7 @@ from redis import Redis
 from rq import Worker
 from rq.job import JobStatus
 
-from service import queues, schemas
+from service import pages, queues, schemas
 from service.observability import Metrics, RedisCollector, record_labels
 from service.settings import Settings, get_settings
 from service.store import CampaignStore, NotFound
@@ -51,9 +52,18 @@ def _store(redis: Annotated[Redis, Depends(_redis)]) -> CampaignStore:
     return CampaignStore(redis)
 
 
+PageToken = Annotated[str | None, Query(include_in_schema=False)]
+
+
 def _authorized(settings: Annotated[Settings, Depends(get_settings)],
-                authorization: Annotated[str | None, Header()] = None) -> None:  # fmt: skip
-    if settings.api_token and authorization != f"Bearer {settings.api_token}":
+                authorization: Annotated[str | None, Header()] = None,
+                token: PageToken = None) -> None:  # fmt: skip
+    """With ``FBGP_API_TOKEN`` set: ``Authorization: Bearer <token>`` (or, for a browser on the
+    campaign pages, ``?token=``), compared in constant time."""
+    if not settings.api_token:
+        return
+    given = authorization.removeprefix("Bearer ") if authorization else token
+    if not given or not hmac.compare_digest(given.encode(), settings.api_token.encode()):
         raise HTTPException(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
 
 
@@ -336,3 +346,4 @@ def evaluate(campaign_id: str, body: schemas.Observations, store: Store, setting
 
 
 app.include_router(campaigns)
+app.include_router(pages.router([Depends(_authorized)], Store, _run))

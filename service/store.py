@@ -347,6 +347,11 @@ class CampaignStore:
                      "error": message[:2000]}  # fmt: skip
             self.r.rpush(self.k(campaign_id, "history"), json.dumps(event))
 
+    def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
+        event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
+        event.update({k: metrics[k] for k in ("nlml", "rmse", "nlpd_mixture")})
+        self.r.rpush(self.k(campaign_id, "history"), json.dumps(event))
+
     def history(self, campaign_id: str) -> list[dict]:
         self.spec(campaign_id)
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]

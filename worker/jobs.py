@@ -20,6 +20,7 @@ from service.queues import QUEUES
 from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
+from worker import views
 
 log = logging.getLogger("fbgp.worker")
 
@@ -81,7 +82,20 @@ def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
 
 def evaluate(campaign_id: str, x: list, y: list) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    return dict(math_.evaluate(spec, model, labels, x, y), model_version=model["version"])
+    result = math_.evaluate(spec, model, labels, x, y)
+    _store().record_evaluation(campaign_id, model["version"], result)
+    return dict(result, model_version=model["version"])
+
+
+def plot(campaign_id: str, kind: str) -> bytes | None:
+    """A PNG for the campaign page: ``posterior``, ``model`` or ``curve`` (None: none to draw)."""
+    store = _store()
+    if kind == "curve":
+        return views.curve_png(store.history(campaign_id))
+    spec, model, labels = _with_model(campaign_id)
+    if kind == "posterior":
+        return views.posterior_png(spec, model)
+    return views.model_png(spec, model, labels)
 
 
 def run_worker(name: str | None = None, burst: bool = False) -> None:

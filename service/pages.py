@@ -1,0 +1,128 @@
+"""The campaign pages: a list at ``/`` and ``/campaigns/{id}/view``, plain HTML that refreshes
+itself while a campaign runs, with pictures drawn by a worker (``/campaigns/{id}/plots/*.png``).
+With ``FBGP_API_TOKEN`` set, a browser passes it as ``?token=``."""
+
+import html
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, HTTPException, Response
+from fastapi.responses import HTMLResponse
+
+from service.settings import Settings, get_settings
+from service.store import CampaignStore
+
+PLOTS = ("model", "posterior", "curve")
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; }
+td, th { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; }
+th { text-align: left; } .error { color: #b00; } img { max-width: 100%; margin: 0.5em 0; }
+.state-done { color: #070; } .muted { color: #777; }
+"""
+
+
+def _page(title: str, body: str, refresh: bool) -> HTMLResponse:
+    meta = '<meta http-equiv="refresh" content="5">' if refresh else ""
+    return HTMLResponse(
+        f"<!doctype html><html><head><meta charset='utf-8'>{meta}<title>{html.escape(title)}"
+        f"</title><style>{STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def list_page(store: CampaignStore, token: str | None) -> HTMLResponse:
+    suffix = f"?token={quote(token)}" if token else ""
+    rows = []
+    for campaign_id in store.ids():
+        try:
+            s = store.status(campaign_id)
+        except Exception:  # deleted meanwhile
+            continue
+        link = f"/campaigns/{quote(campaign_id)}/view{suffix}"
+        version = "-" if s["model_version"] is None else s["model_version"]
+        cells = [
+            f"<a href='{link}'>{html.escape(s['name'])}</a>", s["id"],
+            f"<span class='state-{s['state']}'>{s['state']}</span>",
+            f"{s['n_labeled']} / {s['max_labels']}", version, html.escape(s["acquisition"]),
+            s["mode"],
+        ]  # fmt: skip
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    heads = ("name", "id", "state", "labels", "model", "acquisition", "mode")
+    header = "<tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"
+    table = f"<table>{header}{''.join(rows)}</table>"
+    if not rows:
+        table = "<p class='muted'>No campaigns yet: POST /campaigns (see /docs).</p>"
+    return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}", refresh=True)
+
+
+def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> HTMLResponse:
+    s = store.status(campaign_id)
+    spec = store.spec(campaign_id)
+    history = store.history(campaign_id)
+    version = s["model_version"]
+    suffix = f"&token={quote(token)}" if token else ""
+    stamp = f"{version}-{s['n_labeled']}-{len(history)}"
+    home = "/" + (f"?token={quote(token)}" if token else "")
+    facts = [
+        f"state <b class='state-{s['state']}'>{s['state']}</b>",
+        f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",
+        f"pending {s['n_pending']}",
+        f"model version <b id='version'>{'-' if version is None else version}</b>",
+        f"acquisition {html.escape(s['acquisition'])}",
+        f"mode {s['mode']}",
+    ]
+    parts = [
+        f"<p><a href='{home}'>all campaigns</a></p>",
+        f"<h1>{html.escape(s['name'])}</h1>",
+        "<p>" + " &middot; ".join(facts) + "</p>",
+    ]
+    if s["last_error"]:
+        parts.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
+    if version is None:
+        parts.append("<p class='muted'>No model yet: the initial design is being labeled.</p>")
+    else:
+        model = store.model(campaign_id)
+        d = model["diagnostics"]
+        numbers = [
+            f"refit {d.get('refit_seconds', 0):.2f} s",
+            f"R-hat {d['max_rhat']:.3f}",
+            f"bulk ESS {d['min_ess_bulk']:.0f}",
+            f"divergences {d['divergences']}",
+        ]
+        parts.append("<p>" + " &middot; ".join(numbers) + "</p>")
+        kinds = ["model"] if len(spec["inputs"]) <= 2 else []
+        kinds.append("posterior")
+        if any(e.get("event") == "evaluate" for e in history):
+            kinds.append("curve")
+        for kind in kinds:
+            src = f"/campaigns/{quote(campaign_id)}/plots/{kind}.png?v={stamp}{suffix}"
+            marks = "onload=\"this.dataset.loaded='yes'\" onerror=\"this.dataset.loaded='error'\""
+            parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}' {marks}></div>")
+    return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
+
+
+def router(dependencies, store_dependency, run_job) -> APIRouter:
+    pages = APIRouter(dependencies=dependencies)
+
+    @pages.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(store: store_dependency, token: str | None = None):
+        return list_page(store, token)
+
+    @pages.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
+    def view(campaign_id: str, store: store_dependency, token: str | None = None):
+        return campaign_page(store, campaign_id, token)
+
+    @pages.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
+    def plot(campaign_id: str, kind: str, store: store_dependency,
+             settings: Annotated[Settings, Depends(get_settings)]):  # fmt: skip
+        if kind not in PLOTS:
+            raise HTTPException(404, f"no plot {kind!r}; there are {', '.join(PLOTS)}")
+        if kind != "curve":
+            store.model(campaign_id)  # 404 before the first model
+        png = run_job(store, settings, "plot", campaign_id, kind)
+        if png is None:
+            raise HTTPException(404, f"nothing to draw for {kind!r} yet")
+        return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    return pages

@@ -1,0 +1,93 @@
+"""The campaign pages, over HTTP and in a real headless Chromium."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.stack import free_port, wait_http
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "results" / "test-artifacts"
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def _with_model(client, make_body, **changes) -> str:
+    changes.setdefault("max_labels", 8)
+    campaign = client.post("/campaigns", json=make_body(**changes)).json()["id"]
+    for y in (0.1, 0.9, -0.4, 0.3):
+        t = client.get(f"/campaigns/{campaign}/next", params={"wait": 30}).json()["ticket"]
+        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
+    deadline = time.monotonic() + 60
+    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return campaign
+
+
+def test_pages_over_http(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(name="<b>odd & name</b>")).json()["id"]
+    index = client.get("/")
+    assert index.status_code == 200 and "&lt;b&gt;odd &amp; name&lt;/b&gt;" in index.text
+    assert f"/campaigns/{campaign}/view" in index.text and "<b>odd" not in index.text
+    view = client.get(f"/campaigns/{campaign}/view").text
+    assert "No model yet" in view and 'http-equiv="refresh"' in view
+    assert client.get(f"/campaigns/{campaign}/plots/model.png").status_code == 404
+    campaign = _with_model(client, make_body)
+    view = client.get(f"/campaigns/{campaign}/view").text
+    assert "plot-model" in view and "plot-posterior" in view and "plot-curve" not in view
+    for kind in ("model", "posterior"):
+        png = client.get(f"/campaigns/{campaign}/plots/{kind}.png")
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert client.get(f"/campaigns/{campaign}/plots/curve.png").status_code == 404
+    assert client.get(f"/campaigns/{campaign}/plots/other.png").status_code == 404
+    client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
+    assert "plot-curve" in client.get(f"/campaigns/{campaign}/view").text
+    assert client.get(f"/campaigns/{campaign}/plots/curve.png").content.startswith(b"\x89PNG")
+    assert client.get("/campaigns/nope/view").status_code == 404
+
+
+@pytest.fixture
+def live_api(redis_url, worker_process):
+    port = free_port()
+    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
+    process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port", str(port)],
+                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/healthz")
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def test_campaign_page_renders_its_plots_in_headless_chromium(live_api, make_body, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is missing (make test installs Debian's chromium)"
+    with httpx.Client(base_url=live_api, timeout=60) as client:
+        # done: the page stops refreshing itself, so the browser's load finishes
+        campaign = _with_model(client, make_body, name="page-test", max_labels=4)
+        client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
+    url = f"{live_api}/campaigns/{campaign}/view"
+    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
+    browser = [chromium, *CHROMIUM_FLAGS, *profile]
+    dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert "page-test" in dom.stdout, dom.stderr[-2000:]
+    for kind in ("model", "posterior", "curve"):
+        assert f'id="plot-{kind}"' in dom.stdout
+        tag = dom.stdout.split(f'id="plot-{kind}"')[1].split(">")[0]
+        assert 'data-loaded="yes"' in tag, f"{kind} image did not load: {tag}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "campaign-page.png"
+    subprocess.run([*browser, "--virtual-time-budget=10000", "--window-size=1100,1500",
+                    f"--screenshot={shot}", url],
+                   capture_output=True, timeout=120, check=True)  # fmt: skip
+    assert shot.stat().st_size > 20_000  # text and three plots, not a blank page

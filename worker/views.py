@@ -1,0 +1,101 @@
+"""PNG pictures of a campaign for its page: the hyperparameter posterior, the model over the input
+space (1-D and 2-D), and the learning curve of its evaluations. Matplotlib on the Agg canvas;
+predictions from :mod:`worker.refit`."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from worker import refit
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=90, bbox_inches="tight")
+    return out.getvalue()
+
+
+def posterior_png(spec: dict, model: dict) -> bytes:
+    """Draws of log noise against each input's log lengthscale; the mode marked."""
+    lengthscale = np.log(np.asarray(model["samples"]["lengthscale"]))
+    noise = np.log(np.asarray(model["samples"]["noise"]))
+    names = [i["name"] for i in spec["inputs"]]
+    shown = min(len(names), 6)
+    fig = Figure(figsize=(3.2 * shown, 3.0))
+    mode_l = np.log(np.asarray(model["mode"]["lengthscale"]))
+    mode_s = np.log(model["mode"]["noise"])
+    for i in range(shown):
+        ax = fig.add_subplot(1, shown, i + 1)
+        ax.scatter(lengthscale[:, i], noise, s=4, alpha=0.3, color="tab:blue", label="draws")
+        ax.scatter([mode_l[i]], [mode_s], marker="*", s=180, color="tab:red", label="mode")
+        ax.set_xlabel(f"log lengthscale ({names[i]})")
+        if i == 0:
+            ax.set_ylabel("log noise variance")
+            ax.legend(loc="best", fontsize=8)
+    fig.suptitle(f"hyperparameter posterior, model {model['version']} (scaled units)")
+    return _png(fig)
+
+
+def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
+    """The posterior-mode GP's mean and uncertainty over the box, with the labeled points; for
+    one or two inputs (None otherwise)."""
+    d = len(spec["inputs"])
+    lower = np.array([i["lower"] for i in spec["inputs"]])
+    upper = np.array([i["upper"] for i in spec["inputs"]])
+    x_seen = np.array([label["x"] for label in labels[: model["n_labeled"]]])
+    y_seen = np.array([label["y"] for label in labels[: model["n_labeled"]]])
+    if d == 1:
+        grid = np.linspace(lower[0], upper[0], 200)[:, None]
+        pred = refit.predict(spec, model, labels, grid.tolist())
+        mean, sd = np.array(pred["mean"]), np.sqrt(pred["variance"])
+        fig = Figure(figsize=(8, 4))
+        ax = fig.add_subplot(1, 1, 1)
+        ax.fill_between(grid[:, 0], mean - 2 * sd, mean + 2 * sd, color="tab:blue", alpha=0.2,
+                        label="mode GP: mean +- 2 sd of y")  # fmt: skip
+        ax.plot(grid[:, 0], mean, color="tab:blue")
+        ax.plot(grid[:, 0], pred["mixture_mean"], "--", color="tab:purple", label="mixture mean")
+        ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
+        ax.set_xlabel(spec["inputs"][0]["name"])
+        ax.set_ylabel("y")
+        ax.legend(loc="best", fontsize=8)
+    elif d == 2:
+        k = 60
+        g0, g1 = np.meshgrid(np.linspace(lower[0], upper[0], k), np.linspace(lower[1], upper[1], k))
+        grid = np.column_stack([g0.ravel(), g1.ravel()])
+        pred = refit.predict(spec, model, labels, grid.tolist())
+        fig = Figure(figsize=(10, 4))
+        for j, (values, title) in enumerate(
+            ((pred["mean"], "mode GP: mean of y"), (np.sqrt(pred["variance"]), "sd of y"))
+        ):
+            ax = fig.add_subplot(1, 2, j + 1)
+            image = ax.contourf(g0, g1, np.reshape(values, (k, k)), levels=20, cmap="viridis")
+            fig.colorbar(image, ax=ax)
+            ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white")
+            ax.set_title(title)
+            ax.set_xlabel(spec["inputs"][0]["name"])
+            ax.set_ylabel(spec["inputs"][1]["name"])
+    else:
+        return None
+    fig.suptitle(f"model {model['version']}: {model['n_labeled']} labels")
+    return _png(fig)
+
+
+def curve_png(history: list[dict]) -> bytes | None:
+    """NLML and RMSE of every evaluation against the labels its model saw (None if none)."""
+    points = [e for e in history if e.get("event") == "evaluate"]
+    if not points:
+        return None
+    n = [e["n_labeled"] for e in points]
+    fig = Figure(figsize=(8, 3.2))
+    for j, metric in enumerate(("nlml", "rmse")):
+        ax = fig.add_subplot(1, 2, j + 1)
+        ax.plot(n, [e[metric] for e in points], marker="o")
+        ax.set_xlabel("labels")
+        ax.set_ylabel(metric.upper())
+    fig.suptitle("learning curve (/evaluate)")
+    return _png(fig)
