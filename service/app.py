@@ -23,7 +23,7 @@ from rq.job import JobStatus
 from service import pages, queues, schemas
 from service.observability import Metrics, RedisCollector, record_labels
 from service.settings import Settings, get_settings
-from service.store import CampaignStore, NotFound
+from service.store import CampaignStore, NotFound, pool_of, to_original
 
 log = logging.getLogger("fbgp.api")
 metrics = Metrics()
@@ -68,6 +68,7 @@ def _authorized(settings: Annotated[Settings, Depends(get_settings)],
 
 
 Store = Annotated[CampaignStore, Depends(_store)]
+AppSettings = Annotated[Settings, Depends(get_settings)]
 campaigns = APIRouter(prefix="/campaigns", dependencies=[Depends(_authorized)])
 
 
@@ -204,8 +205,6 @@ def _choose(store: CampaignStore, campaign_id: str, now: float):
 
 
 def _pool_point(spec: dict, index: int) -> list[float]:
-    from service.store import pool_of, to_original
-
     return to_original(spec, pool_of(spec).points([index])[0]).tolist()
 
 
@@ -213,8 +212,7 @@ NEXT_RESPONSES = {202: {"description": "no point yet"}, 410: {"description": "ca
 
 
 @campaigns.get("/{campaign_id}/next", responses=NEXT_RESPONSES)
-def next_point(campaign_id: str, store: Store,
-               settings: Annotated[Settings, Depends(get_settings)],
+def next_point(campaign_id: str, store: Store, settings: AppSettings,
                wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     while True:
@@ -323,24 +321,21 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
     return spec
 
 
-Settings_ = Annotated[Settings, Depends(get_settings)]
-
-
 @campaigns.post("/{campaign_id}/predict")
-def predict(campaign_id: str, body: schemas.Points, store: Store, settings: Settings_):
+def predict(campaign_id: str, body: schemas.Points, store: Store, settings: AppSettings):
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "predict", campaign_id, body.x)
 
 
 @campaigns.post("/{campaign_id}/acquisition")
 def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store,
-                settings: Settings_):  # fmt: skip
+                settings: AppSettings):  # fmt: skip
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "acquisition", campaign_id, body.x, body.acquisition)
 
 
 @campaigns.post("/{campaign_id}/evaluate")
-def evaluate(campaign_id: str, body: schemas.Observations, store: Store, settings: Settings_):
+def evaluate(campaign_id: str, body: schemas.Observations, store: Store, settings: AppSettings):
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "evaluate", campaign_id, body.x, body.y)
 
