@@ -13,17 +13,21 @@ covariance of up to 10,000 points, which RMSE does not need), and the model's di
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
 import numpy as np
 
-from clients.client import FbgpClient, Pending, check_refit
+from clients.client import ApiError, FbgpClient, Pending, check_refit
 from clients.protocol import INITIAL_DESIGN_SIZE, ITERATIONS, campaign_body, run_setup
 from clients.simulators import get_simulator
+
+log = logging.getLogger("fbgp.bench")
 
 MCMC_PRESETS: dict[str, dict] = {
     "paper": {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10},
@@ -105,8 +109,16 @@ def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], Non
         _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait)
     finally:
         if not keep:
-            api.delete_campaign(campaign, missing_ok=True)
+            _delete(api, campaign)
     return campaign
+
+
+def _delete(api: FbgpClient, campaign: str) -> None:
+    """Best effort: a cleanup that fails must not hide why the run ended."""
+    try:
+        api.delete_campaign(campaign, missing_ok=True)
+    except (ApiError, httpx.TransportError) as error:
+        log.warning("could not delete campaign %s: %s", campaign, error)
 
 
 def _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait) -> None:
@@ -115,6 +127,8 @@ def _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait) -> 
     new_x, new_y = setup.initial_x.tolist(), setup.initial_y.tolist()
     n, started = INITIAL_DESIGN_SIZE, time.perf_counter()
     while True:
+        if stop is not None and stop.is_set():
+            raise Interrupted
         point = None
         if n < spec.max_labels:  # sequential mode: the point comes from the model that saw n
             point = api.next_point(campaign, wait=wait, on_wait=_watch(api, campaign, n, stop))

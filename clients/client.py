@@ -306,8 +306,13 @@ class FbgpClient:
             return Pending(float(response.headers.get("Retry-After", "1")), detail)
         return NextPoint(**response.json())
 
-    def next_point(self, campaign_id: str, wait: float = 20.0, timeout: float | None = None,
-                   on_wait: Callable[[Pending], None] | None = None) -> NextPoint | None:  # fmt: skip
+    def next_point(
+        self,
+        campaign_id: str,
+        wait: float = 20.0,
+        timeout: float | None = None,
+        on_wait: Callable[[Pending], None] | None = None,
+    ) -> NextPoint | None:
         """The next point to label, or None when the campaign is done.
 
         Asks again after every 202: at once after a long poll that used up its ``wait``,

@@ -22,7 +22,10 @@ from clients.simulators import SIMULATORS, get_simulator
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fbgp-al simulate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al simulate",
+        description="a built-in simulator labeling a campaign as a remote simulator would",
+    )
     parser.add_argument("name", choices=SIMULATORS, help="the built-in simulator")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--campaign", help="label this campaign (default: create one)")

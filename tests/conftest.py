@@ -70,3 +70,31 @@ def worker_process(redis_url, tmp_path_factory):
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@pytest.fixture(scope="session")
+def api_url(redis_url, worker_process, tmp_path_factory):
+    """The API as a real server (``fbgp-al api``) on a free port, serving the test Redis and
+    worker, without a token; stopped afterwards."""
+    from service.stack import wait_http
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("api") / "api.log"
+    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
+    env.pop("FBGP_API_TOKEN", None)
+    with open(log, "w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port",
+                                    str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   cwd=ROOT)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/healthz", seconds=60)
+    except SystemExit:
+        process.kill()
+        pytest.fail(f"the API did not start:\n{log.read_text()}")
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()

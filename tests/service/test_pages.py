@@ -1,16 +1,11 @@
 """The campaign pages, over HTTP and in a real headless Chromium."""
 
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
-import pytest
-
-from service.stack import free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "results" / "test-artifacts"
@@ -55,28 +50,14 @@ def test_pages_over_http(client, make_body):
     assert client.get("/campaigns/nope/view").status_code == 404
 
 
-@pytest.fixture
-def live_api(redis_url, worker_process):
-    port = free_port()
-    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
-    process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port", str(port)],
-                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/healthz")
-    yield url
-    process.terminate()
-    process.wait(timeout=30)
-
-
-def test_campaign_page_renders_its_plots_in_headless_chromium(live_api, make_body, tmp_path):
+def test_campaign_page_renders_its_plots_in_headless_chromium(api_url, make_body, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "chromium is missing (make test installs Debian's chromium)"
-    with httpx.Client(base_url=live_api, timeout=60) as client:
+    with httpx.Client(base_url=api_url, timeout=60) as client:
         # done: the page stops refreshing itself, so the browser's load finishes
         campaign = _with_model(client, make_body, name="page-test", max_labels=4)
         client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
-    url = f"{live_api}/campaigns/{campaign}/view"
+    url = f"{api_url}/campaigns/{campaign}/view"
     profile = ["--user-data-dir=" + str(tmp_path / "profile")]
     browser = [chromium, *CHROMIUM_FLAGS, *profile]
     dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120)

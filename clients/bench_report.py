@@ -1,0 +1,59 @@
+"""The benchmark's report from its results file: the RD-AUC table beside the paper's
+(``rdauc.md``, ``rdauc.json``), learning curves (``learning_curves.png``) and ``summary.md``
+(how it was run, which of the paper's claims held, the samplers' diagnostics)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from clients.claims import Claim, check_claims, claims_markdown
+from clients.plots import plot_learning_curves
+from clients.rdauc import summarize, write_table
+from clients.results import read_results
+
+
+def diagnostics_markdown(records: list[dict]) -> str:
+    """One row per simulator: models scored, median and total refit seconds, the worst R-hat,
+    the smallest ESS and the divergences summed over every model."""
+    lines = ["| simulator | models | median refit s | total refit s | max R-hat | min ESS | "
+             "divergences |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for sim in sorted({r["simulator"] for r in records}):
+        rows = [r for r in records if r["simulator"] == sim]
+
+        def column(name: str, rows=rows) -> np.ndarray:
+            return np.array([float(r.get(name, np.nan)) for r in rows], dtype=float)
+
+        refit = column("refit_seconds")
+        lines.append(
+            f"| {sim} | {len(rows)} | {np.nanmedian(refit):.2f} | {np.nansum(refit):.0f} | "
+            f"{np.nanmax(column('max_rhat')):.3f} | {np.nanmin(column('min_ess')):.0f} | "
+            f"{int(np.nansum(column('divergences')))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_report(results_path: str | Path, out_dir: str | Path, header: str = "") -> list[Claim]:
+    """Write the table, plots and ``summary.md`` into ``out_dir``; returns the claims checked.
+
+    ``header``: Markdown put first in the summary (the command, settings and timing).
+    """
+    out_dir = Path(out_dir)
+    records = read_results(results_path)
+    if not records:
+        raise ValueError(f"{results_path} holds no results")
+    write_table(results_path, out_dir)
+    plot_learning_curves(records, out_dir / "learning_curves.png")
+    claims = check_claims(summarize(records))
+    runs = {(r["simulator"], r["acquisition"], r["run"]) for r in records}
+    text = "\n".join([
+        "# Benchmark summary", "", header.strip(), "",
+        f"{len(runs)} runs, {len(records)} scored models in `{Path(results_path).name}`.", "",
+        "## The paper's claims", "", claims_markdown(claims),
+        "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
+        "`learning_curves.png`.", "",
+        "## Sampler diagnostics", "", diagnostics_markdown(records),
+    ])  # fmt: skip
+    (out_dir / "summary.md").write_text(text, encoding="utf-8")
+    return claims

@@ -1,0 +1,99 @@
+"""``fbgp-al bench`` end to end against a real API, Redis and worker, with a tiny setting; and
+the check of the paper's claims on made-up summaries."""
+
+import json
+import time
+
+import numpy as np
+
+from clients.claims import check_claims
+from clients.protocol import run_setup
+from clients.results import read_results
+from service.cli import main as cli
+
+ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
+        "--iterations", "3", "--mcmc", "fast", "--no-progress"]  # fmt: skip
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), "--parallel", "2", *ARGS])
+    lines = _lines(results)
+    assert len(lines) == 2 * 4  # 2 acquisitions x the models at 3, 4, 5 and 6 labels
+    setup = run_setup("gramacy1d", 0)
+    for acq in ("alm", "qb-mgp"):
+        run = sorted((r for r in lines if r["acquisition"] == acq), key=lambda r: r["n_labeled"])
+        assert [r["n_labeled"] for r in run] == [3, 4, 5, 6]
+        assert [r["model_version"] for r in run] == [3, 4, 5, 6]
+        # every acquisition starts from the run's own initial design and labels
+        np.testing.assert_array_equal(run[0]["x"], setup.initial_x)
+        np.testing.assert_array_equal(run[0]["y"], setup.initial_y)
+        assert all(len(r["x"]) == 1 for r in run[1:])
+        for r in run:
+            assert np.isfinite(r["nlml"]) and r["rmse"] > 0 and r["refit_seconds"] > 0
+            assert r["max_rhat"] > 0 and r["min_ess"] > 0 and r["divergences"] >= 0
+            assert r["mcmc"] == "fast" and r["seed"] == setup.seed
+    for name in ("rdauc.md", "rdauc.json", "learning_curves.png", "summary.md"):
+        assert (tmp_path / name).stat().st_size > 100, name
+    table = json.loads((tmp_path / "rdauc.json").read_text())
+    cell = table["metrics"]["nlml"]["qb-mgp"]["gramacy1d"]
+    assert cell["ours"]["runs"] == 1 and cell["paper"]["mean"] == 20.6
+    summary = (tmp_path / "summary.md").read_text()
+    assert "--mcmc fast" in summary and "not tested" in summary
+    assert "The paper's claims" in capsys.readouterr().out
+
+    # a second invocation finds both runs complete: nothing is redone
+    started = time.perf_counter()
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), *ARGS])
+    assert time.perf_counter() - started < 15
+    assert "0 runs to do (2 done already)" in capsys.readouterr().out
+    assert _lines(results) == lines
+
+    # an interrupted run (its last model missing, a line cut short) is redone from scratch
+    kept = [r for r in lines if (r["acquisition"], r["n_labeled"]) != ("qb-mgp", 6)]
+    text = "".join(json.dumps(r) + "\n" for r in kept)
+    results.write_text(text + '{"simulator": "gramacy1d", "acq')
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), "--parallel", "1", *ARGS])
+    assert "1 runs to do (1 done already)" in capsys.readouterr().out
+    after = _lines(results)
+    assert len(after) == 8 and after[:4] == [r for r in kept if r["acquisition"] == "alm"]
+    redone = [r for r in after if r["acquisition"] == "qb-mgp"]
+    before = [r for r in lines if r["acquisition"] == "qb-mgp"]
+    assert {r["campaign"] for r in redone}.isdisjoint({r["campaign"] for r in before})
+    assert [r["n_labeled"] for r in redone] == [3, 4, 5, 6]
+    assert len(read_results(results)) == 8
+
+
+def _summary(nlml: dict, rmse: dict, motorcycle=None) -> dict:
+    def cells(overall: dict, metric: str) -> dict:
+        out = {}
+        for acq, value in overall.items():
+            out[acq] = {"branin": {"mean": value, "sd": 1.0, "runs": 3},
+                        "overall_mean": {"mean": value, "sd": 0.0}}  # fmt: skip
+            if motorcycle is not None:
+                out[acq]["motorcycle"] = {"mean": motorcycle[metric][acq], "sd": 1.0, "runs": 3}
+        return out
+
+    return {"nlml": cells(nlml, "nlml"), "rmse": cells(rmse, "rmse")}
+
+
+def test_claims_are_checked_against_the_summary():
+    acqs = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp")
+    nlml = dict(zip(acqs, (0.0, 16.0, -8.0, 41.0, 29.0), strict=True))
+    rmse = dict(zip(acqs, (0.0, 5.0, 3.0, 9.0, 12.0), strict=True))
+    moto = {"nlml": dict(zip(acqs, (0.0, 1.0, 2.0, -20.0, 10.0), strict=True)),
+            "rmse": dict(zip(acqs, (0.0, 1.0, 2.0, 30.0, 10.0), strict=True))}  # fmt: skip
+    verdicts = [c.verdict for c in check_claims(_summary(nlml, rmse, moto))]
+    assert verdicts == ["held", "held", "mixed", "mixed"]
+    nlml["qb-mgp"] = 50.0
+    moto["rmse"]["qb-mgp"] = 40.0
+    rmse["bald"] = -3.0
+    verdicts = [c.verdict for c in check_claims(_summary(nlml, rmse, moto))]
+    assert verdicts == ["not held", "held", "held", "held"]
+    only = {"alm": 0.0, "qb-mgp": 3.0}
+    verdicts = [c.verdict for c in check_claims(_summary(only, only))]
+    assert verdicts == ["not tested", "held", "not tested", "not tested"]
