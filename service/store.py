@@ -37,8 +37,22 @@ from worker.design import GridPool, PointPool, initial_design
 PREFIX = "fbgp:"
 CAMPAIGNS = PREFIX + "campaigns"
 
+# Shared by the scripts that add labels: once the design is labeled, mark a refit queued (1: the
+# caller enqueues it) or, if one is queued or running, ask it to run once more (0).
+REQUEST_REFIT = """
+local function request_refit(state_key, n, design_size, now)
+  if n < tonumber(design_size) then return 0 end
+  if redis.call('HGET', state_key, 'refit') == 'idle' then
+    redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now)
+    return 1
+  end
+  redis.call('HSET', state_key, 'again', '1')
+  return 0
+end
+"""
+
 # Checks and records a label for a ticket, atomically. Returns {code, n_labeled, enqueue_refit}.
-LABEL_SCRIPT = """
+LABEL_SCRIPT = REQUEST_REFIT + """
 local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state then return {404, 0, 0} end
 local n = redis.call('LLEN', KEYS[4])
@@ -55,20 +69,11 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
 n = n + 1
-local enqueue = 0
-if n >= tonumber(ARGV[7]) then
-  if redis.call('HGET', KEYS[6], 'refit') == 'idle' then
-    redis.call('HSET', KEYS[6], 'refit', 'queued', 'queued_at', ARGV[8])
-    enqueue = 1
-  else
-    redis.call('HSET', KEYS[6], 'again', '1')
-  end
-end
-return {201, n, enqueue}
+return {201, n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
 
 # Appends imported observations if they fit under max_labels. Returns {code, n, enqueue}.
-IMPORT_SCRIPT = """
+IMPORT_SCRIPT = REQUEST_REFIT + """
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
 if n + count > tonumber(ARGV[2]) then return {409, n, 0} end
@@ -78,16 +83,7 @@ for i = 1, count do
   if index ~= '' then redis.call('SADD', KEYS[2], index) end
 end
 n = n + count
-local enqueue = 0
-if n >= tonumber(ARGV[3]) then
-  if redis.call('HGET', KEYS[3], 'refit') == 'idle' then
-    redis.call('HSET', KEYS[3], 'refit', 'queued', 'queued_at', ARGV[4 + 2 * count])
-    enqueue = 1
-  else
-    redis.call('HSET', KEYS[3], 'again', '1')
-  end
-end
-return {201, n, enqueue}
+return {201, n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 
 # Ends a refit that saw ARGV[1] labels: 1 if another one must run (more labels came), else 0.
