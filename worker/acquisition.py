@@ -114,3 +114,53 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
     score = SCORES[name]
     parts = [score(mean, var) for mean, var in gp.chunks(candidates)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
+
+
+def greedy_batch(
+    name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
+    shortlist: int = 1000, seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
+
+    After each pick, every posterior-draw GP is conditioned on the picked input with its own
+    predicted mean as the label (a fantasy): its mean stays as it was everywhere, its variance
+    drops near the pick, and the acquisition is scored again. Inputs still out for labeling
+    (``pending``, ``k x d``) are fantasies from the start. Picks after the first are made among
+    the ``shortlist`` best candidates of the first scoring (fantasies only lower scores).
+
+    Returns the picked rows of ``candidates`` in order and their scores when picked.
+    """
+    candidates = as_tensor(candidates)
+    u, z = as_tensor(u), as_tensor(z)
+    if name == "random" or len(candidates) == 0:
+        scores = evaluate(name, posterior, u, z, candidates, seed=seed)
+        order = torch.argsort(scores, descending=True, stable=True)[:size]
+        return order, scores[order]
+    if name == "alm":
+        posterior = posterior.mode()
+    score = SCORES[name]
+    fantasies = as_tensor(pending).reshape(-1, u.shape[1]) if pending is not None else u[:0]
+
+    def gp_with(inputs):
+        # the variance of y does not depend on the labels: the fantasies' labels are placeholders
+        zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
+        return Conditioned.fit(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise)
+
+    base = Conditioned.fit(u, z, posterior.lengthscale, posterior.noise)
+    means = torch.cat([m for m, _ in base.chunks(candidates)], -1)  # unchanged by fantasies
+    variances = torch.cat([v for _, v in gp_with(fantasies).chunks(candidates)], -1)
+    scores = score(means, variances)
+    short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
+    picked, picked_scores = [], []
+    available = torch.ones(len(short), dtype=torch.bool)
+    current = scores[short]
+    for _ in range(min(size, len(short))):
+        best = int(torch.argmax(torch.where(available, current, -torch.inf)))
+        picked.append(int(short[best]))
+        picked_scores.append(float(current[best]))
+        available[best] = False
+        fantasies = torch.cat([fantasies, candidates[short[best]][None]])
+        if len(picked) < size:
+            variances = torch.cat([v for _, v in gp_with(fantasies).chunks(candidates[short])], -1)
+            current = score(means[:, short], variances)
+    return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

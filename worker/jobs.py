@@ -47,7 +47,8 @@ def refit(campaign_id: str) -> dict:
     result = {"campaign": campaign_id, "n_labeled": n}
     try:
         exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
-        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude)
+        pending = sorted(store.pending_indices(campaign_id, time.time()))
+        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude, pending)
         store.save_model(campaign_id, model, ranking)
         d = model["diagnostics"]
         result.update(version=n, seconds=d["refit_seconds"], max_rhat=d["max_rhat"])

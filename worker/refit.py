@@ -14,12 +14,14 @@ import numpy as np
 import torch
 
 from worker.acquisition import evaluate as acquisition_values
+from worker.acquisition import greedy_batch
 from worker.design import GridPool, PointPool
 from worker.gp import Conditioned, predictive_covariance
 from worker.mcmc import Posterior, sample_posterior
 from worker.transforms import InputScaling, OutputStandardization, as_tensor
 
 RANKING_SIZE = 64  # ranked points kept with a model, best first
+MAX_BATCH = 32  # the longest greedy batch of a parallel-mode campaign
 
 
 def scaling(spec: dict) -> InputScaling:
@@ -30,11 +32,13 @@ def scaling(spec: dict) -> InputScaling:
 
 
 def fit(
-    spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int]
-) -> tuple[dict, list]:
-    """Refit on ``labels`` (``[{x, y, ...}]``) and rank up to ``RANKING_SIZE`` pool points not in
-    ``exclude``. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
-    (``[{index, x, score}]``, best first)."""
+    spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
+    pending: list[int] = (),
+) -> tuple[dict, list]:  # fmt: skip
+    """Refit on ``labels`` (``[{x, y, ...}]``) and rank pool points not in ``exclude``: the
+    ``RANKING_SIZE`` best, or in parallel mode a greedy batch of ``max_pending`` chosen with the
+    ``pending`` pool points (out for labeling) as fantasies. Returns the model (CONTRACT.md's
+    ``/model`` body) and the ranking (``[{index, x, score}]``, in the order to hand out)."""
     started = time.perf_counter()
     n = len(labels)
     x = np.array([label["x"] for label in labels], dtype=float)
@@ -47,17 +51,26 @@ def fit(
     post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed)
     thin = post.thinned(mcmc["thinning"])
     rng = np.random.default_rng([int(spec["seed"]), n])
-    candidates = pool.subsample(spec["pool_subsample"], rng, exclude=sorted(exclude))
+    candidates = pool.subsample(
+        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
+    )
     ranking = []
     if len(candidates):
-        scores = acquisition_values(
-            spec["acquisition"], thin, u, z, torch.from_numpy(pool.points(candidates)), seed=seed
-        ).numpy()
-        best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+        cand_u = torch.from_numpy(pool.points(candidates))
+        if spec.get("mode") == "parallel":
+            size = min(int(spec["max_pending"]), MAX_BATCH)
+            pending_u = torch.from_numpy(pool.points(list(pending))) if len(pending) else None
+            order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
+                                         seed=seed)  # fmt: skip
+            best, best_scores = order.numpy(), scores.numpy()
+        else:
+            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed).numpy()
+            best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+            best_scores = scores[best]
         points = scale_x.from_unit(pool.points(candidates[best])).tolist()
         ranking = [
-            {"index": int(candidates[b]), "x": p, "score": float(scores[b])}
-            for b, p in zip(best, points, strict=True)
+            {"index": int(candidates[b]), "x": p, "score": float(v)}
+            for b, p, v in zip(best, points, best_scores, strict=True)
         ]
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
     model = {

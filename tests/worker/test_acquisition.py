@@ -125,3 +125,29 @@ def test_chunked_scoring_equals_unchunked(setting, monkeypatch):
     monkeypatch.setattr(acquisition, "CHUNK_ELEMENTS", 30 * 64 * 8)
     for name, values in whole.items():
         assert torch.allclose(evaluate(name, post, u, z, cand), values, atol=1e-12)
+
+
+def test_greedy_batch_spreads_out_and_respects_pending(setting):
+    from worker.acquisition import greedy_batch
+
+    post, u, z, _ = setting
+    cand = torch.rand(400, 2, generator=torch.Generator().manual_seed(9), dtype=D)
+    plain = evaluate("qb-mgp", post, u, z, cand)
+    order, scores = greedy_batch("qb-mgp", post, u, z, cand, 6)
+    assert len(set(order.tolist())) == 6
+    assert int(order[0]) == int(torch.argmax(plain)) and scores[0] == pytest.approx(
+        float(plain.max())
+    )
+    # fantasies lower the variance near each pick, so the batch spreads out more than the top 6
+    top = torch.argsort(plain, descending=True)[:6]
+    assert torch.pdist(cand[order]).min() > torch.pdist(cand[top]).min()
+    assert (scores[1:] <= plain[order[1:]] + 1e-12).all()  # a fantasy never raises a score
+    # a pending input at the best candidate: the batch starts elsewhere, away from it
+    pending_order, _ = greedy_batch("qb-mgp", post, u, z, cand, 3, pending=cand[top[0]][None])
+    assert int(pending_order[0]) != int(top[0])
+    # B-QBC scores only disagreement of the means, which fantasies leave as they are
+    qbc_order, qbc_scores = greedy_batch("b-qbc", post, u, z, cand, 3)
+    qbc = evaluate("b-qbc", post, u, z, cand)
+    assert torch.allclose(qbc_scores, qbc[qbc_order]) and int(qbc_order[0]) == int(
+        torch.argmax(qbc)
+    )
