@@ -163,6 +163,25 @@ def time_scoring(n=100, d=6, draws=150, candidates=10_000, seed=0) -> dict:
     return out
 
 
+def time_warm_start(simulator="gramacy2d", n=40, chains=5, warmup=200, samples=300) -> dict:
+    """A refit after one more label, cold and warm-started from the refit before it."""
+    u, z = data(simulator, n)
+    previous = sample_posterior(u[:-1], z[:-1], chains, warmup, samples, seed=1)
+    t = time.perf_counter()
+    cold = sample_posterior(u, z, chains, warmup, samples, seed=2)
+    cold_s = time.perf_counter() - t
+    t = time.perf_counter()
+    warm = sample_posterior(u, z, chains, warmup, samples, seed=2, warm_start=previous.adaptation)
+    warm_s = time.perf_counter() - t
+    out = {"cold_s": cold_s, "warm_s": warm_s, "ratio": cold_s / warm_s,
+           "agreement_sd": agreement(warm.log_draws().numpy(), cold.log_draws().numpy()),
+           "warm_start": warm.diagnostics["warm_start"]}  # fmt: skip
+    print(f"{simulator} n={n}: cold refit {cold_s:.2f} s, warm {warm_s:.2f} s "
+          f"({out['warm_start']}), ratio {out['ratio']:.2f}x, quantile diff "
+          f"{out['agreement_sd']:.2f} sd", flush=True)  # fmt: skip
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default="all", help="'all', 'target' (gramacy2d n=40) or 'none'")
@@ -176,4 +195,5 @@ def main(argv=None) -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
     cases = {"all": CASES, "target": [("gramacy2d", 40)], "none": []}[args.cases]
     time_refits(cases, args.chains, args.warmup, args.samples, not args.no_reference)
+    time_warm_start()
     time_scoring()

@@ -89,6 +89,7 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
             f"R-hat {d['max_rhat']:.3f}",
             f"bulk ESS {d['min_ess_bulk']:.0f}",
             f"divergences {d['divergences']}",
+            f"start {html.escape(str(d.get('warm_start', 'cold')))}",
         ]
         parts.append("<p>" + " &middot; ".join(numbers) + "</p>")
         kinds = ["model"] if len(spec["inputs"]) <= 2 else []

@@ -51,6 +51,10 @@ class McmcSettings(Strict):
     warmup: int = Field(default=200, ge=0, le=10_000)
     samples: int = Field(default=300, ge=1, le=10_000)
     thinning: int = Field(default=10, ge=1)
+    # start each refit from the previous model's draws, step sizes and mass matrices, with this
+    # much step-size warm-up; a refit that does not mix that way is redone cold
+    warm_start: bool = True
+    warm_warmup: int = Field(default=50, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

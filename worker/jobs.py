@@ -48,7 +48,11 @@ def refit(campaign_id: str) -> dict:
     try:
         exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
         pending = sorted(store.pending_indices(campaign_id, time.time()))
-        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude, pending)
+        try:
+            previous = store.model(campaign_id)
+        except NotFound:
+            previous = None
+        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude, pending, previous)
         store.save_model(campaign_id, model, ranking)
         d = model["diagnostics"]
         result.update(version=n, seconds=d["refit_seconds"], max_rhat=d["max_rhat"])

@@ -94,6 +94,13 @@ class Posterior:
         )
 
 
+# A warm start is trusted only when its previous posterior mixed, and is redone cold when its own
+# draws do not (Stan's and the issue's thresholds: R-hat above 1.05, few effective draws, any
+# divergence).
+WARM_MAX_RHAT = 1.05
+WARM_MIN_ESS = 100.0
+
+
 def sample_posterior(
     u,
     z,
@@ -104,9 +111,17 @@ def sample_posterior(
     *,
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
+    warm_start: dict | None = None,
+    warm_warmup: int = 50,
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
+
+    ``warm_start``: the ``adaptation`` of an earlier posterior of the same campaign (last draws,
+    step sizes, inverse mass matrices; with its ``max_rhat``). The chains then start from those
+    draws with that mass matrix and ``warm_warmup`` iterations of step-size adaptation; if the
+    result does not mix (see ``WARM_*``), it is redone cold with the full warm-up.
+    ``diagnostics["warm_start"]`` says which happened.
     """
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if u.ndim != 2 or len(u) != len(z) or len(z) == 0:
@@ -115,28 +130,59 @@ def sample_posterior(
         raise ValueError("need chains >= 1, samples >= 1, warmup >= 0")
     started = time.perf_counter()
     potential = GPPotential(u, z)
-    init = _initial_points(potential, chains, seed)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth)
-    draws = nuts.sample(potential, init, warmup, samples, seed, settings)
+    how = "cold"
+    draws = None
+    if _usable(warm_start, chains, potential):
+        init = np.asarray(warm_start["last"], dtype=np.float64)
+        draws = nuts.sample(potential, init, warm_warmup, samples, seed, settings,
+                            step_size=warm_start["step_size"],
+                            inverse_mass=warm_start["inverse_mass"])  # fmt: skip
+        d = diagnose(draws, 0.0, potential.evaluations)
+        if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < WARM_MIN_ESS or d["divergences"]:
+            how = f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, " \
+                  f"{d['divergences']} divergences)"  # fmt: skip
+            draws = None
+        else:
+            how = "warm"
+    elif warm_start is not None:
+        how = "cold (the previous posterior did not mix or does not fit)"
+    if draws is None:
+        init = _initial_points(potential, chains, seed)
+        draws = nuts.sample(potential, init, warmup, samples, seed, settings)
     seconds = time.perf_counter() - started
     theta = torch.from_numpy(draws.theta.reshape(-1, potential.dim))  # chain-major
     d = u.shape[1]
     mode = theta[posterior_mode_index(theta.numpy())]
+    diagnostics = diagnose(draws, seconds, potential.evaluations)
+    diagnostics["warm_start"] = how
     return Posterior(
         lengthscale=theta[:, :d].exp(),
         noise=theta[:, d].exp(),
         chains=chains,
         mode_lengthscale=mode[:d].exp(),
         mode_noise=float(mode[d].exp()),
-        diagnostics=diagnose(draws, seconds, potential.evaluations),
+        diagnostics=diagnostics,
         adaptation={
             "step_size": draws.step_size.tolist(),
             "inverse_mass": draws.inverse_mass.tolist(),
             "last": draws.theta[:, -1].tolist(),
+            "max_rhat": diagnostics["max_rhat"],
             "seed": seed,
-            "warmup": warmup,
         },
     )
+
+
+def _usable(warm: dict | None, chains: int, potential: GPPotential) -> bool:
+    """A warm start fits (same chains and parameters, finite) and its posterior mixed."""
+    if not warm or not all(k in warm for k in ("last", "step_size", "inverse_mass")):
+        return False
+    last = np.asarray(warm["last"], dtype=np.float64)
+    if last.shape != (chains, potential.dim) or len(warm["step_size"]) != chains:
+        return False
+    if not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT:
+        return False
+    return bool(np.isfinite(potential(last)[0]).all())
 
 
 def _initial_points(potential: GPPotential, chains: int, seed: int) -> np.ndarray:

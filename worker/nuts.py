@@ -84,10 +84,11 @@ def adaptation_windows(warmup: int, s: NutsSettings) -> list[tuple[int, int]]:
 class _ChainAdaptation:
     """Warm-up of one chain: dual averaging of the step size (Stan) and windowed variance."""
 
-    def __init__(self, step_size: float, warmup: int, s: NutsSettings, dim: int):
+    def __init__(self, step_size: float, warmup: int, s: NutsSettings, dim: int,
+                 adapt_mass: bool = True):  # fmt: skip
         self.s = s
         self.warmup = warmup
-        self.windows = adaptation_windows(warmup, s)
+        self.windows = adaptation_windows(warmup, s) if adapt_mass else []
         self.restart(step_size)
         self.count, self.mean, self.m2 = 0, np.zeros(dim), np.zeros(dim)
 
@@ -131,7 +132,8 @@ class _Run:
     bookkeeping of :mod:`worker.nuts_kernels`; chains whose iteration ended are then recorded or
     adapted here and start their next iteration."""
 
-    def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings):
+    def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings,
+                 step_size=None, inverse_mass=None):  # fmt: skip
         self.potential, self.s = potential, s
         self.warmup, self.total = warmup, warmup + samples
         C, P = init.shape
@@ -140,7 +142,8 @@ class _Run:
         streams = [np.random.SeedSequence(seed, spawn_key=(c,)) for c in range(C)]
         self.rngs = [np.random.default_rng(stream) for stream in streams]
         self.block = 2 * self.K + 2**self.K  # uniforms per iteration: 2 per doubling + 1 per leaf
-        self.inverse_mass = np.ones((C, P))
+        warm = inverse_mass is not None
+        self.inverse_mass = np.array(inverse_mass, dtype=np.float64) if warm else np.ones((C, P))
         self.theta, self.U, self.grad = self.evaluate(np.array(init, dtype=np.float64))
         W = 4 * P + 1
         self.pts, self.vec = np.zeros((C, 6, W)), np.zeros((C, 5, P))
@@ -148,8 +151,12 @@ class _Run:
         self.sc, self.ic = np.zeros((C, 6)), np.zeros((C, 5), dtype=np.int64)
         self.log_u, self.theta_next = np.zeros((C, self.block)), np.zeros((C, P))
         self.step_size = self.sc[:, kernels.STEP]  # a view: the kernels read it there
-        self.step_size[:] = self.initial_step_size(np.arange(C), np.ones(C))
-        self.adapt = [_ChainAdaptation(e, warmup, s, P) for e in self.step_size]
+        start = np.ones(C) if step_size is None else np.asarray(step_size, dtype=np.float64)
+        self.step_size[:] = start if warm else self.initial_step_size(np.arange(C), start)
+        # a warm start keeps its mass matrix and only tunes the step size again
+        self.adapt = [
+            _ChainAdaptation(e, warmup, s, P, adapt_mass=not warm) for e in self.step_size
+        ]
         self.iteration = np.zeros(C, dtype=np.int64)
         self.out_theta = np.empty((C, samples, P))
         self.out_accept = np.empty((C, samples))
@@ -266,8 +273,16 @@ def sample(
     samples: int,
     seed: int,
     settings: NutsSettings | None = None,
+    *,
+    step_size=None,
+    inverse_mass=None,
 ) -> Draws:
     """Run NUTS from ``init`` (``C x P``, one row per chain): ``warmup`` adapting iterations, then
-    ``samples`` kept ones per chain."""
+    ``samples`` kept ones per chain.
+
+    A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``) of an
+    earlier run: the mass matrix is kept and the warm-up only tunes the step size from there."""
+    s = settings or NutsSettings()
     with np.errstate(all="ignore"):  # finished or diverged chains ride along and may overflow
-        return _Run(potential, init, warmup, samples, seed, settings or NutsSettings()).run()
+        run = _Run(potential, init, warmup, samples, seed, s, step_size, inverse_mass)
+        return run.run()

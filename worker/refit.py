@@ -33,12 +33,13 @@ def scaling(spec: dict) -> InputScaling:
 
 def fit(
     spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
-    pending: list[int] = (),
+    pending: list[int] = (), previous: dict | None = None,
 ) -> tuple[dict, list]:  # fmt: skip
     """Refit on ``labels`` (``[{x, y, ...}]``) and rank pool points not in ``exclude``: the
     ``RANKING_SIZE`` best, or in parallel mode a greedy batch of ``max_pending`` chosen with the
     ``pending`` pool points (out for labeling) as fantasies. Returns the model (CONTRACT.md's
-    ``/model`` body) and the ranking (``[{index, x, score}]``, in the order to hand out)."""
+    ``/model`` body) and the ranking (``[{index, x, score}]``, in the order to hand out).
+    ``previous``: the campaign's last model, to warm-start from when its ``mcmc`` asks so."""
     started = time.perf_counter()
     n = len(labels)
     x = np.array([label["x"] for label in labels], dtype=float)
@@ -48,7 +49,9 @@ def fit(
     u, z = scale_x.to_unit(x), scale_y.to_z(y)
     mcmc = spec["mcmc"]
     seed = (int(spec["seed"]) * 1_000_003 + n) % 2**32
-    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed)
+    warm = previous.get("adaptation") if previous and mcmc.get("warm_start", False) else None
+    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
+                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
     thin = post.thinned(mcmc["thinning"])
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
@@ -90,6 +93,7 @@ def fit(
         },  # fmt: skip
         "chains": post.chains,
         "diagnostics": diagnostics,
+        "adaptation": post.adaptation,
     }
     return model, ranking
 

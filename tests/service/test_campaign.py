@@ -63,6 +63,8 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
     assert model["version"] == 6 and len(model["samples"]["noise"]) == 2 * 20
     assert len(model["acquisition_samples"]["noise"]) == 2 * 10
     assert {"max_rhat", "min_ess_bulk", "divergences", "seconds"} <= set(model["diagnostics"])
+    # every refit after the first may start warm from the one before (or say why it did not)
+    assert model["diagnostics"]["warm_start"] != "cold" and "step_size" in model["adaptation"]
     obs = client.get(f"/campaigns/{campaign}/observations").json()
     assert sorted(x[0] for x in obs["x"]) == sorted(xs) and len(obs["y"]) == 6
     csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})

@@ -184,3 +184,32 @@ def test_mode_is_the_draw_of_highest_kde_density():
 def test_mode_of_degenerate_draws_does_not_crash():
     draws = np.tile([[0.1, -2.0]], (50, 1))
     assert posterior_mode_index(draws) == 0
+
+
+def test_warm_start_from_the_previous_posterior_is_still_right(one_mode):
+    u, z = one_mode
+    previous = sample_posterior(u[:-1], z[:-1], chains=4, warmup=300, samples=300, seed=1)
+    warm = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=2,
+                            warm_start=previous.adaptation, warm_warmup=50)  # fmt: skip
+    assert warm.diagnostics["warm_start"] == "warm"
+    _assert_matches(warm.log_draws().numpy(), _quadrature(u, z), tol_mean=0.1, tol_q=0.15)
+    cold = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=2)
+    # the point of it: fewer gradient evaluations than a cold start
+    assert warm.diagnostics["gradient_evaluations"] < cold.diagnostics["gradient_evaluations"]
+
+
+def test_warm_start_falls_back_to_cold_when_it_cannot_be_trusted(one_mode):
+    u, z = one_mode
+    previous = sample_posterior(u, z, chains=2, warmup=100, samples=100, seed=1)
+    unmixed = dict(previous.adaptation, max_rhat=1.3)
+    post = sample_posterior(u, z, chains=2, warmup=100, samples=100, seed=1, warm_start=unmixed)
+    assert post.diagnostics["warm_start"].startswith("cold")
+    # a wrecked adaptation (chains far apart, a step size that cannot move them) is redone cold
+    wrecked = dict(previous.adaptation, last=[[-8.0, -8.0], [8.0, 6.0]], step_size=[1e-6, 1e-6])
+    post = sample_posterior(u, z, chains=2, warmup=100, samples=100, seed=1, warm_start=wrecked,
+                            warm_warmup=0)  # fmt: skip
+    assert post.diagnostics["warm_start"].startswith("redone cold")
+    assert post.diagnostics["max_rhat"] < 1.1
+    mismatched = dict(previous.adaptation, last=[[0.0, 0.0, 0.0]] * 2)
+    post = sample_posterior(u, z, chains=2, warmup=50, samples=50, seed=1, warm_start=mismatched)
+    assert post.diagnostics["warm_start"].startswith("cold")
