@@ -123,43 +123,73 @@ def sample_posterior(
     result does not mix (see ``WARM_*``), it is redone cold with the full warm-up.
     ``diagnostics["warm_start"]`` says which happened.
     """
+    u, z = _checked(u, z, chains, samples, warmup)
+    started = time.perf_counter()
+    ids = list(range(chains))
+    kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth}
+    draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
+                            warm_warmup=warm_warmup, **kw)  # fmt: skip
+    how, redo = judge_warm_start(draws, how, warm_start)
+    if redo:
+        draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
+    return assemble(draws, u.shape[1], time.perf_counter() - started, how, seed)
+
+
+def _checked(u, z, chains, samples, warmup):
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if u.ndim != 2 or len(u) != len(z) or len(z) == 0:
         raise ValueError("u must be n x d and z of length n, n >= 1")
     if chains < 1 or samples < 1 or warmup < 0:
         raise ValueError("need chains >= 1, samples >= 1, warmup >= 0")
-    started = time.perf_counter()
+    return u, z
+
+
+def run_chains(
+    u, z, chain_ids: list[int], warmup: int, samples: int, seed: int, *,
+    warm_start: dict | None = None, warm_warmup: int = 50, target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+) -> tuple[nuts.Draws, str]:  # fmt: skip
+    """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
+    worker runs while others run the rest): each chain's initial point and random streams depend
+    only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``."""
+    u, z = as_tensor(u), as_tensor(z).reshape(-1)
     potential = GPPotential(u, z)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth)
-    how = "cold"
-    draws = None
-    if _usable(warm_start, chains, potential):
-        init = np.asarray(warm_start["last"], dtype=np.float64)
-        draws = nuts.sample(potential, init, warm_warmup, samples, seed, settings,
-                            step_size=warm_start["step_size"],
-                            inverse_mass=warm_start["inverse_mass"])  # fmt: skip
-        d = diagnose(draws, 0.0, potential.evaluations)
+    ids = np.asarray(chain_ids, dtype=np.int64)
+    if _usable(warm_start, ids, potential):
+        rows = {k: np.asarray(warm_start[k], dtype=np.float64)[ids]
+                for k in ("last", "step_size", "inverse_mass")}  # fmt: skip
+        draws = nuts.sample(potential, rows["last"], warm_warmup, samples, seed, settings,
+                            step_size=rows["step_size"], inverse_mass=rows["inverse_mass"],
+                            chain_ids=ids)  # fmt: skip
+        return draws, "warm"
+    init = _initial_points(potential, ids, seed)
+    return nuts.sample(potential, init, warmup, samples, seed, settings, chain_ids=ids), "cold"
+
+
+def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None) -> tuple[str, bool]:
+    """What to report of the start, and whether warm draws must be redone cold."""
+    if how == "warm":
+        d = diagnose(draws, 0.0, 0)
         if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < WARM_MIN_ESS or d["divergences"]:
-            how = f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, " \
-                  f"{d['divergences']} divergences)"  # fmt: skip
-            draws = None
-        else:
-            how = "warm"
-    elif warm_start is not None:
-        how = "cold (the previous posterior did not mix or does not fit)"
-    if draws is None:
-        init = _initial_points(potential, chains, seed)
-        draws = nuts.sample(potential, init, warmup, samples, seed, settings)
-    seconds = time.perf_counter() - started
-    theta = torch.from_numpy(draws.theta.reshape(-1, potential.dim))  # chain-major
-    d = u.shape[1]
+            return (f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
+                    f"{d['divergences']} divergences)"), True  # fmt: skip
+        return "warm", False
+    if warm_start is not None:
+        return "cold (the previous posterior did not mix or does not fit)", False
+    return "cold", False
+
+
+def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int) -> Posterior:
+    """The posterior of all chains' draws: diagnostics, KDE mode, what a warm start needs."""
+    theta = torch.from_numpy(draws.theta.reshape(-1, d + 1))  # chain-major
     mode = theta[posterior_mode_index(theta.numpy())]
-    diagnostics = diagnose(draws, seconds, potential.evaluations)
+    diagnostics = diagnose(draws, seconds, draws.potential_calls)
     diagnostics["warm_start"] = how
     return Posterior(
         lengthscale=theta[:, :d].exp(),
         noise=theta[:, d].exp(),
-        chains=chains,
+        chains=draws.theta.shape[0],
         mode_lengthscale=mode[:d].exp(),
         mode_noise=float(mode[d].exp()),
         diagnostics=diagnostics,
@@ -173,27 +203,30 @@ def sample_posterior(
     )
 
 
-def _usable(warm: dict | None, chains: int, potential: GPPotential) -> bool:
-    """A warm start fits (same chains and parameters, finite) and its posterior mixed."""
+def _usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
+    """A warm start fits (it has these chains and parameters, finite) and its posterior mixed."""
     if not warm or not all(k in warm for k in ("last", "step_size", "inverse_mass")):
         return False
     last = np.asarray(warm["last"], dtype=np.float64)
-    if last.shape != (chains, potential.dim) or len(warm["step_size"]) != chains:
+    if last.ndim != 2 or last.shape[1] != potential.dim or len(last) <= int(ids.max()):
         return False
-    if not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT:
+    if (
+        len(warm["step_size"]) != len(last)
+        or not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT
+    ):
         return False
-    return bool(np.isfinite(potential(last)[0]).all())
+    return bool(np.isfinite(potential(last[ids])[0]).all())
 
 
-def _initial_points(potential: GPPotential, chains: int, seed: int) -> np.ndarray:
-    """Per chain, a uniform draw in ``[-2, 2]^P`` with a finite potential (chain ``c`` uses its own
-    stream, as in the sampler)."""
-    init = np.empty((chains, potential.dim))
-    for c in range(chains):
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(c, 1)))
+def _initial_points(potential: GPPotential, chain_ids, seed: int) -> np.ndarray:
+    """Per chain, a uniform draw in ``[-2, 2]^P`` with a finite potential, from a stream of its
+    own (keyed by the chain's number, as in the sampler)."""
+    init = np.empty((len(chain_ids), potential.dim))
+    for row, c in enumerate(chain_ids):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(c), 1)))
         for _ in range(100):
-            init[c] = rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
-            if np.isfinite(potential(init[c : c + 1])[0]).all():
+            init[row] = rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
+            if np.isfinite(potential(init[row : row + 1])[0]).all():
                 break
     return init
 

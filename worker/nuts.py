@@ -61,6 +61,25 @@ class Draws:
     warmup_divergences: np.ndarray  # C
     potential_calls: int = 0
 
+    ARRAYS = ("theta", "accept_stat", "diverging", "tree_depth", "n_leapfrog", "step_size",
+              "inverse_mass", "warmup_divergences")  # fmt: skip
+
+    def to_dict(self) -> dict:
+        out = {name: getattr(self, name).tolist() for name in self.ARRAYS}
+        return dict(out, potential_calls=self.potential_calls)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Draws:
+        dtypes = {"diverging": bool, "tree_depth": np.int64, "warmup_divergences": np.int64}
+        arrays = {n: np.asarray(data[n], dtype=dtypes.get(n, np.float64)) for n in cls.ARRAYS}
+        return cls(**arrays, potential_calls=int(data.get("potential_calls", 0)))
+
+    @classmethod
+    def concatenate(cls, parts: list[Draws]) -> Draws:
+        """Chains of several runs, in the order given."""
+        arrays = {n: np.concatenate([getattr(p, n) for p in parts]) for n in cls.ARRAYS}
+        return cls(**arrays, potential_calls=sum(p.potential_calls for p in parts))
+
 
 def adaptation_windows(warmup: int, s: NutsSettings) -> list[tuple[int, int]]:
     """Stan's slow-adaptation windows ``[(start, end), ...]`` for the mass matrix."""
@@ -133,13 +152,14 @@ class _Run:
     adapted here and start their next iteration."""
 
     def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings,
-                 step_size=None, inverse_mass=None):  # fmt: skip
+                 step_size=None, inverse_mass=None, chain_ids=None):  # fmt: skip
         self.potential, self.s = potential, s
         self.warmup, self.total = warmup, warmup + samples
         C, P = init.shape
         self.C, self.P, self.K = C, P, s.max_tree_depth
         self.calls = 0
-        streams = [np.random.SeedSequence(seed, spawn_key=(c,)) for c in range(C)]
+        ids = range(C) if chain_ids is None else chain_ids
+        streams = [np.random.SeedSequence(seed, spawn_key=(int(c),)) for c in ids]
         self.rngs = [np.random.default_rng(stream) for stream in streams]
         self.block = 2 * self.K + 2**self.K  # uniforms per iteration: 2 per doubling + 1 per leaf
         warm = inverse_mass is not None
@@ -276,13 +296,16 @@ def sample(
     *,
     step_size=None,
     inverse_mass=None,
+    chain_ids=None,
 ) -> Draws:
     """Run NUTS from ``init`` (``C x P``, one row per chain): ``warmup`` adapting iterations, then
     ``samples`` kept ones per chain.
 
     A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``) of an
-    earlier run: the mass matrix is kept and the warm-up only tunes the step size from there."""
+    earlier run: the mass matrix is kept and the warm-up only tunes the step size from there.
+    ``chain_ids``: the global numbers of these chains (default ``0..C-1``), which key their random
+    streams: chain 3 draws the same whether it runs alone, in a group or with all the others."""
     s = settings or NutsSettings()
     with np.errstate(all="ignore"):  # finished or diverged chains ride along and may overflow
-        run = _Run(potential, init, warmup, samples, seed, s, step_size, inverse_mass)
+        run = _Run(potential, init, warmup, samples, seed, s, step_size, inverse_mass, chain_ids)
         return run.run()
