@@ -11,16 +11,20 @@ import logging
 import os
 import time
 
+import numpy as np
 import torch
 from redis import Redis
-from rq import Worker, get_current_job
+from rq import Queue, Worker, get_current_job
+from rq.job import Dependency, Job
 
 from service.observability import json_logging, record_refit
-from service.queues import QUEUES
+from service.queues import QUEUES, REFIT
 from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
 from worker import views
+from worker.mcmc import assemble, judge_warm_start, run_chains, sample_posterior
+from worker.nuts import Draws
 
 log = logging.getLogger("fbgp.worker")
 
@@ -35,37 +39,139 @@ def _store() -> CampaignStore:
 
 
 def refit(campaign_id: str) -> dict:
-    """Refit a campaign on all its labels; enqueue one more if labels arrived meanwhile."""
+    """Refit a campaign on all its labels. With more than one worker alive, the chains are split
+    into one group per worker, each a job, and :func:`refit_merge` (which depends on them)
+    finishes the refit; with one, all of it runs here. Either way one more refit is enqueued
+    at the end if labels arrived meanwhile."""
     store = _store()
     try:
         spec = store.spec(campaign_id)
     except NotFound:
         return {"campaign": campaign_id, "skipped": "deleted"}
     store.refit_started(campaign_id, time.time())
-    labels = store.labels(campaign_id)
-    n = len(labels)
-    result = {"campaign": campaign_id, "n_labeled": n}
+    n = store.n_labeled(campaign_id)
+    groups = chain_groups(spec["mcmc"]["chains"], Worker.count(connection=store.r))
+    if len(groups) > 1:
+        return _dispatch(store, campaign_id, spec, n, groups)
+    started = time.perf_counter()
     try:
-        exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
-        pending = sorted(store.pending_indices(campaign_id, time.time()))
-        try:
-            previous = store.model(campaign_id)
-        except NotFound:
-            previous = None
-        model, ranking = math_.fit(spec, pool_of(spec), labels, exclude, pending, previous)
-        store.save_model(campaign_id, model, ranking)
-        d = model["diagnostics"]
-        result.update(version=n, seconds=d["refit_seconds"], max_rhat=d["max_rhat"])
-        record_refit(store.r, d["refit_seconds"])
-        log.info("model %d in %.2f s (R-hat %.3f, %d divergences)", n, d["refit_seconds"],
-                 d["max_rhat"], d["divergences"], extra=_ids(campaign_id, version=n))  # fmt: skip
+        labels = store.labels(campaign_id)[:n]
+        data = math_.prepare(spec, labels)
+        mcmc = spec["mcmc"]
+        post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
+                                seed=data.seed, warm_start=_warm(store, campaign_id, spec),
+                                warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+        post.diagnostics["chain_groups"] = 1
+        result = _finish(store, campaign_id, spec, data, post, started)
     except Exception as error:  # the campaign keeps its previous model and goes on
-        store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n)
-        log.error("refit failed: %s", error, exc_info=True, extra=_ids(campaign_id))
-        result["error"] = repr(error)
+        result = _failed(store, campaign_id, n, error)
+    _next_refit(store, campaign_id, n)
+    return result
+
+
+def chain_groups(chains: int, workers: int) -> list[list[int]]:
+    """Chains ``0..chains-1`` split into one contiguous group per worker (at most one per
+    chain). A chain's draws depend on its seed and number, and on its group only through the
+    rounding of batched linear algebra."""
+    k = max(1, min(chains, workers))
+    return [g.tolist() for g in np.array_split(np.arange(chains), k)]
+
+
+def _dispatch(store, campaign_id: str, spec: dict, n: int, groups: list[list[int]]) -> dict:
+    warm = _warm(store, campaign_id, spec)
+    queue = Queue(REFIT, connection=store.r)
+    jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm),
+                               timeout=3600, result_ttl=3600, failure_ttl=86400, at_front=True)
+            for ids in groups]  # fmt: skip
+    # the merge runs even if a group failed: it then runs the missing chains itself
+    after = Dependency(jobs=jobs, allow_failure=True)
+    merge = queue.enqueue_call(
+        "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs]), depends_on=after,
+        timeout=3600, result_ttl=600, failure_ttl=86400,
+    )  # fmt: skip
+    store.r.hset(store.k(campaign_id, "state"), "refit_job", merge.id)
+    return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge.id}
+
+
+def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | None) -> dict:
+    """One group of a refit's chains (on whichever worker takes it)."""
+    store = _store()
+    spec = store.spec(campaign_id)
+    data = math_.prepare(spec, store.labels(campaign_id)[:n])
+    mcmc = spec["mcmc"]
+    draws, how = run_chains(data.u, data.z, chain_ids, mcmc["warmup"], mcmc["samples"], data.seed,
+                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+    return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
+
+
+def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
+    """The chains' draws together: diagnostics, the mode, a warm start judged (and redone cold
+    here if it did not mix), then scoring, ranking and the new model."""
+    store = _store()
+    started = time.perf_counter()
+    try:
+        spec = store.spec(campaign_id)
+    except NotFound:
+        return {"campaign": campaign_id, "skipped": "deleted"}
+    try:
+        data = math_.prepare(spec, store.labels(campaign_id)[:n])
+        mcmc = spec["mcmc"]
+        results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
+        if any(r is None for r in results):  # a group failed or its worker died: redo all here
+            log.warning("a chain group is missing; running all chains here",
+                        extra=_ids(campaign_id))  # fmt: skip
+            draws, how = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
+                                    mcmc["samples"], data.seed)  # fmt: skip
+            warm = None
+        else:
+            draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
+            how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
+            warm = {} if results[0]["warm"] else None
+        how, redo = judge_warm_start(draws, how, warm)
+        if redo:
+            draws, _ = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
+                                  mcmc["samples"], data.seed)  # fmt: skip
+        seconds = time.perf_counter() - started  # the merge's share; the groups ran before it
+        post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
+        post.diagnostics["chain_groups"] = len(job_ids)
+        result = _finish(store, campaign_id, spec, data, post, started)
+    except Exception as error:
+        result = _failed(store, campaign_id, n, error)
+    _next_refit(store, campaign_id, n)
+    return result
+
+
+def _warm(store, campaign_id: str, spec: dict) -> dict | None:
+    try:
+        return math_.warm_start_of(spec, store.model(campaign_id))
+    except NotFound:
+        return None
+
+
+def _finish(store, campaign_id, spec, data, post, started) -> dict:
+    exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
+    pending = sorted(store.pending_indices(campaign_id, time.time()))
+    model, ranking = math_.finish(spec, pool_of(spec), data, post, exclude, pending, started)
+    store.save_model(campaign_id, model, ranking)
+    d = model["diagnostics"]
+    record_refit(store.r, d["refit_seconds"])
+    log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", data.n, d["refit_seconds"],
+             d["max_rhat"], d["divergences"], d["warm_start"],
+             extra=_ids(campaign_id, version=data.n))  # fmt: skip
+    return {"campaign": campaign_id, "n_labeled": data.n, "version": data.n,
+            "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
+
+
+def _failed(store, campaign_id: str, n: int, error: Exception) -> dict:
+    """The campaign keeps its previous model and goes on."""
+    store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n)
+    log.error("refit failed: %s", error, exc_info=True, extra=_ids(campaign_id))
+    return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
+
+
+def _next_refit(store, campaign_id: str, n: int) -> None:
     if store.refit_finished(campaign_id, n, time.time()):
         store.enqueue_refit(campaign_id)
-    return result
 
 
 def _with_model(campaign_id: str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -31,28 +32,62 @@ def scaling(spec: dict) -> InputScaling:
     )
 
 
+@dataclass(frozen=True)
+class Data:
+    """A campaign's labels in the GP's units, and the seed of the refit on them."""
+
+    u: torch.Tensor
+    z: torch.Tensor
+    scale_x: InputScaling
+    scale_y: OutputStandardization
+    seed: int
+
+    @property
+    def n(self) -> int:
+        return len(self.z)
+
+
+def prepare(spec: dict, labels: list[dict]) -> Data:
+    x = np.array([label["x"] for label in labels], dtype=float)
+    y = np.array([label["y"] for label in labels], dtype=float)
+    scale_x, scale_y = scaling(spec), OutputStandardization.from_labels(y)
+    seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
+    return Data(scale_x.to_unit(x), scale_y.to_z(y), scale_x, scale_y, seed)
+
+
+def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
+    """The previous model's adaptation, when the campaign's ``mcmc`` asks for warm starts."""
+    if previous and spec["mcmc"].get("warm_start", False):
+        return previous.get("adaptation")
+    return None
+
+
 def fit(
     spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
     pending: list[int] = (), previous: dict | None = None,
 ) -> tuple[dict, list]:  # fmt: skip
-    """Refit on ``labels`` (``[{x, y, ...}]``) and rank pool points not in ``exclude``: the
-    ``RANKING_SIZE`` best, or in parallel mode a greedy batch of ``max_pending`` chosen with the
-    ``pending`` pool points (out for labeling) as fantasies. Returns the model (CONTRACT.md's
-    ``/model`` body) and the ranking (``[{index, x, score}]``, in the order to hand out).
-    ``previous``: the campaign's last model, to warm-start from when its ``mcmc`` asks so."""
+    """Refit on ``labels`` (``[{x, y, ...}]``), all chains in this process, and rank (see
+    :func:`finish`). ``previous``: the campaign's last model, to warm-start from when its
+    ``mcmc`` asks so."""
     started = time.perf_counter()
-    n = len(labels)
-    x = np.array([label["x"] for label in labels], dtype=float)
-    y = np.array([label["y"] for label in labels], dtype=float)
-    scale_x = scaling(spec)
-    scale_y = OutputStandardization.from_labels(y)
-    u, z = scale_x.to_unit(x), scale_y.to_z(y)
+    data = prepare(spec, labels)
     mcmc = spec["mcmc"]
-    seed = (int(spec["seed"]) * 1_000_003 + n) % 2**32
-    warm = previous.get("adaptation") if previous and mcmc.get("warm_start", False) else None
-    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
-                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
-    thin = post.thinned(mcmc["thinning"])
+    post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
+                            seed=data.seed, warm_start=warm_start_of(spec, previous),
+                            warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+    return finish(spec, pool, data, post, exclude, pending, started)
+
+
+def finish(
+    spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
+    pending: list[int], started: float,
+) -> tuple[dict, list]:  # fmt: skip
+    """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
+    mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
+    labeling) as fantasies. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
+    (``[{index, x, score}]``, in the order to hand out)."""
+    u, z, seed, n = data.u, data.z, data.seed, data.n
+    thin = post.thinned(spec["mcmc"]["thinning"])
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
@@ -70,7 +105,7 @@ def fit(
             scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed).numpy()
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
-        points = scale_x.from_unit(pool.points(candidates[best])).tolist()
+        points = data.scale_x.from_unit(pool.points(candidates[best])).tolist()
         ranking = [
             {"index": int(candidates[b]), "x": p, "score": float(v)}
             for b, p, v in zip(best, points, best_scores, strict=True)
@@ -86,10 +121,10 @@ def fit(
         },
         "mode": {"lengthscale": post.mode_lengthscale.tolist(), "noise": post.mode_noise},
         "transform": {
-            "lower": list(scale_x.lower),
-            "upper": list(scale_x.upper),
-            "y_mean": scale_y.mean,
-            "y_std": scale_y.std,
+            "lower": list(data.scale_x.lower),
+            "upper": list(data.scale_x.upper),
+            "y_mean": data.scale_y.mean,
+            "y_std": data.scale_y.std,
         },  # fmt: skip
         "chains": post.chains,
         "diagnostics": diagnostics,
