@@ -119,6 +119,82 @@ def label_to_next(client, sim, rng, rounds: int) -> list[dict]:
     return rows
 
 
+def refit_time(client, sim, rng, rounds: int) -> list[float]:
+    """Seconds from importing 40 points into a fresh 2-D campaign to its first model (5 chains,
+    200 + 300, cold), ``rounds`` times."""
+    mcmc = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10, "warm_start": False}
+    times = []
+    for _ in range(rounds):
+        campaign = client.post("/campaigns", json=_body(sim, "sequential", 41, mcmc)).json()["id"]
+        t = time.perf_counter()
+        _initial(client, campaign, sim, rng, 40)
+        _wait_model(client, campaign, 40)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def throughput(client, sim, campaigns: int, simulators: int, seconds: float) -> dict:
+    """Labels per minute from ``simulators`` threads (a trivial f) over ``campaigns``
+    parallel-mode campaigns, and the longest any of them waited for a point."""
+    import threading
+
+    mcmc = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10}
+    ids = []
+    for _ in range(campaigns):
+        body = dict(_body(sim, "parallel", 10_000, mcmc), max_pending=simulators // campaigns)
+        ids.append(client.post("/campaigns", json=body).json()["id"])
+    stop = time.monotonic() + seconds
+    counts, waits = [0] * simulators, [0.0] * simulators
+
+    def simulate(k: int):
+        campaign = ids[k % campaigns]
+        with httpx.Client(base_url=str(client.base_url), timeout=120) as own:
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                r = own.get(f"/campaigns/{campaign}/next", params={"wait": 10})
+                if r.status_code != 200:
+                    continue
+                waits[k] = max(waits[k], time.perf_counter() - t)
+                point = r.json()
+                y = float(np.sin(3 * np.sum(point["x"])))
+                own.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
+                counts[k] += 1
+
+    threads = [threading.Thread(target=simulate, args=(k,)) for k in range(simulators)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = sum(counts)
+    out = {"labels": total, "per_minute": 60 * total / seconds, "longest_wait_s": max(waits)}
+    print(f"{simulators} simulators on {campaigns} parallel campaigns for {seconds:.0f} s: "
+          f"{total} labels, {out['per_minute']:.1f} per minute, longest wait for a point "
+          f"{out['longest_wait_s']:.1f} s", flush=True)  # fmt: skip
+    return out
+
+
+def scaling(rounds: int) -> None:
+    """A refit's wall time on one and on two pinned workers, measured one after the other."""
+    sim = get_simulator("gramacy2d")
+    rng = np.random.default_rng(0)
+    result = {}
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            url, procs = _stack(Path(tmp), free_port(), workers)
+            try:
+                with httpx.Client(base_url=url, timeout=300) as client:
+                    result[workers] = refit_time(client, sim, rng, rounds)
+            finally:
+                for p in reversed(procs):
+                    p.terminate()
+                for p in procs:
+                    p.wait(timeout=60)
+        times = ", ".join(f"{t:.2f}" for t in result[workers])
+        print(f"refit (5 chains, n=40, d=2) on {workers} worker(s): {times} s", flush=True)
+    one, two = np.median(result[1]), np.median(result[2])
+    print(f"median {one:.2f} s on 1 worker, {two:.2f} s on 2: {one / two:.2f}x", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         prog="fbgp-al bench-service", description=__doc__.split("\n")[0]
@@ -126,7 +202,26 @@ def main(argv=None) -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--scaling", action="store_true",
+                        help="instead: a refit's time on 1 and on 2 workers")  # fmt: skip
+    parser.add_argument("--throughput", type=float, default=0, metavar="SECONDS",
+                        help="instead: 8 simulators, 4 parallel campaigns, 2 workers")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.scaling:
+        scaling(args.rounds)
+        return
+    if args.throughput:
+        with tempfile.TemporaryDirectory() as tmp:
+            url, procs = _stack(Path(tmp), free_port(), 2)
+            try:
+                with httpx.Client(base_url=url, timeout=120) as client:
+                    throughput(client, get_simulator("gramacy2d"), 4, 8, args.throughput)
+            finally:
+                for p in reversed(procs):
+                    p.terminate()
+                for p in procs:
+                    p.wait(timeout=60)
+        return
     sim = get_simulator("gramacy2d")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
