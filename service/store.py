@@ -4,8 +4,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 
 - ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
   design's pool indices);
-- ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``again`` (labels arrived
-  while a refit ran), ``model_version``, ``last_error``, ``last_refit_seconds``;
+- ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job``,
+  ``model_version``, ``last_error``, ``last_refit_seconds``;
 - ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
   is the number of labels;
 - ``labeled`` (set): pool indices that have a label;
@@ -38,7 +38,8 @@ PREFIX = "fbgp:"
 CAMPAIGNS = PREFIX + "campaigns"
 
 # Shared by the scripts that add labels: once the design is labeled, mark a refit queued (1: the
-# caller enqueues it) or, if one is queued or running, ask it to run once more (0).
+# caller enqueues it). If one is queued or running already, nothing: when it ends it sees whether
+# labels arrived after it read them, and runs once more if so (FINISH_REFIT_SCRIPT).
 REQUEST_REFIT = """
 local function request_refit(state_key, n, design_size, now)
   if n < tonumber(design_size) then return 0 end
@@ -46,13 +47,14 @@ local function request_refit(state_key, n, design_size, now)
     redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now)
     return 1
   end
-  redis.call('HSET', state_key, 'again', '1')
   return 0
 end
 """
 
 # Checks and records a label for a ticket, atomically. Returns {code, n_labeled, enqueue_refit}.
-LABEL_SCRIPT = REQUEST_REFIT + """
+LABEL_SCRIPT = (
+    REQUEST_REFIT
+    + """
 local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state then return {404, 0, 0} end
 local n = redis.call('LLEN', KEYS[4])
@@ -71,9 +73,12 @@ if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
 n = n + 1
 return {201, n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
+)
 
 # Appends imported observations if they fit under max_labels. Returns {code, n, enqueue}.
-IMPORT_SCRIPT = REQUEST_REFIT + """
+IMPORT_SCRIPT = (
+    REQUEST_REFIT
+    + """
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
 if n + count > tonumber(ARGV[2]) then return {409, n, 0} end
@@ -85,17 +90,17 @@ end
 n = n + count
 return {201, n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
+)
 
 # Ends a refit that saw ARGV[1] labels: 1 if another one must run (more labels came), else 0.
 FINISH_REFIT_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local n = redis.call('LLEN', KEYS[2])
-local again = redis.call('HGET', KEYS[1], 'again')
-if n > tonumber(ARGV[1]) or again == '1' then
-  redis.call('HSET', KEYS[1], 'refit', 'queued', 'again', '0', 'queued_at', ARGV[2])
+if n > tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2])
   return 1
 end
-redis.call('HSET', KEYS[1], 'refit', 'idle', 'again', '0')
+redis.call('HSET', KEYS[1], 'refit', 'idle')
 return 0
 """
 
@@ -161,7 +166,7 @@ class CampaignStore:
         spec["design_index"] = [int(i) for i in design]
         pipe = self.r.pipeline()
         pipe.set(self.k(campaign_id, "spec"), json.dumps(spec))
-        pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle", "again": "0"})
+        pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
         pipe.sadd(CAMPAIGNS, campaign_id)
         pipe.execute()
         return spec

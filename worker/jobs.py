@@ -39,9 +39,10 @@ def _store() -> CampaignStore:
 
 
 def refit(campaign_id: str) -> dict:
-    """Refit a campaign on all its labels. With more than one worker alive, the chains are split
-    into one group per worker, each a job, and :func:`refit_merge` (which depends on them)
-    finishes the refit; with one, all of it runs here. Either way one more refit is enqueued
+    """Refit a campaign on all its labels. When other workers are idle, the chains are split
+    into one group per free worker, each a job, and :func:`refit_merge` (which depends on them)
+    finishes the refit; when they are busy (other campaigns' refits), all of it runs here, which
+    costs least in all. Either way one more refit is enqueued
     at the end if labels arrived meanwhile."""
     store = _store()
     try:
@@ -50,7 +51,7 @@ def refit(campaign_id: str) -> dict:
         return {"campaign": campaign_id, "skipped": "deleted"}
     store.refit_started(campaign_id, time.time())
     n = store.n_labeled(campaign_id)
-    groups = chain_groups(spec["mcmc"]["chains"], Worker.count(connection=store.r))
+    groups = chain_groups(spec["mcmc"]["chains"], _free_workers(store.r))
     if len(groups) > 1:
         return _dispatch(store, campaign_id, spec, n, groups)
     started = time.perf_counter()
@@ -67,6 +68,17 @@ def refit(campaign_id: str) -> dict:
         result = _failed(store, campaign_id, n, error)
     _next_refit(store, campaign_id, n)
     return result
+
+
+def _free_workers(connection) -> int:
+    """This worker and the idle ones."""
+    others = [w for w in Worker.all(connection=connection) if w.name != _current_worker()]
+    return 1 + sum(1 for w in others if w.get_state() == "idle")
+
+
+def _current_worker() -> str | None:
+    job = get_current_job()
+    return job.worker_name if job else None
 
 
 def chain_groups(chains: int, workers: int) -> list[list[int]]:
