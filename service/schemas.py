@@ -55,6 +55,9 @@ class McmcSettings(Strict):
     # much step-size warm-up; a refit that does not mix that way is redone cold
     warm_start: bool = True
     warm_warmup: int = Field(default=50, ge=0, le=10_000)
+    # where cold chains start: drawn from a coarse posterior grid, or uniformly in [-2, 2] on the
+    # log-hyperparameters (Stan's and Pyro's default, which can miss the main mode)
+    init: Literal["grid", "uniform"] = "grid"
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

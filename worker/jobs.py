@@ -61,7 +61,8 @@ def refit(campaign_id: str) -> dict:
         mcmc = spec["mcmc"]
         post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                                 seed=data.seed, warm_start=_warm(store, campaign_id, spec),
-                                warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+                                warm_warmup=mcmc.get("warm_warmup", 50),
+                                init=mcmc.get("init", "uniform"))  # fmt: skip
         post.diagnostics["chain_groups"] = 1
         result = _finish(store, campaign_id, spec, data, post, started)
     except Exception as error:  # the campaign keeps its previous model and goes on
@@ -112,7 +113,8 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
     data = math_.prepare(spec, store.labels(campaign_id)[:n])
     mcmc = spec["mcmc"]
     draws, how = run_chains(data.u, data.z, chain_ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50),
+                            init=mcmc.get("init", "uniform"))  # fmt: skip
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
 
 
@@ -133,7 +135,8 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
             log.warning("a chain group is missing; running all chains here",
                         extra=_ids(campaign_id))  # fmt: skip
             draws, how = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
-                                    mcmc["samples"], data.seed)  # fmt: skip
+                                    mcmc["samples"], data.seed,
+                                    init=mcmc.get("init", "uniform"))  # fmt: skip
             warm = None
         else:
             draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
@@ -142,7 +145,8 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
         how, redo = judge_warm_start(draws, how, warm)
         if redo:
             draws, _ = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
-                                  mcmc["samples"], data.seed)  # fmt: skip
+                                  mcmc["samples"], data.seed,
+                                  init=mcmc.get("init", "uniform"))  # fmt: skip
         seconds = time.perf_counter() - started  # the merge's share; the groups ran before it
         post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
         post.diagnostics["chain_groups"] = len(job_ids)

@@ -74,7 +74,8 @@ def fit(
     mcmc = spec["mcmc"]
     post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm_start_of(spec, previous),
-                            warm_warmup=mcmc.get("warm_warmup", 50))  # fmt: skip
+                            warm_warmup=mcmc.get("warm_warmup", 50),
+                            init=mcmc.get("init", "uniform"))  # fmt: skip
     return finish(spec, pool, data, post, exclude, pending, started)
 
 

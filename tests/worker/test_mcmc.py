@@ -213,3 +213,22 @@ def test_warm_start_falls_back_to_cold_when_it_cannot_be_trusted(one_mode):
     mismatched = dict(previous.adaptation, last=[[0.0, 0.0, 0.0]] * 2)
     post = sample_posterior(u, z, chains=2, warmup=50, samples=50, seed=1, warm_start=mismatched)
     assert post.diagnostics["warm_start"].startswith("cold")
+
+
+def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
+    """60 noisy points of Gramacy & Lee's function: the oscillating fit (log l ~ -3.2) has e^15
+    times the density of the smooth, noisy one (log l ~ -1.6) that chains started uniformly in
+    [-2, 2] stay in."""
+    from clients.simulators import get_simulator
+
+    sim = get_simulator("gramacy1d")
+    rng = np.random.default_rng(0)
+    x = np.linspace(0.5, 2.5, 101)[rng.choice(101, 60, replace=False)][:, None]
+    y = sim.sample(x, rng)
+    u, z = (x - 0.5) / 2, (y - y.mean()) / y.std(ddof=1)
+    uniform = sample_posterior(u, z, chains=3, warmup=100, samples=100, seed=0, init="uniform")
+    grid = sample_posterior(u, z, chains=3, warmup=100, samples=100, seed=0, init="grid")
+    assert (uniform.log_draws()[:, 0] > -2.5).all()  # every chain in the minor mode
+    assert (grid.log_draws()[:, 0] < -2.5).all()  # every chain in the main one
+    with pytest.raises(ValueError, match="unknown init"):
+        sample_posterior(u, z, chains=1, warmup=5, samples=5, init="prior")
