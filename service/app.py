@@ -251,11 +251,7 @@ def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Res
 
 @campaigns.post("/{campaign_id}/observations", status_code=201)
 def import_observations(campaign_id: str, body: schemas.Observations, store: Store):
-    spec = store.spec(campaign_id)
-    try:
-        schemas.check_points(body.x, [schemas.InputSpec(**i) for i in spec["inputs"]])
-    except ValueError as error:
-        raise _unprocessable(str(error)) from None
+    spec = _spec_with_points(store, campaign_id, body.x)
     code, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
     if enqueue:
         store.enqueue_refit(campaign_id)
@@ -311,12 +307,18 @@ def _run(store: CampaignStore, settings: Settings, name: str, *args):
     raise HTTPException(503, f"no worker answered the {name} job in time")
 
 
-def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
+def _spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
+    """The campaign's spec, once ``x`` is known to fit its inputs (422 otherwise)."""
     spec = store.spec(campaign_id)
     try:
         schemas.check_points(x, [schemas.InputSpec(**i) for i in spec["inputs"]])
     except ValueError as error:
         raise _unprocessable(str(error)) from None
+    return spec
+
+
+def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
+    spec = _spec_with_points(store, campaign_id, x)
     store.model(campaign_id)  # 404 before the first model
     return spec
 

@@ -23,7 +23,7 @@ from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
 from worker import refit as math_
 from worker import views
-from worker.mcmc import assemble, judge_warm_start, run_chains, sample_posterior
+from worker.mcmc import assemble, judge_warm_start, sample_posterior
 from worker.nuts import Draws
 
 log = logging.getLogger("fbgp.worker")
@@ -58,11 +58,7 @@ def refit(campaign_id: str) -> dict:
     try:
         labels = store.labels(campaign_id)[:n]
         data = math_.prepare(spec, labels)
-        mcmc = spec["mcmc"]
-        post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
-                                seed=data.seed, warm_start=_warm(store, campaign_id, spec),
-                                warm_warmup=mcmc.get("warm_warmup", 50),
-                                init=mcmc.get("init", "uniform"))  # fmt: skip
+        post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
         post.diagnostics["chain_groups"] = 1
         result = _finish(store, campaign_id, spec, data, post, started)
     except Exception as error:  # the campaign keeps its previous model and goes on
@@ -111,10 +107,7 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
     store = _store()
     spec = store.spec(campaign_id)
     data = math_.prepare(spec, store.labels(campaign_id)[:n])
-    mcmc = spec["mcmc"]
-    draws, how = run_chains(data.u, data.z, chain_ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                            warm_start=warm, warm_warmup=mcmc.get("warm_warmup", 50),
-                            init=mcmc.get("init", "uniform"))  # fmt: skip
+    draws, how = math_.chains(spec, data, chain_ids, warm)
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
 
 
@@ -129,14 +122,11 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
         return {"campaign": campaign_id, "skipped": "deleted"}
     try:
         data = math_.prepare(spec, store.labels(campaign_id)[:n])
-        mcmc = spec["mcmc"]
         results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
         if any(r is None for r in results):  # a group failed or its worker died: redo all here
             log.warning("a chain group is missing; running all chains here",
                         extra=_ids(campaign_id))  # fmt: skip
-            draws, how = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
-                                    mcmc["samples"], data.seed,
-                                    init=mcmc.get("init", "uniform"))  # fmt: skip
+            draws, how = math_.chains(spec, data)
             warm = None
         else:
             draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
@@ -144,9 +134,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
             warm = {} if results[0]["warm"] else None
         how, redo = judge_warm_start(draws, how, warm)
         if redo:
-            draws, _ = run_chains(data.u, data.z, list(range(mcmc["chains"])), mcmc["warmup"],
-                                  mcmc["samples"], data.seed,
-                                  init=mcmc.get("init", "uniform"))  # fmt: skip
+            draws, _ = math_.chains(spec, data)
         seconds = time.perf_counter() - started  # the merge's share; the groups ran before it
         post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
         post.diagnostics["chain_groups"] = len(job_ids)
@@ -229,7 +217,6 @@ def run_worker(name: str | None = None, burst: bool = False) -> None:
     """Serve the queues (high priority first) with one torch thread, the sampler compiled before
     the first job. Work horses are forked from this process, so they start warm."""
     torch.set_num_threads(1)
-    from worker.mcmc import sample_posterior
 
     sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
     json_logging()

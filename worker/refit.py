@@ -18,7 +18,7 @@ from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
 from worker.design import GridPool, PointPool
 from worker.gp import Conditioned, predictive_covariance
-from worker.mcmc import Posterior, sample_posterior
+from worker.mcmc import Posterior, run_chains, sample_posterior
 from worker.transforms import InputScaling, OutputStandardization, as_tensor
 
 RANKING_SIZE = 64  # ranked points kept with a model, best first
@@ -71,12 +71,30 @@ def fit(
     ``mcmc`` asks so."""
     started = time.perf_counter()
     data = prepare(spec, labels)
-    mcmc = spec["mcmc"]
-    post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
-                            seed=data.seed, warm_start=warm_start_of(spec, previous),
-                            warm_warmup=mcmc.get("warm_warmup", 50),
-                            init=mcmc.get("init", "uniform"))  # fmt: skip
+    post = posterior(spec, data, warm_start_of(spec, previous))
     return finish(spec, pool, data, post, exclude, pending, started)
+
+
+def _sampler_options(spec: dict) -> dict:
+    """The campaign's MCMC options as keywords of :mod:`worker.mcmc` (specs made before an
+    option existed get the behavior they were made with)."""
+    mcmc = spec["mcmc"]
+    return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform")}
+
+
+def posterior(spec: dict, data: Data, warm: dict | None) -> Posterior:
+    """All chains of the campaign's posterior, in this process."""
+    mcmc = spec["mcmc"]
+    return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
+                            seed=data.seed, warm_start=warm, **_sampler_options(spec))  # fmt: skip
+
+
+def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):
+    """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``."""
+    mcmc = spec["mcmc"]
+    ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
+    return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
+                      warm_start=warm, **_sampler_options(spec))  # fmt: skip
 
 
 def finish(
