@@ -10,15 +10,19 @@ import io
 import logging
 import math
 import time
+from http import HTTPStatus
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, generate_latest
 from redis import Redis
+from redis.exceptions import RedisError
 from rq import Worker
 from rq.job import JobStatus
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service import pages, queues, schemas
 from service.observability import Metrics, RedisCollector, record_labels
@@ -53,28 +57,75 @@ def _store(redis: Annotated[Redis, Depends(_redis)]) -> CampaignStore:
 
 
 PageToken = Annotated[str | None, Query(include_in_schema=False)]
+bearer = HTTPBearer(auto_error=False, description="FBGP_API_TOKEN, or a campaign's own token")
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def _authorized(settings: Annotated[Settings, Depends(get_settings)],
-                authorization: Annotated[str | None, Header()] = None,
-                token: PageToken = None) -> None:  # fmt: skip
-    """With ``FBGP_API_TOKEN`` set: ``Authorization: Bearer <token>`` (or, for a browser on the
-    campaign pages, ``?token=``), compared in constant time."""
+def _authorized(request: Request, settings: Annotated[Settings, Depends(get_settings)],
+                credentials: Bearer, token: PageToken = None) -> None:  # fmt: skip
+    """With ``FBGP_API_TOKEN`` set, every call carries ``Authorization: Bearer <token>`` (a
+    browser on the campaign pages may pass ``?token=``): the service's token opens everything,
+    a campaign's token (returned when it was created) opens that campaign only (403 elsewhere).
+    The service's token is compared in constant time; campaign tokens are looked up by their
+    SHA-256. Without ``FBGP_API_TOKEN`` the service is open."""
     if not settings.api_token:
         return
-    given = authorization.removeprefix("Bearer ") if authorization else token
-    if not given or not hmac.compare_digest(given.encode(), settings.api_token.encode()):
-        raise HTTPException(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+    given = credentials.credentials if credentials else token
+    if not given:
+        raise HTTPException(401, "this call needs Authorization: Bearer <token>",
+                            {"WWW-Authenticate": "Bearer"})  # fmt: skip
+    if hmac.compare_digest(given.encode(), settings.api_token.encode()):
+        return
+    owner = CampaignStore(_connection(settings.redis_url)).token_owner(given)
+    if owner is None:
+        raise HTTPException(401, "the bearer token is not valid here",
+                            {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
+    campaign_id = request.path_params.get("campaign_id")
+    if campaign_id != owner:
+        where = f"campaign {campaign_id!r}" if campaign_id else "this call"
+        raise HTTPException(403, f"the token is campaign {owner!r}'s: it does not open {where}")
 
 
 Store = Annotated[CampaignStore, Depends(_store)]
 AppSettings = Annotated[Settings, Depends(get_settings)]
-campaigns = APIRouter(prefix="/campaigns", dependencies=[Depends(_authorized)])
+campaigns = APIRouter(
+    prefix="/campaigns", dependencies=[Depends(_authorized)],
+    responses=schemas.problem_responses(400, 401, 403, 413, 422, 503),
+)  # fmt: skip
+
+
+# -- errors: application/problem+json ------------------------------------------------------------
+def problem(status: int, detail: str, headers: dict | None = None, **more) -> JSONResponse:
+    body = {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
+            "detail": detail, **more}  # fmt: skip
+    return JSONResponse(body, status_code=status, headers=headers,
+                        media_type="application/problem+json")  # fmt: skip
+
+
+@app.exception_handler(StarletteHTTPException)
+def _http_error(request: Request, error: StarletteHTTPException):
+    headers = dict(getattr(error, "headers", None) or {})
+    detail = str(error.detail)
+    if error.status_code == 405:  # Starlette's Allow names one route's methods, not the path's
+        allowed = sorted(_methods_of(request))
+        headers["Allow"] = ", ".join(allowed)
+        detail = f"{request.method} is not supported here; use {' or '.join(allowed)}"
+    return problem(error.status_code, detail, headers)
+
+
+def _methods_of(request: Request) -> set[str]:
+    """The methods of every route whose path matches the request's."""
+    methods = set()
+    for route in request.app.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(request.url.path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return methods - {"HEAD"}
 
 
 @app.exception_handler(NotFound)
 def _not_found(request: Request, error: NotFound):
-    return JSONResponse({"detail": str(error)}, status_code=404)
+    return problem(404, str(error))
 
 
 @app.exception_handler(RequestValidationError)
@@ -84,11 +135,56 @@ def _invalid(request: Request, error: RequestValidationError):
               for e in error.errors()]  # fmt: skip
     message = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}"
                         for e in errors)  # fmt: skip
-    return JSONResponse({"detail": message or "invalid request", "errors": errors}, status_code=422)
+    return problem(422, message or "invalid request", errors=errors)
+
+
+@app.exception_handler(RedisError)
+def _store_unreachable(request: Request, error: RedisError):
+    log.error("Redis: %s", error)
+    return problem(503, f"the store is unreachable ({type(error).__name__}); try again shortly",
+                   {"Retry-After": "2"})  # fmt: skip
+
+
+@app.exception_handler(Exception)
+def _server_error(request: Request, error: Exception):
+    log.error("unhandled error", exc_info=error)
+    return problem(500, f"internal error ({type(error).__name__}); the service log has details")
 
 
 def _unprocessable(message: str) -> HTTPException:
     return HTTPException(422, message)
+
+
+class BodyLimit:
+    """413 for a request body over ``max_body_bytes``: at once when Content-Length says so,
+    else as soon as the streamed body grows past it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = get_settings().max_body_bytes
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            detail = f"the request body is over {limit} bytes (FBGP_MAX_BODY_BYTES)"
+            response = problem(413, detail) if length.isdigit() else problem(400, "bad length")
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise HTTPException(413, f"the request body is over {limit} bytes")
+            return message
+
+        return await self.app(scope, limited, send)
+
+
+app.add_middleware(BodyLimit)
 
 
 @app.middleware("http")
@@ -119,7 +215,7 @@ def livez():
     return {"status": "ok"}
 
 
-@app.get("/metrics", response_class=PlainTextResponse)
+@app.get("/metrics", response_class=PlainTextResponse, responses=schemas.problem_responses(503))
 def prometheus_metrics(redis: Annotated[Redis, Depends(_redis)]):
     shared = CollectorRegistry()
     shared.register(RedisCollector(redis, CampaignStore(redis)))
@@ -127,12 +223,12 @@ def prometheus_metrics(redis: Annotated[Redis, Depends(_redis)]):
     return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@app.get("/readyz")
+@app.get("/readyz", responses={503: {"description": "Redis unreachable, or no worker"}})
 def readyz(redis: Annotated[Redis, Depends(_redis)], response: Response):
     try:
         redis.ping()
         workers = len(Worker.all(connection=redis))
-    except Exception as error:
+    except RedisError as error:
         response.status_code = 503
         return {"ready": False, "detail": f"Redis unreachable: {error}"}
     if workers == 0:
@@ -145,7 +241,8 @@ def readyz(redis: Annotated[Redis, Depends(_redis)], response: Response):
 @campaigns.post("", status_code=201)
 def create(body: schemas.CampaignCreate, store: Store):
     spec = store.create(body.model_dump())
-    return dict(spec, status=store.status(spec["id"]))
+    token = store.issue_token(spec["id"])
+    return dict(spec, status=store.status(spec["id"]), token=token)
 
 
 @campaigns.get("")
@@ -157,19 +254,19 @@ def list_campaigns(store: Store):
     return out
 
 
-@campaigns.get("/{campaign_id}")
+@campaigns.get("/{campaign_id}", responses=schemas.problem_responses(404))
 def status(campaign_id: str, store: Store):
     return store.status(campaign_id)
 
 
-@campaigns.delete("/{campaign_id}", status_code=204)
+@campaigns.delete("/{campaign_id}", status_code=204, responses=schemas.problem_responses(404))
 def delete(campaign_id: str, store: Store):
     store.delete(campaign_id)
     return Response(status_code=204)
 
 
 # -- the labeling loop -------------------------------------------------------------------------
-def _choose(store: CampaignStore, campaign_id: str, now: float):
+def _choose(store: CampaignStore, campaign_id: str, now: float, lease: float):
     """The next point to hand out: ``("point", index, x, version)``, ``("wait", seconds)`` or
     ``("done",)``. Runs under the campaign's lock."""
     spec = store.spec(campaign_id)
@@ -193,7 +290,7 @@ def _choose(store: CampaignStore, campaign_id: str, now: float):
     version = int(version) if version is not None else None
     wait = max(1.0, min(30.0, float(state.get("last_refit_seconds") or 1.0)))
     if version != n:
-        store.revive_refit(campaign_id, now)  # a refit whose worker died must not stall us
+        store.revive_refit(campaign_id, now, lease)  # a refit whose worker died must not stall
     if spec["mode"] == "sequential" and (version != n or n_pending > 0):
         return ("wait", wait)
     if spec["mode"] == "parallel" and (version is None or n_pending >= spec["max_pending"]):
@@ -208,7 +305,15 @@ def _pool_point(spec: dict, index: int) -> list[float]:
     return to_original(spec, pool_of(spec).points([index])[0]).tolist()
 
 
-NEXT_RESPONSES = {202: {"description": "no point yet"}, 410: {"description": "campaign done"}}
+NEXT_RESPONSES = {202: {"description": "no point yet"}, **schemas.problem_responses(404, 410)}
+
+
+LABEL_RESPONSES = {200: {"description": "the same label again"},
+                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+OBSERVATIONS_RESPONSES = {200: {"content": {"application/json": {}, "text/csv": {}}},
+                          **schemas.problem_responses(404)}  # fmt: skip
+# a model-based answer: 404 before the first model; 500 if the job failed, 503 if none answered
+MODEL_RESPONSES = schemas.problem_responses(404, 500)
 
 
 @campaigns.get("/{campaign_id}/next", responses=NEXT_RESPONSES)
@@ -218,7 +323,7 @@ def next_point(campaign_id: str, store: Store, settings: AppSettings,
     while True:
         now = time.time()
         with store.lock(campaign_id):
-            choice = _choose(store, campaign_id, now)
+            choice = _choose(store, campaign_id, now, settings.refit_lease_seconds)
             if choice[0] == "point":
                 _, index, x, version = choice
                 spec = store.spec(campaign_id)
@@ -232,7 +337,7 @@ def next_point(campaign_id: str, store: Store, settings: AppSettings,
         time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
-@campaigns.post("/{campaign_id}/label", status_code=201)
+@campaigns.post("/{campaign_id}/label", status_code=201, responses=LABEL_RESPONSES)
 def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Response):
     code, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
     if enqueue:
@@ -249,7 +354,9 @@ def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Res
     return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
 
 
-@campaigns.post("/{campaign_id}/observations", status_code=201)
+@campaigns.post(
+    "/{campaign_id}/observations", status_code=201, responses=schemas.problem_responses(404, 409)
+)
 def import_observations(campaign_id: str, body: schemas.Observations, store: Store):
     spec = _spec_with_points(store, campaign_id, body.x)
     code, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
@@ -262,7 +369,7 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
     return {"n_labeled": n, "imported": len(body.y)}
 
 
-@campaigns.get("/{campaign_id}/observations")
+@campaigns.get("/{campaign_id}/observations", responses=OBSERVATIONS_RESPONSES)
 def export_observations(campaign_id: str, store: Store,
                         accept: Annotated[str | None, Header()] = None):  # fmt: skip
     spec = store.spec(campaign_id)
@@ -279,12 +386,12 @@ def export_observations(campaign_id: str, store: Store,
 
 
 # -- the model -----------------------------------------------------------------------------------
-@campaigns.get("/{campaign_id}/model")
+@campaigns.get("/{campaign_id}/model", responses=schemas.problem_responses(404))
 def model(campaign_id: str, store: Store):
     return store.model(campaign_id)
 
 
-@campaigns.get("/{campaign_id}/history")
+@campaigns.get("/{campaign_id}/history", responses=schemas.problem_responses(404))
 def history(campaign_id: str, store: Store):
     """One entry per model version stored or refit failed, oldest first."""
     return store.history(campaign_id)
@@ -323,24 +430,25 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
     return spec
 
 
-@campaigns.post("/{campaign_id}/predict")
+@campaigns.post("/{campaign_id}/predict", responses=MODEL_RESPONSES)
 def predict(campaign_id: str, body: schemas.Points, store: Store, settings: AppSettings):
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "predict", campaign_id, body.x)
 
 
-@campaigns.post("/{campaign_id}/acquisition")
+@campaigns.post("/{campaign_id}/acquisition", responses=MODEL_RESPONSES)
 def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store,
                 settings: AppSettings):  # fmt: skip
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "acquisition", campaign_id, body.x, body.acquisition)
 
 
-@campaigns.post("/{campaign_id}/evaluate")
+@campaigns.post("/{campaign_id}/evaluate", responses=MODEL_RESPONSES)
 def evaluate(campaign_id: str, body: schemas.Observations, store: Store, settings: AppSettings):
     _checked_points(store, campaign_id, body.x)
     return _run(store, settings, "evaluate", campaign_id, body.x, body.y)
 
 
 app.include_router(campaigns)
-app.include_router(pages.router([Depends(_authorized)], Store, _run))
+app.include_router(pages.router([Depends(_authorized)], Store, _run),
+                   responses=schemas.problem_responses(401, 403, 404, 500, 503))  # fmt: skip

@@ -11,10 +11,11 @@ REFIT = "fbgp-refit"  # NUTS refits and scoring
 QUEUES = (HIGH, REFIT)  # workers serve them in this order
 
 
-def enqueue_refit(connection, campaign_id: str):
+def enqueue_refit(connection, campaign_id: str, job_id: str):
     return Queue(REFIT, connection=connection).enqueue_call(
-        "worker.jobs.refit", args=(campaign_id,), timeout=3600, result_ttl=600, failure_ttl=86400
-    )
+        "worker.jobs.refit", args=(campaign_id,), timeout=3600, result_ttl=600,
+        failure_ttl=86400, job_id=job_id,
+    )  # fmt: skip
 
 
 def enqueue_short(connection, name: str, *args):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from http import HTTPStatus
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -182,3 +183,21 @@ def check_points(points: list[list[float]], inputs: list[InputSpec]) -> None:
         if any(not math.isfinite(v) for v in point):
             raise ValueError(f"point {k} is not finite")
         _check_point(point, inputs, f"point {k}")
+
+
+class Problem(BaseModel):
+    """An error, as ``application/problem+json`` (RFC 9457)."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    errors: list[dict] | None = None
+
+
+def problem_responses(*codes: int) -> dict:
+    """OpenAPI ``responses`` for these error codes, each a :class:`Problem`."""
+    schema = Problem.model_json_schema()
+    return {code: {"description": HTTPStatus(code).phrase,
+                   "content": {"application/problem+json": {"schema": schema}}}
+            for code in codes}  # fmt: skip

@@ -16,6 +16,18 @@ class Settings(BaseSettings):
     job_wait_seconds: float = 120.0
     # longest long poll a client may ask of /next
     max_wait_seconds: float = 60.0
+    # largest request body the API reads (413 beyond it)
+    max_body_bytes: int = 16 * 1024 * 1024
+
+    # A running refit writes a heartbeat into its campaign's state this often; a refit whose
+    # heartbeat is older than ``refit_lease_seconds`` is taken for dead and enqueued again.
+    heartbeat_seconds: float = 2.0
+    refit_lease_seconds: float = 15.0
+    # RQ: an idle worker's registration lives worker_ttl + 60 s, a busy one's
+    # job_monitoring_interval + 60 s; stuck campaigns are looked for every maintenance_interval.
+    worker_ttl: int = 30
+    job_monitoring_interval: int = 5
+    maintenance_interval: int = 20
 
 
 @lru_cache

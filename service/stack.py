@@ -1,9 +1,10 @@
 """``fbgp-al up``: Redis with append-only persistence, the API and one pinned worker per core,
-started as child processes and stopped together on Ctrl-C."""
+started as child processes, started again when one exits, and stopped together on Ctrl-C."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -62,6 +63,136 @@ def wait_http(url: str, seconds: float = 60.0) -> None:
     raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
 
 
+class LocalStack:
+    """Redis (append-only, fsynced on every write), the API and pinned workers as child processes
+    of this one on loopback ports, each of which can be killed and started again: ``fbgp-al up``
+    runs one and restarts what dies; the reliability tests and ``fbgp-al soak`` kill parts of it.
+    Each worker leads its own process group, so killing the group kills its work horse too."""
+
+    def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
+                 env: dict | None = None, cores: list[int] | None = None):  # fmt: skip
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.redis_port = free_port()
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        self.cores = cores or sorted(os.sched_getaffinity(0))
+        self.redis: subprocess.Popen | None = None
+        self.api: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen | None] = [None] * workers
+        self._logs: list = []
+
+    # -- parts ---------------------------------------------------------------------------------
+    def _log(self, name: str):
+        log = open(self.data_dir / f"{name}.log", "a")  # noqa: SIM115 (closed in stop)
+        self._logs.append(log)
+        return log
+
+    def start_redis(self) -> None:
+        self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log")
+
+    def start_worker(self, k: int) -> subprocess.Popen:
+        core = self.cores[k % len(self.cores)]
+        log = self._log(f"worker-{k}")
+        self.workers[k] = subprocess.Popen(_fbgp("worker", "--cpu", str(core)), env=self.env,
+                                           stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)  # fmt: skip
+        return self.workers[k]
+
+    def start_api(self, wait: bool = True) -> None:
+        log = self._log("api")
+        self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
+                                    stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        if wait:
+            wait_http(f"{self.url}/healthz")
+
+    def start(self, ready: bool = True) -> LocalStack:
+        self.start_redis()
+        for k in range(len(self.workers)):
+            self.start_worker(k)
+        self.start_api()
+        if ready:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, seconds: float = 120.0, workers: int | None = None) -> None:
+        """Until /readyz says yes with (at least) this many workers."""
+        want = len(self.workers) if workers is None else workers
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                r = httpx.get(f"{self.url}/readyz", timeout=5)
+                if r.status_code == 200 and r.json()["workers"] >= want:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s")
+
+    def kill_redis(self, sig: int = signal.SIGKILL) -> None:
+        self.redis.send_signal(sig)
+        self.redis.wait(timeout=30)
+
+    def kill_api(self, sig: int = signal.SIGKILL) -> None:
+        self.api.send_signal(sig)
+        self.api.wait(timeout=30)
+
+    def kill_worker(self, k: int, sig: int = signal.SIGKILL) -> None:
+        """The worker and its work horse (its process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.workers[k].pid, sig)
+        self.workers[k].wait(timeout=30)
+
+    def horse_of(self, k: int) -> int | None:
+        """The pid of worker ``k``'s work horse, if a job runs."""
+        pid = self.workers[k].pid
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            return int(children[0]) if children else None
+        return None
+
+    def children(self) -> list[subprocess.Popen]:
+        return [p for p in (self.redis, *self.workers, self.api) if p is not None]
+
+    def restart_dead(self) -> list[str]:
+        """Start again whatever exited; the names of what was."""
+        restarted = []
+        if self.redis is not None and self.redis.poll() is not None:
+            self.start_redis()
+            restarted.append("redis")
+        for k, worker in enumerate(self.workers):
+            if worker is not None and worker.poll() is not None:
+                self.start_worker(k)
+                restarted.append(f"worker-{k}")
+        if self.api is not None and self.api.poll() is not None:
+            self.start_api(wait=False)
+            restarted.append("api")
+        return restarted
+
+    def stop(self) -> None:
+        for child in (self.api, *self.workers, self.redis):
+            if child is not None and child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in (self.api, *self.workers, self.redis):
+            if child is None:
+                continue
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for log in self._logs:
+            log.close()
+
+    def __enter__(self) -> LocalStack:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -78,38 +209,25 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
-    redis_port = free_port()
-    env = dict(os.environ, FBGP_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0")
-    children: list[subprocess.Popen] = []
+    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores)
     try:
-        children.append(start_redis(args.data_dir, redis_port, args.data_dir / "redis.log"))
-        for k in range(args.workers):
-            core = cores[k % len(cores)]
-            children.append(subprocess.Popen(_fbgp("worker", "--cpu", str(core)), env=env))
-        children.append(subprocess.Popen(_fbgp("api", "--port", str(args.port)), env=env))
-        url = f"http://127.0.0.1:{args.port}"
-        wait_http(f"{url}/healthz")
-        wait_http(f"{url}/readyz", seconds=120)
-        print(f"fbgp-al: API on {url} (docs: {url}/docs), Redis on 127.0.0.1:{redis_port} "
-              f"with data in {args.data_dir}, {args.workers} worker(s); Ctrl-C stops it all",
-              flush=True)  # fmt: skip
+        stack.start(ready=False)
+        stack.wait_ready(workers=1)
+        print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
+              f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
+              f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip
         if args.demo:
             from clients.http_demo import run_demo
 
-            run_demo(url, args.demo, args.demo_labels, token=os.environ.get("FBGP_API_TOKEN"))
+            run_demo(stack.url, args.demo, args.demo_labels,
+                     token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip
             if args.exit_after_demo:
                 return
-        while all(child.poll() is None for child in children):
-            time.sleep(0.5)
-        print("fbgp-al: a process of the stack exited; stopping the rest", flush=True)
+        while True:  # keep it all running: what exits is started again
+            time.sleep(1.0)
+            for name in stack.restart_dead():
+                print(f"fbgp-al: {name} exited; started it again", flush=True)
     except KeyboardInterrupt:
         pass
     finally:
-        for child in reversed(children):
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in reversed(children):
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stack.stop()

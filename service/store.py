@@ -4,8 +4,10 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 
 - ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
   design's pool indices);
-- ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job``,
-  ``model_version``, ``last_error``, ``last_refit_seconds``;
+- ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
+  the refit job in charge: the token that fences off every other refit's writes), ``queued_at``,
+  ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
+  ``last_error``, ``last_refit_seconds``;
 - ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
   is the number of labels;
 - ``labeled`` (set): pool indices that have a label;
@@ -17,13 +19,18 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   best, best first; ``history`` (list): one JSON line per model version stored (version, time,
   refit seconds, R-hat, ESS, divergences) or refit failed.
 
-``fbgp:campaigns`` (set) holds every campaign id. A label is acknowledged only after the Lua
+- ``token``: the SHA-256 of the campaign's access token (the token itself is not stored).
+
+``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
+token's SHA-256 to the campaign. A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 import time
 import uuid
 from functools import lru_cache
@@ -36,6 +43,7 @@ from worker.design import GridPool, PointPool, initial_design
 
 PREFIX = "fbgp:"
 CAMPAIGNS = PREFIX + "campaigns"
+TOKENS = PREFIX + "tokens"
 
 # Shared by the scripts that add labels: once the design is labeled, mark a refit queued (1: the
 # caller enqueues it). If one is queued or running already, nothing: when it ends it sees whether
@@ -92,9 +100,10 @@ return {201, n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 )
 
-# Ends a refit that saw ARGV[1] labels: 1 if another one must run (more labels came), else 0.
+# Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came),
+# else 0 (also when that refit is no longer the one in charge).
 FINISH_REFIT_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])
 if n > tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2])
@@ -103,6 +112,49 @@ end
 redis.call('HSET', KEYS[1], 'refit', 'idle')
 return 0
 """
+
+
+# Refreshes the heartbeat of refit ARGV[1] (and marks it running if ARGV[3] is 1), if it is still
+# the one in charge. Returns 1 if so.
+BEAT_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'refit', 'running', 'started_at', ARGV[2]) end
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[2])
+return 1
+"""
+
+# Hands the refit over from job ARGV[1] (found dead) to job ARGV[2]; 1 if this call did it.
+REVIVE_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[3], 'refit_job', ARGV[2])
+return 1
+"""
+
+# Stores the model of refit ARGV[1] if it is still in charge and the model is not older than
+# the stored one: 1 stored, 0 older, -1 not in charge (or the campaign is gone).
+SAVE_MODEL_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return -1 end
+local current = redis.call('HGET', KEYS[1], 'model_version')
+if current and tonumber(current) > tonumber(ARGV[2]) then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('SET', KEYS[3], ARGV[4])
+redis.call('SET', KEYS[4], ARGV[5])
+redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
+           'last_refit_seconds', ARGV[6])
+return 1
+"""
+
+# Records the failure of refit ARGV[1] if it is still in charge. Returns 1 if so.
+FAIL_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'last_error', ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+return 1
+"""
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class NotFound(Exception):
@@ -153,6 +205,10 @@ class CampaignStore:
         self._label = redis.register_script(LABEL_SCRIPT)
         self._import = redis.register_script(IMPORT_SCRIPT)
         self._finish = redis.register_script(FINISH_REFIT_SCRIPT)
+        self._beat = redis.register_script(BEAT_SCRIPT)
+        self._revive = redis.register_script(REVIVE_SCRIPT)
+        self._save_model = redis.register_script(SAVE_MODEL_SCRIPT)
+        self._fail = redis.register_script(FAIL_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -171,6 +227,21 @@ class CampaignStore:
         pipe.execute()
         return spec
 
+    def issue_token(self, campaign_id: str) -> str:
+        """A new access token for the campaign, returned once; only its digest is kept."""
+        token = secrets.token_urlsafe(32)
+        digest = token_digest(token)
+        pipe = self.r.pipeline()
+        pipe.hset(TOKENS, digest, campaign_id)
+        pipe.set(self.k(campaign_id, "token"), digest)
+        pipe.execute()
+        return token
+
+    def token_owner(self, token: str) -> str | None:
+        """The campaign whose token this is, if any."""
+        owner = self.r.hget(TOKENS, token_digest(token))
+        return None if owner is None else owner.decode()
+
     def ids(self) -> list[str]:
         return sorted(i.decode() for i in self.r.smembers(CAMPAIGNS))
 
@@ -183,9 +254,14 @@ class CampaignStore:
     def delete(self, campaign_id: str) -> None:
         self.spec(campaign_id)
         parts = ("spec", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-                 "model", "ranking", "history")  # fmt: skip
-        self.r.delete(*(self.k(campaign_id, p) for p in parts))
-        self.r.srem(CAMPAIGNS, campaign_id)
+                 "model", "ranking", "history", "token")  # fmt: skip
+        digest = self.r.get(self.k(campaign_id, "token"))
+        pipe = self.r.pipeline()
+        pipe.delete(*(self.k(campaign_id, p) for p in parts))
+        pipe.srem(CAMPAIGNS, campaign_id)
+        if digest is not None:
+            pipe.hdel(TOKENS, digest)
+        pipe.execute()
 
     def state(self, campaign_id: str) -> dict:
         raw = self.r.hgetall(self.k(campaign_id, "state"))
@@ -285,27 +361,17 @@ class CampaignStore:
         return self.r.lock(self.k(campaign_id, "lock"), timeout=10, blocking_timeout=10)
 
     # -- models and refits -------------------------------------------------------------------
-    def save_model(self, campaign_id: str, model: dict, ranking: list[dict]) -> bool:
-        """Store a model unless a newer one is there already; True if stored."""
-        state = self.state(campaign_id)
-        if not state:
-            return False  # deleted meanwhile
-        current = state.get("model_version")
-        if current is not None and int(current) > model["version"]:
-            return False
+    def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
+        """Store the model of refit ``token`` unless another refit is in charge now or a newer
+        model is there already; True if stored."""
         d = model["diagnostics"]
         event = {"event": "model", "version": model["version"], "at": time.time()}
-        for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences"):
+        for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences", "started_at"):
             event[key] = d.get(key)
-        pipe = self.r.pipeline()
-        pipe.rpush(self.k(campaign_id, "history"), json.dumps(event))
-        pipe.set(self.k(campaign_id, "model"), json.dumps(model))
-        pipe.set(self.k(campaign_id, "ranking"), json.dumps(ranking))
-        pipe.hset(self.k(campaign_id, "state"), mapping={
-            "model_version": model["version"], "last_error": "",
-            "last_refit_seconds": model["diagnostics"].get("refit_seconds", 0.0)})  # fmt: skip
-        pipe.execute()
-        return True
+        keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
+        args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
+                d.get("refit_seconds", 0.0)]  # fmt: skip
+        return self._save_model(keys=keys, args=args) == 1
 
     def model(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
@@ -318,35 +384,61 @@ class CampaignStore:
         raw = self.r.get(self.k(campaign_id, "ranking"))
         return [] if raw is None else json.loads(raw)
 
-    def enqueue_refit(self, campaign_id: str) -> None:
-        """Put a refit on the queue and remember its job (the state says ``queued`` already)."""
-        job = queues.enqueue_refit(self.r, campaign_id)
-        self.r.hset(self.k(campaign_id, "state"), "refit_job", job.id)
+    def enqueue_refit(self, campaign_id: str) -> str:
+        """Put a refit on the queue and put it in charge (the state says ``queued`` already).
+        Its job id is written first, so the job finds itself in charge when it starts."""
+        job_id = uuid.uuid4().hex
+        self.r.hset(self.k(campaign_id, "state"), "refit_job", job_id)
+        queues.enqueue_refit(self.r, campaign_id, job_id)
+        return job_id
 
-    def revive_refit(self, campaign_id: str, now: float) -> bool:
-        """Enqueue the campaign's refit again if its job is gone: failed, stopped, deleted, or
-        started by a worker that no longer exists. True if it did."""
+    def refit_dead(self, state: dict, now: float, lease: float) -> bool:
+        """Whether the refit a campaign waits for will never end by itself: a running one whose
+        heartbeat is older than ``lease`` seconds, or a queued one whose job is gone (failed,
+        deleted, or taken by a worker that no longer exists)."""
+        phase = state.get("refit")
+        if phase == "running":
+            return now - float(state.get("heartbeat") or state.get("started_at") or 0) > lease
+        if phase == "queued":
+            if now - float(state.get("queued_at") or 0) < 2.0:
+                return False  # just queued by a label whose enqueue may still be on its way
+            job_id = state.get("refit_job")
+            return not (job_id and queues.job_alive(self.r, job_id))
+        return False
+
+    def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
+        """Enqueue the campaign's refit again if it is dead (:meth:`refit_dead`); the old job,
+        should it still run somewhere, is no longer in charge and cannot write. True if this
+        call revived it (one caller wins when several look at once)."""
         state = self.state(campaign_id)
-        if state.get("refit") not in ("queued", "running"):
+        if not self.refit_dead(state, now, lease):
             return False
-        job_id = state.get("refit_job")
-        if job_id and queues.job_alive(self.r, job_id):
+        job_id = uuid.uuid4().hex
+        keys = [self.k(campaign_id, "state")]
+        if not self._revive(keys=keys, args=[state.get("refit_job") or "", job_id, now]):
             return False
-        if now - float(state.get("queued_at") or 0) < 2.0:
-            return False  # just queued by a label whose enqueue may still be on its way
-        self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "queued", "queued_at": now})
-        self.enqueue_refit(campaign_id)
+        queues.enqueue_refit(self.r, campaign_id, job_id)
         return True
 
-    def refit_started(self, campaign_id: str, now: float) -> None:
-        self.r.hset(self.k(campaign_id, "state"), mapping={"refit": "running", "started_at": now})
+    def revive_all(self, now: float, lease: float) -> list[str]:
+        """:meth:`revive_refit` for every campaign: the ids revived."""
+        return [c for c in self.ids() if self.revive_refit(c, now, lease)]
 
-    def refit_failed(self, campaign_id: str, message: str, n_seen: int) -> None:
-        if self.r.exists(self.k(campaign_id, "spec")):
-            self.r.hset(self.k(campaign_id, "state"), "last_error", message[:2000])
-            event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),
-                     "error": message[:2000]}  # fmt: skip
-            self.r.rpush(self.k(campaign_id, "history"), json.dumps(event))
+    def beat(self, campaign_id: str, token: str, now: float, start: bool = False) -> bool:
+        """The heartbeat of refit ``token`` (``start``: it begins now); False when another
+        refit is in charge."""
+        keys = [self.k(campaign_id, "state")]
+        return bool(self._beat(keys=keys, args=[token, now, "1" if start else "0"]))
+
+    def in_charge(self, campaign_id: str, token: str) -> bool:
+        return self.r.hget(self.k(campaign_id, "state"), "refit_job") == token.encode()
+
+    def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str) -> bool:
+        """Record why refit ``token`` failed (if it is in charge); the model stays."""
+        event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),
+                 "error": message[:2000]}  # fmt: skip
+        keys = [self.k(campaign_id, "state"), self.k(campaign_id, "history")]
+        return bool(self._fail(keys=keys, args=[token, message[:2000], json.dumps(event)]))
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
@@ -357,7 +449,7 @@ class CampaignStore:
         self.spec(campaign_id)
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]
 
-    def refit_finished(self, campaign_id: str, n_seen: int, now: float) -> bool:
+    def refit_finished(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
         """True when another refit must run (labels came in meanwhile)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
-        return bool(self._finish(keys=keys, args=[n_seen, now]))
+        return bool(self._finish(keys=keys, args=[n_seen, now, token]))

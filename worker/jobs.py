@@ -7,13 +7,16 @@ dotted name and never imports this module.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
 
 import numpy as np
 import torch
 from redis import Redis
+from redis.exceptions import RedisError
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job
 
@@ -42,29 +45,60 @@ def refit(campaign_id: str) -> dict:
     """Refit a campaign on all its labels. When other workers are idle, the chains are split
     into one group per free worker, each a job, and :func:`refit_merge` (which depends on them)
     finishes the refit; when they are busy (other campaigns' refits), all of it runs here, which
-    costs least in all. Either way one more refit is enqueued
-    at the end if labels arrived meanwhile."""
+    costs least in all. Either way one more refit is enqueued at the end if labels arrived
+    meanwhile.
+
+    The job's id is its token: it writes nothing once another refit is in charge (one revived
+    after this one was taken for dead)."""
     store = _store()
-    try:
-        spec = store.spec(campaign_id)
-    except NotFound:
-        return {"campaign": campaign_id, "skipped": "deleted"}
-    store.refit_started(campaign_id, time.time())
+    token = get_current_job().id
+    began = time.time()
+    if not store.beat(campaign_id, token, began, start=True):
+        return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
+    spec = store.spec(campaign_id)
     n = store.n_labeled(campaign_id)
     groups = chain_groups(spec["mcmc"]["chains"], _free_workers(store.r))
     if len(groups) > 1:
-        return _dispatch(store, campaign_id, spec, n, groups)
+        return _dispatch(store, campaign_id, spec, n, groups, token, began)
     started = time.perf_counter()
-    try:
-        labels = store.labels(campaign_id)[:n]
-        data = math_.prepare(spec, labels)
-        post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
-        post.diagnostics["chain_groups"] = 1
-        result = _finish(store, campaign_id, spec, data, post, started)
-    except Exception as error:  # the campaign keeps its previous model and goes on
-        result = _failed(store, campaign_id, n, error)
-    _next_refit(store, campaign_id, n)
+    with lease(store, campaign_id, token):
+        try:
+            labels = store.labels(campaign_id)[:n]
+            data = math_.prepare(spec, labels)
+            post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
+            post.diagnostics["chain_groups"] = 1
+            result = _finish(store, campaign_id, spec, data, post, started, token, began)
+        except RedisError:
+            raise  # the store is out of reach: nothing can be recorded; the refit is revived
+        except Exception as error:  # the campaign keeps its previous model and goes on
+            result = _failed(store, campaign_id, n, error, token)
+    _next_refit(store, campaign_id, n, token)
     return result
+
+
+@contextlib.contextmanager
+def lease(store: CampaignStore, campaign_id: str, token: str):
+    """Keep refit ``token``'s heartbeat fresh while the block runs. Should this job's worker die,
+    the job (a forked work horse) exits too: its refit is revived elsewhere."""
+    every = get_settings().heartbeat_seconds
+    parent = os.getppid()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            if os.getppid() != parent:
+                log.error("the worker died; this refit is abandoned", extra=_ids(campaign_id))
+                os._exit(70)
+            with contextlib.suppress(RedisError):
+                store.beat(campaign_id, token, time.time())
+
+    thread = threading.Thread(target=beat, name="refit-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _free_workers(connection) -> int:
@@ -86,62 +120,68 @@ def chain_groups(chains: int, workers: int) -> list[list[int]]:
     return [g.tolist() for g in np.array_split(np.arange(chains), k)]
 
 
-def _dispatch(store, campaign_id: str, spec: dict, n: int, groups: list[list[int]]) -> dict:
+def _dispatch(store, campaign_id: str, spec: dict, n: int, groups: list[list[int]], token: str,
+              began: float) -> dict:  # fmt: skip
     warm = _warm(store, campaign_id, spec)
     queue = Queue(REFIT, connection=store.r)
-    jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm),
+    jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm, token),
                                timeout=3600, result_ttl=3600, failure_ttl=86400, at_front=True)
             for ids in groups]  # fmt: skip
     # the merge runs even if a group failed: it then runs the missing chains itself
     after = Dependency(jobs=jobs, allow_failure=True)
     merge = queue.enqueue_call(
-        "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs]), depends_on=after,
-        timeout=3600, result_ttl=600, failure_ttl=86400,
+        "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs], token, began),
+        depends_on=after, timeout=3600, result_ttl=600, failure_ttl=86400,
     )  # fmt: skip
-    store.r.hset(store.k(campaign_id, "state"), "refit_job", merge.id)
     return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge.id}
 
 
-def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | None) -> dict:
-    """One group of a refit's chains (on whichever worker takes it)."""
+def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | None,
+                 token: str) -> dict | None:  # fmt: skip
+    """One group of refit ``token``'s chains (on whichever worker takes it)."""
     store = _store()
-    spec = store.spec(campaign_id)
-    data = math_.prepare(spec, store.labels(campaign_id)[:n])
-    draws, how = math_.chains(spec, data, chain_ids, warm)
+    if not store.beat(campaign_id, token, time.time()):
+        return None  # another refit is in charge
+    with lease(store, campaign_id, token):
+        spec = store.spec(campaign_id)
+        data = math_.prepare(spec, store.labels(campaign_id)[:n])
+        draws, how = math_.chains(spec, data, chain_ids, warm)
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
 
 
-def refit_merge(campaign_id: str, n: int, job_ids: list[str]) -> dict:
+def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began: float) -> dict:
     """The chains' draws together: diagnostics, the mode, a warm start judged (and redone cold
     here if it did not mix), then scoring, ranking and the new model."""
     store = _store()
     started = time.perf_counter()
-    try:
-        spec = store.spec(campaign_id)
-    except NotFound:
-        return {"campaign": campaign_id, "skipped": "deleted"}
-    try:
-        data = math_.prepare(spec, store.labels(campaign_id)[:n])
-        results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
-        if any(r is None for r in results):  # a group failed or its worker died: redo all here
-            log.warning("a chain group is missing; running all chains here",
-                        extra=_ids(campaign_id))  # fmt: skip
-            draws, how = math_.chains(spec, data)
-            warm = None
-        else:
-            draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
-            how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
-            warm = {} if results[0]["warm"] else None
-        how, redo = judge_warm_start(draws, how, warm)
-        if redo:
-            draws, _ = math_.chains(spec, data)
-        seconds = time.perf_counter() - started  # the merge's share; the groups ran before it
-        post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
-        post.diagnostics["chain_groups"] = len(job_ids)
-        result = _finish(store, campaign_id, spec, data, post, started)
-    except Exception as error:
-        result = _failed(store, campaign_id, n, error)
-    _next_refit(store, campaign_id, n)
+    if not store.beat(campaign_id, token, time.time()):
+        return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
+    with lease(store, campaign_id, token):
+        try:
+            spec = store.spec(campaign_id)
+            data = math_.prepare(spec, store.labels(campaign_id)[:n])
+            results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
+            if any(r is None for r in results):  # a group failed or its worker died: redo all
+                log.warning("a chain group is missing; running all chains here",
+                            extra=_ids(campaign_id))  # fmt: skip
+                draws, how = math_.chains(spec, data)
+                warm = None
+            else:
+                draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
+                how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
+                warm = {} if results[0]["warm"] else None
+            how, redo = judge_warm_start(draws, how, warm)
+            if redo:
+                draws, _ = math_.chains(spec, data)
+            seconds = time.perf_counter() - started  # the merge's share; the groups ran before
+            post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
+            post.diagnostics["chain_groups"] = len(job_ids)
+            result = _finish(store, campaign_id, spec, data, post, started, token, began)
+        except RedisError:
+            raise
+        except Exception as error:
+            result = _failed(store, campaign_id, n, error, token)
+    _next_refit(store, campaign_id, n, token)
     return result
 
 
@@ -152,11 +192,15 @@ def _warm(store, campaign_id: str, spec: dict) -> dict | None:
         return None
 
 
-def _finish(store, campaign_id, spec, data, post, started) -> dict:
+def _finish(store, campaign_id, spec, data, post, started, token, began) -> dict:
     exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
     pending = sorted(store.pending_indices(campaign_id, time.time()))
     model, ranking = math_.finish(spec, pool_of(spec), data, post, exclude, pending, started)
-    store.save_model(campaign_id, model, ranking)
+    model["diagnostics"]["started_at"] = began
+    if not store.save_model(campaign_id, model, ranking, token):
+        log.warning("model %d not stored: another refit is in charge or newer", data.n,
+                    extra=_ids(campaign_id, version=data.n))  # fmt: skip
+        return {"campaign": campaign_id, "n_labeled": data.n, "skipped": "not stored"}
     d = model["diagnostics"]
     record_refit(store.r, d["refit_seconds"])
     log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", data.n, d["refit_seconds"],
@@ -166,15 +210,15 @@ def _finish(store, campaign_id, spec, data, post, started) -> dict:
             "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
 
 
-def _failed(store, campaign_id: str, n: int, error: Exception) -> dict:
+def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:
     """The campaign keeps its previous model and goes on."""
-    store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n)
+    store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n, token)
     log.error("refit failed: %s", error, exc_info=True, extra=_ids(campaign_id))
     return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
 
 
-def _next_refit(store, campaign_id: str, n: int) -> None:
-    if store.refit_finished(campaign_id, n, time.time()):
+def _next_refit(store, campaign_id: str, n: int, token: str) -> None:
+    if store.refit_finished(campaign_id, n, time.time(), token):
         store.enqueue_refit(campaign_id)
 
 
@@ -213,9 +257,34 @@ def plot(campaign_id: str, kind: str) -> bytes | None:
     return views.model_png(spec, model, labels)
 
 
+class FbgpWorker(Worker):
+    """An RQ worker whose maintenance also revives the refits of campaigns left stuck by a dead
+    worker, so that a campaign recovers even when no simulator is polling it."""
+
+    shutdown_requested = False  # by SIGTERM or SIGINT (RQ says so only when a job runs)
+
+    def handle_warm_shutdown_request(self):
+        self.shutdown_requested = True
+        super().handle_warm_shutdown_request()
+
+    def run_maintenance_tasks(self):
+        super().run_maintenance_tasks()
+        settings = get_settings()
+        try:
+            revived = CampaignStore(self.connection).revive_all(
+                time.time(), settings.refit_lease_seconds
+            )
+        except RedisError as error:
+            log.warning("could not look for stuck refits: %s", error)
+            return
+        for campaign_id in revived:
+            log.warning("refit revived: its job had died", extra={"campaign": campaign_id})
+
+
 def run_worker(name: str | None = None, burst: bool = False) -> None:
     """Serve the queues (high priority first) with one torch thread, the sampler compiled before
-    the first job. Work horses are forked from this process, so they start warm."""
+    the first job. Work horses are forked from this process, so they start warm. When Redis goes
+    away the worker keeps trying to reach it, and serves again once it is back."""
     torch.set_num_threads(1)
 
     sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
@@ -224,6 +293,24 @@ def run_worker(name: str | None = None, burst: bool = False) -> None:
         "worker pid %d on cores %s, %d torch thread, queues %s",
         os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(QUEUES),
     )  # fmt: skip
-    connection = Redis.from_url(get_settings().redis_url)
-    worker = Worker(list(QUEUES), connection=connection, name=name, log_job_description=False)
-    worker.work(burst=burst)
+    settings = get_settings()
+    attempt = 0
+    while True:
+        connection = Redis.from_url(settings.redis_url)
+        worker = FbgpWorker(
+            list(QUEUES), connection=connection, log_job_description=False,
+            name=name if attempt == 0 else None,  # a dead registration may hold the name
+            worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
+            job_monitoring_interval=settings.job_monitoring_interval,
+        )  # fmt: skip
+        try:
+            worker.work(burst=burst)
+        except RedisError as error:
+            log.error("Redis unreachable: %s", error)
+        if burst or worker.shutdown_requested:
+            return
+        attempt += 1
+        log.warning("the worker lost Redis; starting again in 2 s")
+        time.sleep(2.0)
+        if worker.shutdown_requested:  # asked to stop while we waited
+            return
