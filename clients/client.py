@@ -18,6 +18,8 @@ Retries, and why they are safe where they happen:
   answered 200, never stored twice) and the read-only model calls ``/predict``, ``/acquisition``,
   ``/evaluate``. ``POST /campaigns`` and ``POST .../observations`` append state, so they are
   retried only when the request never reached the server (a refused or timed-out connect).
+- A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment) is retried
+  after that many seconds, on idempotent calls, as many times as connection errors are.
 - ``/next`` answers 202 with ``Retry-After`` while no point can be given (the model that must
   choose it is being fitted): :meth:`FbgpClient.next_point` asks again, long-polling with
   ``?wait=`` or sleeping what ``Retry-After`` asks, until a point comes or the campaign is done.
@@ -238,13 +240,22 @@ class FbgpClient:
         retryable = httpx.TransportError if idempotent else _NOT_SENT
         for attempt in range(self.retries + 1):
             try:
-                return self._http.request(method, path, **kw)
+                response = self._http.request(method, path, **kw)
             except retryable as error:
                 if attempt == self.retries:
                     raise
                 delay = min(5.0, self.backoff * 2**attempt)
                 log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
                 time.sleep(delay)
+                continue
+            # 503 with Retry-After: the service's store is out of reach for a moment
+            if (response.status_code != 503 or "Retry-After" not in response.headers
+                    or not idempotent or attempt == self.retries):  # fmt: skip
+                return response
+            delay = min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"]))
+            log.warning("%s %s: 503 %s; retrying in %.2f s", method, path, _detail(response)[0],
+                        delay)  # fmt: skip
+            time.sleep(delay)
         raise AssertionError("unreachable")
 
     def _call(self, method: str, path: str, *, idempotent: bool = True, ok=(200,),

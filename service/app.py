@@ -341,7 +341,7 @@ def next_point(campaign_id: str, store: Store, settings: AppSettings,
 def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Response):
     code, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
     if enqueue:
-        store.enqueue_refit(campaign_id)
+        _enqueue_refit(store, campaign_id)
     if code == 404:
         raise HTTPException(404, f"unknown ticket {body.ticket!r}")
     if code == 409:
@@ -354,6 +354,16 @@ def label(campaign_id: str, body: schemas.LabelPost, store: Store, response: Res
     return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
 
 
+def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
+    """The labels are stored already, so the answer stays a success even if the refit cannot
+    be enqueued now: the state says it is queued, and it is revived once Redis answers."""
+    try:
+        store.enqueue_refit(campaign_id)
+    except RedisError as error:
+        log.warning("refit not enqueued (%s); it will be revived", error,
+                    extra={"campaign": campaign_id})  # fmt: skip
+
+
 @campaigns.post(
     "/{campaign_id}/observations", status_code=201, responses=schemas.problem_responses(404, 409)
 )
@@ -361,7 +371,7 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
     spec = _spec_with_points(store, campaign_id, body.x)
     code, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
     if enqueue:
-        store.enqueue_refit(campaign_id)
+        _enqueue_refit(store, campaign_id)
     if code == 409:
         raise HTTPException(409, f"{len(body.y)} more labels would exceed max_labels "
                                  f"({spec['max_labels']}; {n} stored)")  # fmt: skip
