@@ -37,3 +37,12 @@ def job_alive(connection, job_id: str) -> bool:
     if status == JobStatus.STARTED:
         return bool(job.worker_name) and bool(connection.exists(f"rq:worker:{job.worker_name}"))
     return False
+
+
+def job_failed(connection, job_id: str) -> bool:
+    """Whether a job ended without success (failed, stopped or canceled)."""
+    try:
+        status = Job.fetch(job_id, connection=connection).get_status(refresh=False)
+    except NoSuchJobError:
+        return False
+    return status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)

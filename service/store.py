@@ -394,11 +394,15 @@ class CampaignStore:
 
     def refit_dead(self, state: dict, now: float, lease: float) -> bool:
         """Whether the refit a campaign waits for will never end by itself: a running one whose
-        heartbeat is older than ``lease`` seconds, or a queued one whose job is gone (failed,
-        deleted, or taken by a worker that no longer exists)."""
+        heartbeat is older than ``lease`` seconds (its worker died), or whose heartbeat stopped
+        and whose job failed (its work horse was killed); a queued one whose job is gone
+        (failed, deleted, or taken by a worker that no longer exists)."""
         phase = state.get("refit")
         if phase == "running":
-            return now - float(state.get("heartbeat") or state.get("started_at") or 0) > lease
+            silent = now - float(state.get("heartbeat") or state.get("started_at") or 0)
+            if silent > lease:
+                return True
+            return silent > 3.0 and queues.job_failed(self.r, state.get("refit_job") or "")
         if phase == "queued":
             if now - float(state.get("queued_at") or 0) < 2.0:
                 return False  # just queued by a label whose enqueue may still be on its way

@@ -1,0 +1,51 @@
+"""A worker killed mid-refit (the whole worker, or only the work horse running the job): the
+refit is run again and the campaign reaches its next model version, in well under 2 minutes,
+with RQ's worker TTL and our refit lease as configured (service/settings.py defaults)."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.reliability.conftest import slow_campaign, wait_for
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "results" / "test-artifacts"
+
+
+@pytest.mark.parametrize("target", ["worker", "horse"])
+def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
+    stack = make_stack(workers=2)
+    with httpx.Client(base_url=stack.url, timeout=30) as api:
+        campaign, x, _ = slow_campaign(api)
+        busy = wait_for(lambda: [k for k in range(2) if stack.horse_of(k)], seconds=60)
+        k = busy[0]
+        time.sleep(1.0)  # well inside the refit (it takes several seconds)
+        status = api.get(f"/campaigns/{campaign}").json()
+        assert status["refit"] == "running" and status["model_version"] is None, status
+        killed = time.monotonic()
+        if target == "worker":
+            stack.kill_worker(k)  # SIGKILL to the worker and its work horse
+        else:
+            horse = stack.horse_of(k)
+            assert horse is not None
+            os.kill(horse, signal.SIGKILL)  # the worker sees its horse die
+        done = wait_for(
+            lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == len(x),
+            seconds=180, every=0.25,
+        )  # fmt: skip
+        recovery = time.monotonic() - killed
+        assert done and recovery < 120, recovery
+        if target == "worker":
+            assert stack.workers[k].poll() is not None  # so the other worker ran it
+        history = api.get(f"/campaigns/{campaign}/history").json()
+        models = [e for e in history if e["event"] == "model"]
+        assert [m["version"] for m in models] == [len(x)]  # the killed refit wrote nothing
+        assert api.get(f"/campaigns/{campaign}").json()["last_error"] is None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / f"recovery-{target}.json"
+    out.write_text(json.dumps({"killed": target, "recovery_seconds": round(recovery, 1)}))
+    print(f"killed the {target} mid-refit: next model after {recovery:.1f} s")
