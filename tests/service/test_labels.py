@@ -79,3 +79,36 @@ def test_done_campaign_answers_410(client, make_body):
         )
     assert client.get(f"/campaigns/{campaign}/next").status_code == 410
     assert client.get(f"/campaigns/{campaign}").json()["state"] == "done"
+
+
+def test_twenty_simultaneous_posts_of_one_ticket_over_http(api_url, make_body):
+    """Exactly one 201; the others with the winner's y get 200, those with another y 409."""
+    import threading
+
+    import httpx
+
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        campaign = api.post("/campaigns", json=make_body()).json()["id"]
+        ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
+    values = [0.5 if k % 2 else -1.5 for k in range(20)]
+    start = threading.Barrier(20)
+    codes: list[int | None] = [None] * 20
+
+    def post(k: int) -> None:
+        with httpx.Client(base_url=api_url, timeout=30) as own:
+            start.wait()
+            body = {"ticket": ticket, "y": values[k]}
+            codes[k] = own.post(f"/campaigns/{campaign}/label", json=body).status_code
+
+    threads = [threading.Thread(target=post, args=(k,)) for k in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes.count(201) == 1, codes
+    winner = values[codes.index(201)]
+    for k, code in enumerate(codes):
+        if k != codes.index(201):
+            assert code == (200 if values[k] == winner else 409), (k, values[k], code)
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        assert api.get(f"/campaigns/{campaign}/observations").json()["y"] == [winner]

@@ -2,6 +2,7 @@
 
 import threading
 import time
+from itertools import pairwise
 
 import numpy as np
 
@@ -63,3 +64,9 @@ def test_four_simulators_label_one_campaign_without_duplicates(client, make_body
     assert len(stored) == len(set(stored)) == 15  # no point labeled twice
     assert set(handed) >= set(stored)
     assert 2 <= most_out[0] <= 4  # several points out at once, never more than max_pending
+    # labels kept arriving while models were fitted, yet refits ran one after another
+    models = [e for e in client.get(f"/campaigns/{campaign}/history").json()
+              if e["event"] == "model"]  # fmt: skip
+    spans = sorted((m["started_at"], m["at"]) for m in models)
+    assert len(spans) >= 3 and all(a < b for a, b in spans)
+    assert all(end <= start for (_, end), (start, _) in pairwise(spans)), spans

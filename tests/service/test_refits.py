@@ -74,3 +74,37 @@ def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
     r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
     assert r.status_code == 200, r.text
     assert r.json()["model_version"] == 3
+
+
+def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
+    """The fence: once a refit is taken for dead and revived, the old one's model, failure and
+    end are refused; of several processes reviving at once, exactly one enqueues a job."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from service.store import CampaignStore
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")  # no worker serves it
+    store = CampaignStore(redis)
+    body = {"name": "fence", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
+            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    campaign = store.create(body)["id"]
+    state = store.k(campaign, "state")
+    now = time.time()
+    redis.hset(state, mapping={"refit": "running", "refit_job": "old", "heartbeat": now - 60})
+    with ThreadPoolExecutor(8) as pool:
+        revived = list(pool.map(lambda _: store.revive_refit(campaign, now, 15.0), range(8)))
+    assert revived.count(True) == 1
+    new = store.state(campaign)["refit_job"]
+    assert new != "old" and store.state(campaign)["refit"] == "queued"
+    model = {"version": 1, "diagnostics": {"refit_seconds": 1.0}}
+    assert not store.save_model(campaign, model, [], "old")
+    assert not store.refit_failed(campaign, "boom", 1, "old")
+    assert not store.refit_finished(campaign, 1, now, "old")
+    assert not store.beat(campaign, "old", now)
+    assert store.state(campaign).get("model_version") is None
+    assert store.state(campaign)["refit"] == "queued"
+    assert not store.state(campaign).get("last_error")
+    assert store.beat(campaign, new, now, start=True)
+    assert store.save_model(campaign, model, [], new) and store.model(campaign)["version"] == 1
+    redis.flushdb()
