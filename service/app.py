@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 from rq import Worker
 from rq.job import JobStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from service import pages, queues, schemas
 from service.observability import Metrics, RedisCollector, record_labels
@@ -114,13 +115,10 @@ def _http_error(request: Request, error: StarletteHTTPException):
 
 
 def _methods_of(request: Request) -> set[str]:
-    """The methods of every route whose path matches the request's."""
-    methods = set()
-    for route in request.app.routes:
-        regex = getattr(route, "path_regex", None)
-        if regex is not None and regex.match(request.url.path):
-            methods |= set(getattr(route, "methods", None) or ())
-    return methods - {"HEAD"}
+    """The methods some route serves at the request's path."""
+    methods = ("GET", "POST", "PUT", "PATCH", "DELETE")
+    return {m for m in methods if any(route.matches({**request.scope, "method": m})[0] == Match.FULL
+                                      for route in request.app.router.routes)}  # fmt: skip
 
 
 @app.exception_handler(NotFound)

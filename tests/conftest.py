@@ -72,16 +72,15 @@ def worker_process(redis_url, tmp_path_factory):
         process.kill()
 
 
-@pytest.fixture(scope="session")
-def api_url(redis_url, worker_process, tmp_path_factory):
-    """The API as a real server (``fbgp-al api``) on a free port, serving the test Redis and
-    worker, without a token; stopped afterwards."""
+def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, str]:
+    """``fbgp-al api`` as a real server on a free port, serving ``redis_url``; ``settings`` are
+    ``FBGP_*`` variables (``api_token=...``), none set otherwise."""
     from service.stack import wait_http
 
     port = free_port()
-    log = tmp_path_factory.mktemp("api") / "api.log"
-    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
-    env.pop("FBGP_API_TOKEN", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    env["FBGP_REDIS_URL"] = redis_url
+    env.update({f"FBGP_{k.upper()}": str(v) for k, v in settings.items()})
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port",
                                     str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -92,9 +91,21 @@ def api_url(redis_url, worker_process, tmp_path_factory):
     except SystemExit:
         process.kill()
         pytest.fail(f"the API did not start:\n{log.read_text()}")
-    yield url
+    return process, url
+
+
+def stop(process: subprocess.Popen) -> None:
     process.terminate()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@pytest.fixture(scope="session")
+def api_url(redis_url, worker_process, tmp_path_factory):
+    """The API as a real server on a free port, serving the test Redis and worker, without a
+    token; stopped afterwards."""
+    process, url = start_api(redis_url, tmp_path_factory.mktemp("api") / "api.log")
+    yield url
+    stop(process)
