@@ -1,9 +1,13 @@
 """The refit pipeline: failures are recorded and survived, lost jobs are enqueued again."""
 
 import json
+import math
 import time
 
+import pytest
 from redis import Redis
+
+from tests.worker.test_refit import CASES
 
 
 def _wait(predicate, seconds=60):
@@ -108,3 +112,24 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
     assert store.beat(campaign, new, now, start=True)
     assert store.save_model(campaign, model, [], new) and store.model(campaign)["version"] == 1
     redis.flushdb()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ill_conditioned_data_refits_through_the_service(client, make_body, case):
+    """Duplicates, constant, huge and tiny outputs, a single label: imported, refitted by the
+    worker, and served without NaN."""
+    x, y = CASES[case]
+    body = make_body(inputs=[{"name": "x", "lower": 0.0, "upper": 10.0}],
+                     initial_design={"size": 1}, allow_repeats=True, max_labels=20)  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[v] for v in x], "y": y})
+    assert r.status_code == 201, r.text
+    status = _wait(lambda: (s := client.get(f"/campaigns/{campaign}").json())["refit"] == "idle"
+                   and s["model_version"] == len(x) and s)  # fmt: skip
+    assert status["last_error"] is None
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    draws = model["samples"]["lengthscale"] + [[v] for v in model["samples"]["noise"]]
+    assert all(math.isfinite(v) and v > 0 for row in draws for v in row)
+    pred = client.post(f"/campaigns/{campaign}/predict", json={"x": [[0.0], [5.0], [10.0]]})
+    assert pred.status_code == 200, pred.text
+    assert all(math.isfinite(v) for k in ("mean", "variance") for v in pred.json()[k])
