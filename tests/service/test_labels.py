@@ -25,7 +25,7 @@ def test_repeat_is_200_conflict_is_409_unknown_is_404(client, make_body):
 def test_nan_and_infinite_labels_are_422_not_500(client, make_body):
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     t = _ticket(client, campaign)["ticket"]
-    for raw in ("NaN", "Infinity", "-Infinity", '"abc"', "null"):
+    for raw in ("NaN", "Infinity", "-Infinity", "1e309", "-1e309", '"abc"', "null"):
         r = client.post(f"/campaigns/{campaign}/label", content=f'{{"ticket": "{t}", "y": {raw}}}',
                         headers={"Content-Type": "application/json"})  # fmt: skip
         assert r.status_code == 422, (raw, r.text)
@@ -112,3 +112,16 @@ def test_twenty_simultaneous_posts_of_one_ticket_over_http(api_url, make_body):
             assert code == (200 if values[k] == winner else 409), (k, values[k], code)
     with httpx.Client(base_url=api_url, timeout=30) as api:
         assert api.get(f"/campaigns/{campaign}/observations").json()["y"] == [winner]
+
+
+def test_a_ticket_of_another_campaign_is_404_there(client, make_body):
+    mine = client.post("/campaigns", json=make_body()).json()["id"]
+    theirs = client.post("/campaigns", json=make_body()).json()["id"]
+    ticket = _ticket(client, theirs)["ticket"]
+    r = client.post(f"/campaigns/{mine}/label", json={"ticket": ticket, "y": 1.0})
+    assert r.status_code == 404 and "ticket" in r.json()["detail"]
+    assert client.get(f"/campaigns/{mine}").json()["n_labeled"] == 0
+    assert (
+        client.post(f"/campaigns/{theirs}/label", json={"ticket": ticket, "y": 1.0}).status_code
+        == 201
+    )
