@@ -41,6 +41,12 @@ def _bench(argv: list[str]) -> None:
     main(argv)
 
 
+def _soak(argv: list[str]) -> None:
+    from clients.soak import main
+
+    main(argv)
+
+
 def _worker(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al worker", description="one RQ worker")
     parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
@@ -116,6 +122,7 @@ COMMANDS = {
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
     "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
+    "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
 }
 
 

@@ -67,7 +67,8 @@ class LocalStack:
     """Redis (append-only, fsynced on every write), the API and pinned workers as child processes
     of this one on loopback ports, each of which can be killed and started again: ``fbgp-al up``
     runs one and restarts what dies; the reliability tests and ``fbgp-al soak`` kill parts of it.
-    Each worker leads its own process group, so killing the group kills its work horse too."""
+    Each worker leads its own process group (a signal to the stack's group does not reach it).
+    """
 
     def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
                  env: dict | None = None, cores: list[int] | None = None):  # fmt: skip
@@ -140,9 +141,12 @@ class LocalStack:
         self.api.wait(timeout=30)
 
     def kill_worker(self, k: int, sig: int = signal.SIGKILL) -> None:
-        """The worker and its work horse (its process group)."""
+        """The worker and its work horse (which RQ puts in a process group of its own)."""
+        horse = self.horse_of(k)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.workers[k].pid, sig)
+            if horse is not None:
+                os.kill(horse, sig)
         self.workers[k].wait(timeout=30)
 
     def horse_of(self, k: int) -> int | None:

@@ -261,10 +261,12 @@ class FbgpWorker(Worker):
     """An RQ worker whose maintenance also revives the refits of campaigns left stuck by a dead
     worker, so that a campaign recovers even when no simulator is polling it."""
 
-    shutdown_requested = False  # by SIGTERM or SIGINT (RQ says so only when a job runs)
+    # SIGTERM or SIGINT came (RQ says so only when a job runs); on the class, since the handler
+    # of a worker that lost Redis may be the one that hears it
+    shutdown_requested = False
 
     def handle_warm_shutdown_request(self):
-        self.shutdown_requested = True
+        FbgpWorker.shutdown_requested = True
         super().handle_warm_shutdown_request()
 
     def run_maintenance_tasks(self):
@@ -296,21 +298,21 @@ def run_worker(name: str | None = None, burst: bool = False) -> None:
     settings = get_settings()
     attempt = 0
     while True:
-        connection = Redis.from_url(settings.redis_url)
-        worker = FbgpWorker(
-            list(QUEUES), connection=connection, log_job_description=False,
-            name=name if attempt == 0 else None,  # a dead registration may hold the name
-            worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
-            job_monitoring_interval=settings.job_monitoring_interval,
-        )  # fmt: skip
         try:
+            connection = Redis.from_url(settings.redis_url)
+            worker = FbgpWorker(
+                list(QUEUES), connection=connection, log_job_description=False,
+                name=name if attempt == 0 else None,  # a dead registration may hold the name
+                worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
+                job_monitoring_interval=settings.job_monitoring_interval,
+            )  # fmt: skip
             worker.work(burst=burst)
         except RedisError as error:
             log.error("Redis unreachable: %s", error)
-        if burst or worker.shutdown_requested:
+        if burst or FbgpWorker.shutdown_requested:
             return
         attempt += 1
         log.warning("the worker lost Redis; starting again in 2 s")
         time.sleep(2.0)
-        if worker.shutdown_requested:  # asked to stop while we waited
+        if FbgpWorker.shutdown_requested:  # asked to stop while we waited
             return
