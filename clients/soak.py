@@ -355,6 +355,23 @@ def _check(stack: LocalStack, api: FbgpClient, campaign: str, acked: dict[str, f
             "observations": sum(observed.values())}  # fmt: skip
 
 
+def _refit_state(soak: Soak, campaign: str) -> dict:
+    """The campaign's refit state in the store, with its job's status and the ages in seconds."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    state, now = soak.state(campaign), time.time()
+    for key in ("queued_at", "started_at", "heartbeat"):
+        if state.get(key):
+            state[key + "_age"] = round(now - float(state[key]), 1)
+    try:
+        job = Job.fetch(state.get("refit_job", ""), connection=soak.redis)
+        state["job_status"], state["job_worker"] = str(job.get_status()), job.worker_name
+    except NoSuchJobError:
+        state["job_status"] = "missing"
+    return state
+
+
 def run_soak(seconds: float = 180, campaigns: int = 3, simulators_per_campaign: int = 2,
              workers: int = 2, data_dir: Path | None = None, seed: int = 0,
              progress: Callable[[str], None] = print, max_labels: int | None = None,
@@ -439,6 +456,8 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
                      "model_version": status.model_version, "state": status.state,
                      "progressing": status.state == "done" or progressing,
                      "stuck": c in waiting, **check})  # fmt: skip
+        if c in waiting:  # what it waits for, to tell why
+            rows[-1]["refit_state"] = _refit_state(soak, c)
     soak.api.close()
     total = {k: sum(r[k] for r in rows) for k in ("acknowledged", "stored", "lost", "lost_y",
                                                    "extra", "observations")}  # fmt: skip

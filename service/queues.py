@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.utils import utcparse
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
@@ -25,17 +28,25 @@ def enqueue_short(connection, name: str, *args):
     )
 
 
-def job_alive(connection, job_id: str) -> bool:
-    """Whether a job is waiting or running on a live worker."""
+def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
+    """Whether a job is waiting in its queue (or for its dependencies or its time), or running
+    on a worker that sent a heartbeat in the last ``silent_seconds`` (a busy worker sends one
+    every ``job_monitoring_interval``; a dead one's registration outlives it by a minute)."""
     try:
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
         return False
     status = job.get_status(refresh=False)
-    if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
+    if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return True
-    if status == JobStatus.STARTED:
-        return bool(job.worker_name) and bool(connection.exists(f"rq:worker:{job.worker_name}"))
+    if status == JobStatus.QUEUED:  # and really in the queue: not dropped mid-dequeue
+        return Queue(job.origin, connection=connection).get_job_position(job_id) is not None
+    if status == JobStatus.STARTED and job.worker_name:
+        beat = connection.hget(f"rq:worker:{job.worker_name}", "last_heartbeat")
+        if beat is None:
+            return False
+        age = datetime.now(UTC) - utcparse(beat.decode()).replace(tzinfo=UTC)
+        return age.total_seconds() < silent_seconds
     return False
 
 

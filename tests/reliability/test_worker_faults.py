@@ -1,6 +1,7 @@
-"""A worker killed mid-refit (the whole worker, or only the work horse running the job): the
-refit is run again and the campaign reaches its next model version, in well under 2 minutes,
-with RQ's worker TTL and our refit lease as configured (service/settings.py defaults)."""
+"""A worker killed mid-refit (the worker and its work horse; the worker alone, whose orphaned
+horse then exits; or the work horse alone): the refit is run again and the campaign reaches its
+next model version, in well under 2 minutes, with RQ's worker TTL and the refit lease as
+configured (service/settings.py defaults)."""
 
 import json
 import os
@@ -16,7 +17,7 @@ from tests.reliability.conftest import slow_campaign, wait_for
 ARTIFACTS = Path(__file__).resolve().parents[2] / "results" / "test-artifacts"
 
 
-@pytest.mark.parametrize("target", ["worker", "horse"])
+@pytest.mark.parametrize("target", ["worker", "parent", "horse"])
 def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
     stack = make_stack(workers=2)
     with httpx.Client(base_url=stack.url, timeout=30) as api:
@@ -27,11 +28,15 @@ def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
         status = api.get(f"/campaigns/{campaign}").json()
         assert status["refit"] == "running" and status["model_version"] is None, status
         killed = time.monotonic()
+        horse = stack.horse_of(k)
+        assert horse is not None
         if target == "worker":
             stack.kill_worker(k)  # SIGKILL to the worker and its work horse
+        elif target == "parent":
+            os.kill(stack.workers[k].pid, signal.SIGKILL)  # the horse notices and exits
+            stack.workers[k].wait(timeout=30)
+            wait_for(lambda: not Path(f"/proc/{horse}").exists(), seconds=10)
         else:
-            horse = stack.horse_of(k)
-            assert horse is not None
             os.kill(horse, signal.SIGKILL)  # the worker sees its horse die
         done = wait_for(
             lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == len(x),
@@ -39,7 +44,7 @@ def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
         )  # fmt: skip
         recovery = time.monotonic() - killed
         assert done and recovery < 120, recovery
-        if target == "worker":
+        if target != "horse":
             assert stack.workers[k].poll() is not None  # so the other worker ran it
         history = api.get(f"/campaigns/{campaign}/history").json()
         models = [e for e in history if e["event"] == "model"]

@@ -133,3 +133,28 @@ def test_ill_conditioned_data_refits_through_the_service(client, make_body, case
     pred = client.post(f"/campaigns/{campaign}/predict", json={"x": [[0.0], [5.0], [10.0]]})
     assert pred.status_code == 200, pred.text
     assert all(math.isfinite(v) for k in ("mean", "variance") for v in pred.json()[k])
+
+
+def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
+    """A queued job must be in its queue, a started one on a worker that still beats; else the
+    campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job)."""
+    from rq import Queue, Worker
+
+    from service.queues import REFIT, job_alive
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
+    queue = Queue(REFIT, connection=redis)
+    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
+    assert job_alive(redis, "refit-1")
+    redis.lrem(queue.key, 0, "refit-1")  # taken off the queue, never started
+    assert not job_alive(redis, "refit-1")
+    worker = Worker([queue], connection=redis, name="beating")
+    worker.register_birth()
+    job.set_status("started")
+    job.worker_name = "beating"
+    job.save()
+    assert job_alive(redis, "refit-1")
+    redis.hset(worker.key, "last_heartbeat", "2020-01-01T00:00:00.000000Z")  # silent since
+    assert not job_alive(redis, "refit-1")
+    assert not job_alive(redis, "no-such-job")
+    redis.flushdb()
