@@ -83,11 +83,13 @@ class CampaignStatus:
 
 @dataclass(frozen=True)
 class Campaign:
-    """``POST /campaigns``: the stored spec (the body with defaults, ``id``, ``seed``, ...)."""
+    """``POST /campaigns``: the stored spec (the body with defaults, ``id``, ``seed``, ...) and
+    the campaign's own access token (it opens this campaign only; give it to its simulators)."""
 
     id: str
     spec: dict
     status: CampaignStatus
+    token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -289,8 +291,8 @@ class FbgpClient:
     # -- campaigns -------------------------------------------------------------------------------
     def create_campaign(self, body: dict) -> Campaign:
         data = self._call("POST", "/campaigns", json=body, idempotent=False, ok=(201,)).json()
-        status = data.pop("status")
-        return Campaign(data["id"], data, CampaignStatus.from_json(status))
+        status, token = data.pop("status"), data.pop("token", None)
+        return Campaign(data["id"], data, CampaignStatus.from_json(status), token)
 
     def list_campaigns(self) -> list[CampaignStatus]:
         return [CampaignStatus.from_json(c) for c in self._call("GET", "/campaigns").json()]
