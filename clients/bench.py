@@ -51,11 +51,13 @@ from clients.simulators import SIMULATORS
 RESULTS = "results.jsonl"
 
 
-def _names(value: str, known: tuple[str, ...]) -> list[str]:
+def _names(value: str, known: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[str]:
+    """``all`` (the ``known`` ones) or a comma-separated list of ``known`` or ``extra`` ones."""
     names = known if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
-    unknown = sorted(set(names) - set(known))
+    unknown = sorted(set(names) - set(known) - set(extra))
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown {unknown}; known: {', '.join(known)}")
+        allowed = ", ".join((*known, *extra))
+        raise argparse.ArgumentTypeError(f"unknown {unknown}; known: {allowed}")
     return list(names)
 
 
@@ -69,8 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--simulators", default="all", type=lambda v: _names(v, SIMULATORS),
                         help=f"comma-separated, or 'all': {','.join(SIMULATORS)}")  # fmt: skip
     parser.add_argument("--acquisitions", default="all",
-                        type=lambda v: _names(v, (*ACQUISITIONS, "random")),
-                        help=f"comma-separated, or 'all': {','.join(ACQUISITIONS)}")  # fmt: skip
+                        type=lambda v: _names(v, ACQUISITIONS, ("random", "bald-std")),
+                        help=f"comma-separated, or 'all': {','.join(ACQUISITIONS)}; also random "
+                             "and bald-std (BALD as the paper's code computes it)")  # fmt: skip
     parser.add_argument("--runs", type=int, default=RUNS, help="repetitions 0..RUNS-1")
     parser.add_argument("--iterations", default="paper", type=parse_iterations,
                         help="labels after the initial design: 'paper' or a number")  # fmt: skip

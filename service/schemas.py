@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random")
-Acquisition = Literal["alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random"]
+ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std")
+Acquisition = Literal["alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std"]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Point = list[Finite]
 

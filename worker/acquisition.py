@@ -8,7 +8,11 @@ mean ``mu_m`` and variance ``s2_m`` (noise included):
 - ``b-qbc``: ``var_m mu_m`` (population variance, ``1/M``);
 - ``qb-mgp``: ``b-alm + b-qbc``, the variance of the mixture ``(1/M) sum_m N(mu_m, s2_m)``;
 - ``bald``: ``H[mixture] - mean_m H[N(mu_m, s2_m)]``, the mixture's entropy by quadrature;
-- ``random``: uniform random scores (seeded).
+- ``random``: uniform random scores (seeded);
+- ``bald-std``: ``log(mean_m sf_m) - mean_m log sf_m`` with ``sf_m`` the latent (noise-free)
+  standard deviations: BALD as the paper's public code computes it, the mixture's entropy by a
+  log-of-mean-std shortcut that ignores the means. For comparisons with the paper only: it is
+  blind to the draws' disagreement about the mean.
 
 Candidates are scored in chunks, predictions and scores together, so memory stays bounded.
 """
@@ -24,7 +28,7 @@ from worker.gp import CHUNK_ELEMENTS, Conditioned
 from worker.mcmc import Posterior
 from worker.transforms import DTYPE, as_tensor
 
-ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random")
+ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std")
 
 # BALD's quadrature: each candidate integrates over [min(mu - 8 s), max(mu + 8 s)] with a spacing
 # of at most the smallest component sd (the trapezoid rule converges geometrically on
@@ -89,6 +93,12 @@ def bald(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     return mixture_entropy(mean, var) - gaussian_entropy(var).mean(0)
 
 
+def bald_std(latent_var: torch.Tensor) -> torch.Tensor:
+    """``M x c`` latent variances -> ``c``: the log-of-mean-std shortcut (``bald-std``)."""
+    log_sd = 0.5 * latent_var.clamp_min(1e-300).log()
+    return torch.logsumexp(log_sd, 0) - math.log(len(log_sd)) - log_sd.mean(0)
+
+
 SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "alm": b_alm,  # on the single mode GP, B-ALM is its variance
     "b-alm": b_alm,
@@ -96,6 +106,14 @@ SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "qb-mgp": qb_mgp,
     "bald": bald,
 }
+
+
+def scorer(name: str, noise: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Acquisition ``name`` as a function of the draws' predictive means and variances of y
+    (``M x c`` each); ``noise``: the draws' noise variances (``M``)."""
+    if name == "bald-std":
+        return lambda mean, var: bald_std(var - noise[:, None])
+    return SCORES[name]
 
 
 def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0) -> torch.Tensor:
@@ -111,7 +129,7 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
     if name == "alm":
         posterior = posterior.mode()
     gp = Conditioned.fit(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
-    score = SCORES[name]
+    score = scorer(name, posterior.noise)
     parts = [score(mean, var) for mean, var in gp.chunks(candidates)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
 
@@ -138,7 +156,7 @@ def greedy_batch(
         return order, scores[order]
     if name == "alm":
         posterior = posterior.mode()
-    score = SCORES[name]
+    score = scorer(name, posterior.noise)
     fantasies = as_tensor(pending).reshape(-1, u.shape[1]) if pending is not None else u[:0]
 
     def gp_with(inputs):

@@ -151,3 +151,19 @@ def test_greedy_batch_spreads_out_and_respects_pending(setting):
     assert torch.allclose(qbc_scores, qbc[qbc_order]) and int(qbc_order[0]) == int(
         torch.argmax(qbc)
     )
+
+
+def test_bald_std_is_the_log_of_mean_latent_sd_shortcut_and_ignores_the_means(setting):
+    """``bald-std`` (the paper's code's BALD): log mean_m sf_m - mean_m log sf_m, sf the latent
+    sd; unchanged when the labels (and so the means) change, unlike the exact ``bald``."""
+    post, u, z, cand = setting
+    _, var = predict(u, z, post.lengthscale, post.noise, cand)
+    sf = (var - post.noise[:, None]).sqrt()
+    expected = sf.mean(0).log() - sf.log().mean(0)
+    values = evaluate("bald-std", post, u, z, cand)
+    assert torch.allclose(values, expected, atol=1e-12) and (values >= -1e-12).all()
+    flipped = evaluate("bald-std", post, u, -3 * z, cand)
+    assert torch.allclose(flipped, values, atol=1e-12)
+    assert not torch.allclose(
+        evaluate("bald", post, u, -3 * z, cand), evaluate("bald", post, u, z, cand)
+    )
