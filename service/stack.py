@@ -197,6 +197,9 @@ class LocalStack:
         self.stop()
 
 
+RESTARTS_PER_MINUTE = 5  # more, and `fbgp-al up` gives up on a process that cannot run
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -213,7 +216,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", args.port)) == 0:
+            raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
     stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores)
+    exits: dict[str, list[float]] = {}
     try:
         stack.start(ready=False)
         stack.wait_ready(workers=1)
@@ -227,9 +234,15 @@ def main(argv=None) -> None:
                      token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip
             if args.exit_after_demo:
                 return
-        while True:  # keep it all running: what exits is started again
+        while True:  # keep it all running: what exits is started again, within reason
             time.sleep(1.0)
+            now = time.monotonic()
             for name in stack.restart_dead():
+                exits[name] = [t for t in exits.get(name, []) if now - t < 60.0] + [now]
+                if len(exits[name]) > RESTARTS_PER_MINUTE:
+                    print(f"fbgp-al: {name} exited {len(exits[name])} times in a minute; "
+                          f"stopping (see {args.data_dir / name}.log)", flush=True)  # fmt: skip
+                    raise SystemExit(1)
                 print(f"fbgp-al: {name} exited; started it again", flush=True)
     except KeyboardInterrupt:
         pass

@@ -31,3 +31,19 @@ def test_up_runs_the_demo_campaign_and_stops_everything(tmp_path):
 
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_up_refuses_a_port_in_use(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "service.cli", "up", "--workers", "1", "--port", str(port),
+             "--data-dir", str(tmp_path / "data")],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"port {port} is in use" in result.stdout + result.stderr
