@@ -44,8 +44,7 @@ def redis_url(tmp_path_factory):
         except Exception:
             time.sleep(0.05)
     yield f"redis://127.0.0.1:{port}/0"
-    process.terminate()
-    process.wait(timeout=10)
+    stop(process)
 
 
 @pytest.fixture(scope="session")

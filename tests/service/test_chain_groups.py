@@ -26,7 +26,11 @@ def second_worker(redis_url, worker_process):
         time.sleep(0.1)
     yield process
     process.send_signal(signal.SIGTERM)
-    process.wait(timeout=60)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:  # never leave a worker behind
+        process.kill()
+        process.wait()
 
 
 def _model_after_import(client, make_body):
