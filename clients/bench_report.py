@@ -11,7 +11,7 @@ import numpy as np
 from clients.claims import Claim, check_claims, claims_markdown
 from clients.plots import plot_learning_curves
 from clients.rdauc import summarize, write_table
-from clients.results import read_results
+from clients.results import finished, read_results
 
 
 def diagnostics_markdown(records: list[dict]) -> str:
@@ -40,16 +40,23 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
     ``header``: Markdown put first in the summary (the command, settings and timing).
     """
     out_dir = Path(out_dir)
-    records = read_results(results_path)
-    if not records:
+    everything = read_results(results_path)
+    if not everything:
         raise ValueError(f"{results_path} holds no results")
-    write_table(results_path, out_dir)
+    records, short = finished(everything)
+    write_table(results_path, out_dir, records)
     plot_learning_curves(records, out_dir / "learning_curves.png")
     claims = check_claims(summarize(records))
     runs = {(r["simulator"], r["acquisition"], r["run"]) for r in records}
+    left_out = ""
+    if short:
+        names = ", ".join(f"{s}/{a}/run{k}" for s, a, k in short)
+        left_out = (f"Left out of the tables and plots until they reach their simulator's "
+                    f"longest run: {names}.\n")  # fmt: skip
     text = "\n".join([
         "# Benchmark summary", "", header.strip(), "",
-        f"{len(runs)} runs, {len(records)} scored models in `{Path(results_path).name}`.", "",
+        f"{len(runs)} finished runs, {len(records)} scored models in "
+        f"`{Path(results_path).name}`.", left_out,
         "## The paper's claims", "", claims_markdown(claims),
         "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
         "`learning_curves.png`.", "",

@@ -243,11 +243,13 @@ def _finite(obj):
     return obj
 
 
-def write_table(results_path: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
-    """Read a results file and write ``rdauc.md`` and ``rdauc.json`` into ``out_dir``."""
+def write_table(results_path: str | Path, out_dir: str | Path,
+                records: list[dict] | None = None) -> tuple[Path, Path]:  # fmt: skip
+    """Write ``rdauc.md`` and ``rdauc.json`` into ``out_dir`` from a results file (or from
+    ``records`` read from it already)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarize(read_results(results_path))
+    summary = summarize(read_results(results_path) if records is None else records)
     paper = load_paper_table()
     md, js = out_dir / "rdauc.md", out_dir / "rdauc.json"
     md.write_text(table_markdown(summary, paper), encoding="utf-8")

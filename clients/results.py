@@ -77,6 +77,23 @@ class Curves:
     runs: np.ndarray
 
 
+def finished(records: list[dict]) -> tuple[list[dict], list[tuple[str, str, int]]]:
+    """The records of finished runs, and the runs left out: those that have not reached the
+    largest ``n_labeled`` of their simulator (in progress, or stopped early), which would
+    otherwise cut every curve of that simulator short."""
+    reached: dict[tuple, int] = {}
+    for r in records:
+        key = (r["simulator"], r["acquisition"], r["run"])
+        reached[key] = max(reached.get(key, 0), r["n_labeled"])
+    longest: dict[str, int] = {}
+    for (sim, _, _), n in reached.items():
+        longest[sim] = max(longest.get(sim, 0), n)
+    short = sorted(k for k, n in reached.items() if n < longest[k[0]])
+    left_out = set(short)
+    kept = [r for r in records if (r["simulator"], r["acquisition"], r["run"]) not in left_out]
+    return kept, short
+
+
 def learning_curves(records: list[dict], metric: str) -> dict[str, dict[str, Curves]]:
     """``{simulator: {acquisition: Curves}}`` for ``metric`` (``"nlml"`` or ``"rmse"``).
 

@@ -5,7 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from clients.results import append_record, labeled_points, learning_curves, read_results
+from clients.results import (
+    append_record,
+    finished,
+    labeled_points,
+    learning_curves,
+    read_results,
+)
 
 
 def _rec(sim, acq, run, n, nlml, rmse, **extra):
@@ -64,3 +70,15 @@ def test_labeled_points_in_order():
     np.testing.assert_array_equal(y, [1, 1, 1, 2])
     X, y = labeled_points(records, "branin", "bald", 0)
     assert X.size == 0 and y is None
+
+
+def test_runs_short_of_their_simulators_longest_are_left_out():
+    def rec(sim, acq, run, n):
+        return {"simulator": sim, "acquisition": acq, "run": run, "n_labeled": n}
+
+    records = [rec("a", "alm", 0, n) for n in (3, 4, 5)] + [rec("a", "bald", 0, n) for n in (3, 4)]
+    records += [rec("b", "alm", 0, n) for n in (3, 4)]  # another simulator: its own longest
+    kept, short = finished(records)
+    assert short == [("a", "bald", 0)]
+    assert {(r["simulator"], r["acquisition"]) for r in kept} == {("a", "alm"), ("b", "alm")}
+    assert len(kept) == 5
