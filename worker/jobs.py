@@ -153,7 +153,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     """The chains' draws together: diagnostics, the mode, a warm start judged (and redone cold
     here if it did not mix), then scoring, ranking and the new model."""
     store = _store()
-    started = time.perf_counter()
+    started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
     if not store.beat(campaign_id, token, time.time()):
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     with lease(store, campaign_id, token):
@@ -173,7 +173,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
             how, redo = judge_warm_start(draws, how, warm)
             if redo:
                 draws, _ = math_.chains(spec, data)
-            seconds = time.perf_counter() - started  # the merge's share; the groups ran before
+            seconds = time.perf_counter() - started  # the chain groups' time included
             post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
             post.diagnostics["chain_groups"] = len(job_ids)
             result = _finish(store, campaign_id, spec, data, post, started, token, began)

@@ -55,3 +55,8 @@ def test_chains_are_split_over_two_workers_and_reproducible(client, make_body, s
         assert len(model["samples"]["noise"]) == 4 * 30
     # the same seed and the same grouping: the same draws, whichever worker ran which group
     assert first["samples"] == second["samples"]
+    # a split refit's seconds run from its start, its groups included, to its model
+    campaign = client.get("/campaigns").json()[-1]["id"]
+    event = next(e for e in client.get(f"/campaigns/{campaign}/history").json()
+                 if e["event"] == "model")  # fmt: skip
+    assert abs((event["at"] - event["started_at"]) - event["refit_seconds"]) < 0.5, event
