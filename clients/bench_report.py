@@ -53,8 +53,12 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
         names = ", ".join(f"{s}/{a}/run{k}" for s, a, k in short)
         left_out = (f"Left out of the tables and plots until they reach their simulator's "
                     f"longest run: {names}.\n")  # fmt: skip
+    hours = sum(float(r.get("seconds", 0.0)) for r in everything) / 3600
+    spent = (f"Campaign time over every run so far (all sessions, in-progress runs included): "
+             f"{hours:.2f} h, summed over campaigns; with K campaigns at once the wall time is "
+             f"about a K-th of it.\n")  # fmt: skip
     text = "\n".join([
-        "# Benchmark summary", "", header.strip(), "",
+        "# Benchmark summary", "", header.strip(), "", spent,
         f"{len(runs)} finished runs, {len(records)} scored models in "
         f"`{Path(results_path).name}`.", left_out,
         "## The paper's claims", "", claims_markdown(claims),

@@ -44,6 +44,7 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
     assert cell["ours"]["runs"] == 1 and cell["paper"]["mean"] == 20.6
     summary = (tmp_path / "summary.md").read_text()
     assert "--mcmc fast" in summary and "not tested" in summary
+    assert "Campaign time over every run so far" in summary
     assert "The paper's claims" in capsys.readouterr().out
 
     # a second invocation finds both runs complete: nothing is redone
