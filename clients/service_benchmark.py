@@ -10,9 +10,7 @@
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -21,25 +19,15 @@ import httpx
 import numpy as np
 
 from clients.simulators import get_simulator
-from service.stack import free_port, start_redis, wait_http
+from service.stack import LocalStack
 
 
-def _stack(workdir: Path, port: int, workers: int):
-    redis_port = free_port()
-    env = dict(os.environ, FBGP_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0")
-    procs = [start_redis(workdir, redis_port, workdir / "redis.log")]
-    cores = sorted(os.sched_getaffinity(0))
-    log = open(workdir / "stack.log", "w")  # noqa: SIM115
-    for k in range(workers):
-        procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--cpu",
-                                       str(cores[k % len(cores)])], env=env, stdout=log,
-                                      stderr=subprocess.STDOUT))  # fmt: skip
-    procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port", str(port)],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/healthz")
-    wait_http(f"{url}/readyz", seconds=120)
-    return url, procs
+@contextlib.contextmanager
+def _service(workers: int, timeout: float):
+    """A client of a stack of this machine's own, started and stopped around the block."""
+    with (tempfile.TemporaryDirectory() as tmp, LocalStack(Path(tmp), workers=workers).start() as
+          stack, httpx.Client(base_url=stack.url, timeout=timeout) as client):  # fmt: skip
+        yield client
 
 
 def _body(sim, mode: str, max_labels: int, mcmc: dict) -> dict:
@@ -179,16 +167,8 @@ def scaling(rounds: int) -> None:
     rng = np.random.default_rng(0)
     result = {}
     for workers in (1, 2):
-        with tempfile.TemporaryDirectory() as tmp:
-            url, procs = _stack(Path(tmp), free_port(), workers)
-            try:
-                with httpx.Client(base_url=url, timeout=300) as client:
-                    result[workers] = refit_time(client, sim, rng, rounds)
-            finally:
-                for p in reversed(procs):
-                    p.terminate()
-                for p in procs:
-                    p.wait(timeout=60)
+        with _service(workers, timeout=300) as client:
+            result[workers] = refit_time(client, sim, rng, rounds)
         times = ", ".join(f"{t:.2f}" for t in result[workers])
         print(f"refit (5 chains, n=40, d=2) on {workers} worker(s): {times} s", flush=True)
     one, two = np.median(result[1]), np.median(result[2])
@@ -211,27 +191,11 @@ def main(argv=None) -> None:
         scaling(args.rounds)
         return
     if args.throughput:
-        with tempfile.TemporaryDirectory() as tmp:
-            url, procs = _stack(Path(tmp), free_port(), 2)
-            try:
-                with httpx.Client(base_url=url, timeout=120) as client:
-                    throughput(client, get_simulator("gramacy2d"), 4, 8, args.throughput)
-            finally:
-                for p in reversed(procs):
-                    p.terminate()
-                for p in procs:
-                    p.wait(timeout=60)
+        with _service(2, timeout=120) as client:
+            throughput(client, get_simulator("gramacy2d"), 4, 8, args.throughput)
         return
     sim = get_simulator("gramacy2d")
     rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        url, procs = _stack(Path(tmp), free_port(), args.workers)
-        try:
-            with httpx.Client(base_url=url, timeout=120) as client:
-                latency(client, sim, rng, args.requests)
-                label_to_next(client, sim, rng, args.rounds)
-        finally:
-            for p in reversed(procs):
-                p.terminate()
-            for p in procs:
-                p.wait(timeout=60)
+    with _service(args.workers, timeout=120) as client:
+        latency(client, sim, rng, args.requests)
+        label_to_next(client, sim, rng, args.rounds)

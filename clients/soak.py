@@ -43,10 +43,12 @@ import numpy as np
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Worker
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 
 from clients.client import ApiError, FbgpClient, Pending
 from clients.simulators import get_simulator
-from service.stack import LocalStack
+from service.stack import LocalStack, fbgp_env
 from service.store import CampaignStore
 
 FAULT_KINDS = ("worker", "horse", "redis", "api")
@@ -357,9 +359,6 @@ def _check(stack: LocalStack, api: FbgpClient, campaign: str, acked: dict[str, f
 
 def _refit_state(soak: Soak, campaign: str) -> dict:
     """The campaign's refit state in the store, with its job's status and the ages in seconds."""
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job
-
     state, now = soak.state(campaign), time.time()
     for key in ("queued_at", "started_at", "heartbeat"):
         if state.get(key):
@@ -392,8 +391,7 @@ def run_soak(seconds: float = 180, campaigns: int = 3, simulators_per_campaign: 
     with contextlib.ExitStack() as cleanup:
         if temporary:
             data_dir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
-        stack = LocalStack(Path(data_dir), workers=workers, env=env)
+        stack = LocalStack(Path(data_dir), workers=workers, env=fbgp_env())
         try:
             stack.start()
             report = _soak(stack, seconds, campaigns, simulators_per_campaign, seed, progress,

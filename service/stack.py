@@ -63,6 +63,14 @@ def wait_http(url: str, seconds: float = 60.0) -> None:
     raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
 
 
+def fbgp_env(**settings) -> dict:
+    """This process's environment without its ``FBGP_*`` variables, plus ``settings`` as
+    ``FBGP_<NAME>`` (``api_token="x"`` gives ``FBGP_API_TOKEN=x``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    env.update({f"FBGP_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
 class LocalStack:
     """Redis (append-only, fsynced on every write), the API and pinned workers as child processes
     of this one on loopback ports, each of which can be killed and started again: ``fbgp-al up``
@@ -110,12 +118,17 @@ class LocalStack:
             wait_http(f"{self.url}/healthz")
 
     def start(self, ready: bool = True) -> LocalStack:
-        self.start_redis()
-        for k in range(len(self.workers)):
-            self.start_worker(k)
-        self.start_api()
-        if ready:
-            self.wait_ready()
+        """Start every part (and stop what did start if one fails)."""
+        try:
+            self.start_redis()
+            for k in range(len(self.workers)):
+                self.start_worker(k)
+            self.start_api()
+            if ready:
+                self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ready(self, seconds: float = 120.0, workers: int | None = None) -> None:

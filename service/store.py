@@ -434,9 +434,6 @@ class CampaignStore:
         keys = [self.k(campaign_id, "state")]
         return bool(self._beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
-    def in_charge(self, campaign_id: str, token: str) -> bool:
-        return self.r.hget(self.k(campaign_id, "state"), "refit_job") == token.encode()
-
     def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str) -> bool:
         """Record why refit ``token`` failed (if it is in charge); the model stays."""
         event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),

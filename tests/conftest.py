@@ -10,7 +10,7 @@ import pytest
 import torch
 from redis import Redis
 
-from service.stack import free_port
+from service.stack import fbgp_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,9 +77,7 @@ def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, 
     from service.stack import wait_http
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
-    env["FBGP_REDIS_URL"] = redis_url
-    env.update({f"FBGP_{k.upper()}": str(v) for k, v in settings.items()})
+    env = fbgp_env(redis_url=redis_url, **settings)
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port",
                                     str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -61,16 +61,27 @@ def refit(campaign_id: str) -> dict:
     if len(groups) > 1:
         return _dispatch(store, campaign_id, spec, n, groups, token, began)
     started = time.perf_counter()
+
+    def posterior(data):
+        post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
+        post.diagnostics["chain_groups"] = 1
+        return post
+
+    return _complete(store, campaign_id, spec, n, token, began, started, posterior)
+
+
+def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> dict:
+    """The end every refit shares, under its lease: ``posterior(data)`` on the first ``n``
+    labels, then the model stored (or the failure recorded: the campaign keeps its previous
+    model and goes on), then one more refit enqueued if labels arrived meanwhile."""
     with lease(store, campaign_id, token):
         try:
-            labels = store.labels(campaign_id)[:n]
-            data = math_.prepare(spec, labels)
-            post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
-            post.diagnostics["chain_groups"] = 1
+            data = math_.prepare(spec, store.labels(campaign_id)[:n])
+            post = posterior(data)
             result = _finish(store, campaign_id, spec, data, post, started, token, began)
         except RedisError:
             raise  # the store is out of reach: nothing can be recorded; the refit is revived
-        except Exception as error:  # the campaign keeps its previous model and goes on
+        except Exception as error:
             result = _failed(store, campaign_id, n, error, token)
     _next_refit(store, campaign_id, n, token)
     return result
@@ -156,33 +167,28 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
     if not store.beat(campaign_id, token, time.time()):
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
-    with lease(store, campaign_id, token):
-        try:
-            spec = store.spec(campaign_id)
-            data = math_.prepare(spec, store.labels(campaign_id)[:n])
-            results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
-            if any(r is None for r in results):  # a group failed or its worker died: redo all
-                log.warning("a chain group is missing; running all chains here",
-                            extra=_ids(campaign_id))  # fmt: skip
-                draws, how = math_.chains(spec, data)
-                warm = None
-            else:
-                draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
-                how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
-                warm = {} if results[0]["warm"] else None
-            how, redo = judge_warm_start(draws, how, warm)
-            if redo:
-                draws, _ = math_.chains(spec, data)
-            seconds = time.perf_counter() - started  # the chain groups' time included
-            post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
-            post.diagnostics["chain_groups"] = len(job_ids)
-            result = _finish(store, campaign_id, spec, data, post, started, token, began)
-        except RedisError:
-            raise
-        except Exception as error:
-            result = _failed(store, campaign_id, n, error, token)
-    _next_refit(store, campaign_id, n, token)
-    return result
+    spec = store.spec(campaign_id)
+
+    def posterior(data):
+        results = [Job.fetch(j, connection=store.r).return_value() for j in job_ids]
+        if any(r is None for r in results):  # a group failed or its worker died: redo all here
+            log.warning("a chain group is missing; running all chains here",
+                        extra=_ids(campaign_id))  # fmt: skip
+            draws, how = math_.chains(spec, data)
+            warm = None
+        else:
+            draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
+            how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
+            warm = {} if results[0]["warm"] else None
+        how, redo = judge_warm_start(draws, how, warm)
+        if redo:
+            draws, _ = math_.chains(spec, data)
+        seconds = time.perf_counter() - started  # the chain groups' time included
+        post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
+        post.diagnostics["chain_groups"] = len(job_ids)
+        return post
+
+    return _complete(store, campaign_id, spec, n, token, began, started, posterior)
 
 
 def _warm(store, campaign_id: str, spec: dict) -> dict | None:

@@ -1,14 +1,13 @@
 """Stacks of real processes (redis-server with its append-only file, RQ workers, the API) that a
 test owns and may kill: each on free loopback ports, stopped afterwards."""
 
-import os
 import time
 
 import httpx
 import numpy as np
 import pytest
 
-from service.stack import LocalStack
+from service.stack import LocalStack, fbgp_env
 
 
 @pytest.fixture
@@ -17,8 +16,7 @@ def make_stack(tmp_path):
     stacks = []
 
     def make(workers: int = 1, **settings) -> LocalStack:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
-        env.update({f"FBGP_{k.upper()}": str(v) for k, v in settings.items()})
+        env = fbgp_env(**settings)
         stack = LocalStack(tmp_path / f"stack-{len(stacks)}", workers=workers, env=env)
         stacks.append(stack)
         return stack.start()
