@@ -10,9 +10,11 @@ stay busy).
 Results go to ``OUT/results.jsonl`` (:mod:`clients.results`'s format), one line per scored
 model, appended as they come. Resuming: run the same command again. Runs that are complete in
 the file (a record for every model version up to the requested iteration count) are skipped;
-a run that was interrupted, or failed, is redone from scratch on a new campaign, its partial
-records removed from the file first (so no curve mixes two attempts). A complete run made with
-another MCMC preset is an error rather than silently mixed in: use another ``--out``.
+a run that was interrupted, or failed, goes on from its last scored model on a new campaign
+that starts from the run's labels so far (:func:`clients.bench_run.resumable`; records that do
+not fit the run are removed from the file first, and a run without a usable first record starts
+over). A complete run made with another MCMC preset is an error rather than silently mixed in:
+use another ``--out``. SIGTERM stops the bench as Ctrl-C does.
 
 At the end (and with ``--report-only``): ``rdauc.md`` / ``rdauc.json`` (RD-AUC beside the
 paper's Table 2), ``learning_curves.png`` and ``summary.md`` (which of the paper's claims held),
@@ -26,6 +28,7 @@ import json
 import os
 import queue
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -41,6 +44,8 @@ from clients.bench_run import (
     RunSpec,
     iterations_for,
     parse_iterations,
+    record_key,
+    resumable,
     run_campaign,
 )
 from clients.client import FbgpClient
@@ -109,10 +114,6 @@ def _read(path: Path) -> tuple[list[dict], int]:
     return records, bad
 
 
-def _key(record: dict) -> tuple[str, str, int]:
-    return (record["simulator"], record["acquisition"], record["run"])
-
-
 def _rewrite(path: Path, records: list[dict]) -> None:
     """Replace the file atomically (a crash leaves the old file or the new one)."""
     tmp = path.with_suffix(".tmp")
@@ -121,49 +122,56 @@ def _rewrite(path: Path, records: list[dict]) -> None:
     os.replace(tmp, path)
 
 
-def resume(path: Path, specs: list[RunSpec]) -> list[RunSpec]:
-    """The runs still to do; partial records of runs to redo are removed from the file."""
+def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple, list[dict]]]:
+    """The runs still to do, and the records each of them goes on from (``[]``: from the
+    start). The file keeps those records but the last (its model is scored again when the run
+    goes on); other records of the runs to do are removed from it."""
     records, bad = _read(path)
-    steps: dict[tuple, set[int]] = {}
-    presets: dict[tuple, set[str]] = {}
+    by_run: dict[tuple, list[dict]] = {}
     for r in records:
-        steps.setdefault(_key(r), set()).add(r["n_labeled"])
-        presets.setdefault(_key(r), set()).add(r.get("mcmc", "?"))
-    todo = []
+        by_run.setdefault(record_key(r), []).append(r)
+    todo, done = [], {}
     for spec in specs:
+        mine = by_run.get(spec.key, [])
         wanted = set(range(INITIAL_DESIGN_SIZE, spec.max_labels + 1))
-        if wanted <= steps.get(spec.key, set()):
-            if presets[spec.key] != {spec.mcmc}:
-                raise SystemExit(f"{path}: {spec.label} was run with MCMC {presets[spec.key]}, "
+        if wanted <= {r["n_labeled"] for r in mine}:
+            presets = {r.get("mcmc", "?") for r in mine}
+            if presets != {spec.mcmc}:
+                raise SystemExit(f"{path}: {spec.label} was run with MCMC {presets}, "
                                  f"not {spec.mcmc!r}; use another --out")  # fmt: skip
             continue
         todo.append(spec)
-    redo = {s.key for s in todo}
-    kept = [r for r in records if _key(r) not in redo]
+        done[spec.key] = resumable(spec, mine)
+    going_on = {id(r) for records in done.values() for r in records[:-1]}
+    kept = [r for r in records if record_key(r) not in done or id(r) in going_on]
     if bad or len(kept) < len(records):
         _rewrite(path, kept)
-    return todo
+    return todo, done
 
 
 class _Bench:
     """Runs specs on a thread pool: one progress bar overall and one per running campaign."""
 
-    def __init__(self, args, path: Path, todo: list[RunSpec], parallel: int):
+    def __init__(self, args, path: Path, todo: list[RunSpec], done: dict[tuple, list[dict]],
+                 parallel: int):  # fmt: skip
         self.args, self.path, self.todo, self.parallel = args, path, todo, parallel
+        self.done = done
         self.lock = threading.Lock()  # the results file and the bars
         self.stop = threading.Event()
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(1, parallel + 1):
             self.slots.put(slot)
         self.disable = True if args.no_progress else None  # None: bars only on a terminal
-        total = sum(s.iterations + 1 for s in todo)
+        total = sum(s.iterations + 1 - max(len(done.get(s.key, [])) - 1, 0) for s in todo)
         self.overall = tqdm(total=total, desc="bench", unit="model", position=0,
                             disable=self.disable, dynamic_ncols=True)  # fmt: skip
 
     def _run(self, spec: RunSpec) -> None:
         slot = self.slots.get()
-        bar = tqdm(total=spec.iterations + 1, desc=spec.label, unit="model", position=slot,
-                   leave=False, disable=self.disable, dynamic_ncols=True)  # fmt: skip
+        done = self.done.get(spec.key, [])
+        bar = tqdm(total=spec.iterations + 1, initial=max(len(done) - 1, 0), desc=spec.label,
+                   unit="model", position=slot, leave=False, disable=self.disable,
+                   dynamic_ncols=True)  # fmt: skip
 
         def on_record(record: dict) -> None:
             with self.lock:
@@ -175,21 +183,17 @@ class _Bench:
         try:
             with FbgpClient(self.args.url, self.args.token) as api:
                 run_campaign(api, spec, on_record, self.stop, self.args.wait,
-                             self.args.keep_campaigns)  # fmt: skip
+                             self.args.keep_campaigns, done)  # fmt: skip
         finally:
             bar.close()
             self.slots.put(slot)
-
-    def _forget(self, spec: RunSpec) -> None:
-        """Remove a failed run's partial records, so the report only sees whole runs."""
-        with self.lock:
-            _rewrite(self.path, [r for r in _read(self.path)[0] if _key(r) != spec.key])
 
     def run(self) -> list[tuple[RunSpec, Exception]]:
         """Run every spec; returns the failed ones. Ctrl-C stops the runs and exits."""
         failures = []
         executor = ThreadPoolExecutor(self.parallel, thread_name_prefix="bench")
         futures = {executor.submit(self._run, spec): spec for spec in self.todo}
+        on_term = _sigterm_as_interrupt()
         try:
             for future in as_completed(futures):
                 spec = futures[future]
@@ -201,17 +205,30 @@ class _Bench:
                 except Exception as error:
                     failures.append((spec, error))
                     tqdm.write(f"bench: {spec.label} FAILED: {type(error).__name__}: {error}")
-                    self._forget(spec)
         except KeyboardInterrupt:
             self.stop.set()
-            tqdm.write("bench: interrupted; stopping the runs in progress (their partial "
-                       "results are redone when you run the same command again)")  # fmt: skip
+            tqdm.write("bench: interrupted; stopping the runs in progress (the same command "
+                       "goes on with them from their last scored model)")  # fmt: skip
             executor.shutdown(wait=True, cancel_futures=True)
             raise SystemExit(130) from None
         finally:
             executor.shutdown(wait=True)
             self.overall.close()
+            if on_term is not None:
+                signal.signal(signal.SIGTERM, on_term)
         return failures
+
+
+def _sigterm_as_interrupt():
+    """Make SIGTERM stop the bench as Ctrl-C does; returns the handler it replaced (None where
+    it cannot: outside the main thread)."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, workers) -> str:
@@ -236,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     todo, failures, parallel, workers = [], [], 0, "?"
     if not args.report_only:
-        todo = resume(path, plan(args))
+        todo, done = resume(path, plan(args))
         with FbgpClient(args.url, args.token) as api:
             try:
                 workers = api.wait_ready(timeout=120).workers
@@ -244,10 +261,12 @@ def main(argv: list[str] | None = None) -> None:
                 raise SystemExit(f"bench: {error}") from None
         parallel = max(1, args.parallel or workers)
         skipped = len(plan(args)) - len(todo)
-        print(f"bench: {len(todo)} runs to do ({skipped} done already), {parallel} at once, "
-              f"{workers} workers; results in {path}", flush=True)  # fmt: skip
+        going_on = sum(bool(records) for records in done.values())
+        going_on = f", {going_on} going on from where they stopped" if going_on else ""
+        print(f"bench: {len(todo)} runs to do ({skipped} done already{going_on}), {parallel} at "
+              f"once, {workers} workers; results in {path}", flush=True)  # fmt: skip
         if todo:
-            failures = _Bench(args, path, todo, parallel).run()
+            failures = _Bench(args, path, todo, done, parallel).run()
     if not path.exists():
         raise SystemExit(f"bench: no results in {path} to report on")
     header = _header(argv, args, len(todo) - len(failures), time.perf_counter() - started,

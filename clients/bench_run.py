@@ -9,10 +9,17 @@ iteration, every model version is scored before its point is labeled: NLML (and 
 NLPD) on the noisy test set through ``/evaluate``, RMSE against the true mean on the run's RMSE
 points through ``/predict`` (the mode GP's mean; ``/evaluate`` would also build the joint
 covariance of up to 10,000 points, which RMSE does not need), and the model's diagnostics.
+
+An interrupted run goes on where it stopped (:func:`resumable`): a new campaign imports every
+label the run's records hold, its model on them is scored again in place of the last record,
+and the labeling goes on with the label noise generator advanced past the labels already drawn,
+so the run labels exactly the points it would have labeled with the noise it would have drawn.
+Only the MCMC draws of the models after the interruption differ from an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -102,12 +109,64 @@ def label_rng(seed: int, acquisition: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(acquisition.encode())])
 
 
+def _replay(spec: RunSpec, records: list[dict], sim, setup):
+    """How far ``records`` (some of one run's) carry the run: ``(prefix, labels, rng)``.
+
+    ``prefix``: the records of model versions 3, 4, ... up to the first that is missing or does
+    not fit: made with another MCMC preset or setup seed, a first record without the run's
+    initial design, a later one whose single label the run's noise generator does not
+    reproduce. ``labels``: ``(x, y)`` of each prefix record, or of the initial design when the
+    prefix is empty. ``rng``: the label noise generator advanced past the prefix's labels.
+    """
+    by_n = {r["n_labeled"]: r for r in records if record_key(r) == spec.key}
+    rng = label_rng(setup.seed, spec.acquisition)
+    prefix, labels = [], []
+    for n in range(INITIAL_DESIGN_SIZE, spec.max_labels + 1):
+        record = by_n.get(n)
+        if record is None or record.get("mcmc") != spec.mcmc or record.get("seed") != setup.seed:
+            break
+        try:
+            x = sim.check_inputs(record["x"])
+            y = np.asarray(record["y"], dtype=float)
+            if n == INITIAL_DESIGN_SIZE:
+                expected_x, expected_y, drawn = setup.initial_x, setup.initial_y, rng
+            else:
+                drawn = copy.deepcopy(rng)  # advanced only if the label is the run's
+                expected_x, expected_y = x[:1], sim.sample(x[:1], drawn)
+        except (KeyError, TypeError, ValueError):
+            break
+        if x.shape != expected_x.shape or y.shape != expected_y.shape:
+            break
+        if not (np.allclose(x, expected_x, rtol=1e-12, atol=0)
+                and np.allclose(y, expected_y, rtol=1e-9, atol=1e-12)):  # fmt: skip
+            break
+        prefix.append(record)
+        labels.append((x, y))
+        rng = drawn
+    return prefix, labels or [(setup.initial_x, setup.initial_y)], rng
+
+
+def resumable(spec: RunSpec, records: list[dict]) -> list[dict]:
+    """The records of ``spec``'s run in ``records`` that an interrupted run goes on from
+    (:func:`_replay`'s prefix; ``[]``: start over)."""
+    sim = get_simulator(spec.simulator)
+    return _replay(spec, records, sim, run_setup(sim, spec.run, spec.base_seed))[0]
+
+
+def record_key(record: dict) -> tuple[str, str, int]:
+    return (record["simulator"], record["acquisition"], record["run"])
+
+
 def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], None],
                  stop: threading.Event | None = None, wait: float = 10.0,
-                 keep: bool = False) -> str:  # fmt: skip
+                 keep: bool = False, done: list[dict] | None = None) -> str:  # fmt: skip
     """Run ``spec`` on a new campaign, calling ``on_record`` with each model version's record
     (:mod:`clients.results` fields plus diagnostics). Returns the campaign id. The campaign is
-    deleted at the end, also after an error, unless ``keep``."""
+    deleted at the end, also after an error, unless ``keep``.
+
+    ``done``: records of this run from an earlier, interrupted attempt. The campaign starts
+    from their labels, the model on them is scored again (a new record for the last of them)
+    and the run goes on from there (:func:`resumable` says which records qualify)."""
     sim = get_simulator(spec.simulator)
     setup = run_setup(sim, spec.run, spec.base_seed)
     body = paper_body(spec.simulator, spec.acquisition, spec.run, spec.iterations, spec.mcmc,
@@ -115,7 +174,8 @@ def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], Non
     body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
     campaign = api.create_campaign(body).id
     try:
-        _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait)
+        labels, rng = _replay(spec, done or [], sim, setup)[1:]
+        _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, stop, wait)
     finally:
         if not keep:
             _delete(api, campaign)
@@ -130,11 +190,15 @@ def _delete(api: FbgpClient, campaign: str) -> None:
         log.warning("could not delete campaign %s: %s", campaign, error)
 
 
-def _label_and_score(api, campaign, spec, setup, sim, on_record, stop, wait) -> None:
-    api.import_observations(campaign, setup.initial_x, setup.initial_y)
-    rng = label_rng(setup.seed, spec.acquisition)
-    new_x, new_y = setup.initial_x.tolist(), setup.initial_y.tolist()
-    n, started = INITIAL_DESIGN_SIZE, time.perf_counter()
+def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, stop,
+                     wait) -> None:  # fmt: skip
+    """Import ``labels`` (the initial design, then one label per model version), then label
+    and score until ``spec.max_labels``, drawing label noise from ``rng``."""
+    started = time.perf_counter()
+    api.import_observations(campaign, np.concatenate([x for x, _ in labels]),
+                            np.concatenate([y for _, y in labels]))  # fmt: skip
+    new_x, new_y = labels[-1][0].tolist(), labels[-1][1].tolist()
+    n = INITIAL_DESIGN_SIZE + len(labels) - 1
     while True:
         if stop is not None and stop.is_set():
             raise Interrupted

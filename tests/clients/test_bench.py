@@ -6,9 +6,11 @@ import time
 
 import numpy as np
 
+from clients.bench_run import RunSpec, label_rng, resumable
 from clients.claims import check_claims
 from clients.protocol import run_setup
 from clients.results import read_results
+from clients.simulators import get_simulator
 from service.cli import main as cli
 
 ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
@@ -54,19 +56,71 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
     assert "0 runs to do (2 done already)" in capsys.readouterr().out
     assert _lines(results) == lines
 
-    # an interrupted run (its last model missing, a line cut short) is redone from scratch
+    # an interrupted run (its last model missing, a line cut short) goes on from its last
+    # scored model on a new campaign that starts from the run's labels
+    before = [r for r in lines if r["acquisition"] == "qb-mgp"]
     kept = [r for r in lines if (r["acquisition"], r["n_labeled"]) != ("qb-mgp", 6)]
     text = "".join(json.dumps(r) + "\n" for r in kept)
     results.write_text(text + '{"simulator": "gramacy1d", "acq')
     cli(["bench", "--url", api_url, "--out", str(tmp_path), "--parallel", "1", *ARGS])
-    assert "1 runs to do (1 done already)" in capsys.readouterr().out
+    assert "1 runs to do (1 done already, 1 going on from where they stopped)" in (
+        capsys.readouterr().out
+    )
     after = _lines(results)
-    assert len(after) == 8 and after[:4] == [r for r in kept if r["acquisition"] == "alm"]
-    redone = [r for r in after if r["acquisition"] == "qb-mgp"]
-    before = [r for r in lines if r["acquisition"] == "qb-mgp"]
-    assert {r["campaign"] for r in redone}.isdisjoint({r["campaign"] for r in before})
-    assert [r["n_labeled"] for r in redone] == [3, 4, 5, 6]
+    assert len(after) == 8
+    assert [r for r in after if r["acquisition"] == "alm"] == [
+        r for r in lines if r["acquisition"] == "alm"
+    ]
+    went_on = [r for r in after if r["acquisition"] == "qb-mgp"]
+    assert [r["n_labeled"] for r in went_on] == [3, 4, 5, 6]
+    assert went_on[:2] == before[:2]  # kept as they were
+    # the model on the same 5 labels is scored again, then the run goes on, on a new campaign
+    assert (went_on[2]["x"], went_on[2]["y"]) == (before[2]["x"], before[2]["y"])
+    assert went_on[2]["campaign"] == went_on[3]["campaign"] != before[0]["campaign"]
+    assert [r["model_version"] for r in went_on] == [3, 4, 5, 6]
+    # the new label's noise is the run's third draw, as if nothing had stopped it
+    sim, rng = get_simulator("gramacy1d"), label_rng(setup.seed, "qb-mgp")
+    for r in went_on[1:]:
+        np.testing.assert_allclose(sim.sample(np.array(r["x"]), rng), r["y"], rtol=1e-12)
     assert len(read_results(results)) == 8
+
+
+def _records(spec: RunSpec, labels: int) -> list[dict]:
+    """Made-up records of ``spec``'s run up to ``labels`` labels, labeled as the bench labels."""
+    sim = get_simulator(spec.simulator)
+    setup = run_setup(sim, spec.run)
+    rng = label_rng(setup.seed, spec.acquisition)
+    base = {"simulator": spec.simulator, "acquisition": spec.acquisition, "run": spec.run,
+            "mcmc": spec.mcmc, "seed": setup.seed, "nlml": 1.0, "rmse": 1.0}  # fmt: skip
+    records = [{**base, "n_labeled": 3, "x": setup.initial_x.tolist(),
+                "y": setup.initial_y.tolist()}]  # fmt: skip
+    for n in range(4, labels + 1):
+        x = np.array([[n / 10.0]])
+        records.append({**base, "n_labeled": n, "x": x.tolist(), "y": sim.sample(x, rng).tolist()})
+    return records
+
+
+def test_an_interrupted_run_goes_on_from_the_records_that_fit_it():
+    spec = RunSpec("gramacy1d", "alm", 0, iterations=5, mcmc="fast")
+    records = _records(spec, 8)
+    assert resumable(spec, records) == records
+    other_run = _records(RunSpec("gramacy1d", "alm", 1, 5, "fast"), 8)
+    assert resumable(spec, other_run + records[:2]) == records[:2]
+    # up to the first record that is missing or does not fit
+    assert resumable(spec, records[:2] + records[3:]) == records[:2]
+    tampered = [*records[:4], dict(records[4], y=[records[4]["y"][0] + 1e-3]), records[5]]
+    assert resumable(spec, tampered) == records[:4]
+    # labels drawn in another order are not the run's
+    swapped = [
+        *records[:3],
+        dict(records[3], y=records[4]["y"]),
+        dict(records[4], y=records[3]["y"]),
+    ]
+    assert resumable(spec, swapped) == records[:3]
+    assert resumable(spec, [dict(records[0], mcmc="paper"), *records[1:]]) == []
+    assert resumable(spec, [dict(records[0], y=[0.0, 0.0, 0.0]), *records[1:]]) == []
+    assert resumable(spec, [*records[:2], dict(records[2], x=[[0.5, 0.5]])]) == records[:2]
+    assert resumable(spec, [*records[:2], dict(records[2], x=[[2.0]])]) == records[:2]  # outside
 
 
 def _summary(nlml: dict, rmse: dict, motorcycle=None) -> dict:
