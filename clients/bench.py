@@ -153,9 +153,9 @@ class _Bench:
     """Runs specs on a thread pool: one progress bar overall and one per running campaign."""
 
     def __init__(self, args, path: Path, todo: list[RunSpec], done: dict[tuple, list[dict]],
-                 parallel: int):  # fmt: skip
+                 parallel: int, workers: int):  # fmt: skip
         self.args, self.path, self.todo, self.parallel = args, path, todo, parallel
-        self.done = done
+        self.done, self.workers = done, workers
         self.lock = threading.Lock()  # the results file and the bars
         self.stop = threading.Event()
         self.slots: queue.Queue[int] = queue.Queue()
@@ -174,6 +174,7 @@ class _Bench:
                    dynamic_ncols=True)  # fmt: skip
 
         def on_record(record: dict) -> None:
+            record["workers"] = self.workers
             with self.lock:
                 append_record(self.path, record)
                 bar.set_postfix(nlml=f"{record['nlml']:.3f}", rmse=f"{record['rmse']:.3g}")
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"bench: {len(todo)} runs to do ({skipped} done already{going_on}), {parallel} at "
               f"once, {workers} workers; results in {path}", flush=True)  # fmt: skip
         if todo:
-            failures = _Bench(args, path, todo, done, parallel).run()
+            failures = _Bench(args, path, todo, done, parallel, workers).run()
     if not path.exists():
         raise SystemExit(f"bench: no results in {path} to report on")
     header = _header(argv, args, len(todo) - len(failures), time.perf_counter() - started,

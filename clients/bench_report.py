@@ -11,7 +11,7 @@ import numpy as np
 from clients.claims import Claim, check_claims, claims_markdown
 from clients.plots import plot_learning_curves
 from clients.rdauc import summarize, write_table
-from clients.results import finished, read_results
+from clients.results import finished, read_results, wall_seconds
 
 
 def diagnostics_markdown(records: list[dict]) -> str:
@@ -34,6 +34,23 @@ def diagnostics_markdown(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def time_markdown(records: list[dict]) -> str:
+    """What the runs so far cost: campaign time summed over campaigns, and wall time (with
+    campaigns side by side counted once) where the records say when they ran."""
+    hours = sum(float(r.get("seconds", 0.0)) for r in records) / 3600
+    wall, timed = wall_seconds(records)
+    workers = sorted({int(r["workers"]) for r in records if "workers" in r})
+    on = f" on {' or '.join(map(str, workers))} worker(s)" if workers else ""
+    text = (f"Time over every run so far (all invocations, in-progress runs included): "
+            f"{hours:.2f} h of campaign time, summed over campaigns.")  # fmt: skip
+    if timed:
+        untimed = len(records) - timed
+        text += (f" Wall time with at least one campaign running: {wall / 3600:.2f} h{on}, "
+                 f"from the {timed} records that say when they ran"
+                 + (f" ({untimed} older ones do not)" if untimed else "") + ".")  # fmt: skip
+    return text + "\n"
+
+
 def write_report(results_path: str | Path, out_dir: str | Path, header: str = "") -> list[Claim]:
     """Write the table, plots and ``summary.md`` into ``out_dir``; returns the claims checked.
 
@@ -53,10 +70,7 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
         names = ", ".join(f"{s}/{a}/run{k}" for s, a, k in short)
         left_out = (f"Left out of the tables and plots until they reach their simulator's "
                     f"longest run: {names}.\n")  # fmt: skip
-    hours = sum(float(r.get("seconds", 0.0)) for r in everything) / 3600
-    spent = (f"Campaign time over every run so far (all sessions, in-progress runs included): "
-             f"{hours:.2f} h, summed over campaigns; with K campaigns at once the wall time is "
-             f"about a K-th of it.\n")  # fmt: skip
+    spent = time_markdown(everything)
     text = "\n".join([
         "# Benchmark summary", "", header.strip(), "", spent,
         f"{len(runs)} finished runs, {len(records)} scored models in "

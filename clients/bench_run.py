@@ -212,7 +212,7 @@ def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, st
         record = score(api, campaign, setup, n)
         record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
                       mcmc=spec.mcmc, seed=setup.seed, campaign=campaign, x=new_x, y=new_y,
-                      seconds=time.perf_counter() - started)  # fmt: skip
+                      seconds=time.perf_counter() - started, finished_at=time.time())  # fmt: skip
         on_record(record)
         if point is None:
             return

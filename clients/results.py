@@ -13,9 +13,11 @@ Each line is a JSON object for one (simulator, acquisition, run, n_labeled):
 
 Optional fields: ``nlpd_mixture`` (float); ``x`` (list of input vectors, original units: the
 points labeled since the previous record of the run, so the first record carries the initial
-design); ``y`` (their labels); ``seconds`` (float, wall time of the iteration); anything else is
-kept and ignored. A run's learning curve is its records ordered by ``n_labeled``; a later record
-with the same key replaces an earlier one (a resumed benchmark may rewrite a step).
+design); ``y`` (their labels); ``seconds`` (float, wall time of the iteration);
+``finished_at`` (float, Unix time when the iteration ended); ``workers`` (int, the service's
+workers when the run started); anything else is kept and ignored. A run's learning curve is
+its records ordered by ``n_labeled``; a later record with the same key replaces an earlier one
+(a resumed benchmark may rewrite a step).
 """
 
 from __future__ import annotations
@@ -143,3 +145,17 @@ def labeled_points(
     has_y = all("y" in r for r in steps if r.get("x"))
     y = np.concatenate([np.atleast_1d(r["y"]) for r in steps if r.get("x")]) if has_y else None
     return X, (None if y is None else y.astype(float))
+
+
+def wall_seconds(records: list[dict]) -> tuple[float, int]:
+    """Seconds during which at least one iteration was running, and how many records say when
+    they ran: the length of the union of ``[finished_at - seconds, finished_at]`` over the
+    records that carry both (campaigns that ran side by side count once)."""
+    spans = sorted((float(r["finished_at"]) - float(r["seconds"]), float(r["finished_at"]))
+                   for r in records if "finished_at" in r and "seconds" in r)  # fmt: skip
+    total, end = 0.0, -np.inf
+    for lo, hi in spans:
+        if hi > end:
+            total += hi - max(lo, end)
+            end = hi
+    return total, len(spans)

@@ -38,7 +38,8 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
         for r in run:
             assert np.isfinite(r["nlml"]) and r["rmse"] > 0 and r["refit_seconds"] > 0
             assert r["max_rhat"] > 0 and r["min_ess"] > 0 and r["divergences"] >= 0
-            assert r["mcmc"] == "fast" and r["seed"] == setup.seed
+            assert r["mcmc"] == "fast" and r["seed"] == setup.seed and r["workers"] == 1
+            assert r["seconds"] > 0 and abs(r["finished_at"] - time.time()) < 600
     for name in ("rdauc.md", "rdauc.json", "learning_curves.png", "summary.md"):
         assert (tmp_path / name).stat().st_size > 100, name
     table = json.loads((tmp_path / "rdauc.json").read_text())
@@ -46,7 +47,7 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
     assert cell["ours"]["runs"] == 1 and cell["paper"]["mean"] == 20.6
     summary = (tmp_path / "summary.md").read_text()
     assert "--mcmc fast" in summary and "not tested" in summary
-    assert "Campaign time over every run so far" in summary
+    assert "h of campaign time" in summary and "h on 1 worker(s), from the 8 records" in summary
     assert "The paper's claims" in capsys.readouterr().out
 
     # a second invocation finds both runs complete: nothing is redone

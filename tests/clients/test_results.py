@@ -11,6 +11,7 @@ from clients.results import (
     labeled_points,
     learning_curves,
     read_results,
+    wall_seconds,
 )
 
 
@@ -82,3 +83,16 @@ def test_runs_short_of_their_simulators_longest_are_left_out():
     assert short == [("a", "bald", 0)]
     assert {(r["simulator"], r["acquisition"]) for r in kept} == {("a", "alm"), ("b", "alm")}
     assert len(kept) == 5
+
+
+def test_wall_time_counts_campaigns_side_by_side_once():
+    timed = [
+        _rec("branin", "alm", 0, 3, 1.0, 1.0, finished_at=110.0, seconds=10.0),  # 100-110
+        _rec("branin", "alm", 0, 4, 1.0, 1.0, finished_at=125.0, seconds=15.0),  # 110-125
+        _rec("branin", "b-qbc", 0, 3, 1.0, 1.0, finished_at=120.0, seconds=15.0),  # 105-120
+        _rec("branin", "b-qbc", 0, 4, 1.0, 1.0, finished_at=1000.0, seconds=20.0),  # 980-1000
+        _rec("branin", "bald", 0, 3, 1.0, 1.0, finished_at=990.0, seconds=5.0),  # inside
+    ]
+    untimed = [_rec("branin", "bald", 0, 4, 1.0, 1.0, seconds=50.0)]
+    assert wall_seconds(timed + untimed) == (25.0 + 20.0, 5)
+    assert wall_seconds(untimed) == (0.0, 0)
