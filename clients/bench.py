@@ -238,7 +238,9 @@ def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, wor
     return "\n".join([
         f"Command: `fbgp-al bench {shlex.join(argv)}`", "",
         f"- MCMC preset `{args.mcmc}`: {mcmc['chains']} chains, {mcmc['warmup']} warm-up + "
-        f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}",
+        f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}, cold chains started "
+        f"{'uniformly in [-2, 2]' if mcmc.get('init') == 'uniform' else 'from the posterior grid'}"
+        f"{'' if mcmc.get('warm_start', True) else ', every refit cold'}",
         f"- simulators {', '.join(args.simulators)}; acquisitions "
         f"{', '.join(args.acquisitions)}; {args.runs} repetition(s); {iterations} iterations",
         f"- this invocation: {todo} runs in {seconds / 60:.1f} min, {parallel} campaigns at "

@@ -47,6 +47,16 @@ MCMC_PRESETS: dict[str, dict] = {
         "warm_start": False,
         "init": "uniform",
     },
+    # the paper's settings with the chains started where the service starts them by default:
+    # spread over the modes of a coarse posterior grid (worker.mcmc), not in Pyro's [-2, 2] box
+    "paper-grid": {
+        "chains": 5,
+        "warmup": 200,
+        "samples": 300,
+        "thinning": 10,
+        "warm_start": False,
+        "init": "grid",
+    },
     # quick checks: a rough posterior in a fraction of the time
     "fast": {"chains": 2, "warmup": 50, "samples": 50, "thinning": 5},
 }
