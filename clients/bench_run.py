@@ -36,27 +36,14 @@ from clients.simulators import get_simulator
 
 log = logging.getLogger("fbgp.bench")
 
+# the paper's settings, every refit from a cold start with the full warm-up and Pyro's default
+# initialization, as it ran them
+_PAPER = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10, "warm_start": False}
 MCMC_PRESETS: dict[str, dict] = {
-    # the paper's settings, every refit from a cold start with the full warm-up and Pyro's
-    # default initialization, as it ran them
-    "paper": {
-        "chains": 5,
-        "warmup": 200,
-        "samples": 300,
-        "thinning": 10,
-        "warm_start": False,
-        "init": "uniform",
-    },
+    "paper": {**_PAPER, "init": "uniform"},
     # the paper's settings with the chains started where the service starts them by default:
     # spread over the modes of a coarse posterior grid (worker.mcmc), not in Pyro's [-2, 2] box
-    "paper-grid": {
-        "chains": 5,
-        "warmup": 200,
-        "samples": 300,
-        "thinning": 10,
-        "warm_start": False,
-        "init": "grid",
-    },
+    "paper-grid": {**_PAPER, "init": "grid"},
     # quick checks: a rough posterior in a fraction of the time
     "fast": {"chains": 2, "warmup": 50, "samples": 50, "thinning": 5},
 }
