@@ -44,13 +44,12 @@ from clients.bench_run import (
     RunSpec,
     iterations_for,
     parse_iterations,
-    record_key,
     resumable,
     run_campaign,
 )
 from clients.client import FbgpClient
 from clients.protocol import ACQUISITIONS, INITIAL_DESIGN_SIZE, RUNS
-from clients.results import append_record, validate
+from clients.results import append_record, run_key, validate
 from clients.simulators import SIMULATORS
 
 RESULTS = "results.jsonl"
@@ -129,7 +128,7 @@ def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple,
     records, bad = _read(path)
     by_run: dict[tuple, list[dict]] = {}
     for r in records:
-        by_run.setdefault(record_key(r), []).append(r)
+        by_run.setdefault(run_key(r), []).append(r)
     todo, done = [], {}
     for spec in specs:
         mine = by_run.get(spec.key, [])
@@ -143,7 +142,7 @@ def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple,
         todo.append(spec)
         done[spec.key] = resumable(spec, mine)
     going_on = {id(r) for records in done.values() for r in records[:-1]}
-    kept = [r for r in records if record_key(r) not in done or id(r) in going_on]
+    kept = [r for r in records if run_key(r) not in done or id(r) in going_on]
     if bad or len(kept) < len(records):
         _rewrite(path, kept)
     return todo, done
@@ -162,14 +161,17 @@ class _Bench:
         for slot in range(1, parallel + 1):
             self.slots.put(slot)
         self.disable = True if args.no_progress else None  # None: bars only on a terminal
-        total = sum(s.iterations + 1 - max(len(done.get(s.key, [])) - 1, 0) for s in todo)
+        total = sum(s.iterations + 1 - self._scored(s) for s in todo)
         self.overall = tqdm(total=total, desc="bench", unit="model", position=0,
                             disable=self.disable, dynamic_ncols=True)  # fmt: skip
 
+    def _scored(self, spec: RunSpec) -> int:
+        """Models of ``spec``'s run kept from an earlier attempt (its last one is scored again)."""
+        return max(len(self.done.get(spec.key, [])) - 1, 0)
+
     def _run(self, spec: RunSpec) -> None:
         slot = self.slots.get()
-        done = self.done.get(spec.key, [])
-        bar = tqdm(total=spec.iterations + 1, initial=max(len(done) - 1, 0), desc=spec.label,
+        bar = tqdm(total=spec.iterations + 1, initial=self._scored(spec), desc=spec.label,
                    unit="model", position=slot, leave=False, disable=self.disable,
                    dynamic_ncols=True)  # fmt: skip
 
@@ -184,7 +186,7 @@ class _Bench:
         try:
             with FbgpClient(self.args.url, self.args.token) as api:
                 run_campaign(api, spec, on_record, self.stop, self.args.wait,
-                             self.args.keep_campaigns, done)  # fmt: skip
+                             self.args.keep_campaigns, self.done.get(spec.key))  # fmt: skip
         finally:
             bar.close()
             self.slots.put(slot)
@@ -264,8 +266,8 @@ def main(argv: list[str] | None = None) -> None:
                 raise SystemExit(f"bench: {error}") from None
         parallel = max(1, args.parallel or workers)
         skipped = len(plan(args)) - len(todo)
-        going_on = sum(bool(records) for records in done.values())
-        going_on = f", {going_on} going on from where they stopped" if going_on else ""
+        resumed = sum(bool(records) for records in done.values())
+        going_on = f", {resumed} going on from where they stopped" if resumed else ""
         print(f"bench: {len(todo)} runs to do ({skipped} done already{going_on}), {parallel} at "
               f"once, {workers} workers; results in {path}", flush=True)  # fmt: skip
         if todo:

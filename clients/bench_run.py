@@ -32,6 +32,7 @@ import numpy as np
 
 from clients.client import ApiError, FbgpClient, Pending, check_refit
 from clients.protocol import INITIAL_DESIGN_SIZE, ITERATIONS, campaign_body, run_setup
+from clients.results import run_key
 from clients.simulators import get_simulator
 
 log = logging.getLogger("fbgp.bench")
@@ -115,7 +116,7 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
     reproduce. ``labels``: ``(x, y)`` of each prefix record, or of the initial design when the
     prefix is empty. ``rng``: the label noise generator advanced past the prefix's labels.
     """
-    by_n = {r["n_labeled"]: r for r in records if record_key(r) == spec.key}
+    by_n = {r["n_labeled"]: r for r in records if run_key(r) == spec.key}
     rng = label_rng(setup.seed, spec.acquisition)
     prefix, labels = [], []
     for n in range(INITIAL_DESIGN_SIZE, spec.max_labels + 1):
@@ -146,12 +147,10 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
 def resumable(spec: RunSpec, records: list[dict]) -> list[dict]:
     """The records of ``spec``'s run in ``records`` that an interrupted run goes on from
     (:func:`_replay`'s prefix; ``[]``: start over)."""
+    if not any(run_key(r) == spec.key for r in records):
+        return []
     sim = get_simulator(spec.simulator)
     return _replay(spec, records, sim, run_setup(sim, spec.run, spec.base_seed))[0]
-
-
-def record_key(record: dict) -> tuple[str, str, int]:
-    return (record["simulator"], record["acquisition"], record["run"])
 
 
 def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], None],

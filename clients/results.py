@@ -44,6 +44,11 @@ def validate(record: dict) -> dict:
     return record
 
 
+def run_key(record: dict) -> tuple[str, str, int]:
+    """The run a record belongs to: ``(simulator, acquisition, run)``."""
+    return (record["simulator"], record["acquisition"], record["run"])
+
+
 def append_record(path: str | Path, record: dict) -> None:
     """Append one validated record as a line of ``path`` (created if absent)."""
     line = json.dumps(validate(record), separators=(",", ":"))
@@ -62,8 +67,7 @@ def read_results(path: str | Path) -> list[dict]:
                 record = validate(json.loads(line))
             except (json.JSONDecodeError, ValueError) as err:
                 raise ValueError(f"{path}:{number}: {err}") from None
-            key = tuple(record[k] for k in REQUIRED[:4])
-            by_key[key] = record
+            by_key[(*run_key(record), record["n_labeled"])] = record
     return list(by_key.values())
 
 
