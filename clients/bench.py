@@ -246,7 +246,9 @@ def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, wor
         f"- simulators {', '.join(args.simulators)}; acquisitions "
         f"{', '.join(args.acquisitions)}; {args.runs} repetition(s); {iterations} iterations",
         f"- this invocation: {todo} runs in {seconds / 60:.1f} min, {parallel} campaigns at "
-        f"once on {workers} workers",
+        f"once on {workers} workers" if not args.report_only else
+        "- this invocation: the report only, from the results file (the time of its runs is "
+        "below)",
     ])  # fmt: skip
 
 

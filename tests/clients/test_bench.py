@@ -85,6 +85,12 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
         np.testing.assert_allclose(sim.sample(np.array(r["x"]), rng), r["y"], rtol=1e-12)
     assert len(read_results(results)) == 8
 
+    # --report-only runs nothing: it rewrites the report from the results file alone
+    cli(["bench", "--url", "http://127.0.0.1:9", "--out", str(tmp_path), "--report-only", *ARGS])
+    assert _lines(results) == after
+    summary = (tmp_path / "summary.md").read_text()
+    assert "this invocation: the report only" in summary and "2 finished runs" in summary
+
 
 def _records(spec: RunSpec, labels: int) -> list[dict]:
     """Made-up records of ``spec``'s run up to ``labels`` labels, labeled as the bench labels."""
