@@ -29,9 +29,10 @@ def enqueue_short(connection, name: str, *args):
 
 
 def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
-    """Whether a job is waiting in its queue (or for its dependencies or its time), or running
-    on a worker that sent a heartbeat in the last ``silent_seconds`` (a busy worker sends one
-    every ``job_monitoring_interval``; a dead one's registration outlives it by a minute)."""
+    """Whether a job is waiting in its queue (or for its dependencies or its time), on its way
+    to a worker's work horse, or running on a worker that sent a heartbeat in the last
+    ``silent_seconds`` (a busy worker sends one every ``job_monitoring_interval``; a dead one's
+    registration outlives it by a minute)."""
     try:
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
@@ -39,8 +40,18 @@ def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
     status = job.get_status(refresh=False)
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return True
-    if status == JobStatus.QUEUED:  # and really in the queue: not dropped mid-dequeue
-        return Queue(job.origin, connection=connection).get_job_position(job_id) is not None
+    if status == JobStatus.QUEUED:
+        queue = Queue(job.origin, connection=connection)
+        if queue.get_job_position(job_id) is not None:
+            return True
+        # A worker took it and its work horse has not started it yet: until then RQ keeps it on
+        # the queue's intermediate list. One still there a minute after it was first seen there
+        # was dropped mid-dequeue (RQ's own rule, whose marker RQ's cleanup shares).
+        transit = queue.intermediate_queue
+        if job_id not in transit.get_job_ids():
+            return False
+        transit.set_first_seen(job_id)
+        return not transit.should_be_cleaned_up(job_id)
     if status == JobStatus.STARTED and job.worker_name:
         beat = connection.hget(f"rq:worker:{job.worker_name}", "last_heartbeat")
         if beat is None:

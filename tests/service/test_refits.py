@@ -137,7 +137,8 @@ def test_ill_conditioned_data_refits_through_the_service(client, make_body, case
 
 def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     """A queued job must be in its queue, a started one on a worker that still beats; else the
-    campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job)."""
+    campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job). A job a
+    worker has just taken off the queue is alive until its work horse starts it."""
     from rq import Queue, Worker
 
     from service.queues import REFIT, job_alive
@@ -146,7 +147,14 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     queue = Queue(REFIT, connection=redis)
     job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
     assert job_alive(redis, "refit-1")
-    redis.lrem(queue.key, 0, "refit-1")  # taken off the queue, never started
+    # a worker's dequeue: off the queue, but its work horse has not started it yet
+    assert Queue.dequeue_any([queue], None, connection=redis)[0].id == "refit-1"
+    assert job.get_status() == "queued" and queue.get_job_position("refit-1") is None
+    assert job_alive(redis, "refit-1")
+    transit = queue.intermediate_queue
+    redis.set(transit.get_first_seen_key("refit-1"), time.time() - 61)  # it never starts
+    assert not job_alive(redis, "refit-1")
+    transit.remove("refit-1")  # taken off the queue, and off the way to a worker
     assert not job_alive(redis, "refit-1")
     worker = Worker([queue], connection=redis, name="beating")
     worker.register_birth()
