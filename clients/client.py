@@ -18,8 +18,10 @@ Retries, and why they are safe where they happen:
   answered 200, never stored twice) and the read-only model calls ``/predict``, ``/acquisition``,
   ``/evaluate``. ``POST /campaigns`` and ``POST .../observations`` append state, so they are
   retried only when the request never reached the server (a refused or timed-out connect).
-- A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment) is retried
-  after that many seconds, on idempotent calls, as many times as connection errors are.
+- A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
+  worker was too busy to take a ``/predict``, ``/acquisition`` or ``/evaluate`` job within
+  ``FBGP_JOB_WAIT_SECONDS``) is retried after that many seconds, on idempotent calls, as many
+  times as connection errors are.
 - ``/next`` answers 202 with ``Retry-After`` while no point can be given (the model that must
   choose it is being fitted): :meth:`FbgpClient.next_point` asks again, long-polling with
   ``?wait=`` or sleeping what ``Retry-After`` asks, until a point comes or the campaign is done.
@@ -212,11 +214,12 @@ class FbgpClient:
     """The HTTP API of one service at ``url``.
 
     ``token``: the bearer token (default: ``FBGP_API_TOKEN`` from the environment, if set).
-    ``timeout``: seconds per request (a long poll gets its ``wait`` on top). ``retries``:
+    ``timeout``: seconds per request (a long poll gets its ``wait`` on top); longer than the
+    API's ``FBGP_JOB_WAIT_SECONDS`` [120], so that a busy service's 503 arrives. ``retries``:
     attempts after a connection error, with backoff ``backoff * 2**k`` seconds capped at 5.
     """
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = 120.0,
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 150.0,
                  retries: int = 8, backoff: float = 0.25):  # fmt: skip
         if token is None:
             token = os.environ.get("FBGP_API_TOKEN") or None
@@ -250,7 +253,7 @@ class FbgpClient:
                 log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
                 time.sleep(delay)
                 continue
-            # 503 with Retry-After: the service's store is out of reach for a moment
+            # 503 with Retry-After: the store is out of reach, or every worker is busy
             if (response.status_code != 503 or "Retry-After" not in response.headers
                     or not idempotent or attempt == self.retries):  # fmt: skip
                 return response

@@ -312,6 +312,7 @@ OBSERVATIONS_RESPONSES = {200: {"content": {"application/json": {}, "text/csv": 
                           **schemas.problem_responses(404)}  # fmt: skip
 # a model-based answer: 404 before the first model; 500 if the job failed, 503 if none answered
 MODEL_RESPONSES = schemas.problem_responses(404, 500)
+BUSY_RETRY_AFTER_SECONDS = 5  # a model call no worker took in time: ask again after this
 
 
 @campaigns.get("/{campaign_id}/next", responses=NEXT_RESPONSES)
@@ -419,7 +420,10 @@ def _run(store: CampaignStore, settings: Settings, name: str, *args):
         time.sleep(delay)
         delay = min(0.05, delay * 1.5)
     job.cancel()
-    raise HTTPException(503, f"no worker answered the {name} job in time")
+    # every worker is busy (long refits): nothing is wrong with the request, so ask again
+    raise HTTPException(503, f"no worker answered the {name} job within "
+                        f"{settings.job_wait_seconds:g} s (all busy); try again shortly",
+                        headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})  # fmt: skip
 
 
 def _spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> dict:

@@ -6,16 +6,21 @@ import math
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
+from redis import Redis
 
 from clients.client import ApiError, FbgpClient, NextPoint, Pending
 from clients.runner import run_simulator
 from clients.simulators import get_simulator
 from service.cli import main as cli
 from service.stack import free_port
+from tests.conftest import start_api, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -159,6 +164,52 @@ def test_connection_errors_are_retried_and_the_token_is_sent(redis_url, caplog, 
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_busy_service_answers_503_and_the_client_asks_again(api, redis_url, tmp_path, caplog):
+    """A model call no worker takes within ``FBGP_JOB_WAIT_SECONDS`` is answered 503 with
+    ``Retry-After``, and the client asks again until a worker answers, with the same result.
+    The campaign is copied to a Redis database that no worker serves until one is started."""
+    sim = get_simulator("gramacy1d")
+    campaign = api.create_campaign(_body(max_labels=3)).id
+    x = np.array([[0.6], [1.4], [2.3]])
+    api.import_observations(campaign, x, sim.mean(x))
+    api.wait_for_model(campaign, 3, timeout=120)
+    x_test = np.linspace(0.5, 2.5, 20)[:, None]
+    expected = api.evaluate(campaign, x_test, sim.mean(x_test))
+
+    source = Redis.from_url(redis_url)
+    for key in source.scan_iter(f"fbgp:c:{campaign}:*"):
+        assert source.copy(key, key, destination_db=12, replace=True)
+    idle_db = redis_url.rsplit("/", 1)[0] + "/12"
+    server, url = start_api(idle_db, tmp_path / "api.log", job_wait_seconds=5)
+    worker = None
+    try:
+        body = {"x": x_test.tolist(), "y": sim.mean(x_test).tolist()}
+        r = httpx.post(f"{url}/campaigns/{campaign}/evaluate", json=body, timeout=30)
+        assert r.status_code == 503 and "busy" in r.json()["detail"]
+        assert int(r.headers["Retry-After"]) >= 1
+
+        caplog.set_level(logging.WARNING, logger="fbgp.client")
+        with FbgpClient(url, token="") as busy, ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(busy.evaluate, campaign, x_test, sim.mean(x_test))
+            while not any("503" in record.message for record in caplog.records):
+                assert not answer.done(), answer.result()
+                time.sleep(0.05)
+            env = dict(os.environ, FBGP_REDIS_URL=idle_db)
+            with open(tmp_path / "worker.log", "w") as log:
+                worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
+                                          env=env, cwd=ROOT, stdout=log,
+                                          stderr=subprocess.STDOUT)  # fmt: skip
+            got = answer.result(timeout=120)
+        assert got.model_version == expected.model_version == 3
+        assert (got.nlml, got.rmse) == pytest.approx((expected.nlml, expected.rmse), rel=1e-9)
+    finally:
+        if worker is not None:
+            stop(worker)
+        stop(server)
+        Redis.from_url(idle_db).flushdb()
+        api.delete_campaign(campaign)
 
 
 def test_simulate_creates_a_campaign_and_labels_it(api, api_url, capsys):
