@@ -1,4 +1,3 @@
-import os
 import shutil
 import signal
 import subprocess
@@ -51,10 +50,7 @@ def redis_url(tmp_path_factory):
 def worker_process(redis_url, tmp_path_factory):
     """One real RQ worker (``fbgp-al worker``) serving the test Redis."""
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
-    with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=env,
-                                   stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)  # fmt: skip
+    process = start_worker(redis_url, log)
     from rq import Worker
 
     connection = Redis.from_url(redis_url)
@@ -69,6 +65,18 @@ def worker_process(redis_url, tmp_path_factory):
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+def start_worker(redis_url: str, log: Path | None = None) -> subprocess.Popen:
+    """``fbgp-al worker`` serving ``redis_url``, its output in ``log`` (or discarded); it may
+    still be starting when this returns."""
+    command = [sys.executable, "-m", "service.cli", "worker"]
+    env = fbgp_env(redis_url=redis_url)
+    if log is None:
+        return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)  # fmt: skip
+    with open(log, "w") as out:
+        return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
 def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, str]:

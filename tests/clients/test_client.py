@@ -20,7 +20,7 @@ from clients.runner import run_simulator
 from clients.simulators import get_simulator
 from service.cli import main as cli
 from service.stack import free_port
-from tests.conftest import start_api, stop
+from tests.conftest import start_api, start_worker, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -196,11 +196,7 @@ def test_a_busy_service_answers_503_and_the_client_asks_again(api, redis_url, tm
             while not any("503" in record.message for record in caplog.records):
                 assert not answer.done(), answer.result()
                 time.sleep(0.05)
-            env = dict(os.environ, FBGP_REDIS_URL=idle_db)
-            with open(tmp_path / "worker.log", "w") as log:
-                worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
-                                          env=env, cwd=ROOT, stdout=log,
-                                          stderr=subprocess.STDOUT)  # fmt: skip
+            worker = start_worker(idle_db, tmp_path / "worker.log")
             got = answer.result(timeout=120)
         assert got.model_version == expected.model_version == 3
         assert (got.nlml, got.rmse) == pytest.approx((expected.nlml, expected.rmse), rel=1e-9)

@@ -1,24 +1,19 @@
 """With two workers a refit's chains run as two jobs and a merge; the result is reproducible."""
 
-import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from redis import Redis
 from rq import Worker
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import start_worker
 
 
 @pytest.fixture(scope="module")
 def second_worker(redis_url, worker_process):
-    env = dict(os.environ, FBGP_REDIS_URL=redis_url)
-    process = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    process = start_worker(redis_url)
     connection = Redis.from_url(redis_url)
     deadline = time.monotonic() + 120
     while Worker.count(connection=connection) < 2:
