@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 from redis import Redis
+from redis.exceptions import RedisError
 
 
 def free_port() -> int:
@@ -110,6 +111,20 @@ class LocalStack:
                                            start_new_session=True)  # fmt: skip
         return self.workers[k]
 
+    def forget_dead_workers(self) -> int:
+        """Unregister the workers of this host whose process is gone (how many): a killed
+        worker's RQ registration would otherwise count on /readyz until its key expires, and
+        registrations persist across restarts of this stack's Redis."""
+        from rq import Worker
+
+        host = socket.gethostname()
+        with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
+            dead = [w for w in Worker.all(connection=connection)
+                    if w.hostname == host and w.pid and not _alive(w.pid)]  # fmt: skip
+            for worker in dead:
+                worker.register_death()
+        return len(dead)
+
     def start_api(self, wait: bool = True) -> None:
         log = self._log("api")
         self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
@@ -121,6 +136,7 @@ class LocalStack:
         """Start every part (and stop what did start if one fails)."""
         try:
             self.start_redis()
+            self.forget_dead_workers()
             for k in range(len(self.workers)):
                 self.start_worker(k)
             self.start_api()
@@ -179,10 +195,14 @@ class LocalStack:
         if self.redis is not None and self.redis.poll() is not None:
             self.start_redis()
             restarted.append("redis")
-        for k, worker in enumerate(self.workers):
-            if worker is not None and worker.poll() is not None:
-                self.start_worker(k)
-                restarted.append(f"worker-{k}")
+        dead = [k for k, worker in enumerate(self.workers)
+                if worker is not None and worker.poll() is not None]  # fmt: skip
+        if dead or restarted:
+            with contextlib.suppress(RedisError):  # left to the keys' expiry
+                self.forget_dead_workers()
+        for k in dead:
+            self.start_worker(k)
+            restarted.append(f"worker-{k}")
         if self.api is not None and self.api.poll() is not None:
             self.start_api(wait=False)
             restarted.append("api")
@@ -211,6 +231,16 @@ class LocalStack:
 
 
 RESTARTS_PER_MINUTE = 5  # more, and `fbgp-al up` gives up on a process that cannot run
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's
+        return True
+    return True
 
 
 def _interrupt(signum, frame):

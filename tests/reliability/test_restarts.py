@@ -73,3 +73,35 @@ def test_api_killed_and_restarted_keeps_tickets_valid(make_stack):
             r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": float(k)})
             assert r.status_code == 201, r.text
         assert api.get(f"/campaigns/{campaign}/observations").json()["y"] == [0.0, 1.0, 2.0]
+
+
+def test_readyz_counts_a_killed_and_restarted_worker_once(make_stack):
+    """A worker killed without a word leaves its RQ registration behind (until its key expires,
+    and in the append-only file across restarts of the stack): the stack unregisters it, so
+    /readyz counts the workers that run."""
+    from redis import Redis
+    from rq import Worker
+
+    stack = make_stack(workers=1)
+
+    def registered() -> list[int]:
+        with Redis.from_url(stack.redis_url) as connection:
+            return sorted(w.pid for w in Worker.all(connection=connection))
+
+    def workers_once_the_new_one_registered() -> int:
+        wait_for(lambda: stack.workers[0].pid in registered(), seconds=60)
+        return httpx.get(f"{stack.url}/readyz", timeout=5).json()["workers"]
+
+    killed = stack.workers[0].pid
+    stack.kill_worker(0)
+    assert stack.restart_dead() == ["worker-0"]
+    assert workers_once_the_new_one_registered() == 1
+    assert registered() == [stack.workers[0].pid] and killed not in registered()
+
+    killed = stack.workers[0].pid  # now the whole stack, as a power cut would
+    for child in stack.children():
+        child.kill()
+        child.wait()
+    stack.start()
+    assert workers_once_the_new_one_registered() == 1
+    assert registered() == [stack.workers[0].pid]
