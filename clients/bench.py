@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="labels after the initial design: 'paper' or a number")  # fmt: skip
     parser.add_argument("--mcmc", default="paper", choices=list(MCMC_PRESETS),
                         help="; ".join(f"{k}: {v}" for k, v in MCMC_PRESETS.items()))  # fmt: skip
+    parser.add_argument("--allow-repeats", action="store_true",
+                        help="pool points may be labeled again, as in the paper's code, which "
+                             "scores the whole grid every iteration")  # fmt: skip
     parser.add_argument("--parallel", type=int, help="campaigns at once (default: the workers)")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the runs' setups")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -95,7 +98,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def plan(args) -> list[RunSpec]:
     """Every run asked for, repetition-major."""
-    return [RunSpec(sim, acq, run, iterations_for(sim, args.iterations), args.mcmc, args.seed)
+    return [RunSpec(sim, acq, run, iterations_for(sim, args.iterations), args.mcmc, args.seed,
+                    args.allow_repeats)
             for run in range(args.runs) for sim in args.simulators
             for acq in args.acquisitions]  # fmt: skip
 
@@ -138,6 +142,10 @@ def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple,
             if presets != {spec.mcmc}:
                 raise SystemExit(f"{path}: {spec.label} was run with MCMC {presets}, "
                                  f"not {spec.mcmc!r}; use another --out")  # fmt: skip
+            if {r.get("allow_repeats", False) for r in mine} != {spec.allow_repeats}:
+                raise SystemExit(f"{path}: {spec.label} was run "
+                                 f"{'without' if spec.allow_repeats else 'with'} "
+                                 "--allow-repeats; use another --out")  # fmt: skip
             continue
         todo.append(spec)
         done[spec.key] = resumable(spec, mine)
@@ -243,6 +251,8 @@ def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, wor
         f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}, cold chains started "
         f"{'uniformly in [-2, 2]' if mcmc.get('init') == 'uniform' else 'from the posterior grid'}"
         f"{'' if mcmc.get('warm_start', True) else ', every refit cold'}",
+        "- pool points labeled at most once" if not args.allow_repeats else
+        "- pool points may be labeled again (`--allow-repeats`)",
         f"- simulators {', '.join(args.simulators)}; acquisitions "
         f"{', '.join(args.acquisitions)}; {args.runs} repetition(s); {iterations} iterations",
         f"- this invocation: {todo} runs in {seconds / 60:.1f} min, {parallel} campaigns at "

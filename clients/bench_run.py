@@ -56,7 +56,8 @@ class Interrupted(Exception):
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run: ``iterations`` labels after the initial design, MCMC preset ``mcmc``."""
+    """One run: ``iterations`` labels after the initial design, MCMC preset ``mcmc``;
+    ``allow_repeats``: pool points may be labeled again (the campaign setting)."""
 
     simulator: str
     acquisition: str
@@ -64,6 +65,7 @@ class RunSpec:
     iterations: int
     mcmc: str = "paper"
     base_seed: int = 0
+    allow_repeats: bool = False
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -93,11 +95,14 @@ def iterations_for(simulator: str, iterations: int | None) -> int:
 
 
 def paper_body(simulator: str, acquisition: str, run: int, iterations: int | None = None,
-               mcmc: str = "paper", base_seed: int = 0) -> dict:  # fmt: skip
-    """:func:`clients.protocol.campaign_body` with the iteration count and MCMC preset."""
+               mcmc: str = "paper", base_seed: int = 0,
+               allow_repeats: bool = False) -> dict:  # fmt: skip
+    """:func:`clients.protocol.campaign_body` with the iteration count, MCMC preset and
+    whether pool points may be labeled again."""
     body = campaign_body(simulator, acquisition, run, base_seed)
     body["max_labels"] = INITIAL_DESIGN_SIZE + iterations_for(simulator, iterations)
     body["mcmc"] = dict(MCMC_PRESETS[mcmc])
+    body["allow_repeats"] = allow_repeats
     return body
 
 
@@ -121,7 +126,8 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
     prefix, labels = [], []
     for n in range(INITIAL_DESIGN_SIZE, spec.max_labels + 1):
         record = by_n.get(n)
-        if record is None or record.get("mcmc") != spec.mcmc or record.get("seed") != setup.seed:
+        if (record is None or record.get("mcmc") != spec.mcmc or record.get("seed") != setup.seed
+                or record.get("allow_repeats", False) != spec.allow_repeats):  # fmt: skip
             break
         try:
             x = sim.check_inputs(record["x"])
@@ -166,7 +172,7 @@ def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], Non
     sim = get_simulator(spec.simulator)
     setup = run_setup(sim, spec.run, spec.base_seed)
     body = paper_body(spec.simulator, spec.acquisition, spec.run, spec.iterations, spec.mcmc,
-                      spec.base_seed)  # fmt: skip
+                      spec.base_seed, spec.allow_repeats)  # fmt: skip
     body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
     campaign = api.create_campaign(body).id
     try:
@@ -209,6 +215,8 @@ def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, st
         record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
                       mcmc=spec.mcmc, seed=setup.seed, campaign=campaign, x=new_x, y=new_y,
                       seconds=time.perf_counter() - started, finished_at=time.time())  # fmt: skip
+        if spec.allow_repeats:
+            record["allow_repeats"] = True
         on_record(record)
         if point is None:
             return

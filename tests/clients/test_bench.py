@@ -1,12 +1,14 @@
 """``fbgp-al bench`` end to end against a real API, Redis and worker, with a tiny setting; and
 the check of the paper's claims on made-up summaries."""
 
+import dataclasses
 import json
 import time
 
 import numpy as np
+import pytest
 
-from clients.bench_run import RunSpec, label_rng, resumable
+from clients.bench_run import RunSpec, label_rng, paper_body, resumable
 from clients.claims import check_claims
 from clients.protocol import run_setup
 from clients.results import read_results
@@ -91,6 +93,23 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
     summary = (tmp_path / "summary.md").read_text()
     assert "this invocation: the report only" in summary and "2 finished runs" in summary
 
+    # runs that may label pool points again are another protocol: not mixed into this file
+    with pytest.raises(SystemExit, match="without --allow-repeats; use another --out"):
+        cli(["bench", "--url", api_url, "--out", str(tmp_path), "--allow-repeats", *ARGS])
+    assert _lines(results) == after
+
+
+def test_allow_repeats_reaches_the_campaign_and_the_records(api_url, tmp_path):
+    out = tmp_path / "repeats"
+    args = [a if a != "alm,qb-mgp" else "alm" for a in ARGS]
+    cli(["bench", "--url", api_url, "--out", str(out), "--allow-repeats", *args])
+    lines = _lines(out / "results.jsonl")
+    assert [r["n_labeled"] for r in lines] == [3, 4, 5, 6]
+    assert all(r["allow_repeats"] is True for r in lines)
+    assert paper_body("gramacy1d", "alm", 0, 3, "fast", allow_repeats=True)["allow_repeats"]
+    assert not paper_body("gramacy1d", "alm", 0, 3, "fast")["allow_repeats"]
+    assert "pool points may be labeled again" in (out / "summary.md").read_text()
+
 
 def _records(spec: RunSpec, labels: int) -> list[dict]:
     """Made-up records of ``spec``'s run up to ``labels`` labels, labeled as the bench labels."""
@@ -128,6 +147,11 @@ def test_an_interrupted_run_goes_on_from_the_records_that_fit_it():
     assert resumable(spec, [dict(records[0], y=[0.0, 0.0, 0.0]), *records[1:]]) == []
     assert resumable(spec, [*records[:2], dict(records[2], x=[[0.5, 0.5]])]) == records[:2]
     assert resumable(spec, [*records[:2], dict(records[2], x=[[2.0]])]) == records[:2]  # outside
+    # a run that may label pool points again is another protocol
+    repeats = dataclasses.replace(spec, allow_repeats=True)
+    assert resumable(repeats, records) == []
+    marked = [dict(r, allow_repeats=True) for r in records]
+    assert resumable(repeats, marked) == marked and resumable(spec, marked) == []
 
 
 def _summary(nlml: dict, rmse: dict, motorcycle=None) -> dict:
