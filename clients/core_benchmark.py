@@ -10,6 +10,11 @@
 and prints seconds, the ratio, and how well the two posteriors agree: for each log-hyperparameter,
 the largest difference of the 5/50/95% quantiles in units of the reference posterior's sd. It also
 times scoring: predictions and acquisitions for 10,000 candidates x 150 draws at n = 100, d = 6.
+
+``--modes N`` instead asks where the chains of both samplers settle on Gramacy & Lee's two-mode
+posterior: ``N`` of its pool points labeled, cold chains started uniformly in [-2, 2] as
+Pyro starts them, a few data sets; it prints each chain's median log lengthscale, and how many
+chains reached the short-lengthscale mode against how much more probable that mode is.
 """
 
 from __future__ import annotations
@@ -182,6 +187,58 @@ def time_warm_start(simulator="gramacy2d", n=40, chains=5, warmup=200, samples=3
     return out
 
 
+SHORT_MODE = -2.5  # log lengthscale (unit inputs) between Gramacy & Lee's two modes
+
+
+def gramacy_data(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` distinct points of Gramacy & Lee's pool (unit inputs) with standardized labels."""
+    sim = get_simulator("gramacy1d")
+    grid = sim.pool_points(np.arange(sim.grid_pool().size))
+    rng = np.random.default_rng(seed)
+    x = grid[np.sort(rng.choice(len(grid), n, replace=False))]
+    y = sim.sample(x, rng)
+    return torch.from_numpy(
+        (x - sim.lower) / (sim.upper - sim.lower)
+    ), OutputStandardization.from_labels(y).to_z(y)
+
+
+def mode_gap(u, z) -> float:
+    """How much more probable (nats) the best short-lengthscale hyperparameters are than the
+    best long-lengthscale ones, on a grid of the 1-D posterior."""
+    from worker.potential import GPPotential
+
+    potential = GPPotential(np.asarray(u), np.asarray(z))
+    theta = np.array([(a, b) for a in np.linspace(-6, 2, 81) for b in np.linspace(-9, 1, 51)])
+    energy = np.concatenate([potential(chunk)[0] for chunk in np.array_split(theta, 8)])
+    short = theta[:, 0] < SHORT_MODE
+    return float(energy[~short].min() - energy[short].min())
+
+
+def chain_modes(n: int, datasets: int = 4, chains: int = 5, warmup: int = 200,
+                samples: int = 300) -> dict:  # fmt: skip
+    """For ``datasets`` random sets of ``n`` of Gramacy & Lee's pool points: per chain of each
+    sampler, its median log lengthscale; totals of chains in the short-lengthscale mode."""
+    totals = {"ours": 0, "reference": 0, "chains": 0}
+    for seed in range(datasets):
+        u, z = gramacy_data(n, seed)
+        ours = sample_posterior(u, z, chains=chains, warmup=warmup, samples=samples, seed=seed,
+                                init="uniform").lengthscale[:, 0].log().numpy()  # fmt: skip
+        reference = reference_posterior(u, z, chains, warmup, samples, seed)[:, 0]
+        row = {"ours": np.median(ours.reshape(chains, -1), axis=1),
+               "reference": np.median(reference.reshape(chains, -1), axis=1)}  # fmt: skip
+        for name in ("ours", "reference"):
+            totals[name] += int((row[name] < SHORT_MODE).sum())
+        totals["chains"] += chains
+        print(f"n={n} data set {seed}: short mode more probable by {mode_gap(u, z):.1f} nats; "
+              + "; ".join(f"{name}: " + " ".join(f"{v:+.2f}" for v in row[name])
+                          for name in ("ours", "reference")), flush=True)  # fmt: skip
+    print(
+        f"chains in the short-lengthscale mode (log l < {SHORT_MODE}): ours {totals['ours']} "
+        f"of {totals['chains']}, reference {totals['reference']} of {totals['chains']}"
+    )
+    return totals
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default="all", help="'all', 'target' (gramacy2d n=40) or 'none'")
@@ -189,8 +246,14 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--modes", type=int, metavar="N",
+                        help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
+    parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.modes is not None:
+        chain_modes(args.modes, args.datasets, args.chains, args.warmup, args.samples)
+        return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
     cases = {"all": CASES, "target": [("gramacy2d", 40)], "none": []}[args.cases]
