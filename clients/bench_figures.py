@@ -1,13 +1,15 @@
 """Figures behind the reproduction's notes, computed from benchmark results files.
 
 ``python -m clients.bench_figures RESULTS.jsonl [MORE.jsonl ...] [--runs 0,1]`` prints, for the
-finished runs of each file (``clients.results.finished``), three Markdown tables:
+finished runs of each file (``clients.results.finished``), four Markdown tables:
 
 - **mode share**: on one simulator, the share of models fitted on at least ``--after`` labels
   whose RMSE is above ``--rmse-above`` (on Gramacy & Lee, a mode GP in the long-lengthscale
   mode of the posterior has an RMSE far above one in the short-lengthscale mode);
 - **face share**: the share of the points each acquisition chose (the initial design left out)
   that lie within ``--face`` of the range of a face of the input box;
+- **repeat share**: the share of the chosen points that had been labeled before in the run
+  (possible only in campaigns with ``allow_repeats``: ``fbgp-al bench --allow-repeats``);
 - **R-hat share**: the share of models whose largest R-hat is above ``--rhat-above``.
 """
 
@@ -38,24 +40,50 @@ def mode_share(records: Iterable[dict], simulator: str, after: int, rmse_above: 
     return {acq: (a, n) for acq, (a, n) in out.items()}
 
 
+def _chosen(records: list[dict]):
+    """``(simulator, acquisition, initial design, chosen points)`` of each run: the first
+    record's points are the initial design, the later records' the acquisition's choices."""
+    for sim, acq, run in sorted({run_key(r) for r in records}):
+        X, _ = labeled_points(records, sim, acq, run)
+        first = min((r for r in records if run_key(r) == (sim, acq, run)),
+                    key=lambda r: r["n_labeled"])  # fmt: skip
+        k = len(first.get("x") or [])
+        yield sim, acq, X[:k], X[k:]
+
+
+def _add(out: dict, key, hits: int, total: int) -> None:
+    counts = out.setdefault(key, [0, 0])
+    counts[0] += hits
+    counts[1] += total
+
+
 def face_share(records: list[dict], face: float) -> dict[tuple[str, str], Share]:
     """``{(simulator, acquisition): (chosen points near a face, chosen points)}``: a point is
     near a face when one of its inputs is within ``face`` times that input's range of its
     lower or upper bound. The first record of each run (the initial design) is left out."""
     out: dict[tuple[str, str], list[int]] = {}
-    for sim, acq, run in sorted({run_key(r) for r in records}):
-        X, _ = labeled_points(records, sim, acq, run)
-        first = min((r for r in records if run_key(r) == (sim, acq, run)),
-                    key=lambda r: r["n_labeled"])  # fmt: skip
-        chosen = X[len(first.get("x") or []) :]
+    for sim, acq, _, chosen in _chosen(records):
         if not len(chosen):
             continue
         s = get_simulator(sim)
         width = s.upper - s.lower
         near = np.minimum(chosen - s.lower, s.upper - chosen) <= face * width
-        counts = out.setdefault((sim, acq), [0, 0])
-        counts[0] += int(near.any(axis=1).sum())
-        counts[1] += len(chosen)
+        _add(out, (sim, acq), int(near.any(axis=1).sum()), len(chosen))
+    return {key: (a, n) for key, (a, n) in out.items()}
+
+
+def repeat_share(records: list[dict]) -> dict[tuple[str, str], Share]:
+    """``{(simulator, acquisition): (chosen points labeled before in their run, chosen
+    points)}``; "before" includes the initial design."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for sim, acq, initial, chosen in _chosen(records):
+        if not len(chosen):
+            continue
+        seen, repeats = {tuple(p) for p in initial}, 0
+        for point in map(tuple, chosen):
+            repeats += point in seen
+            seen.add(point)
+        _add(out, (sim, acq), repeats, len(chosen))
     return {key: (a, n) for key, (a, n) in out.items()}
 
 
@@ -89,10 +117,12 @@ def report(path: Path, args) -> str:
     if args.runs is not None:
         records = [r for r in records if r["run"] in args.runs]
     runs = sorted({r["run"] for r in records})
-    faces = face_share(records, args.face)
     by_sim: dict[str, dict[str, Share]] = {}
-    for (sim, acq), share in faces.items():
+    for (sim, acq), share in face_share(records, args.face).items():
         by_sim.setdefault(sim, {})[acq] = share
+    repeats: dict[str, dict[str, Share]] = {}
+    for (sim, acq), share in repeat_share(records).items():
+        repeats.setdefault(sim, {})[acq] = share
     rhat = rhat_share(records, args.rhat_above)
     modes = mode_share(records, args.simulator, args.after, args.rmse_above)
     return "\n\n".join([
@@ -102,6 +132,8 @@ def report(path: Path, args) -> str:
         f"(no models of {args.simulator} on {args.after}+ labels)",
         f"Chosen points within {100 * args.face:g} % of a face of the box:",
         _table(by_sim, "simulator"),
+        "Chosen points that had been labeled before in their run:",
+        _table(repeats, "simulator"),
         f"Models with max R-hat above {args.rhat_above}:",
         _table({"share": rhat}, "simulator"),
     ])  # fmt: skip

@@ -2,7 +2,7 @@
 
 import json
 
-from clients.bench_figures import face_share, main, mode_share, rhat_share
+from clients.bench_figures import face_share, main, mode_share, repeat_share, rhat_share
 
 
 def _record(sim="gramacy2d", acq="alm", run=0, n=3, **fields) -> dict:
@@ -26,6 +26,22 @@ def test_face_share_counts_the_chosen_points_near_a_face_of_the_box():
     assert face_share(records, face=0.02) == {("gramacy2d", "alm"): (1, 3),
                                               ("gramacy2d", "b-qbc"): (1, 2)}  # fmt: skip
     assert face_share(records, face=0.03)[("gramacy2d", "alm")] == (2, 3)
+
+
+def test_repeat_share_counts_the_chosen_points_labeled_before_in_their_run():
+    initial = [[0.5], [1.5], [2.5]]
+    records = [
+        _record(sim="gramacy1d", n=3, x=initial),
+        _record(sim="gramacy1d", n=4, x=[[2.5]]),  # the initial design's
+        _record(sim="gramacy1d", n=5, x=[[1.0]]),
+        _record(sim="gramacy1d", n=6, x=[[1.0]]),  # an earlier choice
+        _record(sim="gramacy1d", n=7, x=[[1.02]]),
+        _record(sim="gramacy1d", run=1, n=3, x=initial),
+        _record(sim="gramacy1d", run=1, n=4, x=[[1.0]]),  # another run's point: not a repeat
+        _record(sim="gramacy1d", acq="b-qbc", n=3, x=initial),
+        _record(sim="gramacy1d", acq="b-qbc", n=4, x=[[0.7]]),
+    ]
+    assert repeat_share(records) == {("gramacy1d", "alm"): (2, 5), ("gramacy1d", "b-qbc"): (0, 1)}
 
 
 def test_mode_and_rhat_shares_count_the_models_past_their_threshold():
@@ -52,6 +68,8 @@ def test_main_prints_the_tables_of_the_finished_runs(tmp_path, capsys):
     main([str(path)])
     out = capsys.readouterr().out
     assert "| gramacy2d | 100 % of 1 |" in out
+    repeats = out.split("had been labeled before in their run:")[1]
+    assert repeats.split("\n\n")[1].splitlines()[2] == "| gramacy2d | 0 % of 1 |"
     assert "qb-mgp" not in out  # an unfinished run is left out, as in the tables
     assert "| share | 50 % of 2 |" in out  # R-hat: one of alm's two models is above 1.1
     assert "no models of gramacy1d on 30+ labels" in out
