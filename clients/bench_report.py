@@ -68,8 +68,7 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
     left_out = ""
     if short:
         names = ", ".join(f"{s}/{a}/run{k}" for s, a, k in short)
-        left_out = (f"Left out of the tables and plots until they reach their simulator's "
-                    f"longest run: {names}.\n")  # fmt: skip
+        left_out = f"Left out of the tables and plots until they finish: {names}.\n"
     spent = time_markdown(everything)
     text = "\n".join([
         "# Benchmark summary", "", header.strip(), "", spent,

@@ -214,7 +214,8 @@ def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, st
         record = score(api, campaign, setup, n)
         record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
                       mcmc=spec.mcmc, seed=setup.seed, campaign=campaign, x=new_x, y=new_y,
-                      seconds=time.perf_counter() - started, finished_at=time.time())  # fmt: skip
+                      max_labels=spec.max_labels, seconds=time.perf_counter() - started,
+                      finished_at=time.time())  # fmt: skip
         if spec.allow_repeats:
             record["allow_repeats"] = True
         on_record(record)

@@ -15,7 +15,8 @@ Optional fields: ``nlpd_mixture`` (float); ``x`` (list of input vectors, origina
 points labeled since the previous record of the run, so the first record carries the initial
 design); ``y`` (their labels); ``seconds`` (float, wall time of the iteration);
 ``finished_at`` (float, Unix time when the iteration ended); ``workers`` (int, the service's
-workers when the run started); anything else is kept and ignored. A run's learning curve is
+workers when the run started); ``max_labels`` (int, the labels the run ends with: 3 initial
+plus its iterations); anything else is kept and ignored. A run's learning curve is
 its records ordered by ``n_labeled``; a later record with the same key replaces an earlier one
 (a resumed benchmark may rewrite a step).
 """
@@ -84,17 +85,23 @@ class Curves:
 
 
 def finished(records: list[dict]) -> tuple[list[dict], list[tuple[str, str, int]]]:
-    """The records of finished runs, and the runs left out: those that have not reached the
-    largest ``n_labeled`` of their simulator (in progress, or stopped early), which would
-    otherwise cut every curve of that simulator short."""
+    """The records of finished runs, and the runs left out (in progress, or stopped early),
+    which would otherwise cut every curve of their simulator short.
+
+    A run is finished when it reached the ``max_labels`` its records carry; a run whose
+    records carry none (older files) when it reached the largest ``n_labeled`` of its
+    simulator."""
     reached: dict[tuple, int] = {}
+    target: dict[tuple, int] = {}
     for r in records:
-        key = (r["simulator"], r["acquisition"], r["run"])
+        key = run_key(r)
         reached[key] = max(reached.get(key, 0), r["n_labeled"])
+        if "max_labels" in r:
+            target[key] = max(target.get(key, 0), int(r["max_labels"]))
     longest: dict[str, int] = {}
     for (sim, _, _), n in reached.items():
         longest[sim] = max(longest.get(sim, 0), n)
-    short = sorted(k for k, n in reached.items() if n < longest[k[0]])
+    short = sorted(k for k, n in reached.items() if n < target.get(k, longest[k[0]]))
     left_out = set(short)
     kept = [r for r in records if (r["simulator"], r["acquisition"], r["run"]) not in left_out]
     return kept, short

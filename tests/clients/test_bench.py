@@ -33,6 +33,7 @@ def test_bench_runs_resumes_and_reports(api_url, tmp_path, capsys):
         run = sorted((r for r in lines if r["acquisition"] == acq), key=lambda r: r["n_labeled"])
         assert [r["n_labeled"] for r in run] == [3, 4, 5, 6]
         assert [r["model_version"] for r in run] == [3, 4, 5, 6]
+        assert {r["max_labels"] for r in run} == {6}  # how the report knows the run finished
         # every acquisition starts from the run's own initial design and labels
         np.testing.assert_array_equal(run[0]["x"], setup.initial_x)
         np.testing.assert_array_equal(run[0]["y"], setup.initial_y)

@@ -85,6 +85,24 @@ def test_runs_short_of_their_simulators_longest_are_left_out():
     assert len(kept) == 5
 
 
+def test_runs_that_carry_their_target_are_finished_only_at_it():
+    def rec(acq, run, n, **extra):
+        return {"simulator": "a", "acquisition": acq, "run": run, "n_labeled": n, **extra}
+
+    # every run of the simulator is short of its 6 labels: none is finished, though "alm" is
+    # the longest so far (the rule for records without a target would keep it)
+    records = [rec("alm", 0, n, max_labels=6) for n in (3, 4, 5)]
+    records += [rec("bald", 0, n, max_labels=6) for n in (3, 4)]
+    kept, short = finished(records)
+    assert kept == [] and short == [("a", "alm", 0), ("a", "bald", 0)]
+    # alm/0 ends; runs without a target (older files) still need the simulator's longest
+    records += [rec("alm", 0, 6, max_labels=6)]
+    records += [rec("bald", 1, n) for n in (3, 4, 5, 6)] + [rec("b-qbc", 1, n) for n in (3, 4)]
+    kept, short = finished(records)
+    assert short == [("a", "b-qbc", 1), ("a", "bald", 0)]
+    assert {(r["acquisition"], r["run"]) for r in kept} == {("alm", 0), ("bald", 1)}
+
+
 def test_wall_time_counts_campaigns_side_by_side_once():
     timed = [
         _rec("branin", "alm", 0, 3, 1.0, 1.0, finished_at=110.0, seconds=10.0),  # 100-110
