@@ -103,7 +103,7 @@ def finished(records: list[dict]) -> tuple[list[dict], list[tuple[str, str, int]
         longest[sim] = max(longest.get(sim, 0), n)
     short = sorted(k for k, n in reached.items() if n < target.get(k, longest[k[0]]))
     left_out = set(short)
-    kept = [r for r in records if (r["simulator"], r["acquisition"], r["run"]) not in left_out]
+    kept = [r for r in records if run_key(r) not in left_out]
     return kept, short
 
 
