@@ -32,6 +32,8 @@ def start_redis(data_dir: Path, port: int, log: Path) -> subprocess.Popen:
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
     data_dir.mkdir(parents=True, exist_ok=True)
+    # Redis changes into --dir before it opens the log: both must be absolute
+    data_dir, log = data_dir.resolve(), log.resolve()
     command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
                "--appendonly", "yes", "--appendfsync", "always", "--save", "",
                "--logfile", str(log)]  # fmt: skip
