@@ -1,4 +1,5 @@
 # The two entry points of the README: `make demo` and `make test`. Both set up .venv first.
+# `make demo DEMO_EXIT=1` stops the stack once the demo campaign is done (what CI runs).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ $(BIN)/fbgp-al: pyproject.toml
 install: $(BIN)/fbgp-al
 
 demo: install
-	$(BIN)/fbgp-al up --demo gramacy1d
+	$(BIN)/fbgp-al up --demo gramacy1d $(if $(DEMO_EXIT),--exit-after-demo)
 
 test: install
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
