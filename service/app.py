@@ -268,16 +268,14 @@ def _choose(store: CampaignStore, campaign_id: str, now: float, lease: float):
     """The next point to hand out: ``("point", index, x, version)``, ``("wait", seconds)`` or
     ``("done",)``. Runs under the campaign's lock."""
     spec = store.spec(campaign_id)
-    n = store.n_labeled(campaign_id)
+    snap = store.snapshot(campaign_id, now)
+    n, n_pending, pending, state = snap.n_labeled, snap.n_pending, snap.pending, snap.state
     if n >= spec["max_labels"]:
         return ("done",)
-    pending = store.pending_indices(campaign_id, now)
-    n_pending = store.r.zcard(store.k(campaign_id, "leases"))
     if n + n_pending >= spec["max_labels"]:
         return ("wait", 5.0)
-    labeled = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
+    labeled = set() if spec["allow_repeats"] else snap.labeled
     design_size = spec["initial_design"]["size"]
-    state = store.state(campaign_id)
     if n < design_size:  # the initial design: all of its points may be out at once
         for index in spec["design_index"]:
             if index not in labeled and index not in pending:

@@ -33,6 +33,7 @@ import json
 import secrets
 import time
 import uuid
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -151,6 +152,17 @@ redis.call('HSET', KEYS[1], 'last_error', ARGV[2])
 redis.call('RPUSH', KEYS[2], ARGV[3])
 return 1
 """
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A campaign's labeling state at one instant (:meth:`CampaignStore.snapshot`)."""
+
+    n_labeled: int
+    n_pending: int  # tickets out under a live lease
+    pending: frozenset[int]  # their pool indices
+    labeled: frozenset[int]  # pool indices that have a label
+    state: dict  # the refit state (the ``state`` hash)
 
 
 def token_digest(token: str) -> str:
@@ -343,18 +355,26 @@ class CampaignStore:
         pipe.execute()
         return {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
 
-    def pending_indices(self, campaign_id: str, now: float) -> set[int]:
-        """Pool indices out under a live lease (expired leases are dropped first)."""
+    def snapshot(self, campaign_id: str, now: float) -> Snapshot:
+        """The labels, the tickets out and the refit state as of one instant (one MULTI/EXEC;
+        expired leases are dropped first). Read one at a time, a label stored in between would
+        count neither as labeled nor as out, and one ticket too many could be handed out."""
         leases = self.k(campaign_id, "leases")
-        self.r.zremrangebyscore(leases, "-inf", f"({now}")
-        tickets = self.r.zrange(leases, 0, -1)
-        if not tickets:
-            return set()
-        infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets)
-        return {json.loads(i)["index"] for i in infos if i is not None} - {None}
-
-    def labeled_indices(self, campaign_id: str) -> set[int]:
-        return {int(i) for i in self.r.smembers(self.k(campaign_id, "labeled"))}
+        pipe = self.r.pipeline(transaction=True)
+        pipe.zremrangebyscore(leases, "-inf", f"({now}")
+        pipe.zrange(leases, 0, -1)
+        pipe.llen(self.k(campaign_id, "labels"))
+        pipe.smembers(self.k(campaign_id, "labeled"))
+        pipe.hgetall(self.k(campaign_id, "state"))
+        _, tickets, n, labeled, state = pipe.execute()
+        infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
+        return Snapshot(
+            n_labeled=int(n),
+            n_pending=len(tickets),
+            pending=frozenset(json.loads(i)["index"] for i in infos if i is not None) - {None},
+            labeled=frozenset(int(i) for i in labeled),
+            state={k.decode(): v.decode() for k, v in state.items()},
+        )
 
     def lock(self, campaign_id: str):
         """Serializes the choice of points for one campaign across API processes."""

@@ -199,8 +199,9 @@ def _warm(store, campaign_id: str, spec: dict) -> dict | None:
 
 
 def _finish(store, campaign_id, spec, data, post, started, token, began) -> dict:
-    exclude = set() if spec["allow_repeats"] else store.labeled_indices(campaign_id)
-    pending = sorted(store.pending_indices(campaign_id, time.time()))
+    snap = store.snapshot(campaign_id, time.time())
+    exclude = set() if spec["allow_repeats"] else snap.labeled
+    pending = sorted(snap.pending)
     model, ranking = math_.finish(spec, pool_of(spec), data, post, exclude, pending, started)
     model["diagnostics"]["started_at"] = began
     if not store.save_model(campaign_id, model, ranking, token):
