@@ -77,33 +77,47 @@ def _api(argv: list[str]) -> None:
 
 
 def _healthcheck(argv: list[str]) -> None:
-    """Exit 0 when the role is healthy: the API answers /healthz; a worker of this host has
-    a fresh heartbeat in Redis (for container health checks)."""
+    """Exit 0 when the role is healthy (for container health checks): ``api``, the API answers
+    /healthz at ``--url``; ``worker``, a worker of this host has a fresh heartbeat in Redis;
+    ``auto`` (the default, the image's HEALTHCHECK: one image runs either role), either."""
     parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
-    parser.add_argument("role", choices=("api", "worker"))
+    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     args = parser.parse_args(argv)
-    if args.role == "api":
+
+    def api_answers() -> bool:
         import httpx
 
-        try:
-            ok = httpx.get(f"{args.url}/healthz", timeout=3).status_code == 200
+        try:  # nothing listening (a worker's container) is refused at once
+            return httpx.get(f"{args.url}/healthz", timeout=2).status_code == 200
         except httpx.HTTPError:
-            ok = False
-        raise SystemExit(0 if ok else 1)
-    import socket
-    from datetime import UTC, datetime, timedelta
+            return False
 
-    from redis import Redis
-    from rq import Worker
+    def worker_alive() -> bool:
+        import socket
+        from datetime import UTC, datetime, timedelta
 
-    from service.settings import get_settings
+        from redis import Redis
+        from redis.exceptions import RedisError
+        from rq import Worker
 
-    connection = Redis.from_url(get_settings().redis_url, socket_timeout=3)
-    fresh = datetime.now(UTC) - timedelta(seconds=120)
-    mine = [w for w in Worker.all(connection=connection) if w.hostname == socket.gethostname()]
-    alive = any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh for w in mine)
-    raise SystemExit(0 if alive else 1)
+        from service.settings import get_settings
+
+        connection = Redis.from_url(get_settings().redis_url, socket_timeout=2,
+                                    socket_connect_timeout=2)  # fmt: skip
+        fresh = datetime.now(UTC) - timedelta(seconds=120)
+        try:
+            workers = Worker.all(connection=connection)
+        except RedisError:
+            return False
+        mine = [w for w in workers if w.hostname == socket.gethostname()]
+        return any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh
+                   for w in mine)  # fmt: skip
+
+    healthy = (args.role in ("api", "auto") and api_answers()) or (
+        args.role in ("worker", "auto") and worker_alive()
+    )
+    raise SystemExit(0 if healthy else 1)
 
 
 def _up(argv: list[str]) -> None:
