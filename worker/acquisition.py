@@ -24,11 +24,10 @@ from collections.abc import Callable
 
 import torch
 
+from worker.defaults import ACQUISITIONS
 from worker.gp import CHUNK_ELEMENTS, Conditioned
 from worker.mcmc import Posterior
 from worker.transforms import DTYPE, as_tensor
-
-ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std")
 
 # BALD's quadrature: each candidate integrates over [min(mu - 8 s), max(mu + 8 s)] with a spacing
 # of at most the smallest component sd (the trapezoid rule converges geometrically on

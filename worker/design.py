@@ -1,4 +1,5 @@
-"""Pools of candidate inputs and the initial design (numpy and scipy only, no torch).
+"""The input box, pools of candidate inputs and the initial design (numpy and scipy only, no
+torch: the API uses it too).
 
 A pool is a finite set of candidate inputs in the unit cube ``[0, 1]^d``. A grid pool is never
 materialized: its points are addressed by a flat index (row-major over the dimensions), so a grid
@@ -12,6 +13,38 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.distance import pdist
 from scipy.stats import qmc
+
+
+@dataclass(frozen=True)
+class Box:
+    """A campaign's input box ``[lower, upper]`` (each of length ``d``), mapped affinely onto the
+    unit cube ``[0, 1]^d`` (CONTRACT.md: inputs scale by the declared bounds, never by the data,
+    so the scaling does not move as labels arrive)."""
+
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+
+    def __post_init__(self):
+        if len(self.lower) != len(self.upper) or not self.lower:
+            raise ValueError("lower and upper bounds need the same, non-zero length")
+        if any(lo >= hi for lo, hi in zip(self.lower, self.upper, strict=True)):
+            raise ValueError("every lower bound must be below its upper bound")
+
+    @classmethod
+    def of(cls, inputs: list[dict]) -> Box:
+        """The box of a campaign body's ``inputs`` (``[{"name", "lower", "upper"}, ...]``)."""
+        return cls(tuple(float(i["lower"]) for i in inputs),
+                   tuple(float(i["upper"]) for i in inputs))  # fmt: skip
+
+    def to_unit(self, x) -> np.ndarray:
+        """``x``: ``m x d`` in original units -> ``m x d`` in the unit cube (float64)."""
+        lower, upper = np.array(self.lower), np.array(self.upper)
+        return (np.asarray(x, dtype=np.float64) - lower) / (upper - lower)
+
+    def from_unit(self, u) -> np.ndarray:
+        """``u``: ``m x d`` in the unit cube -> ``m x d`` in original units (float64)."""
+        lower, upper = np.array(self.lower), np.array(self.upper)
+        return lower + np.asarray(u, dtype=np.float64) * (upper - lower)
 
 
 @dataclass(frozen=True)

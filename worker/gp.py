@@ -28,11 +28,6 @@ JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 CHUNK_ELEMENTS = 1 << 22
 
 
-def squared_distances(u1: torch.Tensor, u2: torch.Tensor) -> torch.Tensor:
-    """Per-dimension squared differences: ``u1`` ``n x d``, ``u2`` ``m x d`` -> ``d x n x m``."""
-    return (u1.T[:, :, None] - u2.T[:, None, :]) ** 2
-
-
 def rbf(
     u1: torch.Tensor, u2: torch.Tensor, lengthscale: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:

@@ -24,8 +24,8 @@ from service.observability import json_logging, record_refit
 from service.queues import QUEUES, REFIT
 from service.settings import get_settings
 from service.store import CampaignStore, NotFound, pool_of
+from worker import answers, views
 from worker import refit as math_
-from worker import views
 from worker.mcmc import assemble, judge_warm_start, sample_posterior
 from worker.nuts import Draws
 
@@ -202,7 +202,8 @@ def _finish(store, campaign_id, spec, data, post, started, token, began) -> dict
     snap = store.snapshot(campaign_id, time.time())
     exclude = set() if spec["allow_repeats"] else snap.labeled
     pending = sorted(snap.pending)
-    model, ranking = math_.finish(spec, pool_of(spec), data, post, exclude, pending, started)
+    model, ranking = math_.model_and_ranking(spec, pool_of(spec), data, post, exclude, pending,
+                                             started)  # fmt: skip
     model["diagnostics"]["started_at"] = began
     if not store.save_model(campaign_id, model, ranking, token):
         log.warning("model %d not stored: another refit is in charge or newer", data.n,
@@ -237,18 +238,18 @@ def _with_model(campaign_id: str):
 
 def predict(campaign_id: str, x: list) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    return dict(math_.predict(spec, model, labels, x), model_version=model["version"])
+    return dict(answers.predict(spec, model, labels, x), model_version=model["version"])
 
 
 def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    result = math_.acquisition(spec, model, labels, x, name or spec["acquisition"])
+    result = answers.acquisition(spec, model, labels, x, name or spec["acquisition"])
     return dict(result, model_version=model["version"])
 
 
 def evaluate(campaign_id: str, x: list, y: list) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    result = math_.evaluate(spec, model, labels, x, y)
+    result = answers.metrics(spec, model, labels, x, y)
     _store().record_evaluation(campaign_id, model["version"], result)
     return dict(result, model_version=model["version"])
 

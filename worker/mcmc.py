@@ -17,6 +17,7 @@ from scipy.special import ndtri
 from scipy.stats import gaussian_kde
 
 from worker import nuts
+from worker.defaults import MCMC_DEFAULTS
 from worker.potential import GPPotential
 from worker.transforms import DTYPE, as_tensor
 
@@ -80,21 +81,24 @@ class Posterior:
         )  # fmt: skip
 
     def to_dict(self) -> dict:
-        """Plain lists and numbers, for JSON."""
+        """Plain lists and numbers, as a model body (CONTRACT.md's ``/model``) holds them:
+        ``samples`` (``lengthscale``, ``noise``), ``mode``, ``chains``, ``diagnostics`` and
+        ``adaptation``."""
         return {
-            "lengthscale": self.lengthscale.tolist(),
-            "noise": self.noise.tolist(),
-            "chains": self.chains,
+            "samples": {"lengthscale": self.lengthscale.tolist(), "noise": self.noise.tolist()},
             "mode": {"lengthscale": self.mode_lengthscale.tolist(), "noise": self.mode_noise},
+            "chains": self.chains,
             "diagnostics": self.diagnostics,
             "adaptation": self.adaptation,
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> Posterior:
+    def from_dict(cls, data: dict, draws: str = "samples") -> Posterior:
+        """The inverse of :meth:`to_dict`, from a model body too: ``draws="acquisition_samples"``
+        reads its thinned draws (the ones acquisitions and predictions use)."""
         return cls(
-            lengthscale=as_tensor(data["lengthscale"]),
-            noise=as_tensor(data["noise"]),
+            lengthscale=as_tensor(data[draws]["lengthscale"]),
+            noise=as_tensor(data[draws]["noise"]),
             chains=int(data["chains"]),
             mode_lengthscale=as_tensor(data["mode"]["lengthscale"]),
             mode_noise=float(data["mode"]["noise"]),
@@ -113,16 +117,16 @@ WARM_MIN_ESS = 100.0
 def sample_posterior(
     u,
     z,
-    chains: int = 5,
-    warmup: int = 200,
-    samples: int = 300,
+    chains: int = MCMC_DEFAULTS["chains"],
+    warmup: int = MCMC_DEFAULTS["warmup"],
+    samples: int = MCMC_DEFAULTS["samples"],
     seed: int = 0,
     *,
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
     warm_start: dict | None = None,
-    warm_warmup: int = 50,
-    init: str = "grid",
+    warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
+    init: str = MCMC_DEFAULTS["init"],
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -157,8 +161,8 @@ def _checked(u, z, chains, samples, warmup):
 
 def run_chains(
     u, z, chain_ids: list[int], warmup: int, samples: int, seed: int, *,
-    warm_start: dict | None = None, warm_warmup: int = 50, target_accept: float = 0.8,
-    max_tree_depth: int = 10, init: str = "grid",
+    warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
+    target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend

@@ -49,14 +49,12 @@ class GPPotential:
         self.constant = 0.5 * self.n * LOG_2PI + 0.5 * self.dim * math.log(
             2 * math.pi * PRIOR_VARIANCE
         )
-        self.evaluations = 0
 
     @property
     def dim(self) -> int:
         return self.d + 1
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self.evaluations += 1
         with np.errstate(all="ignore"):  # non-finite rows are caught below
             value, grad, ok = self._evaluate(np.asarray(theta, dtype=np.float64))
         if ok.all():

@@ -1,8 +1,8 @@
-"""Scaling between a campaign's units and the GP's (see CONTRACT.md, "Units and conventions").
+"""The GP's float64 tensors, and outputs in its units (see CONTRACT.md, "Units and conventions").
 
-Inputs go to the unit cube by the declared bounds, never by the data, so the scaling does not move
-as labels arrive. Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1``
-(``ddof=0`` for a single label; a constant output keeps ``std = 1`` so that ``z = 0``).
+Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1`` (``ddof=0`` for a
+single label; a constant output keeps ``std = 1`` so that ``z = 0``). Inputs go to the unit cube
+by the declared bounds: :class:`worker.design.Box`, which the API shares.
 """
 
 from __future__ import annotations
@@ -17,29 +17,6 @@ DTYPE = torch.float64
 def as_tensor(values) -> torch.Tensor:
     """``values`` as a float64 tensor (no copy when it already is one)."""
     return torch.as_tensor(values, dtype=DTYPE)
-
-
-@dataclass(frozen=True)
-class InputScaling:
-    """Affine map of the box ``[lower, upper]`` (each of length ``d``) onto ``[0, 1]^d``."""
-
-    lower: tuple[float, ...]
-    upper: tuple[float, ...]
-
-    def __post_init__(self):
-        if len(self.lower) != len(self.upper) or not self.lower:
-            raise ValueError("lower and upper bounds need the same, non-zero length")
-        if any(lo >= hi for lo, hi in zip(self.lower, self.upper, strict=True)):
-            raise ValueError("every lower bound must be below its upper bound")
-
-    def to_unit(self, x) -> torch.Tensor:
-        """``x``: ``m x d`` in original units -> ``m x d`` in the unit cube."""
-        lower, upper = as_tensor(self.lower), as_tensor(self.upper)
-        return (as_tensor(x) - lower) / (upper - lower)
-
-    def from_unit(self, u) -> torch.Tensor:
-        lower, upper = as_tensor(self.lower), as_tensor(self.upper)
-        return lower + as_tensor(u) * (upper - lower)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """PNG pictures of a campaign for its page: the hyperparameter posterior, the model over the input
 space (1-D and 2-D), and the learning curve of its evaluations. Matplotlib on the Agg canvas;
-predictions from :mod:`worker.refit`."""
+predictions from :mod:`worker.answers`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from worker import refit
+from worker import answers
 
 
 def _png(fig: Figure) -> bytes:
@@ -51,7 +51,7 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
     y_seen = np.array([label["y"] for label in labels[: model["n_labeled"]]])
     if d == 1:
         grid = np.linspace(lower[0], upper[0], 200)[:, None]
-        pred = refit.predict(spec, model, labels, grid.tolist())
+        pred = answers.predict(spec, model, labels, grid.tolist())
         mean, sd = np.array(pred["mean"]), np.sqrt(pred["variance"])
         fig = Figure(figsize=(8, 4))
         ax = fig.add_subplot(1, 1, 1)
@@ -67,7 +67,7 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         k = 60
         g0, g1 = np.meshgrid(np.linspace(lower[0], upper[0], k), np.linspace(lower[1], upper[1], k))
         grid = np.column_stack([g0.ravel(), g1.ravel()])
-        pred = refit.predict(spec, model, labels, grid.tolist())
+        pred = answers.predict(spec, model, labels, grid.tolist())
         fig = Figure(figsize=(10, 4))
         for j, (values, title) in enumerate(
             ((pred["mean"], "mode GP: mean of y"), (np.sqrt(pred["variance"]), "sd of y"))

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from worker import refit
+from worker import answers, refit
 from worker.design import GridPool
 
 SPEC = {
@@ -44,9 +44,9 @@ def test_refit_on_awkward_data_is_finite(case):
     assert all(np.isfinite(d).all() and (d > 0).all() for d in draws)
     assert math.isfinite(model["mode"]["noise"]) and model["transform"]["y_std"] > 0
     assert len(ranking) == 51 and all(math.isfinite(r["score"]) for r in ranking)
-    pred = refit.predict(SPEC, model, labels, [[0.0], [5.0], [10.0]])
+    pred = answers.predict(SPEC, model, labels, [[0.0], [5.0], [10.0]])
     for key in ("mean", "variance", "mixture_mean", "mixture_variance"):
         assert all(math.isfinite(v) for v in pred[key]), (case, key)
     assert all(v > 0 for v in pred["variance"])
-    ev = refit.evaluate(SPEC, model, labels, [[2.0], [8.0]], [float(np.mean(y))] * 2)
+    ev = answers.metrics(SPEC, model, labels, [[2.0], [8.0]], [float(np.mean(y))] * 2)
     assert all(math.isfinite(ev[k]) for k in ("nlml", "rmse", "nlpd_mixture")), (case, ev)
