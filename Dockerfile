@@ -22,14 +22,14 @@ RUN python3 -m pip install torch==2.13.0 --index-url "${TORCH_INDEX_URL}"
 COPY pyproject.toml README.md ./
 RUN mkdir -p service worker clients \
     && touch service/__init__.py worker/__init__.py clients/__init__.py \
-    && python3 -m pip install . \
+    && python3 -m pip install '.[server]' \
     && python3 -m pip uninstall -y fbgp-al \
     && rm -rf build ./*.egg-info service worker clients
 
 COPY service ./service
 COPY worker ./worker
 COPY clients ./clients
-RUN python3 -m pip install --no-deps . && rm -rf build ./*.egg-info
+RUN python3 -m pip install --no-deps '.[server]' && rm -rf build ./*.egg-info
 
 USER fbgp
 # A worker compiles its NUTS kernels (numba, cache=True) before it serves: 5 s to a minute on one

@@ -28,8 +28,6 @@ from importlib import resources
 
 import numpy as np
 
-from worker.design import GridPool
-
 
 @dataclass(frozen=True)
 class Simulator:
@@ -75,10 +73,6 @@ class Simulator:
             for i, (lo, hi) in enumerate(self.bounds)
         ]
 
-    def grid_pool(self) -> GridPool:
-        """The pool as a :class:`worker.design.GridPool` over the unit cube."""
-        return GridPool(self.dim, self.points_per_dim)
-
     def to_unit(self, X) -> np.ndarray:
         """``[m, d]`` original units -> ``[m, d]`` unit cube (CONTRACT: scaled by the bounds)."""
         return (self.check_inputs(X) - self.lower) / (self.upper - self.lower)
@@ -86,10 +80,6 @@ class Simulator:
     def from_unit(self, U) -> np.ndarray:
         """``[m, d]`` unit cube -> ``[m, d]`` original units."""
         return self.lower + np.asarray(U, dtype=float) * (self.upper - self.lower)
-
-    def pool_points(self, index) -> np.ndarray:
-        """Pool points at flat indices ``index`` (``[m]``) as ``[m, d]`` in original units."""
-        return self.from_unit(self.grid_pool().points(index))
 
     def mean(self, X) -> np.ndarray:
         """Noise-free output ``[m]`` at ``X`` ``[m, d]``."""

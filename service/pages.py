@@ -3,13 +3,14 @@ itself while a campaign runs, with pictures drawn by a worker (``/campaigns/{id}
 With ``FBGP_API_TOKEN`` set, a browser passes it as ``?token=``."""
 
 import html
-from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, HTTPException, Response
+from fastapi import APIRouter, Response
 from fastapi.responses import HTMLResponse
 
-from service.settings import Settings, get_settings
+from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
+from service.errors import NotFound
+from service.routes.models import run_job
 from service.store import CampaignStore
 
 PLOTS = ("model", "posterior", "curve")
@@ -103,27 +104,26 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
     return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
 
 
-def router(dependencies, store_dependency, run_job) -> APIRouter:
-    pages = APIRouter(dependencies=dependencies)
+router = APIRouter(tags=["pages"], dependencies=[Authorized])
 
-    @pages.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index(store: store_dependency, token: str | None = None):
-        return list_page(store, token)
 
-    @pages.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
-    def view(campaign_id: str, store: store_dependency, token: str | None = None):
-        return campaign_page(store, campaign_id, token)
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index(store: StoreDep, token: str | None = None):
+    return list_page(store, token)
 
-    @pages.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
-    def plot(campaign_id: str, kind: str, store: store_dependency,
-             settings: Annotated[Settings, Depends(get_settings)]):  # fmt: skip
-        if kind not in PLOTS:
-            raise HTTPException(404, f"no plot {kind!r}; there are {', '.join(PLOTS)}")
-        if kind != "curve":
-            store.model(campaign_id)  # 404 before the first model
-        png = run_job(store, settings, "plot", campaign_id, kind)
-        if png is None:
-            raise HTTPException(404, f"nothing to draw for {kind!r} yet")
-        return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
 
-    return pages
+@router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
+def view(campaign_id: str, store: StoreDep, token: str | None = None):
+    return campaign_page(store, campaign_id, token)
+
+
+@router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
+def plot(campaign_id: str, kind: str, store: StoreDep, redis: RedisDep, settings: SettingsDep):
+    if kind not in PLOTS:
+        raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
+    if kind != "curve":
+        store.model(campaign_id)  # 404 before the first model
+    png = run_job(redis, settings, "plot", campaign_id, kind)
+    if png is None:
+        raise NotFound(f"nothing to draw for {kind!r} yet")
+    return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})

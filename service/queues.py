@@ -1,13 +1,18 @@
-"""Queue names and enqueueing by dotted name, shared by the API and the workers (no torch)."""
+"""Queue names, enqueueing by dotted name, waiting for a short job, and RQ's facts about a job
+and the workers; shared by the API and the workers (no torch)."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
-from rq import Queue
+from rq import Queue, Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import utcparse
+
+from service.errors import Busy, JobFailed
+from service.loop import JobFacts
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
@@ -26,6 +31,39 @@ def enqueue_short(connection, name: str, *args):
     return Queue(HIGH, connection=connection).enqueue_call(
         f"worker.jobs.{name}", args=args, timeout=600, result_ttl=120, failure_ttl=600
     )
+
+
+def run_short(connection, name: str, *args, wait_seconds: float, retry_after: int):
+    """Run a short job (:func:`enqueue_short`) on a worker and wait for its answer: its return
+    value; :class:`JobFailed` if it failed, :class:`Busy` (and the job dropped) if no worker
+    answered within ``wait_seconds``."""
+    job = enqueue_short(connection, name, *args)
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.005
+    while time.monotonic() < deadline:
+        status = job.get_status(refresh=True)
+        if status == JobStatus.FINISHED:
+            return job.return_value()
+        if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+            raise JobFailed(f"the {name} job failed on the worker")
+        time.sleep(delay)
+        delay = min(0.05, delay * 1.5)
+    job.cancel()
+    # every worker is busy (long refits): nothing is wrong with the request, so ask again
+    raise Busy(f"no worker answered the {name} job within {wait_seconds:g} s (all busy); "
+               "try again shortly", retry_after)  # fmt: skip
+
+
+def worker_count(connection) -> int:
+    """The workers registered with RQ."""
+    return len(Worker.all(connection=connection))
+
+
+def job_facts(connection, job_id: str) -> JobFacts:
+    """What :func:`service.loop.refit_dead` needs to know of a refit's job."""
+    if not job_id:
+        return JobFacts(alive=False, failed=False)
+    return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id))
 
 
 def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:

@@ -1,15 +1,24 @@
-"""Request and response bodies (CONTRACT.md). Every number a client sends must be finite."""
+"""Request and response bodies (CONTRACT.md). Every number a client sends must be finite.
+Names and defaults come from :mod:`worker.defaults` (plain Python, no torch)."""
 
 from __future__ import annotations
 
 import math
 from http import HTTPStatus
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ACQUISITIONS = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std")
-Acquisition = Literal["alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-std"]
+from worker.defaults import (
+    ACQUISITIONS,
+    DEFAULT_ACQUISITION,
+    INITIAL_DESIGN_SIZE,
+    MCMC_DEFAULTS,
+    POOL_SUBSAMPLE,
+)
+
+Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
+MAX_POOL = 2**62  # pool indices are 64-bit integers
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Point = list[Finite]
 
@@ -44,21 +53,21 @@ class PointsPoolSpec(Strict):
 
 class InitialDesign(Strict):
     type: Literal["maximin-lhs"] = "maximin-lhs"
-    size: int = Field(default=3, ge=1, le=1000)
+    size: int = Field(default=INITIAL_DESIGN_SIZE, ge=1, le=1000)
 
 
 class McmcSettings(Strict):
-    chains: int = Field(default=5, ge=1, le=32)
-    warmup: int = Field(default=200, ge=0, le=10_000)
-    samples: int = Field(default=300, ge=1, le=10_000)
-    thinning: int = Field(default=10, ge=1)
+    chains: int = Field(default=MCMC_DEFAULTS["chains"], ge=1, le=32)
+    warmup: int = Field(default=MCMC_DEFAULTS["warmup"], ge=0, le=10_000)
+    samples: int = Field(default=MCMC_DEFAULTS["samples"], ge=1, le=10_000)
+    thinning: int = Field(default=MCMC_DEFAULTS["thinning"], ge=1)
     # start each refit from the previous model's draws, step sizes and mass matrices, with this
     # much step-size warm-up; a refit that does not mix that way is redone cold
-    warm_start: bool = True
-    warm_warmup: int = Field(default=50, ge=0, le=10_000)
+    warm_start: bool = MCMC_DEFAULTS["warm_start"]
+    warm_warmup: int = Field(default=MCMC_DEFAULTS["warm_warmup"], ge=0, le=10_000)
     # where cold chains start: drawn from a coarse posterior grid, or uniformly in [-2, 2] on the
     # log-hyperparameters (Stan's and Pyro's default, which can miss the main mode)
-    init: Literal["grid", "uniform"] = "grid"
+    init: Literal["grid", "uniform"] = MCMC_DEFAULTS["init"]
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):
@@ -67,12 +76,14 @@ class McmcSettings(Strict):
         return self
 
 
-class CampaignCreate(Strict):
+class CampaignFields(Strict):
+    """A campaign's settings as posted (CONTRACT.md), with their defaults."""
+
     name: str = Field(default="campaign", min_length=1, max_length=200)
     inputs: list[InputSpec] = Field(min_length=1, max_length=50)
     pool: GridPoolSpec | PointsPoolSpec = Field(discriminator="type")
-    pool_subsample: int = Field(default=10_000, ge=1, le=1_000_000)
-    acquisition: Acquisition = "qb-mgp"
+    pool_subsample: int = Field(default=POOL_SUBSAMPLE, ge=1, le=1_000_000)
+    acquisition: Acquisition = DEFAULT_ACQUISITION
     initial_design: InitialDesign = InitialDesign()
     max_labels: int = Field(ge=1, le=1_000_000)
     mcmc: McmcSettings = McmcSettings()
@@ -81,6 +92,10 @@ class CampaignCreate(Strict):
     lease_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     allow_repeats: bool = False
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
+
+
+class CampaignCreate(CampaignFields):
+    """``POST /campaigns``: the settings, checked against each other."""
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -95,6 +110,9 @@ class CampaignCreate(Strict):
             )
         if isinstance(self.pool, GridPoolSpec):
             size = self.pool.points_per_dim**d
+            if size > MAX_POOL:
+                raise ValueError(f"the grid has {self.pool.points_per_dim}^{d} points, more than "
+                                 f"2^62: too many to index")  # fmt: skip
         else:
             size = len(self.pool.points)
             for k, point in enumerate(self.pool.points):
@@ -121,30 +139,47 @@ def _check_point(point: list[float], inputs: list[InputSpec], what: str) -> None
             )
 
 
-class Campaign(CampaignCreate):
-    id: str
-    created_at: float
-
-
 class CampaignStatus(BaseModel):
+    """``GET /campaigns/{id}``: where the campaign stands."""
+
     id: str
     name: str
     state: Literal["design", "active", "done"]
     n_labeled: int
-    n_pending: int
+    n_pending: int  # tickets out under a live lease
     max_labels: int
     model_version: int | None
     last_error: str | None
-    refit: str
+    refit: Literal["idle", "queued", "running"]
     acquisition: str
     mode: str
 
 
+class Campaign(CampaignFields):
+    """``POST /campaigns``'s answer: the campaign as stored, its status, and its own access
+    token (shown once)."""
+
+    id: str
+    created_at: float
+    design_index: list[int]  # the initial design's pool indices
+    status: CampaignStatus
+    token: str
+
+
 class NextPoint(BaseModel):
+    """``GET /campaigns/{id}/next``: a point to label under ``ticket`` before ``expires_at``."""
+
     ticket: str
     x: list[float]
     expires_at: float
     model_version: int | None
+
+
+class NotYet(BaseModel):
+    """``/next``'s 202: no point can be given yet; ask again after ``retry_after`` seconds."""
+
+    detail: str
+    retry_after: int
 
 
 class LabelPost(Strict):
@@ -156,6 +191,91 @@ class LabelAnswer(BaseModel):
     ticket: str
     y: float
     n_labeled: int
+
+
+class Imported(BaseModel):
+    n_labeled: int
+    imported: int
+
+
+class ObservationList(BaseModel):
+    """Every label, in the order stored."""
+
+    x: list[list[float]]
+    y: list[float]
+
+
+class Free(BaseModel):
+    """A body with these fields at least, and possibly more."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Draws(BaseModel):
+    lengthscale: list[list[float]]  # draws x inputs, in unit-cube units
+    noise: list[float]  # noise variance, standardized units
+
+
+class ModeDraw(BaseModel):
+    lengthscale: list[float]
+    noise: float
+
+
+class Transform(BaseModel):
+    lower: list[float]
+    upper: list[float]
+    y_mean: float
+    y_std: float
+
+
+class Model(Free):
+    """``GET /campaigns/{id}/model``: the posterior draws, the thinned ones acquisitions use,
+    the mode, the transforms and the refit's diagnostics (R-hat, ESS, divergences, seconds)."""
+
+    version: int
+    n_labeled: int
+    samples: Draws
+    acquisition_samples: Draws
+    mode: ModeDraw
+    transform: Transform
+    diagnostics: dict[str, Any]
+
+
+class HistoryEvent(Free):
+    """One model stored (``model``), refit failed (``refit_failed``) or ``evaluate`` call."""
+
+    event: str
+    at: float
+
+
+class Prediction(Free):
+    mean: list[float]
+    variance: list[float]
+    mixture_mean: list[float]
+    mixture_variance: list[float]
+    model_version: int
+
+
+class AcquisitionValues(Free):
+    values: list[float]
+    model_version: int
+
+
+class Evaluation(Free):
+    nlml: float
+    rmse: float
+    nlpd_mixture: float
+    model_version: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    ready: bool
+    workers: int | None = None
+    detail: str | None = None
 
 
 class Points(Strict):

@@ -18,6 +18,15 @@ class Settings(BaseSettings):
     max_wait_seconds: float = 60.0
     # largest request body the API reads (413 beyond it)
     max_body_bytes: int = 16 * 1024 * 1024
+    # a model call no worker took in time (503): the client asks again after this (Retry-After)
+    busy_retry_after_seconds: int = 5
+    # Redis unreachable (503): the client asks again after this (Retry-After)
+    store_retry_after_seconds: int = 2
+    # a long poll of /next looks again this often
+    next_poll_seconds: float = 0.1
+    # the lock that serializes the choice of points for one campaign across API processes:
+    # held at most this long, waited for at most this long
+    lock_timeout_seconds: float = 10.0
 
     # A running refit writes a heartbeat into its campaign's state this often; a refit whose
     # heartbeat is older than ``refit_lease_seconds`` is taken for dead and enqueued again.

@@ -24,31 +24,34 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 ``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
 token's SHA-256 to the campaign. A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
+
+The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outcome``,
+``import_outcome``, ``refit_due``, ``refit_again``); the scripts return the outcomes' values.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 import time
 import uuid
-from dataclasses import dataclass
-from functools import lru_cache
 
-import numpy as np
 from redis import Redis
 
-from service import queues
-from worker.design import GridPool, PointPool, initial_design
+from service import loop, queues
+from service.errors import NotFound
+from service.loop import ImportOutcome, LabelOutcome, Refit, Rules, Snapshot
+from service.observability import record_labels
+from service.pool import pool_index_of, pool_of
+from service.tokens import new_token, token_digest
+from worker.design import initial_design
 
 PREFIX = "fbgp:"
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
 
-# Shared by the scripts that add labels: once the design is labeled, mark a refit queued (1: the
-# caller enqueues it). If one is queued or running already, nothing: when it ends it sees whether
-# labels arrived after it read them, and runs once more if so (FINISH_REFIT_SCRIPT).
+# Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
+# queued (1: the caller enqueues it). If one is queued or running already, nothing: when it ends it
+# sees whether labels arrived after it read them, and runs once more if so (FINISH_REFIT_SCRIPT).
 REQUEST_REFIT = """
 local function request_refit(state_key, n, design_size, now)
   if n < tonumber(design_size) then return 0 end
@@ -60,49 +63,51 @@ local function request_refit(state_key, n, design_size, now)
 end
 """
 
-# Checks and records a label for a ticket, atomically. Returns {code, n_labeled, enqueue_refit}.
+# Checks and records a label for a ticket, atomically (loop.label_outcome). Returns
+# {outcome, n_labeled, enqueue_refit}, the outcome a loop.LabelOutcome value.
 LABEL_SCRIPT = (
     REQUEST_REFIT
     + """
 local state = redis.call('HGET', KEYS[2], ARGV[1])
-if not state then return {404, 0, 0} end
 local n = redis.call('LLEN', KEYS[4])
+if not state then return {'unknown_ticket', n, 0} end
 if state ~= 'pending' then
-  if state == 'labeled:' .. ARGV[2] then return {200, n, 0} end
-  return {409, n, 0}
+  if state == 'labeled:' .. ARGV[2] then return {'same_again', n, 0} end
+  return {'conflict', n, 0}
 end
 if ARGV[4] ~= '' and ARGV[6] == '0' and redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then
-  return {409, n, 1}
+  return {'conflict', n, 0}
 end
-if n >= tonumber(ARGV[5]) then return {410, n, 0} end
+if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
 redis.call('HSET', KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
 n = n + 1
-return {201, n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
+return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
 )
 
-# Appends imported observations if they fit under max_labels. Returns {code, n, enqueue}.
+# Appends imported observations if they fit under max_labels (loop.import_outcome). Returns
+# {outcome, n, enqueue}, the outcome a loop.ImportOutcome value.
 IMPORT_SCRIPT = (
     REQUEST_REFIT
     + """
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
-if n + count > tonumber(ARGV[2]) then return {409, n, 0} end
+if n + count > tonumber(ARGV[2]) then return {'too_many', n, 0} end
 for i = 1, count do
   redis.call('RPUSH', KEYS[1], ARGV[4 + 2 * (i - 1)])
   local index = ARGV[5 + 2 * (i - 1)]
   if index ~= '' then redis.call('SADD', KEYS[2], index) end
 end
 n = n + count
-return {201, n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
+return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 )
 
-# Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came),
-# else 0 (also when that refit is no longer the one in charge).
+# Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came,
+# loop.refit_again), else 0 (also when that refit is no longer the one in charge).
 FINISH_REFIT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])
@@ -154,63 +159,6 @@ return 1
 """
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """A campaign's labeling state at one instant (:meth:`CampaignStore.snapshot`)."""
-
-    n_labeled: int
-    n_pending: int  # tickets out under a live lease
-    pending: frozenset[int]  # their pool indices
-    labeled: frozenset[int]  # pool indices that have a label
-    state: dict  # the refit state (the ``state`` hash)
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class NotFound(Exception):
-    """No such campaign, ticket or model."""
-
-
-def pool_of(spec: dict) -> GridPool | PointPool:
-    """The campaign's pool in the unit cube."""
-    return _pool(json.dumps(spec["pool"], sort_keys=True), _bounds_key(spec))
-
-
-def _bounds_key(spec: dict) -> str:
-    return json.dumps([[i["lower"], i["upper"]] for i in spec["inputs"]])
-
-
-@lru_cache(maxsize=64)
-def _pool(pool_json: str, bounds_json: str) -> GridPool | PointPool:
-    pool = json.loads(pool_json)
-    bounds = np.array(json.loads(bounds_json), dtype=float)
-    if pool["type"] == "grid":
-        return GridPool(dim=len(bounds), points_per_dim=int(pool["points_per_dim"]))
-    lower, upper = bounds[:, 0], bounds[:, 1]
-    return PointPool((np.asarray(pool["points"], dtype=float) - lower) / (upper - lower))
-
-
-def to_original(spec: dict, u: np.ndarray) -> np.ndarray:
-    bounds = np.array([[i["lower"], i["upper"]] for i in spec["inputs"]], dtype=float)
-    return bounds[:, 0] + np.asarray(u) * (bounds[:, 1] - bounds[:, 0])
-
-
-def to_unit(spec: dict, x) -> np.ndarray:
-    bounds = np.array([[i["lower"], i["upper"]] for i in spec["inputs"]], dtype=float)
-    return (np.asarray(x, dtype=float) - bounds[:, 0]) / (bounds[:, 1] - bounds[:, 0])
-
-
-def pool_index_of(spec: dict, x: list[list[float]]) -> list[int | None]:
-    """Pool index of each point that is (to rounding) a pool point, else None."""
-    pool = pool_of(spec)
-    u = to_unit(spec, x)
-    index = pool.index_of(u)
-    hit = np.abs(pool.points(index) - u).max(axis=1) < 1e-9
-    return [int(i) if h else None for i, h in zip(index, hit, strict=True)]
-
-
 class CampaignStore:
     def __init__(self, redis: Redis):
         self.r = redis
@@ -241,7 +189,7 @@ class CampaignStore:
 
     def issue_token(self, campaign_id: str) -> str:
         """A new access token for the campaign, returned once; only its digest is kept."""
-        token = secrets.token_urlsafe(32)
+        token = new_token()
         digest = token_digest(token)
         pipe = self.r.pipeline()
         pipe.hset(TOKENS, digest, campaign_id)
@@ -285,22 +233,14 @@ class CampaignStore:
     def status(self, campaign_id: str, now: float | None = None) -> dict:
         spec = self.spec(campaign_id)
         now = time.time() if now is None else now
-        state = self.state(campaign_id)
+        refit = Refit.of(self.state(campaign_id))
         n = self.n_labeled(campaign_id)
         pending = int(self.r.zcount(self.k(campaign_id, "leases"), now, "+inf"))
-        version = state.get("model_version")
-        if n >= spec["max_labels"]:
-            phase = "done"
-        elif n < spec["initial_design"]["size"]:
-            phase = "design"
-        else:
-            phase = "active"
         return {
-            "id": campaign_id, "name": spec["name"], "state": phase, "n_labeled": n,
-            "n_pending": pending, "max_labels": spec["max_labels"],
-            "model_version": int(version) if version is not None else None,
-            "last_error": state.get("last_error") or None, "refit": state.get("refit", "idle"),
-            "acquisition": spec["acquisition"], "mode": spec["mode"],
+            "id": campaign_id, "name": spec["name"], "state": str(loop.phase(Rules.of(spec), n)),
+            "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
+            "model_version": refit.model_version, "last_error": refit.last_error,
+            "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
         }  # fmt: skip
 
     # -- labels ------------------------------------------------------------------------------
@@ -309,14 +249,13 @@ class CampaignStore:
 
     def record_label(
         self, campaign_id: str, ticket: str, y: float, now: float
-    ) -> tuple[int, int, bool]:
-        """Store the label of ``ticket``: ``(code, n_labeled, enqueue_refit)`` with code 201
-        (stored), 200 (the same label again), 409 (a different label, or the point has one),
-        404 (unknown ticket), 410 (the campaign is full)."""
+    ) -> tuple[LabelOutcome, int, bool]:
+        """Store the label of ``ticket`` (:func:`service.loop.label_outcome`, atomically):
+        ``(outcome, n_labeled, enqueue_refit)``."""
         spec = self.spec(campaign_id)
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         if raw is None:
-            return 404, self.n_labeled(campaign_id), False
+            return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
         info = json.loads(raw)
         record = json.dumps({"x": info["x"], "y": y, "index": info["index"], "ticket": ticket})
         index = "" if info["index"] is None else str(info["index"])
@@ -325,12 +264,14 @@ class CampaignStore:
         repeats = "1" if spec["allow_repeats"] else "0"
         args = [ticket, repr(float(y)), record, index, spec["max_labels"], repeats,
                 spec["initial_design"]["size"], now]  # fmt: skip
-        code, n, enqueue = self._label(keys=keys, args=args)
-        return int(code), int(n), bool(enqueue)
+        outcome, n, enqueue = self._label(keys=keys, args=args)
+        return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def import_observations(
         self, campaign_id: str, x: list, y: list, now: float
-    ) -> tuple[int, int, bool]:
+    ) -> tuple[ImportOutcome, int, bool]:
+        """Store imported observations, all or none (:func:`service.loop.import_outcome`):
+        ``(outcome, n_labeled, enqueue_refit)``."""
         spec = self.spec(campaign_id)
         index = pool_index_of(spec, x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
@@ -339,8 +280,12 @@ class CampaignStore:
                      "" if ii is None else str(ii)]  # fmt: skip
         args.append(now)
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")]
-        code, n, enqueue = self._import(keys=keys, args=args)
-        return int(code), int(n), bool(enqueue)
+        outcome, n, enqueue = self._import(keys=keys, args=args)
+        return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def count_labels(self, count: int) -> None:
+        """Add stored labels to the shared metric."""
+        record_labels(self.r, count)
 
     # -- tickets -----------------------------------------------------------------------------
     def issue(self, campaign_id: str, index: int | None, x: list[float], version, lease: float,
@@ -356,8 +301,9 @@ class CampaignStore:
         return {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
 
     def snapshot(self, campaign_id: str, now: float) -> Snapshot:
-        """The labels, the tickets out and the refit state as of one instant (one MULTI/EXEC;
-        expired leases are dropped first). Read one at a time, a label stored in between would
+        """The labels, the tickets out, the refit state and the latest ranking as of one
+        instant (one MULTI/EXEC; expired leases are dropped first), for
+        :func:`service.loop.next_answer`. Read one at a time, a label stored in between would
         count neither as labeled nor as out, and one ticket too many could be handed out."""
         leases = self.k(campaign_id, "leases")
         pipe = self.r.pipeline(transaction=True)
@@ -366,19 +312,22 @@ class CampaignStore:
         pipe.llen(self.k(campaign_id, "labels"))
         pipe.smembers(self.k(campaign_id, "labeled"))
         pipe.hgetall(self.k(campaign_id, "state"))
-        _, tickets, n, labeled, state = pipe.execute()
+        pipe.get(self.k(campaign_id, "ranking"))
+        _, tickets, n, labeled, state, ranking = pipe.execute()
         infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
         return Snapshot(
             n_labeled=int(n),
             n_pending=len(tickets),
             pending=frozenset(json.loads(i)["index"] for i in infos if i is not None) - {None},
             labeled=frozenset(int(i) for i in labeled),
-            state={k.decode(): v.decode() for k, v in state.items()},
+            refit=Refit.of({k.decode(): v.decode() for k, v in state.items()}),
+            ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
         )
 
-    def lock(self, campaign_id: str):
-        """Serializes the choice of points for one campaign across API processes."""
-        return self.r.lock(self.k(campaign_id, "lock"), timeout=10, blocking_timeout=10)
+    def lock(self, campaign_id: str, timeout: float = 10.0):
+        """Serializes the choice of points for one campaign across API processes: held at
+        most ``timeout`` seconds, waited for at most as long."""
+        return self.r.lock(self.k(campaign_id, "lock"), timeout=timeout, blocking_timeout=timeout)
 
     # -- models and refits -------------------------------------------------------------------
     def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
@@ -412,34 +361,19 @@ class CampaignStore:
         queues.enqueue_refit(self.r, campaign_id, job_id)
         return job_id
 
-    def refit_dead(self, state: dict, now: float, lease: float) -> bool:
-        """Whether the refit a campaign waits for will never end by itself: a running one whose
-        heartbeat is older than ``lease`` seconds (its worker died), or whose heartbeat stopped
-        and whose job failed (its work horse was killed); a queued one whose job is gone
-        (failed, deleted, or taken by a worker that no longer exists)."""
-        phase = state.get("refit")
-        if phase == "running":
-            silent = now - float(state.get("heartbeat") or state.get("started_at") or 0)
-            if silent > lease:
-                return True
-            return silent > 3.0 and queues.job_failed(self.r, state.get("refit_job") or "")
-        if phase == "queued":
-            if now - float(state.get("queued_at") or 0) < 2.0:
-                return False  # just queued by a label whose enqueue may still be on its way
-            job_id = state.get("refit_job")
-            return not (job_id and queues.job_alive(self.r, job_id))
-        return False
-
     def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
-        """Enqueue the campaign's refit again if it is dead (:meth:`refit_dead`); the old job,
-        should it still run somewhere, is no longer in charge and cannot write. True if this
-        call revived it (one caller wins when several look at once)."""
-        state = self.state(campaign_id)
-        if not self.refit_dead(state, now, lease):
+        """Enqueue the campaign's refit again if it is dead (:func:`service.loop.refit_dead`, with
+        RQ's facts about its job looked up only for a suspect); the old job, should it still run
+        somewhere, is no longer in charge and cannot write. True if this call revived it (one
+        caller wins when several look at once)."""
+        refit = Refit.of(self.state(campaign_id))
+        if not loop.refit_suspect(refit, now, lease):
+            return False
+        if not loop.refit_dead(refit, now, lease, queues.job_facts(self.r, refit.job)):
             return False
         job_id = uuid.uuid4().hex
         keys = [self.k(campaign_id, "state")]
-        if not self._revive(keys=keys, args=[state.get("refit_job") or "", job_id, now]):
+        if not self._revive(keys=keys, args=[refit.job, job_id, now]):
             return False
         queues.enqueue_refit(self.r, campaign_id, job_id)
         return True

@@ -9,7 +9,7 @@ import pytest
 import torch
 from redis import Redis
 
-from service.stack import fbgp_env, free_port
+from clients.ops.stack import fbgp_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def worker_process(redis_url, tmp_path_factory):
 def start_worker(redis_url: str, log: Path | None = None) -> subprocess.Popen:
     """``fbgp-al worker`` serving ``redis_url``, its output in ``log`` (or discarded); it may
     still be starting when this returns."""
-    command = [sys.executable, "-m", "service.cli", "worker"]
+    command = [sys.executable, "-m", "clients.ops.cli", "worker"]
     env = fbgp_env(redis_url=redis_url)
     if log is None:
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -82,12 +82,12 @@ def start_worker(redis_url: str, log: Path | None = None) -> subprocess.Popen:
 def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, str]:
     """``fbgp-al api`` as a real server on a free port, serving ``redis_url``; ``settings`` are
     ``FBGP_*`` variables (``api_token=...``), none set otherwise."""
-    from service.stack import wait_http
+    from clients.ops.stack import wait_http
 
     port = free_port()
     env = fbgp_env(redis_url=redis_url, **settings)
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port",
+        process = subprocess.Popen([sys.executable, "-m", "clients.ops.cli", "api", "--port",
                                     str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                    cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from service.cli import COMMANDS
+from clients.ops.cli import COMMANDS
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,8 +134,10 @@ def test_dockerfile_runs_the_package_entry_point_as_a_non_root_user_with_cpu_tor
     assert re.search(r"^USER (?!root)\w+", DOCKERFILE, re.M)
     assert "whl/cpu" in DOCKERFILE and "torch==2.13.0" in DOCKERFILE
     assert '--index-url "${TORCH_INDEX_URL}"' in DOCKERFILE
-    # dependencies are installed before the code is copied, so code changes reuse that layer
-    assert DOCKERFILE.index("pip install .") < DOCKERFILE.index("COPY service")
+    # dependencies are installed before the code is copied, so code changes reuse that layer;
+    # the image gets the server's extra (the package alone is the SDK, httpx and numpy)
+    assert DOCKERFILE.index("pip install '.[server]'") < DOCKERFILE.index("COPY service")
+    assert not re.search(r"pip install (--no-deps )?\.\s", DOCKERFILE)
 
 
 def test_the_images_health_check_fits_either_role():
@@ -158,8 +160,8 @@ def test_the_workers_numba_kernels_are_compiled_into_the_image_for_the_runtime_u
     assert not cache.startswith("/tmp")  # not a dir a container may start without
     user = next(arg for op, arg in instructions if op == "USER")
     assert re.search(rf'chown {user} "\$\{{NUMBA_CACHE_DIR\}}"', DOCKERFILE)
-    jobs = (ROOT / "worker" / "jobs.py").read_text()
-    call = re.search(r"^\s*(sample_posterior\(.*\))\s*# compile", jobs, re.M).group(1)
+    runner = (ROOT / "worker" / "runner.py").read_text()
+    call = re.search(r"^\s*(sample_posterior\(.*\))\s*# compile", runner, re.M).group(1)
     runs = [i for i, (op, arg) in enumerate(instructions) if op == "RUN" and call in arg]
     assert len(runs) == 1, f"the Dockerfile does not run {call}"
     compile_at = runs[0]

@@ -1,5 +1,8 @@
-"""The import directions of DESIGN.md: worker math imports no web or queue code, the service
-never imports torch, and the built-in simulators need neither."""
+"""The import directions, with no exemptions: the SDK (clients/ proper) imports neither the
+service nor the workers nor torch; the service imports no torch, nothing of clients/ and of
+worker/ only its torch-free modules; worker math imports no web or queue code; the loop's rules
+are pure. The tooling (clients/reproduction, clients/ops, with the ``fbgp-al`` command) sits on
+top and may import any of them."""
 
 import ast
 import pathlib
@@ -20,21 +23,108 @@ def _imports(path: pathlib.Path) -> set[str]:
     return names
 
 
+# -- the service and the workers ----------------------------------------------------------------
+# the worker's glue: RQ jobs, their fan-out, a refit's lease, the worker process; every other
+# module of worker/ is math
+WORKER_GLUE = {"jobs", "fanout", "lease", "runner"}
+# what the service may import from worker/: torch-free by their own rule (numpy and scipy only)
+WORKER_FOR_THE_SERVICE = {"worker.design", "worker.defaults"}
+
+
+def _modules(path: pathlib.Path) -> set[str]:
+    """Every module ``path`` imports, by its full dotted name (``from a import b``: ``a.b``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
 def test_worker_math_imports_no_web_or_queue_code():
     for path in (ROOT / "worker").glob("*.py"):
-        if path.stem == "jobs":  # the one glue module
+        if path.stem in WORKER_GLUE:
             continue
         assert not _imports(path) & {"service", "clients", "fastapi", "rq", "redis", "httpx"}, path
 
 
-def test_service_modules_do_not_import_torch():
-    for path in (ROOT / "service").glob("*.py"):
-        assert not _imports(path) & {"torch", "pyro", "gpytorch"}, path
+def test_worker_imports_nothing_of_the_clients():
+    for path in (ROOT / "worker").glob("*.py"):
+        assert "clients" not in _imports(path), path
+
+
+def test_the_modules_the_service_shares_import_no_torch():
+    for name in WORKER_FOR_THE_SERVICE:
+        path = ROOT / (name.replace(".", "/") + ".py")
+        assert not _imports(path) & {"torch", "pyro", "gpytorch", "numba", "worker"}, path
+
+
+def test_service_modules_do_not_import_torch_or_the_clients():
+    for path in (ROOT / "service").rglob("*.py"):
+        assert not _imports(path) & {"torch", "pyro", "gpytorch", "numba", "clients"}, path
+
+
+def test_service_imports_from_worker_only_its_torch_free_modules():
+    for path in (ROOT / "service").rglob("*.py"):
+        for name in _modules(path):
+            if name == "worker" or name.startswith("worker."):
+                assert any(name == m or name.startswith(m + ".") for m in WORKER_FOR_THE_SERVICE), (
+                    path,
+                    name,
+                )
+
+
+def test_the_api_never_imports_torch():
+    code = (
+        "import sys, service.main, service.app;"
+        "loaded = {'torch', 'pyro', 'gpytorch'} & {m.split('.')[0] for m in sys.modules};"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_loop_rules_are_pure():
+    """service/loop.py decides; it reads no Redis, serves no HTTP, fits nothing."""
+    assert _imports(ROOT / "service" / "loop.py") <= {"__future__", "collections", "dataclasses",
+                                                       "enum", "math", "typing"}  # fmt: skip
 
 
 def test_cli_and_simulators_load_without_torch():
     code = (
-        "import sys, service.cli, clients.simulators, clients.protocol, worker.design;"
+        "import sys, clients.ops.cli, clients.simulators, clients.reproduction.protocol;"
+        "import worker.design, worker.defaults;"
         "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# -- the SDK: clients/ proper (client, runner, simulators) needs only httpx and numpy ----------
+SDK_FORBIDDEN = {"service", "worker", "torch", "pyro", "gpytorch", "redis", "rq", "fastapi"}
+
+
+def _sdk_modules() -> list[pathlib.Path]:
+    """The modules of the ``clients`` package proper (not its subpackages)."""
+    return sorted((ROOT / "clients").glob("*.py"))
+
+
+def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
+    modules = _sdk_modules()
+    assert {p.stem for p in modules} >= {"__init__", "client", "runner", "simulators"}
+    for path in modules:
+        assert not _imports(path) & SDK_FORBIDDEN, path
+        # and nothing of the tooling beside it, which needs the server's dependencies
+        tree = ast.parse(path.read_text())
+        inside = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not {m for m in inside if m.startswith(("clients.reproduction", "clients.ops"))}
+
+
+def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
+    code = (
+        "import sys, clients.client, clients.runner, clients.simulators;"
+        "clients.simulators.get_simulator('motorcycle').mean([1.0]);"
+        "loaded = {'torch', 'scipy', 'redis', 'rq', 'fastapi', 'service', 'worker'}"
+        " & {m.split('.')[0] for m in sys.modules};"
+        "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

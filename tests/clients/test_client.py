@@ -1,5 +1,5 @@
-"""The HTTP client, the remote-simulator runner and ``fbgp-al simulate`` over real HTTP: a real
-API server (``api_url``), Redis and worker."""
+"""The HTTP client and the remote-simulator runner over real HTTP: a real API server
+(``api_url``), Redis and worker."""
 
 import logging
 import math
@@ -16,10 +16,9 @@ import pytest
 from redis import Redis
 
 from clients.client import ApiError, FbgpClient, NextPoint, Pending
+from clients.ops.stack import free_port
 from clients.runner import run_simulator
 from clients.simulators import get_simulator
-from service.cli import main as cli
-from service.stack import free_port
 from tests.conftest import start_api, start_worker, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +147,7 @@ def test_next_point_asks_again_after_202(api):
 def test_connection_errors_are_retried_and_the_token_is_sent(redis_url, caplog, monkeypatch):
     port = free_port()
     env = dict(os.environ, FBGP_REDIS_URL=redis_url, FBGP_API_TOKEN="sesame")
-    server = subprocess.Popen([sys.executable, "-m", "service.cli", "api", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "clients.ops.cli", "api", "--port", str(port)],
                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -206,14 +205,3 @@ def test_a_busy_service_answers_503_and_the_client_asks_again(api, redis_url, tm
         stop(server)
         Redis.from_url(idle_db).flushdb()
         api.delete_campaign(campaign)
-
-
-def test_simulate_creates_a_campaign_and_labels_it(api, api_url, capsys):
-    args = ["--url", api_url, "--mcmc", "fast", "--iterations", "1", "--acquisition", "alm"]
-    cli(["simulate", "gramacy1d", *args])
-    out = capsys.readouterr().out
-    campaign = out.split("created campaign ")[1].split()[0]
-    assert "posted 4 labels" in out and out.count("label ") >= 4
-    status = api.campaign(campaign)
-    assert status.state == "done" and status.max_labels == 4
-    api.delete_campaign(campaign)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, minimize_scalar
 
+from clients.reproduction.protocol import grid_pool, pool_points
 from clients.simulators import SIMULATORS, get_simulator
 
 PI = math.pi
@@ -37,7 +38,7 @@ def test_shapes_bounds_noise_and_pool(name):
     assert sim.dim == d
     np.testing.assert_allclose(np.array(sim.bounds, dtype=float), np.array(bounds, dtype=float))
     assert sim.pool == {"type": "grid", "points_per_dim": k}
-    assert sim.pool_size == size == sim.grid_pool().size
+    assert sim.pool_size == size == grid_pool(sim).size
     assert [i["name"] for i in sim.inputs()] == [f"x{j + 1}" for j in range(d)]
 
     rng = np.random.default_rng(0)
@@ -51,8 +52,8 @@ def test_shapes_bounds_noise_and_pool(name):
         sim.mean(np.zeros((2, d + 1)))
 
     # the pool's corner points are the box's corners, in original units
-    last = sim.grid_pool().size - 1
-    np.testing.assert_allclose(sim.pool_points([0, last]), [sim.lower, sim.upper])
+    last = grid_pool(sim).size - 1
+    np.testing.assert_allclose(pool_points(sim, [0, last]), [sim.lower, sim.upper])
 
 
 def test_sample_is_mean_plus_scaled_noise_and_seeded():
@@ -113,7 +114,7 @@ def test_branin_forrester():
     )
     np.testing.assert_allclose(res.x, [-3.689, 13.630], atol=1e-3)
     assert res.fun == pytest.approx(-16.644022, abs=1e-5)
-    grid = sim.pool_points(np.arange(sim.pool_size))
+    grid = pool_points(sim, np.arange(sim.pool_size))
     assert sim.mean(grid).min() > -16.6441
 
 
@@ -172,7 +173,7 @@ def test_motorcycle_table_and_grid_inputs():
     np.testing.assert_array_equal(sim.mean(x), [0.5107, -1.9549, 0.9589, 0.7285])
     np.testing.assert_array_equal(sim.noise_std(x), [0.0477, 0.2915, 0.8886, 0.1542])
     # the 101-point pool is exactly the table's inputs 0..100; round-off reads the right row
-    pool_x = sim.pool_points(np.arange(101))[:, 0]
+    pool_x = pool_points(sim, np.arange(101))[:, 0]
     np.testing.assert_allclose(pool_x, np.arange(101), atol=1e-12)
     assert sim.mean([7.000000000000001])[0] == pytest.approx(0.4748)
     assert sim.mean(pool_x).min() == -1.9549
@@ -182,12 +183,12 @@ def test_motorcycle_table_and_grid_inputs():
 
 def test_hartmann_pool_is_sampled_without_materializing():
     sim = get_simulator("hartmann6")
-    pool = sim.grid_pool()
+    pool = grid_pool(sim)
     start = time.perf_counter()
     index = pool.subsample(10_000, np.random.default_rng(0))
     assert time.perf_counter() - start < 2
     assert len(np.unique(index)) == 10_000 and index.max() < 10**12
-    X = sim.pool_points(index)
+    X = pool_points(sim, index)
     assert X.shape == (10_000, 6)
     # on the grid: every coordinate is a multiple of 1/99
     np.testing.assert_allclose(X * 99, np.rint(X * 99), atol=1e-9)

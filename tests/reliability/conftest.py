@@ -7,7 +7,7 @@ import httpx
 import numpy as np
 import pytest
 
-from service.stack import LocalStack, fbgp_env
+from clients.ops.stack import LocalStack, fbgp_env
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 started again, a work horse is killed, Redis is killed and started again, and the API is killed
 and started again. Every acknowledged label is stored and every campaign recovers."""
 
-from clients.soak import FAULT_KINDS, run_soak
+from clients.ops.soak import FAULT_KINDS, run_soak
 
 
 def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):

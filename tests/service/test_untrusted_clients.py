@@ -54,8 +54,10 @@ def test_schemathesis_finds_nothing(guarded, tmp_path):
         "--seed",
         "1",
         "--no-color",
+        # one worker: with two threads, hypothesis's lambda descriptions (ast.parse) race on
+        # CPython 3.11.7 and schemathesis reports a runtime error of its own
         "--workers",
-        "2",
+        "1",
         "--exclude-path",
         "/readyz",
     ]  # fmt: skip  (503 by design: no worker serves db 1)

@@ -1,0 +1,9 @@
+"""Operations tooling: a stack on this machine and what runs against one.
+
+- :mod:`~clients.ops.stack`: Redis, the API and pinned workers as child processes
+  (``fbgp-al up``, the reliability tests, the soak test);
+- :mod:`~clients.ops.http_demo`: the demo campaign of ``fbgp-al up --demo``;
+- :mod:`~clients.ops.simulate`: ``fbgp-al simulate``, a built-in simulator as a remote labeler;
+- :mod:`~clients.ops.soak`: ``fbgp-al soak``, labeling while processes are killed;
+- :mod:`~clients.ops.service_benchmark`: ``fbgp-al bench-service``, the loop's latencies.
+"""

@@ -1,0 +1,156 @@
+"""The ``fbgp-al`` command. Each sub-command imports what it needs only when it runs, so that a
+worker sets its thread counts and core before torch is imported."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")  # fmt: skip
+
+
+def _bench_core(argv: list[str]) -> None:
+    from clients.reproduction.core_benchmark import main
+
+    main(argv)
+
+
+def _bench_service(argv: list[str]) -> None:
+    from clients.ops.service_benchmark import main
+
+    main(argv)
+
+
+def _demo(argv: list[str]) -> None:
+    from clients.reproduction.demo import main
+
+    main(argv)
+
+
+def _simulate(argv: list[str]) -> None:
+    from clients.ops.simulate import main
+
+    main(argv)
+
+
+def _bench(argv: list[str]) -> None:
+    from clients.reproduction.bench import main
+
+    main(argv)
+
+
+def _soak(argv: list[str]) -> None:
+    from clients.ops.soak import main
+
+    main(argv)
+
+
+def _worker(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="fbgp-al worker", description="one RQ worker")
+    parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
+    parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+    parser.add_argument("--name", default=None)
+    args = parser.parse_args(argv)
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
+        os.environ[variable] = "1"
+    from worker.runner import run_worker  # imports torch: only now
+
+    run_worker(name=args.name, burst=args.burst)
+
+
+def _api(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="fbgp-al api", description="the HTTP API")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    from service.observability import json_logging
+
+    json_logging()  # one JSON line per request, from the app's middleware
+    uvicorn.run("service.main:app", host=args.host, port=args.port, log_config=None,
+                access_log=False)  # fmt: skip
+
+
+def _healthcheck(argv: list[str]) -> None:
+    """Exit 0 when the role is healthy (for container health checks): ``api``, the API answers
+    /healthz at ``--url``; ``worker``, a worker of this host has a fresh heartbeat in Redis;
+    ``auto`` (the default, the image's HEALTHCHECK: one image runs either role), either."""
+    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
+    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    args = parser.parse_args(argv)
+
+    def api_answers() -> bool:
+        import httpx
+
+        try:  # nothing listening (a worker's container) is refused at once
+            return httpx.get(f"{args.url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def worker_alive() -> bool:
+        import socket
+        from datetime import UTC, datetime, timedelta
+
+        from redis import Redis
+        from redis.exceptions import RedisError
+        from rq import Worker
+
+        from service.settings import get_settings
+
+        connection = Redis.from_url(get_settings().redis_url, socket_timeout=2,
+                                    socket_connect_timeout=2)  # fmt: skip
+        fresh = datetime.now(UTC) - timedelta(seconds=120)
+        try:
+            workers = Worker.all(connection=connection)
+        except RedisError:
+            return False
+        mine = [w for w in workers if w.hostname == socket.gethostname()]
+        return any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh
+                   for w in mine)  # fmt: skip
+
+    healthy = (args.role in ("api", "auto") and api_answers()) or (
+        args.role in ("worker", "auto") and worker_alive()
+    )
+    raise SystemExit(0 if healthy else 1)
+
+
+def _up(argv: list[str]) -> None:
+    from clients.ops.stack import main
+
+    main(argv)
+
+
+COMMANDS = {
+    "up": (_up, "the whole stack on this machine: Redis, the API and pinned workers"),
+    "api": (_api, "the HTTP API alone"),
+    "worker": (_worker, "one worker, pinned to a core, one torch thread"),
+    "healthcheck": (_healthcheck, "exit 0 if this host's api or worker is healthy"),
+    "bench-core": (_bench_core, "time the NUTS refit and scoring against the paper's Pyro path"),
+    "bench-service": (_bench_service, "latency of /next and /label, and label-to-next time"),
+    "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
+    "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
+    "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
+    "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al",
+        description="Bayesian active learning with fully Bayesian GPs: a labeling service.",
+    )
+    parser.add_argument("command", choices=list(COMMANDS), help="; ".join(
+        f"{name}: {text}" for name, (_, text) in COMMANDS.items()))  # fmt: skip
+    args = parser.parse_args(argv[:1])
+    COMMANDS[args.command][0](argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""``fbgp-al simulate NAME --url URL [--campaign ID]``: a built-in simulator as a remote labeler.
+
+It labels a campaign exactly as a user's remote simulator would (:func:`clients.runner.
+run_simulator`): the design points the service hands out, then one point per model. Without
+``--campaign`` it first creates one with the paper's settings for NAME
+(:func:`clients.reproduction.runs.paper_body`: its pool, 3 initial points, the paper's iteration
+count, 5 chains of 200 + 300 NUTS steps thinned by 10), which ``--acquisition``, ``--iterations``
+and ``--mcmc fast`` change.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from clients.client import FbgpClient
+from clients.reproduction.runs import paper_body, parse_iterations
+from clients.runner import run_simulator
+from clients.simulators import SIMULATORS, get_simulator
+from worker.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al simulate",
+        description="a built-in simulator labeling a campaign as a remote simulator would",
+    )
+    parser.add_argument("name", choices=SIMULATORS, help="the built-in simulator")
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
+    parser.add_argument("--campaign", help="label this campaign (default: create one)")
+    parser.add_argument("--token", help="bearer token (default: FBGP_API_TOKEN)")
+    new = parser.add_argument_group("a new campaign")
+    new.add_argument("--acquisition", default="qb-mgp", choices=[*PAPER_ACQUISITIONS, "random"])
+    new.add_argument("--iterations", default="paper", help="labels after the initial design: "
+                     "'paper' (the paper's count for NAME) or a number")  # fmt: skip
+    new.add_argument("--mcmc", default="paper", choices=list(MCMC_PRESETS))
+    new.add_argument("--run", type=int, default=0, help="repetition whose seed the campaign uses")
+    parser.add_argument("--max-labels", type=int, help="stop after posting this many labels")
+    parser.add_argument("--noise-seed", type=int, default=0, help="seed of the simulator noise")
+    parser.add_argument("--wait", type=float, default=20.0, help="seconds per long poll")
+    parser.add_argument("--quiet", action="store_true", help="print no line per label")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Label until the campaign is done (or ``--max-labels``); returns the labels posted."""
+    args = _parser().parse_args(argv)
+    sim = get_simulator(args.name)
+    campaign = args.campaign
+    if campaign is None:
+        body = paper_body(args.name, args.acquisition, args.run,
+                          parse_iterations(args.iterations), args.mcmc)  # fmt: skip
+        with FbgpClient(args.url, args.token) as api:
+            campaign = api.create_campaign(body).id
+        print(f"simulate: created campaign {campaign} ({args.name}, {args.acquisition}, "
+              f"{body['max_labels']} labels, MCMC {args.mcmc})", flush=True)  # fmt: skip
+    rng = np.random.default_rng(args.noise_seed)
+
+    def f(x: list[float]) -> float:
+        return float(sim.sample(np.array([x]), rng)[0])
+
+    def show(x: list[float], y: float, n: int) -> None:
+        print(f"  label {n:4d}: x = {np.round(x, 4).tolist()}  y = {y:.5g}", flush=True)
+
+    posted = run_simulator(args.url, campaign, f, token=args.token, wait=args.wait,
+                           max_labels=args.max_labels,
+                           on_label=None if args.quiet else show)  # fmt: skip
+    print(f"simulate: posted {posted} labels to campaign {campaign}", flush=True)
+    return posted

@@ -1,0 +1,295 @@
+"""``fbgp-al up``: Redis with append-only persistence, the API and one pinned worker per core,
+started as child processes, started again when one exits, and stopped together on Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from redis import Redis
+from redis.exceptions import RedisError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_redis(data_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    """A redis-server on 127.0.0.1:``port`` keeping an append-only file in ``data_dir``, fsynced
+    on every write (a label is acknowledged only once it is on disk)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # Redis changes into --dir before it opens the log: both must be absolute
+    data_dir, log = data_dir.resolve(), log.resolve()
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
+               "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+               "--logfile", str(log)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    client = Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            return process
+        except Exception:
+            if process.poll() is not None:
+                raise SystemExit(f"redis-server exited; see {log}") from None
+            time.sleep(0.05)
+    raise SystemExit(f"redis-server did not answer on port {port}; see {log}")
+
+
+def _fbgp(*args: str) -> list[str]:
+    return [sys.executable, "-m", "clients.ops.cli", *args]
+
+
+def wait_http(url: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
+
+
+def fbgp_env(**settings) -> dict:
+    """This process's environment without its ``FBGP_*`` variables, plus ``settings`` as
+    ``FBGP_<NAME>`` (``api_token="x"`` gives ``FBGP_API_TOKEN=x``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    env.update({f"FBGP_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+class LocalStack:
+    """Redis (append-only, fsynced on every write), the API and pinned workers as child processes
+    of this one on loopback ports, each of which can be killed and started again: ``fbgp-al up``
+    runs one and restarts what dies; the reliability tests and ``fbgp-al soak`` kill parts of it.
+    Each worker leads its own process group (a signal to the stack's group does not reach it).
+    """
+
+    def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
+                 env: dict | None = None, cores: list[int] | None = None):  # fmt: skip
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.redis_port = free_port()
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        self.cores = cores or sorted(os.sched_getaffinity(0))
+        self.redis: subprocess.Popen | None = None
+        self.api: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen | None] = [None] * workers
+        self._logs: list = []
+
+    # -- parts ---------------------------------------------------------------------------------
+    def _log(self, name: str):
+        log = open(self.data_dir / f"{name}.log", "a")  # noqa: SIM115 (closed in stop)
+        self._logs.append(log)
+        return log
+
+    def start_redis(self) -> None:
+        self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log")
+
+    def start_worker(self, k: int) -> subprocess.Popen:
+        core = self.cores[k % len(self.cores)]
+        log = self._log(f"worker-{k}")
+        self.workers[k] = subprocess.Popen(_fbgp("worker", "--cpu", str(core)), env=self.env,
+                                           stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)  # fmt: skip
+        return self.workers[k]
+
+    def forget_dead_workers(self) -> int:
+        """Unregister the workers of this host whose process is gone (how many): a killed
+        worker's RQ registration would otherwise count on /readyz until its key expires, and
+        registrations persist across restarts of this stack's Redis."""
+        from rq import Worker
+
+        host = socket.gethostname()
+        with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
+            dead = [w for w in Worker.all(connection=connection)
+                    if w.hostname == host and w.pid and not _alive(w.pid)]  # fmt: skip
+            for worker in dead:
+                worker.register_death()
+        return len(dead)
+
+    def start_api(self, wait: bool = True) -> None:
+        log = self._log("api")
+        self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
+                                    stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        if wait:
+            wait_http(f"{self.url}/healthz")
+
+    def start(self, ready: bool = True) -> LocalStack:
+        """Start every part (and stop what did start if one fails)."""
+        try:
+            self.start_redis()
+            self.forget_dead_workers()
+            for k in range(len(self.workers)):
+                self.start_worker(k)
+            self.start_api()
+            if ready:
+                self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, seconds: float = 120.0, workers: int | None = None) -> None:
+        """Until /readyz says yes with (at least) this many workers."""
+        want = len(self.workers) if workers is None else workers
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                r = httpx.get(f"{self.url}/readyz", timeout=5)
+                if r.status_code == 200 and r.json()["workers"] >= want:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s")
+
+    def kill_redis(self, sig: int = signal.SIGKILL) -> None:
+        self.redis.send_signal(sig)
+        self.redis.wait(timeout=30)
+
+    def kill_api(self, sig: int = signal.SIGKILL) -> None:
+        self.api.send_signal(sig)
+        self.api.wait(timeout=30)
+
+    def kill_worker(self, k: int, sig: int = signal.SIGKILL) -> None:
+        """The worker and its work horse (which RQ puts in a process group of its own)."""
+        horse = self.horse_of(k)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.workers[k].pid, sig)
+            if horse is not None:
+                os.kill(horse, sig)
+        self.workers[k].wait(timeout=30)
+
+    def horse_of(self, k: int) -> int | None:
+        """The pid of worker ``k``'s work horse, if a job runs."""
+        pid = self.workers[k].pid
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            return int(children[0]) if children else None
+        return None
+
+    def children(self) -> list[subprocess.Popen]:
+        return [p for p in (self.redis, *self.workers, self.api) if p is not None]
+
+    def restart_dead(self) -> list[str]:
+        """Start again whatever exited; the names of what was."""
+        restarted = []
+        if self.redis is not None and self.redis.poll() is not None:
+            self.start_redis()
+            restarted.append("redis")
+        dead = [k for k, worker in enumerate(self.workers)
+                if worker is not None and worker.poll() is not None]  # fmt: skip
+        if dead or restarted:
+            with contextlib.suppress(RedisError):  # left to the keys' expiry
+                self.forget_dead_workers()
+        for k in dead:
+            self.start_worker(k)
+            restarted.append(f"worker-{k}")
+        if self.api is not None and self.api.poll() is not None:
+            self.start_api(wait=False)
+            restarted.append("api")
+        return restarted
+
+    def stop(self) -> None:
+        for child in (self.api, *self.workers, self.redis):
+            if child is not None and child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in (self.api, *self.workers, self.redis):
+            if child is None:
+                continue
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for log in self._logs:
+            log.close()
+
+    def __enter__(self) -> LocalStack:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+RESTARTS_PER_MINUTE = 5  # more, and `fbgp-al up` gives up on a process that cannot run
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's
+        return True
+    return True
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv=None) -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    parser = argparse.ArgumentParser(prog="fbgp-al up", description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"))
+    parser.add_argument("--demo", metavar="SIMULATOR", help="then run a demo campaign (gramacy1d)")
+    parser.add_argument("--demo-labels", type=int, default=15)
+    parser.add_argument("--exit-after-demo", action="store_true")
+    args = parser.parse_args(argv)
+    for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
+        signal.signal(stop, _interrupt)
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", args.port)) == 0:
+            raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
+    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores)
+    exits: dict[str, list[float]] = {}
+    try:
+        stack.start(ready=False)
+        stack.wait_ready(workers=1)
+        print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
+              f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
+              f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip
+        if args.demo:
+            from clients.ops.http_demo import run_demo
+
+            run_demo(stack.url, args.demo, args.demo_labels,
+                     token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip
+            if args.exit_after_demo:
+                return
+        while True:  # keep it all running: what exits is started again, within reason
+            time.sleep(1.0)
+            now = time.monotonic()
+            for name in stack.restart_dead():
+                exits[name] = [t for t in exits.get(name, []) if now - t < 60.0] + [now]
+                if len(exits[name]) > RESTARTS_PER_MINUTE:
+                    print(f"fbgp-al: {name} exited {len(exits[name])} times in a minute; "
+                          f"stopping (see {args.data_dir / name}.log)", flush=True)  # fmt: skip
+                    raise SystemExit(1)
+                print(f"fbgp-al: {name} exited; started it again", flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()

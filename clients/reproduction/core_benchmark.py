@@ -1,0 +1,264 @@
+"""Speed of the computational core, measured side by side in one run on one core.
+
+``fbgp-al bench-core`` times, on the same data:
+
+- the paper's reference path: Pyro's NUTS over ``pyro.contrib.gp.models.GPRegression`` (RBF
+  kernel with unit variance, LogNormal(0, sqrt(3)) priors on lengthscales and noise), the chains
+  run one after another, float64;
+- this project's :func:`worker.mcmc.sample_posterior` (chains in lockstep, analytic gradient);
+
+and prints seconds, the ratio, and how well the two posteriors agree: for each log-hyperparameter,
+the largest difference of the 5/50/95% quantiles in units of the reference posterior's sd. It also
+times scoring: predictions and acquisitions for 10,000 candidates x 150 draws at n = 100, d = 6.
+
+``--modes N`` instead asks where the chains of both samplers settle on Gramacy & Lee's two-mode
+posterior: ``N`` of its pool points labeled, cold chains started uniformly in [-2, 2] as
+Pyro starts them, a few data sets; it prints each chain's median log lengthscale, and how many
+chains reached the short-lengthscale mode against how much more probable that mode is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+import torch
+
+from clients.reproduction.protocol import pool_points
+from clients.simulators import get_simulator
+from worker.acquisition import evaluate
+from worker.defaults import PAPER_ACQUISITIONS
+from worker.gp import Conditioned, rbf
+from worker.mcmc import Posterior, sample_posterior
+from worker.transforms import OutputStandardization
+
+CASES = [("gramacy1d", n) for n in (10, 40, 100)] + [
+    (name, n) for name in ("gramacy2d", "hartmann6") for n in (10, 40, 100)
+]
+
+
+def data(simulator: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` uniform random inputs of a simulator (unit cube) and standardized noisy outputs."""
+    sim = get_simulator(simulator)
+    rng = np.random.default_rng(seed)
+    u = rng.random((n, sim.dim))
+    y = sim.sample(sim.lower + u * (sim.upper - sim.lower), rng)
+    return torch.from_numpy(u), OutputStandardization.from_labels(y).to_z(y)
+
+
+def reference_posterior(u, z, chains=5, warmup=200, samples=300, seed=0) -> np.ndarray:
+    """Log draws ``(chains * samples) x (d + 1)`` from the paper's path (Pyro GPRegression +
+    NUTS), chains one after another."""
+    import pyro
+    import pyro.contrib.gp as gp
+    import pyro.distributions as dist
+    from pyro.infer import MCMC, NUTS
+
+    d = u.shape[1]
+    scale = torch.tensor(math.sqrt(3.0), dtype=torch.float64)
+    zero = torch.zeros((), dtype=torch.float64)
+    draws = []
+    for chain in range(chains):
+        pyro.clear_param_store()
+        pyro.set_rng_seed(seed * 1000 + chain)
+        kernel = gp.kernels.RBF(input_dim=d, variance=torch.tensor(1.0, dtype=torch.float64))
+        kernel.lengthscale = pyro.nn.PyroSample(
+            dist.LogNormal(zero.expand(d), scale.expand(d)).to_event(1)
+        )
+        kernel.variance = torch.tensor(1.0, dtype=torch.float64)  # fixed, as in CONTRACT.md
+        model = gp.models.GPRegression(u, z, kernel, noise=torch.tensor(0.1, dtype=torch.float64))
+        model.noise = pyro.nn.PyroSample(dist.LogNormal(zero, scale))
+        mcmc = MCMC(
+            NUTS(model.model, target_accept_prob=0.8),
+            num_samples=samples,
+            warmup_steps=warmup,
+            disable_progbar=True,
+        )
+        mcmc.run()
+        s = mcmc.get_samples()
+        lengthscale = s["kernel.lengthscale"].reshape(samples, d)
+        draws.append(torch.cat([lengthscale.log(), s["noise"].reshape(samples, 1).log()], 1))
+    return torch.cat(draws).numpy()
+
+
+def agreement(ours: np.ndarray, reference: np.ndarray) -> float:
+    """Largest |difference| of the 5/50/95% quantiles of any log-hyperparameter, in units of the
+    reference posterior's sd."""
+    q = [0.05, 0.5, 0.95]
+    diff = np.abs(np.quantile(ours, q, axis=0) - np.quantile(reference, q, axis=0))
+    return float((diff / reference.std(0)).max())
+
+
+def time_refits(cases, chains, warmup, samples, reference: bool) -> list[dict]:
+    rows = []
+    for simulator, n in cases:
+        u, z = data(simulator, n)
+        t = time.perf_counter()
+        post = sample_posterior(u, z, chains=chains, warmup=warmup, samples=samples, seed=0)
+        ours = time.perf_counter() - t
+        row = {"case": f"{simulator} n={n}", "ours_s": ours, "diag": post.diagnostics}
+        if reference:
+            t = time.perf_counter()
+            ref = reference_posterior(u, z, chains, warmup, samples)
+            row["reference_s"] = time.perf_counter() - t
+            row["speedup"] = row["reference_s"] / ours
+            row["agreement_sd"] = agreement(post.log_draws().numpy(), ref)
+        rows.append(row)
+        _print_row(row)
+    return rows
+
+
+def _print_row(row: dict) -> None:
+    d = row["diag"]
+    text = (
+        f"{row['case']:<16} ours {row['ours_s']:6.2f} s  (grad evals {d['gradient_evaluations']}, "
+        f"R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, div {d['divergences']})"
+    )
+    if "reference_s" in row:
+        text += (
+            f"  reference {row['reference_s']:7.2f} s  ratio {row['speedup']:5.1f}x"
+            f"  quantile diff {row['agreement_sd']:.2f} sd"
+        )
+    print(text, flush=True)
+
+
+def time_scoring(n=100, d=6, draws=150, candidates=10_000, seed=0) -> dict:
+    """Seconds to score ``candidates`` with each acquisition from ``draws`` posterior draws."""
+    rng = np.random.default_rng(seed)
+    u = torch.from_numpy(rng.random((n, d)))
+    z = torch.from_numpy(rng.standard_normal(n))
+    post = Posterior(
+        lengthscale=torch.from_numpy(np.exp(rng.normal(-0.5, 0.3, (draws, d)))),
+        noise=torch.from_numpy(np.exp(rng.normal(-4, 0.5, draws))),
+        chains=1,
+        mode_lengthscale=torch.full((d,), 0.6, dtype=torch.float64),
+        mode_noise=0.02,
+    )
+    cand = torch.from_numpy(rng.random((candidates, d)))
+    out = {}
+    for name in PAPER_ACQUISITIONS:
+        t = time.perf_counter()
+        evaluate(name, post, u, z, cand)
+        out[name] = time.perf_counter() - t
+    print(
+        f"scoring {candidates} candidates x {draws} draws, n={n}, d={d}: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in out.items()),
+        flush=True,
+    )
+    # where a prediction's time goes: each part on one chunk, scaled to all candidates
+    gp = Conditioned.fit(u, z, post.lengthscale, post.noise)
+    chunk = cand[: gp.chunk_size()]
+    scale = candidates / len(chunk)
+    k_star = rbf(u, chunk, post.lengthscale)
+    v = gp.chol_inv @ k_star
+    parts = {
+        "kernel": lambda: rbf(u, chunk, post.lengthscale),
+        "variance product": lambda: gp.chol_inv @ k_star,
+        "sum of squares": lambda: (v * v).sum(-2),
+        "mean": lambda: gp.alpha[:, None, :] @ k_star,
+    }
+    shares = {}
+    for name, part in parts.items():
+        t = time.perf_counter()
+        for _ in range(5):
+            part()
+        shares[name] = (time.perf_counter() - t) / 5 * scale
+    print("  of which: " + ", ".join(f"{k} {v:.2f} s" for k, v in shares.items()), flush=True)
+    return out
+
+
+def time_warm_start(simulator="gramacy2d", n=40, chains=5, warmup=200, samples=300) -> dict:
+    """A refit after one more label, cold and warm-started from the refit before it."""
+    u, z = data(simulator, n)
+    previous = sample_posterior(u[:-1], z[:-1], chains, warmup, samples, seed=1)
+    t = time.perf_counter()
+    cold = sample_posterior(u, z, chains, warmup, samples, seed=2)
+    cold_s = time.perf_counter() - t
+    t = time.perf_counter()
+    warm = sample_posterior(u, z, chains, warmup, samples, seed=2, warm_start=previous.adaptation)
+    warm_s = time.perf_counter() - t
+    out = {"cold_s": cold_s, "warm_s": warm_s, "ratio": cold_s / warm_s,
+           "agreement_sd": agreement(warm.log_draws().numpy(), cold.log_draws().numpy()),
+           "warm_start": warm.diagnostics["warm_start"]}  # fmt: skip
+    print(f"{simulator} n={n}: cold refit {cold_s:.2f} s, warm {warm_s:.2f} s "
+          f"({out['warm_start']}), ratio {out['ratio']:.2f}x, quantile diff "
+          f"{out['agreement_sd']:.2f} sd", flush=True)  # fmt: skip
+    return out
+
+
+SHORT_MODE = -2.5  # log lengthscale (unit inputs) between Gramacy & Lee's two modes
+
+
+def gramacy_data(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` distinct points of Gramacy & Lee's pool (unit inputs) with standardized labels."""
+    sim = get_simulator("gramacy1d")
+    grid = pool_points(sim, np.arange(sim.pool_size))
+    rng = np.random.default_rng(seed)
+    x = grid[np.sort(rng.choice(len(grid), n, replace=False))]
+    y = sim.sample(x, rng)
+    return torch.from_numpy(
+        (x - sim.lower) / (sim.upper - sim.lower)
+    ), OutputStandardization.from_labels(y).to_z(y)
+
+
+def mode_gap(u, z) -> float:
+    """How much more probable (nats) the best short-lengthscale hyperparameters are than the
+    best long-lengthscale ones, on a grid of the 1-D posterior."""
+    from worker.potential import GPPotential
+
+    potential = GPPotential(np.asarray(u), np.asarray(z))
+    theta = np.array([(a, b) for a in np.linspace(-6, 2, 81) for b in np.linspace(-9, 1, 51)])
+    energy = np.concatenate([potential(chunk)[0] for chunk in np.array_split(theta, 8)])
+    short = theta[:, 0] < SHORT_MODE
+    return float(energy[~short].min() - energy[short].min())
+
+
+def chain_modes(n: int, datasets: int = 4, chains: int = 5, warmup: int = 200,
+                samples: int = 300) -> dict:  # fmt: skip
+    """For ``datasets`` random sets of ``n`` of Gramacy & Lee's pool points: per chain of each
+    sampler, its median log lengthscale; totals of chains in the short-lengthscale mode."""
+    totals = {"ours": 0, "reference": 0, "chains": 0}
+    for seed in range(datasets):
+        u, z = gramacy_data(n, seed)
+        ours = sample_posterior(u, z, chains=chains, warmup=warmup, samples=samples, seed=seed,
+                                init="uniform").lengthscale[:, 0].log().numpy()  # fmt: skip
+        reference = reference_posterior(u, z, chains, warmup, samples, seed)[:, 0]
+        row = {"ours": np.median(ours.reshape(chains, -1), axis=1),
+               "reference": np.median(reference.reshape(chains, -1), axis=1)}  # fmt: skip
+        for name in ("ours", "reference"):
+            totals[name] += int((row[name] < SHORT_MODE).sum())
+        totals["chains"] += chains
+        print(f"n={n} data set {seed}: short mode more probable by {mode_gap(u, z):.1f} nats; "
+              + "; ".join(f"{name}: " + " ".join(f"{v:+.2f}" for v in row[name])
+                          for name in ("ours", "reference")), flush=True)  # fmt: skip
+    print(
+        f"chains in the short-lengthscale mode (log l < {SHORT_MODE}): ours {totals['ours']} "
+        f"of {totals['chains']}, reference {totals['reference']} of {totals['chains']}"
+    )
+    return totals
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", default="all", help="'all', 'target' (gramacy2d n=40) or 'none'")
+    parser.add_argument("--no-reference", action="store_true", help="skip the Pyro reference path")
+    parser.add_argument("--chains", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--modes", type=int, metavar="N",
+                        help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
+    parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.modes is not None:
+        chain_modes(args.modes, args.datasets, args.chains, args.warmup, args.samples)
+        return
+    cores = os.sched_getaffinity(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
+    cases = {"all": CASES, "target": [("gramacy2d", 40)], "none": []}[args.cases]
+    time_refits(cases, args.chains, args.warmup, args.samples, not args.no_reference)
+    time_warm_start()
+    time_scoring()

@@ -1,0 +1,27 @@
+"""The HTTP API of CONTRACT.md, assembled: error mapping, middleware, one router per resource.
+Routes are Redis reads and writes; model-based answers are short jobs that a worker runs while
+the request waits (``uvicorn service.main:app``)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from service import errors, pages, schemas
+from service.middleware import BodyLimit, observe
+from service.routes import campaigns, health, labeling, models
+
+app = FastAPI(
+    title="fbgp-al",
+    version="0.1.0",
+    description="Bayesian active learning with fully Bayesian GPs, as a labeling service",
+)
+errors.install(app)
+app.add_middleware(BodyLimit)
+app.middleware("http")(observe)
+
+# every /campaigns call may be malformed, unauthorized, too large, invalid, or meet no Redis
+CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 413, 422, 503)
+app.include_router(health.router)
+for resource in (campaigns, labeling, models):
+    app.include_router(resource.router, responses=CAMPAIGN_ERRORS)
+app.include_router(pages.router, responses=schemas.problem_responses(401, 403, 404, 500, 503))

@@ -1,0 +1,51 @@
+"""Liveness, readiness and metrics: no token needed."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CollectorRegistry, generate_latest
+from redis.exceptions import RedisError
+
+from service import queues, schemas
+from service.deps import RedisDep, StoreDep
+from service.middleware import metrics
+from service.observability import RedisCollector
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=schemas.Health)
+def healthz():
+    return {"status": "ok"}
+
+
+@router.get("/livez", response_model=schemas.Health)
+def livez():
+    """200 whenever the process runs (readiness, with its dependencies, is /readyz)."""
+    return {"status": "ok"}
+
+
+@router.get("/metrics", response_class=PlainTextResponse,
+            responses=schemas.problem_responses(503))  # fmt: skip
+def prometheus_metrics(redis: RedisDep, store: StoreDep):
+    shared = CollectorRegistry()
+    shared.register(RedisCollector(redis, store))
+    text = generate_latest(metrics.registry) + generate_latest(shared)
+    return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/readyz", response_model=schemas.Readiness, response_model_exclude_none=True,
+            responses={503: {"description": "Redis unreachable, or no worker",
+                             "model": schemas.Readiness}})  # fmt: skip
+def readyz(redis: RedisDep, response: Response):
+    try:
+        redis.ping()
+        workers = queues.worker_count(redis)
+    except RedisError as error:
+        response.status_code = 503
+        return {"ready": False, "detail": f"Redis unreachable: {error}"}
+    if workers == 0:
+        response.status_code = 503
+        return {"ready": False, "detail": "no worker is running", "workers": 0}
+    return {"ready": True, "workers": workers}

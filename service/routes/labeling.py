@@ -1,0 +1,158 @@
+"""The labeling loop over HTTP: ``/next`` hands out points, ``/label`` takes their labels,
+``/observations`` imports and exports labels. The rules are :mod:`service.loop`'s; here they
+meet Redis (:func:`offer`) and HTTP (:func:`label_status`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse
+from redis.exceptions import RedisError
+
+from service import loop, schemas
+from service.deps import Authorized, SettingsDep, StoreDep
+from service.errors import Conflict, Gone, NotFound, Unprocessable
+from service.loop import ImportOutcome, LabelOutcome
+from service.pool import pool_point
+from service.settings import Settings
+from service.store import CampaignStore
+
+log = logging.getLogger("fbgp.api")
+router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
+
+DONE = "the campaign is done: it has max_labels labels"
+
+
+def label_status(outcome: LabelOutcome, ticket: str) -> int:
+    """A label's outcome over HTTP: the status code of a success; the error otherwise."""
+    match outcome:
+        case LabelOutcome.STORED:
+            return 201
+        case LabelOutcome.SAME_AGAIN:
+            return 200
+        case LabelOutcome.CONFLICT:
+            raise Conflict("this ticket has a different label, or its point is labeled")
+        case LabelOutcome.UNKNOWN_TICKET:
+            raise NotFound(f"unknown ticket {ticket!r}")
+        case LabelOutcome.DONE:
+            raise Gone(DONE)
+    raise AssertionError(outcome)
+
+
+def offer(
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings
+) -> dict | loop.Answer:
+    """One look at the campaign, under its lock: a ticket (the dict ``/next`` answers), or the
+    :class:`~service.loop.Wait` or :class:`~service.loop.Done` that the rules gave. A campaign
+    that waits for a model also has its refit revived if that died."""
+    with store.lock(campaign_id, settings.lock_timeout_seconds):
+        spec = store.spec(campaign_id)
+        rules = loop.Rules.of(spec)
+        snap = store.snapshot(campaign_id, now)
+        if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
+            store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
+        answer = loop.next_answer(rules, snap)
+        if not isinstance(answer, loop.Offer):
+            return answer
+        x = pool_point(spec, answer.index)
+        return store.issue(campaign_id, answer.index, x, answer.version, spec["lease_seconds"], now)
+
+
+NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
+                  **schemas.problem_responses(404, 410)}  # fmt: skip
+
+
+@router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES)
+def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
+               wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
+    deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
+    while True:
+        answer = offer(store, campaign_id, time.time(), settings)
+        if isinstance(answer, dict):
+            return answer
+        if isinstance(answer, loop.Done):
+            raise Gone(DONE)
+        if time.monotonic() >= deadline:
+            retry = max(1, math.ceil(answer.seconds))
+            return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
+                                status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
+        time.sleep(min(settings.next_poll_seconds, max(0.0, deadline - time.monotonic())))
+
+
+LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas.LabelAnswer},
+                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+
+
+@router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
+             responses=LABEL_RESPONSES)  # fmt: skip
+def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: Response):
+    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
+    if enqueue:
+        _enqueue_refit(store, campaign_id)
+    response.status_code = label_status(outcome, body.ticket)
+    if outcome == LabelOutcome.STORED:
+        store.count_labels(1)
+    return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
+
+
+def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
+    """The labels are stored already, so the answer stays a success even if the refit cannot
+    be enqueued now: the state says it is queued, and it is revived once Redis answers."""
+    try:
+        store.enqueue_refit(campaign_id)
+    except RedisError as error:
+        log.warning("refit not enqueued (%s); it will be revived", error,
+                    extra={"campaign": campaign_id})  # fmt: skip
+
+
+def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
+    """The campaign's spec, once ``x`` is known to fit its inputs (422 otherwise)."""
+    spec = store.spec(campaign_id)
+    try:
+        schemas.check_points(x, [schemas.InputSpec(**i) for i in spec["inputs"]])
+    except ValueError as error:
+        raise Unprocessable(str(error)) from None
+    return spec
+
+
+@router.post("/observations", status_code=201, response_model=schemas.Imported,
+             responses=schemas.problem_responses(404, 409))  # fmt: skip
+def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep):
+    spec = spec_with_points(store, campaign_id, body.x)
+    outcome, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
+    if enqueue:
+        _enqueue_refit(store, campaign_id)
+    if outcome == ImportOutcome.TOO_MANY:
+        raise Conflict(f"{len(body.y)} more labels would exceed max_labels "
+                       f"({spec['max_labels']}; {n} stored)")  # fmt: skip
+    store.count_labels(len(body.y))
+    return {"n_labeled": n, "imported": len(body.y)}
+
+
+OBSERVATIONS_RESPONSES = {
+    200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}}},
+    **schemas.problem_responses(404),
+}
+
+
+@router.get("/observations", response_model=schemas.ObservationList,
+            responses=OBSERVATIONS_RESPONSES)  # fmt: skip
+def export_observations(campaign_id: str, store: StoreDep,
+                        accept: Annotated[str | None, Header()] = None):  # fmt: skip
+    spec = store.spec(campaign_id)
+    labels = store.labels(campaign_id)
+    x, y = [label["x"] for label in labels], [label["y"] for label in labels]
+    if accept and "text/csv" in accept:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow([i["name"] for i in spec["inputs"]] + ["y"])
+        for xi, yi in zip(x, y, strict=True):
+            writer.writerow([repr(v) for v in xi] + [repr(yi)])
+        return Response(out.getvalue(), media_type="text/csv")
+    return {"x": x, "y": y}

@@ -1,0 +1,54 @@
+"""`fbgp-al up`: the whole stack as a new user starts it, with the demo campaign over real HTTP."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from clients.ops.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(tmp_path):
+    """As a newcomer runs it: the default, relative ``--data-dir`` under a working directory
+    whose path has a space (Redis changes into its --dir before it opens its log)."""
+    fresh = tmp_path / "a fresh clone"
+    fresh.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
+         "--demo", "gramacy1d", "--demo-labels", "6", "--exit-after-demo"],
+        cwd=fresh, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert f"API on http://127.0.0.1:{port}" in out
+    assert "label   6" in out and "demo: done" in out and "RMSE" in out
+    # Redis kept its append-only file and its log in ./fbgp-data, not in fbgp-data/fbgp-data
+    data = fresh / "fbgp-data"
+    assert (data / "redis.log").is_file() and (data / "api.log").is_file()
+    assert any(p.name.startswith("appendonly") for p in data.rglob("*")), list(data.rglob("*"))
+    assert not (data / "fbgp-data").exists()
+    # and nothing is left listening
+    import socket
+
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_up_refuses_a_port_in_use(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
+             "--data-dir", str(tmp_path / "data")],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"port {port} is in use" in result.stdout + result.stderr

@@ -1,0 +1,173 @@
+"""Property tests of the labeling loop's rules (service/loop.py), without Redis: a repeated label
+changes nothing, the order of arrival does not change the set stored, nothing is handed out
+twice while leased, done is final, and never more points out than the mode allows."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from service import loop
+from service.loop import JobFacts, LabelOutcome, Refit, RefitPhase
+from tests.service.loop_model import LATE_LABEL, YS, LoopModel, operations, resolve, rules_strategy
+
+POOL = 8
+
+
+def _model(draw_settings: dict, design: list[int]) -> LoopModel:
+    rules = loop.Rules(
+        max_labels=max(draw_settings["max_labels"], len(design)), design_index=tuple(design),
+        mode=draw_settings["mode"], max_pending=draw_settings["max_pending"],
+        allow_repeats=draw_settings["allow_repeats"],
+    )  # fmt: skip
+    return LoopModel(rules, lease_seconds=5.0)
+
+
+campaigns = st.tuples(
+    rules_strategy(POOL), st.lists(st.integers(0, POOL - 1), min_size=1, max_size=3, unique=True)
+).map(lambda t: _model(*t))
+
+
+def _run(model: LoopModel, ops: list[tuple], check=None) -> None:
+    """Apply ``ops``; ``check(model, op, before, result)`` after each."""
+    for op in ops:
+        before = copy.deepcopy(model)
+        match op:
+            case ("next",):
+                result = model.next()
+            case ("label", ref, y):
+                result = model.label(resolve(ref, len(model.tickets)), y)
+            case ("tick", seconds):
+                result = model.tick(seconds)
+            case ("start",):
+                result = model.start_refit()
+            case ("finish", ranking):
+                result = model.finish_refit(ranking)
+        if check:
+            check(model, op, before, result)
+
+
+def _state(model: LoopModel):
+    return (list(model.labels), set(model.labeled), [copy.copy(t) for t in model.tickets],
+            model.refit, model.version)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(campaigns, operations(POOL))
+@example(_model(LATE_LABEL[0], [0, 1]), LATE_LABEL[1])
+def test_every_offer_keeps_the_loop_s_promises(model, ops):
+    """Nothing handed out twice while leased (nor, without repeats, once labeled); never more
+    tickets out than max_labels - n; after the design at most max_pending out (parallel) or
+    one (sequential, and only from a model that saw every label); done is final."""
+    rules = model.rules
+
+    def check(m: LoopModel, op, before: LoopModel, result) -> None:
+        live = m.live()
+        assert len({t.index for t in live}) == len(live)  # one live ticket per point
+        n = len(before.labels)
+        if before.snapshot().n_labeled >= rules.max_labels:  # done is final
+            assert len(m.labels) == n
+            if op[0] == "next":
+                assert isinstance(result, loop.Done)
+            if op[0] == "label":
+                assert result[0] != LabelOutcome.STORED
+        if op[0] != "next" or not isinstance(result, loop.Offer):
+            return
+        out = before.live()
+        assert result.index not in {t.index for t in out}
+        if not rules.allow_repeats:
+            assert result.index not in before.labeled
+        assert n + len(out) < rules.max_labels
+        if n >= rules.design_size:
+            if rules.mode == "sequential":
+                assert not out and result.version == n
+            else:
+                assert len(out) < rules.max_pending and result.version is not None
+        else:
+            assert result.index in rules.design_index and result.version is None
+
+    _run(model, ops, check)
+
+
+@settings(max_examples=200, deadline=None)
+@given(campaigns, operations(POOL))
+def test_a_repeated_label_changes_nothing(model, ops):
+    _run(model, ops)
+    for k, ticket in enumerate(model.tickets):
+        if not ticket.state.startswith("labeled:"):
+            continue
+        y = next(y for t, _, y in model.labels if t == k)
+        before = _state(model)
+        outcome, n, enqueue = model.label(k, y)
+        assert outcome == LabelOutcome.SAME_AGAIN and n == len(model.labels) and not enqueue
+        assert _state(model) == before
+        other = next(v for v in YS if v != y)
+        assert model.label(k, other)[0] == LabelOutcome.CONFLICT and _state(model) == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(campaigns, st.randoms(use_true_random=False), st.integers(0, 2))
+def test_the_order_of_arrival_does_not_change_the_set_stored(model, random, repeats):
+    """Tickets out for distinct points, each labeled with its own y (some posted more than
+    once, some unknown tickets among them), in two orders: the same labels are stored."""
+    while isinstance(answer := model.next(), loop.Offer) or model.start_refit():
+        if not isinstance(answer, loop.Offer):
+            model.finish_refit(tuple(range(POOL)))
+    ys = {k: YS[k % len(YS)] for k in range(len(model.tickets))}
+    posts = [(k, ys[k]) for k in ys for _ in range(1 + repeats)] + [(None, 1.0)]
+    stored = []
+    for _ in range(2):
+        replay = copy.deepcopy(model)
+        random.shuffle(posts)
+        for k, y in posts:
+            replay.label(k, y)
+        stored.append({(t, y) for t, _, y in replay.labels})
+        assert len(replay.labels) == len(stored[-1])  # each ticket once
+    assert stored[0] == stored[1]
+
+
+def test_done_answers_done_and_stores_nothing_more():
+    """A ticket re-issued after its lease expired is labeled after the campaign filled up."""
+    rules = loop.Rules(max_labels=2, design_index=(0, 1), mode="parallel", max_pending=3,
+                       allow_repeats=True)  # fmt: skip
+    model = LoopModel(rules, lease_seconds=5.0)
+    assert [model.next(), model.next()] == [loop.Offer(0, None), loop.Offer(1, None)]
+    assert isinstance(model.next(), loop.Wait)  # max_labels tickets are out
+    model.tick(6.0)
+    assert model.next() == loop.Offer(0, None)  # the first lease expired
+    assert model.label(0, 1.0)[0] == LabelOutcome.STORED
+    assert model.label(1, 1.0)[0] == LabelOutcome.STORED
+    assert model.label(2, 1.0)[0] == LabelOutcome.DONE and len(model.labels) == 2
+    assert isinstance(model.next(), loop.Done)
+    assert loop.phase(rules, 2) == loop.Phase.DONE
+
+
+def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
+    alive, gone, failed = JobFacts(True, False), JobFacts(False, False), JobFacts(False, True)
+    now, lease = 100.0, 15.0
+    idle = Refit()
+    assert not loop.refit_suspect(idle, now, lease) and not loop.refit_dead(idle, now, lease, gone)
+    queued = Refit(phase=RefitPhase.QUEUED, job="j", queued_at=now - 1.0)
+    assert not loop.refit_dead(queued, now, lease, gone)  # its enqueue may be on its way
+    late = Refit(phase=RefitPhase.QUEUED, job="j", queued_at=now - 5.0)
+    assert loop.refit_dead(late, now, lease, gone) and not loop.refit_dead(late, now, lease, alive)
+    assert loop.refit_dead(Refit(phase=RefitPhase.QUEUED, queued_at=now - 5.0), now, lease, alive)
+    beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
+    assert not loop.refit_suspect(beating, now, lease)
+    assert not loop.refit_dead(beating, now, lease, failed)
+    silent = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 5.0)
+    assert loop.refit_dead(silent, now, lease, failed)  # its work horse was killed
+    assert not loop.refit_dead(silent, now, lease, alive)
+    assert loop.refit_dead(Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 20.0), now,
+                           lease, alive)  # fmt: skip
+    # a lease shorter than the silence that makes a refit suspect still counts
+    assert loop.refit_dead(Refit(phase=RefitPhase.RUNNING, heartbeat=now - 2.0), now, 1.0, alive)
+
+
+@given(st.integers(0, 10), st.integers(0, 10), st.sampled_from(list(RefitPhase)))
+def test_a_refit_is_due_once_the_design_is_labeled_and_none_is_in_charge(n, design, phase):
+    rules = loop.Rules(max_labels=20, design_index=tuple(range(design)), mode="sequential",
+                       max_pending=1, allow_repeats=False)  # fmt: skip
+    assert loop.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)

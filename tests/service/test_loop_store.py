@@ -1,0 +1,130 @@
+"""The real store (Redis and its Lua scripts) agrees with the pure loop model on every outcome:
+random operations (``/next``, labels, the clock, a refit's start and end) replayed against both."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from redis import Redis
+
+from service import loop
+from service.pool import pool_point
+from service.routes.labeling import offer
+from service.schemas import CampaignCreate
+from service.settings import Settings
+from service.store import CampaignStore
+from tests.service.loop_model import (
+    LATE_LABEL,
+    START,
+    LoopModel,
+    body,
+    operations,
+    resolve,
+    rules_strategy,
+)
+
+POOL = 8
+LEASE = 5.0
+
+
+@pytest.fixture(scope="module")
+def store(redis_url):
+    redis = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/13")  # no worker serves it
+    redis.flushdb()
+    yield CampaignStore(redis)
+    redis.flushdb()
+
+
+class Replay:
+    """The same operations on the store, as the routes and the jobs do them."""
+
+    def __init__(self, store: CampaignStore, spec: dict):
+        self.store, self.spec, self.id = store, spec, spec["id"]
+        # refits never die here (their jobs wait in a queue no worker serves)
+        self.settings = Settings(refit_lease_seconds=1e9)
+        self.now = START
+        self.tickets: list[str] = []
+        self.token: str | None = None
+        self.seen = 0
+
+    def next(self):
+        answer = offer(self.store, self.id, self.now, self.settings)
+        if isinstance(answer, dict):
+            self.tickets.append(answer["ticket"])
+        return answer
+
+    def label(self, ticket: int | None, y: float):
+        known = ticket is not None and ticket < len(self.tickets)
+        name = self.tickets[ticket] if known else "never-issued"
+        outcome, n, enqueue = self.store.record_label(self.id, name, y, self.now)
+        if enqueue:
+            self.store.enqueue_refit(self.id)
+        return outcome, n, enqueue
+
+    def start_refit(self) -> bool:
+        state = self.store.state(self.id)
+        if state.get("refit") != "queued":
+            return False
+        self.token = state["refit_job"]
+        assert self.store.beat(self.id, self.token, self.now, start=True)
+        self.seen = self.store.n_labeled(self.id)
+        return True
+
+    def finish_refit(self, ranking: tuple[int, ...]) -> bool | None:
+        if self.store.state(self.id).get("refit") != "running":
+            return None
+        model = {"version": self.seen, "diagnostics": {"refit_seconds": 1.0}}
+        points = [{"index": i, "x": pool_point(self.spec, i), "score": 0.0} for i in ranking]
+        assert self.store.save_model(self.id, model, points, self.token)
+        again = self.store.refit_finished(self.id, self.seen, self.now, self.token)
+        if again:
+            self.store.enqueue_refit(self.id)
+        return again
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rules_strategy(POOL), operations(POOL, length=30))
+@example(*LATE_LABEL)
+def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
+    spec = store.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
+    model = LoopModel(loop.Rules.of(spec), lease_seconds=LEASE)
+    real = Replay(store, spec)
+    for op in ops:
+        match op:
+            case ("next",):
+                expected, got = model.next(), real.next()
+                if isinstance(expected, loop.Offer):
+                    assert isinstance(got, dict), (op, expected, got)
+                    assert got["x"] == pool_point(spec, expected.index)
+                    assert got["model_version"] == expected.version
+                    assert got["expires_at"] == real.now + LEASE
+                else:
+                    assert got == expected, op
+            case ("label", ref, y):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.label(ticket, y) == model.label(ticket, y), op
+            case ("tick", seconds):
+                model.tick(seconds)
+                real.now += seconds
+            case ("start",):
+                assert real.start_refit() == model.start_refit(), op
+            case ("finish", ranking):
+                assert real.finish_refit(ranking) == model.finish_refit(ranking), op
+        snap = store.snapshot(spec["id"], real.now)
+        assert snap == model.snapshot() or _same(snap, model.snapshot()), op
+        status = store.status(spec["id"], real.now)
+        assert status["state"] == loop.phase(model.rules, len(model.labels))
+        assert status["refit"] == model.refit
+    stored = [(label["ticket"], label["y"]) for label in store.labels(spec["id"])]
+    assert stored == [(real.tickets[t], y) for t, _, y in model.labels]
+    store.delete(spec["id"])
+
+
+def _same(real: loop.Snapshot, model: loop.Snapshot) -> bool:
+    """The store's refit state has more in it (its job, times): compare what the model has."""
+    return (real.n_labeled, real.n_pending, real.pending, real.labeled, real.ranking,
+            real.refit.phase, real.refit.model_version) == (
+            model.n_labeled, model.n_pending, model.pending, model.labeled, model.ranking,
+            model.refit.phase, model.refit.model_version)  # fmt: skip

@@ -1,0 +1,62 @@
+"""A refit's chains fanned out over idle workers: one job per group of chains, and a merge job
+that depends on them all (RQ ``depends_on``). The jobs are :func:`worker.jobs.refit_chains`
+and :func:`worker.jobs.refit_merge`, enqueued by dotted name."""
+
+from __future__ import annotations
+
+import numpy as np
+from rq import Queue, Worker, get_current_job
+from rq.job import Dependency, Job
+
+from service.queues import REFIT
+from worker.nuts import Draws
+
+
+def chain_groups(chains: int, workers: int) -> list[list[int]]:
+    """Chains ``0..chains-1`` split into one contiguous group per worker (at most one per
+    chain). A chain's draws depend on its seed and number, and on its group only through the
+    rounding of batched linear algebra."""
+    k = max(1, min(chains, workers))
+    return [g.tolist() for g in np.array_split(np.arange(chains), k)]
+
+
+def free_workers(connection) -> int:
+    """This worker and the idle ones."""
+    job = get_current_job()
+    me = job.worker_name if job else None
+    others = [w for w in Worker.all(connection=connection) if w.name != me]
+    return 1 + sum(1 for w in others if w.get_state() == "idle")
+
+
+def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm: dict | None,
+             token: str, began: float) -> str:  # fmt: skip
+    """Enqueue one job per group of chains (ahead of other refits) and the merge after them;
+    the merge's job id."""
+    queue = Queue(REFIT, connection=connection)
+    jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm, token),
+                               timeout=3600, result_ttl=3600, failure_ttl=86400, at_front=True)
+            for ids in groups]  # fmt: skip
+    # the merge runs even if a group failed: it then runs the missing chains itself
+    after = Dependency(jobs=jobs, allow_failure=True)
+    merge = queue.enqueue_call(
+        "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs], token, began),
+        depends_on=after, timeout=3600, result_ttl=600, failure_ttl=86400,
+    )  # fmt: skip
+    return merge.id
+
+
+def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | None:
+    """The groups' draws together, ``"warm"`` if every group started warm (else ``"cold"``),
+    and ``{}`` if they were given a warm start (else None); None if a group is missing (it
+    failed, or its worker died)."""
+    results = [Job.fetch(j, connection=connection).return_value() for j in job_ids]
+    if any(r is None for r in results):
+        return None
+    draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
+    how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
+    return draws, how, {} if results[0]["warm"] else None
+
+
+def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
+    """What a group's job returns, for :func:`merged`."""
+    return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}

@@ -1,0 +1,83 @@
+"""The worker process: an RQ worker serving the queues (high priority first) with one torch
+thread, whose maintenance also revives dead refits (the same rule as ``/next``'s,
+:func:`service.loop.refit_dead`, through :meth:`service.store.CampaignStore.revive_all`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import torch
+from redis import Redis
+from redis.exceptions import RedisError
+from rq import Worker
+
+from service.observability import json_logging
+from service.queues import QUEUES
+from service.settings import get_settings
+from service.store import CampaignStore
+from worker.mcmc import sample_posterior
+
+log = logging.getLogger("fbgp.worker")
+
+
+class FbgpWorker(Worker):
+    """An RQ worker whose maintenance also revives the refits of campaigns left stuck by a dead
+    worker, so that a campaign recovers even when no simulator is polling it."""
+
+    # SIGTERM or SIGINT came (RQ says so only when a job runs); on the class, since the handler
+    # of a worker that lost Redis may be the one that hears it
+    shutdown_requested = False
+
+    def handle_warm_shutdown_request(self):
+        FbgpWorker.shutdown_requested = True
+        super().handle_warm_shutdown_request()
+
+    def run_maintenance_tasks(self):
+        super().run_maintenance_tasks()
+        settings = get_settings()
+        try:
+            revived = CampaignStore(self.connection).revive_all(
+                time.time(), settings.refit_lease_seconds
+            )
+        except RedisError as error:
+            log.warning("could not look for stuck refits: %s", error)
+            return
+        for campaign_id in revived:
+            log.warning("refit revived: its job had died", extra={"campaign": campaign_id})
+
+
+def run_worker(name: str | None = None, burst: bool = False) -> None:
+    """Serve the queues (high priority first) with one torch thread, the sampler compiled before
+    the first job. Work horses are forked from this process, so they start warm. When Redis goes
+    away the worker keeps trying to reach it, and serves again once it is back."""
+    torch.set_num_threads(1)
+
+    sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
+    json_logging()
+    log.info(
+        "worker pid %d on cores %s, %d torch thread, queues %s",
+        os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(QUEUES),
+    )  # fmt: skip
+    settings = get_settings()
+    attempt = 0
+    while True:
+        try:
+            connection = Redis.from_url(settings.redis_url)
+            worker = FbgpWorker(
+                list(QUEUES), connection=connection, log_job_description=False,
+                name=name if attempt == 0 else None,  # a dead registration may hold the name
+                worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
+                job_monitoring_interval=settings.job_monitoring_interval,
+            )  # fmt: skip
+            worker.work(burst=burst)
+        except RedisError as error:
+            log.error("Redis unreachable: %s", error)
+        if burst or FbgpWorker.shutdown_requested:
+            return
+        attempt += 1
+        log.warning("the worker lost Redis; starting again in 2 s")
+        time.sleep(2.0)
+        if FbgpWorker.shutdown_requested:  # asked to stop while we waited
+            return
