@@ -51,7 +51,7 @@ TOKENS = PREFIX + "tokens"
 
 # Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
 # queued (1: the caller enqueues it). If one is queued or running already, nothing: when it ends it
-# sees whether labels arrived after it read them, and runs once more if so (FINISH_REFIT_SCRIPT).
+# sees whether labels arrived after it read them, and runs once more if so (END_REFIT_SCRIPT).
 REQUEST_REFIT = """
 local function request_refit(state_key, n, design_size, now)
   if n < tonumber(design_size) then return 0 end
@@ -108,7 +108,7 @@ return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 
 # Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came,
 # loop.refit_again), else 0 (also when that refit is no longer the one in charge).
-FINISH_REFIT_SCRIPT = """
+END_REFIT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])
 if n > tonumber(ARGV[1]) then
@@ -164,7 +164,7 @@ class CampaignStore:
         self.r = redis
         self._label = redis.register_script(LABEL_SCRIPT)
         self._import = redis.register_script(IMPORT_SCRIPT)
-        self._finish = redis.register_script(FINISH_REFIT_SCRIPT)
+        self._end_refit = redis.register_script(END_REFIT_SCRIPT)
         self._beat = redis.register_script(BEAT_SCRIPT)
         self._revive = redis.register_script(REVIVE_SCRIPT)
         self._save_model = redis.register_script(SAVE_MODEL_SCRIPT)
@@ -404,7 +404,7 @@ class CampaignStore:
         self.spec(campaign_id)
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]
 
-    def refit_finished(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
+    def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
         """True when another refit must run (labels came in meanwhile)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
-        return bool(self._finish(keys=keys, args=[n_seen, now, token]))
+        return bool(self._end_refit(keys=keys, args=[n_seen, now, token]))

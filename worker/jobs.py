@@ -72,7 +72,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
         try:
             data = math_.prepare(spec, store.labels(campaign_id)[:n])
             post = posterior(data)
-            result = _finish(store, campaign_id, spec, data, post, started, token, began)
+            result = _store_model(store, campaign_id, spec, data, post, started, token, began)
         except RedisError:
             raise  # the store is out of reach: nothing can be recorded; the refit is revived
         except Exception as error:
@@ -130,7 +130,7 @@ def _warm(store, campaign_id: str, spec: dict) -> dict | None:
         return None
 
 
-def _finish(store, campaign_id, spec, data, post, started, token, began) -> dict:
+def _store_model(store, campaign_id, spec, data, post, started, token, began) -> dict:
     snap = store.snapshot(campaign_id, time.time())
     exclude = set() if spec["allow_repeats"] else snap.labeled
     pending = sorted(snap.pending)
@@ -158,7 +158,7 @@ def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> di
 
 
 def _next_refit(store, campaign_id: str, n: int, token: str) -> None:
-    if store.refit_finished(campaign_id, n, time.time(), token):
+    if store.end_refit(campaign_id, n, time.time(), token):
         store.enqueue_refit(campaign_id)
 
 

@@ -106,7 +106,7 @@ def _error_kind(error: Exception) -> str:
     return type(error).__name__
 
 
-class Simulator(threading.Thread):
+class Labeler(threading.Thread):
     """Labels one campaign: ``/next`` (long poll), ``y`` from the built-in simulator's mean plus
     seeded noise, ``/label`` with the same ``y`` until an answer comes. Rides out transient
     errors; stops when the campaign is done or ``stop`` is set."""
@@ -425,7 +425,7 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
     for c, body in zip(ids, bodies, strict=True):
         progress(f"soak: campaign {c}: {body['name']}, {body['max_labels']} labels")
     soak = Soak(stack, ids, ledger, progress)
-    threads = [Simulator(stack.url, c, campaign_kind(i)[0], [seed, i, j], ledger, stop)
+    threads = [Labeler(stack.url, c, campaign_kind(i)[0], [seed, i, j], ledger, stop)
                for i, c in enumerate(ids) for j in range(n_simulators)]  # fmt: skip
     for thread in threads:
         thread.start()

@@ -76,7 +76,7 @@ class Replay:
         model = {"version": self.seen, "diagnostics": {"refit_seconds": 1.0}}
         points = [{"index": i, "x": pool_point(self.spec, i), "score": 0.0} for i in ranking]
         assert self.store.save_model(self.id, model, points, self.token)
-        again = self.store.refit_finished(self.id, self.seen, self.now, self.token)
+        again = self.store.end_refit(self.id, self.seen, self.now, self.token)
         if again:
             self.store.enqueue_refit(self.id)
         return again

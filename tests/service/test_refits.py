@@ -104,7 +104,7 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
     model = {"version": 1, "diagnostics": {"refit_seconds": 1.0}}
     assert not store.save_model(campaign, model, [], "old")
     assert not store.refit_failed(campaign, "boom", 1, "old")
-    assert not store.refit_finished(campaign, 1, now, "old")
+    assert not store.end_refit(campaign, 1, now, "old")
     assert not store.beat(campaign, "old", now)
     assert store.state(campaign).get("model_version") is None
     assert store.state(campaign)["refit"] == "queued"
