@@ -114,3 +114,24 @@ def api_url(redis_url, worker_process, tmp_path_factory):
     process, url = start_api(redis_url, tmp_path_factory.mktemp("api") / "api.log")
     yield url
     stop(process)
+
+
+@pytest.fixture
+def make_body():
+    """A small 1-D campaign body (Gramacy & Lee's box), with changes."""
+    return _campaign_body
+
+
+def _campaign_body(**changes) -> dict:
+    body = {
+        "name": "test",
+        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+        "pool": {"type": "grid", "points_per_dim": 101},
+        "acquisition": "qb-mgp",
+        "initial_design": {"type": "maximin-lhs", "size": 3},
+        "max_labels": 6,
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+        "seed": 1,
+    }
+    body.update(changes)
+    return body

@@ -47,7 +47,7 @@ def _sdk_venv(tmp_path: Path) -> Path:
     return python
 
 
-def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, api_url):
+def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, api_url, make_body):
     python = _sdk_venv(tmp_path)
     run = lambda *args, **kw: subprocess.run([str(python), *args], cwd=tmp_path,  # noqa: E731
                                              capture_output=True, text=True, **kw)  # fmt: skip
@@ -59,16 +59,7 @@ def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, a
     assert {"httpx", "numpy", "fbgp-al"} <= names
     assert not names & {"torch", "scipy", "redis", "rq", "fastapi", "pyro-ppl", "gpytorch"}
 
-    body = {
-        "name": "sdk-install",
-        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-        "pool": {"type": "grid", "points_per_dim": 101},
-        "acquisition": "qb-mgp",
-        "initial_design": {"type": "maximin-lhs", "size": 3},
-        "max_labels": 5,
-        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-        "seed": 1,
-    }
+    body = make_body(name="sdk-install", max_labels=5)
     r = httpx.post(f"{api_url}/campaigns", json=body, timeout=30)
     assert r.status_code == 201, r.text
     campaign = r.json()["id"]

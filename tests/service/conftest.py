@@ -22,24 +22,3 @@ def client(settings, worker_process):
     with TestClient(app) as c:
         yield c
     app.dependency_overrides.clear()
-
-
-@pytest.fixture
-def make_body():
-    """A small 1-D campaign body (Gramacy & Lee's box), with changes."""
-    return _campaign_body
-
-
-def _campaign_body(**changes) -> dict:
-    body = {
-        "name": "test",
-        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-        "pool": {"type": "grid", "points_per_dim": 101},
-        "acquisition": "qb-mgp",
-        "initial_design": {"type": "maximin-lhs", "size": 3},
-        "max_labels": 6,
-        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-        "seed": 1,
-    }
-    body.update(changes)
-    return body
