@@ -7,6 +7,7 @@ with FbgpClient("http://127.0.0.1:8000") as api:      # token: argument or FBGP_
     campaign = api.create_campaign(body)
     while (point := api.next_point(campaign.id, wait=20)) is not None:   # None: done (410)
         api.label(campaign.id, point.ticket, f(point.x))
+        # or api.fail(campaign.id, point.ticket, "why"), api.abandon(campaign.id, point.ticket)
 ```
 
 Every non-2xx answer raises :class:`ApiError` with the status code and the server's ``detail``.
@@ -15,7 +16,8 @@ Retries, and why they are safe where they happen:
 
 - Connection errors (the API restarting, a dropped connection) are retried with exponential
   backoff on *idempotent* calls: GETs, DELETE, ``/label`` (the same ``y`` on the same ticket is
-  answered 200, never stored twice) and the read-only model calls ``/predict``, ``/acquisition``,
+  answered 200, never stored twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report
+  again is answered 200) and the read-only model calls ``/predict``, ``/acquisition``,
   ``/evaluate``. ``POST /campaigns`` and ``POST .../observations`` append state, so they are
   retried only when the request never reached the server (a refused or timed-out connect).
 - A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
@@ -45,6 +47,7 @@ log = logging.getLogger("fbgp.client")
 # mean the request was never sent
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 _LONGEST_RETRY_AFTER = 60.0  # seconds; a larger Retry-After is capped
+MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
 
 
 class ApiError(Exception):
@@ -73,6 +76,11 @@ class CampaignStatus:
     model_version: int | None
     last_error: str | None
     refit: str | None = None  # idle | queued | running
+    n_failed: int = 0  # runs reported failed
+    n_abandoned: int = 0
+    failing: bool = False  # more failed runs than the campaign's max_failures
+    stalled: bool = False  # runs failed and no point is left to offer
+    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # name, bounds
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -80,7 +88,10 @@ class CampaignStatus:
         return cls(id=data["id"], state=data["state"], n_labeled=data["n_labeled"],
                    n_pending=data["n_pending"], max_labels=data["max_labels"],
                    model_version=data["model_version"], last_error=data.get("last_error"),
-                   refit=data.get("refit"), raw=data)  # fmt: skip
+                   refit=data.get("refit"), n_failed=data.get("n_failed", 0),
+                   n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
+                   stalled=data.get("stalled", False), inputs=data.get("inputs", []),
+                   raw=data)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,11 +134,24 @@ class LabelResult:
 
 
 @dataclass(frozen=True)
+class RunReport:
+    """``/fail`` or ``/abandon``: ``status`` ``failed`` or ``abandoned``; ``count`` the
+    campaign's failed (or abandoned) runs; ``created`` False for the same report again."""
+
+    ticket: str
+    status: str
+    count: int
+    created: bool
+
+
+@dataclass(frozen=True)
 class Observations:
-    """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``."""
+    """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
+    reported failed, ``{x, ticket, reason, at}`` each (no model sees them)."""
 
     x: list[list[float]]
     y: list[float]
+    failures: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -311,7 +335,8 @@ class FbgpClient:
     # -- the labeling loop -----------------------------------------------------------------------
     def try_next(self, campaign_id: str, wait: float = 0.0) -> NextPoint | Pending | None:
         """One ``/next`` call, long-polling up to ``wait`` seconds: a point, :class:`Pending`
-        (202), or None when the campaign is done (410)."""
+        (202), or None when the campaign is done (410). A campaign whose points have all failed
+        (its status says ``stalled``) answers 409, raised as :class:`ApiError`."""
         timeout = self.timeout + wait
         response = self._call("GET", f"/campaigns/{campaign_id}/next", params={"wait": wait},
                               ok=(200, 202, 410), timeout=timeout)  # fmt: skip
@@ -358,6 +383,30 @@ class FbgpClient:
         return LabelResult(body["ticket"], body["y"], body["n_labeled"],
                            response.status_code == 201)  # fmt: skip
 
+    def fail(self, campaign_id: str, ticket: str, reason: str = "") -> RunReport:
+        """Report that ``ticket``'s run failed, and why: its lease ends now; its point is not
+        offered again (unless the campaign's ``max_retries`` allows). 409 (the ticket ended
+        otherwise) and 404 raise :class:`ApiError`."""
+        body = {"ticket": ticket, "reason": reason[:MAX_REASON]}  # the service takes 2000
+        return self._end_run(campaign_id, "fail", body)
+
+    def abandon(self, campaign_id: str, ticket: str) -> RunReport:
+        """Give ``ticket`` up: its lease ends now and its point is offered again."""
+        return self._end_run(campaign_id, "abandon", {"ticket": ticket})
+
+    def _end_run(self, campaign_id: str, call: str, body: dict) -> RunReport:
+        response = self._call("POST", f"/campaigns/{campaign_id}/{call}", json=body,
+                              ok=(200, 201))  # fmt: skip
+        data = response.json()
+        return RunReport(data["ticket"], data["status"], data["count"],
+                         response.status_code == 201)  # fmt: skip
+
+    def renew(self, campaign_id: str, ticket: str) -> float:
+        """Extend ``ticket``'s live lease by the campaign's ``lease_seconds`` from now; returns
+        the new expiry (unix seconds). 409 once the lease has expired or the ticket ended."""
+        response = self._call("POST", f"/campaigns/{campaign_id}/renew", json={"ticket": ticket})
+        return float(response.json()["expires_at"])
+
     def import_observations(self, campaign_id: str, x, y: Sequence[float]) -> int:
         """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units); returns the
         number of labels stored now."""
@@ -368,10 +417,11 @@ class FbgpClient:
 
     def observations(self, campaign_id: str) -> Observations:
         body = self._call("GET", f"/campaigns/{campaign_id}/observations").json()
-        return Observations(body["x"], body["y"])
+        return Observations(body["x"], body["y"], body.get("failures", []))
 
     def observations_csv(self, campaign_id: str) -> str:
-        """The labeled data as CSV: a header of input names and ``y``, one row per label."""
+        """The labeled data as CSV: a header of input names, ``y``, ``status`` and ``reason``;
+        one row per label (``ok``), then one per failed run (``failed``, its reason)."""
         headers = {"Accept": "text/csv"}
         return self._call("GET", f"/campaigns/{campaign_id}/observations", headers=headers).text
 

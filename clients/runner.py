@@ -3,13 +3,31 @@
 ``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; through
 :class:`clients.client.FbgpClient` it long-polls ``/next``, honours 202 and ``Retry-After``,
 retries connection errors, and stops when the campaign is done (410).
+
+When ``f`` raises (or returns a value that is not a finite number), the ticket is reported
+failed with the exception's type and message as its reason (``POST .../fail``) and the runner
+goes on with the next point; ``on_error="raise"`` reports it and then raises. Ctrl-C
+(KeyboardInterrupt, or any other BaseException that is not an Exception) abandons the ticket
+held (``POST .../abandon``: its point is offered again at once) and is raised again.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Callable
+from typing import Literal
 
-from clients.client import ApiError, FbgpClient
+import httpx
+
+from clients.client import MAX_REASON, ApiError, FbgpClient, NextPoint
+
+log = logging.getLogger("fbgp.runner")
+
+
+def failure_reason(error: BaseException) -> str:
+    """The reason reported for a run that raised ``error``: its type and message."""
+    return f"{type(error).__name__}: {error}"[:MAX_REASON]
 
 
 def run_simulator(
@@ -21,20 +39,37 @@ def run_simulator(
     wait: float = 20.0,
     max_labels: int | None = None,
     on_label: Callable[[list[float], float, int], None] | None = None,
+    on_error: Literal["fail", "raise"] = "fail",
+    on_failure: Callable[[list[float], str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> int:
     """Label points of campaign ``campaign_id`` with ``f`` until it is done (or ``max_labels``
-    labels were posted here). Returns the number of labels this call posted.
+    labels were posted here, or ``should_stop()`` is true). Returns the number of labels this
+    call posted.
 
     ``token``: the bearer token (default ``FBGP_API_TOKEN``); ``wait``: seconds per long poll;
-    ``on_label(x, y, n_labeled)`` is called after each stored label.
+    ``on_label(x, y, n_labeled)`` is called after each stored label, ``on_failure(x, reason)``
+    after each failure reported. ``on_error``: ``"fail"`` reports a run whose ``f`` raised as
+    failed and goes on; ``"raise"`` reports it, then raises. A point handed out after
+    ``should_stop()`` became true is abandoned. A campaign whose points have all failed answers
+    ``/next`` with 409, raised as :class:`~clients.client.ApiError`.
     """
+    if on_error not in ("fail", "raise"):
+        raise ValueError(f"on_error must be 'fail' or 'raise', not {on_error!r}")
     posted = 0
     with FbgpClient(url, token) as api:
         while max_labels is None or posted < max_labels:
+            if should_stop is not None and should_stop():
+                break
             point = api.next_point(campaign_id, wait=wait)
             if point is None:
                 break
-            y = float(f(point.x))
+            if should_stop is not None and should_stop():
+                _abandon(api, campaign_id, point)
+                break
+            y = _run(api, campaign_id, point, f, on_error, on_failure)
+            if y is None:
+                continue
             try:
                 answer = api.label(campaign_id, point.ticket, y)
             except ApiError as error:
@@ -45,3 +80,35 @@ def run_simulator(
             if on_label:
                 on_label(point.x, y, answer.n_labeled)
     return posted
+
+
+def _run(api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str,
+         on_failure) -> float | None:  # fmt: skip
+    """``f(point.x)`` as a finite float, or None once its failure is reported (raised again
+    with ``on_error="raise"``); Ctrl-C abandons the ticket and is raised again."""
+    try:
+        y = float(f(point.x))
+        if not math.isfinite(y):
+            raise ValueError(f"f returned {y}, not a finite number")
+        return y
+    except Exception as error:
+        reason = failure_reason(error)
+        log.warning("run at %s failed: %s", point.x, reason)
+        api.fail(campaign_id, point.ticket, reason)
+        if on_failure:
+            on_failure(point.x, reason)
+        if on_error == "raise":
+            raise
+        return None
+    except BaseException:
+        _abandon(api, campaign_id, point)
+        raise
+
+
+def _abandon(api: FbgpClient, campaign_id: str, point: NextPoint) -> None:
+    """Give the ticket back (best effort: on the way out, a lost abandon only means that its
+    lease runs out instead)."""
+    try:
+        api.abandon(campaign_id, point.ticket)
+    except (ApiError, httpx.HTTPError) as error:
+        log.warning("ticket %s not abandoned: %s", point.ticket, error)

@@ -1,17 +1,19 @@
 """The labeling loop's rules, as pure functions of a campaign's snapshot: what ``/next`` answers,
-when a refit is due, when one is dead, and what a label's outcome is.
+when a refit is due, when one is dead, what a label's outcome is, and what reporting a run failed
+or abandoned (or renewing its lease) does.
 
 No Redis, no FastAPI, no torch: the store reads a :class:`Snapshot` (one MULTI/EXEC) and the
 routes and the workers act on the decisions. The Lua scripts in :mod:`service.store` stay the
 ones that write, atomically; they apply the same rules as :func:`label_outcome`,
+:func:`fail_outcome`, :func:`abandon_outcome`, :func:`renew_outcome`, :func:`exhausts`,
 :func:`refit_due` and :func:`refit_again` (``tests/service/test_loop_store.py`` replays random
 operations against both and checks that they agree).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 # hints for a client that must wait (Retry-After, seconds)
@@ -48,6 +50,22 @@ class LabelOutcome(StrEnum):
     DONE = "done"  # the campaign has max_labels labels: nothing more is stored
 
 
+class RunOutcome(StrEnum):
+    """What reporting a ticket's run failed or abandoned did (the store's scripts return these)."""
+
+    STORED = "stored"  # the ticket was out: its lease ended now and the report is stored
+    SAME_AGAIN = "same_again"  # the ticket has this report already: nothing changed
+    CONFLICT = "conflict"  # the ticket ended otherwise (a label, another report)
+    UNKNOWN_TICKET = "unknown_ticket"
+
+
+class RenewOutcome(StrEnum):
+    RENEWED = "renewed"  # the lease runs ``lease_seconds`` from now
+    EXPIRED = "expired"  # the lease ran out before: the point may be out again under another
+    ENDED = "ended"  # the ticket was labeled, failed or abandoned
+    UNKNOWN_TICKET = "unknown_ticket"
+
+
 class ImportOutcome(StrEnum):
     STORED = "stored"
     TOO_MANY = "too_many"  # the observations would exceed max_labels: none is stored
@@ -62,17 +80,29 @@ class Rules:
     mode: str  # "sequential" | "parallel"
     max_pending: int
     allow_repeats: bool
+    max_retries: int = 0  # a failed point is offered again this many times
+    max_failures: int | None = None  # more failures than this: the campaign is failing
+    # pool indices that stand in, in order, for design points that failed for good
+    design_reserve: tuple[int, ...] = ()
 
     @property
     def design_size(self) -> int:
         return len(self.design_index)
 
+    @property
+    def failure_limit(self) -> int:
+        return self.max_labels if self.max_failures is None else self.max_failures
+
     @classmethod
     def of(cls, spec: dict) -> Rules:
+        max_failures = spec.get("max_failures")
         return cls(
             max_labels=int(spec["max_labels"]), design_index=tuple(spec["design_index"]),
             mode=spec.get("mode", "sequential"), max_pending=int(spec.get("max_pending", 1)),
             allow_repeats=bool(spec.get("allow_repeats", False)),
+            max_retries=int(spec.get("max_retries", 0)),
+            max_failures=None if max_failures is None else int(max_failures),
+            design_reserve=tuple(spec.get("design_reserve", ())),
         )  # fmt: skip
 
 
@@ -88,6 +118,14 @@ class Refit:
     model_version: int | None = None  # the labels the latest model saw
     last_refit_seconds: float | None = None
     last_error: str | None = None
+    changes: int = 0  # failures and abandons stored so far
+    changes_seen: int = 0  # ... when the refit in charge started
+    n_abandoned: int = 0  # tickets abandoned so far
+
+    @property
+    def changed(self) -> bool:
+        """Whether failures or abandons came after the refit in charge started."""
+        return self.changes != self.changes_seen
 
     @classmethod
     def of(cls, state: dict) -> Refit:
@@ -102,6 +140,8 @@ class Refit:
             model_version=int(version) if version not in (None, "") else None,
             last_refit_seconds=float(seconds) if seconds else None,
             last_error=state.get("last_error") or None,
+            changes=int(number("changes")), changes_seen=int(number("changes_seen")),
+            n_abandoned=int(number("n_abandoned")),
         )  # fmt: skip
 
 
@@ -115,6 +155,7 @@ class Snapshot:
     labeled: frozenset[int]  # pool indices that have a label
     refit: Refit
     ranking: tuple[int, ...] = ()  # the latest model's pool indices, in the order to hand out
+    failures: Mapping[int, int] = field(default_factory=dict)  # pool index -> failed runs
 
 
 @dataclass(frozen=True)
@@ -137,7 +178,13 @@ class Done:
     """The campaign has max_labels labels."""
 
 
-Answer = Offer | Wait | Done
+@dataclass(frozen=True)
+class Stalled:
+    """No point can be offered, and none will be: nothing is out, no refit is coming, and every
+    point left failed for good (:func:`stalled`)."""
+
+
+Answer = Offer | Wait | Done | Stalled
 
 
 def phase(rules: Rules, n_labeled: int) -> Phase:
@@ -157,9 +204,11 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
         return Done()
     if n + snap.n_pending >= rules.max_labels:
         return Wait(FULL_RETRY_SECONDS)
-    taken = snap.pending if rules.allow_repeats else snap.pending | snap.labeled
+    if stalled(rules, snap):
+        return Stalled()
+    taken = _taken(rules, snap)
     if n < rules.design_size:
-        index = _first_free(rules.design_index, taken)
+        index = _first_free(design_points(rules, snap), taken)
         return Wait(DESIGN_RETRY_SECONDS) if index is None else Offer(index, None)
     version = snap.refit.model_version
     low, high = REFIT_RETRY_BOUNDS
@@ -174,6 +223,52 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
 
 def _first_free(indices: Sequence[int], taken: frozenset[int]) -> int | None:
     return next((i for i in indices if i not in taken), None)
+
+
+def _taken(rules: Rules, snap: Snapshot) -> frozenset[int]:
+    """Points not to hand out now: out, labeled (unless repeats are allowed), failed for good."""
+    taken = snap.pending | failed_for_good(rules, snap)
+    return taken if rules.allow_repeats else taken | snap.labeled
+
+
+def failed_for_good(rules: Rules, snap: Snapshot) -> frozenset[int]:
+    """Pool points whose runs failed more than ``max_retries`` times: never offered again."""
+    return frozenset(i for i, count in snap.failures.items() if count > rules.max_retries)
+
+
+def exhausts(rules: Rules, failures_of_point: int) -> bool:
+    """Whether a point with this many failed runs is failed for good (FAIL_SCRIPT's test)."""
+    return failures_of_point > rules.max_retries
+
+
+def design_points(rules: Rules, snap: Snapshot) -> list[int]:
+    """The initial design as it stands: its points in order, those failed for good (and
+    unlabeled) replaced by the next of the reserve's."""
+    gone = failed_for_good(rules, snap) - snap.labeled
+    points = [i for i in rules.design_index + rules.design_reserve if i not in gone]
+    return points[: rules.design_size]
+
+
+def stalled(rules: Rules, snap: Snapshot) -> bool:
+    """Whether the campaign cannot go on: runs have failed, nothing is out, no refit is coming
+    that could rank other points, and no point is left to offer (every candidate labeled or
+    failed for good). Only a failure makes a campaign stall; ``/next`` then says so (409)."""
+    n = snap.n_labeled
+    if not snap.failures or n >= rules.max_labels or snap.n_pending > 0:
+        return False
+    taken = _taken(rules, snap)
+    if n < rules.design_size:
+        return _first_free(design_points(rules, snap), taken) is None
+    if snap.refit.phase != RefitPhase.IDLE or snap.refit.changed:
+        return False
+    version = snap.refit.model_version
+    current = version == n if rules.mode == "sequential" else version is not None
+    return current and _first_free(snap.ranking, taken) is None
+
+
+def failing(rules: Rules, n_failed: int) -> bool:
+    """Whether the campaign's failed runs exceed ``max_failures`` (default: ``max_labels``)."""
+    return n_failed > rules.failure_limit
 
 
 def awaits_refit(rules: Rules, snap: Snapshot) -> bool:
@@ -202,6 +297,36 @@ def label_outcome(
     return LabelOutcome.STORED
 
 
+def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
+    """Reporting that a ticket's run failed with ``reason``: stored while the ticket is
+    ``pending`` (its lease expired or not); the same report again changes nothing; any other
+    end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically."""
+    return _end_outcome(ticket_state, f"failed:{reason}")
+
+
+def abandon_outcome(ticket_state: str | None) -> RunOutcome:
+    """Abandoning a ticket: its point goes back to the pool (ABANDON_SCRIPT)."""
+    return _end_outcome(ticket_state, "abandoned")
+
+
+def _end_outcome(ticket_state: str | None, end: str) -> RunOutcome:
+    if ticket_state is None:
+        return RunOutcome.UNKNOWN_TICKET
+    if ticket_state == "pending":
+        return RunOutcome.STORED
+    return RunOutcome.SAME_AGAIN if ticket_state == end else RunOutcome.CONFLICT
+
+
+def renew_outcome(ticket_state: str | None, lease_live: bool) -> RenewOutcome:
+    """Renewing a ticket's lease: only a pending ticket whose lease has not run out (once it
+    has, its point may be out again under another ticket; a late label is still taken)."""
+    if ticket_state is None:
+        return RenewOutcome.UNKNOWN_TICKET
+    if ticket_state != "pending":
+        return RenewOutcome.ENDED
+    return RenewOutcome.RENEWED if lease_live else RenewOutcome.EXPIRED
+
+
 def import_outcome(rules: Rules, n_labeled: int, count: int) -> ImportOutcome:
     """Imported observations are stored all or none (the store's IMPORT_SCRIPT)."""
     too_many = n_labeled + count > rules.max_labels
@@ -209,14 +334,17 @@ def import_outcome(rules: Rules, n_labeled: int, count: int) -> ImportOutcome:
 
 
 def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase) -> bool:
-    """After labels were stored: a refit is queued once the design is labeled, unless one is
-    queued or running already (that one runs again at its end, :func:`refit_again`)."""
+    """After labels were stored, or a run failed or was abandoned (the ranking must leave out a
+    point failed for good, and take back one abandoned): a refit is queued once the design is
+    labeled, unless one is queued or running already (that one runs again at its end,
+    :func:`refit_again`)."""
     return n_labeled >= rules.design_size and refit == RefitPhase.IDLE
 
 
-def refit_again(n_labeled: int, n_seen: int) -> bool:
-    """At a refit's end: one more refit runs if labels arrived after it read them."""
-    return n_labeled > n_seen
+def refit_again(n_labeled: int, n_seen: int, changed: bool = False) -> bool:
+    """At a refit's end: one more refit runs if labels arrived after it read them, or runs
+    failed or were abandoned after it started (its ranking may hold those points)."""
+    return n_labeled > n_seen or changed
 
 
 @dataclass(frozen=True)

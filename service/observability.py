@@ -21,12 +21,19 @@ from rq.registry import FailedJobRegistry
 from service.queues import QUEUES
 
 LABELS_KEY = "fbgp:metrics:labels"
+RUNS_KEY = "fbgp:metrics:runs"  # hash: failed, abandoned -> tickets reported so
+RUN_KINDS = ("failed", "abandoned")
 REFIT_KEY = "fbgp:metrics:refit_seconds"  # hash: bucket upper bounds -> counts, plus sum, count
 REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 
 
 def record_labels(redis: Redis, count: int) -> None:
     redis.incrby(LABELS_KEY, count)
+
+
+def record_runs(redis: Redis, kind: str) -> None:
+    """One more ticket whose run was reported ``failed`` or ``abandoned``."""
+    redis.hincrby(RUNS_KEY, kind, 1)
 
 
 def record_refit(redis: Redis, seconds: float) -> None:
@@ -61,6 +68,11 @@ class RedisCollector:
         labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")
         labels.add_metric([], float(redis.get(LABELS_KEY) or 0))
         yield labels
+        runs = {k.decode(): float(v) for k, v in redis.hgetall(RUNS_KEY).items()}
+        for kind in RUN_KINDS:
+            counter = CounterMetricFamily(f"fbgp_runs_{kind}", f"tickets whose run was {kind}")
+            counter.add_metric([], runs.get(kind, 0.0))
+            yield counter
         raw = {k.decode(): float(v) for k, v in redis.hgetall(REFIT_KEY).items()}
         buckets = [(str(b), raw.get(str(b), 0.0)) for b in REFIT_BUCKETS]
         buckets.append(("+Inf", raw.get("+Inf", 0.0)))

@@ -69,6 +69,8 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
         f"state <b class='state-{s['state']}'>{s['state']}</b>",
         f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",
         f"pending {s['n_pending']}",
+        f"failed runs <b id='failed'>{s['n_failed']}</b>",
+        f"abandoned {s['n_abandoned']}",
         f"model version <b id='version'>{'-' if version is None else version}</b>",
         f"acquisition {html.escape(s['acquisition'])}",
         f"mode {s['mode']}",
@@ -80,6 +82,14 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
     ]
     if s["last_error"]:
         parts.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
+    if s["stalled"]:
+        parts.append("<p class='error' id='stalled'>stalled: every point left has failed; "
+                     "nothing more can be offered</p>")  # fmt: skip
+    if s["failing"]:
+        parts.append(f"<p class='error' id='failing'>failing: {s['n_failed']} failed runs, more "
+                     f"than max_failures ({s['max_failures']})</p>")  # fmt: skip
+    if s["n_failed"]:
+        parts.append(_failures_table(store.failures(campaign_id)))
     if version is None:
         parts.append("<p class='muted'>No model yet: the initial design is being labeled.</p>")
     else:
@@ -102,6 +112,18 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
             marks = "onload=\"this.dataset.loaded='yes'\" onerror=\"this.dataset.loaded='error'\""
             parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}' {marks}></div>")
     return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
+
+
+def _failures_table(failures: list[dict], last: int = 20) -> str:
+    """The latest failed runs, newest first: their point and reason."""
+    rows = "".join(
+        f"<tr><td>{html.escape(', '.join(f'{v:.6g}' for v in f['x']))}</td>"
+        f"<td>{html.escape(f['reason'][:300])}</td></tr>"
+        for f in reversed(failures[-last:])
+    )
+    more = f" (the latest {last} of {len(failures)})" if len(failures) > last else ""
+    return (f"<h2>Failed runs{more}</h2><table id='failures'><tr><th>x</th><th>reason</th></tr>"
+            f"{rows}</table>")  # fmt: skip
 
 
 router = APIRouter(tags=["pages"], dependencies=[Authorized])

@@ -91,6 +91,10 @@ class CampaignFields(Strict):
     max_pending: int = Field(default=1, ge=1, le=10_000)
     lease_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     allow_repeats: bool = False
+    # a failed run's point is offered again up to this many times (0: never)
+    max_retries: int = Field(default=0, ge=0, le=1000)
+    # more failed runs than this and the campaign's status says it is failing [max_labels]
+    max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
 
 
@@ -153,6 +157,12 @@ class CampaignStatus(BaseModel):
     refit: Literal["idle", "queued", "running"]
     acquisition: str
     mode: str
+    inputs: list[InputSpec]  # the names and bounds of x's coordinates, in order
+    n_failed: int = 0  # runs reported failed
+    n_abandoned: int = 0  # tickets abandoned
+    max_failures: int | None = None  # the limit ``failing`` is about
+    failing: bool = False  # more failed runs than max_failures
+    stalled: bool = False  # runs failed, and no point is left to offer: /next answers 409
 
 
 class Campaign(CampaignFields):
@@ -162,6 +172,8 @@ class Campaign(CampaignFields):
     id: str
     created_at: float
     design_index: list[int]  # the initial design's pool indices
+    # pool indices that stand in, in order, for design points whose runs failed for good
+    design_reserve: list[int] = []
     status: CampaignStatus
     token: str
 
@@ -193,16 +205,52 @@ class LabelAnswer(BaseModel):
     n_labeled: int
 
 
+class TicketPost(Strict):
+    ticket: str = Field(min_length=1, max_length=100)
+
+
+class FailPost(TicketPost):
+    """``POST .../fail``: the ticket's run failed, and why."""
+
+    reason: str = Field(default="", max_length=2000)
+
+
+class RunAnswer(BaseModel):
+    """The answer to ``/fail`` and ``/abandon``: the ticket, what it is now, and the campaign's
+    count of failed (or abandoned) runs."""
+
+    ticket: str
+    status: Literal["failed", "abandoned"]
+    reason: str | None = None
+    count: int
+
+
+class Renewed(BaseModel):
+    ticket: str
+    expires_at: float
+
+
 class Imported(BaseModel):
     n_labeled: int
     imported: int
 
 
+class Failure(BaseModel):
+    """A run reported failed: its point, ticket, reason and time (unix seconds)."""
+
+    x: list[float]
+    ticket: str
+    reason: str
+    at: float
+
+
 class ObservationList(BaseModel):
-    """Every label, in the order stored."""
+    """Every label, in the order stored (``x``, ``y``), and every failed run (``failures``),
+    which no model sees."""
 
     x: list[list[float]]
     y: list[float]
+    failures: list[Failure] = []
 
 
 class Free(BaseModel):
@@ -242,7 +290,9 @@ class Model(Free):
 
 
 class HistoryEvent(Free):
-    """One model stored (``model``), refit failed (``refit_failed``) or ``evaluate`` call."""
+    """One model stored (``model``), refit failed (``refit_failed``), ``evaluate`` call, run
+    failed (``run_failed``: ``ticket``, ``x``, ``reason``) or run abandoned
+    (``run_abandoned``)."""
 
     event: str
     at: float

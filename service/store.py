@@ -7,17 +7,26 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
   the refit job in charge: the token that fences off every other refit's writes), ``queued_at``,
   ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
-  ``last_error``, ``last_refit_seconds``;
+  ``last_error``, ``last_refit_seconds``, ``changes`` (runs failed or abandoned so far),
+  ``changes_seen`` (``changes`` when the refit in charge started: a refit that ends with more
+  runs one more, so that its ranking leaves out points failed since), ``n_abandoned``;
 - ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
   is the number of labels;
 - ``labeled`` (set): pool indices that have a label;
 - ``tickets`` (hash): ticket -> JSON ``{x, index, issued_at, expires_at, model_version}``,
-  written once; ``ticket_state`` (hash): ticket -> ``pending`` or ``labeled:<y>``;
+  written once (``expires_at`` as issued; a renewal moves only the lease); ``ticket_state``
+  (hash): ticket -> ``pending``, ``labeled:<y>``, ``failed:<reason>`` or ``abandoned``;
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
-  is offered again) but may still be labeled while its point has no label;
+  is offered again) but may still be labeled while its point has no label; a failed or
+  abandoned one leaves it at once;
+- ``failures`` (list, append-only): one JSON record per failed run
+  ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
+  reads it: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more
+  than ``max_retries``: not offered again);
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
   best, best first; ``history`` (list): one JSON line per model version stored (version, time,
-  refit seconds, R-hat, ESS, divergences) or refit failed.
+  refit seconds, R-hat, ESS, divergences), refit failed, run failed (``run_failed``: ticket, x,
+  reason) or run abandoned (``run_abandoned``).
 
 - ``token``: the SHA-256 of the campaign's access token (the token itself is not stored).
 
@@ -26,7 +35,8 @@ token's SHA-256 to the campaign. A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
 
 The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outcome``,
-``import_outcome``, ``refit_due``, ``refit_again``); the scripts return the outcomes' values.
+``fail_outcome``, ``abandon_outcome``, ``renew_outcome``, ``exhausts``, ``import_outcome``,
+``refit_due``, ``refit_again``); the scripts return the outcomes' values.
 """
 
 from __future__ import annotations
@@ -35,17 +45,28 @@ import json
 import time
 import uuid
 
+import numpy as np
 from redis import Redis
 
 from service import loop, queues
 from service.errors import NotFound
-from service.loop import ImportOutcome, LabelOutcome, Refit, Rules, Snapshot
-from service.observability import record_labels
+from service.loop import (
+    ImportOutcome,
+    LabelOutcome,
+    Refit,
+    RenewOutcome,
+    Rules,
+    RunOutcome,
+    Snapshot,
+)
+from service.observability import record_labels, record_runs
 from service.pool import pool_index_of, pool_of
 from service.tokens import new_token, token_digest
 from worker.design import initial_design
 
 PREFIX = "fbgp:"
+MAX_REASON = 2000  # characters of a failure's reason kept
+RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
 
@@ -88,6 +109,69 @@ return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
 )
 
+# Ends a pending ticket's run as failed (loop.fail_outcome): its lease ends, the failure is
+# appended, its point's count of failures goes up, and once the design is labeled a refit is
+# requested (loop.refit_due) so that the ranking leaves the point out if it failed for good.
+# KEYS: ticket_state, leases, failures, failed, state, history, labels; ARGV: ticket,
+# 'failed:<reason>', record, index, design size, now, history event. Returns {outcome,
+# n_failed, enqueue_refit}, the outcome a loop.RunOutcome value.
+FAIL_RUN_SCRIPT = (
+    REQUEST_REFIT
+    + """
+local state = redis.call('HGET', KEYS[1], ARGV[1])
+local failed = redis.call('LLEN', KEYS[3])
+if not state then return {'unknown_ticket', failed, 0} end
+if state ~= 'pending' then
+  if state == ARGV[2] then return {'same_again', failed, 0} end
+  return {'conflict', failed, 0}
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('RPUSH', KEYS[3], ARGV[3])
+if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[4], 1) end
+redis.call('HINCRBY', KEYS[5], 'changes', 1)
+redis.call('RPUSH', KEYS[6], ARGV[7])
+local n = redis.call('LLEN', KEYS[7])
+return {'stored', failed + 1, request_refit(KEYS[5], n, ARGV[5], ARGV[6])}
+"""
+)
+
+# Abandons a pending ticket (loop.abandon_outcome): its lease ends and its point is free again;
+# once the design is labeled a refit is requested (the ranking takes the point back).
+# KEYS: ticket_state, leases, state, history, labels; ARGV: ticket, design size, now, history
+# event. Returns {outcome, n_abandoned, enqueue_refit}.
+ABANDON_SCRIPT = (
+    REQUEST_REFIT
+    + """
+local state = redis.call('HGET', KEYS[1], ARGV[1])
+local abandoned = tonumber(redis.call('HGET', KEYS[3], 'n_abandoned') or '0')
+if not state then return {'unknown_ticket', abandoned, 0} end
+if state ~= 'pending' then
+  if state == 'abandoned' then return {'same_again', abandoned, 0} end
+  return {'conflict', abandoned, 0}
+end
+redis.call('HSET', KEYS[1], ARGV[1], 'abandoned')
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'changes', 1)
+abandoned = redis.call('HINCRBY', KEYS[3], 'n_abandoned', 1)
+redis.call('RPUSH', KEYS[4], ARGV[4])
+local n = redis.call('LLEN', KEYS[5])
+return {'stored', abandoned, request_refit(KEYS[3], n, ARGV[2], ARGV[3])}
+"""
+)
+
+# Extends a live lease to ARGV[3] (loop.renew_outcome). KEYS: ticket_state, leases; ARGV:
+# ticket, now, new expiry. Returns {outcome, expires_at}.
+RENEW_SCRIPT = """
+local state = redis.call('HGET', KEYS[1], ARGV[1])
+if not state then return {'unknown_ticket', ''} end
+if state ~= 'pending' then return {'ended', ''} end
+local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not expiry or tonumber(expiry) < tonumber(ARGV[2]) then return {'expired', expiry or ''} end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return {'renewed', ARGV[3]}
+"""
+
 # Appends imported observations if they fit under max_labels (loop.import_outcome). Returns
 # {outcome, n, enqueue}, the outcome a loop.ImportOutcome value.
 IMPORT_SCRIPT = (
@@ -107,11 +191,14 @@ return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 )
 
 # Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came,
-# loop.refit_again), else 0 (also when that refit is no longer the one in charge).
+# or runs failed or were abandoned since it started: loop.refit_again), else 0 (also when that
+# refit is no longer the one in charge).
 END_REFIT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])
-if n > tonumber(ARGV[1]) then
+local changes = redis.call('HGET', KEYS[1], 'changes') or '0'
+local seen = redis.call('HGET', KEYS[1], 'changes_seen') or '0'
+if n > tonumber(ARGV[1]) or changes ~= seen then
   redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2])
   return 1
 end
@@ -121,10 +208,13 @@ return 0
 
 
 # Refreshes the heartbeat of refit ARGV[1] (and marks it running if ARGV[3] is 1), if it is still
-# the one in charge. Returns 1 if so.
+# the one in charge; a start notes the failures and abandons it sees. Returns 1 if so.
 BEAT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
-if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'refit', 'running', 'started_at', ARGV[2]) end
+if ARGV[3] == '1' then
+  local changes = redis.call('HGET', KEYS[1], 'changes') or '0'
+  redis.call('HSET', KEYS[1], 'refit', 'running', 'started_at', ARGV[2], 'changes_seen', changes)
+end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[2])
 return 1
 """
@@ -159,6 +249,15 @@ return 1
 """
 
 
+def design_reserve(pool, design: list[int], seed: int) -> list[int]:
+    """Pool indices, in a seeded random order, that stand in for design points failed for good
+    (:func:`service.loop.design_points`): up to ``RESERVE_SIZE``, none of the design's."""
+    size = min(RESERVE_SIZE, pool.size - len(design))
+    rng = np.random.default_rng([int(seed), 1])
+    reserve = pool.subsample(size, rng, exclude=design)
+    return [int(i) for i in rng.permutation(reserve)]
+
+
 class CampaignStore:
     def __init__(self, redis: Redis):
         self.r = redis
@@ -169,6 +268,9 @@ class CampaignStore:
         self._revive = redis.register_script(REVIVE_SCRIPT)
         self._save_model = redis.register_script(SAVE_MODEL_SCRIPT)
         self._fail = redis.register_script(FAIL_SCRIPT)
+        self._fail_run = redis.register_script(FAIL_RUN_SCRIPT)
+        self._abandon = redis.register_script(ABANDON_SCRIPT)
+        self._renew = redis.register_script(RENEW_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -178,8 +280,10 @@ class CampaignStore:
     def create(self, body: dict) -> dict:
         campaign_id = uuid.uuid4().hex[:16]
         spec = dict(body, id=campaign_id, created_at=time.time())
-        design = initial_design(pool_of(spec), spec["initial_design"]["size"], spec["seed"])
+        pool = pool_of(spec)
+        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"])
         spec["design_index"] = [int(i) for i in design]
+        spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         pipe = self.r.pipeline()
         pipe.set(self.k(campaign_id, "spec"), json.dumps(spec))
         pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
@@ -214,7 +318,7 @@ class CampaignStore:
     def delete(self, campaign_id: str) -> None:
         self.spec(campaign_id)
         parts = ("spec", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-                 "model", "ranking", "history", "token")  # fmt: skip
+                 "failures", "failed", "model", "ranking", "history", "token")  # fmt: skip
         digest = self.r.get(self.k(campaign_id, "token"))
         pipe = self.r.pipeline()
         pipe.delete(*(self.k(campaign_id, p) for p in parts))
@@ -233,14 +337,21 @@ class CampaignStore:
     def status(self, campaign_id: str, now: float | None = None) -> dict:
         spec = self.spec(campaign_id)
         now = time.time() if now is None else now
+        rules = Rules.of(spec)
         refit = Refit.of(self.state(campaign_id))
         n = self.n_labeled(campaign_id)
         pending = int(self.r.zcount(self.k(campaign_id, "leases"), now, "+inf"))
+        n_failed = int(self.r.llen(self.k(campaign_id, "failures")))
+        # only runs that failed can stall a campaign: the whole snapshot is read only then
+        stalled = n_failed > 0 and loop.stalled(rules, self.snapshot(campaign_id, now, False))
         return {
-            "id": campaign_id, "name": spec["name"], "state": str(loop.phase(Rules.of(spec), n)),
+            "id": campaign_id, "name": spec["name"], "state": str(loop.phase(rules, n)),
             "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
             "model_version": refit.model_version, "last_error": refit.last_error,
             "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
+            "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
+            "max_failures": rules.failure_limit, "failing": loop.failing(rules, n_failed),
+            "stalled": stalled,
         }  # fmt: skip
 
     # -- labels ------------------------------------------------------------------------------
@@ -287,6 +398,64 @@ class CampaignStore:
         """Add stored labels to the shared metric."""
         record_labels(self.r, count)
 
+    # -- failed, abandoned and renewed runs -----------------------------------------------------
+    def failures(self, campaign_id: str) -> list[dict]:
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "failures"), 0, -1)]
+
+    def _ticket(self, campaign_id: str, ticket: str) -> dict | None:
+        raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
+        return None if raw is None else json.loads(raw)
+
+    def fail_run(
+        self, campaign_id: str, ticket: str, reason: str, now: float
+    ) -> tuple[RunOutcome, int, bool]:
+        """Record that ``ticket``'s run failed (:func:`service.loop.fail_outcome`, atomically):
+        ``(outcome, n_failed, enqueue_refit)``."""
+        spec = self.spec(campaign_id)
+        info = self._ticket(campaign_id, ticket)
+        if info is None:
+            return (
+                RunOutcome.UNKNOWN_TICKET,
+                int(self.r.llen(self.k(campaign_id, "failures"))),
+                False,
+            )
+        reason = reason[:MAX_REASON]
+        record = {"x": info["x"], "index": info["index"], "ticket": ticket, "reason": reason,
+                  "at": now}  # fmt: skip
+        event = dict(record, event="run_failed")
+        keys = [self.k(campaign_id, p) for p in ("ticket_state", "leases", "failures", "failed",
+                                                 "state", "history", "labels")]  # fmt: skip
+        index = "" if info["index"] is None else str(info["index"])
+        args = [ticket, f"failed:{reason}", json.dumps(record), index,
+                spec["initial_design"]["size"], now, json.dumps(event)]  # fmt: skip
+        outcome, n, enqueue = self._fail_run(keys=keys, args=args)
+        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def abandon(self, campaign_id: str, ticket: str, now: float) -> tuple[RunOutcome, int, bool]:
+        """Abandon ``ticket`` (:func:`service.loop.abandon_outcome`, atomically): its point is
+        free again. ``(outcome, n_abandoned, enqueue_refit)``."""
+        spec = self.spec(campaign_id)
+        info = self._ticket(campaign_id, ticket)
+        event = {"event": "run_abandoned", "ticket": ticket, "at": now,
+                 "x": None if info is None else info["x"]}  # fmt: skip
+        keys = [self.k(campaign_id, p) for p in
+                ("ticket_state", "leases", "state", "history", "labels")]  # fmt: skip
+        args = [ticket, spec["initial_design"]["size"], now, json.dumps(event)]
+        outcome, n, enqueue = self._abandon(keys=keys, args=args)
+        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
+        """Extend ``ticket``'s live lease by ``lease_seconds`` from now
+        (:func:`service.loop.renew_outcome`): ``(outcome, expires_at)``."""
+        spec = self.spec(campaign_id)
+        keys = [self.k(campaign_id, "ticket_state"), self.k(campaign_id, "leases")]
+        outcome, expiry = self._renew(keys=keys, args=[ticket, now, now + spec["lease_seconds"]])
+        return RenewOutcome(outcome.decode()), float(expiry) if expiry else None
+
+    def count_runs(self, kind: str) -> None:
+        """Add a failed or abandoned run to the shared metric."""
+        record_runs(self.r, kind)
+
     # -- tickets -----------------------------------------------------------------------------
     def issue(self, campaign_id: str, index: int | None, x: list[float], version, lease: float,
               now: float) -> dict:  # fmt: skip
@@ -300,20 +469,23 @@ class CampaignStore:
         pipe.execute()
         return {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
 
-    def snapshot(self, campaign_id: str, now: float) -> Snapshot:
-        """The labels, the tickets out, the refit state and the latest ranking as of one
-        instant (one MULTI/EXEC; expired leases are dropped first), for
-        :func:`service.loop.next_answer`. Read one at a time, a label stored in between would
-        count neither as labeled nor as out, and one ticket too many could be handed out."""
+    def snapshot(self, campaign_id: str, now: float, expire: bool = True) -> Snapshot:
+        """The labels, the tickets out, the refit state, the latest ranking and the failed
+        points as of one instant (one MULTI/EXEC; expired leases are dropped first, or with
+        ``expire=False`` only left out), for :func:`service.loop.next_answer`. Read one at a
+        time, a label stored in between would count neither as labeled nor as out, and one
+        ticket too many could be handed out."""
         leases = self.k(campaign_id, "leases")
         pipe = self.r.pipeline(transaction=True)
-        pipe.zremrangebyscore(leases, "-inf", f"({now}")
-        pipe.zrange(leases, 0, -1)
+        if expire:
+            pipe.zremrangebyscore(leases, "-inf", f"({now}")
+        pipe.zrangebyscore(leases, now, "+inf")
         pipe.llen(self.k(campaign_id, "labels"))
         pipe.smembers(self.k(campaign_id, "labeled"))
         pipe.hgetall(self.k(campaign_id, "state"))
         pipe.get(self.k(campaign_id, "ranking"))
-        _, tickets, n, labeled, state, ranking = pipe.execute()
+        pipe.hgetall(self.k(campaign_id, "failed"))
+        *_, tickets, n, labeled, state, ranking, failed = pipe.execute()
         infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
         return Snapshot(
             n_labeled=int(n),
@@ -322,6 +494,7 @@ class CampaignStore:
             labeled=frozenset(int(i) for i in labeled),
             refit=Refit.of({k.decode(): v.decode() for k, v in state.items()}),
             ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
+            failures={int(i): int(c) for i, c in failed.items()},
         )
 
     def lock(self, campaign_id: str, timeout: float = 10.0):

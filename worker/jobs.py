@@ -17,6 +17,7 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
+from service import loop
 from service.errors import NotFound
 from service.observability import record_refit
 from service.pool import pool_of
@@ -132,7 +133,8 @@ def _warm(store, campaign_id: str, spec: dict) -> dict | None:
 
 def _store_model(store, campaign_id, spec, data, post, started, token, began) -> dict:
     snap = store.snapshot(campaign_id, time.time())
-    exclude = set() if spec["allow_repeats"] else snap.labeled
+    exclude = set() if spec["allow_repeats"] else set(snap.labeled)
+    exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)  # never offered again
     pending = sorted(snap.pending)
     model, ranking = math_.model_and_ranking(spec, pool_of(spec), data, post, exclude, pending,
                                              started)  # fmt: skip

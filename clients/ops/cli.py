@@ -35,6 +35,12 @@ def _simulate(argv: list[str]) -> None:
     main(argv)
 
 
+def _run(argv: list[str]) -> None:
+    from clients.ops.run import main
+
+    main(argv)
+
+
 def _bench(argv: list[str]) -> None:
     from clients.reproduction.bench import main
 
@@ -135,6 +141,7 @@ COMMANDS = {
     "bench-service": (_bench_service, "latency of /next and /label, and label-to-next time"),
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
     "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
+    "run": (_run, "any executable as a simulator: fbgp-al run --url U --campaign ID -- cmd {x1}"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
 }

@@ -1,6 +1,7 @@
 """The labeling loop over HTTP: ``/next`` hands out points, ``/label`` takes their labels,
-``/observations`` imports and exports labels. The rules are :mod:`service.loop`'s; here they
-meet Redis (:func:`offer`) and HTTP (:func:`label_status`)."""
+``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
+``/observations`` imports and exports labels (and failures). The rules are :mod:`service.loop`'s;
+here they meet Redis (:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from redis.exceptions import RedisError
 from service import loop, schemas
 from service.deps import Authorized, SettingsDep, StoreDep
 from service.errors import Conflict, Gone, NotFound, Unprocessable
-from service.loop import ImportOutcome, LabelOutcome
+from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.pool import pool_point
 from service.settings import Settings
 from service.store import CampaignStore
@@ -27,6 +28,10 @@ log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
 
 DONE = "the campaign is done: it has max_labels labels"
+STALLED = (
+    "no point is left to offer: every point not labeled has failed more than max_retries "
+    "times, and nothing is out (see the campaign's failures in GET .../observations)"
+)
 
 
 def label_status(outcome: LabelOutcome, ticket: str) -> int:
@@ -42,6 +47,21 @@ def label_status(outcome: LabelOutcome, ticket: str) -> int:
             raise NotFound(f"unknown ticket {ticket!r}")
         case LabelOutcome.DONE:
             raise Gone(DONE)
+    raise AssertionError(outcome)
+
+
+def run_status(outcome: RunOutcome, ticket: str) -> int:
+    """A failure or abandon's outcome over HTTP, as a label's: 201 stored, 200 the same again."""
+    match outcome:
+        case RunOutcome.STORED:
+            return 201
+        case RunOutcome.SAME_AGAIN:
+            return 200
+        case RunOutcome.CONFLICT:
+            raise Conflict("this ticket has ended otherwise: labeled, failed with another "
+                           "reason, or abandoned")  # fmt: skip
+        case RunOutcome.UNKNOWN_TICKET:
+            raise NotFound(f"unknown ticket {ticket!r}")
     raise AssertionError(outcome)
 
 
@@ -65,7 +85,7 @@ def offer(
 
 
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
-                  **schemas.problem_responses(404, 410)}  # fmt: skip
+                  **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
 
 @router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES)
@@ -78,6 +98,8 @@ def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
             return answer
         if isinstance(answer, loop.Done):
             raise Gone(DONE)
+        if isinstance(answer, loop.Stalled):
+            raise Conflict(STALLED)
         if time.monotonic() >= deadline:
             retry = max(1, math.ceil(answer.seconds))
             return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
@@ -99,6 +121,54 @@ def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: 
     if outcome == LabelOutcome.STORED:
         store.count_labels(1)
     return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
+
+
+RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
+                 **schemas.problem_responses(404, 409)}  # fmt: skip
+
+
+@router.post("/fail", status_code=201, response_model=schemas.RunAnswer,
+             responses=RUN_RESPONSES)  # fmt: skip
+def fail(campaign_id: str, body: schemas.FailPost, store: StoreDep, response: Response):
+    """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
+    campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
+    outcome, n, enqueue = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
+    if enqueue:
+        _enqueue_refit(store, campaign_id)
+    response.status_code = run_status(outcome, body.ticket)
+    if outcome == RunOutcome.STORED:
+        store.count_runs("failed")
+    return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
+
+
+@router.post("/abandon", status_code=201, response_model=schemas.RunAnswer,
+             responses=RUN_RESPONSES)  # fmt: skip
+def abandon(campaign_id: str, body: schemas.TicketPost, store: StoreDep, response: Response):
+    """The ticket is given up (its simulator stops): its lease ends now and its point is offered
+    again."""
+    outcome, n, enqueue = store.abandon(campaign_id, body.ticket, time.time())
+    if enqueue:
+        _enqueue_refit(store, campaign_id)
+    response.status_code = run_status(outcome, body.ticket)
+    if outcome == RunOutcome.STORED:
+        store.count_runs("abandoned")
+    return {"ticket": body.ticket, "status": "abandoned", "count": n}
+
+
+@router.post("/renew", response_model=schemas.Renewed,
+             responses=schemas.problem_responses(404, 409))  # fmt: skip
+def renew(campaign_id: str, body: schemas.TicketPost, store: StoreDep):
+    """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
+    outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
+    match outcome:
+        case RenewOutcome.UNKNOWN_TICKET:
+            raise NotFound(f"unknown ticket {body.ticket!r}")
+        case RenewOutcome.ENDED:
+            raise Conflict("this ticket has ended: labeled, failed or abandoned")
+        case RenewOutcome.EXPIRED:
+            raise Conflict("the lease has expired: its point may be out again (a label for it "
+                           "is still taken while the point has none)")  # fmt: skip
+    return {"ticket": body.ticket, "expires_at": expires_at}
 
 
 def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
@@ -145,14 +215,21 @@ OBSERVATIONS_RESPONSES = {
             responses=OBSERVATIONS_RESPONSES)  # fmt: skip
 def export_observations(campaign_id: str, store: StoreDep,
                         accept: Annotated[str | None, Header()] = None):  # fmt: skip
+    """The labels (``x``, ``y``) and the failed runs (``failures``); as CSV, one row per label
+    (``status`` ``ok``) then one per failed run (``status`` ``failed``, ``y`` empty, the
+    ``reason``)."""
     spec = store.spec(campaign_id)
     labels = store.labels(campaign_id)
+    failures = [{k: f[k] for k in ("x", "ticket", "reason", "at")}
+                for f in store.failures(campaign_id)]  # fmt: skip
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     if accept and "text/csv" in accept:
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow([i["name"] for i in spec["inputs"]] + ["y"])
+        writer.writerow([i["name"] for i in spec["inputs"]] + ["y", "status", "reason"])
         for xi, yi in zip(x, y, strict=True):
-            writer.writerow([repr(v) for v in xi] + [repr(yi)])
+            writer.writerow([repr(v) for v in xi] + [repr(yi), "ok", ""])
+        for f in failures:
+            writer.writerow([repr(v) for v in f["x"]] + ["", "failed", f["reason"]])
         return Response(out.getvalue(), media_type="text/csv")
-    return {"x": x, "y": y}
+    return {"x": x, "y": y, "failures": failures}

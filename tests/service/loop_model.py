@@ -10,17 +10,18 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from service import loop
-from service.loop import LabelOutcome, RefitPhase
+from service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
 
 START = 1_000_000.0  # the clock at the start of a run
 YS = (0.0, 1.0, 2.5)  # few values, so that a ticket's label comes again, or differs
+REASONS = ("boom", "diverged")  # few reasons, so that a failure is reported again, or differs
 
 
 @dataclass
 class Ticket:
     index: int
     expires_at: float
-    state: str = "pending"  # or "labeled:<repr(y)>"
+    state: str = "pending"  # or "labeled:<repr(y)>", "failed:<reason>", "abandoned"
 
 
 @dataclass
@@ -35,9 +36,14 @@ class LoopModel:
     seen: int = 0  # the labels the running refit read
     version: int | None = None
     ranking: tuple[int, ...] = ()
+    failures: list[tuple[int, int, str]] = field(default_factory=list)  # (ticket, index, reason)
+    failed: dict[int, int] = field(default_factory=dict)  # pool index -> failed runs
+    abandoned: int = 0
+    changes: int = 0  # failures and abandons stored
+    changes_seen: int = 0  # ... when the running refit started
 
     def live(self) -> list[Ticket]:
-        """Tickets out under a live lease: unlabeled and not expired."""
+        """Tickets out under a live lease: unended and not expired."""
         return [t for t in self.tickets if t.state == "pending" and t.expires_at >= self.now]
 
     def snapshot(self) -> loop.Snapshot:
@@ -45,8 +51,9 @@ class LoopModel:
         return loop.Snapshot(
             n_labeled=len(self.labels), n_pending=len(live),
             pending=frozenset(t.index for t in live), labeled=frozenset(self.labeled),
-            refit=loop.Refit(phase=self.refit, model_version=self.version),
-            ranking=self.ranking,
+            refit=loop.Refit(phase=self.refit, model_version=self.version, changes=self.changes,
+                             changes_seen=self.changes_seen),
+            ranking=self.ranking, failures=dict(self.failed),
         )  # fmt: skip
 
     # -- the operations -------------------------------------------------------------------------
@@ -74,11 +81,54 @@ class LoopModel:
             self.refit = RefitPhase.QUEUED
         return outcome, len(self.labels), due
 
+    def fail(self, ticket: int | None, reason: str) -> tuple[RunOutcome, int, bool]:
+        """``/fail`` of ticket number ``ticket``."""
+        t = self._ticket(ticket)
+        outcome = loop.fail_outcome(t.state if t else None, reason)
+        if outcome != RunOutcome.STORED:
+            return outcome, len(self.failures), False
+        t.state = f"failed:{reason}"
+        self.failures.append((ticket, t.index, reason))
+        self.failed[t.index] = self.failed.get(t.index, 0) + 1
+        return outcome, len(self.failures), self._changed()
+
+    def abandon(self, ticket: int | None) -> tuple[RunOutcome, int, bool]:
+        """``/abandon`` of ticket number ``ticket``."""
+        t = self._ticket(ticket)
+        outcome = loop.abandon_outcome(t.state if t else None)
+        if outcome != RunOutcome.STORED:
+            return outcome, self.abandoned, False
+        t.state = "abandoned"
+        self.abandoned += 1
+        return outcome, self.abandoned, self._changed()
+
+    def renew(self, ticket: int | None) -> tuple[RenewOutcome, float | None]:
+        """``/renew`` of ticket number ``ticket``."""
+        t = self._ticket(ticket)
+        live = t is not None and t.expires_at >= self.now
+        outcome = loop.renew_outcome(t.state if t else None, live)
+        if outcome == RenewOutcome.RENEWED:
+            t.expires_at = self.now + self.lease_seconds
+            return outcome, t.expires_at
+        return outcome, None
+
+    def _ticket(self, ticket: int | None) -> Ticket | None:
+        return self.tickets[ticket] if ticket is not None and ticket < len(self.tickets) else None
+
+    def _changed(self) -> bool:
+        """A failure or abandon was stored: a refit is requested (loop.refit_due)."""
+        self.changes += 1
+        due = loop.refit_due(self.rules, len(self.labels), self.refit)
+        if due:
+            self.refit = RefitPhase.QUEUED
+        return due
+
     def start_refit(self) -> bool:
         """A worker takes the queued refit: it reads the labels there are now."""
         if self.refit != RefitPhase.QUEUED:
             return False
         self.refit, self.seen = RefitPhase.RUNNING, len(self.labels)
+        self.changes_seen = self.changes
         return True
 
     def finish_refit(self, ranking: tuple[int, ...]) -> bool | None:
@@ -87,7 +137,7 @@ class LoopModel:
         if self.refit != RefitPhase.RUNNING:
             return None
         self.version, self.ranking = self.seen, ranking
-        again = loop.refit_again(len(self.labels), self.seen)
+        again = loop.refit_again(len(self.labels), self.seen, self.changes != self.changes_seen)
         self.refit = RefitPhase.QUEUED if again else RefitPhase.IDLE
         return again
 
@@ -119,13 +169,15 @@ def rules_strategy(pool_size: int) -> st.SearchStrategy[dict]:
         "design": st.integers(1, 3),
         "max_labels": st.integers(3, pool_size),
         "allow_repeats": st.booleans(),
+        "max_retries": st.integers(0, 2),
         "seed": st.integers(0, 5),
     })  # fmt: skip
 
 
 def operations(pool_size: int, length: int = 40) -> st.SearchStrategy[list[tuple]]:
     """Random operations: ``("next",)``, ``("label", ref, y)`` (:func:`resolve`), ``("tick", s)``,
-    ``("start",)``, ``("finish", ranking)``."""
+    ``("start",)``, ``("finish", ranking)``, ``("fail", ref, reason)``, ``("abandon", ref)``,
+    ``("renew", ref)``."""
     ranking = st.permutations(list(range(pool_size))).map(tuple)
     refs = st.sampled_from([None, 0, 0, 0, 1, 1, 2, 3, 5])  # mostly the latest tickets
     label = st.tuples(st.just("label"), refs, st.sampled_from(YS))
@@ -134,6 +186,8 @@ def operations(pool_size: int, length: int = 40) -> st.SearchStrategy[list[tuple
         st.just(("next",)), label, st.just(("next",)), label,
         st.tuples(st.just("tick"), st.sampled_from([0.5, 2.0, 7.0])),
         st.just(("start",)), st.tuples(st.just("finish"), ranking),
+        st.tuples(st.just("fail"), refs, st.sampled_from(REASONS)),
+        st.tuples(st.just("abandon"), refs), st.tuples(st.just("renew"), refs),
     )  # fmt: skip
     return st.lists(op, min_size=length // 2, max_size=length)
 
@@ -146,5 +200,5 @@ def body(settings: dict, pool_size: int, lease_seconds: float) -> dict:
         "max_labels": max(settings["max_labels"], settings["design"]),
         "mode": settings["mode"], "max_pending": settings["max_pending"],
         "allow_repeats": settings["allow_repeats"], "seed": settings["seed"],
-        "lease_seconds": lease_seconds,
+        "max_retries": settings.get("max_retries", 0), "lease_seconds": lease_seconds,
     }  # fmt: skip

@@ -69,7 +69,7 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
     assert sorted(x[0] for x in obs["x"]) == sorted(xs) and len(obs["y"]) == 6
     csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
     assert csv.headers["content-type"].startswith("text/csv")
-    assert csv.text.splitlines()[0] == "x,y" and len(csv.text.splitlines()) == 7
+    assert csv.text.splitlines()[0] == "x,y,status,reason" and len(csv.text.splitlines()) == 7
 
     # model-based answers run on the worker
     grid = [[0.5], [1.5], [2.5]]

@@ -1,6 +1,8 @@
 """Property tests of the labeling loop's rules (service/loop.py), without Redis: a repeated label
-changes nothing, the order of arrival does not change the set stored, nothing is handed out
-twice while leased, done is final, and never more points out than the mode allows."""
+(or failure, or abandon) changes nothing, the order of arrival does not change the set stored,
+nothing is handed out twice while leased, done is final, never more points out than the mode
+allows, a point failed for good is never offered again, and a campaign that cannot go on says
+so instead of waiting."""
 
 from __future__ import annotations
 
@@ -10,8 +12,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from service import loop
-from service.loop import JobFacts, LabelOutcome, Refit, RefitPhase
-from tests.service.loop_model import LATE_LABEL, YS, LoopModel, operations, resolve, rules_strategy
+from service.loop import JobFacts, LabelOutcome, Refit, RefitPhase, RenewOutcome, RunOutcome
+from tests.service.loop_model import (
+    LATE_LABEL,
+    REASONS,
+    YS,
+    LoopModel,
+    operations,
+    resolve,
+    rules_strategy,
+)
 
 POOL = 8
 
@@ -21,6 +31,8 @@ def _model(draw_settings: dict, design: list[int]) -> LoopModel:
         max_labels=max(draw_settings["max_labels"], len(design)), design_index=tuple(design),
         mode=draw_settings["mode"], max_pending=draw_settings["max_pending"],
         allow_repeats=draw_settings["allow_repeats"],
+        max_retries=draw_settings.get("max_retries", 0),
+        design_reserve=tuple(i for i in reversed(range(POOL)) if i not in design),
     )  # fmt: skip
     return LoopModel(rules, lease_seconds=5.0)
 
@@ -45,13 +57,20 @@ def _run(model: LoopModel, ops: list[tuple], check=None) -> None:
                 result = model.start_refit()
             case ("finish", ranking):
                 result = model.finish_refit(ranking)
+            case ("fail", ref, reason):
+                result = model.fail(resolve(ref, len(model.tickets)), reason)
+            case ("abandon", ref):
+                result = model.abandon(resolve(ref, len(model.tickets)))
+            case ("renew", ref):
+                result = model.renew(resolve(ref, len(model.tickets)))
         if check:
             check(model, op, before, result)
 
 
 def _state(model: LoopModel):
     return (list(model.labels), set(model.labeled), [copy.copy(t) for t in model.tickets],
-            model.refit, model.version)  # fmt: skip
+            model.refit, model.version, list(model.failures), dict(model.failed),
+            model.abandoned)  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
@@ -77,6 +96,8 @@ def test_every_offer_keeps_the_loop_s_promises(model, ops):
             return
         out = before.live()
         assert result.index not in {t.index for t in out}
+        # a point failed more than max_retries times is never offered again
+        assert before.failed.get(result.index, 0) <= rules.max_retries
         if not rules.allow_repeats:
             assert result.index not in before.labeled
         assert n + len(out) < rules.max_labels
@@ -86,7 +107,8 @@ def test_every_offer_keeps_the_loop_s_promises(model, ops):
             else:
                 assert len(out) < rules.max_pending and result.version is not None
         else:
-            assert result.index in rules.design_index and result.version is None
+            assert result.index in loop.design_points(rules, before.snapshot())
+            assert result.version is None
 
     _run(model, ops, check)
 
@@ -105,6 +127,79 @@ def test_a_repeated_label_changes_nothing(model, ops):
         assert _state(model) == before
         other = next(v for v in YS if v != y)
         assert model.label(k, other)[0] == LabelOutcome.CONFLICT and _state(model) == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(campaigns, operations(POOL))
+def test_a_repeated_failure_or_abandon_changes_nothing(model, ops):
+    _run(model, ops)
+    for k, ticket in enumerate(model.tickets):
+        before = _state(model)
+        if ticket.state.startswith("failed:"):
+            reason = ticket.state.removeprefix("failed:")
+            assert model.fail(k, reason) == (RunOutcome.SAME_AGAIN, len(model.failures), False)
+            other = next(r for r in REASONS if r != reason)
+            assert model.fail(k, other)[0] == RunOutcome.CONFLICT
+            assert model.abandon(k)[0] == RunOutcome.CONFLICT
+        elif ticket.state == "abandoned":
+            assert model.abandon(k) == (RunOutcome.SAME_AGAIN, model.abandoned, False)
+            assert model.fail(k, REASONS[0])[0] == RunOutcome.CONFLICT
+        else:
+            continue
+        assert model.label(k, YS[0])[0] == LabelOutcome.CONFLICT
+        assert model.renew(k)[0] == RenewOutcome.ENDED
+        assert _state(model) == before
+
+
+@settings(max_examples=300, deadline=None)
+@given(campaigns, operations(POOL))
+def test_a_campaign_that_cannot_go_on_says_so(model, ops):
+    """Whenever nothing is out, no refit is coming and the last refit's ranking is in place,
+    ``/next`` offers a point or the campaign is done or stalled; and stalled means that every
+    point not labeled has failed for good (or is not in the ranking)."""
+
+    def check(m: LoopModel, op, before, result) -> None:
+        snap = m.snapshot()
+        answer = loop.next_answer(m.rules, snap)
+        if isinstance(answer, loop.Stalled):
+            assert snap.failures and snap.n_pending == 0
+            gone = loop.failed_for_good(m.rules, snap) | (
+                frozenset() if m.rules.allow_repeats else snap.labeled)  # fmt: skip
+            if snap.n_labeled < m.rules.design_size:
+                assert set(loop.design_points(m.rules, snap)) <= gone
+            else:
+                assert set(snap.ranking) <= gone and m.refit == RefitPhase.IDLE
+        quiet = snap.n_pending == 0 and m.refit == RefitPhase.IDLE and not snap.refit.changed
+        design = snap.n_labeled < m.rules.design_size
+        if quiet and (design or m.version == snap.n_labeled) and not isinstance(answer, loop.Wait):
+            return
+        if quiet and design:
+            raise AssertionError(f"the design waits with nothing out: {snap}")
+
+    _run(model, ops, check)
+
+
+def test_a_failed_point_is_offered_again_max_retries_times_then_replaced():
+    rules = loop.Rules(max_labels=3, design_index=(0, 1), mode="sequential", max_pending=1,
+                       allow_repeats=False, max_retries=1, design_reserve=(5, 6))  # fmt: skip
+    model = LoopModel(rules, lease_seconds=5.0)
+    assert model.next() == loop.Offer(0, None) and model.next() == loop.Offer(1, None)
+    assert model.fail(0, "boom") == (RunOutcome.STORED, 1, False)
+    assert model.next() == loop.Offer(0, None)  # one retry allowed
+    assert model.fail(2, "boom")[0] == RunOutcome.STORED
+    assert model.next() == loop.Offer(5, None)  # failed for good: the reserve stands in
+    assert model.abandon(1) == (RunOutcome.STORED, 1, False)
+    assert model.next() == loop.Offer(1, None)  # abandoned: offered again at once
+    assert model.label(3, 1.0)[0] == LabelOutcome.STORED
+    assert model.fail(4, "x")[0] == RunOutcome.STORED
+    assert model.next() == loop.Offer(1, None)
+    assert model.fail(5, "x")[0] == RunOutcome.STORED  # point 1 failed for good too
+    assert model.next() == loop.Offer(6, None)
+    assert model.fail(6, "x")[0] == RunOutcome.STORED
+    assert model.next() == loop.Offer(6, None)
+    assert model.fail(7, "x")[0] == RunOutcome.STORED
+    assert isinstance(model.next(), loop.Stalled)  # design and reserve failed for good
+    assert loop.failing(rules, 6) and not loop.failing(rules, 3)
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,5 +1,6 @@
 """The real store (Redis and its Lua scripts) agrees with the pure loop model on every outcome:
-random operations (``/next``, labels, the clock, a refit's start and end) replayed against both."""
+random operations (``/next``, labels, failed, abandoned and renewed runs, the clock, a refit's
+start and end) replayed against both."""
 
 from __future__ import annotations
 
@@ -61,6 +62,27 @@ class Replay:
             self.store.enqueue_refit(self.id)
         return outcome, n, enqueue
 
+    def _name(self, ticket: int | None) -> str:
+        known = ticket is not None and ticket < len(self.tickets)
+        return self.tickets[ticket] if known else "never-issued"
+
+    def _refit_requested(self, enqueue: bool) -> None:
+        if enqueue:
+            self.store.enqueue_refit(self.id)
+
+    def fail(self, ticket: int | None, reason: str):
+        outcome, n, enqueue = self.store.fail_run(self.id, self._name(ticket), reason, self.now)
+        self._refit_requested(enqueue)
+        return outcome, n, enqueue
+
+    def abandon(self, ticket: int | None):
+        outcome, n, enqueue = self.store.abandon(self.id, self._name(ticket), self.now)
+        self._refit_requested(enqueue)
+        return outcome, n, enqueue
+
+    def renew(self, ticket: int | None):
+        return self.store.renew(self.id, self._name(ticket), self.now)
+
     def start_refit(self) -> bool:
         state = self.store.state(self.id)
         if state.get("refit") != "queued":
@@ -112,19 +134,34 @@ def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
                 assert real.start_refit() == model.start_refit(), op
             case ("finish", ranking):
                 assert real.finish_refit(ranking) == model.finish_refit(ranking), op
+            case ("fail", ref, reason):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.fail(ticket, reason) == model.fail(ticket, reason), op
+            case ("abandon", ref):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.abandon(ticket) == model.abandon(ticket), op
+            case ("renew", ref):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.renew(ticket) == model.renew(ticket), op
         snap = store.snapshot(spec["id"], real.now)
         assert snap == model.snapshot() or _same(snap, model.snapshot()), op
         status = store.status(spec["id"], real.now)
         assert status["state"] == loop.phase(model.rules, len(model.labels))
         assert status["refit"] == model.refit
+        assert status["n_failed"] == len(model.failures)
+        assert status["n_abandoned"] == model.abandoned
+        assert status["stalled"] == loop.stalled(model.rules, model.snapshot())
     stored = [(label["ticket"], label["y"]) for label in store.labels(spec["id"])]
     assert stored == [(real.tickets[t], y) for t, _, y in model.labels]
+    failed = [(f["ticket"], f["index"], f["reason"]) for f in store.failures(spec["id"])]
+    assert failed == [(real.tickets[t], i, r) for t, i, r in model.failures]
     store.delete(spec["id"])
 
 
 def _same(real: loop.Snapshot, model: loop.Snapshot) -> bool:
     """The store's refit state has more in it (its job, times): compare what the model has."""
     return (real.n_labeled, real.n_pending, real.pending, real.labeled, real.ranking,
-            real.refit.phase, real.refit.model_version) == (
+            real.refit.phase, real.refit.model_version, real.failures, real.refit.changed) == (
             model.n_labeled, model.n_pending, model.pending, model.labeled, model.ranking,
-            model.refit.phase, model.refit.model_version)  # fmt: skip
+            model.refit.phase, model.refit.model_version, model.failures,
+            model.refit.changed)  # fmt: skip

@@ -1,0 +1,222 @@
+"""``fbgp-al run``: any executable as a simulator.
+
+    fbgp-al run --url URL --campaign ID [--token T] [--parallel K] [--timeout S] -- CMD ARG...
+
+Each point is run as ``CMD ARG...`` with the placeholders in its arguments replaced: ``{NAME}``
+by the coordinate of the campaign's input ``NAME`` (``repr`` of the float), ``{json}`` by the
+point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
+written to the command's stdin. y is the last non-empty line of its stdout, a float. A non-zero
+exit, a timeout or an output that is not a finite float reports the ticket failed, with the
+tail of the command's stderr (or its output) as the reason, and the next point is run.
+
+``--parallel K`` runs K commands at once, each under a ticket of its own (for parallel-mode
+campaigns, ``max_pending`` >= K). SIGINT (Ctrl-C) or SIGTERM kills the commands running,
+abandons their tickets (their points are offered again at once) and exits 130 (143 for
+SIGTERM). The loop is :func:`clients.runner.run_simulator`'s, one per slot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from clients.client import ApiError, FbgpClient
+from clients.runner import run_simulator
+
+log = logging.getLogger("fbgp.run")
+POLL_SECONDS = 0.1  # how often a running command is checked for a stop
+TAIL_CHARACTERS = 1500  # of stderr in a failure's reason
+
+
+class CommandFailed(RuntimeError):
+    """The command exited non-zero, timed out or printed no float (the reason says which)."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A signal stopped the runner while the command ran: its ticket is abandoned."""
+
+
+def command_for(
+    template: list[str], names: list[str], x: list[float]
+) -> tuple[list[str], str | None]:
+    """The command for point ``x`` and what to write to its stdin (None: nothing): the
+    placeholders of ``template`` replaced, or the point's JSON on stdin if it has none."""
+    point = dict(zip(names, (float(v) for v in x), strict=True))
+    values = {"{json}": json.dumps(point), **{"{" + n + "}": repr(v) for n, v in point.items()}}
+    used = any(p in arg for arg in template for p in values)
+    argv = []
+    for arg in template:
+        for placeholder, value in values.items():
+            arg = arg.replace(placeholder, value)
+        argv.append(arg)
+    return argv, None if used else json.dumps(point)
+
+
+def parse_y(stdout: str) -> float:
+    """y from a command's output: its last non-empty line, a finite float."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        raise CommandFailed("the command printed nothing on stdout (y expected)")
+    try:
+        y = float(lines[-1])
+    except ValueError:
+        raise CommandFailed(
+            f"the last line of stdout is not a float: {lines[-1][:200]!r}"
+        ) from None
+    if not math.isfinite(y):
+        raise CommandFailed(f"the command printed {lines[-1]!r}, not a finite number")
+    return y
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= TAIL_CHARACTERS else "..." + text[-TAIL_CHARACTERS:]
+
+
+class CommandRunner:
+    """Runs the command for a point; stops every command it runs when :meth:`stop` is called."""
+
+    def __init__(self, template: list[str], names: list[str], timeout: float | None = None):
+        self.template, self.names, self.timeout = template, names, timeout
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def __call__(self, x: list[float]) -> float:
+        argv, stdin = command_for(self.template, self.names, x)
+        if self.stopping.is_set():
+            raise Stopped()
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True)  # fmt: skip
+        except OSError as error:
+            raise CommandFailed(f"cannot run {argv[0]!r}: {error}") from None
+        started = time.monotonic()
+        pending_input = stdin if stdin is not None else ""
+        while True:
+            try:
+                out, err = process.communicate(pending_input, timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pending_input = None
+            if self.stopping.is_set():
+                _kill(process)
+                raise Stopped()
+            if self.timeout is not None and time.monotonic() - started > self.timeout:
+                _kill(process)
+                raise CommandFailed(f"timed out after {self.timeout:g} s")
+        if process.returncode != 0:
+            raise CommandFailed(f"exit status {process.returncode}: {_tail(err)}")
+        try:
+            return parse_y(out)
+        except CommandFailed as error:
+            detail = f"{error}; stderr: {_tail(err)}" if err.strip() else str(error)
+            raise CommandFailed(detail) from None
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """The command and whatever it started (its own session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--" in argv:
+        split = argv.index("--")
+        own, template = argv[:split], argv[split + 1 :]
+    else:
+        own, template = argv, []
+    parser = argparse.ArgumentParser(prog="fbgp-al run", description=__doc__.split("\n\n")[0],
+                                     usage="fbgp-al run --url URL --campaign ID [options] -- "
+                                           "COMMAND [ARG...]")  # fmt: skip
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--campaign", required=True)
+    parser.add_argument("--token", default=None, help="bearer token [FBGP_API_TOKEN]")
+    parser.add_argument("--parallel", type=int, default=1, help="commands at once [1]")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per command")
+    parser.add_argument("--wait", type=float, default=20.0, help="seconds per long poll [20]")
+    parser.add_argument("--max-labels", type=int, default=None,
+                        help="stop after this many labels posted by this runner")  # fmt: skip
+    args = parser.parse_args(own)
+    if not template:
+        parser.error("give the command after --, e.g. -- ./simulate.sh {x1} {x2}")
+    if args.parallel < 1:
+        parser.error("--parallel must be at least 1")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    raise SystemExit(run(args.url, args.campaign, template, token=args.token,
+                         parallel=args.parallel, timeout=args.timeout, wait=args.wait,
+                         max_labels=args.max_labels))  # fmt: skip
+
+
+def run(url: str, campaign_id: str, template: list[str], *, token: str | None = None,
+        parallel: int = 1, timeout: float | None = None, wait: float = 20.0,
+        max_labels: int | None = None) -> int:  # fmt: skip
+    """Label the campaign with the command in ``parallel`` slots until it is done; the exit
+    status: 0 done, 1 a slot failed (the service unreachable, the campaign stalled), 130 or
+    143 stopped by SIGINT or SIGTERM."""
+    with FbgpClient(url, token) as api:
+        names = [i["name"] for i in api.campaign(campaign_id).inputs]
+    if not names:
+        print("fbgp-al run: the service does not say the campaign's inputs", file=sys.stderr)
+        return 1
+    runner = CommandRunner(template, names, timeout)
+    counts = {"labels": 0, "failures": 0}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def count(key: str) -> None:
+        with lock:
+            counts[key] += 1
+
+    def slot() -> None:
+        try:
+            run_simulator(url, campaign_id, runner, token=token, wait=wait, max_labels=max_labels,
+                          on_label=lambda x, y, n: count("labels"),
+                          on_failure=lambda x, reason: count("failures"),
+                          should_stop=runner.stopping.is_set)  # fmt: skip
+        except Stopped:
+            pass
+        except Exception as error:  # the service out of reach, the campaign stalled (409)
+            errors.append(error)
+            log.error("stopped: %s", error)
+
+    signalled: list[int] = []
+
+    def on_signal(number, frame) -> None:
+        signalled.append(number)
+        runner.stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        threads = [threading.Thread(target=slot, name=f"slot-{k}", daemon=True)
+                   for k in range(parallel)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            for thread in threads:
+                thread.join(timeout=0.2)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    log.info("%d labels posted, %d runs failed", counts["labels"], counts["failures"])
+    if signalled:
+        return 128 + signalled[0]
+    if errors:
+        stalled = [e for e in errors if isinstance(e, ApiError) and e.status_code == 409]
+        if stalled:
+            print(f"fbgp-al run: {stalled[0].detail}", file=sys.stderr)
+        return 1
+    return 0

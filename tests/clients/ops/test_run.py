@@ -1,0 +1,80 @@
+"""``fbgp-al run``: any executable as a simulator, against a real API server, Redis and worker.
+A command that fails for some points reports failures and the campaign still reaches ``done``;
+SIGINT kills the command and abandons its ticket."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from clients.ops.run import CommandFailed, CommandRunner, command_for, parse_y
+from tests.conftest import ROOT
+
+FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
+# y = sin(3x) + x; a run below x = 1.15 "diverges" (exit 3, a message on stderr); every LHS of
+# three points in [0.5, 2.5] has one there
+SCRIPT = """awk -v x="$1" 'BEGIN { if (x < 1.15) { print "solver diverged at " x > "/dev/stderr";
+exit 3 } print "log line"; print sin(3 * x) + x }'"""
+
+
+def _run_command(api_url: str, campaign: str, *command: str, parallel: int = 1):
+    argv = [sys.executable, "-m", "clients.ops.cli", "run", "--url", api_url, "--campaign",
+            campaign, "--parallel", str(parallel), "--wait", "2", "--", *command]  # fmt: skip
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)  # fmt: skip
+
+
+def test_placeholders_stdin_and_output():
+    argv, stdin = command_for(["sim", "--a={a}", "{b}", "{json}"], ["a", "b"], [1.5, 2])
+    assert argv == ["sim", "--a=1.5", "2.0", '{"a": 1.5, "b": 2.0}'] and stdin is None
+    argv, stdin = command_for(["sim"], ["a", "b"], [1.5, 2])
+    assert argv == ["sim"] and json.loads(stdin) == {"a": 1.5, "b": 2.0}
+    assert parse_y("starting\n  \n3.25\n\n") == 3.25
+    for bad in ("", "done\n", "nan\n"):
+        with pytest.raises(CommandFailed):
+            parse_y(bad)
+    runner = CommandRunner(["sh", "-c", "cat; echo 'x' >&2; exit 2"], ["a"], timeout=10)
+    with pytest.raises(CommandFailed, match="exit status 2: x"):
+        runner([1.0])
+    read = CommandRunner(["sh", "-c", "cat >/dev/null; echo 4.5"], ["a"])
+    assert read([1.0]) == 4.5
+    slow = CommandRunner(["sleep", "5"], ["a"], timeout=0.3)
+    with pytest.raises(CommandFailed, match="timed out"):
+        slow([1.0])
+
+
+def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_url, make_body):
+    body = make_body(name="run-cli", mcmc=FAST, max_labels=5, mode="parallel", max_pending=2)
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        campaign = api.post("/campaigns", json=body).json()["id"]
+        process = _run_command(api_url, campaign, "sh", "-c", SCRIPT, "sh", "{x}", parallel=2)
+        out, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, out
+        status = api.get(f"/campaigns/{campaign}").json()
+        assert status["state"] == "done" and status["n_labeled"] == 5, status
+        assert status["n_failed"] >= 1 and status["n_pending"] == 0
+        data = api.get(f"/campaigns/{campaign}/observations").json()
+    assert all(f["x"][0] < 1.15 for f in data["failures"])
+    assert all("solver diverged" in f["reason"] and "exit status 3" in f["reason"]
+               for f in data["failures"])  # fmt: skip
+    assert all(x[0] >= 1.15 for x in data["x"]) and len(data["y"]) == 5
+
+
+def test_sigint_kills_the_command_and_abandons_its_ticket(api_url, make_body):
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        campaign = api.post("/campaigns", json=make_body(name="run-stop")).json()["id"]
+        process = _run_command(api_url, campaign, "sh", "-c", "cat >/dev/null; sleep 60; echo 1")
+        deadline = time.monotonic() + 60
+        while api.get(f"/campaigns/{campaign}").json()["n_pending"] == 0:
+            assert process.poll() is None and time.monotonic() < deadline, process.stdout.read()
+            time.sleep(0.2)
+        time.sleep(0.5)  # the command runs
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+        assert process.returncode == 128 + signal.SIGINT, out
+        status = api.get(f"/campaigns/{campaign}").json()
+    assert status["n_abandoned"] == 1 and status["n_pending"] == 0 and status["n_failed"] == 0

@@ -1,0 +1,133 @@
+"""Failed and abandoned runs over HTTP, against the real Redis and worker: a failure frees a
+sequential campaign at once and its point is not offered again (unless ``max_retries``
+allows), an abandon gives the point back, both are idempotent like labels, failures are
+exported, counted and shown, and a campaign whose points all failed says so."""
+
+import math
+
+
+def _next(client, campaign, wait=0.0):
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _label(client, campaign, ticket, x):
+    y = math.sin(3 * x[0]) + x[0]
+    r = client.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
+    assert r.status_code == 201, r.text
+
+
+def _fail(client, campaign, ticket, reason="mesh broke"):
+    return client.post(f"/campaigns/{campaign}/fail", json={"ticket": ticket, "reason": reason})
+
+
+def test_a_failure_frees_a_sequential_campaign_at_once_and_its_point_is_not_offered_again(
+    client, make_body
+):
+    body = make_body(initial_design={"type": "maximin-lhs", "size": 2}, max_labels=4)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    for _ in range(2):
+        t = _next(client, campaign)
+        _label(client, campaign, t["ticket"], t["x"])
+    held = _next(client, campaign, wait=90)  # from the model of the design
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 202  # one out: wait
+    r = _fail(client, campaign, held["ticket"])
+    assert r.status_code == 201 and r.json() == {"ticket": held["ticket"], "status": "failed",
+                                                 "reason": "mesh broke", "count": 1}  # fmt: skip
+    assert _fail(client, campaign, held["ticket"]).status_code == 200  # the same again
+    assert _fail(client, campaign, held["ticket"], "other").status_code == 409
+    assert _fail(client, campaign, "nope").status_code == 404
+    again = {"ticket": held["ticket"], "y": 1.0}
+    assert client.post(f"/campaigns/{campaign}/label", json=again).status_code == 409
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert status["n_pending"] == 0 and status["n_failed"] == 1 and not status["stalled"]
+    offered = []
+    while (r := client.get(f"/campaigns/{campaign}/next", params={"wait": 90})).status_code == 200:
+        point = r.json()  # the first at once: the lease ended with the failure
+        offered.append(point["x"])
+        _label(client, campaign, point["ticket"], point["x"])
+    assert r.status_code == 410 and len(offered) == 2 and held["x"] not in offered
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert status["state"] == "done" and status["n_labeled"] == 4 and status["n_failed"] == 1
+    assert not status["failing"] and status["max_failures"] == 4
+
+    data = client.get(f"/campaigns/{campaign}/observations").json()
+    assert len(data["y"]) == 4 and held["x"] not in data["x"]  # no model sees the failure
+    assert [(f["x"], f["reason"], f["ticket"]) for f in data["failures"]] == [
+        (held["x"], "mesh broke", held["ticket"])
+    ]
+    csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
+    lines = csv.text.splitlines()
+    assert lines[0] == "x,y,status,reason" and len(lines) == 6
+    assert lines[-1] == f"{held['x'][0]!r},,failed,mesh broke"
+    assert all(line.split(",")[2] == "ok" for line in lines[1:5])
+    events = [e for e in client.get(f"/campaigns/{campaign}/history").json()
+              if e["event"] == "run_failed"]  # fmt: skip
+    assert [(e["ticket"], e["reason"]) for e in events] == [(held["ticket"], "mesh broke")]
+    metrics = client.get("/metrics").text
+    assert "fbgp_runs_failed_total 1.0" in metrics and "fbgp_runs_abandoned_total 0.0" in metrics
+    page = client.get(f"/campaigns/{campaign}/view").text
+    assert "Failed runs" in page and "mesh broke" in page
+
+
+def test_abandon_gives_the_point_back_at_once_and_renew_extends_a_live_lease(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(lease_seconds=60.0)).json()["id"]
+    first, second = _next(client, campaign), _next(client, campaign)
+    url = f"/campaigns/{campaign}/abandon"
+    r = client.post(url, json={"ticket": first["ticket"]})
+    assert r.status_code == 201 and r.json()["status"] == "abandoned" and r.json()["count"] == 1
+    assert client.post(url, json={"ticket": first["ticket"]}).status_code == 200
+    assert client.post(url, json={"ticket": "nope"}).status_code == 404
+    assert _fail(client, campaign, first["ticket"]).status_code == 409
+    label = {"ticket": first["ticket"], "y": 1.0}
+    assert client.post(f"/campaigns/{campaign}/label", json=label).status_code == 409
+    back = _next(client, campaign)
+    assert back["x"] == first["x"] and back["ticket"] != first["ticket"]
+
+    renew = f"/campaigns/{campaign}/renew"
+    r = client.post(renew, json={"ticket": second["ticket"]})
+    assert r.status_code == 200 and r.json()["expires_at"] >= second["expires_at"]
+    assert client.post(renew, json={"ticket": first["ticket"]}).status_code == 409  # ended
+    assert client.post(renew, json={"ticket": "nope"}).status_code == 404
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert status["n_abandoned"] == 1 and status["n_failed"] == 0 and status["n_pending"] == 2
+    assert status["inputs"] == [{"name": "x", "lower": 0.5, "upper": 2.5}]
+    assert "fbgp_runs_abandoned_total 1.0" in client.get("/metrics").text
+
+
+def test_a_failed_point_is_retried_up_to_max_retries_times(client, make_body):
+    body = make_body(initial_design={"type": "maximin-lhs", "size": 1}, max_labels=3,
+                     max_retries=2)  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    tries = []
+    for _ in range(3):
+        t = _next(client, campaign)
+        tries.append(t["x"])
+        assert _fail(client, campaign, t["ticket"]).status_code == 201
+    assert tries[0] == tries[1] == tries[2]  # offered again twice
+    other = _next(client, campaign)  # then never again: another point stands in for it
+    assert other["x"] != tries[0]
+    _label(client, campaign, other["ticket"], other["x"])
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert status["n_failed"] == 3 and status["n_labeled"] == 1 and status["state"] == "active"
+
+
+def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
+    body = make_body(pool={"type": "points", "points": [[0.5], [1.5]]}, max_labels=2,
+                     initial_design={"type": "maximin-lhs", "size": 1},
+                     max_failures=1)  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    seen = []
+    for _ in range(2):
+        t = _next(client, campaign)
+        seen.append(t["x"])
+        assert _fail(client, campaign, t["ticket"], f"failed at {t['x']}").status_code == 201
+    assert sorted(seen) == [[0.5], [1.5]]
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": 1})
+    assert r.status_code == 409 and "failed" in r.json()["detail"]
+    assert r.headers["content-type"] == "application/problem+json"
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert status["stalled"] and status["failing"] and status["state"] == "design"
+    page = client.get(f"/campaigns/{campaign}/view").text
+    assert "stalled" in page and "failing" in page
