@@ -19,10 +19,13 @@ LIMIT = 64 * 1024
 def guarded(redis_url, worker_process, tmp_path_factory):
     """A second API with ``FBGP_API_TOKEN`` set and a small body limit; its log file. It uses
     a Redis database of its own that no worker serves: fuzzed campaigns (up to 32 chains of
-    10,000 draws) must not keep the tests' worker busy, and no model is ever fitted there."""
+    10,000 draws) must not keep the tests' worker busy, and no model is ever fitted there.
+    Long polls last at most a second: a fuzzed ``/next?wait=60`` would otherwise outlast
+    schemathesis's request timeout and count as a network error."""
     log = tmp_path_factory.mktemp("guarded") / "api.log"
     own_db = redis_url.rsplit("/", 1)[0] + "/1"
-    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT)
+    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT,
+                             max_wait_seconds=1)  # fmt: skip
     yield url, log
     stop(process)
 
