@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from redis import Redis
+from starlette.concurrency import run_in_threadpool
 
 from service.errors import Forbidden, Unauthorized
 from service.settings import Settings, get_settings
@@ -26,14 +27,16 @@ def connection(url: str) -> Redis:
     return _connections[url]
 
 
-def get_redis(settings: SettingsDep) -> Redis:
+# The dependencies are async where they do no I/O, so that a request (a long poll above all)
+# takes no turn of the thread pool for them.
+async def get_redis(settings: SettingsDep) -> Redis:
     return connection(settings.redis_url)
 
 
 RedisDep = Annotated[Redis, Depends(get_redis)]
 
 
-def get_store(redis: RedisDep) -> CampaignStore:
+async def get_store(redis: RedisDep) -> CampaignStore:
     return CampaignStore(redis)
 
 
@@ -44,8 +47,8 @@ bearer = HTTPBearer(auto_error=False, description="FBGP_API_TOKEN, or a campaign
 Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def authorized(request: Request, settings: SettingsDep, store: StoreDep, credentials: Bearer,
-               token: PageToken = None) -> None:  # fmt: skip
+async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
+                     credentials: Bearer, token: PageToken = None) -> None:  # fmt: skip
     """With ``FBGP_API_TOKEN`` set, every call carries ``Authorization: Bearer <token>`` (a
     browser on the campaign pages may pass ``?token=``): the service's token opens everything,
     a campaign's token (returned when it was created) opens that campaign only (403 elsewhere).
@@ -53,6 +56,13 @@ def authorized(request: Request, settings: SettingsDep, store: StoreDep, credent
     SHA-256. Without ``FBGP_API_TOKEN`` the service is open."""
     if not settings.api_token:
         return
+    # a campaign token is looked up in Redis: in the thread pool
+    await run_in_threadpool(_check_token, request, settings, store, credentials, token)
+
+
+def _check_token(request: Request, settings: Settings, store: CampaignStore,
+                 credentials: HTTPAuthorizationCredentials | None,
+                 token: str | None) -> None:  # fmt: skip
     given = credentials.credentials if credentials else token
     if not given:
         raise Unauthorized("this call needs Authorization: Bearer <token>",

@@ -14,6 +14,7 @@ from service.routes.models import run_job
 from service.store import CampaignStore
 
 PLOTS = ("model", "posterior", "curve")
+INDEX_PAGE = 50  # campaigns on a page of the index
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -32,10 +33,12 @@ def _page(title: str, body: str, refresh: bool) -> HTMLResponse:
     )
 
 
-def list_page(store: CampaignStore, token: str | None) -> HTMLResponse:
+def list_page(store: CampaignStore, token: str | None, cursor: str | None = None) -> HTMLResponse:
+    """A page of :data:`INDEX_PAGE` campaigns after ``cursor``, with a link to the next."""
     suffix = f"?token={quote(token)}" if token else ""
     rows = []
-    for campaign_id in store.ids():
+    ids, following = store.ids_page(cursor, INDEX_PAGE)
+    for campaign_id in ids:
         try:
             s = store.status(campaign_id)
         except Exception:  # deleted meanwhile
@@ -54,7 +57,14 @@ def list_page(store: CampaignStore, token: str | None) -> HTMLResponse:
     table = f"<table>{header}{''.join(rows)}</table>"
     if not rows:
         table = "<p class='muted'>No campaigns yet: POST /campaigns (see /docs).</p>"
-    return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}", refresh=True)
+    links = []
+    if cursor is not None:
+        links.append(f"<a href='/{suffix}'>first page</a>")
+    if following is not None:
+        query = f"cursor={quote(following)}" + (f"&token={quote(token)}" if token else "")
+        links.append(f"<a id='next' href='/?{query}'>next {INDEX_PAGE}</a>")
+    nav = f"<p>{' | '.join(links)}</p>" if links else ""
+    return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=True)
 
 
 def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> HTMLResponse:
@@ -130,8 +140,8 @@ router = APIRouter(tags=["pages"], dependencies=[Authorized])
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index(store: StoreDep, token: str | None = None):
-    return list_page(store, token)
+def index(store: StoreDep, token: str | None = None, cursor: str | None = None):
+    return list_page(store, token, cursor)
 
 
 @router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)

@@ -22,8 +22,9 @@ class Settings(BaseSettings):
     busy_retry_after_seconds: int = 5
     # Redis unreachable (503): the client asks again after this (Retry-After)
     store_retry_after_seconds: int = 2
-    # a long poll of /next looks again this often
-    next_poll_seconds: float = 0.1
+    # a long poll of /next looks again at least this often without a wake-up (a message lost,
+    # a lease run out); it is woken at once when the campaign changes
+    next_poll_seconds: float = 1.0
     # the lock that serializes the choice of points for one campaign across API processes:
     # held at most this long, waited for at most this long
     lock_timeout_seconds: float = 10.0

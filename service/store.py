@@ -41,12 +41,15 @@ The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outc
 
 from __future__ import annotations
 
+import bisect
 import json
+import logging
 import time
 import uuid
 
 import numpy as np
 from redis import Redis
+from redis.exceptions import RedisError
 
 from service import loop, queues
 from service.errors import NotFound
@@ -65,6 +68,10 @@ from service.tokens import new_token, token_digest
 from worker.design import initial_design
 
 PREFIX = "fbgp:"
+# the pub/sub channel on which a campaign's id is published whenever something changes what its
+# /next may answer (a label, an import, a failed or abandoned run, a model, a refit's end)
+WAKE_CHANNEL = PREFIX + "wake"
+log = logging.getLogger("fbgp.store")
 MAX_REASON = 2000  # characters of a failure's reason kept
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
 CAMPAIGNS = PREFIX + "campaigns"
@@ -309,6 +316,17 @@ class CampaignStore:
     def ids(self) -> list[str]:
         return sorted(i.decode() for i in self.r.smembers(CAMPAIGNS))
 
+    def ids_page(self, cursor: str | None, limit: int | None) -> tuple[list[str], str | None]:
+        """The campaign ids after ``cursor`` (an id; None: from the first), in order, at most
+        ``limit`` of them (None: all), and the cursor of the next page (None: this is the last).
+        Only the page's campaigns are read further by the callers."""
+        ids = self.ids()
+        if cursor is not None:
+            ids = ids[bisect.bisect_right(ids, cursor) :]
+        if limit is None or len(ids) <= limit:
+            return ids, None
+        return ids[:limit], ids[limit - 1]
+
     def spec(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "spec"))
         if raw is None:
@@ -326,6 +344,7 @@ class CampaignStore:
         if digest is not None:
             pipe.hdel(TOKENS, digest)
         pipe.execute()
+        self.wake(campaign_id)
 
     def state(self, campaign_id: str) -> dict:
         raw = self.r.hgetall(self.k(campaign_id, "state"))
@@ -376,6 +395,7 @@ class CampaignStore:
         args = [ticket, repr(float(y)), record, index, spec["max_labels"], repeats,
                 spec["initial_design"]["size"], now]  # fmt: skip
         outcome, n, enqueue = self._label(keys=keys, args=args)
+        self.wake(campaign_id)
         return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def import_observations(
@@ -392,6 +412,7 @@ class CampaignStore:
         args.append(now)
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")]
         outcome, n, enqueue = self._import(keys=keys, args=args)
+        self.wake(campaign_id)
         return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def count_labels(self, count: int) -> None:
@@ -429,6 +450,7 @@ class CampaignStore:
         args = [ticket, f"failed:{reason}", json.dumps(record), index,
                 spec["initial_design"]["size"], now, json.dumps(event)]  # fmt: skip
         outcome, n, enqueue = self._fail_run(keys=keys, args=args)
+        self.wake(campaign_id)
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def abandon(self, campaign_id: str, ticket: str, now: float) -> tuple[RunOutcome, int, bool]:
@@ -442,6 +464,7 @@ class CampaignStore:
                 ("ticket_state", "leases", "state", "history", "labels")]  # fmt: skip
         args = [ticket, spec["initial_design"]["size"], now, json.dumps(event)]
         outcome, n, enqueue = self._abandon(keys=keys, args=args)
+        self.wake(campaign_id)
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
@@ -497,6 +520,16 @@ class CampaignStore:
             failures={int(i): int(c) for i, c in failed.items()},
         )
 
+    def wake(self, campaign_id: str) -> None:
+        """Tell the API processes' long polls of the campaign's ``/next`` that its answer may
+        have changed (:data:`WAKE_CHANNEL`). A message lost (Redis away for a moment) costs a
+        poll at most its fallback interval, so a failure here is logged, never raised: what
+        was stored stays stored."""
+        try:
+            self.r.publish(WAKE_CHANNEL, campaign_id)
+        except RedisError as error:
+            log.warning("wake-up of campaign %s not published: %s", campaign_id, error)
+
     def lock(self, campaign_id: str, timeout: float = 10.0):
         """Serializes the choice of points for one campaign across API processes: held at
         most ``timeout`` seconds, waited for at most as long."""
@@ -513,7 +546,10 @@ class CampaignStore:
         keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
         args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
                 d.get("refit_seconds", 0.0)]  # fmt: skip
-        return self._save_model(keys=keys, args=args) == 1
+        stored = self._save_model(keys=keys, args=args) == 1
+        if stored:
+            self.wake(campaign_id)
+        return stored
 
     def model(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
@@ -549,6 +585,7 @@ class CampaignStore:
         if not self._revive(keys=keys, args=[refit.job, job_id, now]):
             return False
         queues.enqueue_refit(self.r, campaign_id, job_id)
+        self.wake(campaign_id)
         return True
 
     def revive_all(self, now: float, lease: float) -> list[str]:
@@ -566,7 +603,9 @@ class CampaignStore:
         event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),
                  "error": message[:2000]}  # fmt: skip
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "history")]
-        return bool(self._fail(keys=keys, args=[token, message[:2000], json.dumps(event)]))
+        recorded = bool(self._fail(keys=keys, args=[token, message[:2000], json.dumps(event)]))
+        self.wake(campaign_id)
+        return recorded
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
@@ -580,4 +619,6 @@ class CampaignStore:
     def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
         """True when another refit must run (labels came in meanwhile)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
-        return bool(self._end_refit(keys=keys, args=[n_seen, now, token]))
+        again = bool(self._end_refit(keys=keys, args=[n_seen, now, token]))
+        self.wake(campaign_id)
+        return again

@@ -5,12 +5,21 @@
 2. Label-to-next-point time of a sequential 2-D campaign at n = 40 with the paper's MCMC
    settings: from posting a label until ``/next`` (long-polling) returns the point chosen by the
    model that saw it, against that refit's own seconds; the difference is the pipeline's overhead.
+
+``--concurrency 100,300,1000``: instead, N simulator connections (asyncio and httpx, one
+connection each, a trivial f) long-poll M parallel-mode campaigns on one API process and the
+stack's workers, for each N in turn: ``/next`` and ``/label`` p50/p99, ``/healthz`` p99 asked
+beside the load, labels per minute, and the polls left unanswered after ``wait`` + 5 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import json
+import multiprocessing
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -165,6 +174,155 @@ def throughput(client, sim, campaigns: int, simulators: int, seconds: float) -> 
     return out
 
 
+SMALL_MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2, "warm_start": False}
+
+
+def _quantiles(values: list[float]) -> tuple[float, float]:
+    """p50 and p99 in ms (NaN for none)."""
+    if not values:
+        return float("nan"), float("nan")
+    return 1000 * float(np.quantile(values, 0.5)), 1000 * float(np.quantile(values, 0.99))
+
+
+async def _load(url: str, ids: list[str], simulators: int, seconds: float, wait: float) -> dict:
+    """``simulators`` connections labeling ``ids`` round robin for ``seconds``, and /healthz
+    asked every 0.1 s on a connection of its own meanwhile."""
+    # one connection each, made before the clock starts (plain HTTP: no TLS context to load)
+    clients = [httpx.AsyncClient(base_url=url, verify=False) for _ in range(simulators)]
+    stop = time.monotonic() + seconds
+    grace = wait + 5.0  # a poll with no answer by then counts as unanswered
+    t_next, t_label, statuses = [], [], {}
+    labels, unanswered, errors = [0], [0], [0]
+    f = lambda x: float(np.sin(3 * np.sum(x)))  # noqa: E731
+
+    async def simulate(k: int) -> None:
+        async with clients[k]:
+            await labeler(k, clients[k])
+
+    async def labeler(k: int, client: httpx.AsyncClient) -> None:
+        campaign = ids[k % len(ids)]
+        while time.monotonic() < stop:
+            left = max(0.0, stop - time.monotonic())
+            t = time.perf_counter()
+            try:
+                r = await client.get(f"/campaigns/{campaign}/next",
+                                     params={"wait": min(wait, left)}, timeout=grace)  # fmt: skip
+            except httpx.TimeoutException:
+                unanswered[0] += 1
+                continue
+            except httpx.HTTPError:
+                errors[0] += 1
+                await asyncio.sleep(0.5)
+                continue
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            if r.status_code != 200:
+                if r.status_code not in (202,):
+                    await asyncio.sleep(0.5)
+                continue
+            t_next.append(time.perf_counter() - t)
+            point = r.json()
+            t = time.perf_counter()
+            try:
+                body = {"ticket": point["ticket"], "y": f(point["x"])}
+                r = await client.post(f"/campaigns/{campaign}/label", json=body, timeout=grace)
+            except httpx.HTTPError:
+                errors[0] += 1
+                continue
+            t_label.append(time.perf_counter() - t)
+            labels[0] += r.status_code == 201
+
+    # /healthz is asked from a process of its own, so that this busy event loop's delays are
+    # not counted as the API's
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    prober = context.Process(target=_probe_healthz, args=(url, seconds, grace, results))
+    prober.start()
+    await asyncio.gather(*(simulate(k) for k in range(simulators)))
+    t_health = results.get(timeout=60)
+    prober.join(timeout=30)
+    (n50, n99), (l50, l99), (_, h99) = (_quantiles(t_next), _quantiles(t_label),
+                                        _quantiles(t_health))  # fmt: skip
+    return {"simulators": simulators, "campaigns": len(ids), "seconds": seconds, "wait": wait,
+            "next_200_p50_ms": n50, "next_200_p99_ms": n99, "label_p50_ms": l50,
+            "label_p99_ms": l99, "healthz_p99_ms": h99, "healthz_max_ms": 1000 * max(t_health),
+            "labels": labels[0], "labels_per_minute": 60 * labels[0] / seconds,
+            "unanswered": unanswered[0], "errors": errors[0], "statuses": statuses}  # fmt: skip
+
+
+def _probe_healthz(url: str, seconds: float, grace: float, results) -> None:
+    """/healthz every 0.1 s for ``seconds``: its latencies (``grace`` for a failed call)."""
+    stop, out = time.monotonic() + seconds, []
+    with httpx.Client(base_url=url, timeout=grace) as client:
+        while time.monotonic() < stop:
+            t = time.perf_counter()
+            try:
+                client.get("/healthz").raise_for_status()
+                out.append(time.perf_counter() - t)
+            except httpx.HTTPError:
+                out.append(grace)
+            time.sleep(0.1)
+    results.put(out)
+
+
+def _served(api_log: Path, start: int) -> dict:
+    """The API's own latencies (its JSON log lines from byte ``start``): ``/next`` answered
+    200 and ``/label``, in seconds; the clients' figures also hold their own event loop's
+    delays."""
+    out: dict = {"next": [], "label": []}
+    with open(api_log, "rb") as log:
+        log.seek(start)
+        for line in log:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            route, status = record.get("route", ""), record.get("status")
+            if route.endswith("/next") and status == 200:
+                out["next"].append(record["seconds"])
+            elif route.endswith("/label") and status in (200, 201):
+                out["label"].append(record["seconds"])
+    return out
+
+
+def concurrency(client, counts: list[int], campaigns: int, seconds: float, wait: float,
+                api_log: Path) -> list:  # fmt: skip
+    """The load of :func:`_load` for each count of simulators, each on fresh campaigns that
+    have a first model (10 imported points) before it starts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * max(counts) + 256
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    sim = get_simulator("gramacy2d")
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in counts:
+        ids = []
+        for _ in range(campaigns):
+            body = _body(sim, "parallel", 5_000, SMALL_MCMC)
+            ids.append(client.post("/campaigns", json=body).raise_for_status().json()["id"])
+            _initial(client, ids[-1], sim, rng, 10)
+        with _api(client) as api:
+            for campaign in ids:
+                _wait_model(api, campaign, 10)
+        start = api_log.stat().st_size
+        row = asyncio.run(_load(str(client.base_url), ids, n, seconds, wait))
+        served = _served(api_log, start)
+        (row["served_next_p50_ms"], row["served_next_p99_ms"]) = _quantiles(served["next"])
+        (row["served_label_p50_ms"], row["served_label_p99_ms"]) = _quantiles(served["label"])
+        rows.append(row)
+        print(f"N={n:5d} on {campaigns} campaigns, {seconds:.0f} s, wait={wait:g}: "
+              f"/next (200) p50 {row['next_200_p50_ms']:.1f} ms p99 {row['next_200_p99_ms']:.1f} "
+              f"ms; /label p50 {row['label_p50_ms']:.1f} ms p99 {row['label_p99_ms']:.1f} ms; "
+              f"/healthz p99 {row['healthz_p99_ms']:.1f} ms (max {row['healthz_max_ms']:.0f}); "
+              f"{row['labels_per_minute']:.0f} labels/min; unanswered after wait+5 s: "
+              f"{row['unanswered']}; errors {row['errors']}; statuses {row['statuses']}; "
+              f"as served (the API's log): /next (200) p50 {row['served_next_p50_ms']:.1f} ms "
+              f"p99 {row['served_next_p99_ms']:.1f} ms, /label p50 "
+              f"{row['served_label_p50_ms']:.1f} ms p99 {row['served_label_p99_ms']:.1f} ms",
+              flush=True)  # fmt: skip
+    return rows
+
+
 def scaling(rounds: int) -> None:
     """A refit's wall time on one and on two pinned workers, measured one after the other."""
     sim = get_simulator("gramacy2d")
@@ -190,7 +348,21 @@ def main(argv=None) -> None:
                         help="instead: a refit's time on 1 and on 2 workers")  # fmt: skip
     parser.add_argument("--throughput", type=float, default=0, metavar="SECONDS",
                         help="instead: 8 simulators, 4 parallel campaigns, 2 workers")  # fmt: skip
+    parser.add_argument("--concurrency", metavar="N,N,..",
+                        help="instead: N simulator connections long-polling --campaigns "
+                             "parallel campaigns on one API, for each N")  # fmt: skip
+    parser.add_argument("--campaigns", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=60.0, help="per N (--concurrency)")
+    parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
     args = parser.parse_args(argv)
+    if args.concurrency:
+        counts = [int(n) for n in args.concurrency.split(",")]
+        with (tempfile.TemporaryDirectory() as tmp,
+              LocalStack(Path(tmp), workers=args.workers).start() as stack,
+              httpx.Client(base_url=stack.url, timeout=120) as client):  # fmt: skip
+            concurrency(client, counts, args.campaigns, args.seconds, args.wait,
+                        Path(tmp) / "api.log")  # fmt: skip
+        return
     if args.scaling:
         scaling(args.rounds)
         return

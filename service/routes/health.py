@@ -16,12 +16,12 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=schemas.Health)
-def healthz():
+async def healthz():
     return {"status": "ok"}
 
 
 @router.get("/livez", response_model=schemas.Health)
-def livez():
+async def livez():
     """200 whenever the process runs (readiness, with its dependencies, is /readyz)."""
     return {"status": "ok"}
 

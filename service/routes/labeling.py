@@ -14,11 +14,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
-from redis.exceptions import RedisError
+from redis.exceptions import LockError, RedisError
 
-from service import loop, schemas
+from service import loop, schemas, wakeups
 from service.deps import Authorized, SettingsDep, StoreDep
-from service.errors import Conflict, Gone, NotFound, Unprocessable
+from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.pool import pool_point
 from service.settings import Settings
@@ -70,18 +70,36 @@ def offer(
 ) -> dict | loop.Answer:
     """One look at the campaign, under its lock: a ticket (the dict ``/next`` answers), or the
     :class:`~service.loop.Wait` or :class:`~service.loop.Done` that the rules gave. A campaign
-    that waits for a model also has its refit revived if that died."""
-    with store.lock(campaign_id, settings.lock_timeout_seconds):
-        spec = store.spec(campaign_id)
-        rules = loop.Rules.of(spec)
-        snap = store.snapshot(campaign_id, now)
-        if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
-            store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
-        answer = loop.next_answer(rules, snap)
-        if not isinstance(answer, loop.Offer):
-            return answer
-        x = pool_point(spec, answer.index)
-        return store.issue(campaign_id, answer.index, x, answer.version, spec["lease_seconds"], now)
+    that waits for a model also has its refit revived if that died. 503 (:class:`Busy`) when
+    the campaign's lock is not acquired in ``lock_timeout_seconds``."""
+    lock = store.lock(campaign_id, settings.lock_timeout_seconds)
+    if not lock.acquire():
+        raise Busy(f"the campaign's lock was not acquired within {settings.lock_timeout_seconds:g} "
+                   "s (another request is choosing its points); try again",
+                   settings.store_retry_after_seconds)  # fmt: skip
+    try:
+        return _offer_locked(store, campaign_id, now, settings)
+    finally:
+        try:
+            lock.release()
+        except LockError as error:  # held past lock_timeout_seconds: it had expired already
+            log.warning("the campaign's lock expired before its release (%s)", error,
+                        extra={"campaign": campaign_id})  # fmt: skip
+
+
+def _offer_locked(
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings
+) -> dict | loop.Answer:
+    spec = store.spec(campaign_id)
+    rules = loop.Rules.of(spec)
+    snap = store.snapshot(campaign_id, now)
+    if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
+        store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
+    answer = loop.next_answer(rules, snap)
+    if not isinstance(answer, loop.Offer):
+        return answer
+    x = pool_point(spec, answer.index)
+    return store.issue(campaign_id, answer.index, x, answer.version, spec["lease_seconds"], now)
 
 
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
@@ -89,22 +107,37 @@ NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
 
 
 @router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES)
-def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
-               wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
+async def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
+                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
+    """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
+    thread while it waits (:mod:`service.wakeups`): it is woken when the campaign changes, and
+    looks again at least every ``next_poll_seconds``."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
-    while True:
-        answer = offer(store, campaign_id, time.time(), settings)
-        if isinstance(answer, dict):
-            return answer
-        if isinstance(answer, loop.Done):
-            raise Gone(DONE)
-        if isinstance(answer, loop.Stalled):
-            raise Conflict(STALLED)
-        if time.monotonic() >= deadline:
-            retry = max(1, math.ceil(answer.seconds))
-            return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
-                                status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
-        time.sleep(min(settings.next_poll_seconds, max(0.0, deadline - time.monotonic())))
+    async with wakeups.hub(settings.redis_url).waiting(campaign_id) as waiters:
+        while True:
+            answer, seen = await waiters.look(
+                lambda: offer(store, campaign_id, time.time(), settings),
+                lambda a: isinstance(a, loop.Wait),
+                settings.next_poll_seconds,
+            )
+            left = deadline - time.monotonic()
+            if isinstance(answer, loop.Wait) and left > 0:
+                await waiters.wait(seen, min(left, settings.next_poll_seconds))
+                continue
+            return _next_response(answer)
+
+
+def _next_response(answer: dict | loop.Answer):
+    """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After."""
+    if isinstance(answer, dict):
+        return answer
+    if isinstance(answer, loop.Done):
+        raise Gone(DONE)
+    if isinstance(answer, loop.Stalled):
+        raise Conflict(STALLED)
+    retry = max(1, math.ceil(answer.seconds))
+    return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
+                        status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
 
 
 LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas.LabelAnswer},

@@ -102,3 +102,37 @@ def test_imported_observations_start_the_model(client, make_body):
     assert point["model_version"] == 4 and point["x"] not in x
     too_many = {"x": [[1.0]] * 7, "y": [0.0] * 7}
     assert client.post(f"/campaigns/{campaign}/observations", json=too_many).status_code == 409
+
+
+def test_campaigns_list_in_pages(client, make_body, monkeypatch):
+    ids = sorted(client.post("/campaigns", json=make_body()).json()["id"] for _ in range(5))
+    everything = client.get("/campaigns")
+    assert [c["id"] for c in everything.json()] == ids  # no limit: all of them, a list
+    assert "X-Next-Cursor" not in everything.headers
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = client.get("/campaigns", params=params)
+        assert page.status_code == 200 and len(page.json()) <= 2
+        seen += [c["id"] for c in page.json()]
+        pages += 1
+        cursor = page.headers.get("X-Next-Cursor")
+        if cursor is None:
+            assert "Link" not in page.headers
+            break
+        assert (
+            page.headers["Link"].endswith('; rel="next"')
+            and f"cursor={cursor}" in page.headers["Link"]
+        )
+    assert seen == ids and pages == 3
+    assert client.get("/campaigns", params={"limit": 0}).status_code == 422
+
+    # the index page shows a page of them with a link to the next
+    from service import pages as page_module
+
+    monkeypatch.setattr(page_module, "INDEX_PAGE", 2)
+    first = client.get("/").text
+    assert ids[0] in first and ids[1] in first and ids[2] not in first
+    assert f"/?cursor={ids[1]}" in first
+    second = client.get("/", params={"cursor": ids[1]}).text
+    assert ids[2] in second and ids[3] in second and ids[0] not in second

@@ -1,0 +1,128 @@
+"""Long polls of ``/next`` hold no thread: 300 of them wait on one API server (a real one, over
+HTTP) while ``/healthz`` answers at once, every poll is answered when its wait ends, and a
+waiting poll is woken by the change that gives it a point (an abandoned ticket, a model),
+not by a timer: this API looks again without a wake-up only every 60 s."""
+
+import asyncio
+import resource
+import time
+
+import httpx
+import pytest
+from redis import Redis
+
+from service.store import CampaignStore
+from tests.conftest import start_api, stop
+
+POLLS = 300
+CAMPAIGNS = 3
+WAIT = 5.0  # the first polls' wait: every campaign's initial design is out, none gets a point
+MARGIN = 5.0  # each of them is answered within WAIT + MARGIN
+HEALTHZ_BOUND = 2.0  # generous: it is not a timing benchmark (before: /healthz queued for 30 s)
+WOKEN_WAIT = 30.0  # the later polls' wait: far longer than any wake-up may take
+
+
+@pytest.fixture
+def polled_api(redis_url, worker_process, tmp_path):
+    """An API server of this test's own whose long polls look again only every 60 s unless
+    woken."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 4 * POLLS + 256
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    process, url = start_api(redis_url, tmp_path / "api.log", next_poll_seconds=60)
+    yield url
+    stop(process)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _campaign(client: httpx.Client, make_body) -> tuple[str, list[str]]:
+    """A parallel campaign with its initial design all out: its id and the design's tickets."""
+    body = make_body(mode="parallel", max_pending=10)
+    campaign = client.post("/campaigns", json=body).raise_for_status().json()["id"]
+    tickets = []
+    for _ in range(body["initial_design"]["size"]):
+        answer = client.get(f"/campaigns/{campaign}/next")
+        assert answer.status_code == 200, answer.text
+        tickets.append(answer.json()["ticket"])
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 202
+    return campaign, tickets
+
+
+async def _poll(client: httpx.AsyncClient, campaign: str, wait: float) -> tuple[int, float]:
+    started = time.monotonic()
+    answer = await client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
+    return answer.status_code, time.monotonic() - started
+
+
+async def _healthz_while(client: httpx.AsyncClient, polls: list[asyncio.Task]) -> list[float]:
+    """/healthz's latencies, asked every 0.2 s until every poll is answered."""
+    seconds = []
+    while not all(p.done() for p in polls):
+        started = time.monotonic()
+        assert (await client.get("/healthz")).status_code == 200
+        seconds.append(time.monotonic() - started)
+        await asyncio.sleep(0.2)
+    return seconds
+
+
+async def _waiting_then_answered(url: str, campaigns: list[str]) -> None:
+    limits = httpx.Limits(max_connections=POLLS + 50, max_keepalive_connections=POLLS + 50)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
+        polls = [asyncio.create_task(_poll(client, campaigns[i % CAMPAIGNS], WAIT))
+                 for i in range(POLLS)]  # fmt: skip
+        await asyncio.sleep(0.5)  # the polls are out
+        healthz = await _healthz_while(client, polls)
+        answers = [p.result() for p in polls]
+    assert len(healthz) >= 5 and max(healthz) < HEALTHZ_BOUND, healthz
+    assert sorted({status for status, _ in answers}) == [202]
+    slowest = max(seconds for _, seconds in answers)
+    assert slowest < WAIT + MARGIN, f"a poll took {slowest:.1f} s (wait {WAIT} s)"
+
+
+async def _woken(url: str, abandoned: tuple[str, str], labeled: tuple[str, list[str]]) -> None:
+    """One poll waits on the campaign whose ticket is abandoned, three on the campaign whose
+    design is labeled (its model then gives three points): all get points promptly."""
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        (campaign_a, ticket), (campaign_b, tickets) = abandoned, labeled
+        poll_a = asyncio.create_task(_poll(client, campaign_a, WOKEN_WAIT))
+        polls_b = [asyncio.create_task(_poll(client, campaign_b, WOKEN_WAIT)) for _ in range(3)]
+        await asyncio.sleep(1.0)  # every poll is waiting
+        assert not poll_a.done() and not any(p.done() for p in polls_b)
+        started = time.monotonic()
+        answer = await client.post(f"/campaigns/{campaign_a}/abandon", json={"ticket": ticket})
+        assert answer.status_code == 201
+        status, _ = await poll_a
+        assert status == 200 and time.monotonic() - started < 3.0, time.monotonic() - started
+        started = time.monotonic()
+        for t in tickets:  # the refit that follows gives the model that gives the points
+            await client.post(f"/campaigns/{campaign_b}/label", json={"ticket": t, "y": 0.5})
+        answers = await asyncio.gather(*polls_b)
+        took = time.monotonic() - started
+        assert [status for status, _ in answers] == [200, 200, 200], answers
+        # a refit of 3 labels takes a few seconds; 60 s would pass before a look without a wake
+        assert took < WOKEN_WAIT - 5, took
+
+
+def test_long_polls_hold_no_thread_and_are_woken(polled_api, make_body):
+    with httpx.Client(base_url=polled_api, timeout=60) as client:
+        made = [_campaign(client, make_body) for _ in range(CAMPAIGNS)]
+    campaigns = [c for c, _ in made]
+    asyncio.run(_waiting_then_answered(polled_api, campaigns))
+    asyncio.run(_woken(polled_api, (campaigns[0], made[0][1][0]), made[1]))
+
+
+def test_a_campaign_lock_not_acquired_is_named_as_such(client, settings, make_body):
+    """503 for a campaign whose lock another process holds says so (not "store unreachable")."""
+    settings.lock_timeout_seconds = 0.3
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    lock = CampaignStore(Redis.from_url(settings.redis_url)).lock(campaign, timeout=10)
+    assert lock.acquire()
+    try:
+        answer = client.get(f"/campaigns/{campaign}/next", params={"wait": 1})
+    finally:
+        lock.release()
+    assert answer.status_code == 503, answer.text
+    assert "lock was not acquired" in answer.json()["detail"]
+    assert "Retry-After" in answer.headers
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 200
