@@ -91,24 +91,37 @@ local function request_refit(state_key, n, design_size, now)
 end
 """
 
+# Shared by the scripts that end a ticket (a label, a failure, an abandon): what its state says
+# before it ends (nil: it is pending, go on; else the outcome, 'same_again' when it ended the way
+# asked already), and its end: its state set and its lease gone.
+END_TICKET = """
+local function ended(ticket_state_key, ticket, wanted)
+  local state = redis.call('HGET', ticket_state_key, ticket)
+  if not state then return 'unknown_ticket' end
+  if state == 'pending' then return nil end
+  if state == wanted then return 'same_again' end
+  return 'conflict'
+end
+local function end_ticket(ticket_state_key, leases_key, ticket, new_state)
+  redis.call('HSET', ticket_state_key, ticket, new_state)
+  redis.call('ZREM', leases_key, ticket)
+end
+"""
+
 # Checks and records a label for a ticket, atomically (loop.label_outcome). Returns
 # {outcome, n_labeled, enqueue_refit}, the outcome a loop.LabelOutcome value.
 LABEL_SCRIPT = (
     REQUEST_REFIT
+    + END_TICKET
     + """
-local state = redis.call('HGET', KEYS[2], ARGV[1])
 local n = redis.call('LLEN', KEYS[4])
-if not state then return {'unknown_ticket', n, 0} end
-if state ~= 'pending' then
-  if state == 'labeled:' .. ARGV[2] then return {'same_again', n, 0} end
-  return {'conflict', n, 0}
-end
+local outcome = ended(KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
+if outcome then return {outcome, n, 0} end
 if ARGV[4] ~= '' and ARGV[6] == '0' and redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then
   return {'conflict', n, 0}
 end
 if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
-redis.call('HSET', KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[1])
+end_ticket(KEYS[2], KEYS[3], ARGV[1], 'labeled:' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
 n = n + 1
@@ -124,16 +137,12 @@ return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 # n_failed, enqueue_refit}, the outcome a loop.RunOutcome value.
 FAIL_RUN_SCRIPT = (
     REQUEST_REFIT
+    + END_TICKET
     + """
-local state = redis.call('HGET', KEYS[1], ARGV[1])
 local failed = redis.call('LLEN', KEYS[3])
-if not state then return {'unknown_ticket', failed, 0} end
-if state ~= 'pending' then
-  if state == ARGV[2] then return {'same_again', failed, 0} end
-  return {'conflict', failed, 0}
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[1])
+local outcome = ended(KEYS[1], ARGV[1], ARGV[2])
+if outcome then return {outcome, failed, 0} end
+end_ticket(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 redis.call('RPUSH', KEYS[3], ARGV[3])
 if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[4], 1) end
 redis.call('HINCRBY', KEYS[5], 'changes', 1)
@@ -149,16 +158,12 @@ return {'stored', failed + 1, request_refit(KEYS[5], n, ARGV[5], ARGV[6])}
 # event. Returns {outcome, n_abandoned, enqueue_refit}.
 ABANDON_SCRIPT = (
     REQUEST_REFIT
+    + END_TICKET
     + """
-local state = redis.call('HGET', KEYS[1], ARGV[1])
 local abandoned = tonumber(redis.call('HGET', KEYS[3], 'n_abandoned') or '0')
-if not state then return {'unknown_ticket', abandoned, 0} end
-if state ~= 'pending' then
-  if state == 'abandoned' then return {'same_again', abandoned, 0} end
-  return {'conflict', abandoned, 0}
-end
-redis.call('HSET', KEYS[1], ARGV[1], 'abandoned')
-redis.call('ZREM', KEYS[2], ARGV[1])
+local outcome = ended(KEYS[1], ARGV[1], 'abandoned')
+if outcome then return {outcome, abandoned, 0} end
+end_ticket(KEYS[1], KEYS[2], ARGV[1], 'abandoned')
 redis.call('HINCRBY', KEYS[3], 'changes', 1)
 abandoned = redis.call('HINCRBY', KEYS[3], 'n_abandoned', 1)
 redis.call('RPUSH', KEYS[4], ARGV[4])
