@@ -35,7 +35,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,7 +322,25 @@ class FbgpClient:
         return Campaign(data["id"], data, CampaignStatus.from_json(status), token)
 
     def list_campaigns(self) -> list[CampaignStatus]:
+        """Every campaign's status, in one call (see :meth:`iter_campaigns` for many)."""
         return [CampaignStatus.from_json(c) for c in self._call("GET", "/campaigns").json()]
+
+    def campaigns_page(self, limit: int = 100, cursor: str | None = None
+                       ) -> tuple[list[CampaignStatus], str | None]:  # fmt: skip
+        """One page of at most ``limit`` campaigns after ``cursor`` (None: the first page),
+        and the next page's cursor (None: this was the last)."""
+        params = {"limit": limit} | ({"cursor": cursor} if cursor is not None else {})
+        r = self._call("GET", "/campaigns", params=params)
+        return [CampaignStatus.from_json(c) for c in r.json()], r.headers.get("X-Next-Cursor")
+
+    def iter_campaigns(self, page: int = 100) -> Iterator[CampaignStatus]:
+        """Every campaign's status, by id, read ``page`` at a time."""
+        cursor = None
+        while True:
+            found, cursor = self.campaigns_page(page, cursor)
+            yield from found
+            if cursor is None:
+                return
 
     def campaign(self, campaign_id: str) -> CampaignStatus:
         return CampaignStatus.from_json(self._call("GET", f"/campaigns/{campaign_id}").json())

@@ -2,8 +2,9 @@
 
 Counters that several processes add to (labels stored, refit seconds) live in Redis under
 ``fbgp:metrics:*``, so every API process reports the same totals and they survive restarts;
-request counts and latencies are per API process. Queue depths, failed jobs and campaigns by
-state are read from Redis when ``/metrics`` is scraped.
+request counts and latencies are per API process. Queue depths, failed jobs and the count of
+campaigns by state (kept by the store's scripts) are read from Redis when ``/metrics`` is
+scraped: a few keys, however many campaigns there are.
 """
 
 from __future__ import annotations
@@ -79,15 +80,8 @@ class RedisCollector:
         refit = HistogramMetricFamily("fbgp_refit_seconds", "seconds per refit (NUTS and scoring)")
         refit.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
         yield refit
-        store = self.store
-        by_state = {"design": 0, "active": 0, "done": 0}
-        for campaign_id in store.ids():
-            try:
-                by_state[store.status(campaign_id)["state"]] += 1
-            except Exception:  # deleted meanwhile
-                continue
         campaigns = GaugeMetricFamily("fbgp_campaigns", "campaigns by state", labels=["state"])
-        for state, count in by_state.items():
+        for state, count in self.store.count_by_phase().items():
             campaigns.add_metric([state], count)
         yield campaigns
 

@@ -3,7 +3,9 @@
 Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 
 - ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
-  design's pool indices);
+  design's pool indices), but for an explicit pool's points, of which it keeps the count
+  (:func:`service.pool.stored_pool`): they are in ``points``, raw little-endian float64, row
+  after row, in original units, so that ``/next`` reads one row and no call parses them all;
 - ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
   the refit job in charge: the token that fences off every other refit's writes), ``queued_at``,
   ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
@@ -31,7 +33,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``token``: the SHA-256 of the campaign's access token (the token itself is not stored).
 
 ``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
-token's SHA-256 to the campaign. A label is acknowledged only after the Lua
+token's SHA-256 to the campaign; ``fbgp:metrics:campaigns`` (hash) counts the campaigns in each
+phase (``design``, ``active``, ``done``). A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
 
 The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outcome``,
@@ -42,6 +45,7 @@ The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outc
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import time
@@ -52,6 +56,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from service import loop, queues
+from service import pool as pools
 from service.errors import NotFound
 from service.loop import (
     ImportOutcome,
@@ -63,7 +68,6 @@ from service.loop import (
     Snapshot,
 )
 from service.observability import record_labels, record_runs
-from service.pool import pool_index_of, pool_of
 from service.tokens import new_token, token_digest
 from worker.design import initial_design
 
@@ -76,6 +80,11 @@ MAX_REASON = 2000  # characters of a failure's reason kept
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
+PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done -> campaigns in that phase
+# every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
+PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
+         "failures", "failed", "model", "ranking", "history", "token")  # fmt: skip
+ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
 # Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
 # queued (1: the caller enqueues it). If one is queued or running already, nothing: when it ends it
@@ -90,6 +99,50 @@ local function request_refit(state_key, n, design_size, now)
   return 0
 end
 """
+
+# Shared by the scripts that create and delete campaigns or add labels: the count of campaigns by
+# phase (loop.phase) in PHASES, kept as labels move a campaign on, so that /metrics reads three
+# numbers instead of every campaign's status. PHASES is exact whenever it exists: it is made by
+# REBUILD_PHASES (one atomic count of every campaign), and nothing adds to it while it is absent.
+COUNT_PHASES = """
+local function phase(n, design_size, max_labels)
+  if n >= tonumber(max_labels) then return 'done' end
+  if n < tonumber(design_size) then return 'design' end
+  return 'active'
+end
+local function add_phase(phases_key, name, count)
+  if redis.call('EXISTS', phases_key) == 1 then redis.call('HINCRBY', phases_key, name, count) end
+end
+local function move_phase(phases_key, before, after, design_size, max_labels)
+  local from, to = phase(before, design_size, max_labels), phase(after, design_size, max_labels)
+  if from ~= to then
+    add_phase(phases_key, from, -1)
+    add_phase(phases_key, to, 1)
+  end
+end
+"""
+
+# Counts every campaign by phase into PHASES (KEYS[1]) from the index (KEYS[2]), each campaign's
+# spec and labels read under the prefix ARGV[1], in one step; returns nothing.
+REBUILD_PHASES = (
+    COUNT_PHASES
+    + """
+local counts = {design = 0, active = 0, done = 0}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local raw = redis.call('GET', ARGV[1] .. id .. ':spec')
+  if raw then
+    local spec = cjson.decode(raw)
+    local n = redis.call('LLEN', ARGV[1] .. id .. ':labels')
+    local name = phase(n, spec['initial_design']['size'], spec['max_labels'])
+    counts[name] = counts[name] + 1
+  end
+end
+redis.call('HSET', KEYS[1], 'design', counts.design, 'active', counts.active, 'done', counts.done)
+"""
+)
+
+# Counts a new campaign (KEYS[1]: PHASES) in its phase ARGV[1].
+COUNT_CREATED = COUNT_PHASES + "add_phase(KEYS[1], ARGV[1], 1)"
 
 # Shared by the scripts that end a ticket (a label, a failure, an abandon): what its state says
 # before it ends (nil: it is pending, go on; else the outcome, 'same_again' when it ended the way
@@ -112,6 +165,7 @@ end
 # {outcome, n_labeled, enqueue_refit}, the outcome a loop.LabelOutcome value.
 LABEL_SCRIPT = (
     REQUEST_REFIT
+    + COUNT_PHASES
     + END_TICKET
     + """
 local n = redis.call('LLEN', KEYS[4])
@@ -124,6 +178,7 @@ if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
 end_ticket(KEYS[2], KEYS[3], ARGV[1], 'labeled:' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
+move_phase(KEYS[7], n, n + 1, ARGV[7], ARGV[5])
 n = n + 1
 return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
@@ -188,6 +243,7 @@ return {'renewed', ARGV[3]}
 # {outcome, n, enqueue}, the outcome a loop.ImportOutcome value.
 IMPORT_SCRIPT = (
     REQUEST_REFIT
+    + COUNT_PHASES
     + """
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
@@ -197,8 +253,26 @@ for i = 1, count do
   local index = ARGV[5 + 2 * (i - 1)]
   if index ~= '' then redis.call('SADD', KEYS[2], index) end
 end
+move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2])
 n = n + count
 return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
+"""
+)
+
+# Deletes campaign ARGV[1], all or nothing: its keys (KEYS[6..]), its id from the index, its
+# token, and its count in its phase. KEYS: spec, labels, token, the index, the tokens, PHASES,
+# then every part; ARGV: id, design size, max_labels. Returns 0 if it was gone already.
+DELETE_SCRIPT = (
+    COUNT_PHASES
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = redis.call('LLEN', KEYS[2])
+local digest = redis.call('GET', KEYS[3])
+add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3]), -1)
+for i = 7, #KEYS do redis.call('UNLINK', KEYS[i]) end
+redis.call('SREM', KEYS[4], ARGV[1])
+if digest then redis.call('HDEL', KEYS[5], digest) end
+return 1
 """
 )
 
@@ -283,6 +357,9 @@ class CampaignStore:
         self._fail_run = redis.register_script(FAIL_RUN_SCRIPT)
         self._abandon = redis.register_script(ABANDON_SCRIPT)
         self._renew = redis.register_script(RENEW_SCRIPT)
+        self._delete = redis.register_script(DELETE_SCRIPT)
+        self._count_created = redis.register_script(COUNT_CREATED)
+        self._rebuild_phases = redis.register_script(REBUILD_PHASES)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -292,14 +369,19 @@ class CampaignStore:
     def create(self, body: dict) -> dict:
         campaign_id = uuid.uuid4().hex[:16]
         spec = dict(body, id=campaign_id, created_at=time.time())
-        pool = pool_of(spec)
+        pool = pools.pool_of(spec)
         design = initial_design(pool, spec["initial_design"]["size"], spec["seed"])
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         pipe = self.r.pipeline()
-        pipe.set(self.k(campaign_id, "spec"), json.dumps(spec))
+        pipe.set(self.k(campaign_id, "spec"),
+                 json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"]))))  # fmt: skip
+        if pools.explicit(spec):
+            points = np.asarray(spec["pool"]["points"], dtype=ROW_TYPE)
+            pipe.set(self.k(campaign_id, "points"), points.tobytes())
         pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
         pipe.sadd(CAMPAIGNS, campaign_id)
+        self._count_created(keys=[PHASES], args=[str(loop.phase(Rules.of(spec), 0))], client=pipe)
         pipe.execute()
         return spec
 
@@ -332,23 +414,56 @@ class CampaignStore:
             return ids, None
         return ids[:limit], ids[limit - 1]
 
+    def count_by_phase(self) -> dict[str, int]:
+        """How many campaigns are in each phase (:func:`service.loop.phase`), as the scripts
+        that add labels keep count; counted once from every campaign (:data:`REBUILD_PHASES`)
+        where no count is kept yet (a new store, or one written before the count existed)."""
+        if not self.r.exists(PHASES):
+            self._rebuild_phases(keys=[PHASES, CAMPAIGNS], args=[f"{PREFIX}c:"])
+        counts = {k.decode(): int(v) for k, v in self.r.hgetall(PHASES).items()}
+        return {str(p): counts.get(str(p), 0) for p in loop.Phase}
+
     def spec(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "spec"))
         if raw is None:
             raise NotFound(f"no campaign {campaign_id!r}")
         return json.loads(raw)
 
+    def points(self, campaign_id: str, spec: dict) -> np.ndarray | None:
+        """An explicit pool's points (``m x d``, original units); None for a grid or a pool
+        kept in the spec itself (as campaigns created before the points were kept apart)."""
+        if not pools.explicit(spec) or "points" in spec["pool"]:
+            return None
+        raw = self.r.get(self.k(campaign_id, "points"))
+        if raw is None:
+            raise NotFound(f"no campaign {campaign_id!r}")
+        return np.frombuffer(raw, dtype=ROW_TYPE).reshape(-1, len(spec["inputs"]))
+
+    def pool(self, campaign_id: str, spec: dict):
+        """The campaign's pool in the unit cube (:func:`service.pool.pool_of`)."""
+        return pools.pool_of(spec, self.points(campaign_id, spec))
+
+    def pool_point(self, campaign_id: str, spec: dict, index: int) -> list[float]:
+        """Pool point ``index`` in original units: of an explicit pool, its one stored row (a
+        ``GETRANGE``, whatever the pool's size), exactly as posted."""
+        if not pools.explicit(spec):
+            return pools.grid_point(spec, index)
+        if "points" in spec["pool"]:
+            return [float(v) for v in spec["pool"]["points"][index]]
+        width = ROW_TYPE.itemsize * len(spec["inputs"])
+        raw = self.r.getrange(self.k(campaign_id, "points"), index * width, (index + 1) * width - 1)
+        if len(raw) != width:
+            raise NotFound(f"no campaign {campaign_id!r}")
+        return np.frombuffer(raw, dtype=ROW_TYPE).tolist()
+
     def delete(self, campaign_id: str) -> None:
-        self.spec(campaign_id)
-        parts = ("spec", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-                 "failures", "failed", "model", "ranking", "history", "token")  # fmt: skip
-        digest = self.r.get(self.k(campaign_id, "token"))
-        pipe = self.r.pipeline()
-        pipe.delete(*(self.k(campaign_id, p) for p in parts))
-        pipe.srem(CAMPAIGNS, campaign_id)
-        if digest is not None:
-            pipe.hdel(TOKENS, digest)
-        pipe.execute()
+        """All the campaign's keys, its id and its token, at once (:data:`DELETE_SCRIPT`)."""
+        spec = self.spec(campaign_id)
+        part = functools.partial(self.k, campaign_id)
+        keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES]
+        args = [campaign_id, spec["initial_design"]["size"], spec["max_labels"]]
+        if not self._delete(keys=keys + [part(p) for p in PARTS], args=args):
+            raise NotFound(f"no campaign {campaign_id!r}")
         self.wake(campaign_id)
 
     def state(self, campaign_id: str) -> dict:
@@ -396,6 +511,7 @@ class CampaignStore:
         index = "" if info["index"] is None else str(info["index"])
         keys = [self.k(campaign_id, p) for p in
                 ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
+        keys.append(PHASES)
         repeats = "1" if spec["allow_repeats"] else "0"
         args = [ticket, repr(float(y)), record, index, spec["max_labels"], repeats,
                 spec["initial_design"]["size"], now]  # fmt: skip
@@ -409,13 +525,13 @@ class CampaignStore:
         """Store imported observations, all or none (:func:`service.loop.import_outcome`):
         ``(outcome, n_labeled, enqueue_refit)``."""
         spec = self.spec(campaign_id)
-        index = pool_index_of(spec, x)
+        index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
         for xi, yi, ii in zip(x, y, index, strict=True):
             args += [json.dumps({"x": xi, "y": yi, "index": ii, "ticket": None}),
                      "" if ii is None else str(ii)]  # fmt: skip
         args.append(now)
-        keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")]
+        keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
         outcome, n, enqueue = self._import(keys=keys, args=args)
         self.wake(campaign_id)
         return ImportOutcome(outcome.decode()), int(n), bool(enqueue)

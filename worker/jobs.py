@@ -20,7 +20,6 @@ from rq import get_current_job
 from service import loop
 from service.errors import NotFound
 from service.observability import record_refit
-from service.pool import pool_of
 from service.store import CampaignStore
 from worker import answers, fanout, views
 from worker import refit as math_
@@ -136,8 +135,8 @@ def _store_model(store, campaign_id, spec, data, post, started, token, began) ->
     exclude = set() if spec["allow_repeats"] else set(snap.labeled)
     exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)  # never offered again
     pending = sorted(snap.pending)
-    model, ranking = math_.model_and_ranking(spec, pool_of(spec), data, post, exclude, pending,
-                                             started)  # fmt: skip
+    pool = store.pool(campaign_id, spec)
+    model, ranking = math_.model_and_ranking(spec, pool, data, post, exclude, pending, started)
     model["diagnostics"]["started_at"] = began
     if not store.save_model(campaign_id, model, ranking, token):
         log.warning("model %d not stored: another refit is in charge or newer", data.n,

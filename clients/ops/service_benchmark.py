@@ -10,6 +10,9 @@
 connection each, a trivial f) long-poll M parallel-mode campaigns on one API process and the
 stack's workers, for each N in turn: ``/next`` and ``/label`` p50/p99, ``/healthz`` p99 asked
 beside the load, labels per minute, and the polls left unanswered after ``wait`` + 5 s.
+
+``--pool-sizes 100,100000,1000000``: instead, the cost of ``/next``, ``/label``, a status and
+a page of ``GET /campaigns`` against the size of a campaign's explicit pool.
 """
 
 from __future__ import annotations
@@ -323,6 +326,56 @@ def concurrency(client, counts: list[int], campaigns: int, seconds: float, wait:
     return rows
 
 
+def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
+    """Per-request cost against the size of a campaign's explicit pool: for each size, a 2-D
+    parallel campaign whose pool is that many random points, created among ``--campaigns``
+    small ones; ``requests`` design points handed out and labeled (no model: the cost is the
+    API's and Redis's alone), its status and the first page of ``GET /campaigns`` read as often.
+    """
+    rng = np.random.default_rng(0)
+    inputs = [{"name": f"x{i + 1}", "lower": 0.0, "upper": 1.0} for i in range(2)]
+    rows = []
+    for size in sizes:
+        points = rng.random((size, 2)).round(3).tolist()  # 3 decimals: 1e6 points in 14 MB
+        body = {"name": f"pool-{size}", "inputs": inputs, "acquisition": "random",
+                "pool": {"type": "points", "points": points}, "mode": "parallel",
+                "initial_design": {"size": requests}, "max_labels": requests + 10,
+                "max_pending": 10_000, "seed": 1}  # fmt: skip
+        t = time.perf_counter()
+        r = client.post("/campaigns", json=body)
+        created = time.perf_counter() - t
+        r.raise_for_status()
+        campaign = r.json()["id"]
+        del body, points, r
+        t_next, t_label, t_status, t_list = [], [], [], []
+        for k in range(requests):
+            t = time.perf_counter()
+            r = client.get(f"/campaigns/{campaign}/next")
+            t_next.append(time.perf_counter() - t)
+            r.raise_for_status()
+            label = {"ticket": r.json()["ticket"], "y": float(k)}
+            t = time.perf_counter()
+            client.post(f"/campaigns/{campaign}/label", json=label).raise_for_status()
+            t_label.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            client.get(f"/campaigns/{campaign}").raise_for_status()
+            t_status.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            client.get("/campaigns", params={"limit": 50}).raise_for_status()
+            t_list.append(time.perf_counter() - t)
+        client.delete(f"/campaigns/{campaign}").raise_for_status()
+        row = {"pool": size, "create_s": created, "next": _quantiles(t_next),
+               "label": _quantiles(t_label), "status": _quantiles(t_status),
+               "list": _quantiles(t_list)}  # fmt: skip
+        rows.append(row)
+        print(f"pool {size:>9,}: create {created:6.2f} s | p50/p99 ms: /next "
+              f"{row['next'][0]:7.1f}/{row['next'][1]:7.1f}  /label {row['label'][0]:6.1f}/"
+              f"{row['label'][1]:6.1f}  status {row['status'][0]:7.1f}/{row['status'][1]:7.1f}  "
+              f"GET /campaigns?limit=50 {row['list'][0]:7.1f}/{row['list'][1]:7.1f}",
+              flush=True)  # fmt: skip
+    return rows
+
+
 def scaling(rounds: int) -> None:
     """A refit's wall time on one and on two pinned workers, measured one after the other."""
     sim = get_simulator("gramacy2d")
@@ -351,6 +404,9 @@ def main(argv=None) -> None:
     parser.add_argument("--concurrency", metavar="N,N,..",
                         help="instead: N simulator connections long-polling --campaigns "
                              "parallel campaigns on one API, for each N")  # fmt: skip
+    parser.add_argument("--pool-sizes", metavar="N,N,..",
+                        help="instead: per-request cost against the size of an explicit pool, "
+                             "among --campaigns small campaigns")  # fmt: skip
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0, help="per N (--concurrency)")
     parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
@@ -362,6 +418,13 @@ def main(argv=None) -> None:
               httpx.Client(base_url=stack.url, timeout=120) as client):  # fmt: skip
             concurrency(client, counts, args.campaigns, args.seconds, args.wait,
                         Path(tmp) / "api.log")  # fmt: skip
+        return
+    if args.pool_sizes:
+        with _service(args.workers, timeout=300) as client:
+            sim = get_simulator("gramacy2d")
+            for _ in range(args.campaigns):
+                client.post("/campaigns", json=_body(sim, "parallel", 10, MCMC_DEFAULTS))
+            pool_cost(client, [int(n) for n in args.pool_sizes.split(",")], args.requests)
         return
     if args.scaling:
         scaling(args.rounds)

@@ -20,7 +20,6 @@ from service import loop, schemas, wakeups
 from service.deps import Authorized, SettingsDep, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
-from service.pool import pool_point
 from service.settings import Settings
 from service.store import CampaignStore
 
@@ -98,7 +97,7 @@ def _offer_locked(
     answer = loop.next_answer(rules, snap)
     if not isinstance(answer, loop.Offer):
         return answer
-    x = pool_point(spec, answer.index)
+    x = store.pool_point(campaign_id, spec, answer.index)
     return store.issue(campaign_id, answer.index, x, answer.version, spec["lease_seconds"], now)
 
 

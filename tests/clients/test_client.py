@@ -205,3 +205,16 @@ def test_a_busy_service_answers_503_and_the_client_asks_again(api, redis_url, tm
         stop(server)
         Redis.from_url(idle_db).flushdb()
         api.delete_campaign(campaign)
+
+
+def test_campaigns_are_read_page_by_page(api):
+    """``iter_campaigns`` follows the cursors to the last page and sees every campaign once,
+    created before it started, in id order."""
+    made = {api.create_campaign(_body()).id for _ in range(5)}
+    first, cursor = api.campaigns_page(limit=2)
+    assert len(first) == 2 and cursor == first[-1].id
+    ids = [c.id for c in api.iter_campaigns(page=2)]
+    assert ids == sorted(ids) and len(ids) == len(set(ids)) and made <= set(ids)
+    assert ids == [c.id for c in api.list_campaigns()]
+    for campaign_id in made:
+        api.delete_campaign(campaign_id)

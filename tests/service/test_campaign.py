@@ -4,6 +4,7 @@ import math
 import time
 
 import numpy as np
+from redis import Redis
 
 from clients.simulators import get_simulator
 
@@ -136,3 +137,35 @@ def test_campaigns_list_in_pages(client, make_body, monkeypatch):
     assert f"/?cursor={ids[1]}" in first
     second = client.get("/", params={"cursor": ids[1]}).text
     assert ids[2] in second and ids[3] in second and ids[0] not in second
+
+
+def test_an_explicit_pool_is_stored_apart_from_the_spec(client, make_body, redis_url):
+    """A pool of points is kept as raw rows beside a spec that names only their count: the spec
+    read on every call stays small, /next hands out the posted points exactly, imports find
+    their pool index, the worker ranks the pool, and a delete leaves no key behind."""
+    rng = np.random.default_rng(4)
+    points = (0.5 + 2 * rng.random((20_000, 1))).tolist()
+    r = client.post("/campaigns", json=make_body(pool={"type": "points", "points": points}))
+    assert r.status_code == 201, r.text
+    created = r.json()
+    campaign = created["id"]
+    assert created["pool"]["points"] == points  # the answer shows the campaign as posted
+    redis = Redis.from_url(redis_url)
+    assert redis.strlen(f"fbgp:c:{campaign}:spec") < 2_000
+    assert redis.strlen(f"fbgp:c:{campaign}:points") == 8 * len(points)
+
+    handed = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(2)]
+    assert [t["x"] for t in handed] == [points[i] for i in created["design_index"][:2]]
+    for t in handed:
+        assert client.post(f"/campaigns/{campaign}/label", json={"ticket": t["ticket"], "y": 0.3})
+    k = 12_345
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [points[k]], "y": [0.1]})
+    assert r.status_code == 201, r.text
+    assert int(k) in {int(i) for i in redis.smembers(f"fbgp:c:{campaign}:labeled")}
+
+    _wait_for_model(client, campaign, 3)
+    offered = client.get(f"/campaigns/{campaign}/next").json()["x"]
+    assert offered in points  # the model's choice is a pool point, as posted
+
+    assert client.delete(f"/campaigns/{campaign}").status_code == 204
+    assert not list(redis.scan_iter(f"fbgp:c:{campaign}:*"))

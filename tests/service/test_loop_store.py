@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from redis import Redis
 
 from service import loop
-from service.pool import pool_point
+from service.pool import grid_point
 from service.routes.labeling import offer
 from service.schemas import CampaignCreate
 from service.settings import Settings
@@ -96,7 +96,7 @@ class Replay:
         if self.store.state(self.id).get("refit") != "running":
             return None
         model = {"version": self.seen, "diagnostics": {"refit_seconds": 1.0}}
-        points = [{"index": i, "x": pool_point(self.spec, i), "score": 0.0} for i in ranking]
+        points = [{"index": i, "x": grid_point(self.spec, i), "score": 0.0} for i in ranking]
         assert self.store.save_model(self.id, model, points, self.token)
         again = self.store.end_refit(self.id, self.seen, self.now, self.token)
         if again:
@@ -119,7 +119,7 @@ def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
                 expected, got = model.next(), real.next()
                 if isinstance(expected, loop.Offer):
                     assert isinstance(got, dict), (op, expected, got)
-                    assert got["x"] == pool_point(spec, expected.index)
+                    assert got["x"] == grid_point(spec, expected.index)
                     assert got["model_version"] == expected.version
                     assert got["expires_at"] == real.now + LEASE
                 else:

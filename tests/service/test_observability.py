@@ -5,6 +5,7 @@ import logging
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
+from redis import Redis
 
 from service.observability import JsonFormatter
 
@@ -60,3 +61,37 @@ def test_request_log_lines_are_json_with_the_campaign(client, make_body, caplog)
     assert line["campaign"] == campaign and line["status"] == 200
     assert line["route"] == "/campaigns/{campaign_id}" and line["level"] == "info"
     assert line["seconds"] >= 0 and line["time"].endswith("Z")
+
+
+def _by_state(client) -> dict[str, float]:
+    samples = _scrape(client)
+    return {s: _value(samples, "fbgp_campaigns", state=s) for s in ("design", "active", "done")}
+
+
+def _label_design(client, campaign: str, count: int) -> None:
+    for k in range(count):
+        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        r = client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": k})
+        assert r.status_code == 201
+
+
+def test_campaigns_by_state_are_counted_not_scanned(client, make_body, redis_url):
+    """The count by state follows creates, labels, imports and deletes, agrees with the
+    campaigns' own status, and is rebuilt exactly where it was never kept."""
+    assert _by_state(client) == {"design": 0, "active": 0, "done": 0}
+    small = make_body(max_labels=3)  # done once its design is labeled
+    ids = [client.post("/campaigns", json=make_body(max_labels=8)).json()["id"] for _ in range(3)]
+    ids.append(client.post("/campaigns", json=small).json()["id"])
+    assert _by_state(client) == {"design": 4, "active": 0, "done": 0}
+    _label_design(client, ids[0], 3)  # design -> active
+    _label_design(client, ids[3], 3)  # design -> done
+    r = client.post(f"/campaigns/{ids[1]}/observations", json={"x": [[0.5], [1.0]], "y": [0, 1]})
+    assert r.status_code == 201  # still in its design
+    assert client.delete(f"/campaigns/{ids[2]}").status_code == 204
+    assert client.delete(f"/campaigns/{ids[2]}").status_code == 404  # counted off once only
+    expected = {"design": 1, "active": 1, "done": 1}
+    assert _by_state(client) == expected
+    states = [client.get(f"/campaigns/{i}").json()["state"] for i in (ids[0], ids[1], ids[3])]
+    assert sorted(states) == ["active", "design", "done"]
+    Redis.from_url(redis_url).delete("fbgp:metrics:campaigns")  # a store from before the count
+    assert _by_state(client) == expected
