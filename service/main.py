@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from service import errors, pages, schemas
-from service.middleware import BodyLimit, observe
+from service.middleware import BodyLimit, Observe
 from service.routes import campaigns, health, labeling, models
 
 app = FastAPI(
@@ -17,7 +17,7 @@ app = FastAPI(
 )
 errors.install(app)
 app.add_middleware(BodyLimit)
-app.middleware("http")(observe)
+app.add_middleware(Observe)
 
 # every /campaigns call may be malformed, unauthorized, too large, invalid, or meet no Redis
 CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 413, 422, 503)

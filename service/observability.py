@@ -103,10 +103,10 @@ class Metrics:
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and any ``campaign``/``job``/
-    ``route``/``status``/``seconds`` passed in ``extra``."""
+    """One JSON object per line: time, level, logger, message and any of :attr:`FIELDS`
+    passed in ``extra`` (``waited``: the seconds a long poll of ``/next`` spent waiting)."""
 
-    FIELDS = ("campaign", "job", "method", "route", "status", "seconds", "version")
+    FIELDS = ("campaign", "job", "method", "route", "status", "seconds", "waited", "version")
 
     def format(self, record: logging.LogRecord) -> str:
         out = {

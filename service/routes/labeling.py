@@ -12,7 +12,7 @@ import math
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from redis.exceptions import LockError, RedisError
 
@@ -106,12 +106,14 @@ NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
 
 
 @router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES)
-async def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
+async def next_point(campaign_id: str, request: Request, store: StoreDep, settings: SettingsDep,
                      wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
     """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
     thread while it waits (:mod:`service.wakeups`): it is woken when the campaign changes, and
-    looks again at least every ``next_poll_seconds``."""
+    looks again at least every ``next_poll_seconds``. The seconds it spent waiting are noted
+    for the request's log line (``waited``), so that its service time shows apart."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
+    request.state.waited = 0.0
     async with wakeups.hub(settings.redis_url).waiting(campaign_id) as waiters:
         while True:
             answer, seen = await waiters.look(
@@ -121,7 +123,11 @@ async def next_point(campaign_id: str, store: StoreDep, settings: SettingsDep,
             )
             left = deadline - time.monotonic()
             if isinstance(answer, loop.Wait) and left > 0:
-                await waiters.wait(seen, min(left, settings.next_poll_seconds))
+                began = time.monotonic()
+                try:
+                    await waiters.wait(seen, min(left, settings.next_poll_seconds))
+                finally:
+                    request.state.waited += time.monotonic() - began
                 continue
             return _next_response(answer)
 

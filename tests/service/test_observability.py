@@ -61,6 +61,16 @@ def test_request_log_lines_are_json_with_the_campaign(client, make_body, caplog)
     assert line["campaign"] == campaign and line["status"] == 200
     assert line["route"] == "/campaigns/{campaign_id}" and line["level"] == "info"
     assert line["seconds"] >= 0 and line["time"].endswith("Z")
+    assert "waited" not in line
+
+    # a long poll notes how long it waited, so that its service time shows apart
+    for _ in range(3):  # the design is out: the next poll waits for labels
+        client.get(f"/campaigns/{campaign}/next")
+    with caplog.at_level(logging.INFO, logger="fbgp.api"):
+        assert client.get(f"/campaigns/{campaign}/next", params={"wait": 0.6}).status_code == 202
+    line = json.loads(JsonFormatter().format(caplog.records[-1]))
+    assert line["route"].endswith("/next") and line["status"] == 202
+    assert 0.5 <= line["waited"] <= line["seconds"] < line["waited"] + 0.5
 
 
 def _by_state(client) -> dict[str, float]:
