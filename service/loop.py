@@ -13,7 +13,7 @@ operations against both and checks that they agree).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 # hints for a client that must wait (Retry-After, seconds)
@@ -157,6 +157,11 @@ class Snapshot:
     ranking: tuple[int, ...] = ()  # the latest model's pool indices, in the order to hand out
     failures: Mapping[int, int] = field(default_factory=dict)  # pool index -> failed runs
 
+    def issued(self, index: int | None) -> Snapshot:
+        """This snapshot with one more ticket out, for pool point ``index``."""
+        pending = self.pending if index is None else self.pending | {index}
+        return replace(self, n_pending=self.n_pending + 1, pending=pending)
+
 
 @dataclass(frozen=True)
 class Offer:
@@ -191,6 +196,20 @@ def phase(rules: Rules, n_labeled: int) -> Phase:
     if n_labeled >= rules.max_labels:
         return Phase.DONE
     return Phase.DESIGN if n_labeled < rules.design_size else Phase.ACTIVE
+
+
+def next_answers(rules: Rules, snap: Snapshot, count: int) -> list[Offer] | Answer:
+    """Up to ``count`` points to hand out at once, as :func:`next_answer` would hand them out
+    one after the other (each counted out before the next is chosen); or, when not even one can
+    be, what :func:`next_answer` answers instead."""
+    offers: list[Offer] = []
+    while len(offers) < count:
+        answer = next_answer(rules, snap)
+        if not isinstance(answer, Offer):
+            return offers or answer
+        offers.append(answer)
+        snap = snap.issued(answer.index)
+    return offers
 
 
 def next_answer(rules: Rules, snap: Snapshot) -> Answer:

@@ -601,17 +601,33 @@ class CampaignStore:
         record_runs(self.r, kind)
 
     # -- tickets -----------------------------------------------------------------------------
-    def issue(self, campaign_id: str, index: int | None, x: list[float], version, lease: float,
-              now: float) -> dict:  # fmt: skip
-        ticket = uuid.uuid4().hex
-        info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
-                "model_version": version}  # fmt: skip
+    def issue(self, campaign_id: str, offers: list[tuple[int | None, list[float], int | None]],
+              lease: float, now: float) -> list[dict]:  # fmt: skip
+        """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
+        one round trip; the tickets as ``/next`` answers them."""
         pipe = self.r.pipeline()
-        pipe.hset(self.k(campaign_id, "tickets"), ticket, json.dumps(info))
-        pipe.hset(self.k(campaign_id, "ticket_state"), ticket, "pending")
-        pipe.zadd(self.k(campaign_id, "leases"), {ticket: now + lease})
+        out = []
+        for index, x, version in offers:
+            ticket = uuid.uuid4().hex
+            info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
+                    "model_version": version}  # fmt: skip
+            pipe.hset(self.k(campaign_id, "tickets"), ticket, json.dumps(info))
+            pipe.hset(self.k(campaign_id, "ticket_state"), ticket, "pending")
+            pipe.zadd(self.k(campaign_id, "leases"), {ticket: now + lease})
+            out.append({"ticket": ticket, "x": x, "expires_at": now + lease,
+                        "model_version": version})  # fmt: skip
         pipe.execute()
-        return {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
+        return out
+
+    def withdraw(self, campaign_id: str, tickets: list[str]) -> None:
+        """Take back tickets that no simulator received (their poll ended before it could be
+        answered): gone as if never issued, their points free again at once."""
+        pipe = self.r.pipeline()
+        for part in ("tickets", "ticket_state"):
+            pipe.hdel(self.k(campaign_id, part), *tickets)
+        pipe.zrem(self.k(campaign_id, "leases"), *tickets)
+        pipe.execute()
+        self.wake(campaign_id)
 
     def snapshot(self, campaign_id: str, now: float, expire: bool = True) -> Snapshot:
         """The labels, the tickets out, the refit state, the latest ranking and the failed

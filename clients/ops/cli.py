@@ -72,6 +72,14 @@ def _api(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al api", description="the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"),
+                        default=os.environ.get("FBGP_API_LOOP", "auto"),
+                        help="the event loop (default: uvloop where installed; "
+                             "env FBGP_API_LOOP)")  # fmt: skip
+    parser.add_argument("--http", choices=("auto", "h11", "httptools"),
+                        default=os.environ.get("FBGP_API_HTTP", "auto"),
+                        help="the HTTP parser (default: httptools where installed; "
+                             "env FBGP_API_HTTP)")  # fmt: skip
     args = parser.parse_args(argv)
     import uvicorn
 
@@ -79,7 +87,7 @@ def _api(argv: list[str]) -> None:
 
     json_logging()  # one JSON line per request, from the app's middleware
     uvicorn.run("service.main:app", host=args.host, port=args.port, log_config=None,
-                access_log=False)  # fmt: skip
+                access_log=False, loop=args.loop, http=args.http)  # fmt: skip
 
 
 def _healthcheck(argv: list[str]) -> None:

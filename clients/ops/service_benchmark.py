@@ -238,7 +238,7 @@ async def _load(url: str, ids: list[str], simulators: int, seconds: float, wait:
     # not counted as the API's
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    prober = context.Process(target=_probe_healthz, args=(url, seconds, grace, results))
+    prober = context.Process(target=probe_healthz, args=(url, seconds, grace, results))
     prober.start()
     await asyncio.gather(*(simulate(k) for k in range(simulators)))
     t_health = results.get(timeout=60)
@@ -252,7 +252,7 @@ async def _load(url: str, ids: list[str], simulators: int, seconds: float, wait:
             "unanswered": unanswered[0], "errors": errors[0], "statuses": statuses}  # fmt: skip
 
 
-def _probe_healthz(url: str, seconds: float, grace: float, results) -> None:
+def probe_healthz(url: str, seconds: float, grace: float, results) -> None:
     """/healthz every 0.1 s for ``seconds``: its latencies (``grace`` for a failed call)."""
     stop, out = time.monotonic() + seconds, []
     with httpx.Client(base_url=url, timeout=grace) as client:

@@ -6,6 +6,7 @@ here they meet Redis (:func:`offer`) and HTTP (:func:`label_status`, :func:`run_
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import logging
 import math
@@ -65,10 +66,11 @@ def run_status(outcome: RunOutcome, ticket: str) -> int:
 
 
 def offer(
-    store: CampaignStore, campaign_id: str, now: float, settings: Settings
-) -> dict | loop.Answer:
-    """One look at the campaign, under its lock: a ticket (the dict ``/next`` answers), or the
-    :class:`~service.loop.Wait` or :class:`~service.loop.Done` that the rules gave. A campaign
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int = 1
+) -> list[dict] | loop.Answer:
+    """One look at the campaign, under its lock: up to ``count`` tickets (the dicts ``/next``
+    answers, for as many polls), or the :class:`~service.loop.Wait`, :class:`~service.loop.Done`
+    or :class:`~service.loop.Stalled` that the rules gave instead of even one. A campaign
     that waits for a model also has its refit revived if that died. 503 (:class:`Busy`) when
     the campaign's lock is not acquired in ``lock_timeout_seconds``."""
     lock = store.lock(campaign_id, settings.lock_timeout_seconds)
@@ -77,7 +79,7 @@ def offer(
                    "s (another request is choosing its points); try again",
                    settings.store_retry_after_seconds)  # fmt: skip
     try:
-        return _offer_locked(store, campaign_id, now, settings)
+        return _offer_locked(store, campaign_id, now, settings, count)
     finally:
         try:
             lock.release()
@@ -87,18 +89,18 @@ def offer(
 
 
 def _offer_locked(
-    store: CampaignStore, campaign_id: str, now: float, settings: Settings
-) -> dict | loop.Answer:
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int
+) -> list[dict] | loop.Answer:
     spec = store.spec(campaign_id)
     rules = loop.Rules.of(spec)
     snap = store.snapshot(campaign_id, now)
     if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
         store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
-    answer = loop.next_answer(rules, snap)
-    if not isinstance(answer, loop.Offer):
-        return answer
-    x = store.pool_point(campaign_id, spec, answer.index)
-    return store.issue(campaign_id, answer.index, x, answer.version, spec["lease_seconds"], now)
+    answers = loop.next_answers(rules, snap, count)
+    if not isinstance(answers, list):
+        return answers
+    offers = [(a.index, store.pool_point(campaign_id, spec, a.index), a.version) for a in answers]
+    return store.issue(campaign_id, offers, spec["lease_seconds"], now)
 
 
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
@@ -114,10 +116,12 @@ async def next_point(campaign_id: str, request: Request, store: StoreDep, settin
     for the request's log line (``waited``), so that its service time shows apart."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     request.state.waited = 0.0
-    async with wakeups.hub(settings.redis_url).waiting(campaign_id) as waiters:
+    hub = wakeups.hub(settings.redis_url)
+    withdraw = functools.partial(store.withdraw, campaign_id)
+    async with hub.waiting(campaign_id, withdraw) as waiters:
         while True:
             answer, seen = await waiters.look(
-                lambda: offer(store, campaign_id, time.time(), settings),
+                lambda count: offer(store, campaign_id, time.time(), settings, count),
                 lambda a: isinstance(a, loop.Wait),
                 settings.next_poll_seconds,
             )
@@ -125,10 +129,12 @@ async def next_point(campaign_id: str, request: Request, store: StoreDep, settin
             if isinstance(answer, loop.Wait) and left > 0:
                 began = time.monotonic()
                 try:
-                    await waiters.wait(seen, min(left, settings.next_poll_seconds))
+                    handed = await waiters.wait(seen, min(left, settings.next_poll_seconds))
                 finally:
                     request.state.waited += time.monotonic() - began
-                continue
+                if handed is None:
+                    continue
+                answer = handed  # a ticket that another poll's look took for this one
             return _next_response(answer)
 
 

@@ -7,6 +7,7 @@ so instead of waiting."""
 from __future__ import annotations
 
 import copy
+import itertools
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -109,6 +110,23 @@ def test_every_offer_keeps_the_loop_s_promises(model, ops):
         else:
             assert result.index in loop.design_points(rules, before.snapshot())
             assert result.version is None
+
+    _run(model, ops, check)
+
+
+@settings(max_examples=200, deadline=None)
+@given(campaigns, operations(POOL), st.integers(1, 4))
+def test_one_look_for_several_polls_answers_as_that_many_looks(model, ops, count):
+    """``next_answers`` (a look that serves ``count`` waiting polls at once) hands out what
+    ``count`` calls of ``/next`` in a row would: the same offers in the same order, up to the
+    first that is not an offer; that answer itself where there is not even one."""
+
+    def check(m: LoopModel, op, before, result) -> None:
+        batch = loop.next_answers(m.rules, m.snapshot(), count)
+        one_by_one = copy.deepcopy(m)
+        answers = [one_by_one.next() for _ in range(count)]
+        offers = list(itertools.takewhile(lambda a: isinstance(a, loop.Offer), answers))
+        assert batch == (offers or answers[0])
 
     _run(model, ops, check)
 

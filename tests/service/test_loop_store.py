@@ -50,7 +50,8 @@ class Replay:
 
     def next(self):
         answer = offer(self.store, self.id, self.now, self.settings)
-        if isinstance(answer, dict):
+        if isinstance(answer, list):
+            (answer,) = answer
             self.tickets.append(answer["ticket"])
         return answer
 
