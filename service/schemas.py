@@ -7,7 +7,8 @@ import math
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import Strict as StrictValue
 
 from worker.defaults import (
     ACQUISITIONS,
@@ -19,8 +20,22 @@ from worker.defaults import (
 
 Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
 MAX_POOL = 2**62  # pool indices are 64-bit integers
-Finite = Annotated[float, Field(allow_inf_nan=False)]
+# a number in JSON: an integer or a float, never a string or a boolean, and finite
+Finite = Annotated[float, StrictValue(), Field(allow_inf_nan=False)]
 Point = list[Finite]
+# an output's largest magnitude: standardized in float64, its variances (y's scale squared)
+# stay finite below it
+MAX_ABS_Y = 1e150
+
+
+def _within_range(y: float) -> float:
+    if abs(y) > MAX_ABS_Y:
+        raise ValueError(f"an output must lie within +-{MAX_ABS_Y:g} (larger magnitudes overflow "
+                         "the GP's float64 variances; rescale the output)")  # fmt: skip
+    return y
+
+
+Output = Annotated[Finite, AfterValidator(_within_range)]
 
 
 class Strict(BaseModel):
@@ -196,7 +211,7 @@ class NotYet(BaseModel):
 
 class LabelPost(Strict):
     ticket: str = Field(min_length=1, max_length=100)
-    y: Finite
+    y: Output
 
 
 class LabelAnswer(BaseModel):
@@ -334,7 +349,7 @@ class Points(Strict):
 
 class Observations(Strict):
     x: list[Point] = Field(min_length=1, max_length=100_000)
-    y: list[Finite] = Field(min_length=1, max_length=100_000)
+    y: list[Output] = Field(min_length=1, max_length=100_000)
 
     @model_validator(mode="after")
     def _same_length(self):
