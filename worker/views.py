@@ -13,6 +13,12 @@ from matplotlib.figure import Figure
 from worker import answers
 
 
+def _plain(text: str) -> str:
+    """A user's text (an input's name) as matplotlib prints it: its ``$`` escaped, so that it
+    is never parsed as mathtext (which fails on TeX it does not know)."""
+    return text.replace("$", r"\$")
+
+
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     out = io.BytesIO()
@@ -24,7 +30,7 @@ def posterior_png(spec: dict, model: dict) -> bytes:
     """Draws of log noise against each input's log lengthscale; the mode marked."""
     lengthscale = np.log(np.asarray(model["samples"]["lengthscale"]))
     noise = np.log(np.asarray(model["samples"]["noise"]))
-    names = [i["name"] for i in spec["inputs"]]
+    names = [_plain(i["name"]) for i in spec["inputs"]]
     shown = min(len(names), 6)
     fig = Figure(figsize=(3.2 * shown, 3.0))
     mode_l = np.log(np.asarray(model["mode"]["lengthscale"]))
@@ -60,7 +66,7 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         ax.plot(grid[:, 0], mean, color="tab:blue")
         ax.plot(grid[:, 0], pred["mixture_mean"], "--", color="tab:purple", label="mixture mean")
         ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
-        ax.set_xlabel(spec["inputs"][0]["name"])
+        ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
         ax.set_ylabel("y")
         ax.legend(loc="best", fontsize=8)
     elif d == 2:
@@ -77,8 +83,8 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
             fig.colorbar(image, ax=ax)
             ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white")
             ax.set_title(title)
-            ax.set_xlabel(spec["inputs"][0]["name"])
-            ax.set_ylabel(spec["inputs"][1]["name"])
+            ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
+            ax.set_ylabel(_plain(spec["inputs"][1]["name"]))
     else:
         return None
     fig.suptitle(f"model {model['version']}: {model['n_labeled']} labels")

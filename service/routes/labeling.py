@@ -103,6 +103,16 @@ def _offer_locked(
     return store.issue(campaign_id, offers, spec["lease_seconds"], now)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def _text_cell(text: str) -> str:
+    """A CSV cell for text a user wrote (an input's name, a failure's reason): one that a
+    spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice).
+    Numbers are written as they are."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
@@ -270,10 +280,10 @@ def export_observations(campaign_id: str, store: StoreDep,
     if accept and "text/csv" in accept:
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow([i["name"] for i in spec["inputs"]] + ["y", "status", "reason"])
+        writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]] + ["y", "status", "reason"])
         for xi, yi in zip(x, y, strict=True):
             writer.writerow([repr(v) for v in xi] + [repr(yi), "ok", ""])
         for f in failures:
-            writer.writerow([repr(v) for v in f["x"]] + ["", "failed", f["reason"]])
+            writer.writerow([repr(v) for v in f["x"]] + ["", "failed", _text_cell(f["reason"])])
         return Response(out.getvalue(), media_type="text/csv")
     return {"x": x, "y": y, "failures": failures}

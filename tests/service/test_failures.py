@@ -3,6 +3,8 @@ sequential campaign at once and its point is not offered again (unless ``max_ret
 allows), an abandon gives the point back, both are idempotent like labels, failures are
 exported, counted and shown, and a campaign whose points all failed says so."""
 
+import csv
+import io
 import math
 
 
@@ -131,3 +133,21 @@ def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
     assert status["stalled"] and status["failing"] and status["state"] == "design"
     page = client.get(f"/campaigns/{campaign}/view").text
     assert "stalled" in page and "failing" in page
+
+
+def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
+    """Text a user wrote (an input's name, a failure's reason) that a spreadsheet would run as
+    a formula is exported with a leading ', while numbers, negative ones too, stay numbers."""
+    inputs = [{"name": '=HYPERLINK("http://x","y")', "lower": -2.0, "upper": -1.0}]
+    body = make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 11})
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    first, second = (_next(client, campaign) for _ in range(2))
+    _label(client, campaign, first["ticket"], first["x"])
+    r = client.post(f"/campaigns/{campaign}/fail",
+                    json={"ticket": second["ticket"], "reason": "@SUM(A1:A2)"})  # fmt: skip
+    assert r.status_code == 201
+    rows = list(csv.reader(io.StringIO(client.get(
+        f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text)))  # fmt: skip
+    assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
+    assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
+    assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]

@@ -36,7 +36,9 @@ def test_pages_over_http(client, make_body):
     view = client.get(f"/campaigns/{campaign}/view").text
     assert "No model yet" in view and 'http-equiv="refresh"' in view
     assert client.get(f"/campaigns/{campaign}/plots/model.png").status_code == 404
-    campaign = _with_model(client, make_body)
+    # an input's name that matplotlib would parse as TeX it does not know is drawn as it is
+    tex = [{"name": r"$\frac{x$ (m$^2$)", "lower": 0.5, "upper": 2.5}]
+    campaign = _with_model(client, make_body, inputs=tex)
     view = client.get(f"/campaigns/{campaign}/view").text
     assert "plot-model" in view and "plot-posterior" in view and "plot-curve" not in view
     for kind in ("model", "posterior"):
