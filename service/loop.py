@@ -69,6 +69,7 @@ class RenewOutcome(StrEnum):
 class ImportOutcome(StrEnum):
     STORED = "stored"
     TOO_MANY = "too_many"  # the observations would exceed max_labels: none is stored
+    REPEATED = "repeated"  # without repeats, a pool point labeled already or twice: none stored
 
 
 @dataclass(frozen=True)
@@ -346,10 +347,13 @@ def renew_outcome(ticket_state: str | None, lease_live: bool) -> RenewOutcome:
     return RenewOutcome.RENEWED if lease_live else RenewOutcome.EXPIRED
 
 
-def import_outcome(rules: Rules, n_labeled: int, count: int) -> ImportOutcome:
-    """Imported observations are stored all or none (the store's IMPORT_SCRIPT)."""
-    too_many = n_labeled + count > rules.max_labels
-    return ImportOutcome.TOO_MANY if too_many else ImportOutcome.STORED
+def import_outcome(rules: Rules, n_labeled: int, count: int, repeated: bool) -> ImportOutcome:
+    """Imported observations are stored all or none (the store's IMPORT_SCRIPT): none if they
+    would exceed max_labels, nor, unless the campaign allows repeats, if one is a pool point
+    with a label already or appears twice among them (``repeated``)."""
+    if n_labeled + count > rules.max_labels:
+        return ImportOutcome.TOO_MANY
+    return ImportOutcome.REPEATED if repeated and not rules.allow_repeats else ImportOutcome.STORED
 
 
 def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase) -> bool:

@@ -239,7 +239,8 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 return {'renewed', ARGV[3]}
 """
 
-# Appends imported observations if they fit under max_labels (loop.import_outcome). Returns
+# Appends imported observations if they fit under max_labels and, without repeats, none is a pool
+# point labeled already or twice among them (loop.import_outcome). Returns
 # {outcome, n, enqueue}, the outcome a loop.ImportOutcome value.
 IMPORT_SCRIPT = (
     REQUEST_REFIT
@@ -248,6 +249,18 @@ IMPORT_SCRIPT = (
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
 if n + count > tonumber(ARGV[2]) then return {'too_many', n, 0} end
+if ARGV[5 + 2 * count] == '0' then
+  local seen = {}
+  for i = 1, count do
+    local index = ARGV[5 + 2 * (i - 1)]
+    if index ~= '' then
+      if seen[index] or redis.call('SISMEMBER', KEYS[2], index) == 1 then
+        return {'repeated', n, 0}
+      end
+      seen[index] = true
+    end
+  end
+end
 for i = 1, count do
   redis.call('RPUSH', KEYS[1], ARGV[4 + 2 * (i - 1)])
   local index = ARGV[5 + 2 * (i - 1)]
@@ -530,7 +543,7 @@ class CampaignStore:
         for xi, yi, ii in zip(x, y, index, strict=True):
             args += [json.dumps({"x": xi, "y": yi, "index": ii, "ticket": None}),
                      "" if ii is None else str(ii)]  # fmt: skip
-        args.append(now)
+        args += [now, "1" if spec["allow_repeats"] else "0"]
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
         outcome, n, enqueue = self._import(keys=keys, args=args)
         self.wake(campaign_id)

@@ -255,6 +255,10 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
     if outcome == ImportOutcome.TOO_MANY:
         raise Conflict(f"{len(body.y)} more labels would exceed max_labels "
                        f"({spec['max_labels']}; {n} stored)")  # fmt: skip
+    if outcome == ImportOutcome.REPEATED:
+        raise Conflict("a pool point among them has a label already, or appears twice, and "
+                       "the campaign does not allow repeats (allow_repeats): none was "
+                       "stored")  # fmt: skip
     store.count_labels(len(body.y))
     return {"n_labeled": n, "imported": len(body.y)}
 

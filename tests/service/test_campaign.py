@@ -105,6 +105,25 @@ def test_imported_observations_start_the_model(client, make_body):
     assert client.post(f"/campaigns/{campaign}/observations", json=too_many).status_code == 409
 
 
+def test_imports_do_not_repeat_a_pool_point_unless_allowed(client, make_body):
+    """Without repeats, an import that holds a pool point labeled already, or one point twice,
+    is a 409 and stores nothing; points off the pool may repeat; with repeats, all may."""
+    url = "/campaigns/{}/observations"
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    first = client.post(url.format(campaign), json={"x": [[0.6], [1.1]], "y": [0.1, 0.2]})
+    assert first.status_code == 201
+    for x in ([[1.3], [0.6]], [[1.3], [1.3]]):  # labeled already; twice in one import
+        r = client.post(url.format(campaign), json={"x": x, "y": [0.0, 0.0]})
+        assert r.status_code == 409 and "allow_repeats" in r.json()["detail"], r.text
+    assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 2  # nothing stored
+    off_pool = {"x": [[1.301], [1.301]], "y": [0.0, 0.1]}
+    assert client.post(url.format(campaign), json=off_pool).status_code == 201
+    again = client.post("/campaigns", json=make_body(max_labels=10, allow_repeats=True)).json()
+    twice = {"x": [[0.6], [0.6], [1.1]], "y": [0.1, 0.2, 0.3]}
+    assert client.post(url.format(again["id"]), json=twice).status_code == 201
+    assert client.post(url.format(again["id"]), json=twice).status_code == 201
+
+
 def test_campaigns_list_in_pages(client, make_body, monkeypatch):
     ids = sorted(client.post("/campaigns", json=make_body()).json()["id"] for _ in range(5))
     everything = client.get("/campaigns")
