@@ -83,11 +83,24 @@ class McmcSettings(Strict):
     # where cold chains start: drawn from a coarse posterior grid, or uniformly in [-2, 2] on the
     # log-hyperparameters (Stan's and Pyro's default, which can miss the main mode)
     init: Literal["grid", "uniform"] = MCMC_DEFAULTS["init"]
+    # sampling to a target (worker.mcmc): after `samples` draws per chain, more until `draws`
+    # draws for scoring are backed by a bulk ESS of at least `draws` and a split R-hat of at most
+    # `target_rhat`, or until `max_samples` per chain; None (a campaign that names a count,
+    # `samples` or `thinning`, and no `draws`): exactly `samples`, every `thinning`-th scored
+    draws: int | None = Field(default=MCMC_DEFAULTS["draws"], ge=1, le=10_000)
+    target_rhat: float = Field(default=MCMC_DEFAULTS["target_rhat"], gt=1.0, le=2.0)
+    max_samples: int = Field(default=MCMC_DEFAULTS["max_samples"], ge=1, le=100_000)
+    # the mass matrix: Stan's diagonal one, or a dense one (Stan's dense_e)
+    metric: Literal["diag", "dense"] = MCMC_DEFAULTS["metric"]
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):
         if self.thinning > self.samples:
             raise ValueError("thinning must not exceed samples (no draw would be kept)")
+        if "draws" not in self.model_fields_set and {"samples", "thinning"} & self.model_fields_set:
+            self.draws = None  # a count was named: sample that count
+        if self.draws is not None and self.max_samples < self.samples:
+            raise ValueError("max_samples must not be below samples")
         return self
 
 

@@ -14,16 +14,24 @@ PAPER_ACQUISITIONS: tuple[str, ...] = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp"
 BASELINE = "alm"
 DEFAULT_ACQUISITION = "qb-mgp"
 
-# a campaign's `mcmc` settings when it names none: the paper's chains, warm-up and draws (5 x 300
-# kept draws, every 10th used for scoring), warm-started refits, chains started from the grid
+# a campaign's `mcmc` settings when it names none: sampling to a target. 150 draws are used for
+# scoring (as in the paper: 5 chains x 300 draws, every 10th); the 5 chains run 60 draws each
+# after warm-up, then more until those 150 draws are backed by a bulk ESS of at least 150 and a
+# split R-hat of at most 1.01, or until 1,000 draws per chain. Refits start warm (the previous
+# model's last draws, step sizes and mass matrices) with 50 iterations of step-size warm-up;
+# cold chains start from the posterior grid.
 MCMC_DEFAULTS: dict = {
     "chains": 5,
     "warmup": 200,
-    "samples": 300,
-    "thinning": 10,
+    "samples": 60,
+    "thinning": 2,
     "warm_start": True,
     "warm_warmup": 50,
     "init": "grid",
+    "draws": 150,
+    "target_rhat": 1.01,
+    "max_samples": 1000,
+    "metric": "diag",
 }
 # the paper's settings, every refit from a cold start with the full warm-up and Pyro's default
 # initialization, as it ran them
@@ -33,6 +41,10 @@ MCMC_PRESETS: dict[str, dict] = {
     # the paper's settings with the chains started where the service starts them by default:
     # spread over the modes of a coarse posterior grid (worker.mcmc), not in Pyro's [-2, 2] box
     "paper-grid": {**_PAPER, "init": "grid"},
+    # the service's defaults before sampling to a target: the paper's fixed count, warm-started
+    "fixed": {**_PAPER, "warm_start": True, "warm_warmup": 50, "init": "grid"},
+    # the defaults: sampling to a target (above)
+    "target": dict(MCMC_DEFAULTS),
     # quick checks: a rough posterior in a fraction of the time
     "fast": {"chains": 2, "warmup": 50, "samples": 50, "thinning": 5},
     # the demo campaign of `fbgp-al up --demo`: seconds per refit

@@ -3,10 +3,15 @@
 ``sample_posterior(u, z, chains, warmup, samples, seed)`` returns a :class:`Posterior` holding
 ``chains * samples`` draws of the ARD lengthscales and the noise variance (scaled units, see
 CONTRACT.md), the posterior mode used by ALM and predictions, and per-refit diagnostics.
+
+With a :class:`Target` the chains run past ``samples`` until the draws used for scoring are
+backed by enough effective draws (bulk ESS >= their number) and the chains agree (split R-hat
+<= ``target.rhat``), or until ``target.max_samples`` per chain.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 
@@ -32,6 +37,48 @@ INIT_RADIUS = 2.0
 INITS = ("grid", "uniform")
 GRID_LOG_LENGTHSCALE = np.linspace(-6.0, 3.0, 25)
 GRID_LOG_NOISE = np.linspace(-12.0, 3.0, 25)
+METRICS = ("diag", "dense")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Sample to a target: ``draws`` draws are used for scoring (spread evenly over the chains),
+    so the chains run until their bulk ESS (every hyperparameter's) is at least ``draws`` and
+    their split R-hat at most ``rhat``, or ``max_samples`` kept draws per chain."""
+
+    draws: int
+    rhat: float = 1.01
+    max_samples: int = 1000
+
+    @classmethod
+    def of(cls, mcmc: dict) -> Target | None:
+        """The target a campaign's ``mcmc`` settings ask for (None: a fixed count)."""
+        if not mcmc.get("draws"):
+            return None
+        return cls(draws=int(mcmc["draws"]), rhat=float(mcmc.get("target_rhat", 1.01)),
+                   max_samples=int(mcmc.get("max_samples", 1000)))  # fmt: skip
+
+    def share(self, chains: int, of: int) -> Target:
+        """The part of the target that ``chains`` of ``of`` chains must reach on their own."""
+        return replace(self, draws=max(1, math.ceil(self.draws * chains / of)))
+
+    def met(self, d: dict) -> bool:
+        return bool(d["max_rhat"] <= self.rhat and d["min_ess_bulk"] >= self.draws)
+
+    def more(self, draws: nuts.Draws) -> int:
+        """How many more draws per chain to run after ``draws`` (0: the target is met or the
+        cap reached). The ESS grows about linearly with the draws: ask for what it projects,
+        10% over, at least a quarter and at most as many again as there are."""
+        have = draws.theta.shape[1]
+        if have >= self.max_samples:
+            return 0
+        d = diagnose(draws, 0.0, 0)
+        if self.met(d):
+            return 0
+        ess = d["min_ess_bulk"]
+        need = have * self.draws / ess * 1.1 if ess > 0 else 2 * have  # NaN: stuck, double
+        extra = int(min(max(need - have, have / 4), have)) if np.isfinite(need) else have
+        return max(1, min(extra, self.max_samples - have))
 
 
 @dataclass
@@ -64,6 +111,23 @@ class Posterior:
     def log_draws(self) -> torch.Tensor:
         """``S x (d + 1)``: log lengthscales, then log noise."""
         return torch.cat([self.lengthscale.log(), self.noise.log()[:, None]], -1)
+
+    def spread(self, draws: int) -> Posterior:
+        """About ``draws`` draws, the same number from each chain, evenly spaced along it and
+        ending with its last draw (all of them when there are fewer)."""
+        per = min(self.per_chain, max(1, math.ceil(draws / self.chains)))
+        keep = torch.from_numpy(
+            np.round(np.linspace(self.per_chain / per - 1, self.per_chain - 1, per)).astype(int)
+        )
+        rows = (torch.arange(self.chains)[:, None] * self.per_chain + keep[None, :]).reshape(-1)
+        return replace(self, lengthscale=self.lengthscale[rows], noise=self.noise[rows])
+
+    def for_scoring(self, mcmc: dict) -> Posterior:
+        """The draws a campaign's ``mcmc`` settings hand to the acquisition: ``draws`` of them
+        spread over the chains when it samples to a target, else every ``thinning``-th."""
+        if mcmc.get("draws"):
+            return self.spread(int(mcmc["draws"]))
+        return self.thinned(int(mcmc["thinning"]))
 
     def thinned(self, thinning: int) -> Posterior:
         """Every ``thinning``-th draw of each chain (the last of each block of ``thinning``)."""
@@ -108,10 +172,19 @@ class Posterior:
 
 
 # A warm start is trusted only when its previous posterior mixed, and is redone cold when its own
-# draws do not (Stan's and the issue's thresholds: R-hat above 1.05, few effective draws, any
-# divergence).
+# draws do not: R-hat above 1.05, any divergence, or fewer effective draws than it must show. That
+# is 100 for the paper's 1,500 draws, and scales with what was asked for: a tenth of the kept
+# draws (a run of 2 x 50 draws can never show 100), or the target's draws.
 WARM_MAX_RHAT = 1.05
 WARM_MIN_ESS = 100.0
+WARM_MIN_ESS_PER_DRAW = 0.1
+
+
+def warm_min_ess(draws: nuts.Draws, target: Target | None = None) -> float:
+    """The bulk ESS a warm start's ``draws`` must show to be kept."""
+    if target is not None:
+        return float(min(WARM_MIN_ESS, target.draws))
+    return min(WARM_MIN_ESS, WARM_MIN_ESS_PER_DRAW * draws.theta.shape[0] * draws.theta.shape[1])
 
 
 def sample_posterior(
@@ -127,6 +200,8 @@ def sample_posterior(
     warm_start: dict | None = None,
     warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     init: str = MCMC_DEFAULTS["init"],
+    target: Target | None = None,
+    metric: str = "diag",
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -136,18 +211,28 @@ def sample_posterior(
     draws with that mass matrix and ``warm_warmup`` iterations of step-size adaptation; if the
     result does not mix (see ``WARM_*``), it is redone cold with the full warm-up.
     ``diagnostics["warm_start"]`` says which happened. ``init``: where cold chains start (see
-    ``INITS``).
+    ``INITS``). ``target``: run past ``samples`` draws per chain to it (see :class:`Target`).
+    ``metric``: the mass matrix, ``"diag"`` or ``"dense"`` (Stan's ``diag_e``, ``dense_e``).
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
-    kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init}
+    kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
+          "target": target, "metric": metric}  # fmt: skip
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
-    how, redo = judge_warm_start(draws, how, warm_start)
+    calls = draws.potential_calls
+    how, redo = judge_warm_start(draws, how, warm_start, min_ess=warm_min_ess(draws, target))
     if redo:
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
-    return assemble(draws, u.shape[1], time.perf_counter() - started, how, seed)
+        draws.potential_calls += calls  # the discarded warm run's cost counts
+    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed)
+    if target is not None:
+        post.diagnostics["target"] = {
+            "draws": target.draws, "rhat": target.rhat, "max_samples": target.max_samples,
+            "met": target.met(post.diagnostics),
+        }  # fmt: skip
+    return post
 
 
 def _checked(u, z, chains, samples, warmup):
@@ -163,30 +248,41 @@ def run_chains(
     u, z, chain_ids: list[int], warmup: int, samples: int, seed: int, *,
     warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
+    target: Target | None = None, metric: str = "diag",
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
-    only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``."""
+    only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
+    ``target``, these chains run to it on their own (a group: pass its share)."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     potential = GPPotential(u, z)
-    settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth)
+    settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
+                                 dense_mass=metric == "dense")  # fmt: skip
+    more = target.more if target is not None else None
     ids = np.asarray(chain_ids, dtype=np.int64)
     if _usable(warm_start, ids, potential):
         rows = {k: np.asarray(warm_start[k], dtype=np.float64)[ids]
                 for k in ("last", "step_size", "inverse_mass")}  # fmt: skip
         draws = nuts.sample(potential, rows["last"], warm_warmup, samples, seed, settings,
                             step_size=rows["step_size"], inverse_mass=rows["inverse_mass"],
-                            chain_ids=ids)  # fmt: skip
+                            chain_ids=ids, more=more)  # fmt: skip
         return draws, "warm"
     start = _initial_points(potential, ids, seed, init)
-    return nuts.sample(potential, start, warmup, samples, seed, settings, chain_ids=ids), "cold"
+    draws = nuts.sample(potential, start, warmup, samples, seed, settings, chain_ids=ids,
+                        more=more)  # fmt: skip
+    return draws, "cold"
 
 
-def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None) -> tuple[str, bool]:
-    """What to report of the start, and whether warm draws must be redone cold."""
+def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
+                     min_ess: float | None = None) -> tuple[str, bool]:  # fmt: skip
+    """What to report of the start, and whether warm draws must be redone cold. ``min_ess``: the
+    bulk ESS they must show (default :func:`warm_min_ess` of the draws)."""
     if how == "warm":
         d = diagnose(draws, 0.0, 0)
-        if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < WARM_MIN_ESS or d["divergences"]:
+        floor = warm_min_ess(draws) if min_ess is None else min_ess
+        if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < floor or d["divergences"]:
             return (f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
                     f"{d['divergences']} divergences)"), True  # fmt: skip
         return "warm", False
@@ -224,6 +320,9 @@ def _usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
         return False
     last = np.asarray(warm["last"], dtype=np.float64)
     if last.ndim != 2 or last.shape[1] != potential.dim or len(last) <= int(ids.max()):
+        return False
+    mass = np.asarray(warm["inverse_mass"], dtype=np.float64)
+    if mass.shape[0] != len(last) or mass.shape[1:] not in ((last.shape[1],), (last.shape[1],) * 2):
         return False
     if (
         len(warm["step_size"]) != len(last)
@@ -296,12 +395,11 @@ def _split(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, :half], x[:, half : 2 * half]], 0)
 
 
-def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> dict:
-    """Per hyperparameter (``lengthscale_i``, ``noise``): bulk R-hat (split, rank-normalized,
-    pyro.ops.stats.split_gelman_rubin) and bulk ESS (split chains, rank-normalized,
-    pyro.ops.stats.effective_sample_size); and divergences, mean acceptance, step sizes, tree
-    depths, gradient evaluations and seconds."""
-    theta = draws.theta  # C x S x P
+def convergence(theta: np.ndarray) -> tuple[dict, dict]:
+    """Bulk R-hat (split, rank-normalized, pyro.ops.stats.split_gelman_rubin) and bulk ESS
+    (split chains, rank-normalized, pyro.ops.stats.effective_sample_size) of each
+    hyperparameter (``lengthscale_i``, ``noise``) of draws ``C x S x P``; NaN when there are
+    fewer than 4 draws per chain or all are equal."""
     names = [f"lengthscale_{i}" for i in range(theta.shape[2] - 1)] + ["noise"]
     rhat, ess = {}, {}
     for j, name in enumerate(names):
@@ -312,6 +410,15 @@ def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> di
             ess[name] = float(effective_sample_size(torch.from_numpy(_split(z.numpy())), 0, 1))
         else:
             rhat[name], ess[name] = float("nan"), float("nan")
+    return rhat, ess
+
+
+def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> dict:
+    """Per hyperparameter (``lengthscale_i``, ``noise``): bulk R-hat and bulk ESS (see
+    :func:`convergence`); and divergences, mean acceptance, step sizes, tree
+    depths, gradient evaluations and seconds."""
+    theta = draws.theta  # C x S x P
+    rhat, ess = convergence(theta)
     return {
         "rhat": rhat,
         "ess_bulk": ess,
@@ -323,6 +430,7 @@ def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> di
         "step_size": [float(s) for s in draws.step_size],
         "tree_depth_mean": float(draws.tree_depth.mean()),
         "tree_depth_max": int(draws.tree_depth.max()),
+        "leapfrogs_per_draw": float(draws.n_leapfrog.mean()),
         "gradient_evaluations": gradient_evaluations,
         "seconds": seconds,
         "chains": int(theta.shape[0]),
@@ -330,4 +438,4 @@ def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> di
     }
 
 
-__all__ = ["Posterior", "sample_posterior", "posterior_mode_index", "diagnose"]
+__all__ = ["Posterior", "Target", "sample_posterior", "posterior_mode_index", "diagnose"]

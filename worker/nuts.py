@@ -4,7 +4,13 @@ Multinomial NUTS (Betancourt 2017) as Stan runs it: trajectories doubled in a ra
 multinomial sampling within subtrees and biased progressive sampling between them, the generalized
 U-turn criterion with the extra checks across merged subtrees, divergence when the energy error
 exceeds ``max_delta_h``; warm-up by dual averaging of the step size (target acceptance
-``target_accept``) and a diagonal mass matrix estimated in Stan's doubling windows.
+``target_accept``) and a mass matrix estimated in Stan's doubling windows: diagonal (Stan's
+``diag_e``) or dense (``dense_e``), regularized as Stan does,
+``(n / (n + 5)) Sigma + 1e-3 (5 / (n + 5)) I`` from the ``n`` draws of a window.
+
+Sampling to a target: ``sample(..., more=f)`` calls ``f`` with the draws so far whenever the kept
+draws asked for are there; ``f`` answers how many more draws per chain to run (0: done), and the
+same chains go on from where they are, their adaptation frozen.
 
 Speed: every step is one leapfrog of every chain, one call of the potential on a ``C x P`` batch,
 so the interpreter overhead is paid once for all chains. The trees are built iteratively (leaf by
@@ -45,6 +51,8 @@ class NutsSettings:
     init_buffer: int = 75
     term_buffer: int = 50
     base_window: int = 25
+    # Stan's dense_e (a full inverse mass matrix) instead of diag_e
+    dense_mass: bool = False
 
 
 @dataclass
@@ -57,7 +65,7 @@ class Draws:
     tree_depth: np.ndarray  # C x S
     n_leapfrog: np.ndarray  # C x S
     step_size: np.ndarray  # C, adapted
-    inverse_mass: np.ndarray  # C x P, adapted
+    inverse_mass: np.ndarray  # C x P (diagonal metric) or C x P x P (dense), adapted
     warmup_divergences: np.ndarray  # C
     potential_calls: int = 0
 
@@ -109,7 +117,13 @@ class _ChainAdaptation:
         self.warmup = warmup
         self.windows = adaptation_windows(warmup, s) if adapt_mass else []
         self.restart(step_size)
-        self.count, self.mean, self.m2 = 0, np.zeros(dim), np.zeros(dim)
+        self.dim = dim
+        self.reset_window()
+
+    def reset_window(self) -> None:
+        dim = self.dim
+        self.count, self.mean = 0, np.zeros(dim)
+        self.m2 = np.zeros((dim, dim)) if self.s.dense_mass else np.zeros(dim)
 
     def restart(self, step_size: float) -> None:
         self.mu = math.log(10 * step_size)
@@ -129,18 +143,23 @@ class _ChainAdaptation:
         return math.exp(self.x_bar)
 
     def observe(self, iteration: int, theta: np.ndarray) -> np.ndarray | None:
-        """Add a warm-up draw to its window; at a window's end, the new inverse mass matrix."""
+        """Add a warm-up draw to its window; at a window's end, the new inverse mass matrix
+        (``P x P``: diagonal unless the metric is dense), regularized as Stan does."""
         for start, end in self.windows:
             if start <= iteration < end:
                 self.count += 1
                 delta = theta - self.mean
                 self.mean += delta / self.count
-                self.m2 += delta * (theta - self.mean)
+                after = theta - self.mean
+                self.m2 += np.outer(delta, after) if self.s.dense_mass else delta * after
                 if iteration == end - 1:
                     n = self.count
-                    variance = self.m2 / max(n - 1, 1)
-                    self.count, self.mean, self.m2 = 0, np.zeros_like(theta), np.zeros_like(theta)
-                    return (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0))
+                    covariance = self.m2 / max(n - 1, 1)
+                    if not self.s.dense_mass:
+                        covariance = np.diag(covariance)
+                    self.reset_window()
+                    shrink = 1e-3 * (5.0 / (n + 5.0)) * np.eye(len(theta))
+                    return (n / (n + 5.0)) * covariance + shrink
         return None
 
 
@@ -154,6 +173,7 @@ class _Run:
     def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings,
                  step_size=None, inverse_mass=None, chain_ids=None):  # fmt: skip
         self.potential, self.s = potential, s
+        self.dense = s.dense_mass
         self.warmup, self.total = warmup, warmup + samples
         C, P = init.shape
         self.C, self.P, self.K = C, P, s.max_tree_depth
@@ -163,7 +183,10 @@ class _Run:
         self.rngs = [np.random.default_rng(stream) for stream in streams]
         self.block = 2 * self.K + 2**self.K  # uniforms per iteration: 2 per doubling + 1 per leaf
         warm = inverse_mass is not None
-        self.inverse_mass = np.array(inverse_mass, dtype=np.float64) if warm else np.ones((C, P))
+        self.inverse_mass = np.tile(np.eye(P), (C, 1, 1))  # C x P x P, whichever the metric
+        self.momentum_factor = np.tile(np.eye(P), (C, 1, 1))  # dense: L^-T, see set_inverse_mass
+        if warm:
+            self.set_inverse_mass(np.arange(C), inverse_mass)
         self.theta, self.U, self.grad = self.evaluate(np.array(init, dtype=np.float64))
         W = 4 * P + 1
         self.pts, self.vec = np.zeros((C, 6, W)), np.zeros((C, 5, P))
@@ -186,25 +209,62 @@ class _Run:
         self.warmup_divergences = np.zeros(C, dtype=np.int64)
         self.begin(np.arange(C))
 
+    def set_inverse_mass(self, rows: np.ndarray, inverse_mass) -> None:
+        """Chains ``rows`` get ``inverse_mass`` (``R x P`` diagonals or ``R x P x P``); a
+        diagonal metric keeps only the diagonal of a dense one. Also the factor that draws
+        momenta ``p ~ N(0, M)``: ``p = L^-T e`` with ``M^-1 = L L^T``."""
+        m = np.asarray(inverse_mass, dtype=np.float64)
+        if m.ndim == 2:
+            m = np.stack([np.diag(row) for row in m])
+        if not self.dense:
+            m = np.stack([np.diag(np.diagonal(row)) for row in m])
+        self.inverse_mass[rows] = m
+        if self.dense:
+            for r, c in enumerate(np.atleast_1d(rows)):
+                self.momentum_factor[c] = _momentum_factor(m[r])
+
+    def draw_momentum(self, c: int) -> np.ndarray:
+        e = self.rngs[c].standard_normal(self.P)
+        if self.dense:
+            return self.momentum_factor[c] @ e
+        return e / np.sqrt(np.diagonal(self.inverse_mass[c]))
+
+    def extend(self, more: int) -> None:
+        """Every chain runs ``more`` kept iterations beyond those asked for so far. A chain that
+        had finished rides along with an iteration in flight from its last draw: that iteration
+        is its next one."""
+        C = self.C
+        self.total += more
+
+        def grow(a, fill):
+            return np.concatenate([a, np.full((C, more) + a.shape[2:], fill, dtype=a.dtype)], 1)
+
+        self.out_theta = grow(self.out_theta, np.nan)
+        self.out_accept = grow(self.out_accept, np.nan)
+        self.out_diverging = grow(self.out_diverging, False)
+        self.out_depth = grow(self.out_depth, 0)
+        self.out_leapfrog = grow(self.out_leapfrog, np.nan)
+
     def evaluate(self, theta):
         self.calls += 1
         value, grad = self.potential(theta)
         return theta, value, grad
 
     def kinetic(self, p, rows=slice(None)):
-        return 0.5 * (p * p * self.inverse_mass[rows]).sum(-1)
+        return 0.5 * np.einsum("ci,cij,cj->c", p, self.inverse_mass[rows], p)
 
     def initial_step_size(self, rows: np.ndarray, step_size: np.ndarray) -> np.ndarray:
         """Stan's heuristic for chains ``rows``: double or halve the step until the acceptance
         of one leapfrog crosses 0.8 (one momentum draw per chain)."""
         inv_mass = self.inverse_mass[rows]
-        p = np.stack([self.rngs[c].standard_normal(self.P) for c in rows]) / np.sqrt(inv_mass)
+        p = np.stack([self.draw_momentum(c) for c in rows])
         theta, U, grad = self.theta[rows], self.U[rows], self.grad[rows]
         h0 = U + self.kinetic(p, rows)
 
         def log_accept(eps):
             p_half = p - 0.5 * eps[:, None] * grad
-            _, U1, g1 = self.evaluate(theta + eps[:, None] * inv_mass * p_half)
+            step = np.einsum("cij,cj->ci", inv_mass, p_half)
+            _, U1, g1 = self.evaluate(theta + eps[:, None] * step)
             p1 = p_half - 0.5 * eps[:, None] * g1
             d = h0 - (U1 + self.kinetic(p1, rows))
             return np.where(np.isnan(d), -np.inf, d)
@@ -225,7 +285,7 @@ class _Run:
         """Fresh momentum and uniforms, then a first doubling, for chains ``rows``."""
         p0 = np.zeros((self.C, self.P))
         for c in rows:
-            p0[c] = self.rngs[c].standard_normal(self.P) / np.sqrt(self.inverse_mass[c])
+            p0[c] = self.draw_momentum(c)
             self.log_u[c] = np.log(self.rngs[c].random(self.block))
         kernels.begin_iterations(
             rows, p0, self.theta, self.U, self.grad, self.pts, self.vec, self.sc, self.ic,
@@ -249,8 +309,8 @@ class _Run:
             self.step_size[c] = adapt.update_step_size(accept_stat)
             inverse_mass = adapt.observe(i, self.theta[c])
             if inverse_mass is not None:
-                self.inverse_mass[c] = inverse_mass
                 rows = np.array([c])
+                self.set_inverse_mass(rows, inverse_mass[None])
                 self.step_size[c] = self.initial_step_size(rows, self.step_size[rows])[0]
                 adapt.restart(self.step_size[c])
             if i == self.warmup - 1:
@@ -264,7 +324,16 @@ class _Run:
             self.out_leapfrog[c, j] = n_leapfrog
         self.iteration[c] = i + 1
 
-    def run(self) -> Draws:
+    def run(self, more=None) -> Draws:
+        while True:
+            self.advance_all()
+            extra = int(more(self.draws())) if more is not None else 0
+            if extra <= 0:
+                return self.draws()
+            self.extend(extra)
+
+    def advance_all(self) -> None:
+        """Steps until every chain has run ``self.total`` iterations."""
         max_delta_h = float(self.s.max_delta_h)
         while (self.iteration < self.total).any():
             _, U, grad = self.evaluate(self.theta_next)
@@ -278,12 +347,29 @@ class _Run:
                 for c in stopped:
                     self.finish_iteration(int(c))
                 self.begin(stopped)  # finished chains too: they ride along until all are done
+
+    def draws(self) -> Draws:
+        """The kept draws so far, and the adaptation (diagonals for a diagonal metric)."""
+        m = self.inverse_mass
         return Draws(
-            theta=self.out_theta, accept_stat=self.out_accept, diverging=self.out_diverging,
-            tree_depth=self.out_depth, n_leapfrog=self.out_leapfrog,
-            step_size=self.step_size.copy(), inverse_mass=self.inverse_mass,
-            warmup_divergences=self.warmup_divergences, potential_calls=self.calls,
+            theta=self.out_theta.copy(), accept_stat=self.out_accept.copy(),
+            diverging=self.out_diverging.copy(), tree_depth=self.out_depth.copy(),
+            n_leapfrog=self.out_leapfrog.copy(), step_size=self.step_size.copy(),
+            inverse_mass=m.copy() if self.dense else np.diagonal(m, axis1=1, axis2=2).copy(),
+            warmup_divergences=self.warmup_divergences.copy(), potential_calls=self.calls,
         )  # fmt: skip
+
+
+def _momentum_factor(inverse_mass: np.ndarray) -> np.ndarray:
+    """``L^-T`` with ``inverse_mass = L L^T`` (jittered if it is not positive definite)."""
+    m = 0.5 * (inverse_mass + inverse_mass.T)
+    for jitter in (0.0, 1e-10, 1e-8, 1e-6, 1e-4):
+        try:
+            chol = np.linalg.cholesky(m + jitter * np.eye(len(m)))
+            return np.linalg.inv(chol).T
+        except np.linalg.LinAlgError:
+            continue
+    return np.diag(1.0 / np.sqrt(np.clip(np.diagonal(m), 1e-12, None)))
 
 
 def sample(
@@ -297,15 +383,18 @@ def sample(
     step_size=None,
     inverse_mass=None,
     chain_ids=None,
+    more=None,
 ) -> Draws:
     """Run NUTS from ``init`` (``C x P``, one row per chain): ``warmup`` adapting iterations, then
     ``samples`` kept ones per chain.
 
-    A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``) of an
-    earlier run: the mass matrix is kept and the warm-up only tunes the step size from there.
-    ``chain_ids``: the global numbers of these chains (default ``0..C-1``), which key their random
-    streams: chain 3 draws the same whether it runs alone, in a group or with all the others."""
+    A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``
+    diagonals or ``C x P x P``) of an earlier run: the mass matrix is kept and the warm-up only
+    tunes the step size from there. ``chain_ids``: the global numbers of these chains (default
+    ``0..C-1``), which key their random streams: chain 3 draws the same whether it runs alone, in
+    a group or with all the others. ``more``: a callable ``Draws -> int``, asked each time the
+    kept draws asked for so far are there, how many more per chain to run (0: stop)."""
     s = settings or NutsSettings()
     with np.errstate(all="ignore"):  # finished or diverged chains ride along and may overflow
         run = _Run(potential, init, warmup, samples, seed, s, step_size, inverse_mass, chain_ids)
-        return run.run()
+        return run.run(more)

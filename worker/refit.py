@@ -18,7 +18,7 @@ from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
 from worker.defaults import MAX_BATCH, RANKING_SIZE
 from worker.design import Box, GridPool, PointPool
-from worker.mcmc import Posterior, run_chains, sample_posterior
+from worker.mcmc import Posterior, Target, run_chains, sample_posterior
 from worker.transforms import OutputStandardization, as_tensor
 
 
@@ -69,22 +69,28 @@ def _sampler_options(spec: dict) -> dict:
     """The campaign's MCMC options as keywords of :mod:`worker.mcmc` (specs made before an
     option existed get the behavior they were made with)."""
     mcmc = spec["mcmc"]
-    return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform")}
+    return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform"),
+            "metric": mcmc.get("metric", "diag")}  # fmt: skip
 
 
 def posterior(spec: dict, data: Data, warm: dict | None) -> Posterior:
     """All chains of the campaign's posterior, in this process."""
     mcmc = spec["mcmc"]
     return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
-                            seed=data.seed, warm_start=warm, **_sampler_options(spec))  # fmt: skip
+                            seed=data.seed, warm_start=warm, target=Target.of(mcmc),
+                            **_sampler_options(spec))  # fmt: skip
 
 
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):
-    """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``."""
+    """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
+    target, a group runs to its share of it."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
+    target = Target.of(mcmc)
+    if target is not None:
+        target = target.share(len(ids), mcmc["chains"])
     return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                      warm_start=warm, **_sampler_options(spec))  # fmt: skip
+                      warm_start=warm, target=target, **_sampler_options(spec))  # fmt: skip
 
 
 def model_and_ranking(
@@ -96,7 +102,7 @@ def model_and_ranking(
     labeling) as fantasies. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
     (``[{index, x, score}]``, in the order to hand out)."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
-    thin = post.thinned(spec["mcmc"]["thinning"])
+    thin = post.for_scoring(spec["mcmc"])
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))

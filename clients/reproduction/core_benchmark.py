@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,9 +31,9 @@ import torch
 from clients.reproduction.protocol import pool_points
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
-from worker.defaults import PAPER_ACQUISITIONS
+from worker.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 from worker.gp import Conditioned, rbf
-from worker.mcmc import Posterior, sample_posterior
+from worker.mcmc import Posterior, Target, convergence, sample_posterior
 from worker.transforms import OutputStandardization
 
 CASES = [("gramacy1d", n) for n in (10, 40, 100)] + [
@@ -47,6 +48,40 @@ def data(simulator: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Ten
     u = rng.random((n, sim.dim))
     y = sim.sample(sim.lower + u * (sim.upper - sim.lower), rng)
     return torch.from_numpy(u), OutputStandardization.from_labels(y).to_z(y)
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "results.jsonl"
+# the reproduction's campaigns whose labels make a case's data, in this order (see campaign_data)
+CAMPAIGN_ORDER = ("qb-mgp", "b-qbc", "bald", "b-alm", "alm")
+
+
+def campaign_data(simulator: str, n: int, results=RESULTS) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` points that the reproduction's campaigns of ``simulator`` labeled, with
+    their labels (unit inputs, standardized outputs): those of its QB-MGP campaign of run 0 in
+    the order they were chosen, then, past that campaign's length, the points of its other
+    campaigns (run 0's B-QBC, BALD, B-ALM, ALM, then run 1's, ...) not labeled yet."""
+    from clients.reproduction.results import labeled_points, read_results
+
+    sim = get_simulator(simulator)
+    records = [r for r in read_results(results) if r["simulator"] == simulator]
+    runs = sorted({r["run"] for r in records})
+    xs, ys, seen = [], [], set()
+    for run in runs:
+        for acquisition in CAMPAIGN_ORDER:
+            x, y = labeled_points(records, simulator, acquisition, run)
+            if y is None:
+                continue
+            for point, label in zip(x, y, strict=True):
+                key = tuple(np.round(point, 12))
+                if key not in seen:
+                    seen.add(key)
+                    xs.append(point)
+                    ys.append(label)
+            if len(xs) >= n:
+                x, y = np.array(xs[:n]), np.array(ys[:n])
+                z = OutputStandardization.from_labels(y).to_z(y)
+                return torch.from_numpy(sim.to_unit(x)), z
+    raise ValueError(f"the reproduction's {simulator} campaigns hold {len(xs)} points, not {n}")
 
 
 def reference_posterior(u, z, chains=5, warmup=200, samples=300, seed=0) -> np.ndarray:
@@ -241,9 +276,230 @@ def chain_modes(n: int, datasets: int = 4, chains: int = 5, warmup: int = 200,
     return totals
 
 
+# --- refits at the sizes real campaigns reach: every sampler on the same data, side by side ----
+
+LARGE_SIMULATORS = ("ishigami", "hartmann6")
+LARGE_SIZES = (100, 200, 400)
+SOURCES = ("uniform", "campaign")
+# the paper's Pyro path; the service's fixed count before sampling to a target; the defaults;
+# BoTorch's FullyBayesianSingleTaskGP with fit_fully_bayesian_model_nuts (NumPyro)
+SAMPLERS = ("paper", "fixed", "default", "botorch")
+
+
+def fit(u, z, mcmc: dict, seed: int, warm: Posterior | None = None) -> Posterior:
+    """A refit as the service runs it with campaign settings ``mcmc`` (warm from ``warm``)."""
+    return sample_posterior(
+        u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
+        warm_start=warm.adaptation if warm is not None and mcmc.get("warm_start") else None,
+        warm_warmup=mcmc.get("warm_warmup", 50), init=mcmc.get("init", "grid"),
+        target=Target.of(mcmc), metric=mcmc.get("metric", "diag"),
+    )  # fmt: skip
+
+
+def scoring_convergence(log_draws: np.ndarray, chains: int) -> tuple[float, float]:
+    """Smallest bulk ESS and largest R-hat over the hyperparameters of draws ``S x P`` (chain
+    after chain)."""
+    rhat, ess = convergence(log_draws.reshape(chains, -1, log_draws.shape[1]))
+    return min(ess.values()), max(rhat.values())
+
+
+def botorch_posterior(u, z, chains, warmup, samples, seed=0) -> tuple[np.ndarray, float]:
+    """Log draws (lengthscales, noise; chain after chain) of BoTorch's
+    ``FullyBayesianSingleTaskGP`` (Matern-5/2, its own priors, a constant mean) fitted by
+    ``fit_fully_bayesian_model_nuts`` (NumPyro's NUTS on JAX, dense mass matrix, tree depth at
+    most 6, JAX's default precision), one chain per call as BoTorch runs it; and the seconds of
+    a first 1 + 1 iteration fit, which compiles what the later calls reuse (JAX's cache)."""
+    from botorch.fit import fit_fully_bayesian_model_nuts
+    from botorch.models.fully_bayesian import FullyBayesianSingleTaskGP
+
+    y = z.reshape(-1, 1)
+
+    def one(s, warm, draws):
+        gp = FullyBayesianSingleTaskGP(u, y)
+        fit_fully_bayesian_model_nuts(gp, warmup_steps=warm, num_samples=draws, thinning=1,
+                                      disable_progbar=True, seed=s)  # fmt: skip
+        lengthscale = gp.covar_module.lengthscale.detach().reshape(draws, -1)
+        noise = gp.likelihood.noise.detach().reshape(draws, 1)
+        return torch.cat([lengthscale.log(), noise.log()], 1).numpy()
+
+    t = time.perf_counter()
+    one(seed, 1, 1)
+    overhead = time.perf_counter() - t
+    return np.concatenate([one(seed * 1000 + c, warmup, samples) for c in range(chains)]), overhead
+
+
+def long_reference(u, z, draws: int, seed: int = 99) -> np.ndarray:
+    """A long run of this project's sampler (checked against grid quadrature and Pyro in the
+    tests): 4 chains x (500 + ``draws``), diagonal metric, chains from the posterior grid."""
+    post = sample_posterior(u, z, chains=4, warmup=500, samples=draws, seed=seed, init="grid")
+    return post.log_draws().numpy()
+
+
+def large_case(simulator: str, n: int, source: str, samplers, reference_draws: int,
+               peer_max_n: int) -> list[dict]:  # fmt: skip
+    """Every sampler on one case: cold, and (for the service's) warm after a refit on the first
+    ``n - 1`` points; printed as it goes."""
+    u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+    zp = OutputStandardization.from_labels(z.numpy()[:-1]).to_z(z.numpy()[:-1])
+    case = f"{simulator} n={n} {source}"
+    t = time.perf_counter()
+    reference = long_reference(u, z, reference_draws)
+    print(f"{case}: reference {len(reference)} draws in {time.perf_counter() - t:.1f} s",
+          flush=True)  # fmt: skip
+    rows = []
+
+    def report(sampler, start, seconds, log_draws, scoring, chains, grads=None, per_chain=None,
+               rhat_all=None, note="", compare=True):  # fmt: skip
+        ess, rhat = scoring_convergence(scoring, chains)
+        if rhat_all is None:
+            rhat_all = scoring_convergence(log_draws, chains)[1]
+        row = {"case": case, "sampler": sampler, "start": start, "seconds": seconds,
+               "gradient_evaluations": grads, "draws_per_chain": per_chain, "ess": ess,
+               "ess_per_s": ess / seconds, "rhat": rhat_all, "scoring_draws": len(scoring),
+               "agreement_sd": agreement(log_draws, reference) if compare else None,
+               "note": note}  # fmt: skip
+        rows.append(row)
+        grads_text = f"{grads:6d}" if grads is not None else "     -"
+        chain_text = f"{per_chain:5d}" if per_chain is not None else "    -"
+        sd = f"{row['agreement_sd']:.2f} sd" if compare else "   -   "
+        print(f"  {sampler:<8} {start:<5} {seconds:7.2f} s  grad evals {grads_text}  "
+              f"draws/chain {chain_text}  ESS {ess:6.0f} of {len(scoring)}  "
+              f"ESS/s {row['ess_per_s']:7.2f}  R-hat {rhat_all:.3f}  "
+              f"quantiles {sd} {note}", flush=True)  # fmt: skip
+
+    presets = {"fixed": MCMC_PRESETS["fixed"], "default": MCMC_DEFAULTS}
+    for sampler in samplers:
+        if sampler in presets:
+            mcmc = presets[sampler]
+            starts = ["cold", "warm"] if mcmc.get("warm_start") else ["cold"]
+            for start in starts:
+                warm = fit(u[:-1], zp, mcmc, seed=1) if start == "warm" else None
+                t = time.perf_counter()
+                post = fit(u, z, mcmc, seed=2, warm=warm)
+                seconds = time.perf_counter() - t
+                d = post.diagnostics
+                note = "" if start == "cold" else d["warm_start"]
+                if "target" in d:
+                    note += "" if d["target"]["met"] else " target not met (cap)"
+                report(sampler, start, seconds, post.log_draws().numpy(),
+                       post.for_scoring(mcmc).log_draws().numpy(), post.chains,
+                       d["gradient_evaluations"], d["samples_per_chain"], d["max_rhat"],
+                       note)  # fmt: skip
+        elif sampler == "paper":
+            if n > peer_max_n:
+                print(f"  paper    skipped (n > --peer-max-n {peer_max_n})", flush=True)
+                continue
+            t = time.perf_counter()
+            ref = reference_posterior(u, z, 5, 200, 300, seed=2)
+            seconds = time.perf_counter() - t
+            scoring = ref.reshape(5, 300, -1)[:, 9::10].reshape(150, -1)
+            report("paper", "cold", seconds, ref, scoring, 5, per_chain=300)
+        elif sampler == "botorch":
+            if n > peer_max_n:
+                print(f"  botorch  skipped (n > --peer-max-n {peer_max_n})", flush=True)
+                continue
+            t = time.perf_counter()
+            draws, overhead = botorch_posterior(u, z, 5, 200, 300, seed=2)
+            seconds = time.perf_counter() - t - overhead
+            scoring = draws.reshape(5, 300, -1)[:, 9::10].reshape(150, -1)
+            report("botorch", "cold", seconds, draws, scoring, 5, per_chain=300, compare=False,
+                   note=f"(its own model; compiling first: +{overhead:.1f} s)")  # fmt: skip
+    return rows
+
+
+def large_cases(args) -> list[dict]:
+    rows = []
+    for simulator in args.simulators.split(","):
+        for n in (int(v) for v in args.sizes.split(",")):
+            for source in args.data.split(","):
+                rows += large_case(simulator, n, source, args.samplers.split(","),
+                                   args.reference_draws, args.peer_max_n)  # fmt: skip
+    return rows
+
+
+METRIC_CASES = [("ishigami", 100, "campaign"), ("hartmann6", 100, "campaign"),
+                ("ishigami", 100, "uniform"), ("hartmann6", 100, "uniform"),
+                ("hartmann6", 63, "campaign"), ("ishigami", 40, "campaign")]  # fmt: skip
+
+
+def compare_metrics(cases=METRIC_CASES, seeds=4) -> None:
+    """Diagonal against dense mass matrix: 5 chains x (200 + 300) cold, seeds ``0..seeds-1``;
+    leapfrogs per draw, tree depth, gradient evaluations, bulk ESS (counts: the load does not
+    change them) and the largest posterior correlation between two log-hyperparameters."""
+    for simulator, n, source in cases:
+        u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+        for metric in ("diag", "dense"):
+            runs = [sample_posterior(u, z, 5, 200, 300, seed=s, metric=metric).diagnostics
+                    for s in range(seeds)]  # fmt: skip
+            post = sample_posterior(u, z, 5, 200, 300, seed=seeds - 1, metric=metric)
+            corr = np.corrcoef(post.log_draws().numpy().T)
+            np.fill_diagonal(corr, 0.0)
+            lf = [r["leapfrogs_per_draw"] for r in runs]
+            ess = np.array([r["min_ess_bulk"] for r in runs])
+            grads = np.array([r["gradient_evaluations"] for r in runs])
+            print(f"{simulator} n={n} {source} {metric}: leapfrogs per draw {np.mean(lf):.2f}, "
+                  f"tree depth {np.mean([r['tree_depth_mean'] for r in runs]):.2f}, "
+                  f"gradient evaluations {grads.mean():.0f}, bulk ESS {ess.mean():.0f}, "
+                  f"ESS per 1000 gradient evaluations {1000 * np.mean(ess / grads):.1f}, "
+                  f"max |corr| {np.abs(corr).max():.2f}", flush=True)  # fmt: skip
+
+
+def time_potential(sizes=(20, 40, 100, 200, 400), against: str | None = None) -> None:
+    """Seconds per call of the potential on 5 chains' parameters, d = 3 and 6; ``against``: a
+    file holding another ``GPPotential`` (an earlier version), timed in turn beside it."""
+    import importlib.util
+
+    from worker.potential import GPPotential
+
+    other = None
+    if against:
+        spec = importlib.util.spec_from_file_location("other_potential", against)
+        other = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(other)
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        for d in (3, 6):
+            u, z = rng.random((n, d)), rng.standard_normal(n)
+            theta = np.column_stack([rng.normal(-0.5, 0.2, (5, d)), rng.normal(-3, 0.2, 5)])
+            calls = max(5, int(3e8 / (5 * n**3)))
+            timed = {"this": GPPotential(u, z)}
+            if other is not None:
+                timed["against"] = other.GPPotential(u, z)
+            out = {}
+            for _ in range(2):  # alternate, twice
+                for name, potential in timed.items():
+                    potential(theta)
+                    t = time.perf_counter()
+                    for _ in range(calls):
+                        potential(theta)
+                    out[name] = (time.perf_counter() - t) / calls * 1e3
+            text = ", ".join(f"{k} {v:.3f} ms" for k, v in out.items())
+            if other is not None:
+                text += f", ratio {out['against'] / out['this']:.2f}x"
+            print(f"potential n={n} d={d}, 5 chains: {text}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", default="all", help="'all', 'target' (gramacy2d n=40) or 'none'")
+    parser.add_argument("--cases", default="all",
+                        help="'all', 'target' (gramacy2d n=40), 'none', 'large': refits at "
+                        "n = 100..400 of every sampler side by side (options below), 'metric': "
+                        "diagonal against dense mass matrix, 'potential': seconds per "
+                        "gradient evaluation (--against FILE: beside another version)")  # fmt: skip
+    parser.add_argument("--against", help="potential: a file with another GPPotential")
+    parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
+                        help="large: simulators")  # fmt: skip
+    parser.add_argument("--sizes", default=",".join(map(str, LARGE_SIZES)), help="large: n")
+    parser.add_argument("--data", default=",".join(SOURCES),
+                        help="large: uniform random inputs, and/or the points of the "
+                        "reproduction's campaigns (docs/reproduction/results.jsonl)")  # fmt: skip
+    parser.add_argument("--samplers", default="paper,fixed,default",
+                        help=f"large: of {','.join(SAMPLERS)} (botorch needs botorch, jax and "
+                        "numpyro importable: BENCHMARKS.md)")  # fmt: skip
+    parser.add_argument("--peer-max-n", type=int, default=100,
+                        help="large: run the peers (paper, botorch) only up to this n")  # fmt: skip
+    parser.add_argument("--reference-draws", type=int, default=1000,
+                        help="large: draws per chain of the long reference run")  # fmt: skip
     parser.add_argument("--no-reference", action="store_true", help="skip the Pyro reference path")
     parser.add_argument("--chains", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=200)
@@ -258,6 +514,14 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
+    if args.cases in ("large", "metric", "potential"):
+        if args.cases == "large":
+            large_cases(args)
+        elif args.cases == "metric":
+            compare_metrics()
+        else:
+            time_potential(against=args.against)
+        return
     cases = {"all": CASES, "target": [("gramacy2d", 40)], "none": []}[args.cases]
     time_refits(cases, args.chains, args.warmup, args.samples, not args.no_reference)
     time_warm_start()

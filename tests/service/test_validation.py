@@ -125,3 +125,33 @@ def test_outputs_are_numbers_within_a_range_the_gp_can_scale(client, make_body):
     assert model.status_code == 200, model.text
     p = client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0], [2.0]]})
     assert p.status_code == 200 and all(math.isfinite(v) for v in p.json()["variance"]), p.text
+
+
+def test_mcmc_samples_to_a_target_unless_a_count_is_named(client, make_body):
+    """No `mcmc`: the defaults, sampling to a target of 150 draws; a campaign that names a count
+    (`samples` or `thinning`) and no `draws` samples that count; a cap below the count is 422."""
+    body = make_body()
+    del body["mcmc"]
+    created = client.post("/campaigns", json=body).json()
+    default = created["mcmc"]
+    assert default["draws"] == 150 and default["target_rhat"] == 1.01
+    assert default["metric"] == "diag" and default["max_samples"] == 1000
+    counted = client.post("/campaigns", json=make_body(mcmc={"samples": 40})).json()["mcmc"]
+    assert counted["draws"] is None and counted["samples"] == 40
+    both = make_body(mcmc={"samples": 40, "draws": 20, "metric": "dense"})
+    assert client.post("/campaigns", json=both).json()["mcmc"]["draws"] == 20
+    capped = make_body(mcmc={"samples": 400, "draws": 20, "max_samples": 100})
+    r = client.post("/campaigns", json=capped)
+    assert r.status_code == 422 and "max_samples" in r.text
+    # the worker samples the default campaign to its target, and says so
+    campaign = created["id"]
+    for y in (0.1, 0.9, -0.4):
+        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
+    deadline = time.monotonic() + 120
+    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    assert len(model["acquisition_samples"]["noise"]) == 150
+    assert "target" in model["diagnostics"], model["diagnostics"]

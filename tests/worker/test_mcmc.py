@@ -9,8 +9,16 @@ import pytest
 import torch
 from scipy.stats import gaussian_kde
 
+from worker import nuts
 from worker.gp import log_marginal_likelihood
-from worker.mcmc import Posterior, posterior_mode_index, sample_posterior
+from worker.mcmc import (
+    Posterior,
+    Target,
+    convergence,
+    posterior_mode_index,
+    sample_posterior,
+    warm_min_ess,
+)
 
 D = torch.float64
 QUANTILES = (0.05, 0.5, 0.95)
@@ -232,3 +240,160 @@ def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
     assert (grid.log_draws()[:, 0] < -2.5).all()  # every chain in the main one
     with pytest.raises(ValueError, match="unknown init"):
         sample_posterior(u, z, chains=1, warmup=5, samples=5, init="prior")
+
+
+# the service's default settings (worker.defaults), sampling to a target
+def _default(**changes):
+    from worker.defaults import MCMC_DEFAULTS
+
+    mcmc = {**MCMC_DEFAULTS, **changes}
+    kw = {"warm_warmup": mcmc["warm_warmup"], "init": mcmc["init"], "metric": mcmc["metric"],
+          "target": Target.of(mcmc)}  # fmt: skip
+    return mcmc, kw
+
+
+def test_the_default_samples_to_its_target_and_matches_the_quadrature(data_1d, quadrature):
+    """The defaults with a larger target and cap (the 150 draws it scores with cannot pin
+    quantiles to a fraction of an sd): chains run past their first draws until ESS and R-hat are
+    at the target. The target is on the bulk ESS, and the 5% and 95% quantiles have fewer
+    effective draws than the bulk: 0.2 sd for them (seeds 0-3 here: at most 0.17 sd off; the
+    wrong prior of the check below moves them by up to 1.1 sd)."""
+    u, z = data_1d
+    mcmc, kw = _default(draws=1500, max_samples=4000)
+    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=0, **kw)
+    d = post.diagnostics
+    assert d["target"]["met"] and d["target"]["draws"] == 1500
+    assert d["min_ess_bulk"] >= 1500 and d["max_rhat"] <= 1.01
+    assert mcmc["samples"] < d["samples_per_chain"] <= mcmc["max_samples"]
+    _assert_matches(post.log_draws().numpy(), quadrature, tol_mean=0.1, tol_q=0.2)
+
+
+def test_the_default_warm_started_matches_the_quadrature(one_mode):
+    u, z = one_mode
+    mcmc, kw = _default(draws=1500, max_samples=4000)
+    args = (mcmc["chains"], mcmc["warmup"], mcmc["samples"])
+    previous = sample_posterior(u[:-1], z[:-1], *args, seed=1, **kw)
+    warm = sample_posterior(u, z, *args, seed=2, warm_start=previous.adaptation, **kw)
+    assert warm.diagnostics["warm_start"] == "warm" and warm.diagnostics["target"]["met"]
+    _assert_matches(warm.log_draws().numpy(), _quadrature(u, z), tol_mean=0.1, tol_q=0.2)
+    cold = sample_posterior(u, z, *args, seed=2, **kw)
+    assert warm.diagnostics["gradient_evaluations"] < cold.diagnostics["gradient_evaluations"]
+
+
+def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_mode):
+    """As the service runs it: 150 draws for scoring, spread over the chains, a bulk ESS of at
+    least 150 behind them, fewer gradient evaluations than the paper's fixed 5 x (200 + 300)."""
+    u, z = one_mode
+    mcmc, kw = _default()
+    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=3, **kw)
+    d = post.diagnostics
+    assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.01
+    scoring = post.for_scoring(mcmc)
+    assert scoring.size == 150 and scoring.chains == 5
+    # every chain's share, evenly spaced, ending with its last draw
+    per = post.per_chain
+    rows = [c * per + per - 1 for c in range(5)]
+    assert torch.equal(scoring.noise[29::30], post.noise[rows])
+    _assert_matches(scoring.log_draws().numpy(), _quadrature(u, z), tol_mean=0.3, tol_q=0.4)
+    paper = sample_posterior(u, z, 5, 200, 300, seed=3)
+    assert d["gradient_evaluations"] < 0.7 * paper.diagnostics["gradient_evaluations"]
+
+
+def test_a_target_stops_at_its_cap_and_asks_for_what_the_ess_projects(one_mode):
+    u, z = one_mode
+    capped = sample_posterior(u, z, 2, 100, 20, seed=0, target=Target(draws=10**6, max_samples=70))
+    assert capped.diagnostics["samples_per_chain"] == 70
+    assert not capped.diagnostics["target"]["met"]
+    rng = np.random.default_rng(0)
+    iid = nuts.Draws(theta=rng.standard_normal((4, 100, 2)), accept_stat=np.ones((4, 100)),
+                     diverging=np.zeros((4, 100), bool), tree_depth=np.ones((4, 100), int),
+                     n_leapfrog=np.ones((4, 100)), step_size=np.ones(4),
+                     inverse_mass=np.ones((4, 2)), warmup_divergences=np.zeros(4, int))  # fmt: skip
+    assert Target(draws=100).more(iid) == 0  # ESS about 400, R-hat about 1
+    assert Target(draws=100, max_samples=100).more(iid) == 0
+    ess = min(convergence(iid.theta)[1].values())
+    # ESS grows with the draws: about 2000 / ess * 1.1 times as many, at most twice as many
+    assert Target(draws=600).more(iid) == int(100 * 600 / ess * 1.1) - 100
+    assert Target(draws=10_000).more(iid) == 100
+    assert Target(draws=10_000, max_samples=130).more(iid) == 30
+    assert Target(draws=150).share(2, 5).draws == 60
+
+
+def test_small_settings_keep_their_warm_starts(one_mode):
+    """2 chains x 50 draws can never show a bulk ESS of 100: the ESS a warm start must show
+    scales with what was asked for, so the warm start is kept, not redone cold."""
+    u, z = one_mode
+    previous = sample_posterior(u[:-1], z[:-1], chains=2, warmup=50, samples=50, seed=1)
+    warm = sample_posterior(u, z, chains=2, warmup=50, samples=50, seed=2,
+                            warm_start=previous.adaptation)  # fmt: skip
+    assert warm.diagnostics["warm_start"] == "warm"
+    assert warm.diagnostics["min_ess_bulk"] < 100
+    assert warm_min_ess(nuts.Draws.from_dict(_fake_draws(2, 50))) == 10.0
+    assert warm_min_ess(nuts.Draws.from_dict(_fake_draws(5, 300))) == 100.0
+    assert warm_min_ess(nuts.Draws.from_dict(_fake_draws(5, 60)), Target(draws=50)) == 50.0
+
+
+def _fake_draws(chains, samples):
+    zeros = np.zeros((chains, samples)).tolist()
+    return {"theta": np.zeros((chains, samples, 2)).tolist(), "accept_stat": zeros,
+            "diverging": zeros, "tree_depth": zeros, "n_leapfrog": zeros,
+            "step_size": [1.0] * chains, "inverse_mass": np.ones((chains, 2)).tolist(),
+            "warmup_divergences": [0] * chains}  # fmt: skip
+
+
+def test_dense_metric_matches_the_quadrature(data_1d, quadrature):
+    u, z = data_1d
+    post = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=0, metric="dense")
+    assert np.asarray(post.adaptation["inverse_mass"]).shape == (4, 2, 2)
+    assert post.diagnostics["max_rhat"] < 1.02 and post.diagnostics["min_ess_bulk"] > 600
+    _assert_matches(post.log_draws().numpy(), quadrature, tol_mean=0.1, tol_q=0.15)
+    with pytest.raises(ValueError, match="unknown metric"):
+        sample_posterior(u, z, chains=1, warmup=5, samples=5, metric="full")
+
+
+def test_convergence_against_known_answers():
+    """Bulk R-hat and ESS (pyro.ops.stats on rank-normalized split chains): independent draws
+    have an ESS near their number and R-hat near 1; chains at different places a large R-hat;
+    strongly autocorrelated draws a small ESS."""
+    rng = np.random.default_rng(1)
+    rhat, ess = convergence(rng.standard_normal((4, 500, 2)))
+    assert all(0.99 < r < 1.01 for r in rhat.values())
+    assert all(1600 < e < 2400 for e in ess.values())
+    apart = rng.standard_normal((4, 500, 1)) + np.array([0.0, 0.0, 0.0, 3.0])[:, None, None]
+    assert convergence(apart)[0]["noise"] > 1.3
+    ar = np.zeros((4, 500, 1))
+    for t in range(1, 500):  # AR(1) with coefficient 0.9: ESS about 2000 * 0.1 / 1.9
+        ar[:, t] = 0.9 * ar[:, t - 1] + rng.standard_normal((4, 1))
+    assert 50 < convergence(ar)[1]["noise"] < 200
+
+
+def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
+    """worker.refit as the service calls it: a campaign's `draws` make a target (a chain group
+    runs to its share), and its model scores with that many draws spread over the chains."""
+    from worker import refit
+    from worker.design import GridPool
+
+    mcmc = {"chains": 2, "warmup": 60, "samples": 20, "thinning": 2, "draws": 40,
+            "max_samples": 200, "metric": "dense", "warm_start": True}  # fmt: skip
+    spec = {"inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}], "pool_subsample": 20,
+            "pool": {"type": "grid", "points_per_dim": 21}, "acquisition": "qb-mgp",
+            "mcmc": mcmc, "seed": 3}  # fmt: skip
+    u, z = _data(*DATASETS["one-mode"])
+    labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
+    pool = GridPool(dim=1, points_per_dim=21)
+    model, _ = refit.fit(spec, pool, labels, exclude=set())
+    d = model["diagnostics"]
+    assert d["target"]["draws"] == 40 and d["target"]["met"]
+    assert d["samples_per_chain"] > 20 and d["min_ess_bulk"] >= 40
+    assert len(model["acquisition_samples"]["noise"]) == 40
+    assert np.asarray(model["adaptation"]["inverse_mass"]).shape == (2, 2, 2)
+    warm, _ = refit.fit(spec, pool, labels, exclude=set(), previous=model)
+    assert warm["diagnostics"]["warm_start"] == "warm"
+    group, how = refit.chains(spec, refit.prepare(spec, labels), [1])
+    assert how == "cold" and group.theta.shape[0] == 1
+    assert min(convergence(group.theta)[1].values()) >= 20  # its share: half of 40
+    # a campaign that names no draws samples its count, every thinning-th draw scored
+    fixed = {**spec, "mcmc": {"chains": 2, "warmup": 40, "samples": 20, "thinning": 2}}
+    model, _ = refit.fit(fixed, pool, labels, exclude=set())
+    assert "target" not in model["diagnostics"] and model["diagnostics"]["samples_per_chain"] == 20
+    assert len(model["acquisition_samples"]["noise"]) == 20

@@ -69,3 +69,82 @@ def test_tree_depth_is_capped(depth):
     draws = nuts.sample(gaussian, np.zeros((2, 3)), warmup=0, samples=20, seed=2, settings=settings)
     assert draws.tree_depth.max() <= depth
     assert draws.n_leapfrog.max() <= 2**depth - 1
+
+
+CORRELATED = np.array([[1.0, 0.95, 0.0], [0.95, 1.0, 0.0], [0.0, 0.0, 0.25]])
+CORRELATED_PRECISION = np.linalg.inv(CORRELATED)
+
+
+def correlated(theta):
+    """N(0, CORRELATED) as a potential: two coordinates with correlation 0.95."""
+    g = theta @ CORRELATED_PRECISION
+    return 0.5 * (g * theta).sum(-1), g
+
+
+def test_dense_metric_learns_the_covariance_and_takes_fewer_leapfrogs():
+    dense = nuts.NutsSettings(dense_mass=True)
+    draws = nuts.sample(correlated, np.full((4, 3), 0.5), warmup=400, samples=800, seed=3,
+                        settings=dense)  # fmt: skip
+    x = draws.theta.reshape(-1, 3)
+    assert draws.inverse_mass.shape == (4, 3, 3)
+    assert np.allclose(np.cov(x.T), CORRELATED, atol=0.12)
+    # the adapted inverse mass matrix estimates the covariance, correlation included
+    assert np.allclose(draws.inverse_mass.mean(0), CORRELATED, atol=0.2)
+    diag = nuts.sample(correlated, np.full((4, 3), 0.5), warmup=400, samples=800, seed=3)
+    assert diag.inverse_mass.shape == (4, 3)
+    # along the narrow direction a diagonal metric needs many more steps per draw
+    assert draws.n_leapfrog.mean() < 0.6 * diag.n_leapfrog.mean()
+    assert draws.diverging.sum() == 0
+
+
+def test_dense_window_estimate_is_regularized_as_stan_does():
+    s = nuts.NutsSettings(dense_mass=True)
+    adapt = nuts._ChainAdaptation(1.0, 100, s, 2)  # one window: iterations 15..89
+    rng = np.random.default_rng(0)
+    points = rng.multivariate_normal([1.0, -1.0], [[2.0, 0.6], [0.6, 0.5]], 100)
+    out = [adapt.observe(i, points[i]) for i in range(100)]
+    estimates = [(i, m) for i, m in enumerate(out) if m is not None]
+    assert [i for i, _ in estimates] == [89]
+    n = 75
+    expected = (n / (n + 5)) * np.cov(points[15:90].T) + 1e-3 * (5 / (n + 5)) * np.eye(2)
+    assert np.allclose(estimates[0][1], expected, rtol=1e-12, atol=1e-14)
+    diag = nuts._ChainAdaptation(1.0, 100, nuts.NutsSettings(), 2)
+    last = [diag.observe(i, points[i]) for i in range(100)][89]
+    assert np.allclose(last, np.diag(np.diagonal(expected)), rtol=1e-12, atol=1e-14)
+
+
+def test_a_warm_start_keeps_a_dense_mass_matrix_and_reads_a_diagonal_one():
+    dense = nuts.NutsSettings(dense_mass=True)
+    first = nuts.sample(correlated, np.zeros((2, 3)), warmup=300, samples=50, seed=1,
+                        settings=dense)  # fmt: skip
+    again = nuts.sample(correlated, first.theta[:, -1], warmup=30, samples=50, seed=2,
+                        settings=dense, step_size=first.step_size,
+                        inverse_mass=first.inverse_mass)  # fmt: skip
+    assert np.array_equal(again.inverse_mass, first.inverse_mass)  # only the step size is tuned
+    diagonal = nuts.sample(correlated, first.theta[:, -1], warmup=30, samples=50, seed=2,
+                           settings=dense, step_size=first.step_size,
+                           inverse_mass=np.full((2, 3), 0.5))  # fmt: skip
+    assert np.array_equal(diagonal.inverse_mass, np.tile(np.diag([0.5] * 3), (2, 1, 1)))
+
+
+def test_more_draws_continue_the_same_chains():
+    """Asking for more draws when the first ones are there continues the chains: a single chain
+    draws exactly what a run asked for all of them from the start draws."""
+    asked = []
+
+    def more(draws):
+        asked.append(draws.theta.shape[1])
+        return 30 if draws.theta.shape[1] < 110 else 0
+
+    init = np.array([[0.5, -1.0, 0.02]])
+    grown = nuts.sample(gaussian, init, warmup=40, samples=50, seed=7, more=more)
+    whole = nuts.sample(gaussian, init, warmup=40, samples=110, seed=7)
+    assert asked == [50, 80, 110]
+    assert grown.theta.shape == (1, 110, 3)
+    assert np.array_equal(grown.theta, whole.theta)
+    assert np.array_equal(grown.n_leapfrog, whole.n_leapfrog)
+    # several chains: each runs every draw asked for, none left unfilled
+    several = nuts.sample(gaussian, np.zeros((3, 3)), warmup=20, samples=10, seed=7,
+                          more=lambda d: 15 if d.theta.shape[1] == 10 else 0)  # fmt: skip
+    assert several.theta.shape == (3, 25, 3) and np.isfinite(several.theta).all()
+    assert np.isfinite(several.n_leapfrog).all() and (several.tree_depth > 0).all()

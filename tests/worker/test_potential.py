@@ -14,7 +14,8 @@ def _reference(u, z, theta):
     """-log posterior from the GP's likelihood and the contract's LogNormal(0, sqrt 3) priors, in
     log space (where they are N(0, 3))."""
     d = u.shape[1]
-    prior = torch.distributions.Normal(0.0, math.sqrt(3.0)).log_prob(theta).sum(-1)
+    zero, scale = torch.tensor(0.0, dtype=D), torch.tensor(math.sqrt(3.0), dtype=D)
+    prior = torch.distributions.Normal(zero, scale).log_prob(theta).sum(-1)
     return -(log_marginal_likelihood(u, z, theta[:, :d].exp(), theta[:, d].exp()) + prior)
 
 
@@ -47,3 +48,48 @@ def test_extreme_but_finite_parameters_stay_finite():
     theta = np.array([[40.0, -60.0], [-40.0, -60.0], [0.0, 30.0]])
     value, grad = GPPotential(u, z)(theta)
     assert np.isfinite(value).all() and np.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("n,d", [(100, 3), (150, 6)])
+def test_large_n_matches_autograd(n, d):
+    """At the sizes real campaigns reach (one triangle, in place, buffers kept between calls):
+    the same answer, call after call, as autograd through the GP's likelihood."""
+    g = torch.Generator().manual_seed(n + d)
+    u = torch.rand(n, d, generator=g, dtype=D)
+    z = torch.randn(n, generator=g, dtype=D)
+    potential = GPPotential(u, z)
+    for batch in (5, 1, 5):
+        theta = torch.randn(batch, d + 1, generator=g, dtype=D) * 0.5
+        theta[:, d] -= 3.0
+        value, grad = map(torch.from_numpy, potential(theta.numpy()))
+        t = theta.clone().requires_grad_()
+        ref = _reference(u, z, t)
+        ref.sum().backward()
+        assert torch.allclose(value, ref.detach(), rtol=1e-10, atol=1e-8)
+        assert torch.allclose(grad, t.grad, rtol=1e-7, atol=1e-7)
+
+
+def test_a_large_batch_goes_in_chunks_with_the_same_answer(monkeypatch):
+    import worker.potential as module
+
+    rng = np.random.default_rng(0)
+    u, z = rng.random((30, 2)), rng.standard_normal(30)
+    theta = np.column_stack([rng.normal(-1, 0.5, (23, 2)), rng.normal(-2, 1, 23)])
+    whole = GPPotential(u, z)(theta)
+    monkeypatch.setattr(module, "BUFFER_ELEMENTS", 5 * 30 * 30)  # chunks of 5 rows
+    chunked = GPPotential(u, z)
+    parts = chunked(theta)
+    assert all(len(b[0]) <= 5 for b in chunked.buffers.values())
+    for a, b in zip(whole, parts, strict=True):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_covariance_that_needs_jitter_gets_the_gps_jitter():
+    """Duplicated inputs and almost no noise: the Cholesky fails without jitter; the potential
+    adds the jitter the GP adds and agrees with its likelihood."""
+    u = torch.tensor([[0.2], [0.2], [0.5], [0.9]], dtype=D)
+    z = torch.tensor([1.0, 1.0, -0.5, 0.3], dtype=D)
+    theta = torch.tensor([[-1.0, -40.0]], dtype=D)
+    value, grad = GPPotential(u, z)(theta.numpy())
+    assert np.isfinite(value).all() and np.isfinite(grad).all()
+    assert torch.allclose(torch.from_numpy(value), _reference(u, z, theta), rtol=1e-9)
