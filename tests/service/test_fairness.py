@@ -29,7 +29,7 @@ def test_a_campaigns_next_refit_waits_behind_other_campaigns(client, make_body):
     wait(lambda: client.get(f"/campaigns/{a}").json()["refit"] != "queued")
     add(b, POINTS, [0.1, 0.3, -0.2, 0.5])  # B's first refit queues
     for k in range(4):  # A keeps getting labels: its next refit queues behind B's
-        add(a, [[0.8 + 0.3 * k]], [0.2 * k])
+        add(a, [[0.9 + 0.3 * k]], [0.2 * k])
     wait(lambda: client.get(f"/campaigns/{a}").json()["model_version"] == 8)
     wait(lambda: client.get(f"/campaigns/{b}").json()["model_version"] == 4)
     times_a, times_b = model_times(a), model_times(b)
