@@ -38,12 +38,8 @@ def list_page(store: CampaignStore, token: str | None, cursor: str | None = None
     suffix = f"?token={quote(token)}" if token else ""
     rows = []
     ids, following = store.ids_page(cursor, INDEX_PAGE)
-    for campaign_id in ids:
-        try:
-            s = store.status(campaign_id)
-        except Exception:  # deleted meanwhile
-            continue
-        link = f"/campaigns/{quote(campaign_id)}/view{suffix}"
+    for s in store.statuses(ids):
+        link = f"/campaigns/{quote(s['id'])}/view{suffix}"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
             f"<a href='{link}'>{html.escape(s['name'])}</a>", s["id"],

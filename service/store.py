@@ -45,6 +45,7 @@ The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outc
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import json
 import logging
@@ -427,6 +428,15 @@ class CampaignStore:
             return ids, None
         return ids[:limit], ids[limit - 1]
 
+    def statuses(self, ids: list[str]) -> list[dict]:
+        """The status of each campaign of ``ids`` that still exists (deleted meanwhile: left
+        out)."""
+        out = []
+        for campaign_id in ids:
+            with contextlib.suppress(NotFound):
+                out.append(self.status(campaign_id))
+        return out
+
     def count_by_phase(self) -> dict[str, int]:
         """How many campaigns are in each phase (:func:`service.loop.phase`), as the scripts
         that add labels keep count; counted once from every campaign (:data:`REBUILD_PHASES`)
@@ -456,18 +466,22 @@ class CampaignStore:
         """The campaign's pool in the unit cube (:func:`service.pool.pool_of`)."""
         return pools.pool_of(spec, self.points(campaign_id, spec))
 
-    def pool_point(self, campaign_id: str, spec: dict, index: int) -> list[float]:
-        """Pool point ``index`` in original units: of an explicit pool, its one stored row (a
-        ``GETRANGE``, whatever the pool's size), exactly as posted."""
+    def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list[float]]:
+        """Pool points ``indices`` in original units: of an explicit pool, their stored rows
+        (one ``GETRANGE`` each, in one round trip, whatever the pool's size), exactly as
+        posted."""
         if not pools.explicit(spec):
-            return pools.grid_point(spec, index)
+            return [pools.grid_point(spec, i) for i in indices]
         if "points" in spec["pool"]:
-            return [float(v) for v in spec["pool"]["points"][index]]
+            return [[float(v) for v in spec["pool"]["points"][i]] for i in indices]
         width = ROW_TYPE.itemsize * len(spec["inputs"])
-        raw = self.r.getrange(self.k(campaign_id, "points"), index * width, (index + 1) * width - 1)
-        if len(raw) != width:
+        pipe = self.r.pipeline(transaction=False)
+        for i in indices:
+            pipe.getrange(self.k(campaign_id, "points"), i * width, (i + 1) * width - 1)
+        rows = pipe.execute()
+        if any(len(raw) != width for raw in rows):
             raise NotFound(f"no campaign {campaign_id!r}")
-        return np.frombuffer(raw, dtype=ROW_TYPE).tolist()
+        return [np.frombuffer(raw, dtype=ROW_TYPE).tolist() for raw in rows]
 
     def delete(self, campaign_id: str) -> None:
         """All the campaign's keys, its id and its token, at once (:data:`DELETE_SCRIPT`)."""

@@ -24,7 +24,7 @@ from service.store import CampaignStore
 from worker import answers, fanout, views
 from worker import refit as math_
 from worker.lease import lease, log_ids
-from worker.mcmc import Target, assemble, judge_warm_start, warm_min_ess
+from worker.mcmc import Target, assemble, judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
 
@@ -112,8 +112,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
             warm = None
         else:
             draws, how, warm = groups
-        floor = warm_min_ess(draws, Target.of(spec["mcmc"]))
-        how, redo = judge_warm_start(draws, how, warm, min_ess=floor)
+        how, redo = judge_warm_start(draws, how, warm, Target.of(spec["mcmc"]))
         if redo:
             draws, _ = math_.chains(spec, data)
         seconds = time.perf_counter() - started  # the chain groups' time included

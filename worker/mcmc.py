@@ -222,7 +222,7 @@ def sample_posterior(
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
     calls = draws.potential_calls
-    how, redo = judge_warm_start(draws, how, warm_start, min_ess=warm_min_ess(draws, target))
+    how, redo = judge_warm_start(draws, how, warm_start, target)
     if redo:
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
         draws.potential_calls += calls  # the discarded warm run's cost counts
@@ -276,12 +276,12 @@ def run_chains(
 
 
 def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
-                     min_ess: float | None = None) -> tuple[str, bool]:  # fmt: skip
-    """What to report of the start, and whether warm draws must be redone cold. ``min_ess``: the
-    bulk ESS they must show (default :func:`warm_min_ess` of the draws)."""
+                     target: Target | None = None) -> tuple[str, bool]:  # fmt: skip
+    """What to report of the start, and whether warm draws must be redone cold: they must show
+    the bulk ESS of :func:`warm_min_ess` (of the draws, or of the ``target`` sampled to)."""
     if how == "warm":
         d = diagnose(draws, 0.0, 0)
-        floor = warm_min_ess(draws) if min_ess is None else min_ess
+        floor = warm_min_ess(draws, target)
         if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < floor or d["divergences"]:
             return (f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
                     f"{d['divergences']} divergences)"), True  # fmt: skip

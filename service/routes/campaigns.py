@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
 from service import schemas
 from service.deps import Authorized, StoreDep
-from service.errors import NotFound
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
@@ -41,11 +39,7 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
         response.headers["X-Next-Cursor"] = following
         url = request.url.include_query_params(cursor=following, limit=limit)
         response.headers["Link"] = f'<{url}>; rel="next"'
-    out = []
-    for campaign_id in ids:
-        with contextlib.suppress(NotFound):  # deleted meanwhile
-            out.append(store.status(campaign_id))
-    return out
+    return store.statuses(ids)
 
 
 @router.get("/{campaign_id}", response_model=schemas.CampaignStatus,

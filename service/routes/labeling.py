@@ -99,7 +99,8 @@ def _offer_locked(
     answers = loop.next_answers(rules, snap, count)
     if not isinstance(answers, list):
         return answers
-    offers = [(a.index, store.pool_point(campaign_id, spec, a.index), a.version) for a in answers]
+    points = store.pool_points(campaign_id, spec, [a.index for a in answers])
+    offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
     return store.issue(campaign_id, offers, spec["lease_seconds"], now)
 
 

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
@@ -22,3 +24,22 @@ def client(settings, worker_process):
     with TestClient(app) as c:
         yield c
     app.dependency_overrides.clear()
+
+
+def label_design(client, campaign: str, ys) -> None:
+    """Label the points ``/next`` hands out, one per value of ``ys``, each answered 201."""
+    for y in ys:
+        ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        r = client.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
+        assert r.status_code == 201, r.text
+
+
+def wait_for_model(client, campaign: str, version: int, seconds: float = 60) -> dict:
+    """The campaign's status once its model ``version`` is stored (``seconds`` at most)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = client.get(f"/campaigns/{campaign}").json()
+        if status["model_version"] == version:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"no model {version}: {status}")

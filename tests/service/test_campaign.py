@@ -1,22 +1,12 @@
 """A whole campaign over HTTP against a real Redis and a real worker."""
 
 import math
-import time
 
 import numpy as np
 from redis import Redis
 
 from clients.simulators import get_simulator
-
-
-def _wait_for_model(client, campaign, version, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        status = client.get(f"/campaigns/{campaign}").json()
-        if status["model_version"] == version:
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"no model {version}: {status}")
+from tests.service.conftest import wait_for_model
 
 
 def test_sequential_campaign_runs_to_max_labels(client, make_body):
@@ -57,7 +47,7 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
         assert r.status_code == 201
         labeled += 1
     assert labeled == 6
-    status = _wait_for_model(client, campaign, 6)
+    status = wait_for_model(client, campaign, 6)
     assert status["state"] == "done" and status["n_labeled"] == 6 and status["last_error"] is None
 
     model = client.get(f"/campaigns/{campaign}/model").json()
@@ -97,7 +87,7 @@ def test_imported_observations_start_the_model(client, make_body):
     r = client.post(f"/campaigns/{campaign}/observations",
                     json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]})  # fmt: skip
     assert r.status_code == 201 and r.json()["n_labeled"] == 4
-    status = _wait_for_model(client, campaign, 4)
+    status = wait_for_model(client, campaign, 4)
     assert status["state"] == "active"
     point = client.get(f"/campaigns/{campaign}/next").json()
     assert point["model_version"] == 4 and point["x"] not in x
@@ -182,7 +172,7 @@ def test_an_explicit_pool_is_stored_apart_from_the_spec(client, make_body, redis
     assert r.status_code == 201, r.text
     assert int(k) in {int(i) for i in redis.smembers(f"fbgp:c:{campaign}:labeled")}
 
-    _wait_for_model(client, campaign, 3)
+    wait_for_model(client, campaign, 3)
     offered = client.get(f"/campaigns/{campaign}/next").json()["x"]
     assert offered in points  # the model's choice is a pool point, as posted
 

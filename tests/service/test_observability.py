@@ -2,12 +2,12 @@
 
 import json
 import logging
-import time
 
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 
 from service.observability import JsonFormatter
+from tests.service.conftest import label_design, wait_for_model
 
 
 def _scrape(client) -> dict:
@@ -28,13 +28,8 @@ def test_metrics_move_as_a_campaign_runs(client, make_body):
     assert client.get("/livez").json() == {"status": "ok"}
     before = _scrape(client)
     campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
-    for y in (0.1, 0.9, -0.4):
-        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
-    deadline = time.monotonic() + 60
-    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    label_design(client, campaign, (0.1, 0.9, -0.4))
+    wait_for_model(client, campaign, 3)
     after = _scrape(client)
     assert (
         _value(after, "fbgp_labels_stored_total") - _value(before, "fbgp_labels_stored_total") == 3
@@ -78,13 +73,6 @@ def _by_state(client) -> dict[str, float]:
     return {s: _value(samples, "fbgp_campaigns", state=s) for s in ("design", "active", "done")}
 
 
-def _label_design(client, campaign: str, count: int) -> None:
-    for k in range(count):
-        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-        r = client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": k})
-        assert r.status_code == 201
-
-
 def test_campaigns_by_state_are_counted_not_scanned(client, make_body, redis_url):
     """The count by state follows creates, labels, imports and deletes, agrees with the
     campaigns' own status, and is rebuilt exactly where it was never kept."""
@@ -93,8 +81,8 @@ def test_campaigns_by_state_are_counted_not_scanned(client, make_body, redis_url
     ids = [client.post("/campaigns", json=make_body(max_labels=8)).json()["id"] for _ in range(3)]
     ids.append(client.post("/campaigns", json=small).json()["id"])
     assert _by_state(client) == {"design": 4, "active": 0, "done": 0}
-    _label_design(client, ids[0], 3)  # design -> active
-    _label_design(client, ids[3], 3)  # design -> done
+    label_design(client, ids[0], range(3))  # design -> active
+    label_design(client, ids[3], range(3))  # design -> done
     r = client.post(f"/campaigns/{ids[1]}/observations", json={"x": [[0.5], [1.0]], "y": [0, 1]})
     assert r.status_code == 201  # still in its design
     assert client.delete(f"/campaigns/{ids[2]}").status_code == 204

@@ -2,10 +2,11 @@
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
+
+from tests.service.conftest import label_design, wait_for_model
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "results" / "test-artifacts"
@@ -18,13 +19,10 @@ CHROMIUM_FLAGS = [
 def _with_model(client, make_body, **changes) -> str:
     changes.setdefault("max_labels", 8)
     campaign = client.post("/campaigns", json=make_body(**changes)).json()["id"]
-    for y in (0.1, 0.9, -0.4, 0.3):
-        t = client.get(f"/campaigns/{campaign}/next", params={"wait": 30}).json()["ticket"]
-        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
-    deadline = time.monotonic() + 60
-    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 4:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    label_design(client, campaign, (0.1, 0.9, -0.4))
+    t = client.get(f"/campaigns/{campaign}/next", params={"wait": 30}).json()["ticket"]
+    client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": 0.3})
+    wait_for_model(client, campaign, 4)
     return campaign
 
 

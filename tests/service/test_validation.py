@@ -1,11 +1,11 @@
 """Every bad input gets a clear 4xx, never a 500."""
 
 import math
-import time
 
 import pytest
 
 from service.settings import Settings, get_settings
+from tests.service.conftest import label_design, wait_for_model
 
 BAD_BODIES = {
     "unknown acquisition": {"acquisition": "ucb"},
@@ -117,10 +117,7 @@ def test_outputs_are_numbers_within_a_range_the_gp_can_scale(client, make_body):
     for ticket, y in zip(tickets, (1.5, -1e150, 0), strict=True):  # the edge itself is fine
         assert client.post(f"/campaigns/{campaign}/label",
                            json={"ticket": ticket, "y": y}).status_code == 201  # fmt: skip
-    deadline = time.monotonic() + 60
-    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_model(client, campaign, 3)
     model = client.get(f"/campaigns/{campaign}/model")
     assert model.status_code == 200, model.text
     p = client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0], [2.0]]})
@@ -145,13 +142,8 @@ def test_mcmc_samples_to_a_target_unless_a_count_is_named(client, make_body):
     assert r.status_code == 422 and "max_samples" in r.text
     # the worker samples the default campaign to its target, and says so
     campaign = created["id"]
-    for y in (0.1, 0.9, -0.4):
-        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-        client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y})
-    deadline = time.monotonic() + 120
-    while client.get(f"/campaigns/{campaign}").json()["model_version"] != 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    label_design(client, campaign, (0.1, 0.9, -0.4))
+    wait_for_model(client, campaign, 3, seconds=120)
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert len(model["acquisition_samples"]["noise"]) == 150
     assert "target" in model["diagnostics"], model["diagnostics"]
