@@ -20,7 +20,12 @@ DOCKERFILE = (ROOT / "Dockerfile").read_text()
 CI = ROOT / ".ci" / "docker"
 SERVICES = COMPOSE["services"]
 WORKERS = {name: s for name, s in SERVICES.items() if name.startswith("worker")}
-FBGP = {name: s for name, s in SERVICES.items() if name != "redis"}  # the fbgp-al image's
+FBGP = {name: s for name, s in SERVICES.items() if not name.startswith("redis")}  # fbgp-al's
+LONG_RUNNING = {name: s for name, s in SERVICES.items() if name != "redis-secret"}
+# the entrypoint of the fbgp-al services (compose reads $$ as $)
+WITH_REDIS_URL = (
+    'FBGP_REDIS_URL="redis://:$$(cat /run/fbgp/redis-password)@redis:6379/0" exec "$$@"'
+)
 
 
 def _fbgp_command(command: list[str]) -> str:
@@ -49,13 +54,29 @@ def test_redis_keeps_every_label_on_a_named_volume_and_is_not_published():
     assert volume in COMPOSE["volumes"]
 
 
-def test_redis_is_the_official_image_by_default_and_answers_the_other_containers():
-    redis = SERVICES["redis"]
-    assert redis["image"] == "${FBGP_REDIS_IMAGE:-redis:7}"
-    # the official image turns protected mode off in its config; Debian's redis-server does not,
-    # and then refuses the other containers
-    assert "--protected-mode no" in " ".join(redis["command"])
-    assert redis["command"][0] == "redis-server"
+def test_redis_is_the_official_image_by_default_and_requires_a_password_kept_on_a_volume():
+    redis, secret = SERVICES["redis"], SERVICES["redis-secret"]
+    assert redis["image"] == secret["image"] == "${FBGP_REDIS_IMAGE:-redis:7}"
+    # its config file (requirepass) comes from the one-shot redis-secret, which makes the password
+    # once (or takes REDIS_PASSWORD) and keeps it on a volume of its own
+    assert redis["command"][:2] == ["redis-server", "/run/fbgp/redis.conf"]
+    assert "--protected-mode yes" in " ".join(redis["command"])
+    assert redis["depends_on"]["redis-secret"]["condition"] == "service_completed_successfully"
+    assert "redis-secret:/run/fbgp:ro" in redis["volumes"]
+    assert "redis-secret:/run/fbgp" in secret["volumes"] and "redis-secret" in COMPOSE["volumes"]
+    script = secret["command"][0]
+    assert "requirepass" in script and "/dev/urandom" in script and "umask 077" in script
+    assert secret["restart"] == "no" and "ports" not in secret
+    assert "REDISCLI_AUTH" in " ".join(redis["healthcheck"]["test"])
+
+
+def test_the_api_and_the_workers_get_the_redis_password_on_no_command_line():
+    """FBGP_REDIS_URL is made in the container from the secret volume, not set in the compose
+    file (where `docker inspect` shows it) nor given as an argument."""
+    for name, service in FBGP.items():
+        assert service["entrypoint"] == ["sh", "-c", WITH_REDIS_URL, "with-redis-url"], name
+        assert "redis-secret:/run/fbgp:ro" in service["volumes"], name
+        assert "FBGP_REDIS_URL" not in service.get("environment", {}), name
 
 
 def test_api_is_published_on_loopback_by_default_on_the_port_it_listens_on():
@@ -77,8 +98,9 @@ def test_workers_are_pinned_with_health_checks_and_time_to_finish_a_refit():
         assert _fbgp_command(worker["command"]) == "worker"
         assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
         assert int(worker["stop_grace_period"].rstrip("s")) >= 60
-        assert worker["healthcheck"]["test"][0] == "CMD"
-        assert worker["healthcheck"]["test"][1:] == ["fbgp-al", "healthcheck", "worker"]
+        test = worker["healthcheck"]["test"]
+        assert test[:5] == ["CMD", "sh", "-c", WITH_REDIS_URL, "with-redis-url"], test
+        assert test[5:] == ["fbgp-al", "healthcheck", "worker"]
         assert worker["restart"] == "unless-stopped"
 
 
@@ -90,7 +112,7 @@ def test_the_api_and_the_workers_run_under_an_init_that_forwards_sigterm():
 
 
 def test_every_service_has_a_health_check_and_waits_for_redis():
-    for name, service in SERVICES.items():
+    for name, service in LONG_RUNNING.items():
         assert "healthcheck" in service, name
         if name != "redis":
             assert service["depends_on"]["redis"]["condition"] == "service_healthy", name
@@ -98,7 +120,7 @@ def test_every_service_has_a_health_check_and_waits_for_redis():
 
 def test_every_variable_the_compose_file_sets_is_one_the_code_reads():
     known = {f"FBGP_{field.upper()}" for field in Settings.model_fields}
-    for name, service in SERVICES.items():
+    for name, service in LONG_RUNNING.items():
         for variable in service.get("environment", {}):
             assert variable in known, f"{name} sets {variable}, which no setting reads"
 

@@ -1,11 +1,14 @@
-"""``fbgp-al up``: Redis with append-only persistence, the API and one pinned worker per core,
-started as child processes, started again when one exits, and stopped together on Ctrl-C."""
+"""``fbgp-al up``: Redis with append-only persistence and a password, the API and one pinned
+worker per core, started as child processes, started again when one exits, and stopped together
+on Ctrl-C."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -25,20 +28,52 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_redis(data_dir: Path, port: int, log: Path) -> subprocess.Popen:
-    """A redis-server on 127.0.0.1:``port`` keeping an append-only file in ``data_dir``, fsynced
-    on every write (a label is acknowledged only once it is on disk)."""
+PASSWORD_FILE = "redis-password"
+LOOPBACK = "127.0.0.1"
+WILDCARDS = ("0.0.0.0", "*", "::", "::*", "-::*")  # every interface: loopback included
+
+
+def redis_password(data_dir: Path) -> str:
+    """The password of the Redis that keeps ``data_dir``: made once (``secrets``) into
+    ``data_dir/redis-password`` with mode 0600, and read from there on every later start, so that
+    a restarted stack and the workers that joined it keep reaching the data."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / PASSWORD_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        os.chmod(path, 0o600)
+        password = path.read_text().strip()
+        if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", password):
+            raise SystemExit(f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
+                             " (remove the file to have one made)") from None  # fmt: skip
+        return password
+    password = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as out:
+        out.write(password + "\n")
+    return password
+
+
+def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
+                bind: tuple[str, ...] = (LOOPBACK,)) -> subprocess.Popen:  # fmt: skip
+    """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
+    append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
+    it is on disk). The password goes to it on stdin, never on a command line."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
     data_dir.mkdir(parents=True, exist_ok=True)
     # Redis changes into --dir before it opens the log: both must be absolute
     data_dir, log = data_dir.resolve(), log.resolve()
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir),
-               "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-               "--logfile", str(log)]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    client = Redis(port=port)
+    command = [binary, "-", "--port", str(port), "--bind", *bind, "--protected-mode", "yes",
+               "--dir", str(data_dir), "--appendonly", "yes", "--appendfsync", "always",
+               "--save", "", "--logfile", str(log)]  # fmt: skip
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
+        process.stdin.write(f"requirepass {password}\n".encode())  # "-": config from stdin
+        process.stdin.close()
+    host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
+    client = Redis(host=host, port=port, password=password)
     for _ in range(100):
         try:
             client.ping()
@@ -82,13 +117,21 @@ class LocalStack:
     """
 
     def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
-                 env: dict | None = None, cores: list[int] | None = None):  # fmt: skip
+                 env: dict | None = None, cores: list[int] | None = None,
+                 redis_port: int | None = None, redis_bind: str | None = None):  # fmt: skip
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.redis_port = free_port()
+        self.redis_port = redis_port or free_port()
+        # loopback for this host's processes, and ``redis_bind`` for workers on other machines
+        self.redis_bind: tuple[str, ...] = (LOOPBACK,)
+        if redis_bind in WILDCARDS:
+            self.redis_bind = (redis_bind,)
+        elif redis_bind not in (None, LOOPBACK):
+            self.redis_bind = (LOOPBACK, redis_bind)
+        self.redis_password = redis_password(self.data_dir)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.redis_url = self.redis_url_for(LOOPBACK)
         self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
         self.cores = cores or sorted(os.sched_getaffinity(0))
         self.redis: subprocess.Popen | None = None
@@ -102,8 +145,18 @@ class LocalStack:
         self._logs.append(log)
         return log
 
+    def redis_url_for(self, host: str) -> str:
+        """``FBGP_REDIS_URL`` for a process that reaches this stack's Redis at ``host``."""
+        return f"redis://:{self.redis_password}@{host}:{self.redis_port}/0"
+
+    def remote_redis_host(self) -> str:
+        """The address that workers on other machines give for this stack's Redis."""
+        host = self.redis_bind[-1]
+        return socket.getfqdn() if host in WILDCARDS else host
+
     def start_redis(self) -> None:
-        self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log")
+        self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log",
+                                 password=self.redis_password, bind=self.redis_bind)  # fmt: skip
 
     def start_worker(self, k: int) -> subprocess.Popen:
         core = self.cores[k % len(self.cores)]
@@ -258,13 +311,21 @@ def main(argv=None) -> None:
     parser.add_argument("--demo", metavar="SIMULATOR", help="then run a demo campaign (gramacy1d)")
     parser.add_argument("--demo-labels", type=int, default=15)
     parser.add_argument("--exit-after-demo", action="store_true")
+    parser.add_argument("--redis-port", type=int, default=None, help="a free port by default")
+    parser.add_argument("--redis-bind", metavar="ADDR", default=LOOPBACK,
+                        help="Redis listens here too (a private interface, for workers on other "
+                             "machines); loopback only by default")  # fmt: skip
+    parser.add_argument("--print-redis-url", action="store_true",
+                        help="print the Redis URL for workers on other machines with its "
+                             "password (by default, the password's file is named)")  # fmt: skip
     args = parser.parse_args(argv)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", args.port)) == 0:
             raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
-    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores)
+    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores,
+                       redis_port=args.redis_port, redis_bind=args.redis_bind)  # fmt: skip
     exits: dict[str, list[float]] = {}
     try:
         stack.start(ready=False)
@@ -272,6 +333,16 @@ def main(argv=None) -> None:
         print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
               f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
               f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip
+        # the password stays out of this output (and of logs of it) unless asked for
+        password = stack.redis_password if args.print_redis_url else "PASSWORD"
+        remote = f"redis://:{password}@{stack.remote_redis_host()}:{stack.redis_port}/0"
+        told = f"fbgp-al: Redis requires the password in {args.data_dir / PASSWORD_FILE}"
+        if stack.redis_bind == (LOOPBACK,):
+            print(f"{told} (FBGP_REDIS_URL={remote}); it listens on loopback only: "
+                  "--redis-bind ADDR lets workers on other machines join", flush=True)  # fmt: skip
+        else:
+            print(f"{told}; a worker on another machine joins with FBGP_REDIS_URL={remote} "
+                  "fbgp-al worker", flush=True)  # fmt: skip
         if args.demo:
             from clients.ops.http_demo import run_demo
 

@@ -1,0 +1,126 @@
+"""`fbgp-al up`'s Redis requires a password: made once per data dir, kept there with mode 0600,
+given to Redis and to the API and workers without a command line showing it, and the same after a
+restart, so that the data kept stays reachable."""
+
+import contextlib
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from redis import Redis
+from redis.exceptions import AuthenticationError, ResponseError
+
+from clients.ops.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
+
+
+def _up(data: Path, out: Path, *args: str) -> tuple[subprocess.Popen, int, int]:
+    """``fbgp-al up`` with one worker until /readyz says yes: the process, API and Redis ports."""
+    port, redis_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    with open(out, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
+             "--redis-port", str(redis_port), "--data-dir", str(data), *args],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while "requires the password" not in out.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"fbgp-al up did not start:\n{out.read_text()}")
+        time.sleep(0.2)
+    return process, port, redis_port
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGINT)  # Ctrl-C: it stops its children
+    try:
+        process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _ping(port: int) -> bytes:
+    """Redis's answer to a PING from a client that gave no password."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"PING\r\n")
+        return s.recv(200)
+
+
+def _command_lines() -> list[bytes]:
+    lines = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                lines.append((proc / "cmdline").read_bytes())
+    return lines
+
+
+def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tmp_path):
+    data = tmp_path / "data"
+    process, port, redis_port = _up(data, tmp_path / "up-1.out")
+    try:
+        secret = data / "redis-password"
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+        password = secret.read_text().strip()
+        assert len(password) >= 32
+
+        assert _ping(redis_port).startswith(b"-NOAUTH")
+        with pytest.raises(AuthenticationError):
+            Redis(port=redis_port).ping()
+        with pytest.raises((AuthenticationError, ResponseError)):
+            Redis(port=redis_port, password="not-the-password").ping()
+        redis = Redis(port=redis_port, password=password, decode_responses=True)
+        assert redis.ping()
+        assert redis.config_get("protected-mode") == {"protected-mode": "yes"}
+        assert redis.config_get("bind") == {"bind": "127.0.0.1"}
+        # in no process's command line (`ps`), nor in up's output
+        assert not [line for line in _command_lines() if password.encode() in line]
+        assert password not in (tmp_path / "up-1.out").read_text()
+        assert "PASSWORD@127.0.0.1" in (tmp_path / "up-1.out").read_text()
+
+        # the API and the worker reach it: a campaign gets its first model
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
+            body = {"name": "up", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+                    "pool": {"type": "grid", "points_per_dim": 51}, "max_labels": 5,
+                    "initial_design": {"type": "maximin-lhs", "size": 3}, "mcmc": FAST,
+                    "seed": 1}  # fmt: skip
+            r = api.post("/campaigns", json=body)
+            assert r.status_code == 201, r.text
+            campaign = r.json()["id"]
+            for y in (0.1, -0.3, 0.7):
+                ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
+                r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
+                assert r.status_code == 201, r.text
+            deadline = time.monotonic() + 120
+            while not api.get(f"/campaigns/{campaign}").json()["model_version"]:
+                assert time.monotonic() < deadline, "no model from the worker"
+                time.sleep(0.2)
+    finally:
+        _stop(process)
+    assert process.returncode == 0, (tmp_path / "up-1.out").read_text()
+
+    # started again on the same data dir: the same password, the campaign still there, and the
+    # whole URL printed when asked for
+    process, port, redis_port = _up(data, tmp_path / "up-2.out", "--print-redis-url")
+    try:
+        assert secret.read_text().strip() == password
+        assert (
+            f"redis://:{password}@127.0.0.1:{redis_port}/0" in (tmp_path / "up-2.out").read_text()
+        )
+        r = httpx.get(f"http://127.0.0.1:{port}/campaigns/{campaign}", timeout=30)
+        assert r.status_code == 200 and r.json()["n_labeled"] == 3, r.text
+        assert _ping(redis_port).startswith(b"-NOAUTH")
+    finally:
+        _stop(process)
