@@ -97,12 +97,16 @@ class CampaignStatus:
 @dataclass(frozen=True)
 class Campaign:
     """``POST /campaigns``: the stored spec (the body with defaults, ``id``, ``seed``, ...) and
-    the campaign's own access token (it opens this campaign only; give it to its simulators)."""
+    the campaign's two access tokens, shown once. ``token`` is its simulators' (give it to
+    them): it gets points, posts labels, reports failed or abandoned runs, renews leases and
+    reads the campaign's status. ``owner_token`` opens everything of this campaign (delete,
+    import and export, the model and its answers, the pages); keep it."""
 
     id: str
     spec: dict
     status: CampaignStatus
     token: str | None = field(default=None, repr=False)
+    owner_token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,9 @@ def _detail(response: httpx.Response) -> tuple[str, Any]:
 class FbgpClient:
     """The HTTP API of one service at ``url``.
 
-    ``token``: the bearer token (default: ``FBGP_API_TOKEN`` from the environment, if set).
+    ``token``: the bearer token (default: ``FBGP_API_TOKEN`` from the environment, if set): the
+    service's, or a campaign's owner token (:attr:`Campaign.owner_token`), or its simulator
+    token (:attr:`Campaign.token`), which opens only the labeling loop and the status.
     ``timeout``: seconds per request (a long poll gets its ``wait`` on top); longer than the
     API's ``FBGP_JOB_WAIT_SECONDS`` [120], so that a busy service's 503 arrives. ``retries``:
     attempts after a connection error, with backoff ``backoff * 2**k`` seconds capped at 5.
@@ -319,7 +325,8 @@ class FbgpClient:
     def create_campaign(self, body: dict) -> Campaign:
         data = self._call("POST", "/campaigns", json=body, idempotent=False, ok=(201,)).json()
         status, token = data.pop("status"), data.pop("token", None)
-        return Campaign(data["id"], data, CampaignStatus.from_json(status), token)
+        owner_token = data.pop("owner_token", None)
+        return Campaign(data["id"], data, CampaignStatus.from_json(status), token, owner_token)
 
     def list_campaigns(self) -> list[CampaignStatus]:
         """Every campaign's status, in one call (see :meth:`iter_campaigns` for many)."""

@@ -47,7 +47,8 @@ def run_simulator(
     labels were posted here, or ``should_stop()`` is true). Returns the number of labels this
     call posted.
 
-    ``token``: the bearer token (default ``FBGP_API_TOKEN``); ``wait``: seconds per long poll;
+    ``token``: the bearer token (default ``FBGP_API_TOKEN``): the campaign's simulator token
+    (:attr:`~clients.client.Campaign.token`) is enough; ``wait``: seconds per long poll;
     ``on_label(x, y, n_labeled)`` is called after each stored label, ``on_failure(x, reason)``
     after each failure reported. ``on_error``: ``"fail"`` reports a run whose ``f`` raised as
     failed and goes on; ``"raise"`` reports it, then raises. A point handed out after

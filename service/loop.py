@@ -32,6 +32,7 @@ class Phase(StrEnum):
     DESIGN = "design"  # the initial design is being labeled
     ACTIVE = "active"  # a model chooses the points
     DONE = "done"  # max_labels labels are stored
+    FAILED = "failed"  # its refit failed too often in a row: no refit until its owner retries
 
 
 class RefitPhase(StrEnum):
@@ -122,6 +123,9 @@ class Refit:
     changes: int = 0  # failures and abandons stored so far
     changes_seen: int = 0  # ... when the refit in charge started
     n_abandoned: int = 0  # tickets abandoned so far
+    failures: int = 0  # refits failed in a row (an error, or its job died) since the last model
+    retry_at: float = 0.0  # a failed refit runs again from then (0: none waits)
+    failed: str | None = None  # why the campaign failed (too many refits failed in a row)
 
     @property
     def changed(self) -> bool:
@@ -143,6 +147,8 @@ class Refit:
             last_error=state.get("last_error") or None,
             changes=int(number("changes")), changes_seen=int(number("changes_seen")),
             n_abandoned=int(number("n_abandoned")),
+            failures=int(number("refit_failures")), retry_at=number("retry_at"),
+            failed=state.get("failed") or None,
         )  # fmt: skip
 
 
@@ -190,10 +196,19 @@ class Stalled:
     point left failed for good (:func:`stalled`)."""
 
 
-Answer = Offer | Wait | Done | Stalled
+@dataclass(frozen=True)
+class Failed:
+    """The campaign failed (``reason``): no point is chosen until its owner retries it."""
+
+    reason: str
 
 
-def phase(rules: Rules, n_labeled: int) -> Phase:
+Answer = Offer | Wait | Done | Stalled | Failed
+
+
+def phase(rules: Rules, n_labeled: int, failed: bool = False) -> Phase:
+    if failed:
+        return Phase.FAILED
     if n_labeled >= rules.max_labels:
         return Phase.DONE
     return Phase.DESIGN if n_labeled < rules.design_size else Phase.ACTIVE
@@ -222,6 +237,8 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
     n = snap.n_labeled
     if n >= rules.max_labels:
         return Done()
+    if snap.refit.failed:
+        return Failed(snap.refit.failed)
     if n + snap.n_pending >= rules.max_labels:
         return Wait(FULL_RETRY_SECONDS)
     if stalled(rules, snap):
@@ -356,12 +373,26 @@ def import_outcome(rules: Rules, n_labeled: int, count: int, repeated: bool) -> 
     return ImportOutcome.REPEATED if repeated and not rules.allow_repeats else ImportOutcome.STORED
 
 
-def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase) -> bool:
+def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase, failed: bool = False) -> bool:
     """After labels were stored, or a run failed or was abandoned (the ranking must leave out a
     point failed for good, and take back one abandoned): a refit is queued once the design is
     labeled, unless one is queued or running already (that one runs again at its end,
-    :func:`refit_again`)."""
-    return n_labeled >= rules.design_size and refit == RefitPhase.IDLE
+    :func:`refit_again`), or the campaign failed (its owner's retry queues one). New data ends
+    a failed refit's back-off."""
+    return n_labeled >= rules.design_size and refit == RefitPhase.IDLE and not failed
+
+
+def backoff(failures: int, base: float, cap: float, died: bool) -> float:
+    """Seconds a refit waits before it runs again after its ``failures``-th failure in a row:
+    ``base``, doubling with each failure, at most ``cap``; a job that died (``died``: its worker
+    may have been killed for reasons of its own) is revived at once the first time."""
+    doublings = failures - 2 if died else failures - 1
+    return 0.0 if doublings < 0 else min(cap, base * 2.0**doublings)
+
+
+def retry_due(refit: Refit, now: float) -> bool:
+    """Whether a failed refit's back-off has run out (it is queued then)."""
+    return refit.phase == RefitPhase.IDLE and not refit.failed and 0 < refit.retry_at <= now
 
 
 def refit_again(n_labeled: int, n_seen: int, changed: bool = False) -> bool:

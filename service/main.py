@@ -1,26 +1,36 @@
 """The HTTP API of CONTRACT.md, assembled: error mapping, middleware, one router per resource.
 Routes are Redis reads and writes; model-based answers are short jobs that a worker runs while
-the request waits (``uvicorn service.main:app``)."""
+the request waits. ``fbgp-al api`` serves it (:mod:`service.server`: uvicorn, with a deadline on
+each request's headers)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from service import errors, pages, schemas
-from service.middleware import BodyLimit, Observe
+from service.middleware import BodyDeadline, BodyLimit, CloseAfterError, Observe
 from service.routes import campaigns, health, labeling, models
 
-app = FastAPI(
+
+class App(FastAPI):
+    """FastAPI, with :class:`~service.middleware.CloseAfterError` around all of it."""
+
+    def build_middleware_stack(self):
+        return CloseAfterError(super().build_middleware_stack())
+
+
+app = App(
     title="fbgp-al",
     version="0.1.0",
     description="Bayesian active learning with fully Bayesian GPs, as a labeling service",
 )
 errors.install(app)
 app.add_middleware(BodyLimit)
+app.add_middleware(BodyDeadline)
 app.add_middleware(Observe)
 
-# every /campaigns call may be malformed, unauthorized, too large, invalid, or meet no Redis
-CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 413, 422, 503)
+# every /campaigns call may be malformed, unauthorized, slow, too large, invalid, or meet no Redis
+CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 408, 413, 422, 503)
 app.include_router(health.router)
 for resource in (campaigns, labeling, models):
     app.include_router(resource.router, responses=CAMPAIGN_ERRORS)

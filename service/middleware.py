@@ -1,7 +1,9 @@
-"""The API's middleware: a request body limit, and one log line and two metrics per request."""
+"""The API's middleware: a request body limit and deadline, one log line and two metrics per
+request, and ``Connection: close`` on a 500."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -43,6 +45,59 @@ class BodyLimit:
             return message
 
         return await self.app(scope, limited, send)
+
+
+class BodyDeadline:
+    """408 for a request body not all in within ``body_timeout_seconds`` of its headers (a
+    client that sends it a byte at a time holds no connection for long); the connection is
+    closed after it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        seconds = get_settings().body_timeout_seconds
+        deadline = time.monotonic() + seconds
+        done = False
+
+        async def timed():
+            nonlocal done
+            if done:  # the body is in: what follows is a disconnect, which may come any time
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise HTTPException(408, f"the request body was not all in within {seconds:g} s "
+                                    "(FBGP_BODY_TIMEOUT_SECONDS)",
+                                    headers={"Connection": "close"}) from None  # fmt: skip
+            done = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        return await self.app(scope, timed, send)
+
+
+class CloseAfterError:
+    """``Connection: close`` on every 500, so that a client is told that the connection ends
+    rather than finding it closed (the server closes it after an unhandled error). It wraps the
+    whole app, outside Starlette's error middleware, which answers such an error's 500."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def sending(message):
+            if message["type"] == "http.response.start" and message["status"] == 500:
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"connection" for k, _ in headers):
+                    message = dict(message, headers=[*headers, (b"connection", b"close")])
+            await send(message)
+
+        return await self.app(scope, receive, sending)
 
 
 class Observe:

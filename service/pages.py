@@ -1,14 +1,19 @@
 """The campaign pages: a list at ``/`` and ``/campaigns/{id}/view``, plain HTML that refreshes
 itself while a campaign runs, with pictures drawn by a worker (``/campaigns/{id}/plots/*.png``).
-With ``FBGP_API_TOKEN`` set, a browser passes it as ``?token=``."""
+With ``FBGP_API_TOKEN`` set, a browser opens a page once with ``?token=`` (the service's token,
+or for a campaign's page its owner token): the page sets it as an HttpOnly, SameSite=Strict
+cookie and sends the browser to itself without the query, so the token stays out of links,
+history and ``Referer``. The pages run no script."""
 
+import base64
+import hashlib
 import html
 from urllib.parse import quote
 
-from fastapi import APIRouter, Response
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 
-from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
+from service.deps import PAGE_COOKIE, PageAuthorized, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound
 from service.routes.models import run_job
 from service.store import CampaignStore
@@ -25,21 +30,34 @@ th { text-align: left; } .error { color: #b00; } img { max-width: 100%; margin: 
 """
 
 
+_STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
+# the pages' own stylesheet and images, nothing else: no script, no frame, no form
+SECURITY_HEADERS = {
+    "Content-Security-Policy": f"default-src 'none'; img-src 'self'; "
+    f"style-src 'sha256-{_STYLE_HASH}'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
 def _page(title: str, body: str, refresh: bool) -> HTMLResponse:
     meta = '<meta http-equiv="refresh" content="5">' if refresh else ""
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset='utf-8'>{meta}<title>{html.escape(title)}"
-        f"</title><style>{STYLE}</style></head><body>{body}</body></html>"
+        f"</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        headers=SECURITY_HEADERS,
     )
 
 
-def list_page(store: CampaignStore, token: str | None, cursor: str | None = None) -> HTMLResponse:
+def list_page(store: CampaignStore, cursor: str | None = None) -> HTMLResponse:
     """A page of :data:`INDEX_PAGE` campaigns after ``cursor``, with a link to the next."""
-    suffix = f"?token={quote(token)}" if token else ""
     rows = []
     ids, following = store.ids_page(cursor, INDEX_PAGE)
     for s in store.statuses(ids):
-        link = f"/campaigns/{quote(s['id'])}/view{suffix}"
+        link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
             f"<a href='{link}'>{html.escape(s['name'])}</a>", s["id"],
@@ -55,22 +73,19 @@ def list_page(store: CampaignStore, token: str | None, cursor: str | None = None
         table = "<p class='muted'>No campaigns yet: POST /campaigns (see /docs).</p>"
     links = []
     if cursor is not None:
-        links.append(f"<a href='/{suffix}'>first page</a>")
+        links.append("<a href='/'>first page</a>")
     if following is not None:
-        query = f"cursor={quote(following)}" + (f"&token={quote(token)}" if token else "")
-        links.append(f"<a id='next' href='/?{query}'>next {INDEX_PAGE}</a>")
+        links.append(f"<a id='next' href='/?cursor={quote(following)}'>next {INDEX_PAGE}</a>")
     nav = f"<p>{' | '.join(links)}</p>" if links else ""
     return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=True)
 
 
-def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> HTMLResponse:
+def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
     s = store.status(campaign_id)
     spec = store.spec(campaign_id)
     history = store.history(campaign_id)
     version = s["model_version"]
-    suffix = f"&token={quote(token)}" if token else ""
     stamp = f"{version}-{s['n_labeled']}-{len(history)}"
-    home = "/" + (f"?token={quote(token)}" if token else "")
     facts = [
         f"state <b class='state-{s['state']}'>{s['state']}</b>",
         f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",
@@ -82,11 +97,14 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
         f"mode {s['mode']}",
     ]
     parts = [
-        f"<p><a href='{home}'>all campaigns</a></p>",
+        "<p><a href='/'>all campaigns</a></p>",
         f"<h1>{html.escape(s['name'])}</h1>",
         "<p>" + " &middot; ".join(facts) + "</p>",
     ]
-    if s["last_error"]:
+    if s["state"] == "failed":
+        parts.append(f"<p class='error' id='failed'>failed: {html.escape(s['last_error'] or '')}"
+                     "; its owner can retry it (POST .../retry)</p>")  # fmt: skip
+    elif s["last_error"]:
         parts.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
     if s["stalled"]:
         parts.append("<p class='error' id='stalled'>stalled: every point left has failed; "
@@ -114,9 +132,8 @@ def campaign_page(store: CampaignStore, campaign_id: str, token: str | None) -> 
         if any(e.get("event") == "evaluate" for e in history):
             kinds.append("curve")
         for kind in kinds:
-            src = f"/campaigns/{quote(campaign_id)}/plots/{kind}.png?v={stamp}{suffix}"
-            marks = "onload=\"this.dataset.loaded='yes'\" onerror=\"this.dataset.loaded='error'\""
-            parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}' {marks}></div>")
+            src = f"/campaigns/{quote(campaign_id)}/plots/{kind}.png?v={stamp}"
+            parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}'></div>")
     return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
 
 
@@ -132,21 +149,40 @@ def _failures_table(failures: list[dict], last: int = 20) -> str:
             f"{rows}</table>")  # fmt: skip
 
 
-router = APIRouter(tags=["pages"], dependencies=[Authorized])
+def _keep_token(request: Request) -> RedirectResponse:
+    """The page again without ``?token=``, which the browser keeps as an HttpOnly,
+    SameSite=Strict cookie (Secure over HTTPS) for every page and picture of this service
+    (the check that it is valid here has passed)."""
+    rest = request.url.remove_query_params("token")
+    location = rest.path + (f"?{rest.query}" if rest.query else "")
+    response = RedirectResponse(location, status_code=303, headers=SECURITY_HEADERS)
+    response.set_cookie(PAGE_COOKIE, request.query_params["token"], path="/", httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+    return response
+
+
+router = APIRouter(tags=["pages"], dependencies=[PageAuthorized])
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index(store: StoreDep, token: str | None = None, cursor: str | None = None):
-    return list_page(store, token, cursor)
+def index(request: Request, store: StoreDep, cursor: str | None = None):
+    if "token" in request.query_params:
+        return _keep_token(request)
+    return list_page(store, cursor)
 
 
 @router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
-def view(campaign_id: str, store: StoreDep, token: str | None = None):
-    return campaign_page(store, campaign_id, token)
+def view(campaign_id: str, request: Request, store: StoreDep):
+    if "token" in request.query_params:
+        return _keep_token(request)
+    return campaign_page(store, campaign_id)
 
 
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
-def plot(campaign_id: str, kind: str, store: StoreDep, redis: RedisDep, settings: SettingsDep):
+def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
+         settings: SettingsDep):  # fmt: skip
+    if "token" in request.query_params:
+        return _keep_token(request)
     if kind not in PLOTS:
         raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
     if kind != "curve":
@@ -154,4 +190,4 @@ def plot(campaign_id: str, kind: str, store: StoreDep, redis: RedisDep, settings
     png = run_job(redis, settings, "plot", campaign_id, kind)
     if png is None:
         raise NotFound(f"nothing to draw for {kind!r} yet")
-    return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+    return Response(png, media_type="image/png", headers=SECURITY_HEADERS)

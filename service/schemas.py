@@ -176,13 +176,15 @@ class CampaignStatus(BaseModel):
 
     id: str
     name: str
-    state: Literal["design", "active", "done"]
+    state: Literal["design", "active", "done", "failed"]  # failed: see last_error, retry
     n_labeled: int
     n_pending: int  # tickets out under a live lease
     max_labels: int
     model_version: int | None
     last_error: str | None
     refit: Literal["idle", "queued", "running"]
+    refit_failures: int = 0  # refits failed in a row since the last model
+    refit_retry_at: float | None = None  # a failed refit waits until then to run again
     acquisition: str
     mode: str
     inputs: list[InputSpec]  # the names and bounds of x's coordinates, in order
@@ -194,8 +196,8 @@ class CampaignStatus(BaseModel):
 
 
 class Campaign(CampaignFields):
-    """``POST /campaigns``'s answer: the campaign as stored, its status, and its own access
-    token (shown once)."""
+    """``POST /campaigns``'s answer: the campaign as stored, its status, and its two access
+    tokens (shown once)."""
 
     id: str
     created_at: float
@@ -203,7 +205,8 @@ class Campaign(CampaignFields):
     # pool indices that stand in, in order, for design points whose runs failed for good
     design_reserve: list[int] = []
     status: CampaignStatus
-    token: str
+    token: str  # its simulators': /next, /label, /fail, /abandon, /renew and its status
+    owner_token: str  # its owner's: everything of this campaign
 
 
 class NextPoint(BaseModel):

@@ -11,7 +11,13 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
   ``last_error``, ``last_refit_seconds``, ``changes`` (runs failed or abandoned so far),
   ``changes_seen`` (``changes`` when the refit in charge started: a refit that ends with more
-  runs one more, so that its ranking leaves out points failed since), ``n_abandoned``;
+  runs one more, so that its ranking leaves out points failed since), ``n_abandoned``,
+  ``refit_failures`` (refits failed in a row since the last model: an error, or a job that
+  died), ``retry_at`` (when a failed refit runs again: its back-off), ``failed`` (why the
+  campaign failed: too many refits failed in a row; empty otherwise);
+- ``jobs`` (sorted set): the campaign's RQ jobs (``refit:<id>`` for refits, chain groups and
+  merges, ``short:<id>`` for predictions and the like), by when they may be forgotten: those
+  that a delete or a failure stops;
 - ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
   is the number of labels;
 - ``labeled`` (set): pool indices that have a label;
@@ -20,7 +26,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   (hash): ticket -> ``pending``, ``labeled:<y>``, ``failed:<reason>`` or ``abandoned``;
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
   is offered again) but may still be labeled while its point has no label; a failed or
-  abandoned one leaves it at once;
+  abandoned one leaves it at once; ``expired`` (sorted set): tickets whose lease ran out, by
+  expiry, kept ``expired_ticket_seconds`` and then, if still unlabeled, pruned from
+  ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`);
 - ``failures`` (list, append-only): one JSON record per failed run
   ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
   reads it: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more
@@ -30,11 +38,13 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   refit seconds, R-hat, ESS, divergences), refit failed, run failed (``run_failed``: ticket, x,
   reason) or run abandoned (``run_abandoned``).
 
-- ``token``: the SHA-256 of the campaign's access token (the token itself is not stored).
+- ``token``: the SHA-256 of the campaign's simulator token, then a space and the SHA-256 of its
+  owner token (the tokens themselves are not stored).
 
 ``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
-token's SHA-256 to the campaign; ``fbgp:metrics:campaigns`` (hash) counts the campaigns in each
-phase (``design``, ``active``, ``done``). A label is acknowledged only after the Lua
+token's SHA-256 to the campaign (a simulator token) or to the campaign, a space and ``owner``
+(an owner token); ``fbgp:metrics:campaigns`` (hash) counts the campaigns in each phase
+(``design``, ``active``, ``done``, ``failed``). A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
 
 The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outcome``,
@@ -69,6 +79,7 @@ from service.loop import (
     Snapshot,
 )
 from service.observability import record_labels, record_runs
+from service.settings import get_settings
 from service.tokens import new_token, token_digest
 from worker.design import initial_design
 
@@ -79,12 +90,17 @@ WAKE_CHANNEL = PREFIX + "wake"
 log = logging.getLogger("fbgp.store")
 MAX_REASON = 2000  # characters of a failure's reason kept
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
+# a refit whose job died (its history's error, and the campaign's if it failed so)
+DIED = ("its job ended without a result (its work horse was killed, or ran out of time or "
+        "memory, or its worker died)")  # fmt: skip
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
-PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done -> campaigns in that phase
+PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> campaigns so
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-         "failures", "failed", "model", "ranking", "history", "token")  # fmt: skip
+         "failures", "failed", "model", "ranking", "history", "token", "jobs",
+         "expired")  # fmt: skip
+EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
 # Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
@@ -93,8 +109,10 @@ ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 REQUEST_REFIT = """
 local function request_refit(state_key, n, design_size, now)
   if n < tonumber(design_size) then return 0 end
-  if redis.call('HGET', state_key, 'refit') == 'idle' then
-    redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now)
+  local s = redis.call('HMGET', state_key, 'refit', 'failed')
+  if (s[2] or '') ~= '' then return 0 end  -- a failed campaign waits for its owner's retry
+  if s[1] == 'idle' then  -- new data: a failed refit's back-off is over
+    redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now, 'retry_at', 0)
     return 1
   end
   return 0
@@ -106,7 +124,8 @@ end
 # numbers instead of every campaign's status. PHASES is exact whenever it exists: it is made by
 # REBUILD_PHASES (one atomic count of every campaign), and nothing adds to it while it is absent.
 COUNT_PHASES = """
-local function phase(n, design_size, max_labels)
+local function phase(n, design_size, max_labels, failed)
+  if failed then return 'failed' end
   if n >= tonumber(max_labels) then return 'done' end
   if n < tonumber(design_size) then return 'design' end
   return 'active'
@@ -114,8 +133,12 @@ end
 local function add_phase(phases_key, name, count)
   if redis.call('EXISTS', phases_key) == 1 then redis.call('HINCRBY', phases_key, name, count) end
 end
-local function move_phase(phases_key, before, after, design_size, max_labels)
-  local from, to = phase(before, design_size, max_labels), phase(after, design_size, max_labels)
+local function has_failed(state_key)
+  return (redis.call('HGET', state_key, 'failed') or '') ~= ''
+end
+local function move_phase(phases_key, before, after, design_size, max_labels, failed)
+  local from = phase(before, design_size, max_labels, failed)
+  local to = phase(after, design_size, max_labels, failed)
   if from ~= to then
     add_phase(phases_key, from, -1)
     add_phase(phases_key, to, 1)
@@ -128,17 +151,19 @@ end
 REBUILD_PHASES = (
     COUNT_PHASES
     + """
-local counts = {design = 0, active = 0, done = 0}
+local counts = {design = 0, active = 0, done = 0, failed = 0}
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   local raw = redis.call('GET', ARGV[1] .. id .. ':spec')
   if raw then
     local spec = cjson.decode(raw)
     local n = redis.call('LLEN', ARGV[1] .. id .. ':labels')
-    local name = phase(n, spec['initial_design']['size'], spec['max_labels'])
+    local failed = has_failed(ARGV[1] .. id .. ':state')
+    local name = phase(n, spec['initial_design']['size'], spec['max_labels'], failed)
     counts[name] = counts[name] + 1
   end
 end
-redis.call('HSET', KEYS[1], 'design', counts.design, 'active', counts.active, 'done', counts.done)
+redis.call('HSET', KEYS[1], 'design', counts.design, 'active', counts.active, 'done', counts.done,
+           'failed', counts.failed)
 """
 )
 
@@ -179,7 +204,7 @@ if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
 end_ticket(KEYS[2], KEYS[3], ARGV[1], 'labeled:' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
-move_phase(KEYS[7], n, n + 1, ARGV[7], ARGV[5])
+move_phase(KEYS[7], n, n + 1, ARGV[7], ARGV[5], has_failed(KEYS[6]))
 n = n + 1
 return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
@@ -241,12 +266,14 @@ return {'renewed', ARGV[3]}
 """
 
 # Appends imported observations if they fit under max_labels and, without repeats, none is a pool
-# point labeled already or twice among them (loop.import_outcome). Returns
-# {outcome, n, enqueue}, the outcome a loop.ImportOutcome value.
+# point labeled already or twice among them (loop.import_outcome). KEYS: labels, labeled, state,
+# PHASES, spec. Returns {outcome, n, enqueue}, the outcome a loop.ImportOutcome value, or
+# 'gone' (the campaign was deleted meanwhile: nothing written).
 IMPORT_SCRIPT = (
     REQUEST_REFIT
     + COUNT_PHASES
     + """
+if redis.call('EXISTS', KEYS[5]) == 0 then return {'gone', 0, 0} end
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
 if n + count > tonumber(ARGV[2]) then return {'too_many', n, 0} end
@@ -267,26 +294,31 @@ for i = 1, count do
   local index = ARGV[5 + 2 * (i - 1)]
   if index ~= '' then redis.call('SADD', KEYS[2], index) end
 end
-move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2])
+move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2], has_failed(KEYS[3]))
 n = n + count
 return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 )
 
-# Deletes campaign ARGV[1], all or nothing: its keys (KEYS[6..]), its id from the index, its
-# token, and its count in its phase. KEYS: spec, labels, token, the index, the tokens, PHASES,
-# then every part; ARGV: id, design size, max_labels. Returns 0 if it was gone already.
+# Deletes campaign ARGV[1], all or nothing: its keys (KEYS[7..]), its id from the index, its
+# tokens, and its count in its phase. KEYS: spec, labels, token, the index, the tokens, PHASES,
+# state, jobs, then every part; ARGV: id, design size, max_labels. Returns {0} if it was gone
+# already, else {1, its jobs...} (for the caller to stop).
 DELETE_SCRIPT = (
     COUNT_PHASES
     + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local n = redis.call('LLEN', KEYS[2])
 local digest = redis.call('GET', KEYS[3])
-add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3]), -1)
+add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3], has_failed(KEYS[7])), -1)
+local out = {1}
+for _, job in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do out[#out + 1] = job end
 for i = 7, #KEYS do redis.call('UNLINK', KEYS[i]) end
 redis.call('SREM', KEYS[4], ARGV[1])
-if digest then redis.call('HDEL', KEYS[5], digest) end
-return 1
+if digest then
+  for d in string.gmatch(digest, '%S+') do redis.call('HDEL', KEYS[5], d) end
+end
+return out
 """
 )
 
@@ -320,9 +352,145 @@ return 1
 """
 
 # Hands the refit over from job ARGV[1] (found dead) to job ARGV[2]; 1 if this call did it.
-REVIVE_SCRIPT = """
+# Shared by the scripts that end a refit that failed (an error, or its job died): its failures
+# in a row counted; at p.attempts the campaign fails (3: no refit in charge, counted as failed,
+# p.reason recorded); else it is queued under job p.job at once (1: the first death in a row) or
+# left to its back-off (2: idle until retry_at, loop.backoff). keys: state, labels, PHASES,
+# history; p: job, now, attempts, base, cap, died, reason, design_size, max_labels.
+AFTER_FAILURE = (
+    COUNT_PHASES
+    + """
+local function after_failure(keys, p)
+  local k = redis.call('HINCRBY', keys[1], 'refit_failures', 1)
+  if k >= tonumber(p.attempts) then
+    local n = redis.call('LLEN', keys[2])
+    add_phase(keys[3], phase(n, p.design_size, p.max_labels), -1)
+    add_phase(keys[3], 'failed', 1)
+    redis.call('HSET', keys[1], 'refit', 'idle', 'refit_job', '', 'retry_at', 0,
+               'failed', p.reason, 'last_error', p.reason)
+    redis.call('RPUSH', keys[4], cjson.encode({event = 'failed', at = p.now, reason = p.reason,
+                                               n_labeled = n}))
+    return 3
+  end
+  local delay = 0
+  local doublings = k - 1
+  if p.died then doublings = k - 2 end
+  if doublings >= 0 then delay = math.min(p.cap, p.base * 2 ^ doublings) end
+  if delay > 0 then
+    redis.call('HSET', keys[1], 'refit', 'idle', 'refit_job', '',
+               'retry_at', string.format('%.6f', p.now + delay))
+    return 2
+  end
+  redis.call('HSET', keys[1], 'refit', 'queued', 'queued_at', string.format('%.6f', p.now),
+             'refit_job', p.job, 'retry_at', 0)
+  return 1
+end
+"""
+)
+
+# Ends refit ARGV[1] (found dead) if it is still in charge (AFTER_FAILURE: 1 queued again under
+# a new job, 2 backing off, 3 the campaign failed); 0 if another call did it first.
+# KEYS: state, labels, PHASES, history; ARGV: the dead job, the JSON of AFTER_FAILURE's p, the
+# history event.
+REVIVE_SCRIPT = (
+    AFTER_FAILURE
+    + """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[3], 'refit_job', ARGV[2])
+redis.call('RPUSH', KEYS[4], ARGV[3])
+return after_failure(KEYS, cjson.decode(ARGV[2]))
+"""
+)
+
+# Queues a failed refit whose back-off ran out (loop.retry_due) under job ARGV[1]. KEYS: state;
+# ARGV: job, now. 1 if so.
+RETRY_DUE_SCRIPT = """
+local s = redis.call('HMGET', KEYS[1], 'refit', 'failed', 'retry_at')
+if s[1] ~= 'idle' or (s[2] or '') ~= '' then return 0 end
+local at = tonumber(s[3]) or 0
+if at <= 0 or at > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2], 'refit_job', ARGV[1],
+           'retry_at', 0)
+return 1
+"""
+
+# The owner's retry of a failed campaign: its failed state and count cleared, counted in its
+# phase again, and once its design is labeled a refit queued under job ARGV[1]. KEYS: state,
+# labels, PHASES; ARGV: job, now, design size, max_labels. 0: it had not failed; 1: cleared;
+# 2: cleared and queued.
+UNFAIL_SCRIPT = (
+    COUNT_PHASES
+    + """
+if not has_failed(KEYS[1]) then return 0 end
+local n = redis.call('LLEN', KEYS[2])
+add_phase(KEYS[3], 'failed', -1)
+add_phase(KEYS[3], phase(n, ARGV[3], ARGV[4]), 1)
+redis.call('HSET', KEYS[1], 'failed', '', 'refit_failures', 0, 'retry_at', 0)
+if n < tonumber(ARGV[3]) then return 1 end
+redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2], 'refit_job', ARGV[1])
+return 2
+"""
+)
+
+# Puts job ARGV[1] in charge of the campaign's queued refit and notes it among its jobs (TRACK).
+# KEYS: spec, state, jobs; ARGV: job, member, forget at, now. 0 (nothing written) if the campaign
+# is gone, failed, or has no refit queued.
+ENQUEUE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local s = redis.call('HMGET', KEYS[2], 'refit', 'failed')
+if s[1] ~= 'queued' or (s[2] or '') ~= '' then return 0 end
+redis.call('HSET', KEYS[2], 'refit_job', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
+return 1
+"""
+
+# Notes jobs ARGV[3..] (members ``refit:<id>`` or ``short:<id>``) among the campaign's jobs
+# (KEYS[2]) until ARGV[2], and forgets those whose time ran out before ARGV[1]. KEYS: spec, jobs.
+# 0 (nothing written) if the campaign is gone.
+TRACK_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+for i = 3, #ARGV do redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i]) end
+return 1
+"""
+
+# Issues tickets if the campaign still exists: per ticket ARGV[i..i+2] (id, JSON, expiry).
+# KEYS: spec, tickets, ticket_state, leases. 0 (nothing written) if the campaign is gone.
+ISSUE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 1, #ARGV, 3 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('HSET', KEYS[3], ARGV[i], 'pending')
+  redis.call('ZADD', KEYS[4], ARGV[i + 2], ARGV[i])
+end
+return 1
+"""
+
+# Moves the tickets whose lease ran out before ARGV[1] from the leases (KEYS[1]) to the expired
+# ones (KEYS[2], by expiry; their points are offered again), and prunes up to ARGV[3] of those
+# that expired before ARGV[2]: if still pending (no label, failure or abandon came), from the
+# tickets (KEYS[3]) and their states (KEYS[4]), so that a late label for one is an unknown
+# ticket. Returns how many left the expired set.
+EXPIRE_SCRIPT = """
+local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES')
+for i = 1, #out, 2 do redis.call('ZADD', KEYS[2], out[i + 1], out[i]) end
+if #out > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1]) end
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[2], 'LIMIT', 0,
+                       tonumber(ARGV[3]))
+for _, ticket in ipairs(old) do
+  if redis.call('HGET', KEYS[4], ticket) == 'pending' then
+    redis.call('HDEL', KEYS[3], ticket)
+    redis.call('HDEL', KEYS[4], ticket)
+  end
+  redis.call('ZREM', KEYS[2], ticket)
+end
+return #old
+"""
+
+# Appends ARGV[1] to the list KEYS[2] if the campaign (KEYS[1]: spec) still exists; 1 if so.
+APPEND_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[1])
 return 1
 """
 
@@ -336,17 +504,22 @@ redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[3], ARGV[4])
 redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
-           'last_refit_seconds', ARGV[6])
+           'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0)
 return 1
 """
 
-# Records the failure of refit ARGV[1] if it is still in charge. Returns 1 if so.
-FAIL_SCRIPT = """
+# Records the failure of refit ARGV[1] (its error ARGV[2], its history event ARGV[3]) if it is
+# still in charge, and what comes next (AFTER_FAILURE: 1, 2 or 3); 0 if it is not in charge.
+# KEYS: state, labels, PHASES, history; ARGV[4]: the JSON of AFTER_FAILURE's p.
+FAIL_SCRIPT = (
+    AFTER_FAILURE
+    + """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'last_error', ARGV[2])
-redis.call('RPUSH', KEYS[2], ARGV[3])
-return 1
+redis.call('RPUSH', KEYS[4], ARGV[3])
+return after_failure(KEYS, cjson.decode(ARGV[4]))
 """
+)
 
 
 def design_reserve(pool, design: list[int], seed: int) -> list[int]:
@@ -374,6 +547,13 @@ class CampaignStore:
         self._delete = redis.register_script(DELETE_SCRIPT)
         self._count_created = redis.register_script(COUNT_CREATED)
         self._rebuild_phases = redis.register_script(REBUILD_PHASES)
+        self._retry_due = redis.register_script(RETRY_DUE_SCRIPT)
+        self._unfail = redis.register_script(UNFAIL_SCRIPT)
+        self._enqueue = redis.register_script(ENQUEUE_SCRIPT)
+        self._track = redis.register_script(TRACK_SCRIPT)
+        self._issue = redis.register_script(ISSUE_SCRIPT)
+        self._expire = redis.register_script(EXPIRE_SCRIPT)
+        self._append = redis.register_script(APPEND_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -399,20 +579,25 @@ class CampaignStore:
         pipe.execute()
         return spec
 
-    def issue_token(self, campaign_id: str) -> str:
-        """A new access token for the campaign, returned once; only its digest is kept."""
-        token = new_token()
-        digest = token_digest(token)
+    def issue_tokens(self, campaign_id: str) -> tuple[str, str]:
+        """The campaign's two access tokens, its simulators' and its owner's, returned once;
+        only their digests are kept."""
+        simulator, owner = new_token(), new_token()
+        digests = token_digest(simulator), token_digest(owner)
         pipe = self.r.pipeline()
-        pipe.hset(TOKENS, digest, campaign_id)
-        pipe.set(self.k(campaign_id, "token"), digest)
+        pipe.hset(TOKENS, mapping={digests[0]: campaign_id, digests[1]: f"{campaign_id} owner"})
+        pipe.set(self.k(campaign_id, "token"), " ".join(digests))
         pipe.execute()
-        return token
+        return simulator, owner
 
-    def token_owner(self, token: str) -> str | None:
-        """The campaign whose token this is, if any."""
-        owner = self.r.hget(TOKENS, token_digest(token))
-        return None if owner is None else owner.decode()
+    def token_grant(self, token: str) -> tuple[str, str] | None:
+        """The campaign whose token this is and its scope (``simulator`` or ``owner``), if
+        any."""
+        grant = self.r.hget(TOKENS, token_digest(token))
+        if grant is None:
+            return None
+        campaign_id, _, scope = grant.decode().partition(" ")
+        return campaign_id, scope or "simulator"
 
     def ids(self) -> list[str]:
         return sorted(i.decode() for i in self.r.smembers(CAMPAIGNS))
@@ -445,6 +630,22 @@ class CampaignStore:
             self._rebuild_phases(keys=[PHASES, CAMPAIGNS], args=[f"{PREFIX}c:"])
         counts = {k.decode(): int(v) for k, v in self.r.hgetall(PHASES).items()}
         return {str(p): counts.get(str(p), 0) for p in loop.Phase}
+
+    def wanting_workers(self, now: float) -> set[str]:
+        """The campaigns that hold or will soon want a worker: a refit queued or running, or a
+        ticket out (its label brings a refit). One pipelined read per campaign: the chains'
+        fan-out asks it only when a worker is idle."""
+        ids = self.ids()
+        pipe = self.r.pipeline(transaction=False)
+        for campaign_id in ids:
+            pipe.hget(self.k(campaign_id, "state"), "refit")
+            pipe.zcount(self.k(campaign_id, "leases"), now, "+inf")
+        answers = pipe.execute()
+        return {
+            campaign_id
+            for campaign_id, refit, out in zip(ids, answers[::2], answers[1::2], strict=True)
+            if refit in (b"queued", b"running") or out
+        }
 
     def spec(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "spec"))
@@ -484,14 +685,18 @@ class CampaignStore:
         return [np.frombuffer(raw, dtype=ROW_TYPE).tolist() for raw in rows]
 
     def delete(self, campaign_id: str) -> None:
-        """All the campaign's keys, its id and its token, at once (:data:`DELETE_SCRIPT`)."""
+        """All the campaign's keys, its id and its token, at once (:data:`DELETE_SCRIPT`);
+        then its jobs are stopped (running) or canceled (queued)."""
         spec = self.spec(campaign_id)
         part = functools.partial(self.k, campaign_id)
-        keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES]
+        keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES,
+                part("state"), part("jobs")]  # fmt: skip
         args = [campaign_id, spec["initial_design"]["size"], spec["max_labels"]]
-        if not self._delete(keys=keys + [part(p) for p in PARTS], args=args):
+        found, *jobs = self._delete(keys=keys + [part(p) for p in PARTS], args=args)
+        if not found:
             raise NotFound(f"no campaign {campaign_id!r}")
         self.wake(campaign_id)
+        queues.stop_jobs(self.r, [j.decode().partition(":")[2] for j in jobs])
 
     def state(self, campaign_id: str) -> dict:
         raw = self.r.hgetall(self.k(campaign_id, "state"))
@@ -511,9 +716,11 @@ class CampaignStore:
         # only runs that failed can stall a campaign: the whole snapshot is read only then
         stalled = n_failed > 0 and loop.stalled(rules, self.snapshot(campaign_id, now, False))
         return {
-            "id": campaign_id, "name": spec["name"], "state": str(loop.phase(rules, n)),
+            "id": campaign_id, "name": spec["name"],
+            "state": str(loop.phase(rules, n, bool(refit.failed))),
             "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
             "model_version": refit.model_version, "last_error": refit.last_error,
+            "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
             "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
             "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
             "max_failures": rules.failure_limit, "failing": loop.failing(rules, n_failed),
@@ -559,7 +766,9 @@ class CampaignStore:
                      "" if ii is None else str(ii)]  # fmt: skip
         args += [now, "1" if spec["allow_repeats"] else "0"]
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
-        outcome, n, enqueue = self._import(keys=keys, args=args)
+        outcome, n, enqueue = self._import(keys=keys + [self.k(campaign_id, "spec")], args=args)
+        if outcome == b"gone":
+            raise NotFound(f"no campaign {campaign_id!r}")
         self.wake(campaign_id)
         return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
 
@@ -632,18 +841,18 @@ class CampaignStore:
               lease: float, now: float) -> list[dict]:  # fmt: skip
         """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
         one round trip; the tickets as ``/next`` answers them."""
-        pipe = self.r.pipeline()
+        args: list = []
         out = []
         for index, x, version in offers:
             ticket = uuid.uuid4().hex
             info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
                     "model_version": version}  # fmt: skip
-            pipe.hset(self.k(campaign_id, "tickets"), ticket, json.dumps(info))
-            pipe.hset(self.k(campaign_id, "ticket_state"), ticket, "pending")
-            pipe.zadd(self.k(campaign_id, "leases"), {ticket: now + lease})
+            args += [ticket, json.dumps(info), now + lease]
             out.append({"ticket": ticket, "x": x, "expires_at": now + lease,
                         "model_version": version})  # fmt: skip
-        pipe.execute()
+        keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
+        if args and not self._issue(keys=keys, args=args):  # deleted meanwhile: nothing written
+            raise NotFound(f"no campaign {campaign_id!r}")
         return out
 
     def withdraw(self, campaign_id: str, tickets: list[str]) -> None:
@@ -665,7 +874,7 @@ class CampaignStore:
         leases = self.k(campaign_id, "leases")
         pipe = self.r.pipeline(transaction=True)
         if expire:
-            pipe.zremrangebyscore(leases, "-inf", f"({now}")
+            self._expire_tickets(campaign_id, now, pipe)
         pipe.zrangebyscore(leases, now, "+inf")
         pipe.llen(self.k(campaign_id, "labels"))
         pipe.smembers(self.k(campaign_id, "labeled"))
@@ -683,6 +892,13 @@ class CampaignStore:
             ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
             failures={int(i): int(c) for i, c in failed.items()},
         )
+
+    def _expire_tickets(self, campaign_id: str, now: float, client=None) -> int:
+        """Expired leases leave ``leases`` for ``expired``; tickets expired more than
+        ``expired_ticket_seconds`` ago and still unlabeled are pruned (:data:`EXPIRE_SCRIPT`)."""
+        keep = get_settings().expired_ticket_seconds
+        keys = [self.k(campaign_id, p) for p in ("leases", "expired", "tickets", "ticket_state")]
+        return self._expire(keys=keys, args=[now, now - keep, EXPIRED_PRUNE_BATCH], client=client)
 
     def wake(self, campaign_id: str) -> None:
         """Tell the API processes' long polls of the campaign's ``/next`` that its answer may
@@ -726,35 +942,129 @@ class CampaignStore:
         raw = self.r.get(self.k(campaign_id, "ranking"))
         return [] if raw is None else json.loads(raw)
 
-    def enqueue_refit(self, campaign_id: str) -> str:
+    def enqueue_refit(self, campaign_id: str) -> str | None:
         """Put a refit on the queue and put it in charge (the state says ``queued`` already).
-        Its job id is written first, so the job finds itself in charge when it starts."""
+        Its job id is written first, so the job finds itself in charge when it starts; nothing
+        is written or enqueued if the campaign was deleted or failed meanwhile (None)."""
         job_id = uuid.uuid4().hex
-        self.r.hset(self.k(campaign_id, "state"), "refit_job", job_id)
-        queues.enqueue_refit(self.r, campaign_id, job_id)
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return None
+        now = time.time()
+        timeout = queues.refit_timeout(spec, self.n_labeled(campaign_id), get_settings())
+        keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
+        if not self._enqueue(keys=keys, args=[job_id, f"refit:{job_id}", now + timeout, now]):
+            return None
+        queues.enqueue_refit(self.r, campaign_id, job_id, timeout)
         return job_id
+
+    def _refit_queued(self, campaign_id: str, job_id: str, now: float) -> None:
+        """Enqueue refit ``job_id``, which a script has put in charge of a queued refit."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return
+        timeout = queues.refit_timeout(spec, self.n_labeled(campaign_id), get_settings())
+        if self.track_jobs(campaign_id, [f"refit:{job_id}"], now, now + timeout):
+            queues.enqueue_refit(self.r, campaign_id, job_id, timeout)
+
+    def track_jobs(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
+        """Note jobs (``refit:<id>``, ``short:<id>``) among the campaign's, for a delete or a
+        failure to stop, until ``until``; False if the campaign is gone (noted nowhere)."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
+        return bool(self._track(keys=keys, args=[now, until, *members]))
+
+    def stop_refits(self, campaign_id: str, but: str | None = None) -> None:
+        """Stop the campaign's refit jobs (refits, chain groups, merges) but ``but``: those
+        running are killed, those queued canceled."""
+        members = self.r.zrange(self.k(campaign_id, "jobs"), 0, -1)
+        ids = [m.decode().partition(":")[2] for m in members if m.startswith(b"refit:")]
+        queues.stop_jobs(self.r, [i for i in ids if i != but])
+
+    def _failure_params(self, campaign_id: str, job_id: str, now: float, reason: str,
+                        died: bool) -> str:  # fmt: skip
+        """AFTER_FAILURE's ``p``, as JSON."""
+        spec, settings = self.spec(campaign_id), get_settings()
+        return json.dumps({
+            "job": job_id, "now": now, "attempts": settings.refit_max_attempts,
+            "base": settings.refit_backoff_seconds, "cap": settings.refit_backoff_max_seconds,
+            "died": died,
+            "reason": reason[:MAX_REASON], "design_size": spec["initial_design"]["size"],
+            "max_labels": spec["max_labels"],
+        })  # fmt: skip
+
+    def _after_failure(self, campaign_id: str, outcome: int, job_id: str, now: float,
+                       but: str | None = None) -> None:  # fmt: skip
+        """Act on AFTER_FAILURE's outcome: enqueue the new job (1), or stop the campaign's
+        other refit jobs once it failed (3)."""
+        if outcome == 1:
+            self._refit_queued(campaign_id, job_id, now)
+        elif outcome == 3:
+            log.error("campaign failed: %s", self.state(campaign_id).get("failed"),
+                      extra={"campaign": campaign_id})  # fmt: skip
+            self.stop_refits(campaign_id, but)
+        self.wake(campaign_id)
 
     def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
         """Enqueue the campaign's refit again if it is dead (:func:`service.loop.refit_dead`, with
-        RQ's facts about its job looked up only for a suspect); the old job, should it still run
-        somewhere, is no longer in charge and cannot write. True if this call revived it (one
-        caller wins when several look at once)."""
+        RQ's facts about its job looked up only for a suspect), or if its back-off ran out
+        (:func:`service.loop.retry_due`); the old job, should it still run somewhere, is no
+        longer in charge and cannot write. A death counts as a failure of the refit: from the
+        second in a row on it backs off, and at ``refit_max_attempts`` in a row the campaign
+        fails. True if this call acted (one caller wins when several look at once)."""
         refit = Refit.of(self.state(campaign_id))
+        if loop.retry_due(refit, now):
+            job_id = uuid.uuid4().hex
+            if not self._retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
+                return False
+            self._after_failure(campaign_id, 1, job_id, now)
+            return True
         if not loop.refit_suspect(refit, now, lease):
             return False
         if not loop.refit_dead(refit, now, lease, queues.job_facts(self.r, refit.job)):
             return False
         job_id = uuid.uuid4().hex
-        keys = [self.k(campaign_id, "state")]
-        if not self._revive(keys=keys, args=[refit.job, job_id, now]):
+        attempts = get_settings().refit_max_attempts
+        reason = f"the refit failed {attempts} times in a row; the last time: {DIED}"
+        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+        keys.append(self.k(campaign_id, "history"))
+        try:
+            params = self._failure_params(campaign_id, job_id, now, reason, died=True)
+        except NotFound:
+            return False  # deleted meanwhile
+        event = {"event": "refit_failed", "n_labeled": self.n_labeled(campaign_id), "at": now,
+                 "error": DIED}  # fmt: skip
+        args = [refit.job, params, json.dumps(event)]
+        outcome = self._revive(keys=keys, args=args)
+        if not outcome:
             return False
-        queues.enqueue_refit(self.r, campaign_id, job_id)
-        self.wake(campaign_id)
+        self._after_failure(campaign_id, outcome, job_id, now)
         return True
 
     def revive_all(self, now: float, lease: float) -> list[str]:
-        """:meth:`revive_refit` for every campaign: the ids revived."""
-        return [c for c in self.ids() if self.revive_refit(c, now, lease)]
+        """:meth:`revive_refit` for every campaign (and its expired tickets pruned): the ids
+        revived."""
+        revived = []
+        for campaign_id in self.ids():
+            with contextlib.suppress(NotFound):
+                self._expire_tickets(campaign_id, now)
+                if self.revive_refit(campaign_id, now, lease):
+                    revived.append(campaign_id)
+        return revived
+
+    def retry(self, campaign_id: str, now: float) -> bool:
+        """The owner's retry of a failed campaign: its failed state cleared and a refit
+        enqueued. False if it had not failed."""
+        spec = self.spec(campaign_id)
+        job_id = uuid.uuid4().hex
+        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+        args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"]]
+        outcome = self._unfail(keys=keys, args=args)
+        if outcome == 2:
+            self._refit_queued(campaign_id, job_id, now)
+        self.wake(campaign_id)
+        return bool(outcome)
 
     def beat(self, campaign_id: str, token: str, now: float, start: bool = False) -> bool:
         """The heartbeat of refit ``token`` (``start``: it begins now); False when another
@@ -762,19 +1072,36 @@ class CampaignStore:
         keys = [self.k(campaign_id, "state")]
         return bool(self._beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
-    def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str) -> bool:
-        """Record why refit ``token`` failed (if it is in charge); the model stays."""
-        event = {"event": "refit_failed", "n_labeled": n_seen, "at": time.time(),
+    def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
+                     current: str | None = None) -> bool:  # fmt: skip
+        """Record why refit ``token`` failed (if it is in charge; False if not); the model
+        stays. The refit runs again after a back-off (:func:`service.loop.backoff`; sooner when
+        new data comes), and at ``refit_max_attempts`` failures in a row the campaign fails."""
+        now = time.time()
+        event = {"event": "refit_failed", "n_labeled": n_seen, "at": now,
                  "error": message[:2000]}  # fmt: skip
-        keys = [self.k(campaign_id, "state"), self.k(campaign_id, "history")]
-        recorded = bool(self._fail(keys=keys, args=[token, message[:2000], json.dumps(event)]))
-        self.wake(campaign_id)
-        return recorded
+        job_id = uuid.uuid4().hex
+        attempts = get_settings().refit_max_attempts
+        reason = f"the refit failed {attempts} times in a row; the last time: {message}"
+        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+        keys.append(self.k(campaign_id, "history"))
+        try:
+            params = self._failure_params(campaign_id, job_id, now, reason, died=False)
+        except NotFound:
+            return False  # deleted meanwhile
+        args = [token, message[:2000], json.dumps(event), params]
+        outcome = self._fail(keys=keys, args=args)
+        if outcome:  # the job reporting (``current``) is not stopped: it ends by itself
+            self._after_failure(campaign_id, outcome, job_id, now, but=current or token)
+        else:
+            self.wake(campaign_id)
+        return bool(outcome)
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
         event.update({k: metrics[k] for k in ("nlml", "rmse", "nlpd_mixture")})
-        self.r.rpush(self.k(campaign_id, "history"), json.dumps(event))
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
+        self._append(keys=keys, args=[json.dumps(event)])  # not once the campaign is deleted
 
     def history(self, campaign_id: str) -> list[dict]:
         self.spec(campaign_id)

@@ -14,7 +14,9 @@ mean ``mu_m`` and variance ``s2_m`` (noise included):
   log-of-mean-std shortcut that ignores the means. For comparisons with the paper only: it is
   blind to the draws' disagreement about the mean.
 
-Candidates are scored in chunks, predictions and scores together, so memory stays bounded.
+Candidates are scored in chunks, predictions and scores together, and the draws' GPs are fitted in
+groups when they would not fit one buffer (``FIT_ELEMENTS``), so memory stays bounded whatever
+the number of candidates, draws, labels and points pending.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ QUADRATURE_HALF_WIDTH = 8.0
 QUADRATURE_MIN_NODES = 32
 QUADRATURE_NODES_PER_SD = 1
 QUADRATURE_MAX_NODES = 16384
+
+# The draws' GPs are fitted together while their factors (draws x n x n) hold at most this many
+# float64 elements (128 MB); beyond, in groups of draws, each fitted again for every block of
+# candidates. A block's predictions (draws x candidates, means and variances) hold at most
+# ``BLOCK_ELEMENTS`` each (16 MB).
+FIT_ELEMENTS = 1 << 24
+BLOCK_ELEMENTS = 1 << 21
 
 
 def b_alm(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
@@ -115,6 +124,49 @@ def scorer(name: str, noise: torch.Tensor) -> Callable[[torch.Tensor, torch.Tens
     return SCORES[name]
 
 
+class DrawGPs:
+    """The GPs of a posterior's draws, fitted to ``(u, z)``: all at once when their factors fit
+    ``FIT_ELEMENTS``, else in groups of draws, fitted again for each block of candidates."""
+
+    def __init__(self, u, z, lengthscale, noise):
+        self.u, self.z, self.lengthscale, self.noise = u, z, lengthscale, noise
+        per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
+        self.groups = [slice(i, i + per) for i in range(0, len(noise), per)]
+        self.whole = Conditioned.fit(u, z, lengthscale, noise) if len(self.groups) == 1 else None
+
+    @property
+    def block(self) -> int:
+        """Candidates per block: ``draws x block`` elements at most ``BLOCK_ELEMENTS``."""
+        return max(1, BLOCK_ELEMENTS // max(1, len(self.noise)))
+
+    def chunks(self, candidates: torch.Tensor):
+        """``(mean, var)`` of y (``draws x c`` each) for consecutive chunks of ``candidates``."""
+        if self.whole is not None:
+            yield from self.whole.chunks(candidates)
+            return
+        for i in range(0, len(candidates), self.block):
+            yield self.predict(candidates[i : i + self.block])
+
+    def predict(self, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, var)`` of y at ``candidates``, ``draws x m`` each, all of them at once."""
+        shape = (len(self.noise), len(candidates))
+        mean, var = torch.empty(shape, dtype=DTYPE), torch.empty(shape, dtype=DTYPE)
+        if self.whole is not None:
+            start = 0
+            for m, v in self.whole.chunks(candidates):
+                mean[:, start : start + m.shape[1]], var[:, start : start + m.shape[1]] = m, v
+                start += m.shape[1]
+            return mean, var
+        for g in self.groups:
+            fitted = Conditioned.fit(self.u, self.z, self.lengthscale[g], self.noise[g])
+            mean[g], var[g] = fitted.predict(candidates)
+        return mean, var
+
+
+def _blocks(total: int, size: int):
+    return (slice(i, i + size) for i in range(0, total, size))
+
+
 def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0) -> torch.Tensor:
     """Acquisition ``name`` at ``candidates`` (``m x d``, unit cube) from the GPs of
     ``posterior``'s draws (all of them: thin first with :meth:`Posterior.thinned`), fitted to
@@ -127,9 +179,9 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
         return torch.rand(len(candidates), generator=generator, dtype=DTYPE)
     if name == "alm":
         posterior = posterior.mode()
-    gp = Conditioned.fit(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
+    gps = DrawGPs(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
     score = scorer(name, posterior.noise)
-    parts = [score(mean, var) for mean, var in gp.chunks(candidates)]
+    parts = [score(mean, var) for mean, var in gps.chunks(candidates)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
 
 
@@ -144,6 +196,7 @@ def greedy_batch(
     drops near the pick, and the acquisition is scored again. Inputs still out for labeling
     (``pending``, ``k x d``) are fantasies from the start. Picks after the first are made among
     the ``shortlist`` best candidates of the first scoring (fantasies only lower scores).
+    The first scoring runs block by block (``BLOCK_ELEMENTS``): only the scores are kept.
 
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
@@ -158,16 +211,21 @@ def greedy_batch(
     score = scorer(name, posterior.noise)
     fantasies = as_tensor(pending).reshape(-1, u.shape[1]) if pending is not None else u[:0]
 
-    def gp_with(inputs):
+    def gps_with(inputs):
         # the variance of y does not depend on the labels: the fantasies' labels are placeholders
         zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
-        return Conditioned.fit(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise)
+        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise)
 
-    base = Conditioned.fit(u, z, posterior.lengthscale, posterior.noise)
-    means = torch.cat([m for m, _ in base.chunks(candidates)], -1)  # unchanged by fantasies
-    variances = torch.cat([v for _, v in gp_with(fantasies).chunks(candidates)], -1)
-    scores = score(means, variances)
+    base = DrawGPs(u, z, posterior.lengthscale, posterior.noise)  # its means: the fantasies'
+    with_pending = gps_with(fantasies) if len(fantasies) else base
+    scores = torch.empty(len(candidates), dtype=DTYPE)
+    for block in _blocks(len(candidates), base.block):
+        means, variances = base.predict(candidates[block])
+        if with_pending is not base:
+            variances = with_pending.predict(candidates[block])[1]
+        scores[block] = score(means, variances)
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
+    means = base.predict(candidates[short])[0]  # unchanged by fantasies
     picked, picked_scores = [], []
     available = torch.ones(len(short), dtype=torch.bool)
     current = scores[short]
@@ -178,6 +236,6 @@ def greedy_batch(
         available[best] = False
         fantasies = torch.cat([fantasies, candidates[short[best]][None]])
         if len(picked) < size:
-            variances = torch.cat([v for _, v in gp_with(fantasies).chunks(candidates[short])], -1)
-            current = score(means[:, short], variances)
+            variances = gps_with(fantasies).predict(candidates[short])[1]
+            current = score(means, variances)
     return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import torch
 
+from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
-from worker.acquisition import qb_mgp
 from worker.design import Box
-from worker.gp import Conditioned, predictive_covariance
+from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.transforms import OutputStandardization, as_tensor
 
@@ -30,14 +30,19 @@ def _context(spec: dict, model: dict, labels: list[dict]):
 
 
 def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
-    """Mode GP's mean and variance of y, and the mixture's, in original units."""
+    """Mode GP's mean and variance of y, and the mixture's, in original units; the mixture's
+    chunk by chunk of ``x`` (see :class:`~worker.acquisition.DrawGPs`), so that memory stays
+    bounded whatever the number of points."""
     box, scale_y, u, z, post = _context(spec, model, labels)
     cand = as_tensor(box.to_unit(x))
     mode = post.mode()
     mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise).predict(cand)
-    m_mean, m_var = Conditioned.fit(u, z, post.lengthscale, post.noise).predict(cand)
-    mixture_mean = m_mean.mean(0)
-    mixture_var = qb_mgp(m_mean, m_var)  # QB-MGP's score is the mixture's variance
+    means, variances = [], []
+    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise).chunks(cand):
+        means.append(m_mean.mean(0))
+        variances.append(qb_mgp(m_mean, m_var))  # QB-MGP's score is the mixture's variance
+    mixture_mean = torch.cat(means) if means else torch.empty(0, dtype=u.dtype)
+    mixture_var = torch.cat(variances) if variances else torch.empty(0, dtype=u.dtype)
     return {
         "mean": scale_y.mean_from_z(mean[0]).tolist(),
         "variance": scale_y.variance_from_z(var[0]).tolist(),
@@ -54,25 +59,47 @@ def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str)
 
 def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list) -> dict:
     """The paper's metrics on a test set (CONTRACT.md): joint NLML of the mode GP per point and
-    the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units)."""
+    the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
+    The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
+    mixture's NLPD runs chunk by chunk."""
     box, scale_y, u, z, post = _context(spec, model, labels)
     cand = as_tensor(box.to_unit(x))
     z_test = scale_y.to_z(y)
     mode = post.mode()
-    mean, cov = predictive_covariance(u, z, mode.lengthscale, mode.noise, cand)
-    dist = torch.distributions.MultivariateNormal(mean[0], covariance_matrix=_psd(cov[0]))
-    nlml = float(-dist.log_prob(z_test)) / len(z_test)
-    rmse = float(torch.sqrt(((scale_y.mean_from_z(mean[0]) - as_tensor(y)) ** 2).mean()))
-    m_mean, m_var = Conditioned.fit(u, z, post.lengthscale, post.noise).predict(cand)
-    log_density = -0.5 * ((z_test - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
-    nlpd = -(torch.logsumexp(log_density, 0) - math.log(len(m_mean)))
-    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": float(nlpd.mean()), "n": len(z_test)}
+    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand)
+    white = torch.linalg.solve_triangular(chol, (z_test - mean)[:, None], upper=False)[:, 0]
+    log_det = 2 * chol.diagonal().log().sum()
+    nlml = float(0.5 * (white.square().sum() + log_det + len(z_test) * LOG_2PI)) / len(z_test)
+    rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
+    nlpd, start = [], 0
+    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise).chunks(cand):
+        zc = z_test[start : start + m_mean.shape[1]]
+        start += m_mean.shape[1]
+        log_density = -0.5 * ((zc - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
+        nlpd.append(-(torch.logsumexp(log_density, 0) - math.log(len(m_mean))))
+    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": float(torch.cat(nlpd).mean()),
+            "n": len(z_test)}  # fmt: skip
 
 
-def _psd(cov: torch.Tensor) -> torch.Tensor:
-    """The covariance, with jitter on its diagonal if rounding made it indefinite."""
-    eye = torch.eye(len(cov), dtype=cov.dtype)
-    for jitter in (0.0, 1e-10, 1e-8, 1e-6):
-        if torch.linalg.cholesky_ex(cov + jitter * eye)[1] == 0:
-            return cov + jitter * eye
-    return cov + 1e-4 * eye
+# jitter added to the predictive covariance's diagonal, in turn, if rounding made it indefinite
+JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4)
+
+
+def _joint_predictive(u, z, lengthscale, noise, candidates) -> tuple[torch.Tensor, torch.Tensor]:
+    """The predictive mean of y (``m``) of one GP at ``candidates`` and the Cholesky factor of
+    its covariance (``m x m``), with two ``m x m`` buffers in all."""
+    gp = Conditioned.fit(u, z, lengthscale, noise)
+    k_star = rbf(u, candidates, lengthscale)[0]  # n x m
+    mean = gp.alpha[0] @ k_star
+    v = gp.chol_inv[0] @ k_star
+    cov = rbf(candidates, candidates, lengthscale)[0]
+    cov.addmm_(v.T, v, alpha=-1.0)
+    diagonal, added = cov.diagonal(), 0.0
+    diagonal.add_(noise[0])
+    for jitter in JITTERS:
+        diagonal.add_(jitter - added)
+        added = jitter
+        chol, info = torch.linalg.cholesky_ex(cov)
+        if info == 0:
+            return mean, chol
+    raise ValueError("the predictive covariance of the test set is not positive definite")

@@ -4,11 +4,14 @@ and :func:`worker.jobs.refit_merge`, enqueued by dotted name."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+
 import numpy as np
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job
 
-from service.queues import REFIT
+from service.queues import QUEUES, REFIT
 from worker.nuts import Draws
 
 
@@ -20,27 +23,43 @@ def chain_groups(chains: int, workers: int) -> list[list[int]]:
     return [g.tolist() for g in np.array_split(np.arange(chains), k)]
 
 
-def free_workers(connection) -> int:
-    """This worker and the idle ones."""
+def free_workers(store, campaign_id: str, now: float) -> int:
+    """How many workers this refit's chains may take: this one and those that would idle (idle
+    ones less the jobs queued for them, so that no chain group goes ahead of another campaign's
+    waiting refit), and no more than the campaign's fair share of all workers among the
+    campaigns that want one (:meth:`service.store.CampaignStore.wanting_workers`), so that a
+    campaign whose simulators are out still finds a worker when their labels come."""
+    connection = store.r
     job = get_current_job()
     me = job.worker_name if job else None
-    others = [w for w in Worker.all(connection=connection) if w.name != me]
-    return 1 + sum(1 for w in others if w.get_state() == "idle")
+    workers = Worker.all(connection=connection)
+    idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
+    waiting = sum(Queue(name, connection=connection).count for name in QUEUES)
+    free = 1 + max(0, idle - waiting)
+    if free == 1:
+        return 1
+    sharing = len(store.wanting_workers(now) | {campaign_id})
+    return max(1, min(free, len(workers) // sharing))
 
 
 def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm: dict | None,
-             token: str, began: float) -> str:  # fmt: skip
-    """Enqueue one job per group of chains (ahead of other refits) and the merge after them;
-    the merge's job id."""
+             token: str, began: float, timeout: int = 3600,
+             track: Callable[[list[str]], bool] | None = None) -> str | None:  # fmt: skip
+    """Enqueue one job per group of chains and the merge after them; the merge's job id. The
+    groups queue behind whatever was queued since the workers were counted."""
     queue = Queue(REFIT, connection=connection)
+    # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
+    job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
+    if track is not None and not track(job_ids):
+        return None
     jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm, token),
-                               timeout=3600, result_ttl=3600, failure_ttl=86400, at_front=True)
-            for ids in groups]  # fmt: skip
+                               timeout=timeout, result_ttl=3600, failure_ttl=86400, job_id=job_id)
+            for ids, job_id in zip(groups, job_ids, strict=False)]  # fmt: skip
     # the merge runs even if a group failed: it then runs the missing chains itself
     after = Dependency(jobs=jobs, allow_failure=True)
     merge = queue.enqueue_call(
         "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs], token, began),
-        depends_on=after, timeout=3600, result_ttl=600, failure_ttl=86400,
+        depends_on=after, timeout=timeout, result_ttl=600, failure_ttl=86400, job_id=job_ids[-1],
     )  # fmt: skip
     return merge.id
 

@@ -11,15 +11,17 @@ is :mod:`worker.fanout`, a refit's heartbeat :mod:`worker.lease`, the worker
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import loop
+from service import loop, queues
 from service.errors import NotFound
 from service.observability import record_refit
+from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fanout, views
 from worker import refit as math_
@@ -49,15 +51,25 @@ def refit(campaign_id: str) -> dict:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = store.spec(campaign_id)
     n = store.n_labeled(campaign_id)
-    groups = fanout.chain_groups(spec["mcmc"]["chains"], fanout.free_workers(store.r))
+    free = fanout.free_workers(store, campaign_id, began)
+    groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
     if len(groups) > 1:
         warm = _warm(store, campaign_id, spec)
-        merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began)
+        timeout = queues.refit_timeout(spec, n, get_settings())
+
+        def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
+            now = time.time()
+            members = [f"refit:{j}" for j in job_ids]
+            return store.track_jobs(campaign_id, members, now, now + 2 * timeout)
+
+        merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout,
+                                track)  # fmt: skip
         return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
     started = time.perf_counter()
 
     def posterior(data):
-        post = math_.posterior(spec, data, _warm(store, campaign_id, spec))
+        post = math_.posterior(spec, data, _warm(store, campaign_id, spec),
+                               get_settings().limit_mode_draws)  # fmt: skip
         post.diagnostics["chain_groups"] = 1
         return post
 
@@ -66,8 +78,10 @@ def refit(campaign_id: str) -> dict:
 
 def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> dict:
     """The end every refit shares, under its lease: ``posterior(data)`` on the first ``n``
-    labels, then the model stored (or the failure recorded: the campaign keeps its previous
-    model and goes on), then one more refit enqueued if labels arrived meanwhile."""
+    labels, then the model stored and one more refit enqueued if labels arrived meanwhile; or
+    the failure recorded (an error, out of memory or time): the campaign keeps its previous
+    model, and the refit runs again, after a back-off, until it fails too often in a row."""
+    failure = None
     with lease(store, campaign_id, token):
         try:
             data = math_.prepare(spec, store.labels(campaign_id)[:n])
@@ -75,8 +89,10 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
             result = _store_model(store, campaign_id, spec, data, post, started, token, began)
         except RedisError:
             raise  # the store is out of reach: nothing can be recorded; the refit is revived
-        except Exception as error:
-            result = _failed(store, campaign_id, n, error, token)
+        except Exception as error:  # MemoryError and RQ's JobTimeoutException included
+            failure = error
+    if failure is not None:  # out of the lease: the failure hands the refit on
+        return _failed(store, campaign_id, n, failure, token)
     _next_refit(store, campaign_id, n, token)
     return result
 
@@ -116,7 +132,8 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         if redo:
             draws, _ = math_.chains(spec, data)
         seconds = time.perf_counter() - started  # the chain groups' time included
-        post = assemble(draws, data.u.shape[1], seconds, how, data.seed)
+        post = assemble(draws, data.u.shape[1], seconds, how, data.seed,
+                        get_settings().limit_mode_draws)  # fmt: skip
         post.diagnostics["chain_groups"] = len(job_ids)
         return post
 
@@ -153,8 +170,10 @@ def _store_model(store, campaign_id, spec, data, post, started, token, began) ->
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:
     """The campaign keeps its previous model and goes on."""
-    store.refit_failed(campaign_id, f"{type(error).__name__}: {error}", n, token)
-    log.error("refit failed: %s", error, exc_info=True, extra=log_ids(campaign_id))
+    message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    with contextlib.suppress(NotFound):  # deleted meanwhile
+        store.refit_failed(campaign_id, message, n, token, get_current_job().id)
+    log.error("refit failed: %s", error, exc_info=error, extra=log_ids(campaign_id))
     return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
 
 

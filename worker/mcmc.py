@@ -38,6 +38,9 @@ INITS = ("grid", "uniform")
 GRID_LOG_LENGTHSCALE = np.linspace(-6.0, 3.0, 25)
 GRID_LOG_NOISE = np.linspace(-12.0, 3.0, 25)
 METRICS = ("diag", "dense")
+# The mode's KDE looks at this many draws at most (the service's ``limit_mode_draws``): its cost
+# is quadratic in the draws (320,000 draws took 24 minutes), so more are subsampled, seeded.
+MODE_DRAWS = 5_000
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,10 @@ class Posterior:
     ``c * per_chain ... (c + 1) * per_chain - 1``.
 
     ``lengthscale`` is ``S x d`` and ``noise`` (the variance ``s2``) is ``S``; ``mode_*`` is the
-    draw of highest KDE density in log space (computed on the full set of draws and kept by
-    :meth:`thinned`); ``diagnostics`` is a JSON-able dict (see :func:`diagnose`); ``adaptation``
-    holds the sampler's final step sizes, inverse mass matrices and last states.
+    draw of highest KDE density in log space (computed on all the draws, or on a seeded
+    subsample of ``MODE_DRAWS``, and kept by :meth:`thinned`); ``diagnostics`` is a JSON-able
+    dict (see :func:`diagnose`); ``adaptation`` holds the sampler's final step sizes, inverse mass
+    matrices and last states.
     """
 
     lengthscale: torch.Tensor
@@ -202,6 +206,7 @@ def sample_posterior(
     init: str = MCMC_DEFAULTS["init"],
     target: Target | None = None,
     metric: str = "diag",
+    mode_draws: int = MODE_DRAWS,
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -213,6 +218,7 @@ def sample_posterior(
     ``diagnostics["warm_start"]`` says which happened. ``init``: where cold chains start (see
     ``INITS``). ``target``: run past ``samples`` draws per chain to it (see :class:`Target`).
     ``metric``: the mass matrix, ``"diag"`` or ``"dense"`` (Stan's ``diag_e``, ``dense_e``).
+    ``mode_draws``: the most draws the mode's KDE looks at (see :func:`posterior_mode_index`).
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
@@ -226,7 +232,7 @@ def sample_posterior(
     if redo:
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
         draws.potential_calls += calls  # the discarded warm run's cost counts
-    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed)
+    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed, mode_draws)
     if target is not None:
         post.diagnostics["target"] = {
             "draws": target.draws, "rhat": target.rhat, "max_samples": target.max_samples,
@@ -291,10 +297,12 @@ def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
     return "cold", False
 
 
-def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int) -> Posterior:
-    """The posterior of all chains' draws: diagnostics, KDE mode, what a warm start needs."""
+def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
+             mode_draws: int = MODE_DRAWS) -> Posterior:  # fmt: skip
+    """The posterior of all chains' draws: diagnostics, KDE mode (of at most ``mode_draws`` of
+    them, see :func:`posterior_mode_index`), what a warm start needs."""
     theta = torch.from_numpy(draws.theta.reshape(-1, d + 1))  # chain-major
-    mode = theta[posterior_mode_index(theta.numpy())]
+    mode = theta[posterior_mode_index(theta.numpy(), mode_draws, seed)]
     diagnostics = diagnose(draws, seconds, draws.potential_calls)
     diagnostics["warm_start"] = how
     return Posterior(
@@ -370,10 +378,20 @@ def _init_grid(potential: GPPotential):
     return points, weights / weights.sum(), half
 
 
-def posterior_mode_index(log_draws: np.ndarray) -> int:
+def posterior_mode_index(log_draws: np.ndarray, limit: int = MODE_DRAWS, seed: int = 0) -> int:
     """Index of the draw (``S x P``, log space) with the highest Gaussian-KDE density
-    (scipy.stats.gaussian_kde, Scott's bandwidth). Draws too degenerate for a KDE (all equal, or
-    a singular covariance) fall back to the first draw of the most frequent value."""
+    (scipy.stats.gaussian_kde, Scott's bandwidth). Of more than ``limit`` draws, ``limit`` drawn
+    without replacement (seeded by ``seed``) make the KDE and the mode is the densest of them.
+    Draws too degenerate for a KDE (all equal, or a singular covariance) fall back to the first
+    draw of the most frequent value."""
+    if len(log_draws) > max(1, limit):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
+        rows = np.sort(rng.choice(len(log_draws), size=max(1, limit), replace=False))
+        return int(rows[_densest(log_draws[rows])])
+    return _densest(log_draws)
+
+
+def _densest(log_draws: np.ndarray) -> int:
     try:
         density = gaussian_kde(log_draws.T)(log_draws.T)
     except (np.linalg.LinAlgError, ValueError):

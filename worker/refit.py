@@ -18,7 +18,7 @@ from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
 from worker.defaults import MAX_BATCH, RANKING_SIZE
 from worker.design import Box, GridPool, PointPool
-from worker.mcmc import Posterior, Target, run_chains, sample_posterior
+from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.transforms import OutputStandardization, as_tensor
 
 
@@ -73,12 +73,13 @@ def _sampler_options(spec: dict) -> dict:
             "metric": mcmc.get("metric", "diag")}  # fmt: skip
 
 
-def posterior(spec: dict, data: Data, warm: dict | None) -> Posterior:
-    """All chains of the campaign's posterior, in this process."""
+def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:
+    """All chains of the campaign's posterior, in this process; its mode from at most
+    ``mode_draws`` draws."""
     mcmc = spec["mcmc"]
     return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm, target=Target.of(mcmc),
-                            **_sampler_options(spec))  # fmt: skip
+                            mode_draws=mode_draws, **_sampler_options(spec))  # fmt: skip
 
 
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import time
 
 import torch
@@ -22,9 +23,35 @@ from worker.mcmc import sample_posterior
 log = logging.getLogger("fbgp.worker")
 
 
+def vm_size() -> int:
+    """This process's virtual memory size (``VmSize``), bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmSize in /proc/self/status")
+
+
+def bound_memory(budget_mb: int) -> int | None:
+    """Bound this process's address space (``RLIMIT_AS``) to its size now plus ``budget_mb``
+    MiB, so that an allocation beyond it fails (MemoryError) instead of taking the machine.
+    A warm worker maps about 1.1 GB already (torch, the compiled sampler), though it holds
+    far less. The bound in bytes, or None (``budget_mb`` 0: no bound)."""
+    if budget_mb <= 0:
+        return None
+    limit = vm_size() + budget_mb * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return limit
+
+
 class FbgpWorker(Worker):
     """An RQ worker whose maintenance also revives the refits of campaigns left stuck by a dead
-    worker, so that a campaign recovers even when no simulator is polling it."""
+    worker, so that a campaign recovers even when no simulator is polling it; each work horse
+    (one forked per job) may map at most ``job_memory_mb`` more than the worker
+    (:func:`bound_memory`)."""
 
     # SIGTERM or SIGINT came (RQ says so only when a job runs); on the class, since the handler
     # of a worker that lost Redis may be the one that hears it
@@ -33,6 +60,13 @@ class FbgpWorker(Worker):
     def handle_warm_shutdown_request(self):
         FbgpWorker.shutdown_requested = True
         super().handle_warm_shutdown_request()
+
+    def main_work_horse(self, job, queue):
+        try:
+            bound_memory(get_settings().job_memory_mb)
+        except (OSError, ValueError) as error:
+            log.warning("the job's memory is not bounded: %s", error)
+        super().main_work_horse(job, queue)
 
     def run_maintenance_tasks(self):
         super().run_maintenance_tasks()
@@ -45,7 +79,8 @@ class FbgpWorker(Worker):
             log.warning("could not look for stuck refits: %s", error)
             return
         for campaign_id in revived:
-            log.warning("refit revived: its job had died", extra={"campaign": campaign_id})
+            log.warning("refit queued again: its job had died, or its back-off ran out",
+                        extra={"campaign": campaign_id})  # fmt: skip
 
 
 def run_worker(name: str | None = None, burst: bool = False) -> None:

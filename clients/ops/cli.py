@@ -81,13 +81,12 @@ def _api(argv: list[str]) -> None:
                         help="the HTTP parser (default: httptools where installed; "
                              "env FBGP_API_HTTP)")  # fmt: skip
     args = parser.parse_args(argv)
-    import uvicorn
-
     from service.observability import json_logging
+    from service.server import serve
 
     json_logging()  # one JSON line per request, from the app's middleware
-    uvicorn.run("service.main:app", host=args.host, port=args.port, log_config=None,
-                access_log=False, loop=args.loop, http=args.http)  # fmt: skip
+    # uvicorn, closing connections whose headers come too slowly (FBGP_HEADER_TIMEOUT_SECONDS)
+    serve(args.host, args.port, loop=args.loop, http=args.http)
 
 
 def _healthcheck(argv: list[str]) -> None:

@@ -47,7 +47,7 @@ def _service(workers: int, timeout: float):
 def _body(sim, mode: str, max_labels: int, mcmc: dict) -> dict:
     return {"name": f"bench-{mode}", "inputs": sim.inputs(), "pool": sim.pool,
             "acquisition": "qb-mgp", "max_labels": max_labels, "mcmc": dict(mcmc), "mode": mode,
-            "max_pending": 10_000, "seed": 3}  # fmt: skip
+            "max_pending": 1_000, "seed": 3}  # fmt: skip
 
 
 def _api(client: httpx.Client) -> FbgpClient:
@@ -144,7 +144,7 @@ def throughput(client, sim, campaigns: int, simulators: int, seconds: float) -> 
 
     ids = []
     for _ in range(campaigns):
-        body = dict(_body(sim, "parallel", 10_000, MCMC_DEFAULTS),
+        body = dict(_body(sim, "parallel", 2_000, MCMC_DEFAULTS),
                     max_pending=simulators // campaigns)  # fmt: skip
         ids.append(client.post("/campaigns", json=body).json()["id"])
     stop = time.monotonic() + seconds
@@ -302,7 +302,7 @@ def concurrency(client, counts: list[int], campaigns: int, seconds: float, wait:
     for n in counts:
         ids = []
         for _ in range(campaigns):
-            body = _body(sim, "parallel", 5_000, SMALL_MCMC)
+            body = _body(sim, "parallel", 2_000, SMALL_MCMC)
             ids.append(client.post("/campaigns", json=body).raise_for_status().json()["id"])
             _initial(client, ids[-1], sim, rng, 10)
         with _api(client) as api:

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from service import schemas
-from service.deps import Authorized, StoreDep
+from service import limits, schemas
+from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
+from service.errors import Conflict
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
 
 
 @router.post("", status_code=201, response_model=schemas.Campaign)
-def create(body: schemas.CampaignCreate, store: StoreDep):
-    spec = store.create(body.model_dump())
-    token = store.issue_token(spec["id"])
-    return dict(spec, status=store.status(spec["id"]), token=token)
+def create(
+    body: schemas.CampaignCreate, store: StoreDep, response: Response, settings: SettingsDep
+):
+    """The campaign, with its two tokens: ``token`` for its simulators (points, labels, failed
+    runs, status) and ``owner_token`` for everything else of it."""
+    fields = body.model_dump()
+    limits.check_campaign(fields, settings)  # 422 beyond a limit on one campaign's work
+    spec = store.create(fields)
+    token, owner_token = store.issue_tokens(spec["id"])
+    response.headers["Cache-Control"] = "no-store"  # it carries the tokens
+    return dict(spec, status=store.status(spec["id"]), token=token, owner_token=owner_token)
 
 
 LIST_RESPONSES = {200: {"headers": {
@@ -43,7 +52,7 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
 
 
 @router.get("/{campaign_id}", response_model=schemas.CampaignStatus,
-            responses=schemas.problem_responses(404))  # fmt: skip
+            responses=schemas.problem_responses(404), dependencies=[SimulatorScope])  # fmt: skip
 def status(campaign_id: str, store: StoreDep):
     return store.status(campaign_id)
 
@@ -51,5 +60,16 @@ def status(campaign_id: str, store: StoreDep):
 @router.delete("/{campaign_id}", status_code=204, response_class=Response,
                responses=schemas.problem_responses(404))  # fmt: skip
 def delete(campaign_id: str, store: StoreDep):
+    """The campaign and all its data; its jobs, running or queued, are stopped."""
     store.delete(campaign_id)
     return Response(status_code=204)
+
+
+@router.post("/{campaign_id}/retry", status_code=202, response_model=schemas.CampaignStatus,
+             responses=schemas.problem_responses(404, 409))  # fmt: skip
+def retry(campaign_id: str, store: StoreDep):
+    """A failed campaign (its refit failed ``refit_max_attempts`` times in a row): its failed
+    state cleared and a refit enqueued on all its labels; 409 if it has not failed."""
+    if not store.retry(campaign_id, time.time()):
+        raise Conflict("the campaign has not failed: there is nothing to retry")
+    return store.status(campaign_id)

@@ -17,8 +17,8 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from redis.exceptions import LockError, RedisError
 
-from service import loop, schemas, wakeups
-from service.deps import Authorized, SettingsDep, StoreDep
+from service import limits, loop, schemas, wakeups
+from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.settings import Settings
@@ -118,7 +118,8 @@ NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
 
-@router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES)
+@router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES,
+            dependencies=[SimulatorScope])  # fmt: skip
 async def next_point(campaign_id: str, request: Request, store: StoreDep, settings: SettingsDep,
                      wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
     """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
@@ -157,6 +158,9 @@ def _next_response(answer: dict | loop.Answer):
         raise Gone(DONE)
     if isinstance(answer, loop.Stalled):
         raise Conflict(STALLED)
+    if isinstance(answer, loop.Failed):
+        raise Conflict(f"the campaign has failed ({answer.reason}); its owner can retry it "
+                       "with POST /campaigns/{id}/retry")  # fmt: skip
     retry = max(1, math.ceil(answer.seconds))
     return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
                         status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
@@ -167,7 +171,7 @@ LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas
 
 
 @router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
-             responses=LABEL_RESPONSES)  # fmt: skip
+             responses=LABEL_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: Response):
     outcome, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
     if enqueue:
@@ -183,7 +187,7 @@ RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.
 
 
 @router.post("/fail", status_code=201, response_model=schemas.RunAnswer,
-             responses=RUN_RESPONSES)  # fmt: skip
+             responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
 def fail(campaign_id: str, body: schemas.FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
@@ -197,7 +201,7 @@ def fail(campaign_id: str, body: schemas.FailPost, store: StoreDep, response: Re
 
 
 @router.post("/abandon", status_code=201, response_model=schemas.RunAnswer,
-             responses=RUN_RESPONSES)  # fmt: skip
+             responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
 def abandon(campaign_id: str, body: schemas.TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
@@ -211,7 +215,8 @@ def abandon(campaign_id: str, body: schemas.TicketPost, store: StoreDep, respons
 
 
 @router.post("/renew", response_model=schemas.Renewed,
-             responses=schemas.problem_responses(404, 409))  # fmt: skip
+             responses=schemas.problem_responses(404, 409),
+             dependencies=[SimulatorScope])  # fmt: skip
 def renew(campaign_id: str, body: schemas.TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
     outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
@@ -248,8 +253,10 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
 
 @router.post("/observations", status_code=201, response_model=schemas.Imported,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
-def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep):
+def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep,
+                        settings: SettingsDep):  # fmt: skip
     spec = spec_with_points(store, campaign_id, body.x)
+    limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
     outcome, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
     if enqueue:
         _enqueue_refit(store, campaign_id)

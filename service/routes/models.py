@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service import queues, schemas
+from service import limits, queues, schemas
 from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
 from service.routes.labeling import spec_with_points
 from service.store import CampaignStore
@@ -58,5 +58,6 @@ def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store
 @router.post("/evaluate", response_model=schemas.Evaluation, responses=MODEL_RESPONSES)
 def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
+    limits.check_evaluate(len(body.x), settings)
     _checked_points(store, campaign_id, body.x)
     return run_job(redis, settings, "evaluate", campaign_id, body.x, body.y)

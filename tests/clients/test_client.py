@@ -45,6 +45,7 @@ def test_a_whole_campaign(api, api_url):
     campaign = api.create_campaign(_body())
     assert campaign.spec["max_labels"] == 5 and campaign.status.state == "design"
     assert campaign.token and "token" not in campaign.spec
+    assert campaign.owner_token and "owner_token" not in campaign.spec
     assert campaign.id in [c.id for c in api.list_campaigns()]
 
     rng = np.random.default_rng(0)

@@ -1,11 +1,15 @@
+import signal
+import subprocess
 import time
 
 import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
+from rq import Worker
 
 from service.app import app
 from service.settings import Settings, get_settings
+from tests.conftest import start_worker
 
 
 @pytest.fixture
@@ -24,6 +28,24 @@ def client(settings, worker_process):
     with TestClient(app) as c:
         yield c
     app.dependency_overrides.clear()
+
+
+@pytest.fixture(scope="module")
+def second_worker(redis_url, worker_process):
+    """A second worker beside the session's, for the tests of one module."""
+    process = start_worker(redis_url)
+    connection = Redis.from_url(redis_url)
+    deadline = time.monotonic() + 120
+    while Worker.count(connection=connection) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, "no second worker"
+        time.sleep(0.1)
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:  # never leave a worker behind
+        process.kill()
+        process.wait()
 
 
 def label_design(client, campaign: str, ys) -> None:

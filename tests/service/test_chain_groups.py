@@ -1,31 +1,6 @@
 """With two workers a refit's chains run as two jobs and a merge; the result is reproducible."""
 
-import signal
-import subprocess
 import time
-
-import pytest
-from redis import Redis
-from rq import Worker
-
-from tests.conftest import start_worker
-
-
-@pytest.fixture(scope="module")
-def second_worker(redis_url, worker_process):
-    process = start_worker(redis_url)
-    connection = Redis.from_url(redis_url)
-    deadline = time.monotonic() + 120
-    while Worker.count(connection=connection) < 2:
-        assert process.poll() is None and time.monotonic() < deadline, "no second worker"
-        time.sleep(0.1)
-    yield process
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:  # never leave a worker behind
-        process.kill()
-        process.wait()
 
 
 def _model_after_import(client, make_body):

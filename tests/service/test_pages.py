@@ -1,11 +1,13 @@
 """The campaign pages, over HTTP and in a real headless Chromium."""
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import httpx
 
+from tests.conftest import start_api, stop
 from tests.service.conftest import label_design, wait_for_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,8 @@ def test_pages_over_http(client, make_body):
     for kind in ("model", "posterior"):
         png = client.get(f"/campaigns/{campaign}/plots/{kind}.png")
         assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+        assert png.headers["X-Content-Type-Options"] == "nosniff"
+        assert png.headers["Cache-Control"] == "no-store"
     assert client.get(f"/campaigns/{campaign}/plots/curve.png").status_code == 404
     assert client.get(f"/campaigns/{campaign}/plots/other.png").status_code == 404
     client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
@@ -50,25 +54,39 @@ def test_pages_over_http(client, make_body):
     assert client.get("/campaigns/nope/view").status_code == 404
 
 
-def test_campaign_page_renders_its_plots_in_headless_chromium(api_url, make_body, tmp_path):
+def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_process,
+                                                             make_body, tmp_path):  # fmt: skip
+    """The page and its three plots load in a real browser, under the pages' security headers:
+    the API's log shows each plot fetched and answered 200."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "chromium is missing (make test installs Debian's chromium)"
-    with httpx.Client(base_url=api_url, timeout=60) as client:
-        # done: the page stops refreshing itself, so the browser's load finishes
-        campaign = _with_model(client, make_body, name="page-test", max_labels=4)
-        client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
-    url = f"{api_url}/campaigns/{campaign}/view"
-    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
-    browser = [chromium, *CHROMIUM_FLAGS, *profile]
-    dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120)
-    assert "page-test" in dom.stdout, dom.stderr[-2000:]
-    for kind in ("model", "posterior", "curve"):
-        assert f'id="plot-{kind}"' in dom.stdout
-        tag = dom.stdout.split(f'id="plot-{kind}"')[1].split(">")[0]
-        assert 'data-loaded="yes"' in tag, f"{kind} image did not load: {tag}"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "campaign-page.png"
-    subprocess.run([*browser, "--virtual-time-budget=10000", "--window-size=1100,1500",
-                    f"--screenshot={shot}", url],
-                   capture_output=True, timeout=120, check=True)  # fmt: skip
-    assert shot.stat().st_size > 20_000  # text and three plots, not a blank page
+    log = tmp_path / "api.log"
+    process, api_url = start_api(redis_url, log)
+    try:
+        with httpx.Client(base_url=api_url, timeout=60) as client:
+            # done: the page stops refreshing itself, so the browser's load finishes
+            campaign = _with_model(client, make_body, name="page-test", max_labels=4)
+            client.post(f"/campaigns/{campaign}/evaluate",
+                        json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})  # fmt: skip
+        seen = len(log.read_text().splitlines())
+        url = f"{api_url}/campaigns/{campaign}/view"
+        profile = ["--user-data-dir=" + str(tmp_path / "profile")]
+        browser = [chromium, *CHROMIUM_FLAGS, *profile]
+        dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+        lines = log.read_text().splitlines()[seen:]
+        assert "page-test" in dom.stdout, dom.stderr[-2000:]
+        for kind in ("model", "posterior", "curve"):
+            assert f'id="plot-{kind}"' in dom.stdout
+        events = [json.loads(line) for line in lines if line.startswith("{")]
+        plots = [e["status"] for e in events if e.get("route", "").endswith("/plots/{kind}.png")
+                 and e.get("campaign") == campaign]  # fmt: skip
+        assert plots == [200, 200, 200], events
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "campaign-page.png"
+        subprocess.run([*browser, "--virtual-time-budget=10000", "--window-size=1100,1500",
+                        f"--screenshot={shot}", url],
+                       capture_output=True, timeout=120, check=True)  # fmt: skip
+        assert shot.stat().st_size > 20_000  # text and three plots, not a blank page
+    finally:
+        stop(process)

@@ -133,7 +133,7 @@ def test_a_campaign_token_opens_its_campaign_only(guarded):
                   sim.post("/campaigns", json=_body()), sim.get("/campaigns/unknown")):  # fmt: skip
             assert r.status_code == 403, (r.request.url, r.text)
             assert a["id"] in r.json()["detail"]
-        assert sim.get(f"/campaigns/{a['id']}/view", params={"token": token_a}).status_code == 200
+        assert sim.get(f"/campaigns/{a['id']}/view").status_code == 403  # its owner's page
     with httpx.Client(base_url=url, timeout=30) as anyone:
         wrong = {"Authorization": "Bearer not-a-token"}
         assert anyone.get(f"/campaigns/{a['id']}", headers=wrong).status_code == 401
@@ -145,4 +145,5 @@ def test_a_campaign_token_opens_its_campaign_only(guarded):
         assert sim.get(f"/campaigns/{a['id']}").status_code == 401  # gone with its campaign
     text = log.read_text()
     assert ADMIN not in text and token_a not in text and b["token"] not in text
+    assert a["owner_token"] not in text and b["owner_token"] not in text
     assert "/label" in text  # the log has the requests, not the secrets

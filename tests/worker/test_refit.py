@@ -1,12 +1,16 @@
 """A refit on awkward data gives finite draws, a mode, a ranking and answers, never NaN."""
 
 import math
+import time
 
 import numpy as np
 import pytest
+import torch
+from scipy.stats import gaussian_kde
 
 from worker import answers, refit
 from worker.design import GridPool
+from worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],
@@ -50,3 +54,32 @@ def test_refit_on_awkward_data_is_finite(case):
     assert all(v > 0 for v in pred["variance"])
     ev = answers.metrics(SPEC, model, labels, [[2.0], [8.0]], [float(np.mean(y))] * 2)
     assert all(math.isfinite(ev[k]) for k in ("nlml", "rmse", "nlpd_mixture")), (case, ev)
+
+
+def test_the_mode_of_draws_within_the_limit_is_the_densest_of_all():
+    # the paper's 1,500 draws: the KDE sees every one, as before the limit
+    draws = np.random.default_rng(0).normal(size=(1500, 3)) * [0.5, 1.0, 2.0]
+    densest = int(np.argmax(gaussian_kde(draws.T)(draws.T)))
+    assert posterior_mode_index(draws, limit=1500) == densest
+    assert posterior_mode_index(draws) == densest  # MODE_DRAWS, 5,000
+
+
+def test_the_mode_of_many_draws_is_the_densest_of_a_seeded_subsample():
+    draws = np.random.default_rng(1).normal([1.0, -2.0], [0.3, 0.5], size=(320_000, 2))
+    started = time.perf_counter()
+    index = posterior_mode_index(draws, limit=MODE_DRAWS, seed=7)
+    assert time.perf_counter() - started < 60  # every draw's KDE: about 20 minutes
+    assert index == posterior_mode_index(draws, limit=MODE_DRAWS, seed=7)
+    assert np.abs(draws[index] - [1.0, -2.0]).max() < 0.2
+
+
+def test_a_refit_takes_its_mode_from_at_most_mode_draws():
+    u, z = torch.linspace(0, 1, 8, dtype=torch.float64)[:, None], torch.randn(8).double()
+    post = sample_posterior(u, z, chains=2, warmup=30, samples=30, seed=0, mode_draws=10)
+    again = sample_posterior(u, z, chains=2, warmup=30, samples=30, seed=0, mode_draws=10)
+    log_draws = post.log_draws().numpy()
+    index = posterior_mode_index(log_draws, limit=10, seed=0)
+    assert torch.equal(post.mode_lengthscale, post.lengthscale[index])
+    assert torch.equal(post.mode_lengthscale, again.mode_lengthscale)
+    whole = sample_posterior(u, z, chains=2, warmup=30, samples=30, seed=0, mode_draws=60)
+    assert torch.equal(whole.mode_lengthscale, post.lengthscale[posterior_mode_index(log_draws)])

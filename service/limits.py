@@ -1,0 +1,87 @@
+"""Limits on one campaign's work (``Settings.limit_*``, env ``FBGP_LIMIT_*``): a campaign or a
+request that would exceed one is a 422 that names the limit and its variable, so that no job
+takes a worker (or the machine's memory) for longer than a stated amount of work."""
+
+from __future__ import annotations
+
+import math
+
+from service.errors import Unprocessable
+from service.settings import Settings
+
+
+def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:
+    return Unprocessable(f"{what} = {value:,} exceeds the limit of {limit:,} "
+                         f"({name}, env FBGP_{name.upper()})")  # fmt: skip
+
+
+def mcmc_iterations(mcmc: dict) -> tuple[int, int, int]:
+    """``(chains, warm-up, draws)`` of one refit at its most: the longer warm-up (a warm start's
+    or a cold one's) and the most draws a chain may run (``max_samples`` when sampling to a
+    target, else ``samples``)."""
+    warmup = int(mcmc["warmup"])
+    if mcmc.get("warm_start"):
+        warmup = max(warmup, int(mcmc.get("warm_warmup", 0)))
+    most = int(mcmc["max_samples"]) if mcmc.get("draws") else int(mcmc["samples"])
+    return int(mcmc["chains"]), warmup, most
+
+
+def scoring_draws(mcmc: dict, acquisition: str) -> int:
+    """The posterior draws one scoring predicts with: the target's ``draws`` spread over the
+    chains, or every ``thinning``-th draw; one for ``alm`` (the mode), none for ``random``."""
+    if acquisition == "random":
+        return 0
+    if acquisition == "alm":
+        return 1
+    chains = int(mcmc["chains"])
+    if mcmc.get("draws"):
+        per = min(math.ceil(int(mcmc["draws"]) / chains), int(mcmc["max_samples"]))
+        return chains * per
+    return chains * (int(mcmc["samples"]) // int(mcmc["thinning"]))
+
+
+def pool_size(pool: dict, inputs: int) -> int:
+    if pool["type"] == "grid":
+        return int(pool["points_per_dim"]) ** inputs
+    return len(pool["points"]) if "points" in pool else int(pool["size"])
+
+
+def check_campaign(body: dict, settings: Settings) -> None:
+    """422 unless a campaign's settings (``POST /campaigns``'s body, as a dict) stay within the
+    limits."""
+    chains, warmup, most = mcmc_iterations(body["mcmc"])
+    iterations = chains * (warmup + most)
+    if iterations > settings.limit_mcmc_iterations:
+        what = (f"the MCMC work of one refit, {chains} chains x ({warmup} warm-up + {most} "
+                "draws)")  # fmt: skip
+        raise _beyond(what, iterations, settings.limit_mcmc_iterations, "limit_mcmc_iterations")
+    if body["max_labels"] > settings.limit_labels:
+        raise _beyond("max_labels", body["max_labels"], settings.limit_labels, "limit_labels")
+    size = pool_size(body["pool"], len(body["inputs"]))
+    if body["pool"]["type"] == "grid" and size > settings.limit_grid_points:
+        what = f"the grid pool's size, {body['pool']['points_per_dim']}^{len(body['inputs'])}"
+        raise _beyond(what, size, settings.limit_grid_points, "limit_grid_points")
+    candidates = min(int(body["pool_subsample"]), size)
+    draws = scoring_draws(body["mcmc"], body["acquisition"])
+    if candidates * draws > settings.limit_scoring_work:
+        what = (f"the work of one scoring, {candidates:,} candidates (pool_subsample) x {draws} "
+                "acquisition draws")  # fmt: skip
+        raise _beyond(what, candidates * draws, settings.limit_scoring_work, "limit_scoring_work")
+    fantasies = body["mode"] == "parallel" and body["acquisition"] != "random"
+    if fantasies and body["max_pending"] > settings.limit_pending:
+        what = "max_pending of a parallel campaign (each point out is a fantasy in every scoring)"
+        raise _beyond(what, body["max_pending"], settings.limit_pending, "limit_pending")
+
+
+def check_import(stored: int, more: int, settings: Settings) -> None:
+    """422 if ``more`` labels on top of ``stored`` would exceed the label limit."""
+    if stored + more > settings.limit_labels:
+        what = f"the labels after this import, {stored:,} stored + {more:,}"
+        raise _beyond(what, stored + more, settings.limit_labels, "limit_labels")
+
+
+def check_evaluate(points: int, settings: Settings) -> None:
+    """422 if a test set is larger than ``/evaluate`` may factor."""
+    if points > settings.limit_evaluate_points:
+        what = "the test set's size (its joint NLML factors a covariance of this order)"
+        raise _beyond(what, points, settings.limit_evaluate_points, "limit_evaluate_points")
