@@ -22,8 +22,9 @@ Retries, and why they are safe where they happen:
   retried only when the request never reached the server (a refused or timed-out connect).
 - A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
   worker was too busy to take a ``/predict``, ``/acquisition`` or ``/evaluate`` job within
-  ``FBGP_JOB_WAIT_SECONDS``) is retried after that many seconds, on idempotent calls, as many
-  times as connection errors are.
+  ``FBGP_JOB_WAIT_SECONDS``), or a 429 with ``Retry-After`` (the campaign has as many model
+  calls out as it may, ``FBGP_LIMIT_MODEL_CALLS``), is retried after that many seconds, on
+  idempotent calls, as many times as connection errors are.
 - ``/next`` answers 202 with ``Retry-After`` while no point can be given (the model that must
   choose it is being fitted): :meth:`FbgpClient.next_point` asks again, long-polling with
   ``?wait=`` or sleeping what ``Retry-After`` asks, until a point comes or the campaign is done.
@@ -283,13 +284,14 @@ class FbgpClient:
                 log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
                 time.sleep(delay)
                 continue
-            # 503 with Retry-After: the store is out of reach, or every worker is busy
-            if (response.status_code != 503 or "Retry-After" not in response.headers
+            # 503 with Retry-After: the store is out of reach, or every worker is busy; 429: the
+            # campaign has as many model calls out as it may (another thread's, or client's)
+            if (response.status_code not in (429, 503) or "Retry-After" not in response.headers
                     or not idempotent or attempt == self.retries):  # fmt: skip
                 return response
             delay = min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"]))
-            log.warning("%s %s: 503 %s; retrying in %.2f s", method, path, _detail(response)[0],
-                        delay)  # fmt: skip
+            log.warning("%s %s: %d %s; retrying in %.2f s", method, path, response.status_code,
+                        _detail(response)[0], delay)  # fmt: skip
             time.sleep(delay)
         raise AssertionError("unreachable")
 

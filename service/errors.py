@@ -70,6 +70,15 @@ class JobFailed(ServiceError):
     status = 500
 
 
+class TooMany(ServiceError):
+    """A campaign has as many model calls running as it may (``limit_model_calls``)."""
+
+    status = 429
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail, {"Retry-After": str(retry_after)})
+
+
 class Busy(ServiceError):
     """No worker took a model job in time: nothing is wrong with the request; ask again."""
 

@@ -16,13 +16,16 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import utcparse
 
-from service.errors import Busy, JobFailed, NotFound, ServiceError
+from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
+from service.limits import pool_size, scoring_draws
 from service.loop import JobFacts
 from worker.defaults import MCMC_DEFAULTS
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
-QUEUES = (HIGH, REFIT)  # workers serve them in this order
+LONG = "fbgp-refit-long"  # the refits of campaigns whose refits take long (refit_queue)
+QUEUES = (HIGH, REFIT, LONG)  # workers serve them in this order
+LIGHT = (HIGH, REFIT)  # a light worker's: it keeps to short jobs and ordinary refits
 # what a job that ran out of memory says (Python's MemoryError; torch's and numpy's allocators)
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
 log = logging.getLogger("fbgp.queues")
@@ -59,8 +62,27 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
     return max(1, math.ceil(min(seconds, wait_seconds, settings.job_timeout_max_seconds)))
 
 
-def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int = 3600):
-    return Queue(REFIT, connection=connection).enqueue_call(
+def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str:
+    """:data:`LONG` for a campaign whose last refit took more than ``long_refit_seconds`` or,
+    before its first model, whose refit's work (:func:`refit_work`, or its scoring's) is beyond
+    the ``long_refit_*`` bounds; else :data:`REFIT`. Light workers never take :data:`LONG`, so
+    a campaign of long refits (one that is greedy, or just large) never holds every worker
+    from the small ones."""
+    if last_seconds is not None:
+        return LONG if last_seconds > settings.long_refit_seconds else REFIT
+    # (a spec stored by an older version may lack what has a default now)
+    mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
+    subsample = int(spec.get("pool_subsample", 10_000))
+    candidates = min(subsample, pool_size(spec["pool"], len(spec["inputs"])))
+    scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
+    big = (refit_work(spec, n) > settings.long_refit_work
+           or scoring > settings.long_refit_scoring_work)  # fmt: skip
+    return LONG if big else REFIT
+
+
+def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int = 3600,
+                  queue: str = REFIT):  # fmt: skip
+    return Queue(queue, connection=connection).enqueue_call(
         "worker.jobs.refit", args=(campaign_id,), timeout=timeout, result_ttl=600,
         failure_ttl=86400, job_id=job_id,
     )  # fmt: skip
@@ -74,11 +96,17 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
     )  # fmt: skip
 
 
+MODEL_CALLS = ("predict", "acquisition", "evaluate")  # counted against limit_model_calls
+
+
 def run_short(connection, name: str, *args, wait_seconds: float, retry_after: int):
     """Run a short job (:func:`enqueue_short`) about campaign ``args[0]`` on a worker and wait
     for its answer: its return value; :class:`JobFailed` if it failed (:class:`TooLarge` if it
     ran out of memory), :class:`Busy` (and the job stopped) if no worker answered within
-    ``wait_seconds``. The job is noted among the campaign's, so that a delete stops it."""
+    ``wait_seconds``. The job is noted among the campaign's while it runs, so that a delete
+    stops it; a model call (:data:`MODEL_CALLS`) beyond the campaign's ``limit_model_calls``
+    out at once is :class:`TooMany`, so that one campaign's calls cannot keep the workers
+    from every other campaign's refits (workers serve the high queue first)."""
     from service.settings import get_settings
     from service.store import CampaignStore
 
@@ -88,8 +116,23 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
     timeout = short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
     job_id, now = uuid.uuid4().hex, time.time()
-    if not store.track_jobs(campaign_id, [f"short:{job_id}"], now, now + timeout + 60):
+    member = f"short:{job_id}"
+    most = settings.limit_model_calls if name in MODEL_CALLS else 1_000_000
+    admitted = store.admit_short(campaign_id, member, now, now + timeout + 60, most)
+    if admitted == 0:
         raise NotFound(f"no campaign {campaign_id!r}")
+    if admitted < 0:
+        raise TooMany(f"campaign {campaign_id!r} has {most} model call(s) running, as many as "
+                      "it may (limit_model_calls, env FBGP_LIMIT_MODEL_CALLS); ask again when "
+                      "one has answered", retry_after=1)  # fmt: skip
+    try:
+        return _wait_short(connection, name, args, job_id, timeout, wait_seconds, retry_after,
+                           settings.job_memory_mb)  # fmt: skip
+    finally:
+        store.forget_jobs(campaign_id, [member])
+
+
+def _wait_short(connection, name, args, job_id, timeout, wait_seconds, retry_after, memory_mb):
     job = enqueue_short(connection, name, *args, timeout=timeout, job_id=job_id)
     deadline = time.monotonic() + wait_seconds
     delay = 0.005
@@ -100,8 +143,8 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
         if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             if _out_of_memory(job):
                 raise TooLarge(f"the {name} job needed more memory than a job may use "
-                               f"(job_memory_mb = {settings.job_memory_mb}); ask about fewer "
-                               "points at once")  # fmt: skip
+                               f"(job_memory_mb = {memory_mb}); ask about fewer points at "
+                               "once")  # fmt: skip
             raise JobFailed(f"the {name} job failed on the worker")
         time.sleep(delay)
         delay = min(0.05, delay * 1.5)

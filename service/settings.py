@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     limit_labels: int = 2_000
     # test points of one /evaluate: its joint NLML factors an m x m covariance
     limit_evaluate_points: int = 4_000
+    # model calls (predict, acquisition, evaluate) of one campaign out at once; more are 429:
+    # workers serve these first, so a campaign that kept several out could hold them from
+    # every other campaign's refits
+    limit_model_calls: int = 1
     # points of a grid pool (points_per_dim^inputs); at most 2^62, the range of its indices
     limit_grid_points: int = 2**62
     # a model call no worker took in time (503): the client asks again after this (Retry-After)
@@ -60,6 +64,15 @@ class Settings(BaseSettings):
     worker_ttl: int = 30
     job_monitoring_interval: int = 5
     maintenance_interval: int = 20
+
+    # A campaign whose last refit took more than long_refit_seconds, or, before its first model,
+    # whose refit would run more than long_refit_work NUTS iterations (queues.refit_work: twice
+    # the defaults' at 100 labels) or score more than long_refit_scoring_work predictions (twice
+    # the defaults'), refits on the long queue, which light workers (`fbgp-al worker --light`;
+    # worker 0 of `fbgp-al up` and of compose) never take: a small campaign always finds one.
+    long_refit_seconds: float = 15.0
+    long_refit_work: float = 48_000
+    long_refit_scoring_work: int = 3_000_000
 
     # Jobs: time, memory, revivals and back-off
     # A job's RQ timeout: job_timeout_seconds plus its estimated work. A refit's work is chains x

@@ -454,6 +454,21 @@ for i = 3, #ARGV do redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i]) end
 return 1
 """
 
+# Notes model call ARGV[3] (``short:<id>``) among the campaign's jobs (KEYS[2]) until ARGV[2]
+# unless ARGV[4] such calls are out already (their time not run out before ARGV[1]). KEYS: spec,
+# jobs. 1: noted; 0: the campaign is gone; -1: too many out.
+ADMIT_SHORT_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+local out = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if string.sub(member, 1, 6) == 'short:' then out = out + 1 end
+end
+if out >= tonumber(ARGV[4]) then return -1 end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+
 # Issues tickets if the campaign still exists: per ticket ARGV[i..i+2] (id, JSON, expiry).
 # KEYS: spec, tickets, ticket_state, leases. 0 (nothing written) if the campaign is gone.
 ISSUE_SCRIPT = """
@@ -551,6 +566,7 @@ class CampaignStore:
         self._unfail = redis.register_script(UNFAIL_SCRIPT)
         self._enqueue = redis.register_script(ENQUEUE_SCRIPT)
         self._track = redis.register_script(TRACK_SCRIPT)
+        self._admit_short = redis.register_script(ADMIT_SHORT_SCRIPT)
         self._issue = redis.register_script(ISSUE_SCRIPT)
         self._expire = redis.register_script(EXPIRE_SCRIPT)
         self._append = redis.register_script(APPEND_SCRIPT)
@@ -952,12 +968,21 @@ class CampaignStore:
         except NotFound:
             return None
         now = time.time()
-        timeout = queues.refit_timeout(spec, self.n_labeled(campaign_id), get_settings())
+        timeout, queue = self._refit_job(campaign_id, spec)
         keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
         if not self._enqueue(keys=keys, args=[job_id, f"refit:{job_id}", now + timeout, now]):
             return None
-        queues.enqueue_refit(self.r, campaign_id, job_id, timeout)
+        queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
         return job_id
+
+    def _refit_job(self, campaign_id: str, spec: dict) -> tuple[int, str]:
+        """A refit job's timeout and queue (:func:`service.queues.refit_queue`)."""
+        settings = get_settings()
+        n = self.n_labeled(campaign_id)
+        last = self.r.hget(self.k(campaign_id, "state"), "last_refit_seconds")
+        last_seconds = float(last) if last else None
+        timeout = queues.refit_timeout(spec, n, settings)
+        return timeout, queues.refit_queue(spec, n, last_seconds, settings)
 
     def _refit_queued(self, campaign_id: str, job_id: str, now: float) -> None:
         """Enqueue refit ``job_id``, which a script has put in charge of a queued refit."""
@@ -965,15 +990,26 @@ class CampaignStore:
             spec = self.spec(campaign_id)
         except NotFound:
             return
-        timeout = queues.refit_timeout(spec, self.n_labeled(campaign_id), get_settings())
+        timeout, queue = self._refit_job(campaign_id, spec)
         if self.track_jobs(campaign_id, [f"refit:{job_id}"], now, now + timeout):
-            queues.enqueue_refit(self.r, campaign_id, job_id, timeout)
+            queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
 
     def track_jobs(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
         """Note jobs (``refit:<id>``, ``short:<id>``) among the campaign's, for a delete or a
         failure to stop, until ``until``; False if the campaign is gone (noted nowhere)."""
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
         return bool(self._track(keys=keys, args=[now, until, *members]))
+
+    def admit_short(self, campaign_id: str, member: str, now: float, until: float,
+                    most: int) -> int:  # fmt: skip
+        """Note model call ``member`` among the campaign's jobs until ``until`` unless ``most``
+        are out already: 1 noted, 0 the campaign is gone, -1 too many out."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
+        return int(self._admit_short(keys=keys, args=[now, until, member, most]))
+
+    def forget_jobs(self, campaign_id: str, members: list[str]) -> None:
+        """Jobs that ended, no longer the campaign's to stop or count."""
+        self.r.zrem(self.k(campaign_id, "jobs"), *members)
 
     def stop_refits(self, campaign_id: str, but: str | None = None) -> None:
         """Stop the campaign's refit jobs (refits, chain groups, merges) but ``but``: those

@@ -67,10 +67,10 @@ def worker_process(redis_url, tmp_path_factory):
         process.kill()
 
 
-def start_worker(redis_url: str, log: Path | None = None) -> subprocess.Popen:
-    """``fbgp-al worker`` serving ``redis_url``, its output in ``log`` (or discarded); it may
-    still be starting when this returns."""
-    command = [sys.executable, "-m", "clients.ops.cli", "worker"]
+def start_worker(redis_url: str, log: Path | None = None, *options: str) -> subprocess.Popen:
+    """``fbgp-al worker`` (with ``options``) serving ``redis_url``, its output in ``log`` (or
+    discarded); it may still be starting when this returns."""
+    command = [sys.executable, "-m", "clients.ops.cli", "worker", *options]
     env = fbgp_env(redis_url=redis_url)
     if log is None:
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,

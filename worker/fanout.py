@@ -23,16 +23,25 @@ def chain_groups(chains: int, workers: int) -> list[list[int]]:
     return [g.tolist() for g in np.array_split(np.arange(chains), k)]
 
 
+def lane() -> str:
+    """The queue of the running refit (:func:`service.queues.refit_queue`): its chain groups
+    and merge go there too, so that they run only on workers that serve it."""
+    job = get_current_job()
+    return job.origin if job is not None and job.origin else REFIT
+
+
 def free_workers(store, campaign_id: str, now: float) -> int:
-    """How many workers this refit's chains may take: this one and those that would idle (idle
-    ones less the jobs queued for them, so that no chain group goes ahead of another campaign's
-    waiting refit), and no more than the campaign's fair share of all workers among the
-    campaigns that want one (:meth:`service.store.CampaignStore.wanting_workers`), so that a
-    campaign whose simulators are out still finds a worker when their labels come."""
+    """How many workers this refit's chains may take: this one and those serving its queue
+    (:func:`lane`) that would idle (idle ones less the jobs queued, so that no chain group goes
+    ahead of another campaign's waiting refit), and no more than the campaign's fair share of
+    those workers among the campaigns that want one
+    (:meth:`service.store.CampaignStore.wanting_workers`), so that a campaign whose simulators
+    are out still finds a worker when their labels come."""
     connection = store.r
     job = get_current_job()
     me = job.worker_name if job else None
-    workers = Worker.all(connection=connection)
+    queue = lane()
+    workers = [w for w in Worker.all(connection=connection) if queue in w.queue_names()]
     idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
     waiting = sum(Queue(name, connection=connection).count for name in QUEUES)
     free = 1 + max(0, idle - waiting)
@@ -46,8 +55,9 @@ def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm
              token: str, began: float, timeout: int = 3600,
              track: Callable[[list[str]], bool] | None = None) -> str | None:  # fmt: skip
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
-    groups queue behind whatever was queued since the workers were counted."""
-    queue = Queue(REFIT, connection=connection)
+    groups queue behind whatever was queued since the workers were counted, on the refit's own
+    queue (:func:`lane`)."""
+    queue = Queue(lane(), connection=connection)
     # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
     job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
     if track is not None and not track(job_ids):

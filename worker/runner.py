@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from rq import Worker
 
 from service.observability import json_logging
-from service.queues import QUEUES
+from service.queues import LIGHT, QUEUES
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker.mcmc import sample_posterior
@@ -83,17 +83,19 @@ class FbgpWorker(Worker):
                         extra={"campaign": campaign_id})  # fmt: skip
 
 
-def run_worker(name: str | None = None, burst: bool = False) -> None:
-    """Serve the queues (high priority first) with one torch thread, the sampler compiled before
-    the first job. Work horses are forked from this process, so they start warm. When Redis goes
+def run_worker(name: str | None = None, burst: bool = False, light: bool = False) -> None:
+    """Serve the queues (high priority first; a ``light`` worker never the long refits' queue,
+    :func:`service.queues.refit_queue`) with one torch thread, the sampler compiled before the
+    first job. Work horses are forked from this process, so they start warm. When Redis goes
     away the worker keeps trying to reach it, and serves again once it is back."""
+    queues = LIGHT if light else QUEUES
     torch.set_num_threads(1)
 
     sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)  # compile the sampler now
     json_logging()
     log.info(
         "worker pid %d on cores %s, %d torch thread, queues %s",
-        os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(QUEUES),
+        os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(queues),
     )  # fmt: skip
     settings = get_settings()
     attempt = 0
@@ -101,7 +103,7 @@ def run_worker(name: str | None = None, burst: bool = False) -> None:
         try:
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
-                list(QUEUES), connection=connection, log_job_description=False,
+                list(queues), connection=connection, log_job_description=False,
                 name=name if attempt == 0 else None,  # a dead registration may hold the name
                 worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
                 job_monitoring_interval=settings.job_monitoring_interval,

@@ -58,6 +58,11 @@ def _worker(argv: list[str]) -> None:
     parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
     parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
     parser.add_argument("--name", default=None)
+    parser.add_argument(
+        "--light", action="store_true",
+        help="never take the long refits' queue: keep this worker for short jobs and ordinary "
+        "refits, so that small campaigns always find one",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -65,7 +70,7 @@ def _worker(argv: list[str]) -> None:
         os.environ[variable] = "1"
     from worker.runner import run_worker  # imports torch: only now
 
-    run_worker(name=args.name, burst=args.burst)
+    run_worker(name=args.name, burst=args.burst, light=args.light)
 
 
 def _api(argv: list[str]) -> None:

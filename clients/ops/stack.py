@@ -118,7 +118,11 @@ class LocalStack:
 
     def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
                  env: dict | None = None, cores: list[int] | None = None,
-                 redis_port: int | None = None, redis_bind: str | None = None):  # fmt: skip
+                 redis_port: int | None = None, redis_bind: str | None = None,
+                 light: bool = True):  # fmt: skip
+        """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
+        never a long refit), so that small campaigns always find a worker."""
+        self.light = light
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.redis_port = redis_port or free_port()
@@ -161,8 +165,10 @@ class LocalStack:
     def start_worker(self, k: int) -> subprocess.Popen:
         core = self.cores[k % len(self.cores)]
         log = self._log(f"worker-{k}")
-        self.workers[k] = subprocess.Popen(_fbgp("worker", "--cpu", str(core)), env=self.env,
-                                           stdout=log, stderr=subprocess.STDOUT,
+        light = ("--light",) if self.light and k == 0 and len(self.workers) > 1 else ()
+        command = _fbgp("worker", "--cpu", str(core), *light)
+        self.workers[k] = subprocess.Popen(command, env=self.env, stdout=log,
+                                           stderr=subprocess.STDOUT,
                                            start_new_session=True)  # fmt: skip
         return self.workers[k]
 

@@ -12,12 +12,14 @@ from clients.ops.stack import LocalStack, fbgp_env
 
 @pytest.fixture
 def make_stack(tmp_path):
-    """``make_stack(workers=2, **env)`` starts a stack; ``env`` adds ``FBGP_*`` settings."""
+    """``make_stack(workers=2, light=True, **env)`` starts a stack; ``env`` adds ``FBGP_*``
+    settings; ``light=False``: every worker serves every queue."""
     stacks = []
 
-    def make(workers: int = 1, **settings) -> LocalStack:
+    def make(workers: int = 1, light: bool = True, **settings) -> LocalStack:
         env = fbgp_env(**settings)
-        stack = LocalStack(tmp_path / f"stack-{len(stacks)}", workers=workers, env=env)
+        stack = LocalStack(tmp_path / f"stack-{len(stacks)}", workers=workers, env=env,
+                           light=light)  # fmt: skip
         stacks.append(stack)
         return stack.start()
 

@@ -9,7 +9,7 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job
 
-from service.queues import REFIT
+from service.queues import LONG
 from tests.reliability.conftest import slow_campaign, wait_for
 
 # one chain per worker of 6000 + 6000 iterations on 150 labels: the whole refit takes 34 s on
@@ -19,7 +19,7 @@ LABELS = 150
 
 
 def test_a_delete_stops_the_campaigns_running_jobs_and_frees_the_workers(make_stack):
-    stack = make_stack(workers=2)
+    stack = make_stack(workers=2, light=False)  # both workers take the long refit's chains
     redis = Redis.from_url(stack.redis_url)
     with httpx.Client(base_url=stack.url, timeout=30) as api:
         campaign, _, _ = slow_campaign(api, n=LABELS, mcmc=LONG_MCMC)
@@ -27,7 +27,7 @@ def test_a_delete_stops_the_campaigns_running_jobs_and_frees_the_workers(make_st
         time.sleep(3.0)  # the chains well under way on both workers
         busy = [k for k in range(2) if stack.horse_of(k)]
         assert busy, "no work horse runs the refit"
-        refit = Queue(REFIT, connection=redis)
+        refit = Queue(LONG, connection=redis)  # 150 labels: a long refit
         jobs = refit.started_job_registry.get_job_ids() + refit.deferred_job_registry.get_job_ids()
         assert jobs
         deleted = time.monotonic()

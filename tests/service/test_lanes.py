@@ -1,0 +1,116 @@
+"""A campaign of long refits refits on the long queue, which a light worker never takes, so a
+small campaign keeps a worker; and one campaign's model calls are limited (429 beyond)."""
+
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from redis import Redis
+from rq import Worker
+from rq.job import Job
+
+from clients.client import FbgpClient
+from service.queues import LIGHT, LONG, REFIT, refit_queue
+from service.settings import Settings
+from service.store import CampaignStore
+from tests.conftest import start_worker
+from tests.service.conftest import label_design, wait_for_model
+from worker.defaults import MCMC_DEFAULTS
+
+BIG = {"chains": 2, "warmup": 2000, "samples": 10_000, "thinning": 100}
+
+
+@pytest.fixture(scope="module")
+def light_worker(redis_url, worker_process):
+    """``fbgp-al worker --light`` beside the session's worker; its name."""
+    connection = Redis.from_url(redis_url)
+    before = {w.name for w in Worker.all(connection=connection)}
+    process = start_worker(redis_url, None, "--light")
+    deadline = time.monotonic() + 120
+    while not (new := {w.name for w in Worker.all(connection=connection)} - before):
+        assert process.poll() is None and time.monotonic() < deadline, "no light worker"
+        time.sleep(0.1)
+    yield new.pop()
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _spec(make_body, **changes) -> dict:
+    body = make_body(**changes)
+    mcmc = dict(MCMC_DEFAULTS, **body["mcmc"])
+    if "samples" in body["mcmc"]:
+        mcmc["draws"] = None
+    return dict(body, mcmc=mcmc, pool_subsample=10_000, acquisition=body["acquisition"])
+
+
+def test_the_queue_follows_the_last_refit_then_the_estimate(make_body):
+    settings = Settings()
+    small, big = _spec(make_body), _spec(make_body, mcmc=BIG)
+    assert refit_queue(small, 3, None, settings) == REFIT
+    assert refit_queue(big, 3, None, settings) == LONG  # 2 x 12,000 iterations, twice
+    assert refit_queue(small, 1500, None, settings) == LONG  # n^3
+    wide = _spec(make_body, inputs=[{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(6)],
+                 pool={"type": "grid", "points_per_dim": 20})  # fmt: skip
+    assert refit_queue(dict(wide, pool_subsample=200_000), 3, None, settings) == LONG  # 4M
+    assert refit_queue(small, 3, settings.long_refit_seconds + 1, settings) == LONG
+    assert refit_queue(big, 3, 1.0, settings) == REFIT  # what a refit took decides once known
+
+
+def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
+    client, make_body, light_worker, redis_url
+):
+    redis = Redis.from_url(redis_url)
+    names = {w.name: set(w.queue_names()) for w in Worker.all(connection=redis)}
+    assert names[light_worker] == set(LIGHT)
+
+    big = client.post("/campaigns", json=make_body(max_labels=30, mcmc=BIG)).json()["id"]
+    x = [[0.6 + 0.2 * k] for k in range(8)]
+    y = [0.3 * k for k in range(8)]
+    r = client.post(f"/campaigns/{big}/observations", json={"x": x, "y": y})
+    assert r.status_code == 201
+    deadline = time.monotonic() + 60
+    while client.get(f"/campaigns/{big}").json()["refit"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    store = CampaignStore(redis)
+    long_job = Job.fetch(store.state(big)["refit_job"], connection=redis)
+    assert long_job.origin == LONG and long_job.worker_name != light_worker
+
+    small = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    label_design(client, small, [0.1, 0.4, -0.3])
+    wait_for_model(client, small, 3, seconds=60)
+    label_design(client, small, [0.2])
+    wait_for_model(client, small, 4, seconds=60)
+    assert client.get(f"/campaigns/{big}").json()["refit"] == "running"  # still: it is long
+    models = [e for e in client.get(f"/campaigns/{small}/history").json() if e["event"] == "model"]
+    assert len(models) == 2
+    assert client.delete(f"/campaigns/{big}").status_code == 204  # stops its refit
+
+
+def test_a_model_call_beyond_the_campaigns_limit_is_429_and_the_sdk_waits(
+    client, make_body, redis_url, api_url
+):
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    label_design(client, campaign, [0.1, 0.4, -0.3])
+    wait_for_model(client, campaign, 3)
+    store = CampaignStore(Redis.from_url(redis_url))
+    now = time.time()
+    # another client's call is out (limit_model_calls = 1)
+    assert store.admit_short(campaign, "short:other", now, now + 60, 1) == 1
+    body = {"x": [[1.0], [2.0]], "y": [0.1, 0.2]}
+    r = client.post(f"/campaigns/{campaign}/evaluate", json=body)
+    assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
+    assert "limit_model_calls" in r.json()["detail"]
+    assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 429
+    threading.Timer(1.5, store.forget_jobs, (campaign, ["short:other"])).start()
+    with FbgpClient(api_url, token="") as sdk:
+        result = sdk.evaluate(campaign, body["x"], body["y"])  # retried after the 429s
+    assert result.rmse >= 0
+    # the call's own note is gone once it answered: the next is admitted at once
+    assert client.post(f"/campaigns/{campaign}/evaluate", json=body).status_code == 200
