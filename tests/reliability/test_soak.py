@@ -23,3 +23,20 @@ def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):
     for campaign in report["campaign_details"]:
         assert campaign["state"] == "done" or campaign["progressing"], campaign
         assert campaign["stored"] == campaign["n_labeled"] == campaign["observations"], campaign
+
+
+def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(tmp_path):
+    """Short phases: the figures are the benchmark's (BENCHMARKS.md); here, that the greedy
+    tenant's campaigns at every stated limit are admitted and run, its model calls beyond one at
+    a time are refused with 429, a delete frees the workers, and no acknowledged label is lost."""
+    from clients.ops.adversarial import run_adversarial
+
+    report = run_adversarial(seconds=20, workers=2, seed=0, data_dir=tmp_path, progress=print)
+    alone, beside = report["alone"], report["beside_greedy"]
+    assert report["lost"] == 0, report
+    assert alone["labels"] > 0 and beside["labels"] > 0, report
+    answers = beside["greedy_answers"]
+    assert answers.get("evaluate 200", 0) > 0 and answers.get("evaluate 429", 0) > 0, answers
+    assert answers.get("pool next 200", 0) > 0, answers
+    assert beside["workers_free_after_delete_seconds"] is not None, report
+    assert beside["workers_free_after_delete_seconds"] < 10, report
