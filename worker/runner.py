@@ -11,7 +11,7 @@ import time
 
 import torch
 from redis import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import AuthenticationError, RedisError
 from rq import Worker
 
 from service.observability import json_logging
@@ -109,6 +109,10 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
                 job_monitoring_interval=settings.job_monitoring_interval,
             )  # fmt: skip
             worker.work(burst=burst)
+        except AuthenticationError as error:  # no waiting mends a missing or wrong password
+            log.error("Redis refused this worker (%s): FBGP_REDIS_URL needs the stack's "
+                      "password, redis://:PASSWORD@host:port/0", error)  # fmt: skip
+            raise SystemExit(2) from error
         except RedisError as error:
             log.error("Redis unreachable: %s", error)
         if burst or FbgpWorker.shutdown_requested:
