@@ -16,7 +16,8 @@ mean ``mu_m`` and variance ``s2_m`` (noise included):
 
 Candidates are scored in chunks, predictions and scores together, and the draws' GPs are fitted in
 groups when they would not fit one buffer (``FIT_ELEMENTS``), so memory stays bounded whatever
-the number of candidates, draws, labels and points pending.
+the number of candidates, draws, labels and points pending. Each acquisition computes only what
+it reads: ``b-qbc`` the means, without the variances (``MEANS_ONLY``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable
 import torch
 
 from worker.defaults import ACQUISITIONS
-from worker.gp import CHUNK_ELEMENTS, Conditioned
+from worker.gp import Conditioned
 from worker.mcmc import Posterior
 from worker.transforms import DTYPE, as_tensor
 
@@ -41,6 +42,10 @@ QUADRATURE_HALF_WIDTH = 8.0
 QUADRATURE_MIN_NODES = 32
 QUADRATURE_NODES_PER_SD = 1
 QUADRATURE_MAX_NODES = 16384
+# The component densities of a chunk of candidates (draws x candidates x nodes) are evaluated in a
+# buffer of at most this many float64 elements (1 MB, small enough to stay in cache), or of one
+# candidate's where that is more.
+QUADRATURE_ELEMENTS = 1 << 17
 
 # The draws' GPs are fitted together while their factors (draws x n x n) hold at most this many
 # float64 elements (128 MB); beyond, in groups of draws, each fitted again for every block of
@@ -55,7 +60,7 @@ def b_alm(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     return var.mean(0)
 
 
-def b_qbc(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
+def b_qbc(mean: torch.Tensor, var: torch.Tensor | None) -> torch.Tensor:
     return mean.var(0, correction=0)
 
 
@@ -75,26 +80,33 @@ def mixture_entropy(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     hi = (mean + QUADRATURE_HALF_WIDTH * sd).max(0).values
     needed = ((hi - lo) * QUADRATURE_NODES_PER_SD / sd.min(0).values).ceil() + 1
     nodes = torch.exp2(torch.log2(needed.clamp(QUADRATURE_MIN_NODES, QUADRATURE_MAX_NODES)).ceil())
+    # standardized distance of a candidate's nodes from each component: start + stride * t
+    start = ((lo - mean) / sd).T.contiguous()  # c x M
+    stride = ((hi - lo) / sd).T.contiguous()
+    weight = (1.0 / (sd * (len(mean) * math.sqrt(2 * math.pi)))).T.contiguous()
     out = torch.empty(mean.shape[1], dtype=DTYPE)
     for count in nodes.unique().tolist():
         idx = (nodes == count).nonzero().squeeze(-1)
-        step = max(1, CHUNK_ELEMENTS // (mean.shape[0] * int(count)))
+        step = max(1, QUADRATURE_ELEMENTS // (mean.shape[0] * int(count)))
+        grid = torch.linspace(0.0, 1.0, int(count), dtype=DTYPE)
+        work = torch.empty(min(step, len(idx)), mean.shape[0], int(count), dtype=DTYPE)
         for i in range(0, len(idx), step):
             j = idx[i : i + step]
-            out[j] = _mixture_entropy_on_grid(mean[:, j], sd[:, j], lo[j], hi[j], int(count))
+            density = _mixture_density(start[j], stride[j], weight[j], grid, work[: len(j)])
+            integrand = torch.where(density > 0, -density * density.log(), 0.0)  # c x G
+            # trapezoid: the end nodes lie 8 sd out, where the integrand is ~1e-14 of its peak
+            h = (hi[j] - lo[j]) / (int(count) - 1)
+            out[j] = h * (integrand.sum(-1) - 0.5 * (integrand[:, 0] + integrand[:, -1]))
     return out
 
 
-def _mixture_entropy_on_grid(mean, sd, lo, hi, count) -> torch.Tensor:
-    """``mean``, ``sd``: ``M x c``; ``lo``, ``hi``: ``c``; ``count`` nodes per candidate."""
-    grid = torch.linspace(0.0, 1.0, count, dtype=DTYPE)
-    y = lo[:, None] + (hi - lo)[:, None] * grid  # c x G
-    h = (hi - lo) / (count - 1)  # c
-    scaled = (y[None] - mean[:, :, None]) / sd[:, :, None]  # M x c x G
-    density = (torch.exp(-0.5 * scaled * scaled) / sd[:, :, None]).mean(0) / math.sqrt(2 * math.pi)
-    integrand = torch.where(density > 0, -density * density.log(), 0.0)  # c x G
-    # trapezoid: the end nodes lie 8 sd out, where the integrand is ~1e-14 of its peak
-    return h * (integrand.sum(-1) - 0.5 * (integrand[:, 0] + integrand[:, -1]))
+def _mixture_density(start, stride, weight, grid, work) -> torch.Tensor:
+    """The mixture's density at each candidate's nodes (``c x G``): ``start``, ``stride``,
+    ``weight`` (``c x M``) place and weigh the components, ``grid`` (``G``) the nodes in
+    ``[0, 1]``; ``work``: a ``c x M x G`` buffer, overwritten."""
+    torch.mul(stride[:, :, None], grid, out=work).add_(start[:, :, None])
+    work.square_().mul_(-0.5).exp_()
+    return torch.bmm(weight[:, None, :], work)[:, 0, :]
 
 
 def bald(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
@@ -107,7 +119,7 @@ def bald_std(latent_var: torch.Tensor) -> torch.Tensor:
     return torch.logsumexp(log_sd, 0) - math.log(len(log_sd)) - log_sd.mean(0)
 
 
-SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]] = {
     "alm": b_alm,  # on the single mode GP, B-ALM is its variance
     "b-alm": b_alm,
     "b-qbc": b_qbc,
@@ -115,10 +127,16 @@ SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "bald": bald,
 }
 
+# Acquisitions that read only the draws' predictive means (their scorers get ``var=None``).
+MEANS_ONLY = frozenset({"b-qbc"})
 
-def scorer(name: str, noise: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+
+def scorer(
+    name: str, noise: torch.Tensor
+) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
     """Acquisition ``name`` as a function of the draws' predictive means and variances of y
-    (``M x c`` each); ``noise``: the draws' noise variances (``M``)."""
+    (``M x c`` each; the variances ``None`` for ``MEANS_ONLY``); ``noise``: the draws' noise
+    variances (``M``)."""
     if name == "bald-std":
         return lambda mean, var: bald_std(var - noise[:, None])
     return SCORES[name]
@@ -139,27 +157,36 @@ class DrawGPs:
         """Candidates per block: ``draws x block`` elements at most ``BLOCK_ELEMENTS``."""
         return max(1, BLOCK_ELEMENTS // max(1, len(self.noise)))
 
-    def chunks(self, candidates: torch.Tensor):
-        """``(mean, var)`` of y (``draws x c`` each) for consecutive chunks of ``candidates``."""
+    def chunks(self, candidates: torch.Tensor, variance: bool = True):
+        """``(mean, var)`` of y (``draws x c`` each) for consecutive chunks of ``candidates``;
+        ``var`` is ``None`` unless ``variance``."""
         if self.whole is not None:
-            yield from self.whole.chunks(candidates)
+            yield from self.whole.chunks(candidates, variance)
             return
         for i in range(0, len(candidates), self.block):
-            yield self.predict(candidates[i : i + self.block])
+            yield self.predict(candidates[i : i + self.block], variance)
 
-    def predict(self, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean, var)`` of y at ``candidates``, ``draws x m`` each, all of them at once."""
+    def predict(
+        self, candidates: torch.Tensor, variance: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(mean, var)`` of y at ``candidates``, ``draws x m`` each, all of them at once;
+        ``var`` is ``None`` unless ``variance``."""
         shape = (len(self.noise), len(candidates))
-        mean, var = torch.empty(shape, dtype=DTYPE), torch.empty(shape, dtype=DTYPE)
+        mean = torch.empty(shape, dtype=DTYPE)
+        var = torch.empty(shape, dtype=DTYPE) if variance else None
         if self.whole is not None:
             start = 0
-            for m, v in self.whole.chunks(candidates):
-                mean[:, start : start + m.shape[1]], var[:, start : start + m.shape[1]] = m, v
+            for m, v in self.whole.chunks(candidates, variance):
+                mean[:, start : start + m.shape[1]] = m
+                if variance:
+                    var[:, start : start + m.shape[1]] = v
                 start += m.shape[1]
             return mean, var
         for g in self.groups:
             fitted = Conditioned.fit(self.u, self.z, self.lengthscale[g], self.noise[g])
-            mean[g], var[g] = fitted.predict(candidates)
+            mean[g], v = fitted.predict(candidates, variance)
+            if variance:
+                var[g] = v
         return mean, var
 
 
@@ -181,7 +208,7 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
         posterior = posterior.mode()
     gps = DrawGPs(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
     score = scorer(name, posterior.noise)
-    parts = [score(mean, var) for mean, var in gps.chunks(candidates)]
+    parts = [score(mean, var) for mean, var in gps.chunks(candidates, name not in MEANS_ONLY)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
 
 
@@ -209,6 +236,7 @@ def greedy_batch(
     if name == "alm":
         posterior = posterior.mode()
     score = scorer(name, posterior.noise)
+    variance = name not in MEANS_ONLY  # else fantasies change no score
     fantasies = as_tensor(pending).reshape(-1, u.shape[1]) if pending is not None else u[:0]
 
     def gps_with(inputs):
@@ -217,15 +245,15 @@ def greedy_batch(
         return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise)
 
     base = DrawGPs(u, z, posterior.lengthscale, posterior.noise)  # its means: the fantasies'
-    with_pending = gps_with(fantasies) if len(fantasies) else base
+    with_pending = gps_with(fantasies) if len(fantasies) and variance else base
     scores = torch.empty(len(candidates), dtype=DTYPE)
     for block in _blocks(len(candidates), base.block):
-        means, variances = base.predict(candidates[block])
+        means, variances = base.predict(candidates[block], variance)
         if with_pending is not base:
             variances = with_pending.predict(candidates[block])[1]
         scores[block] = score(means, variances)
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
-    means = base.predict(candidates[short])[0]  # unchanged by fantasies
+    means = base.predict(candidates[short], False)[0]  # unchanged by fantasies
     picked, picked_scores = [], []
     available = torch.ones(len(short), dtype=torch.bool)
     current = scores[short]
@@ -235,7 +263,7 @@ def greedy_batch(
         picked_scores.append(float(current[best]))
         available[best] = False
         fantasies = torch.cat([fantasies, candidates[short[best]][None]])
-        if len(picked) < size:
+        if len(picked) < size and variance:
             variances = gps_with(fantasies).predict(candidates[short])[1]
             current = score(means, variances)
     return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

@@ -184,16 +184,22 @@ def time_scoring(n=100, d=6, draws=150, candidates=10_000, seed=0) -> dict:
         flush=True,
     )
     # where a prediction's time goes: each part on one chunk, scaled to all candidates
+    from worker.acquisition import mixture_entropy
+
     gp = Conditioned.fit(u, z, post.lengthscale, post.noise)
     chunk = cand[: gp.chunk_size()]
     scale = candidates / len(chunk)
     k_star = rbf(u, chunk, post.lengthscale)
     v = gp.chol_inv @ k_star
+    chol = torch.linalg.inv(gp.chol_inv).tril_()
+    mean, var = gp.predict_chunk(chunk)
     parts = {
         "kernel": lambda: rbf(u, chunk, post.lengthscale),
         "variance product": lambda: gp.chol_inv @ k_star,
+        "(as a triangular solve)": lambda: torch.linalg.solve_triangular(chol, k_star, upper=False),
         "sum of squares": lambda: (v * v).sum(-2),
         "mean": lambda: gp.alpha[:, None, :] @ k_star,
+        "bald's quadrature": lambda: mixture_entropy(mean, var),
     }
     shares = {}
     for name, part in parts.items():

@@ -122,7 +122,7 @@ def test_chunked_scoring_equals_unchunked(setting, monkeypatch):
     import worker.gp as gp
 
     monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 30 * 10 * 16)  # 16 candidates per chunk
-    monkeypatch.setattr(acquisition, "CHUNK_ELEMENTS", 30 * 64 * 8)
+    monkeypatch.setattr(acquisition, "QUADRATURE_ELEMENTS", 30 * 64 * 8)
     for name, values in whole.items():
         assert torch.allclose(evaluate(name, post, u, z, cand), values, atol=1e-12)
 

@@ -1,0 +1,125 @@
+"""The fast scoring paths give what the plain formulas give: variances by a triangular solve
+against a product with the explicit inverse factor, B-QBC from the means alone, and BALD's
+mixture density evaluated in place against the densities written out one by one."""
+
+import math
+
+import pytest
+import torch
+
+from worker import gp
+from worker.acquisition import DrawGPs, evaluate, greedy_batch, mixture_entropy
+from worker.mcmc import Posterior
+
+D = torch.float64
+
+
+@pytest.fixture(scope="module")
+def setting():
+    g = torch.Generator().manual_seed(11)
+    u = torch.rand(60, 4, generator=g, dtype=D)
+    z = torch.sin(3 * u).sum(1) + 0.1 * torch.randn(60, generator=g, dtype=D)
+    z = (z - z.mean()) / z.std()
+    post = Posterior(
+        lengthscale=torch.exp(torch.randn(40, 4, generator=g, dtype=D) * 0.3 - 0.5),
+        noise=torch.exp(torch.randn(40, generator=g, dtype=D) * 0.5 - 4.0),
+        chains=4,
+        mode_lengthscale=torch.full((4,), 0.6, dtype=D),
+        mode_noise=0.02,
+    )
+    candidates = torch.rand(700, 4, generator=g, dtype=D)
+    return post, u, z, candidates
+
+
+def _plain_predict(u, z, lengthscale, noise, candidates):
+    """Means and variances of y written out: the kernel from distances, ``L^-1`` explicitly."""
+    rows = []
+    for ls, s2 in zip(lengthscale, noise, strict=True):
+        k = torch.exp(-0.5 * torch.cdist(u / ls, u / ls) ** 2) + s2 * torch.eye(len(u), dtype=D)
+        chol_inv = torch.linalg.inv(torch.linalg.cholesky(k))
+        k_star = torch.exp(-0.5 * torch.cdist(u / ls, candidates / ls) ** 2)
+        mean = k_star.T @ torch.cholesky_solve(z[:, None], torch.linalg.cholesky(k))[:, 0]
+        var = 1.0 - ((chol_inv @ k_star) ** 2).sum(0) + s2
+        rows.append((mean, var))
+    return torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows])
+
+
+def _plain_mixture_entropy(mean, var):
+    """The trapezoid rule on the same grid, each component's density written out."""
+    sd = var.sqrt()
+    out = torch.empty(mean.shape[1], dtype=D)
+    for c in range(mean.shape[1]):
+        lo = float((mean[:, c] - 8 * sd[:, c]).min())
+        hi = float((mean[:, c] + 8 * sd[:, c]).max())
+        needed = math.ceil((hi - lo) / float(sd[:, c].min())) + 1
+        count = 2 ** math.ceil(math.log2(min(max(needed, 32), 16384)))
+        y = torch.linspace(lo, hi, count, dtype=D)
+        p = sum(
+            torch.exp(-0.5 * ((y - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
+            for m, s in zip(mean[:, c], sd[:, c], strict=True)
+        ) / len(mean)
+        f = torch.where(p > 0, -p * p.log(), 0.0)
+        out[c] = (hi - lo) / (count - 1) * (f.sum() - 0.5 * (f[0] + f[-1]))
+    return out
+
+
+def test_each_acquisition_equals_its_plain_formula(setting):
+    post, u, z, cand = setting
+    mean, var = _plain_predict(u, z, post.lengthscale, post.noise, cand)
+    mode = post.mode()
+    _, mode_var = _plain_predict(u, z, mode.lengthscale, mode.noise, cand)
+    b_alm, b_qbc = var.mean(0), mean.var(0, correction=0)
+    sf = (var - post.noise[:, None]).sqrt()
+    entropies = 0.5 * torch.log(2 * math.pi * math.e * var)
+    want = {
+        "alm": mode_var[0],
+        "b-alm": b_alm,
+        "b-qbc": b_qbc,
+        "qb-mgp": b_alm + b_qbc,
+        "bald-std": sf.mean(0).log() - sf.log().mean(0),
+        "bald": _plain_mixture_entropy(mean, var) - entropies.mean(0),
+    }
+    for name, values in want.items():
+        got = evaluate(name, post, u, z, cand)
+        assert torch.allclose(got, values, rtol=0, atol=1e-10), name
+
+
+def test_mixture_entropy_equals_its_plain_quadrature_at_every_node_count():
+    # spreads from overlapping components (32 nodes) to a narrow one far out (the 16384 cap)
+    g = torch.Generator().manual_seed(4)
+    cases = []
+    for spread, narrow in ((0.1, 1.0), (3.0, 1.0), (30.0, 0.5), (300.0, 0.3), (1e4, 1e-2)):
+        mean = spread * torch.randn(25, 6, generator=g, dtype=D)
+        sd = torch.exp(torch.randn(25, 6, generator=g, dtype=D) * 0.3)
+        sd[0] *= narrow
+        cases.append((mean, sd**2))
+    for mean, var in cases:
+        want = _plain_mixture_entropy(mean, var)
+        got = mixture_entropy(mean, var)
+        assert torch.allclose(got, want, rtol=1e-12, atol=1e-10)
+
+
+def test_means_only_acquisitions_never_compute_a_variance(setting, monkeypatch):
+    post, u, z, cand = setting
+    asked = []
+    predict_chunk = gp.Conditioned.predict_chunk
+
+    def spy(self, candidates, buffers=None, variance=True):
+        asked.append(variance)
+        return predict_chunk(self, candidates, buffers, variance)
+
+    monkeypatch.setattr(gp.Conditioned, "predict_chunk", spy)
+    mean, _ = _plain_predict(u, z, post.lengthscale, post.noise, cand)
+    b_qbc = evaluate("b-qbc", post, u, z, cand)
+    assert torch.allclose(b_qbc, mean.var(0, correction=0), rtol=0, atol=1e-10)
+    assert asked and not any(asked)
+    # a batch: fantasies change no mean, so the picks are the best scores in order
+    order, scores = greedy_batch("b-qbc", post, u, z, cand, 4, pending=cand[:2])
+    top = torch.argsort(b_qbc, descending=True, stable=True)[:4]
+    assert order.tolist() == top.tolist() and torch.allclose(scores, b_qbc[top], atol=1e-12)
+    assert not any(asked)
+    asked.clear()
+    evaluate("qb-mgp", post, u, z, cand)
+    assert asked and all(asked)
+    mean_only, none = DrawGPs(u, z, post.lengthscale, post.noise).predict(cand, variance=False)
+    assert none is None and torch.allclose(mean_only, mean, rtol=0, atol=1e-10)
