@@ -1,0 +1,47 @@
+"""Cold starts (worker.mcmc, init "grid"): chains begin in the posterior's major mode, also where
+a lengthscale shared by all inputs points to a minor one."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from clients.reproduction.core_benchmark import campaign_data
+from worker.mcmc import _initial_points, sample_posterior
+from worker.potential import GPPotential
+
+# The reproduction's first 100 Ishigami points (its QB-MGP campaign of run 0): two modes of
+# (log l_1, log l_2, log l_3, log s2). The major one (log posterior -101.6, Laplace mass about
+# 100 times the minor one's) has a long lengthscale for the second input and more noise; the
+# minor one (-104.2) is where the grid of one shared lengthscale leads every chain.
+MAJOR = [-1.68, 2.22, -1.47, -1.68]
+MINOR = [-1.60, -1.65, -1.51, -4.50]
+
+
+@pytest.fixture(scope="module")
+def ishigami():
+    u, z = campaign_data("ishigami", 100)
+    return u.numpy(), z.numpy()
+
+
+def _log_posterior_at_mode(potential, start):
+    result = minimize(lambda x: tuple(a[0] for a in potential(x[None])), start, jac=True,
+                      method="L-BFGS-B")  # fmt: skip
+    return -result.fun, result.x
+
+
+def test_cold_chains_find_the_major_mode_that_a_shared_lengthscale_misses(ishigami):
+    u, z = ishigami
+    potential = GPPotential(u, z)
+    major, at_major = _log_posterior_at_mode(potential, MAJOR)
+    minor, at_minor = _log_posterior_at_mode(potential, MINOR)
+    assert np.abs(at_major - at_minor).max() > 3 and major > minor + 2
+    post = sample_posterior(u, z, chains=2, warmup=30, samples=30, seed=2)
+    chains = post.log_draws().numpy().reshape(2, 30, 4)
+    medians = np.median(chains, 1)
+    # every chain in the major mode: closer to its log posterior than to the minor one's
+    assert (-potential(medians)[0] > (major + minor) / 2).all()
+    assert (medians[:, 1] > 1.0).all()
+    # a chain's start depends on the seed and its number only (chain groups over workers)
+    both = _initial_points(potential, [0, 1, 2], 2, "grid")
+    assert np.array_equal(both[1:], _initial_points(potential, [1, 2], 2, "grid"))
+    assert np.isfinite(potential(both)[0]).all() and len(np.unique(both, axis=0)) == 3
