@@ -226,3 +226,13 @@ def test_the_sdk_and_the_simulator_commands_need_only_the_simulator_token(guarde
     with FbgpClient(url, campaign.owner_token) as owner:
         assert len(owner.observations(campaign.id).y) == 3
         owner.delete_campaign(campaign.id)
+
+
+def test_a_token_never_starts_like_a_command_line_option():
+    """``fbgp-al simulate --token <token>`` and ``fbgp-al run --token <token>``: argparse takes a
+    value that starts with "-" for an option (one token in 64 did, at random)."""
+    from service.tokens import PREFIX, new_token
+
+    tokens = [new_token() for _ in range(2000)]
+    assert all(t.startswith(PREFIX) and len(t) > 40 for t in tokens)
+    assert len(set(tokens)) == len(tokens)
