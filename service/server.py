@@ -19,11 +19,20 @@ from service.settings import get_settings
 
 
 class HeaderDeadline:
-    """The timer of a protocol below: armed while a request's headers are awaited."""
+    """The timer of a protocol below: armed from the connection's opening, and from each later
+    request's first byte, until that request's headers are in."""
 
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._await_headers()
+
+    def connection_lost(self, exc) -> None:
+        self._headers_in()
+        super().connection_lost(exc)
 
     def _await_headers(self) -> None:
         if self._header_timer is None:
@@ -42,14 +51,6 @@ class HeaderDeadline:
 
 
 class H11HeaderDeadline(HeaderDeadline, H11Protocol):
-    def connection_made(self, transport) -> None:
-        super().connection_made(transport)
-        self._await_headers()
-
-    def connection_lost(self, exc) -> None:
-        self._headers_in()
-        super().connection_lost(exc)
-
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:  # a request's first bytes
             self._await_headers()
@@ -64,14 +65,6 @@ def _httptools_protocol() -> type | None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class HttpToolsHeaderDeadline(HeaderDeadline, HttpToolsProtocol):
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._await_headers()
-
-        def connection_lost(self, exc) -> None:
-            self._headers_in()
-            super().connection_lost(exc)
-
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._await_headers()

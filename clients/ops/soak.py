@@ -109,7 +109,11 @@ def _error_kind(error: Exception) -> str:
 class Labeler(threading.Thread):
     """Labels one campaign: ``/next`` (long poll), ``y`` from the built-in simulator's mean plus
     seeded noise, ``/label`` with the same ``y`` until an answer comes. Rides out transient
-    errors; stops when the campaign is done or ``stop`` is set."""
+    errors; stops when the campaign is done or ``stop`` is set. ``waits``: every wait for a
+    point, from the answer to a label (or the start) until ``/next`` hands one out, the one
+    still open when it stops included; ``pending_pause``: the longest sleep after a 202."""
+
+    pending_pause = 2.0
 
     def __init__(self, url: str, campaign: str, simulator: str, seed: list[int],
                  ledger: Ledger, stop: threading.Event):  # fmt: skip
@@ -118,8 +122,10 @@ class Labeler(threading.Thread):
         self.sim = get_simulator(simulator)
         self.rng = np.random.default_rng(seed)
         self.done = False
+        self.waits: list[float] = []
 
     def run(self) -> None:
+        since = time.monotonic()
         with FbgpClient(self.url, token="", timeout=30.0, retries=3) as api:
             while not self.stop.is_set():
                 try:
@@ -132,12 +138,15 @@ class Labeler(threading.Thread):
                     self.done = True
                     return
                 if isinstance(point, Pending):
-                    self.stop.wait(min(point.retry_after, 2.0))
+                    self.stop.wait(min(point.retry_after, self.pending_pause))
                     continue
+                self.waits.append(time.monotonic() - since)
                 y = float(self.sim.sample(np.array([point.x]), self.rng)[0])
                 if self._post(api, point.ticket, y) == 410:
                     self.done = True
                     return
+                since = time.monotonic()
+            self.waits.append(time.monotonic() - since)  # the wait the stop cut short
 
     def _post(self, api: FbgpClient, ticket: str, y: float) -> int | None:
         """Post one label until the service answers it (the same ``y`` every time, so that a
