@@ -457,6 +457,17 @@ class FbgpClient:
         """The latest model; ``ApiError`` 404 before the first one."""
         return Model.from_json(self._call("GET", f"/campaigns/{campaign_id}/model").json())
 
+    def export_model(self, campaign_id: str, path: str | os.PathLike | None = None) -> dict:
+        """The latest model as a self-contained document (``GET .../model/export``), which
+        :class:`clients.metamodel.Metamodel` loads to predict without the service; with
+        ``path``, also written there as the service sent it. ``ApiError`` 404 before the first
+        model."""
+        response = self._call("GET", f"/campaigns/{campaign_id}/model/export")
+        if path is not None:
+            with open(path, "wb") as f:
+                f.write(response.content)
+        return response.json()
+
     def wait_for_model(self, campaign_id: str, version: int, timeout: float | None = None,
                        poll: float = 0.2) -> CampaignStatus:  # fmt: skip
         """Wait until the campaign's model has seen ``version`` labels (or more).

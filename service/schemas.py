@@ -320,6 +320,41 @@ class Model(Free):
     diagnostics: dict[str, Any]
 
 
+class CampaignRef(BaseModel):
+    id: str
+    name: str
+
+
+class LabeledData(BaseModel):
+    """The labels a model saw, original units; ``noise``: each label's known noise variance,
+    only when the labels carry it."""
+
+    x: list[list[float]]
+    y: list[float]
+    noise: list[float] | None = None
+
+
+class MetamodelExport(Free):
+    """``GET /campaigns/{id}/model/export``: a model with everything it needs to predict without
+    the service (the SDK's ``clients.metamodel.Metamodel`` loads it): the draws, the mode, the
+    transforms and the labeled data it saw. ``format_version`` changes when a reader must."""
+
+    format: Literal["fbgp-al-metamodel"]
+    format_version: int
+    campaign: CampaignRef
+    version: int
+    n_labeled: int
+    inputs: list[dict[str, Any]]
+    kernel: Literal["rbf-ard"]
+    transform: Transform
+    samples: Draws
+    acquisition_samples: Draws
+    mode: ModeDraw
+    data: LabeledData
+    diagnostics: dict[str, Any]
+    exported_at: float
+
+
 class HistoryEvent(Free):
     """One model stored (``model``), refit failed (``refit_failed``), ``evaluate`` call, run
     failed (``run_failed``: ``ticket``, ``x``, ``reason``) or run abandoned

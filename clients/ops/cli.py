@@ -138,6 +138,39 @@ def _healthcheck(argv: list[str]) -> None:
     raise SystemExit(0 if healthy else 1)
 
 
+def _export(argv: list[str]) -> None:
+    """``fbgp-al export``: a campaign's latest model as a self-contained JSON file, for
+    :class:`clients.metamodel.Metamodel` (the SDK alone runs it: httpx and numpy)."""
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al export", description="save a campaign's model to predict without the service"
+    )
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
+    parser.add_argument("--campaign", required=True, help="the campaign's id")
+    parser.add_argument("--token", help="its owner token or the service's (default: "
+                        "FBGP_API_TOKEN)")  # fmt: skip
+    parser.add_argument("--out", help="the file to write, '-' for stdout (default: "
+                        "fbgp-al-ID-model-VERSION.json here)")  # fmt: skip
+    args = parser.parse_args(argv)
+    import json
+
+    from clients.client import ApiError, FbgpClient
+
+    try:
+        with FbgpClient(args.url, args.token) as api:
+            document = api.export_model(args.campaign)
+    except ApiError as error:
+        raise SystemExit(f"fbgp-al export: {error}") from None
+    if args.out == "-":
+        json.dump(document, sys.stdout)
+        sys.stdout.write("\n")
+        return
+    out = args.out or f"fbgp-al-{args.campaign}-model-{document['version']}.json"
+    with open(out, "w") as f:
+        json.dump(document, f)
+    print(f"fbgp-al export: model {document['version']} of campaign {args.campaign} "
+          f"({document['n_labeled']} labels) -> {out}", file=sys.stderr)  # fmt: skip
+
+
 def _up(argv: list[str]) -> None:
     from clients.ops.stack import main
 
@@ -154,6 +187,7 @@ COMMANDS = {
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
     "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
     "run": (_run, "any executable as a simulator: fbgp-al run --url U --campaign ID -- cmd {x1}"),
+    "export": (_export, "a campaign's model as a file the SDK's Metamodel predicts from"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
 }

@@ -4,10 +4,13 @@ request waits."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import time
+
+from fastapi import APIRouter, Response
 
 from service import limits, queues, schemas
 from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
+from service.errors import NotFound
 from service.routes.labeling import spec_with_points
 from service.store import CampaignStore
 
@@ -20,6 +23,50 @@ MODEL_RESPONSES = schemas.problem_responses(404, 500)
 @router.get("/model", response_model=schemas.Model, responses=schemas.problem_responses(404))
 def model(campaign_id: str, store: StoreDep):
     return store.model(campaign_id)
+
+
+EXPORT_FORMAT = "fbgp-al-metamodel"
+EXPORT_FORMAT_VERSION = 1
+
+
+def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict],
+                    now: float) -> dict:  # fmt: skip
+    """The stored ``model`` with what it needs to predict without the service: the campaign's
+    inputs and the first ``n_labeled`` of its ``labels`` (the ones the model saw), with their
+    known ``noise`` variances when any label carries one (0 for a label without)."""
+    seen = labels[: model["n_labeled"]]
+    data = {"x": [label["x"] for label in seen], "y": [label["y"] for label in seen]}
+    if any(label.get("noise") is not None for label in seen):
+        data["noise"] = [float(label.get("noise") or 0.0) for label in seen]
+    document = {
+        "format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION,
+        "campaign": {"id": campaign_id, "name": spec["name"]},
+        "version": model["version"], "n_labeled": model["n_labeled"],
+        "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],
+        "samples": model["samples"], "acquisition_samples": model["acquisition_samples"],
+        "mode": model["mode"], "chains": model.get("chains"), "data": data,
+        "diagnostics": model.get("diagnostics", {}),
+    }  # fmt: skip
+    if "accuracy" in model:
+        document["accuracy"] = model["accuracy"]
+    document["exported_at"] = now
+    return document
+
+
+@router.get("/model/export", response_model=schemas.MetamodelExport,
+            response_model_exclude_unset=True,
+            responses=schemas.problem_responses(404))  # fmt: skip
+def export_model(campaign_id: str, store: StoreDep, response: Response):
+    """The latest model as a self-contained JSON file (a download): its draws, mode, transforms
+    and the labeled data it saw, which the SDK's ``Metamodel`` predicts from as ``/predict``
+    does, without the service. 404 before the first model."""
+    model = store.model(campaign_id)
+    spec, labels = store.spec(campaign_id), store.labels(campaign_id)
+    if len(labels) < model["n_labeled"]:  # deleted meanwhile: labels only ever grow
+        raise NotFound(f"no campaign {campaign_id!r}")
+    name = f"fbgp-al-{campaign_id}-model-{model['version']}.json"
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return export_document(campaign_id, spec, model, labels, time.time())
 
 
 @router.get("/history", response_model=list[schemas.HistoryEvent],

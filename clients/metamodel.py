@@ -1,0 +1,255 @@
+"""A campaign's model, taken home: :class:`Metamodel` loads the document that ``GET
+/campaigns/{id}/model/export`` answers (``FbgpClient.export_model``, ``fbgp-al export``) and
+predicts as ``POST /campaigns/{id}/predict`` does, with numpy alone and no service.
+
+```python
+from clients.metamodel import Metamodel
+
+model = Metamodel.load("campaign.json")       # a path, an open file or the parsed document
+p = model.predict([[0.3, 1.2], [2.0, 0.5]])   # m x d, original units
+p["mean"], p["variance"], p["mixture_mean"], p["mixture_variance"]
+```
+
+The GP is the service's (``worker/gp.py``): inputs scaled to the unit cube by the declared
+bounds, outputs standardized by the labels' mean and standard deviation, zero mean, an ARD RBF
+kernel of unit output scale, and the covariance of the labels
+``K = Kf + diag(noise / y_std^2) + s2 I`` (the labels' known ``noise`` variances, when the
+document carries them, and the learned nugget ``s2``). ``mean`` and ``variance`` are the
+posterior-mode GP's, of y (``s2`` included), in original units; ``mixture_mean`` and
+``mixture_variance`` are the moments of the equal-weight mixture of the GPs of the
+``acquisition_samples`` draws (mean of their means; mean of their variances plus the population
+variance of their means).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any
+
+import numpy as np
+
+FORMAT = "fbgp-al-metamodel"
+FORMAT_VERSION = 1
+KERNEL = "rbf-ard"
+
+# Jitter added to the diagonal, in turn, when a Cholesky fails (worker.gp.JITTERS).
+JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+
+# Elements (draws x labels x candidates) of a block of predictions; draws x labels^2 of the
+# factors fitted together (32 MB and 128 MB of float64).
+CHUNK_ELEMENTS = 1 << 22
+FIT_ELEMENTS = 1 << 24
+
+
+def _rbf(u1: np.ndarray, u2: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
+    """ARD RBF kernel of unit scale: ``u1`` ``n x d``, ``u2`` ``m x d``, ``lengthscale``
+    ``B x d`` -> ``B x n x m``, as ``worker.gp.rbf`` computes it (one product of the scaled
+    inputs augmented with their half squared norms, clamped at zero distance)."""
+    a = u1[None] / lengthscale[:, None, :]
+    b = u2[None] / lengthscale[:, None, :]
+    a = np.concatenate([a, -0.5 * (a * a).sum(-1, keepdims=True), np.ones_like(a[..., :1])], -1)
+    b = np.concatenate([b, np.ones_like(b[..., :1]), -0.5 * (b * b).sum(-1, keepdims=True)], -1)
+    return np.exp(np.minimum(a @ b.transpose(0, 2, 1), 0.0))
+
+
+def _factor(K: np.ndarray) -> np.ndarray | None:
+    """The lower Cholesky factor of ``K``, or None where it fails (not positive definite, or
+    not finite: LAPACK lets NaN through, torch's ``cholesky_ex`` does not)."""
+    try:
+        chol = np.linalg.cholesky(K)
+    except np.linalg.LinAlgError:
+        return None
+    return chol if np.isfinite(chol).all() else None
+
+
+def _cholesky(K: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factors of ``K`` (``B x n x n``); a member that fails is retried with
+    growing jitter (:data:`JITTERS`), and one that no jitter helps gets the identity (as
+    ``worker.gp.cholesky``)."""
+    chol = _factor(K)
+    if chol is not None:
+        return chol
+    eye = np.eye(K.shape[-1])
+    chol = np.empty_like(K)
+    for i, member in enumerate(K):
+        for jitter in (0.0, *JITTERS):
+            factor = _factor(member + jitter * eye if jitter else member)
+            if factor is not None:
+                chol[i] = factor
+                break
+        else:
+            chol[i] = eye
+    return chol
+
+
+class _Fitted:
+    """GPs of ``B`` hyperparameter sets conditioned on the labels (``u``, ``z``, known noise
+    ``noise_z``, all in the GP's units)."""
+
+    def __init__(self, u, z, noise_z, lengthscale, s2):
+        self.u, self.lengthscale, self.s2 = u, lengthscale, s2
+        n = len(z)
+        K = _rbf(u, u, lengthscale)
+        K += np.diag(noise_z)[None] if noise_z is not None else 0.0
+        K += s2[:, None, None] * np.eye(n)[None]
+        chol = _cholesky(K)
+        eye = np.broadcast_to(np.eye(n), chol.shape)
+        self.chol_inv = np.linalg.solve(chol, eye)  # L^-1, so that variances are one product
+        rhs = np.broadcast_to(z[None, :, None], (len(s2), n, 1))
+        w = np.linalg.solve(chol, rhs)
+        self.alpha = np.linalg.solve(chol.transpose(0, 2, 1), w)[..., 0]  # K^-1 z
+
+    def predict(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of z (nugget included) at ``cand`` (``c x d``): ``B x c`` each."""
+        batch, n = self.chol_inv.shape[:2]
+        step = max(1, CHUNK_ELEMENTS // (batch * max(n, 1)))
+        means, variances = [], []
+        for i in range(0, len(cand), step):
+            k_star = _rbf(self.u, cand[i : i + step], self.lengthscale)  # B x n x c
+            means.append((self.alpha[:, None, :] @ k_star)[:, 0, :])
+            v = self.chol_inv @ k_star
+            latent = np.maximum(1.0 - np.square(v).sum(-2), 0.0)
+            variances.append(latent + self.s2[:, None])
+        if not means:
+            return np.empty((batch, 0)), np.empty((batch, 0))
+        return np.concatenate(means, -1), np.concatenate(variances, -1)
+
+
+def _draws(block: Any, d: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lengthscale = np.asarray(block["lengthscale"], dtype=float).reshape(-1, d)
+        noise = np.asarray(block["noise"], dtype=float).reshape(-1)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"the document's {what} are malformed: {error}") from None
+    if len(lengthscale) != len(noise) or not len(noise):
+        raise ValueError(f"the document's {what} need as many lengthscale rows as noise values")
+    if not (np.all(lengthscale > 0) and np.all(noise > 0)):
+        raise ValueError(f"the document's {what} must be positive")
+    if not (np.isfinite(lengthscale).all() and np.isfinite(noise).all()):
+        raise ValueError(f"the document's {what} must be finite")
+    return lengthscale, noise
+
+
+class Metamodel:
+    """A campaign's exported model (see the module's docstring); ``document`` is the parsed
+    export. ``inputs`` (``[{"name", "lower", "upper"}, ...]``), ``version``, ``n_labeled`` and
+    ``campaign`` (``{"id", "name"}``) are the document's."""
+
+    def __init__(self, document: dict):
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise ValueError(f"not an exported model: its 'format' is not {FORMAT!r}")
+        version = document.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ValueError(f"format_version {version!r} is not one this SDK reads "
+                             f"(<= {FORMAT_VERSION}); upgrade fbgp-al")  # fmt: skip
+        if document.get("kernel", KERNEL) != KERNEL:
+            raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
+        self.document = document
+        self.campaign = dict(document.get("campaign", {}))
+        self.version = int(document["version"])
+        self.n_labeled = int(document["n_labeled"])
+        self.inputs = [dict(i) for i in document["inputs"]]
+        t = document["transform"]
+        self.lower = np.asarray(t["lower"], dtype=float)
+        self.upper = np.asarray(t["upper"], dtype=float)
+        self.y_mean, self.y_std = float(t["y_mean"]), float(t["y_std"])
+        d = self.dim
+        finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
+        if not (finite and self.y_std > 0 and np.all(self.lower < self.upper)):
+            raise ValueError("the document's transform needs finite bounds, lower < upper, and "
+                             "y_std > 0")  # fmt: skip
+        if self.lower.shape != (d,) or self.upper.shape != (d,) or len(self.inputs) != d:
+            raise ValueError("the document's transform and inputs disagree on the dimension")
+        data = document["data"]
+        x = np.asarray(data["x"], dtype=float).reshape(-1, d)
+        y = np.asarray(data["y"], dtype=float).reshape(-1)
+        if len(x) != len(y) or len(y) != self.n_labeled:
+            raise ValueError(f"the document holds {len(x)} inputs and {len(y)} outputs; its "
+                             f"model saw n_labeled = {self.n_labeled}")  # fmt: skip
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            raise ValueError("the document's data must be finite")
+        self.x, self.y = x, y
+        self.noise = None
+        if data.get("noise") is not None:
+            self.noise = np.asarray(data["noise"], dtype=float).reshape(-1)
+            if len(self.noise) != len(y) or not np.all(np.isfinite(self.noise) & (self.noise >= 0)):
+                raise ValueError("the document's data.noise needs one variance >= 0 per label")
+        mode = document["mode"]
+        self.mode_lengthscale, self.mode_noise = _draws(
+            {"lengthscale": [mode["lengthscale"]], "noise": [mode["noise"]]}, d, "mode"
+        )
+        self.draw_lengthscale, self.draw_noise = _draws(
+            document["acquisition_samples"], d, "acquisition_samples"
+        )
+        # the labels in the GP's units
+        self._u = (x - self.lower) / (self.upper - self.lower)
+        self._z = (y - self.y_mean) / self.y_std
+        self._noise_z = None if self.noise is None else self.noise / self.y_std**2
+        self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
+                             self.mode_noise)  # fmt: skip
+
+    @property
+    def dim(self) -> int:
+        return len(self.lower)
+
+    @classmethod
+    def load(cls, source: str | os.PathLike | IO | dict) -> Metamodel:
+        """From a path to the exported JSON file, an open file (text or binary) or the
+        document already parsed."""
+        if isinstance(source, dict):
+            return cls(source)
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as f:
+                return cls(json.load(f))
+        if hasattr(source, "read"):
+            return cls(json.load(source))
+        raise TypeError(f"load takes a path, a file or a dict, not {type(source).__name__}")
+
+    def _points(self, x) -> np.ndarray:
+        """``x`` as an ``m x d`` float array; with one input a flat array is that many points,
+        with more a flat array of ``d`` values is one point."""
+        try:
+            points = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"x must be numbers, m x {self.dim}: {error}") from None
+        if points.ndim == 1:
+            points = points[:, None] if self.dim == 1 else points[None, :]
+        names = ", ".join(i["name"] for i in self.inputs)
+        if points.ndim != 2 or points.shape[1] != self.dim:
+            raise ValueError(f"x must be m x {self.dim} (inputs {names}); got shape "
+                             f"{np.shape(x)}")  # fmt: skip
+        bad = np.flatnonzero(~np.isfinite(points).all(1))
+        if len(bad):
+            raise ValueError(f"point {int(bad[0])} of x is not finite")
+        return points
+
+    def predict(self, x) -> dict[str, np.ndarray]:
+        """At ``x`` (``m x d``, original units; points outside the declared bounds are
+        extrapolated, where ``/predict`` answers 422): ``mean`` and ``variance`` of y under the
+        posterior-mode GP, ``mixture_mean`` and ``mixture_variance`` under the mixture of the
+        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers."""
+        cand = (self._points(x) - self.lower) / (self.upper - self.lower)
+        mean, var = self._mode.predict(cand)
+        draw_means = np.empty((len(self.draw_noise), len(cand)))
+        draw_vars = np.empty_like(draw_means)
+        per = max(1, FIT_ELEMENTS // max(1, self.n_labeled**2))
+        for g in range(0, len(self.draw_noise), per):
+            group = slice(g, g + per)
+            fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale[group],
+                             self.draw_noise[group])  # fmt: skip
+            draw_means[group], draw_vars[group] = fitted.predict(cand)
+        mixture_mean = draw_means.mean(0)
+        mixture_var = draw_vars.mean(0) + draw_means.var(0)
+        return {
+            "mean": self.y_mean + mean[0] * self.y_std,
+            "variance": var[0] * self.y_std**2,
+            "mixture_mean": self.y_mean + mixture_mean * self.y_std,
+            "mixture_variance": mixture_var * self.y_std**2,
+        }
+
+    def __repr__(self) -> str:
+        names = ", ".join(i["name"] for i in self.inputs)
+        return (f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
+                f"n_labeled={self.n_labeled}, inputs=[{names}], "
+                f"draws={len(self.draw_noise)})")  # fmt: skip

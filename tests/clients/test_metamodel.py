@@ -1,0 +1,219 @@
+"""The SDK's :class:`~clients.metamodel.Metamodel` (numpy only) predicts what the service's
+``/predict`` computes (``worker.answers.predict``, torch) from the same model, to 1e-10; with
+known label noise, what the GP with ``K = Kf + diag(noise_z) + s2 I`` predicts, written out here
+in torch; and it refuses malformed inputs and documents with clear errors."""
+
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from clients import metamodel
+from clients.metamodel import Metamodel
+from service.routes.models import export_document
+from worker import answers, gp
+from worker.mcmc import sample_posterior
+from worker.refit import prepare
+
+SPEC_MCMC = {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2}
+RTOL = 1e-10
+
+
+def _campaign(d: int, n: int, f, seed: int, noise=None):
+    """A spec, its labels (with ``noise`` variances when given) and a model fitted to them by
+    the worker's own functions, as a refit stores it."""
+    rng = np.random.default_rng(seed)
+    inputs = [{"name": f"x{i}", "lower": -1.0 - i, "upper": 2.0 + 3 * i} for i in range(d)]
+    lower = np.array([i["lower"] for i in inputs])
+    upper = np.array([i["upper"] for i in inputs])
+    x = lower + rng.random((n, d)) * (upper - lower)
+    y = 40.0 * f(x) + 7.0
+    labels = [{"x": row.tolist(), "y": float(v), "index": k, "ticket": f"t{k}"}
+              for k, (row, v) in enumerate(zip(x, y, strict=True))]  # fmt: skip
+    if noise is not None:
+        for label, variance in zip(labels, noise, strict=True):
+            label["noise"] = float(variance)
+    spec = {"name": "unit", "inputs": inputs, "seed": seed, "mcmc": SPEC_MCMC}
+    data = prepare(spec, labels)
+    post = sample_posterior(data.u, data.z, 2, 40, 40, seed=seed)
+    model = {
+        "version": n, "n_labeled": n, **post.to_dict(),
+        "acquisition_samples": post.thinned(2).to_dict()["samples"],
+        "transform": {"lower": list(data.box.lower), "upper": list(data.box.upper),
+                      "y_mean": data.scale_y.mean, "y_std": data.scale_y.std},
+        "diagnostics": {"max_rhat": 1.0},
+    }  # fmt: skip
+    return spec, labels, model, lower, upper
+
+
+def _points(lower, upper, labels, m: int, seed: int) -> np.ndarray:
+    """The labeled inputs, random points of the box and its corners (far from most labels)."""
+    rng = np.random.default_rng(seed + 100)
+    d = len(lower)
+    corners = np.array(np.meshgrid(*[[0.0, 1.0]] * d)).reshape(d, -1).T
+    unit = np.concatenate([rng.random((m, d)), corners])
+    return np.concatenate([np.array([label["x"] for label in labels]),
+                           lower + unit * (upper - lower)])  # fmt: skip
+
+
+def _assert_same(got: dict, want: dict, y_std: float) -> None:
+    for key, scale in (("mean", y_std), ("variance", y_std**2), ("mixture_mean", y_std),
+                       ("mixture_variance", y_std**2)):  # fmt: skip
+        assert isinstance(got[key], np.ndarray) and got[key].dtype == np.float64
+        np.testing.assert_allclose(got[key], np.asarray(want[key]), rtol=RTOL,
+                                   atol=RTOL * scale, err_msg=key)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("d", "n", "f"),
+    [(1, 9, lambda x: np.sin(3 * x[:, 0])),
+     (2, 24, lambda x: np.sin(2 * x[:, 0]) + 0.1 * x[:, 1] ** 2)],
+)  # fmt: skip
+def test_predictions_equal_the_service_s(d, n, f):
+    spec, labels, model, lower, upper = _campaign(d, n, f, seed=d)
+    labels_later = labels + [{"x": labels[0]["x"], "y": 1e6}]  # a label the model did not see
+    document = json.loads(json.dumps(export_document("c1", spec, model, labels_later, 0.0)))
+    assert document["data"]["y"] == [label["y"] for label in labels]
+    assert "noise" not in document["data"]
+    mm = Metamodel.load(document)
+    assert (mm.n_labeled, mm.version, mm.inputs) == (n, n, spec["inputs"])
+    x = _points(lower, upper, labels, 40, seed=d)
+    got = mm.predict(x)
+    want = answers.predict(spec, model, labels, x.tolist())
+    _assert_same(got, want, model["transform"]["y_std"])
+    # the mixture differs from the mode GP: the draws were used, not the mode's alone
+    assert not np.allclose(got["mixture_variance"], got["variance"], rtol=1e-6)
+    # one point, flat, and an empty batch
+    one = mm.predict(x[-1] if d > 1 else x[-1:, 0])
+    assert one["mean"].shape == (1,) and one["mean"][0] == pytest.approx(got["mean"][-1], 1e-12)
+    assert mm.predict(np.empty((0, d)))["variance"].shape == (0,)
+
+
+def _gp_with_known_noise(u, z, noise_z, lengthscale, s2, cand):
+    """The predictive mean and variance of z of the GP with ``K = Kf + diag(noise_z) + s2 I``,
+    written out (squared distances, Cholesky, two triangular solves): ``B x m`` each."""
+    lengthscale = torch.as_tensor(lengthscale, dtype=torch.float64)
+    u, cand = torch.as_tensor(u), torch.as_tensor(cand)
+    z, noise_z = torch.as_tensor(z), torch.as_tensor(noise_z)
+    s2 = torch.as_tensor(s2, dtype=torch.float64)
+    means, variances = [], []
+
+    def kern(a, b, ls):
+        return torch.exp(-0.5 * torch.cdist(a / ls, b / ls) ** 2)
+
+    for ls, s in zip(lengthscale, s2, strict=True):
+        K = kern(u, u, ls) + torch.diag(noise_z) + s * torch.eye(len(z), dtype=torch.float64)
+        L = torch.linalg.cholesky(K)
+        k_star = kern(u, cand, ls)
+        alpha = torch.cholesky_solve(z[:, None], L)[:, 0]
+        v = torch.linalg.solve_triangular(L, k_star, upper=False)
+        means.append(k_star.T @ alpha)
+        variances.append(1.0 - (v * v).sum(0) + s)
+    return torch.stack(means).numpy(), torch.stack(variances).numpy()
+
+
+def test_known_label_noise_enters_the_covariance_of_the_labels():
+    rng = np.random.default_rng(7)
+    n = 14
+    noise = rng.uniform(0.0, 4.0, n)  # original units: y's scale is about 40
+    noise[3] = 0.0
+    spec, labels, model, lower, upper = _campaign(
+        2, n, lambda x: np.cos(x[:, 0]) + 0.2 * x[:, 1], seed=5, noise=noise
+    )
+    document = export_document("c2", spec, model, labels, 0.0)
+    assert document["data"]["noise"] == noise.tolist()
+    mm = Metamodel.load(json.loads(json.dumps(document)))
+    x = _points(lower, upper, labels, 30, seed=5)
+    got = mm.predict(x)
+
+    t = model["transform"]
+    u = (np.array(document["data"]["x"]) - lower) / (upper - lower)
+    z = (np.array(document["data"]["y"]) - t["y_mean"]) / t["y_std"]
+    cand = (x - lower) / (upper - lower)
+    noise_z = noise / t["y_std"] ** 2
+    mode_mean, mode_var = _gp_with_known_noise(u, z, noise_z, [model["mode"]["lengthscale"]],
+                                               [model["mode"]["noise"]], cand)  # fmt: skip
+    draws = model["acquisition_samples"]
+    means, variances = _gp_with_known_noise(u, z, noise_z, draws["lengthscale"], draws["noise"],
+                                            cand)  # fmt: skip
+    want = {
+        "mean": t["y_mean"] + t["y_std"] * mode_mean[0],
+        "variance": t["y_std"] ** 2 * mode_var[0],
+        "mixture_mean": t["y_mean"] + t["y_std"] * means.mean(0),
+        "mixture_variance": t["y_std"] ** 2 * (variances.mean(0) + means.var(0)),
+    }
+    _assert_same(got, want, t["y_std"])
+    # the noise mattered: without it the same model predicts otherwise at the labels
+    del document["data"]["noise"]
+    plain = Metamodel.load(document).predict(x[:n])
+    assert np.max(np.abs(plain["mean"] - got["mean"][:n])) > 1e-3 * t["y_std"]
+    # and zero noise is the same as none
+    document["data"]["noise"] = [0.0] * n
+    zero = Metamodel.load(document).predict(x[:n])
+    np.testing.assert_allclose(zero["variance"], plain["variance"], rtol=1e-14)
+
+
+def test_a_failed_cholesky_gets_the_worker_s_jitter():
+    assert metamodel.JITTERS == gp.JITTERS
+    u = np.array([[0.1], [0.1], [0.1], [0.5]])  # repeated inputs, no nugget: singular
+    ls = np.array([[0.3]])
+    K = metamodel._rbf(u, u, ls)
+    K -= 5e-7 * np.eye(4)  # indefinite by a little: a jitter of 1e-6 is the first to help
+    chol = metamodel._cholesky(K)
+    factor = gp.cholesky(torch.as_tensor(K))
+    np.testing.assert_allclose(chol, factor.chol.numpy(), rtol=1e-9, atol=1e-12)
+    jitter = float(factor.jitter[0])
+    assert jitter == 1e-6
+    np.testing.assert_allclose(chol[0] @ chol[0].T, K[0] + jitter * np.eye(4), atol=1e-12)
+    nan = metamodel._cholesky(np.full((1, 2, 2), np.nan))  # nothing helps: the identity
+    np.testing.assert_array_equal(nan[0], np.eye(2))
+
+
+@pytest.fixture(scope="module")
+def document():
+    spec, labels, model, _, _ = _campaign(2, 8, lambda x: x[:, 0] * x[:, 1], seed=3)
+    return json.loads(json.dumps(export_document("c3", spec, model, labels, 1.0)))
+
+
+def test_load_takes_a_path_a_file_or_the_document(document, tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(document))
+    x = [[0.0, 1.0], [1.5, 4.0]]
+    want = Metamodel.load(document).predict(x)
+    with open(path, "rb") as binary:
+        for source in (path, str(path), binary, io.StringIO(json.dumps(document))):
+            got = Metamodel.load(source).predict(x)
+            assert all(np.array_equal(got[k], want[k]) for k in want)
+    with pytest.raises(TypeError, match="a path, a file or a dict"):
+        Metamodel.load(3)
+
+
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [([[0.0, 1.0, 2.0]], r"x must be m x 2 \(inputs x0, x1\)"),
+     ([0.5], r"x must be m x 2"),
+     ([[[0.0, 1.0]]], r"x must be m x 2"),
+     ([[0.0, 1.0], [math.nan, 1.0]], "point 1 of x is not finite"),
+     ([[0.0, math.inf]], "point 0 of x is not finite"),
+     ([["a", 1.0]], "x must be numbers")],
+)  # fmt: skip
+def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
+    with pytest.raises(ValueError, match=message):
+        Metamodel.load(document).predict(x)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"format": "something"}, "not an exported model"),
+     ({"format_version": 2}, "format_version 2 is not one this SDK reads"),
+     ({"kernel": "matern52"}, "kernel 'matern52'"),
+     ({"n_labeled": 9}, "the document holds 8 inputs and 8 outputs; its model saw n_labeled = 9"),
+     ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode must be positive"),
+     ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension")],
+)  # fmt: skip
+def test_a_malformed_document_is_refused(document, change, message):
+    with pytest.raises(ValueError, match=message):
+        Metamodel.load(dict(document, **change))
