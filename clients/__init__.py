@@ -4,6 +4,8 @@
   API (retries where they are safe, long-polling ``/next``, ``wait_for_model``);
 - :mod:`clients.runner`: :func:`~clients.runner.run_simulator`, a remote simulator in one call;
 - :mod:`clients.simulators`: the paper's seven built-in simulators (``get_simulator``);
+- :mod:`clients.metamodel`: :class:`~clients.metamodel.Metamodel`, a campaign's exported model
+  (``FbgpClient.export_model``), predicting as ``/predict`` does without the service;
 - ``clients/data/``: the tables they read.
 
 It needs only httpx and numpy (``pip install fbgp-al``) and imports neither the service, the

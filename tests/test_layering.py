@@ -110,7 +110,7 @@ def _sdk_modules() -> list[pathlib.Path]:
 
 def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
     modules = _sdk_modules()
-    assert {p.stem for p in modules} >= {"__init__", "client", "runner", "simulators"}
+    assert {p.stem for p in modules} >= {"__init__", "client", "runner", "simulators", "metamodel"}
     for path in modules:
         assert not _imports(path) & SDK_FORBIDDEN, path
         # and nothing of the tooling beside it, which needs the server's dependencies
@@ -121,7 +121,7 @@ def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
 
 def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
     code = (
-        "import sys, clients.client, clients.runner, clients.simulators;"
+        "import sys, clients.client, clients.runner, clients.simulators, clients.metamodel;"
         "clients.simulators.get_simulator('motorcycle').mean([1.0]);"
         "loaded = {'torch', 'scipy', 'redis', 'rq', 'fastapi', 'service', 'worker'}"
         " & {m.split('.')[0] for m in sys.modules};"
