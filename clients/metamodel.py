@@ -36,10 +36,12 @@ KERNEL = "rbf-ard"
 # Jitter added to the diagonal, in turn, when a Cholesky fails (worker.gp.JITTERS).
 JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 
-# Elements (draws x labels x candidates) of a block of predictions; draws x labels^2 of the
-# factors fitted together (32 MB and 128 MB of float64).
+# Float64 elements (as worker.gp and worker.acquisition): of a chunk's kernel (draws x labels x
+# candidates, 32 MB), of the draws' factors fitted together (draws x labels^2, 128 MB), and of a
+# block's predictions (draws x candidates, 16 MB).
 CHUNK_ELEMENTS = 1 << 22
 FIT_ELEMENTS = 1 << 24
+BLOCK_ELEMENTS = 1 << 21
 
 
 def _rbf(u1: np.ndarray, u2: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
@@ -188,6 +190,7 @@ class Metamodel:
         self._noise_z = None if self.noise is None else self.noise / self.y_std**2
         self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
                              self.mode_noise)  # fmt: skip
+        self._draws_fitted = None
 
     @property
     def dim(self) -> int:
@@ -231,22 +234,43 @@ class Metamodel:
         draws' GPs, each an array of ``m``, original units, as ``/predict`` answers."""
         cand = (self._points(x) - self.lower) / (self.upper - self.lower)
         mean, var = self._mode.predict(cand)
-        draw_means = np.empty((len(self.draw_noise), len(cand)))
-        draw_vars = np.empty_like(draw_means)
-        per = max(1, FIT_ELEMENTS // max(1, self.n_labeled**2))
-        for g in range(0, len(self.draw_noise), per):
-            group = slice(g, g + per)
-            fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale[group],
-                             self.draw_noise[group])  # fmt: skip
-            draw_means[group], draw_vars[group] = fitted.predict(cand)
-        mixture_mean = draw_means.mean(0)
-        mixture_var = draw_vars.mean(0) + draw_means.var(0)
+        mixture_mean, mixture_var = self._mixture(cand)
         return {
             "mean": self.y_mean + mean[0] * self.y_std,
             "variance": var[0] * self.y_std**2,
             "mixture_mean": self.y_mean + mixture_mean * self.y_std,
             "mixture_variance": mixture_var * self.y_std**2,
         }
+
+    def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The mixture's mean and variance of z at ``cand``, block by block of candidates
+        (``BLOCK_ELEMENTS`` predictions of the draws at a time); the draws' GPs are fitted once
+        when their factors fit ``FIT_ELEMENTS``, else in groups for each block."""
+        batch = len(self.draw_noise)
+        per = max(1, FIT_ELEMENTS // max(1, self.n_labeled**2))
+        groups = [slice(g, g + per) for g in range(0, batch, per)]
+        whole = None
+        if len(groups) == 1:  # fitted once, at the first call
+            if self._draws_fitted is None:
+                self._draws_fitted = _Fitted(self._u, self._z, self._noise_z,
+                                             self.draw_lengthscale, self.draw_noise)  # fmt: skip
+            whole = self._draws_fitted
+        mixture_mean, mixture_var = np.empty(len(cand)), np.empty(len(cand))
+        step = max(1, BLOCK_ELEMENTS // batch)
+        for i in range(0, len(cand), step):
+            block = cand[i : i + step]
+            if whole is not None:
+                means, variances = whole.predict(block)
+            else:
+                means, variances = np.empty((batch, len(block))), np.empty((batch, len(block)))
+                for g in groups:
+                    fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale[g],
+                                     self.draw_noise[g])  # fmt: skip
+                    means[g], variances[g] = fitted.predict(block)
+            mixture_mean[i : i + step] = means.mean(0)
+            # QB-MGP's score: the draws' mean variance plus their means' population variance
+            mixture_var[i : i + step] = variances.mean(0) + means.var(0)
+        return mixture_mean, mixture_var
 
     def __repr__(self) -> str:
         names = ", ".join(i["name"] for i in self.inputs)

@@ -15,16 +15,17 @@ from clients import metamodel
 from clients.metamodel import Metamodel
 from service.routes.models import export_document
 from worker import answers, gp
-from worker.mcmc import sample_posterior
+from worker.mcmc import Posterior, sample_posterior
 from worker.refit import prepare
 
 SPEC_MCMC = {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2}
 RTOL = 1e-10
 
 
-def _campaign(d: int, n: int, f, seed: int, noise=None):
+def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True):
     """A spec, its labels (with ``noise`` variances when given) and a model fitted to them by
-    the worker's own functions, as a refit stores it."""
+    the worker's own functions, as a refit stores it; without ``nuts``, its draws are drawn
+    around lengthscales of 0.4 and a noise of 0.01 instead (faster)."""
     rng = np.random.default_rng(seed)
     inputs = [{"name": f"x{i}", "lower": -1.0 - i, "upper": 2.0 + 3 * i} for i in range(d)]
     lower = np.array([i["lower"] for i in inputs])
@@ -38,7 +39,12 @@ def _campaign(d: int, n: int, f, seed: int, noise=None):
             label["noise"] = float(variance)
     spec = {"name": "unit", "inputs": inputs, "seed": seed, "mcmc": SPEC_MCMC}
     data = prepare(spec, labels)
-    post = sample_posterior(data.u, data.z, 2, 40, 40, seed=seed)
+    if nuts:
+        post = sample_posterior(data.u, data.z, 2, 40, 40, seed=seed)
+    else:
+        draws = np.exp(rng.normal(np.log([0.4] * d + [0.01]), 0.3, (80, d + 1)))
+        post = Posterior(torch.from_numpy(draws[:, :d]), torch.from_numpy(draws[:, d]), 2,
+                         torch.from_numpy(draws[0, :d]), float(draws[0, d]))  # fmt: skip
     model = {
         "version": n, "n_labeled": n, **post.to_dict(),
         "acquisition_samples": post.thinned(2).to_dict()["samples"],
@@ -92,6 +98,24 @@ def test_predictions_equal_the_service_s(d, n, f):
     assert mm.predict(np.empty((0, d)))["variance"].shape == (0,)
 
 
+def test_groups_of_draws_and_blocks_of_points_change_nothing(monkeypatch):
+    """With the draws' GPs fitted in groups and the points taken a few at a time (as for many
+    labels, draws and points), the answers are those of one fit and one block."""
+    spec, labels, model, lower, upper = _campaign(2, 12, lambda x: np.cos(x[:, 0]) * x[:, 1], 4,
+                                                  nuts=False)  # fmt: skip
+    document = export_document("c4", spec, model, labels, 0.0)
+    x = _points(lower, upper, labels, 25, seed=4)
+    whole = Metamodel.load(document).predict(x)
+    monkeypatch.setattr(metamodel, "FIT_ELEMENTS", 3 * 12**2)  # groups of 3 draws
+    monkeypatch.setattr(metamodel, "BLOCK_ELEMENTS", 7 * len(model["acquisition_samples"]["noise"]))
+    monkeypatch.setattr(metamodel, "CHUNK_ELEMENTS", 2 * 12)  # the mode's GP: 2 points a chunk
+    parts = Metamodel.load(document).predict(x)
+    for key in whole:
+        np.testing.assert_allclose(parts[key], whole[key], rtol=1e-12, err_msg=key)
+    _assert_same(parts, answers.predict(spec, model, labels, x.tolist()),
+                 model["transform"]["y_std"])  # fmt: skip
+
+
 def _gp_with_known_noise(u, z, noise_z, lengthscale, s2, cand):
     """The predictive mean and variance of z of the GP with ``K = Kf + diag(noise_z) + s2 I``,
     written out (squared distances, Cholesky, two triangular solves): ``B x m`` each."""
@@ -121,7 +145,7 @@ def test_known_label_noise_enters_the_covariance_of_the_labels():
     noise = rng.uniform(0.0, 4.0, n)  # original units: y's scale is about 40
     noise[3] = 0.0
     spec, labels, model, lower, upper = _campaign(
-        2, n, lambda x: np.cos(x[:, 0]) + 0.2 * x[:, 1], seed=5, noise=noise
+        2, n, lambda x: np.cos(x[:, 0]) + 0.2 * x[:, 1], seed=5, noise=noise, nuts=False
     )
     document = export_document("c2", spec, model, labels, 0.0)
     assert document["data"]["noise"] == noise.tolist()
@@ -174,7 +198,7 @@ def test_a_failed_cholesky_gets_the_worker_s_jitter():
 
 @pytest.fixture(scope="module")
 def document():
-    spec, labels, model, _, _ = _campaign(2, 8, lambda x: x[:, 0] * x[:, 1], seed=3)
+    spec, labels, model, _, _ = _campaign(2, 8, lambda x: x[:, 0] * x[:, 1], seed=3, nuts=False)
     return json.loads(json.dumps(export_document("c3", spec, model, labels, 1.0)))
 
 
