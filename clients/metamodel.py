@@ -126,10 +126,9 @@ def _draws(block: Any, d: int, what: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"the document's {what} are malformed: {error}") from None
     if len(lengthscale) != len(noise) or not len(noise):
         raise ValueError(f"the document's {what} need as many lengthscale rows as noise values")
-    if not (np.all(lengthscale > 0) and np.all(noise > 0)):
-        raise ValueError(f"the document's {what} must be positive")
-    if not (np.isfinite(lengthscale).all() and np.isfinite(noise).all()):
-        raise ValueError(f"the document's {what} must be finite")
+    finite = np.isfinite(lengthscale).all() and np.isfinite(noise).all()
+    if not (finite and np.all(lengthscale > 0) and np.all(noise >= 0)):
+        raise ValueError(f"the document's {what} need finite lengthscales > 0 and noise >= 0")
     return lengthscale, noise
 
 

@@ -235,7 +235,9 @@ def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
      ({"format_version": 2}, "format_version 2 is not one this SDK reads"),
      ({"kernel": "matern52"}, "kernel 'matern52'"),
      ({"n_labeled": 9}, "the document holds 8 inputs and 8 outputs; its model saw n_labeled = 9"),
-     ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode must be positive"),
+     ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode need finite lengthscales"),
+     ({"acquisition_samples": {"lengthscale": [[1.0, 1.0]], "noise": [math.nan]}},
+      "acquisition_samples need finite"),
      ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension")],
 )  # fmt: skip
 def test_a_malformed_document_is_refused(document, change, message):

@@ -117,6 +117,13 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
         assert {k: v for k, v in from_cli.items() if k != "exported_at"} == {
             k: v for k, v in document.items() if k != "exported_at"
         }
+        to_stdout = subprocess.run(
+            [sys.executable, "-m", "clients.ops.cli", "export", "--url", guarded, "--campaign",
+             cid, "--token", campaign.owner_token, "--out", "-"],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert to_stdout.returncode == 0, to_stdout.stderr
+        assert json.loads(to_stdout.stdout)["data"] == document["data"]
         denied_cli = subprocess.run(
             [sys.executable, "-m", "clients.ops.cli", "export", "--url", guarded, "--campaign",
              cid, "--token", campaign.token],
