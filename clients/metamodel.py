@@ -147,13 +147,23 @@ class Metamodel:
         if document.get("kernel", KERNEL) != KERNEL:
             raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
         self.document = document
+        try:
+            self._read(document)
+        except KeyError as error:
+            raise ValueError(f"the document lacks {error}: not a whole exported model") from None
+        except (TypeError, ValueError) as error:
+            if str(error).startswith("the document"):
+                raise
+            raise ValueError(f"the document is malformed: {error}") from None
+
+    def _read(self, document: dict) -> None:
         self.campaign = dict(document.get("campaign", {}))
         self.version = int(document["version"])
         self.n_labeled = int(document["n_labeled"])
         self.inputs = [dict(i) for i in document["inputs"]]
         t = document["transform"]
-        self.lower = np.asarray(t["lower"], dtype=float)
-        self.upper = np.asarray(t["upper"], dtype=float)
+        self.lower = np.asarray(t["lower"], dtype=float).reshape(-1)
+        self.upper = np.asarray(t["upper"], dtype=float).reshape(-1)
         self.y_mean, self.y_std = float(t["y_mean"]), float(t["y_std"])
         d = self.dim
         finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
@@ -163,9 +173,11 @@ class Metamodel:
         if self.lower.shape != (d,) or self.upper.shape != (d,) or len(self.inputs) != d:
             raise ValueError("the document's transform and inputs disagree on the dimension")
         data = document["data"]
-        x = np.asarray(data["x"], dtype=float).reshape(-1, d)
+        x = np.asarray(data["x"], dtype=float)
         y = np.asarray(data["y"], dtype=float).reshape(-1)
-        if len(x) != len(y) or len(y) != self.n_labeled:
+        if x.shape != (len(y), d):
+            raise ValueError(f"the document's data.x is {x.shape}, not {len(y)} points of {d}")
+        if len(y) != self.n_labeled:
             raise ValueError(f"the document holds {len(x)} inputs and {len(y)} outputs; its "
                              f"model saw n_labeled = {self.n_labeled}")  # fmt: skip
         if not (np.isfinite(x).all() and np.isfinite(y).all()):

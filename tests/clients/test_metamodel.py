@@ -238,7 +238,10 @@ def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
      ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode need finite lengthscales"),
      ({"acquisition_samples": {"lengthscale": [[1.0, 1.0]], "noise": [math.nan]}},
       "acquisition_samples need finite"),
-     ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension")],
+     ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension"),
+     ({"data": {"x": [[0.0, 1.0, 2.0]] * 8, "y": [1.0] * 8}}, r"data.x is \(8, 3\), not 8 points"),
+     ({"data": {"y": [1.0] * 8}}, "the document lacks 'x'"),
+     ({"mode": None}, "the document is malformed")],
 )  # fmt: skip
 def test_a_malformed_document_is_refused(document, change, message):
     with pytest.raises(ValueError, match=message):
