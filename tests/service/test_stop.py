@@ -63,6 +63,10 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     assert status["state"] == "done" and status["stopped_by"]["version"] == 5
     assert client.get(f"/campaigns/{campaign}/next").status_code == 410
     assert client.get(f"/campaigns/{campaign}/observations").json()["y"][-2:] == [0.7, 0.2]
+    view = client.get(f"/campaigns/{campaign}/view").text
+    assert "id='stopped'" in view and "ipv_relative" in view and "plot-accuracy" in view
+    png = client.get(f"/campaigns/{campaign}/plots/accuracy.png")
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
     history = client.get(f"/campaigns/{campaign}/history").json()
     assert [e["version"] for e in history if e["event"] == "stopped"] == [5]
     models = [e for e in history if e["event"] == "model"]
@@ -107,6 +111,7 @@ def test_a_rule_not_met_changes_nothing(client, make_body):
     assert accuracy["loo_rmse"] > 1e-12 and accuracy["qbc"] > 1e-12
     assert client.get(f"/campaigns/{campaign}/next").status_code == 200
     assert client.post(f"/campaigns/{campaign}/resume").status_code == 409
+    assert "id='stopped'" not in client.get(f"/campaigns/{campaign}/view").text
 
 
 @pytest.mark.parametrize("stop", [
