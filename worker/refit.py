@@ -149,8 +149,9 @@ def model_and_ranking(
 def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use, integrated over a subsample of the whole pool (labeled points included) of at most
-    ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed and the number of labels."""
-    rng = np.random.default_rng([int(spec["seed"]), data.n, 2])
+    ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
+    every model, so that the estimates over the labels differ by the models, not the points."""
+    rng = np.random.default_rng([int(spec["seed"]), 2**32])
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(pool.points(index))
     return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,

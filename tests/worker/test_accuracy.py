@@ -103,3 +103,23 @@ def test_one_draw_has_no_disagreement():
     out = accuracy.summary(u, z, lengthscale, noise, points, 1.0)
     assert out["qbc"] == 0.0
     assert out["ipv"] == pytest.approx(out["ipv_f"] + float(noise[0]), rel=1e-12)
+
+
+def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypatch):
+    from types import SimpleNamespace
+
+    from worker import refit
+    from worker.design import GridPool
+
+    seen = []
+    monkeypatch.setattr(accuracy, "summary", lambda u, z, l, s, points, y_std: seen.append(points))
+    pool, spec = GridPool(dim=2, points_per_dim=60), {"seed": 3, "pool_subsample": 5000}
+    ones = torch.ones(1, 2, dtype=DTYPE)
+    thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
+    for n in (4, 9):
+        data = refit.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), None,
+                          refit.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
+        refit.accuracy_of(spec, pool, data, thin)
+    assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
+    refit.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)
+    assert len(seen[2]) == 100 and len(torch.unique(seen[2], dim=0)) == 100
