@@ -5,12 +5,15 @@ Bad rules are 422s. The rule itself (patience, min_labels, resumes) on histories
 
 from __future__ import annotations
 
+import time
+
+import httpx
 import pytest
 from redis import Redis
 
 from service import loop
 from service.store import PHASES, CampaignStore
-from tests.service.conftest import label_design, wait_for_model
+from tests.service.conftest import label_design
 from worker.defaults import STOP_TARGETS
 
 YS = [0.3, 0.9, -0.2]
@@ -28,6 +31,18 @@ def _label(client, campaign, ticket, y):
     return r.json()
 
 
+def _refitted(client, campaign, version: int, seconds: float = 60) -> dict:
+    """The status once model ``version`` is stored and its refit has ended (so that the rule was
+    looked at: the stop comes after the model)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = client.get(f"/campaigns/{campaign}").json()
+        if status["model_version"] == version and status["refit"] == "idle":
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"no model {version} with its refit ended: {status}")
+
+
 def _phases(settings) -> dict:
     return CampaignStore(Redis.from_url(settings.redis_url)).count_by_phase()
 
@@ -39,13 +54,13 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     body = make_body(mode="parallel", max_pending=2, max_labels=12, stop=stop)
     campaign = client.post("/campaigns", json=body).json()["id"]
     label_design(client, campaign, YS)
-    wait_for_model(client, campaign, 3)
+    _refitted(client, campaign, 3)
     early, kept = _ticket(client, campaign), _ticket(client, campaign)  # 2 out
     _label(client, campaign, early, 0.5)
-    status = wait_for_model(client, campaign, 4)
+    status = _refitted(client, campaign, 4)
     assert status["state"] == "active" and status["stopped_by"] is None  # one model of two
     _label(client, campaign, _ticket(client, campaign), 0.1)
-    status = wait_for_model(client, campaign, 5)
+    status = _refitted(client, campaign, 5)
     assert status["state"] == "done", status
     stopped = status["stopped_by"]
     assert stopped["rule"] == "ipv_relative" and stopped["version"] == 5
@@ -59,7 +74,7 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     assert _label(client, campaign, kept, 0.7)["n_labeled"] == 6
     r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[1.234]], "y": [0.2]})
     assert r.status_code == 201, r.text
-    status = wait_for_model(client, campaign, 7)  # refits go on over every label
+    status = _refitted(client, campaign, 7)  # refits go on over every label
     assert status["state"] == "done" and status["stopped_by"]["version"] == 5
     assert client.get(f"/campaigns/{campaign}/next").status_code == 410
     assert client.get(f"/campaigns/{campaign}/observations").json()["y"][-2:] == [0.7, 0.2]
@@ -79,17 +94,17 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     assert _phases(settings) == {"design": 0, "active": 1, "done": 0, "failed": 0}
     assert client.post(f"/campaigns/{campaign}/resume").status_code == 409  # not stopped
     _label(client, campaign, _ticket(client, campaign), 0.4)
-    status = wait_for_model(client, campaign, 8)
+    status = _refitted(client, campaign, 8)
     assert status["state"] == "active"  # one model since the resume
     _label(client, campaign, _ticket(client, campaign), 0.6)
-    status = wait_for_model(client, campaign, 9)
+    status = _refitted(client, campaign, 9)
     assert status["state"] == "done" and status["stopped_by"]["version"] == 9
     # resumed without a rule, it goes on
     r = client.post(f"/campaigns/{campaign}/resume", json={"stop": None})
     assert r.status_code == 200 and r.json()["state"] == "active"
     _label(client, campaign, _ticket(client, campaign), 0.0)
     _label(client, campaign, _ticket(client, campaign), 0.8)
-    status = wait_for_model(client, campaign, 11)
+    status = _refitted(client, campaign, 11)
     assert status["state"] == "active" and status["stopped_by"] is None
     assert client.get(f"/campaigns/{campaign}/next").status_code == 200
     # the count by phase kept by the scripts agrees with one counted afresh
@@ -103,9 +118,9 @@ def test_a_rule_not_met_changes_nothing(client, make_body):
     stop = {"loo_rmse": 1e-12, "qbc": 1e-12, "min_labels": 3, "patience": 1}
     campaign = client.post("/campaigns", json=make_body(stop=stop)).json()["id"]
     label_design(client, campaign, YS)
-    wait_for_model(client, campaign, 3)
+    _refitted(client, campaign, 3)
     _label(client, campaign, _ticket(client, campaign), 0.5)
-    status = wait_for_model(client, campaign, 4)
+    status = _refitted(client, campaign, 4)
     assert status["state"] == "active" and status["stopped_by"] is None
     accuracy = client.get(f"/campaigns/{campaign}/model").json()["accuracy"]
     assert accuracy["loo_rmse"] > 1e-12 and accuracy["qbc"] > 1e-12
@@ -178,3 +193,37 @@ def test_the_rule_needs_patience_consecutive_models_of_min_labels():
     assert verdict(None, history, 3, STOP_TARGETS) is None
     assert verdict({"qbc": 2.0, "patience": 1}, [{"event": "model", "version": 9}], 3,
                    STOP_TARGETS) is None  # a model stored before accuracy existed  # fmt: skip
+
+
+def test_the_sdk_sees_the_stop_and_resumes(api_url, make_body):
+    """A rule met by the first model (patience 1 from the design's size): the SDK's /next says
+    done, its status and model carry the stop and the estimates, and it resumes the campaign
+    under a new rule that is not met."""
+    from clients.client import ApiError, FbgpClient
+
+    stop = {"qbc_relative": 100.0, "min_labels": 3, "patience": 1}
+    with FbgpClient(api_url) as api:
+        campaign = api.create_campaign(make_body(stop=stop)).id
+        with pytest.raises(ApiError) as error:
+            api.resume(campaign)
+        assert error.value.status_code == 409
+        for y in YS:
+            api.label(campaign, api.next_point(campaign, wait=10).ticket, y)
+        api.wait_for_model(campaign, 3, timeout=60)
+        status = api.campaign(campaign)
+        while status.refit != "idle":  # the stop comes after the model
+            time.sleep(0.05)
+            status = api.campaign(campaign)
+        assert status.state == "done" and status.stopped_by["rule"] == "qbc_relative"
+        assert api.try_next(campaign) is None
+        assert api.model(campaign).accuracy["qbc_relative"] == status.stopped_by["value"]
+        status = api.resume(campaign, stop={"loo_rmse": 1e-12, "patience": 1})
+        assert status.state == "active" and status.stopped_by is None
+        api.label(campaign, api.next_point(campaign, wait=10).ticket, 0.4)
+        api.wait_for_model(campaign, 4, timeout=60)
+        history = httpx.get(f"{api_url}/campaigns/{campaign}/history").json()
+        resumed = [e for e in history if e["event"] == "resumed"]
+        assert resumed[0]["stop"]["loo_rmse"] == 1e-12 and resumed[0]["n_labeled"] == 3
+        while (status := api.campaign(campaign)).refit != "idle":
+            time.sleep(0.05)
+        assert status.state == "active" and status.model_version == 4
