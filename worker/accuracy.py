@@ -47,7 +47,8 @@ def _groups(n_draws: int, n: int):
 def _fit(u, z, lengthscale, noise, label_noise):
     """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``."""
     diagonal = noise[:, None] + (0.0 if label_noise is None else label_noise[None, :])
-    K = rbf(u, u, lengthscale) + torch.diag_embed(diagonal.expand(len(noise), len(u)))
+    K = rbf(u, u, lengthscale)
+    K.diagonal(dim1=-2, dim2=-1).add_(diagonal)
     factor = cholesky(K)
     eye = torch.eye(len(u), dtype=DTYPE).expand_as(factor.chol)
     chol_inv = torch.linalg.solve_triangular(factor.chol, eye, upper=False)
