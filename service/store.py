@@ -520,7 +520,15 @@ return 1
 
 # Stores the model of refit ARGV[1] if it is still in charge and the model is not older than
 # the stored one: 1 stored, 0 older, -1 not in charge (or the campaign is gone).
-SAVE_MODEL_SCRIPT = """
+# With a stopping rule's verdict ARGV[7] (loop.stop_verdict met by this model; '' if none), the
+# campaign stops in the same step, so that no /next sees the model without the stop: unless it
+# has failed, stopped already, or has max_labels labels, its state's ``stopped`` is set, its
+# history gets the event ARGV[8] and its count by phase moves to done (2: stored and stopped).
+# KEYS: state, history, model, ranking, labels, PHASES; ARGV[9], ARGV[10]: design size,
+# max_labels.
+SAVE_MODEL_SCRIPT = (
+    COUNT_PHASES
+    + """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return -1 end
 local current = redis.call('HGET', KEYS[1], 'model_version')
 if current and tonumber(current) > tonumber(ARGV[2]) then return 0 end
@@ -529,8 +537,16 @@ redis.call('SET', KEYS[3], ARGV[4])
 redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
            'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0)
-return 1
+if (ARGV[7] or '') == '' or has_failed(KEYS[1]) or is_stopped(KEYS[1]) then return 1 end
+local n = redis.call('LLEN', KEYS[5])
+if n >= tonumber(ARGV[10]) then return 1 end
+add_phase(KEYS[6], phase(n, ARGV[9], ARGV[10]), -1)
+add_phase(KEYS[6], 'done', 1)
+redis.call('HSET', KEYS[1], 'stopped', ARGV[7])
+redis.call('RPUSH', KEYS[2], ARGV[8])
+return 2
 """
+)
 
 # Records the failure of refit ARGV[1] (its error ARGV[2], its history event ARGV[3]) if it is
 # still in charge, and what comes next (AFTER_FAILURE: 1, 2 or 3); 0 if it is not in charge.
@@ -545,26 +561,6 @@ return after_failure(KEYS, cjson.decode(ARGV[4]))
 """
 )
 
-
-# Stops the campaign by its stopping rule (loop.stop_verdict) at model ARGV[2] of refit ARGV[1]:
-# only while that refit is in charge, that model is the latest, and the campaign has neither
-# failed, stopped already, nor max_labels labels. KEYS: state, labels, PHASES, history; ARGV:
-# job, version, the verdict's JSON, its history event, design size, max_labels. 1 if stopped.
-STOP_SCRIPT = (
-    COUNT_PHASES
-    + """
-local s = redis.call('HMGET', KEYS[1], 'refit_job', 'model_version', 'failed', 'stopped')
-if s[1] ~= ARGV[1] or s[2] ~= ARGV[2] then return 0 end
-if (s[3] or '') ~= '' or (s[4] or '') ~= '' then return 0 end
-local n = redis.call('LLEN', KEYS[2])
-if n >= tonumber(ARGV[6]) then return 0 end
-add_phase(KEYS[3], phase(n, ARGV[5], ARGV[6]), -1)
-add_phase(KEYS[3], 'done', 1)
-redis.call('HSET', KEYS[1], 'stopped', ARGV[3])
-redis.call('RPUSH', KEYS[4], ARGV[4])
-return 1
-"""
-)
 
 # The owner's resume of a campaign its stopping rule stopped: the stop cleared, counted in its
 # phase again, the event ARGV[1] in its history; with ARGV[5] (a new spec: its rule replaced)
@@ -623,7 +619,6 @@ class CampaignStore:
         self._issue = redis.register_script(ISSUE_SCRIPT)
         self._expire = redis.register_script(EXPIRE_SCRIPT)
         self._append = redis.register_script(APPEND_SCRIPT)
-        self._stop = redis.register_script(STOP_SCRIPT)
         self._resume = redis.register_script(RESUME_SCRIPT)
 
     @staticmethod
@@ -998,12 +993,38 @@ class CampaignStore:
         if "accuracy" in model:
             event["accuracy"] = model["accuracy"]
         keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
+        keys += [self.k(campaign_id, "labels"), PHASES]
         args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
                 d.get("refit_seconds", 0.0)]  # fmt: skip
-        stored = self._save_model(keys=keys, args=args) == 1
-        if stored:
+        args += self._stop_args(campaign_id, event)
+        outcome = self._save_model(keys=keys, args=args)
+        if outcome == 2:
+            log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
+        if outcome >= 1:
             self.wake(campaign_id)
-        return stored
+        return outcome >= 1
+
+    def _stop_args(self, campaign_id: str, event: dict) -> list:
+        """SAVE_MODEL_SCRIPT's stop (its verdict, its history event, the design's size and
+        max_labels) if the campaign's stopping rule is met once model ``event`` is in its
+        history (:func:`service.loop.stop_verdict`); blanks if not. The rule and the history
+        read here cannot change before the script runs unless the campaign is stopped (only a
+        resume changes them), and then the script does not stop it again."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return ["", "", 0, 0]  # deleted meanwhile: the script finds no refit in charge
+        if not spec.get("stop"):
+            return ["", "", 0, 0]
+        history = [*self.history(campaign_id), event]
+        verdict = loop.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
+                                    STOP_TARGETS)  # fmt: skip
+        if verdict is None or verdict["version"] != event["version"]:
+            return ["", "", 0, 0]
+        verdict["at"] = event["at"]
+        stopped = dict(verdict, event="stopped", n_labeled=event["version"])
+        return [json.dumps(verdict), json.dumps(stopped), spec["initial_design"]["size"],
+                spec["max_labels"]]  # fmt: skip
 
     def model(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
@@ -1190,26 +1211,6 @@ class CampaignStore:
         else:
             self.wake(campaign_id)
         return bool(outcome)
-
-    def stop_if_due(self, campaign_id: str, version: int, token: str) -> dict | None:
-        """After refit ``token`` stored model ``version``: stop the campaign if its stopping rule
-        is met (:func:`service.loop.stop_verdict` on its history, :data:`STOP_SCRIPT`); the
-        verdict if so, else None."""
-        spec = self.spec(campaign_id)
-        verdict = loop.stop_verdict(spec.get("stop"), self.history(campaign_id),
-                                    spec["initial_design"]["size"], STOP_TARGETS)  # fmt: skip
-        if verdict is None or verdict["version"] != version:
-            return None
-        verdict["at"] = time.time()
-        event = dict(verdict, event="stopped", n_labeled=self.n_labeled(campaign_id))
-        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
-        keys.append(self.k(campaign_id, "history"))
-        args = [token, version, json.dumps(verdict), json.dumps(event),
-                spec["initial_design"]["size"], spec["max_labels"]]  # fmt: skip
-        if not self._stop(keys=keys, args=args):
-            return None
-        self.wake(campaign_id)
-        return verdict
 
     def resume(self, campaign_id: str, stop: dict | None = None, replace: bool = False) -> bool:
         """The owner's resume of a campaign its stopping rule stopped: it goes on, the rule's

@@ -159,10 +159,6 @@ def _store_model(store, campaign_id, spec, data, post, started, token, began) ->
         log.warning("model %d not stored: another refit is in charge or newer", data.n,
                     extra=log_ids(campaign_id, version=data.n))  # fmt: skip
         return {"campaign": campaign_id, "n_labeled": data.n, "skipped": "not stored"}
-    stopped = store.stop_if_due(campaign_id, data.n, token)
-    if stopped is not None:
-        log.info("stopped by its rule: %s = %.4g <= %.4g", stopped["rule"], stopped["value"],
-                 stopped["target"], extra=log_ids(campaign_id, version=data.n))  # fmt: skip
     d = model["diagnostics"]
     record_refit(store.r, d["refit_seconds"])
     log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", data.n, d["refit_seconds"],

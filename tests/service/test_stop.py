@@ -114,6 +114,18 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     assert _phases(settings) == kept_count
 
 
+def test_a_poll_waiting_for_the_model_that_meets_the_rule_gets_410(client, make_body):
+    """The model and the stop are stored at once: a long poll woken by that model finds the
+    campaign done, and no simulation starts on a point the stopped campaign does not want."""
+    stop = {"ipv_relative": 10.0, "min_labels": 3, "patience": 1}
+    for seed in range(3):
+        campaign = client.post("/campaigns", json=make_body(stop=stop, seed=seed)).json()["id"]
+        label_design(client, campaign, YS)
+        r = client.get(f"/campaigns/{campaign}/next", params={"wait": 30})  # waits for model 3
+        assert r.status_code == 410, r.text
+        assert client.get(f"/campaigns/{campaign}").json()["n_pending"] == 0
+
+
 def test_a_rule_not_met_changes_nothing(client, make_body):
     stop = {"loo_rmse": 1e-12, "qbc": 1e-12, "min_labels": 3, "patience": 1}
     campaign = client.post("/campaigns", json=make_body(stop=stop)).json()["id"]
