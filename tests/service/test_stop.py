@@ -6,6 +6,7 @@ Bad rules are 422s. The rule itself (patience, min_labels, resumes) on histories
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -239,3 +240,22 @@ def test_the_sdk_sees_the_stop_and_resumes(api_url, make_body):
         while (status := api.campaign(campaign)).refit != "idle":
             time.sleep(0.05)
         assert status.state == "active" and status.model_version == 4
+
+
+def test_a_stopped_campaign_is_done_in_the_loop_s_rules():
+    rules = loop.Rules(max_labels=10, design_index=(0, 1, 2), mode="parallel", max_pending=3,
+                       allow_repeats=False)  # fmt: skip
+    verdict = '{"rule": "qbc", "value": 0.1, "target": 0.2, "version": 5, "at": 1.0}'
+    stopped = loop.Refit(model_version=5, stopped=verdict)
+    snap = loop.Snapshot(n_labeled=5, n_pending=1, pending=frozenset({7}), labeled=frozenset(),
+                         refit=stopped, ranking=(3, 4, 5))  # fmt: skip
+    assert loop.next_answer(rules, snap) == loop.Done(verdict)
+    assert loop.next_answer(rules, replace(snap, refit=loop.Refit(model_version=5))) == loop.Offer(
+        3, 5
+    )
+    assert loop.phase(rules, 5, stopped=True) == loop.Phase.DONE
+    assert loop.phase(rules, 5, failed=True, stopped=True) == loop.Phase.FAILED
+    assert loop.Refit.of({"stopped": verdict}).stopped == verdict
+    assert loop.Refit.of({"stopped": ""}).stopped is None
+    # a ticket of a stopped campaign still takes its label
+    assert loop.label_outcome(rules, "pending", 0.5, 5, False) == loop.LabelOutcome.STORED
