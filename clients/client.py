@@ -38,6 +38,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any
 
 import httpx
@@ -81,6 +82,8 @@ class CampaignStatus:
     n_abandoned: int = 0
     failing: bool = False  # more failed runs than the campaign's max_failures
     stalled: bool = False  # runs failed and no point is left to offer
+    # done by its stopping rule: {rule, value, target, version, at}; None otherwise
+    stopped_by: dict | None = None
     inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # name, bounds
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -91,8 +94,8 @@ class CampaignStatus:
                    model_version=data["model_version"], last_error=data.get("last_error"),
                    refit=data.get("refit"), n_failed=data.get("n_failed", 0),
                    n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
-                   stalled=data.get("stalled", False), inputs=data.get("inputs", []),
-                   raw=data)  # fmt: skip
+                   stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
+                   inputs=data.get("inputs", []), raw=data)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,14 @@ class Model:
     mode: dict
     transform: dict
     diagnostics: dict
+    # estimates without a test set (LOO RMSE, integrated variances; README); empty from servers
+    # before them
+    accuracy: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k != "accuracy"}
+        return cls(**fields, accuracy=data.get("accuracy") or {})
 
     @property
     def max_rhat(self) -> float:
@@ -353,6 +360,14 @@ class FbgpClient:
 
     def campaign(self, campaign_id: str) -> CampaignStatus:
         return CampaignStatus.from_json(self._call("GET", f"/campaigns/{campaign_id}").json())
+
+    def resume(self, campaign_id: str, stop: dict | None | EllipsisType = ...) -> CampaignStatus:
+        """Let a campaign its stopping rule stopped go on (the owner's call; ``ApiError`` 409 if
+        it was not stopped); ``stop``: a new rule, or None to remove it (default: kept)."""
+        body = None if stop is ... else {"stop": stop}
+        response = self._call("POST", f"/campaigns/{campaign_id}/resume", idempotent=False,
+                              json=body)  # fmt: skip
+        return CampaignStatus.from_json(response.json())
 
     def delete_campaign(self, campaign_id: str, missing_ok: bool = False) -> None:
         """Delete a campaign; with ``missing_ok`` a 404 (gone already) is no error."""

@@ -31,7 +31,7 @@ class Phase(StrEnum):
 
     DESIGN = "design"  # the initial design is being labeled
     ACTIVE = "active"  # a model chooses the points
-    DONE = "done"  # max_labels labels are stored
+    DONE = "done"  # max_labels labels are stored, or its stopping rule was met
     FAILED = "failed"  # its refit failed too often in a row: no refit until its owner retries
 
 
@@ -126,6 +126,7 @@ class Refit:
     failures: int = 0  # refits failed in a row (an error, or its job died) since the last model
     retry_at: float = 0.0  # a failed refit runs again from then (0: none waits)
     failed: str | None = None  # why the campaign failed (too many refits failed in a row)
+    stopped: str | None = None  # the JSON of its stopping rule's verdict (stop_verdict), if met
 
     @property
     def changed(self) -> bool:
@@ -148,7 +149,7 @@ class Refit:
             changes=int(number("changes")), changes_seen=int(number("changes_seen")),
             n_abandoned=int(number("n_abandoned")),
             failures=int(number("refit_failures")), retry_at=number("retry_at"),
-            failed=state.get("failed") or None,
+            failed=state.get("failed") or None, stopped=state.get("stopped") or None,
         )  # fmt: skip
 
 
@@ -187,7 +188,10 @@ class Wait:
 
 @dataclass(frozen=True)
 class Done:
-    """The campaign has max_labels labels."""
+    """The campaign has max_labels labels, or its stopping rule was met (``stopped``: the JSON
+    of :func:`stop_verdict`'s verdict)."""
+
+    stopped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -206,10 +210,10 @@ class Failed:
 Answer = Offer | Wait | Done | Stalled | Failed
 
 
-def phase(rules: Rules, n_labeled: int, failed: bool = False) -> Phase:
+def phase(rules: Rules, n_labeled: int, failed: bool = False, stopped: bool = False) -> Phase:
     if failed:
         return Phase.FAILED
-    if n_labeled >= rules.max_labels:
+    if n_labeled >= rules.max_labels or stopped:
         return Phase.DONE
     return Phase.DESIGN if n_labeled < rules.design_size else Phase.ACTIVE
 
@@ -237,6 +241,8 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
     n = snap.n_labeled
     if n >= rules.max_labels:
         return Done()
+    if snap.refit.stopped:
+        return Done(snap.refit.stopped)
     if snap.refit.failed:
         return Failed(snap.refit.failed)
     if n + snap.n_pending >= rules.max_labels:
@@ -291,7 +297,7 @@ def stalled(rules: Rules, snap: Snapshot) -> bool:
     that could rank other points, and no point is left to offer (every candidate labeled or
     failed for good). Only a failure makes a campaign stall; ``/next`` then says so (409)."""
     n = snap.n_labeled
-    if not snap.failures or n >= rules.max_labels or snap.n_pending > 0:
+    if not snap.failures or n >= rules.max_labels or snap.n_pending > 0 or snap.refit.stopped:
         return False
     taken = _taken(rules, snap)
     if n < rules.design_size:
@@ -399,6 +405,33 @@ def refit_again(n_labeled: int, n_seen: int, changed: bool = False) -> bool:
     """At a refit's end: one more refit runs if labels arrived after it read them, or runs
     failed or were abandoned after it started (its ranking may hold those points)."""
     return n_labeled > n_seen or changed
+
+
+def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: int,
+                 targets: Sequence[str]) -> dict | None:  # fmt: skip
+    """Whether a campaign's stopping rule (its spec's ``stop``) is met by its history's latest
+    model: ``{rule, value, target, version}`` for the first of ``targets`` that the rule names
+    whose value is at or below it on each of the ``patience`` latest models (those since the
+    owner last resumed the campaign, with at least ``min_labels`` labels: default the design's
+    size + 1); None if none is."""
+    if not rule:
+        return None
+    min_labels = rule.get("min_labels") or design_size + 1
+    patience = int(rule.get("patience") or 1)
+    resumed = [i for i, e in enumerate(history) if e.get("event") == "resumed"]
+    since = resumed[-1] + 1 if resumed else 0
+    models = [e for e in history[since:] if e.get("event") == "model"
+              and e.get("accuracy") and e["version"] >= min_labels]  # fmt: skip
+    if len(models) < patience:
+        return None
+    window = models[-patience:]
+    for name in targets:
+        target = rule.get(name)
+        values = [e["accuracy"].get(name) for e in window]
+        if target is not None and all(v is not None and v <= target for v in values):
+            return {"rule": name, "value": values[-1], "target": target,
+                    "version": window[-1]["version"]}  # fmt: skip
+    return None
 
 
 @dataclass(frozen=True)

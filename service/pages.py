@@ -18,7 +18,7 @@ from service.errors import NotFound
 from service.routes.models import run_job
 from service.store import CampaignStore
 
-PLOTS = ("model", "posterior", "curve")
+PLOTS = ("model", "posterior", "curve", "accuracy")
 INDEX_PAGE = 50  # campaigns on a page of the index
 
 STYLE = """
@@ -106,6 +106,11 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
                      "; its owner can retry it (POST .../retry)</p>")  # fmt: skip
     elif s["last_error"]:
         parts.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
+    if s["stopped_by"]:
+        v = s["stopped_by"]
+        parts.append(f"<p class='state-done' id='stopped'>stopped by its rule: "
+                     f"{html.escape(v['rule'])} = {v['value']:.4g} &le; {v['target']:g} at model "
+                     f"{v['version']}; its owner can resume it (POST .../resume)</p>")  # fmt: skip
     if s["stalled"]:
         parts.append("<p class='error' id='stalled'>stalled: every point left has failed; "
                      "nothing more can be offered</p>")  # fmt: skip
@@ -127,8 +132,21 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
             f"start {html.escape(str(d.get('warm_start', 'cold')))}",
         ]
         parts.append("<p>" + " &middot; ".join(numbers) + "</p>")
+        if model.get("accuracy"):
+            a = model["accuracy"]
+            estimates = [
+                f"LOO RMSE <b id='loo-rmse'>{a['loo_rmse']:.4g}</b>",
+                f"LOO NLPD {a['loo_nlpd']:.3f}",
+                f"LOO 95% coverage {a['loo_coverage_95']:.0%}",
+                f"ipv {a['ipv']:.4g} ({a['ipv_relative']:.2%})",
+                f"ipv_f {a['ipv_f']:.4g}",
+                f"qbc {a['qbc']:.4g} ({a['qbc_relative']:.2%})",
+            ]
+            parts.append("<p>" + " &middot; ".join(estimates) + "</p>")
         kinds = ["model"] if len(spec["inputs"]) <= 2 else []
         kinds.append("posterior")
+        if any(e.get("event") == "model" and e.get("accuracy") for e in history):
+            kinds.append("accuracy")
         if any(e.get("event") == "evaluate" for e in history):
             kinds.append("curve")
         for kind in kinds:
@@ -185,7 +203,7 @@ def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: 
         return _keep_token(request)
     if kind not in PLOTS:
         raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
-    if kind != "curve":
+    if kind not in ("curve", "accuracy"):
         store.model(campaign_id)  # 404 before the first model
     png = run_job(redis, settings, "plot", campaign_id, kind)
     if png is None:

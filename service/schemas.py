@@ -16,6 +16,8 @@ from worker.defaults import (
     INITIAL_DESIGN_SIZE,
     MCMC_DEFAULTS,
     POOL_SUBSAMPLE,
+    STOP_PATIENCE,
+    STOP_TARGETS,
 )
 
 Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
@@ -104,6 +106,42 @@ class McmcSettings(Strict):
         return self
 
 
+Threshold = Annotated[float, StrictValue(), Field(gt=0, allow_inf_nan=False)]
+
+
+class StopRule(Strict):
+    """A campaign's stopping rule: it is done once any target is met (the model's ``accuracy``
+    value at or below it) on ``patience`` consecutive models, each of at least ``min_labels``
+    labels (default: the initial design's size + 1). ``loo_rmse`` in the output's units,
+    ``ipv``, ``ipv_f`` and ``qbc`` in its units squared; the ``..._relative`` ones relative to the
+    labels' standard deviation (``loo_rmse``) or variance."""
+
+    loo_rmse: Threshold | None = None
+    loo_rmse_relative: Threshold | None = None
+    ipv: Threshold | None = None
+    ipv_relative: Threshold | None = None
+    ipv_f: Threshold | None = None
+    ipv_f_relative: Threshold | None = None
+    qbc: Threshold | None = None
+    qbc_relative: Threshold | None = None
+    min_labels: int | None = Field(default=None, ge=1, le=1_000_000)
+    patience: int = Field(default=STOP_PATIENCE, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _has_a_target(self):
+        if all(getattr(self, name) is None for name in STOP_TARGETS):
+            names = ", ".join(STOP_TARGETS)
+            raise ValueError(f"a stopping rule needs at least one target: {names}")
+        return self
+
+
+def check_stop(stop: StopRule | None, max_labels: int) -> None:
+    """Raise ValueError if the rule's ``min_labels`` exceeds ``max_labels`` (it could never
+    stop the campaign)."""
+    if stop is not None and stop.min_labels is not None and stop.min_labels > max_labels:
+        raise ValueError(f"stop.min_labels ({stop.min_labels}) exceeds max_labels ({max_labels})")
+
+
 class CampaignFields(Strict):
     """A campaign's settings as posted (CONTRACT.md), with their defaults."""
 
@@ -124,6 +162,8 @@ class CampaignFields(Strict):
     # more failed runs than this and the campaign's status says it is failing [max_labels]
     max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
+    stop: StopRule | None = None
 
 
 class CampaignCreate(CampaignFields):
@@ -140,6 +180,7 @@ class CampaignCreate(CampaignFields):
                 f"max_labels ({self.max_labels}) is smaller than the initial design "
                 f"({self.initial_design.size})"
             )
+        check_stop(self.stop, self.max_labels)
         if isinstance(self.pool, GridPoolSpec):
             size = self.pool.points_per_dim**d
             if size > MAX_POOL:
@@ -171,6 +212,23 @@ def _check_point(point: list[float], inputs: list[InputSpec], what: str) -> None
             )
 
 
+class StoppedBy(BaseModel):
+    """The stopping rule's target that was met: its ``value`` at model ``version`` (at or below
+    ``target`` on ``patience`` consecutive models), and when (unix seconds)."""
+
+    rule: str
+    value: float
+    target: float
+    version: int
+    at: float
+
+
+class Resume(Strict):
+    """``POST /campaigns/{id}/resume``: optionally a new stopping rule (``null``: none)."""
+
+    stop: StopRule | None = None
+
+
 class CampaignStatus(BaseModel):
     """``GET /campaigns/{id}``: where the campaign stands."""
 
@@ -193,6 +251,7 @@ class CampaignStatus(BaseModel):
     max_failures: int | None = None  # the limit ``failing`` is about
     failing: bool = False  # more failed runs than max_failures
     stalled: bool = False  # runs failed, and no point is left to offer: /next answers 409
+    stopped_by: StoppedBy | None = None  # done by its stopping rule: /next answers 410
 
 
 class Campaign(CampaignFields):

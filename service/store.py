@@ -14,7 +14,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   runs one more, so that its ranking leaves out points failed since), ``n_abandoned``,
   ``refit_failures`` (refits failed in a row since the last model: an error, or a job that
   died), ``retry_at`` (when a failed refit runs again: its back-off), ``failed`` (why the
-  campaign failed: too many refits failed in a row; empty otherwise);
+  campaign failed: too many refits failed in a row; empty otherwise), ``stopped`` (the JSON of
+  the stopping rule's verdict once it stopped the campaign, :func:`service.loop.stop_verdict`;
+  empty otherwise);
 - ``jobs`` (sorted set): the campaign's RQ jobs (``refit:<id>`` for refits, chain groups and
   merges, ``short:<id>`` for predictions and the like), by when they may be forgotten: those
   that a delete or a failure stops;
@@ -35,8 +37,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   than ``max_retries``: not offered again);
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
   best, best first; ``history`` (list): one JSON line per model version stored (version, time,
-  refit seconds, R-hat, ESS, divergences), refit failed, run failed (``run_failed``: ticket, x,
-  reason) or run abandoned (``run_abandoned``).
+  refit seconds, R-hat, ESS, divergences, its ``accuracy``), refit failed, run failed
+  (``run_failed``: ticket, x, reason), run abandoned (``run_abandoned``), campaign stopped by
+  its rule (``stopped``) or resumed by its owner (``resumed``).
 
 - ``token``: the SHA-256 of the campaign's simulator token, then a space and the SHA-256 of its
   owner token (the tokens themselves are not stored).
@@ -81,6 +84,7 @@ from service.loop import (
 from service.observability import record_labels, record_runs
 from service.settings import get_settings
 from service.tokens import new_token, token_digest
+from worker.defaults import STOP_TARGETS
 from worker.design import initial_design
 
 PREFIX = "fbgp:"
@@ -124,9 +128,9 @@ end
 # numbers instead of every campaign's status. PHASES is exact whenever it exists: it is made by
 # REBUILD_PHASES (one atomic count of every campaign), and nothing adds to it while it is absent.
 COUNT_PHASES = """
-local function phase(n, design_size, max_labels, failed)
+local function phase(n, design_size, max_labels, failed, stopped)
   if failed then return 'failed' end
-  if n >= tonumber(max_labels) then return 'done' end
+  if n >= tonumber(max_labels) or stopped then return 'done' end
   if n < tonumber(design_size) then return 'design' end
   return 'active'
 end
@@ -136,9 +140,13 @@ end
 local function has_failed(state_key)
   return (redis.call('HGET', state_key, 'failed') or '') ~= ''
 end
-local function move_phase(phases_key, before, after, design_size, max_labels, failed)
-  local from = phase(before, design_size, max_labels, failed)
-  local to = phase(after, design_size, max_labels, failed)
+local function is_stopped(state_key)
+  return (redis.call('HGET', state_key, 'stopped') or '') ~= ''
+end
+local function move_phase(phases_key, before, after, design_size, max_labels, state_key)
+  local failed, stopped = has_failed(state_key), is_stopped(state_key)
+  local from = phase(before, design_size, max_labels, failed, stopped)
+  local to = phase(after, design_size, max_labels, failed, stopped)
   if from ~= to then
     add_phase(phases_key, from, -1)
     add_phase(phases_key, to, 1)
@@ -157,8 +165,9 @@ for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if raw then
     local spec = cjson.decode(raw)
     local n = redis.call('LLEN', ARGV[1] .. id .. ':labels')
-    local failed = has_failed(ARGV[1] .. id .. ':state')
-    local name = phase(n, spec['initial_design']['size'], spec['max_labels'], failed)
+    local state = ARGV[1] .. id .. ':state'
+    local name = phase(n, spec['initial_design']['size'], spec['max_labels'], has_failed(state),
+                       is_stopped(state))
     counts[name] = counts[name] + 1
   end
 end
@@ -204,7 +213,7 @@ if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
 end_ticket(KEYS[2], KEYS[3], ARGV[1], 'labeled:' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 if ARGV[4] ~= '' then redis.call('SADD', KEYS[5], ARGV[4]) end
-move_phase(KEYS[7], n, n + 1, ARGV[7], ARGV[5], has_failed(KEYS[6]))
+move_phase(KEYS[7], n, n + 1, ARGV[7], ARGV[5], KEYS[6])
 n = n + 1
 return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
@@ -294,7 +303,7 @@ for i = 1, count do
   local index = ARGV[5 + 2 * (i - 1)]
   if index ~= '' then redis.call('SADD', KEYS[2], index) end
 end
-move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2], has_failed(KEYS[3]))
+move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2], KEYS[3])
 n = n + count
 return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
@@ -310,7 +319,7 @@ DELETE_SCRIPT = (
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local n = redis.call('LLEN', KEYS[2])
 local digest = redis.call('GET', KEYS[3])
-add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3], has_failed(KEYS[7])), -1)
+add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3], has_failed(KEYS[7]), is_stopped(KEYS[7])), -1)
 local out = {1}
 for _, job in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do out[#out + 1] = job end
 for i = 7, #KEYS do redis.call('UNLINK', KEYS[i]) end
@@ -364,7 +373,7 @@ local function after_failure(keys, p)
   local k = redis.call('HINCRBY', keys[1], 'refit_failures', 1)
   if k >= tonumber(p.attempts) then
     local n = redis.call('LLEN', keys[2])
-    add_phase(keys[3], phase(n, p.design_size, p.max_labels), -1)
+    add_phase(keys[3], phase(n, p.design_size, p.max_labels, false, is_stopped(keys[1])), -1)
     add_phase(keys[3], 'failed', 1)
     redis.call('HSET', keys[1], 'refit', 'idle', 'refit_job', '', 'retry_at', 0,
                'failed', p.reason, 'last_error', p.reason)
@@ -423,7 +432,7 @@ UNFAIL_SCRIPT = (
 if not has_failed(KEYS[1]) then return 0 end
 local n = redis.call('LLEN', KEYS[2])
 add_phase(KEYS[3], 'failed', -1)
-add_phase(KEYS[3], phase(n, ARGV[3], ARGV[4]), 1)
+add_phase(KEYS[3], phase(n, ARGV[3], ARGV[4], false, is_stopped(KEYS[1])), 1)
 redis.call('HSET', KEYS[1], 'failed', '', 'refit_failures', 0, 'retry_at', 0)
 if n < tonumber(ARGV[3]) then return 1 end
 redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2], 'refit_job', ARGV[1])
@@ -511,7 +520,15 @@ return 1
 
 # Stores the model of refit ARGV[1] if it is still in charge and the model is not older than
 # the stored one: 1 stored, 0 older, -1 not in charge (or the campaign is gone).
-SAVE_MODEL_SCRIPT = """
+# With a stopping rule's verdict ARGV[7] (loop.stop_verdict met by this model; '' if none), the
+# campaign stops in the same step, so that no /next sees the model without the stop: unless it
+# has failed, stopped already, or has max_labels labels, its state's ``stopped`` is set, its
+# history gets the event ARGV[8] and its count by phase moves to done (2: stored and stopped).
+# KEYS: state, history, model, ranking, labels, PHASES; ARGV[9], ARGV[10]: design size,
+# max_labels.
+SAVE_MODEL_SCRIPT = (
+    COUNT_PHASES
+    + """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return -1 end
 local current = redis.call('HGET', KEYS[1], 'model_version')
 if current and tonumber(current) > tonumber(ARGV[2]) then return 0 end
@@ -520,8 +537,16 @@ redis.call('SET', KEYS[3], ARGV[4])
 redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
            'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0)
-return 1
+if (ARGV[7] or '') == '' or has_failed(KEYS[1]) or is_stopped(KEYS[1]) then return 1 end
+local n = redis.call('LLEN', KEYS[5])
+if n >= tonumber(ARGV[10]) then return 1 end
+add_phase(KEYS[6], phase(n, ARGV[9], ARGV[10]), -1)
+add_phase(KEYS[6], 'done', 1)
+redis.call('HSET', KEYS[1], 'stopped', ARGV[7])
+redis.call('RPUSH', KEYS[2], ARGV[8])
+return 2
 """
+)
 
 # Records the failure of refit ARGV[1] (its error ARGV[2], its history event ARGV[3]) if it is
 # still in charge, and what comes next (AFTER_FAILURE: 1, 2 or 3); 0 if it is not in charge.
@@ -533,6 +558,30 @@ if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'last_error', ARGV[2])
 redis.call('RPUSH', KEYS[4], ARGV[3])
 return after_failure(KEYS, cjson.decode(ARGV[4]))
+"""
+)
+
+
+# The owner's resume of a campaign its stopping rule stopped: the stop cleared, counted in its
+# phase again, the event ARGV[1] in its history; with ARGV[5] (a new spec: its rule replaced)
+# the spec set to it if it is still ARGV[4]. KEYS: state, labels, PHASES, history, spec; ARGV:
+# event, design size, max_labels, old spec, new spec or ''. 1 resumed, 0 not stopped, -1 the
+# spec changed meanwhile.
+RESUME_SCRIPT = (
+    COUNT_PHASES
+    + """
+if not is_stopped(KEYS[1]) then return 0 end
+if ARGV[5] ~= '' then
+  if redis.call('GET', KEYS[5]) ~= ARGV[4] then return -1 end
+  redis.call('SET', KEYS[5], ARGV[5])
+end
+local n = redis.call('LLEN', KEYS[2])
+local failed = has_failed(KEYS[1])
+add_phase(KEYS[3], phase(n, ARGV[2], ARGV[3], failed, true), -1)
+add_phase(KEYS[3], phase(n, ARGV[2], ARGV[3], failed, false), 1)
+redis.call('HSET', KEYS[1], 'stopped', '')
+redis.call('RPUSH', KEYS[4], ARGV[1])
+return 1
 """
 )
 
@@ -570,6 +619,7 @@ class CampaignStore:
         self._issue = redis.register_script(ISSUE_SCRIPT)
         self._expire = redis.register_script(EXPIRE_SCRIPT)
         self._append = redis.register_script(APPEND_SCRIPT)
+        self._resume = redis.register_script(RESUME_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -733,7 +783,7 @@ class CampaignStore:
         stalled = n_failed > 0 and loop.stalled(rules, self.snapshot(campaign_id, now, False))
         return {
             "id": campaign_id, "name": spec["name"],
-            "state": str(loop.phase(rules, n, bool(refit.failed))),
+            "state": str(loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))),
             "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
             "model_version": refit.model_version, "last_error": refit.last_error,
             "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
@@ -741,6 +791,7 @@ class CampaignStore:
             "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
             "max_failures": rules.failure_limit, "failing": loop.failing(rules, n_failed),
             "stalled": stalled,
+            "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
         }  # fmt: skip
 
     # -- labels ------------------------------------------------------------------------------
@@ -939,13 +990,41 @@ class CampaignStore:
         event = {"event": "model", "version": model["version"], "at": time.time()}
         for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences", "started_at"):
             event[key] = d.get(key)
+        if "accuracy" in model:
+            event["accuracy"] = model["accuracy"]
         keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
+        keys += [self.k(campaign_id, "labels"), PHASES]
         args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
                 d.get("refit_seconds", 0.0)]  # fmt: skip
-        stored = self._save_model(keys=keys, args=args) == 1
-        if stored:
+        args += self._stop_args(campaign_id, event)
+        outcome = self._save_model(keys=keys, args=args)
+        if outcome == 2:
+            log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
+        if outcome >= 1:
             self.wake(campaign_id)
-        return stored
+        return outcome >= 1
+
+    def _stop_args(self, campaign_id: str, event: dict) -> list:
+        """SAVE_MODEL_SCRIPT's stop (its verdict, its history event, the design's size and
+        max_labels) if the campaign's stopping rule is met once model ``event`` is in its
+        history (:func:`service.loop.stop_verdict`); blanks if not. The rule and the history
+        read here cannot change before the script runs unless the campaign is stopped (only a
+        resume changes them), and then the script does not stop it again."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return ["", "", 0, 0]  # deleted meanwhile: the script finds no refit in charge
+        if not spec.get("stop"):
+            return ["", "", 0, 0]
+        history = [*self.history(campaign_id), event]
+        verdict = loop.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
+                                    STOP_TARGETS)  # fmt: skip
+        if verdict is None or verdict["version"] != event["version"]:
+            return ["", "", 0, 0]
+        verdict["at"] = event["at"]
+        stopped = dict(verdict, event="stopped", n_labeled=event["version"])
+        return [json.dumps(verdict), json.dumps(stopped), spec["initial_design"]["size"],
+                spec["max_labels"]]  # fmt: skip
 
     def model(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
@@ -1132,6 +1211,29 @@ class CampaignStore:
         else:
             self.wake(campaign_id)
         return bool(outcome)
+
+    def resume(self, campaign_id: str, stop: dict | None = None, replace: bool = False) -> bool:
+        """The owner's resume of a campaign its stopping rule stopped: it goes on, the rule's
+        patience counted again from the next model; with ``replace``, under rule ``stop``
+        (None: none). False if it was not stopped."""
+        for _ in range(10):
+            raw = self.r.get(self.k(campaign_id, "spec"))
+            if raw is None:
+                raise NotFound(f"no campaign {campaign_id!r}")
+            spec = json.loads(raw)
+            new = json.dumps(dict(spec, stop=stop)) if replace else ""
+            event = {"event": "resumed", "at": time.time(),
+                     "n_labeled": self.n_labeled(campaign_id),
+                     "stop": stop if replace else spec.get("stop")}  # fmt: skip
+            keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+            keys += [self.k(campaign_id, "history"), self.k(campaign_id, "spec")]
+            args = [json.dumps(event), spec["initial_design"]["size"], spec["max_labels"], raw,
+                    new]  # fmt: skip
+            outcome = int(self._resume(keys=keys, args=args))
+            if outcome >= 0:
+                self.wake(campaign_id)
+                return bool(outcome)
+        raise RuntimeError("the campaign's spec kept changing during its resume")
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}

@@ -55,3 +55,9 @@ INITIAL_DESIGN_SIZE = 3  # a maximin Latin hypercube of this many points, snappe
 POOL_SUBSAMPLE = 10_000  # each scoring ranks a fresh random subset of a larger pool
 RANKING_SIZE = 64  # ranked points kept with a model, best first (sequential mode)
 MAX_BATCH = 32  # the longest greedy batch of a parallel-mode campaign
+
+# what a model's `accuracy` reports that a stopping rule may name (all of them: lower is better);
+# the `..._relative` ones relative to the labels' standard deviation (variance for ipv, ipv_f, qbc)
+STOP_TARGETS: tuple[str, ...] = ("loo_rmse", "loo_rmse_relative", "ipv", "ipv_relative", "ipv_f",
+                                 "ipv_f_relative", "qbc", "qbc_relative")  # fmt: skip
+STOP_PATIENCE = 2  # consecutive models that must meet a target

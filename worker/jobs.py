@@ -207,10 +207,13 @@ def evaluate(campaign_id: str, x: list, y: list) -> dict:
 
 
 def plot(campaign_id: str, kind: str) -> bytes | None:
-    """A PNG for the campaign page: ``posterior``, ``model`` or ``curve`` (None: none to draw)."""
+    """A PNG for the campaign page: ``posterior``, ``model``, ``curve`` or ``accuracy`` (None:
+    none to draw)."""
     store = _store()
     if kind == "curve":
         return views.curve_png(store.history(campaign_id))
+    if kind == "accuracy":
+        return views.accuracy_png(store.history(campaign_id), store.spec(campaign_id))
     spec, model, labels = _with_model(campaign_id)
     if kind == "posterior":
         return views.posterior_png(spec, model)

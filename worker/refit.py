@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from worker import accuracy
 from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
 from worker.defaults import MAX_BATCH, RANKING_SIZE
@@ -126,6 +127,7 @@ def model_and_ranking(
             {"index": int(candidates[b]), "x": p, "score": float(v)}
             for b, p, v in zip(best, points, best_scores, strict=True)
         ]
+    estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
     model = {
         "version": n,
@@ -139,5 +141,18 @@ def model_and_ranking(
             "y_std": data.scale_y.std,
         },  # fmt: skip
         "diagnostics": diagnostics,
+        "accuracy": estimates,
     }
     return model, ranking
+
+
+def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
+    """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
+    use, integrated over a subsample of the whole pool (labeled points included) of at most
+    ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
+    every model, so that the estimates over the labels differ by the models, not the points."""
+    rng = np.random.default_rng([int(spec["seed"]), 2**32])
+    index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
+    points = torch.from_numpy(pool.points(index))
+    return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
+                            data.scale_y.std)  # fmt: skip

@@ -1,6 +1,6 @@
 """PNG pictures of a campaign for its page: the hyperparameter posterior, the model over the input
-space (1-D and 2-D), and the learning curve of its evaluations. Matplotlib on the Agg canvas;
-predictions from :mod:`worker.answers`."""
+space (1-D and 2-D), the learning curve of its evaluations, and its models' accuracy estimates.
+Matplotlib on the Agg canvas; predictions from :mod:`worker.answers`."""
 
 from __future__ import annotations
 
@@ -104,4 +104,46 @@ def curve_png(history: list[dict]) -> bytes | None:
         ax.set_xlabel("labels")
         ax.set_ylabel(metric.upper())
     fig.suptitle("learning curve (/evaluate)")
+    return _png(fig)
+
+
+def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
+    """Each model's accuracy estimates against its labels (None if no model has them): the LOO
+    RMSE, and the integrated predictive variances of y and f and the draws' disagreement (log
+    scale), in the output's units; the stopping rule's targets in those units dashed (relative
+    ones dash-dotted, scaled by each model's labels), each stop and resume a vertical line."""
+    models = [e for e in history if e.get("event") == "model" and e.get("accuracy")]
+    if not models:
+        return None
+    n = [e["version"] for e in models]
+    rule = spec.get("stop") or {}
+    fig = Figure(figsize=(9, 3.4))
+    panels = (
+        (("loo_rmse", "LOO RMSE of the mixture mean"),),
+        (("ipv", "ipv (y)"), ("ipv_f", "ipv_f (f)"), ("qbc", "qbc (draws' disagreement)")),
+    )
+    for j, lines in enumerate(panels):
+        ax = fig.add_subplot(1, 2, j + 1)
+        for (name, label), color in zip(lines, ("tab:blue", "tab:green", "tab:red"), strict=False):
+            values = [e["accuracy"][name] for e in models]
+            ax.plot(n, values, marker="o", ms=3, color=color, label=label)
+            if rule.get(name):
+                ax.axhline(rule[name], color=color, ls="--", lw=1, label=f"target {name}")
+            relative = rule.get(f"{name}_relative")
+            if relative and all(e["accuracy"][f"{name}_relative"] > 0 for e in models):
+                # in the output's units each model's target moves with the labels' spread
+                scaled = [relative * e["accuracy"][name] / e["accuracy"][f"{name}_relative"]
+                          for e in models]  # fmt: skip
+                ax.plot(n, scaled, color=color, ls="-.", lw=1, label=f"target {name}_relative")
+        for e in history:
+            if e.get("event") in ("stopped", "resumed"):
+                at = e.get("version", e.get("n_labeled"))
+                ax.axvline(at, color="black" if e["event"] == "stopped" else "grey", ls=":",
+                           lw=1)  # fmt: skip
+        if j == 1 and all(e["accuracy"][k] > 0 for e in models for k, _ in lines):
+            ax.set_yscale("log")
+        ax.set_xlabel("labels")
+        ax.set_ylabel("output units" if j == 0 else "output units squared")
+        ax.legend(loc="best", fontsize=7)
+    fig.suptitle("accuracy without a test set (dotted: stopped, resumed)")
     return _png(fig)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from service import limits, schemas
 from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
-from service.errors import Conflict
+from service.errors import Conflict, Unprocessable
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
@@ -72,4 +72,24 @@ def retry(campaign_id: str, store: StoreDep):
     state cleared and a refit enqueued on all its labels; 409 if it has not failed."""
     if not store.retry(campaign_id, time.time()):
         raise Conflict("the campaign has not failed: there is nothing to retry")
+    return store.status(campaign_id)
+
+
+@router.post("/{campaign_id}/resume", response_model=schemas.CampaignStatus,
+             responses=schemas.problem_responses(404, 409, 422))  # fmt: skip
+def resume(campaign_id: str, store: StoreDep, body: schemas.Resume | None = None):
+    """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
+    points again, and the rule's ``patience`` counts from the next model. With a body
+    ``{"stop": {...}}`` the rule is replaced (``{"stop": null}``: removed); without one it is
+    kept. 409 if the campaign was not stopped by its rule."""
+    replace = body is not None and "stop" in body.model_fields_set
+    stop = body.stop if replace else None
+    if replace:
+        try:
+            schemas.check_stop(stop, store.spec(campaign_id)["max_labels"])
+        except ValueError as error:
+            raise Unprocessable(str(error)) from None
+    rule = stop.model_dump() if stop is not None else None
+    if not store.resume(campaign_id, rule, replace):
+        raise Conflict("the campaign was not stopped by its stopping rule: nothing to resume")
     return store.status(campaign_id)

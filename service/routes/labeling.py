@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import json
 import logging
 import math
 import time
@@ -154,6 +155,12 @@ def _next_response(answer: dict | loop.Answer):
     """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After."""
     if isinstance(answer, dict):
         return answer
+    if isinstance(answer, loop.Done) and answer.stopped:
+        verdict = json.loads(answer.stopped)
+        raise Gone(f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
+                   f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
+                   f"{verdict['version']}); its owner can resume it with POST "
+                   "/campaigns/{id}/resume")  # fmt: skip
     if isinstance(answer, loop.Done):
         raise Gone(DONE)
     if isinstance(answer, loop.Stalled):

@@ -41,7 +41,8 @@ def test_pages_over_http(client, make_body):
     campaign = _with_model(client, make_body, inputs=tex)
     view = client.get(f"/campaigns/{campaign}/view").text
     assert "plot-model" in view and "plot-posterior" in view and "plot-curve" not in view
-    for kind in ("model", "posterior"):
+    assert "plot-accuracy" in view and "loo-rmse" in view
+    for kind in ("model", "posterior", "accuracy"):
         png = client.get(f"/campaigns/{campaign}/plots/{kind}.png")
         assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
         assert png.headers["X-Content-Type-Options"] == "nosniff"
@@ -56,7 +57,7 @@ def test_pages_over_http(client, make_body):
 
 def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_process,
                                                              make_body, tmp_path):  # fmt: skip
-    """The page and its three plots load in a real browser, under the pages' security headers:
+    """The page and its four plots load in a real browser, under the pages' security headers:
     the API's log shows each plot fetched and answered 200."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "chromium is missing (make test installs Debian's chromium)"
@@ -76,17 +77,17 @@ def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_
                              timeout=120)  # fmt: skip
         lines = log.read_text().splitlines()[seen:]
         assert "page-test" in dom.stdout, dom.stderr[-2000:]
-        for kind in ("model", "posterior", "curve"):
+        for kind in ("model", "posterior", "accuracy", "curve"):
             assert f'id="plot-{kind}"' in dom.stdout
         events = [json.loads(line) for line in lines if line.startswith("{")]
         plots = [e["status"] for e in events if e.get("route", "").endswith("/plots/{kind}.png")
                  and e.get("campaign") == campaign]  # fmt: skip
-        assert plots == [200, 200, 200], events
+        assert plots == [200, 200, 200, 200], events
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "campaign-page.png"
         subprocess.run([*browser, "--virtual-time-budget=10000", "--window-size=1100,1500",
                         f"--screenshot={shot}", url],
                        capture_output=True, timeout=120, check=True)  # fmt: skip
-        assert shot.stat().st_size > 20_000  # text and three plots, not a blank page
+        assert shot.stat().st_size > 20_000  # text and four plots, not a blank page
     finally:
         stop(process)

@@ -54,6 +54,9 @@ def test_refit_on_awkward_data_is_finite(case):
     assert all(v > 0 for v in pred["variance"])
     ev = answers.metrics(SPEC, model, labels, [[2.0], [8.0]], [float(np.mean(y))] * 2)
     assert all(math.isfinite(ev[k]) for k in ("nlml", "rmse", "nlpd_mixture")), (case, ev)
+    accuracy = model["accuracy"]
+    assert all(math.isfinite(v) and v >= 0 for k, v in accuracy.items() if k != "loo_nlpd")
+    assert math.isfinite(accuracy["loo_nlpd"]) and accuracy["pool_points"] == 51, (case, accuracy)
 
 
 def test_the_mode_of_draws_within_the_limit_is_the_densest_of_all():

@@ -1,0 +1,125 @@
+"""The accuracy estimates against independent computations: closed-form LOO against refitting
+each draw's GP without each label, the mixture's moments and the integrated variances against
+numpy on the same draws and points."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+
+from worker import accuracy
+from worker.gp import predict, rbf
+from worker.transforms import DTYPE
+
+
+def _data(n=12, d=2, draws=7, seed=0):
+    rng = np.random.default_rng(seed)
+    u = torch.tensor(rng.uniform(size=(n, d)), dtype=DTYPE)
+    z = torch.sin(4 * u[:, 0]) + u[:, 1] ** 2 + 0.1 * torch.tensor(rng.normal(size=n))
+    lengthscale = torch.tensor(rng.uniform(0.2, 1.5, size=(draws, d)), dtype=DTYPE)
+    noise = torch.tensor(rng.uniform(1e-3, 0.2, size=draws), dtype=DTYPE)
+    points = torch.tensor(rng.uniform(size=(50, d)), dtype=DTYPE)
+    return u, z, lengthscale, noise, points
+
+
+def test_loo_equals_refitting_without_each_label():
+    u, z, lengthscale, noise, _ = _data()
+    means, variances = accuracy.loo(u, z, lengthscale, noise)
+    for i in range(len(z)):
+        keep = torch.arange(len(z)) != i
+        mean, var = predict(u[keep], z[keep], lengthscale, noise, u[i : i + 1])
+        torch.testing.assert_close(means[:, i], mean[:, 0], rtol=0, atol=1e-10)
+        torch.testing.assert_close(variances[:, i], var[:, 0], rtol=0, atol=1e-10)
+
+
+def test_loo_with_known_label_noise_equals_the_direct_formula():
+    u, z, lengthscale, noise, _ = _data(n=9, draws=3, seed=1)
+    label_noise = torch.linspace(0.0, 0.3, len(z), dtype=DTYPE)
+    means, variances = accuracy.loo(u, z, lengthscale, noise, label_noise)
+    for j in range(len(noise)):
+        K = (rbf(u, u, lengthscale[j : j + 1])[0] + torch.diag(noise[j] + label_noise)).numpy()
+        for i in range(len(z)):
+            rest = np.arange(len(z)) != i
+            k = K[rest, i]
+            solved = np.linalg.solve(K[np.ix_(rest, rest)], np.column_stack([z.numpy()[rest], k]))
+            assert abs(means[j, i] - k @ solved[:, 0]) < 1e-10
+            assert abs(variances[j, i] - (K[i, i] - k @ solved[:, 1])) < 1e-10
+
+
+def test_mixture_moments_density_and_cdf_against_numpy():
+    rng = np.random.default_rng(2)
+    means, variances = rng.normal(size=(5, 8)), rng.uniform(0.1, 2.0, size=(5, 8))
+    z = rng.normal(size=8)
+    mix = accuracy.mixture_loo(*(torch.tensor(a) for a in (z, means, variances)))
+    np.testing.assert_allclose(mix["mean"], means.mean(0), rtol=1e-13)
+    second = (variances + means**2).mean(0)
+    np.testing.assert_allclose(mix["variance"], second - means.mean(0) ** 2, rtol=1e-12)
+    density = norm.pdf(z, means, np.sqrt(variances)).mean(0)
+    np.testing.assert_allclose(mix["nlpd"], -np.log(density), rtol=1e-12)
+    np.testing.assert_allclose(mix["cdf"], norm.cdf(z, means, np.sqrt(variances)).mean(0),
+                               rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+def test_integrated_variances_against_direct_computation(monkeypatch, fit_elements):
+    u, z, lengthscale, noise, points = _data()
+    whole = accuracy.loo(u, z, lengthscale, noise)  # one group
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)  # 2 draws a group: 4 groups
+    mean, var = (a.numpy() for a in predict(u, z, lengthscale, noise, points))
+    pool = accuracy.pool_moments(u, z, lengthscale, noise, points)
+    qbc = mean.var(0)
+    np.testing.assert_allclose(pool["qbc"], qbc, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(pool["ipv"], var.mean(0) + qbc, rtol=1e-12)
+    latent = var - noise.numpy()[:, None]
+    np.testing.assert_allclose(pool["ipv_f"], latent.mean(0) + qbc, rtol=1e-12)
+    for grouped, reference in zip(accuracy.loo(u, z, lengthscale, noise), whole, strict=True):
+        torch.testing.assert_close(grouped, reference, rtol=0, atol=1e-13)
+
+
+def test_summary_in_original_and_relative_units():
+    u, z, lengthscale, noise, points = _data()
+    y_std = 3.0
+    out = accuracy.summary(u, z, lengthscale, noise, points, y_std)
+    means, variances = (a.numpy() for a in accuracy.loo(u, z, lengthscale, noise))
+    rmse_z = math.sqrt(((z.numpy() - means.mean(0)) ** 2).mean())
+    assert out["loo_rmse_relative"] == pytest.approx(rmse_z, rel=1e-12)
+    assert out["loo_rmse"] == pytest.approx(y_std * rmse_z, rel=1e-12)
+    density = norm.pdf(z.numpy(), means, np.sqrt(variances)).mean(0)
+    assert out["loo_nlpd"] == pytest.approx(-np.log(density).mean(), rel=1e-12)
+    cdf = norm.cdf(z.numpy(), means, np.sqrt(variances)).mean(0)
+    assert out["loo_coverage_95"] == pytest.approx(((cdf >= 0.025) & (cdf <= 0.975)).mean())
+    pool = accuracy.pool_moments(u, z, lengthscale, noise, points)
+    for name in ("ipv", "ipv_f", "qbc"):
+        assert out[f"{name}_relative"] == pytest.approx(float(pool[name].mean()), rel=1e-12)
+        assert out[name] == pytest.approx(y_std**2 * float(pool[name].mean()), rel=1e-12)
+    assert out["pool_points"] == 50 and out["draws"] == 7
+    assert set(accuracy.TARGETS) <= set(out)
+
+
+def test_one_draw_has_no_disagreement():
+    u, z, lengthscale, noise, points = _data(draws=1)
+    out = accuracy.summary(u, z, lengthscale, noise, points, 1.0)
+    assert out["qbc"] == 0.0
+    assert out["ipv"] == pytest.approx(out["ipv_f"] + float(noise[0]), rel=1e-12)
+
+
+def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypatch):
+    from types import SimpleNamespace
+
+    from worker import refit
+    from worker.design import GridPool
+
+    seen = []
+    monkeypatch.setattr(accuracy, "summary", lambda u, z, l, s, points, y_std: seen.append(points))
+    pool, spec = GridPool(dim=2, points_per_dim=60), {"seed": 3, "pool_subsample": 5000}
+    ones = torch.ones(1, 2, dtype=DTYPE)
+    thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
+    for n in (4, 9):
+        data = refit.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), None,
+                          refit.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
+        refit.accuracy_of(spec, pool, data, thin)
+    assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
+    refit.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)
+    assert len(seen[2]) == 100 and len(torch.unique(seen[2], dim=0)) == 100

@@ -1,0 +1,133 @@
+"""A model's accuracy without a test set: leave-one-out cross-validation of the labels and the
+predictive variance integrated over the pool, under the mixture of the posterior draws' GPs.
+
+For draw ``j`` with ``K_j = Kf + diag(label_noise) + s2_j I`` (the covariance of the labels
+``z``), the GP fitted to every label but ``i`` predicts ``z_i`` with (Rasmussen & Williams, 2006,
+eq. 5.12)
+
+    mu_ij = z_i - [K_j^-1 z]_i / [K_j^-1]_ii,    v_ij = 1 / [K_j^-1]_ii
+
+(``v_ij`` is the variance of ``y_i``: latent, ``s2_j`` and its known noise). The draws mix with
+equal weights: mean ``mean_j mu_ij``, variance ``mean_j v_ij + var_j mu_ij``, density
+``mean_j N(z_i; mu_ij, v_ij)``.
+
+Over pool points the draws predict ``y`` with means ``m_j`` and variances ``w_j`` (latent +
+``s2_j``): the integrated predictive variance is the mean over the points of the mixture's
+variance (``mean_j w_j + var_j m_j``, QB-MGP's score), ``ipv_f`` the same for ``f`` (``w_j -
+s2_j``), and ``qbc`` the mean of ``var_j m_j`` (B-QBC's score): how much the draws disagree.
+
+Everything is computed in standardized units (``z``) and reported both in original units
+(``y_std`` and its square) and relative to the labels' standard deviation (``..._relative``, the
+standardized values). Draws are processed in groups whose factors stay within
+:data:`worker.acquisition.FIT_ELEMENTS`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from worker.acquisition import FIT_ELEMENTS
+from worker.defaults import STOP_TARGETS
+from worker.gp import Conditioned, cholesky, rbf
+from worker.transforms import DTYPE
+
+POOL_POINTS = 2000  # pool points the integrated variances average over, at most
+NORMAL_95 = 0.975  # a label is covered when its LOO mixture CDF lies in [1 - this, this]
+TARGETS = STOP_TARGETS  # the values a stopping rule may name: all of them lower is better
+
+
+def _groups(n_draws: int, n: int):
+    per = max(1, FIT_ELEMENTS // max(1, n * n))
+    return [slice(i, i + per) for i in range(0, n_draws, per)]
+
+
+def _fit(u, z, lengthscale, noise, label_noise):
+    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``."""
+    diagonal = noise[:, None] + (0.0 if label_noise is None else label_noise[None, :])
+    K = rbf(u, u, lengthscale)
+    K.diagonal(dim1=-2, dim2=-1).add_(diagonal)
+    factor = cholesky(K)
+    eye = torch.eye(len(u), dtype=DTYPE).expand_as(factor.chol)
+    chol_inv = torch.linalg.solve_triangular(factor.chol, eye, upper=False)
+    alpha = (chol_inv.transpose(-1, -2) @ (chol_inv @ z[:, None]))[..., 0]
+    return chol_inv, alpha
+
+
+def loo(u, z, lengthscale, noise, label_noise=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Closed-form leave-one-out predictions of each label by each draw's GP: means and
+    variances of ``y_i`` (``B x n`` each, standardized units)."""
+    means, variances = [], []
+    for g in _groups(len(noise), len(z)):
+        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
+        inv_diag = chol_inv.square().sum(-2)  # [K^-1]_ii = sum_k (L^-1)_ki^2
+        means.append(z - alpha / inv_diag)
+        variances.append(1.0 / inv_diag)
+    return torch.cat(means), torch.cat(variances)
+
+
+def mixture_loo(z, means, variances) -> dict[str, torch.Tensor]:
+    """The equal-weight mixture of the draws' LOO predictions (``B x n``) at each label: its
+    ``mean``, ``variance``, negative log density ``nlpd`` and CDF ``cdf`` at ``z_i``
+    (``n`` each)."""
+    mean = means.mean(0)
+    variance = variances.mean(0) + means.var(0, correction=0)
+    log_density = -0.5 * ((z - means) ** 2 / variances + torch.log(2 * math.pi * variances))
+    nlpd = -(torch.logsumexp(log_density, 0) - math.log(len(means)))
+    normal = torch.distributions.Normal(torch.zeros((), dtype=DTYPE), torch.ones((), dtype=DTYPE))
+    cdf = normal.cdf((z - means) / variances.sqrt()).mean(0)
+    return {"mean": mean, "variance": variance, "nlpd": nlpd, "cdf": cdf}
+
+
+def pool_moments(u, z, lengthscale, noise, points, label_noise=None) -> dict[str, torch.Tensor]:
+    """At each pool point (``m x d``): the mixture's variance of ``y`` (``ipv``) and of ``f``
+    (``ipv_f``) and the variance of the draws' means (``qbc``), ``m`` each, standardized
+    units. The draws' moments are combined group by group (Chan et al.'s pairwise update), so
+    that only one group's predictions are held at once."""
+    count, mean, m2 = 0, None, None  # the draws' means: running mean and sum of squares
+    sum_var = torch.zeros(len(points), dtype=DTYPE)
+    sum_latent = torch.zeros(len(points), dtype=DTYPE)
+    for g in _groups(len(noise), len(z)):
+        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
+        gp = Conditioned(u=u, lengthscale=lengthscale[g], noise=noise[g], alpha=alpha,
+                         chol_inv=chol_inv)  # fmt: skip
+        m, w = gp.predict(points)
+        sum_var += w.sum(0)
+        sum_latent += (w - noise[g][:, None]).sum(0)
+        k, g_mean = len(m), m.mean(0)
+        g_m2 = (m - g_mean).square().sum(0)
+        if mean is None:
+            count, mean, m2 = k, g_mean, g_m2
+        else:
+            delta = g_mean - mean
+            total = count + k
+            mean = mean + delta * (k / total)
+            m2 = m2 + g_m2 + delta.square() * (count * k / total)
+            count = total
+    qbc = m2 / count
+    return {"ipv": sum_var / count + qbc, "ipv_f": sum_latent / count + qbc, "qbc": qbc}
+
+
+def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None) -> dict:
+    """The model body's ``accuracy``: LOO RMSE of the mixture mean (original units, and
+    relative to the labels' sd), mean LOO NLPD (standardized units, as ``/evaluate``'s
+    ``nlpd_mixture``), the share of labels within the mixture's central 95% LOO interval, and
+    ``ipv``, ``ipv_f``, ``qbc`` averaged over ``points`` (original units squared, and relative
+    to the labels' variance). ``points``: pool points in the unit cube (``m x d``, ``m >= 1``)."""
+    started = time.perf_counter()
+    means, variances = loo(u, z, lengthscale, noise, label_noise)
+    mix = mixture_loo(z, means, variances)
+    rmse_z = float((z - mix["mean"]).square().mean().sqrt())
+    covered = ((mix["cdf"] >= 1 - NORMAL_95) & (mix["cdf"] <= NORMAL_95)).to(DTYPE).mean()
+    out = {"loo_rmse": rmse_z * y_std, "loo_rmse_relative": rmse_z,
+           "loo_nlpd": float(mix["nlpd"].mean()), "loo_coverage_95": float(covered)}  # fmt: skip
+    pool = pool_moments(u, z, lengthscale, noise, points, label_noise)
+    for name, values in pool.items():
+        relative = float(values.mean())
+        out[name] = relative * y_std**2
+        out[f"{name}_relative"] = relative
+    out.update(pool_points=len(points), draws=len(noise),
+               seconds=time.perf_counter() - started)  # fmt: skip
+    return out
