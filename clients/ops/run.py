@@ -3,7 +3,8 @@
     fbgp-al run --url URL --campaign ID [--token T] [--parallel K] [--timeout S] -- CMD ARG...
 
 Each point is run as ``CMD ARG...`` with the placeholders in its arguments replaced: ``{NAME}``
-by the coordinate of the campaign's input ``NAME`` (``repr`` of the float), ``{json}`` by the
+by the coordinate of the campaign's input ``NAME`` (``repr`` of the float, an int input's
+integer, a choice input's value as text), ``{json}`` by the
 point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
 written to the command's stdin. y is the last non-empty line of its stdout, a float. A non-zero
 exit, a timeout or an output that is not a finite float reports the ticket failed, with the
@@ -45,13 +46,13 @@ class Stopped(KeyboardInterrupt):
     """A signal stopped the runner while the command ran: its ticket is abandoned."""
 
 
-def command_for(
-    template: list[str], names: list[str], x: list[float]
-) -> tuple[list[str], str | None]:
+def command_for(template: list[str], names: list[str], x: list) -> tuple[list[str], str | None]:
     """The command for point ``x`` and what to write to its stdin (None: nothing): the
     placeholders of ``template`` replaced, or the point's JSON on stdin if it has none."""
-    point = dict(zip(names, (float(v) for v in x), strict=True))
-    values = {"{json}": json.dumps(point), **{"{" + n + "}": repr(v) for n, v in point.items()}}
+    point = dict(zip(names, (_value(v) for v in x), strict=True))
+    values = {"{json}": json.dumps(point),
+              **{"{" + n + "}": v if isinstance(v, str) else repr(v)
+                 for n, v in point.items()}}  # fmt: skip
     used = any(p in arg for arg in template for p in values)
     argv = []
     for arg in template:
@@ -59,6 +60,13 @@ def command_for(
             arg = arg.replace(placeholder, value)
         argv.append(arg)
     return argv, None if used else json.dumps(point)
+
+
+def _value(v):
+    """A coordinate as the command gets it: text and integers as they are, numbers as floats."""
+    if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    return float(v)
 
 
 def parse_y(stdout: str) -> float:
@@ -92,7 +100,7 @@ class CommandRunner:
     def stop(self) -> None:
         self.stopping.set()
 
-    def __call__(self, x: list[float]) -> float:
+    def __call__(self, x: list) -> float:
         argv, stdin = command_for(self.template, self.names, x)
         if self.stopping.is_set():
             raise Stopped()
