@@ -61,9 +61,7 @@ def check_campaign(body: dict, settings: Settings) -> None:
         raise _beyond("max_labels", body["max_labels"], settings.limit_labels, "limit_labels")
     size = pool_size(body["pool"], body["inputs"])
     if body["pool"]["type"] == "grid" and size > settings.limit_grid_points:
-        levels = Space.of(body["inputs"]).levels(int(body["pool"]["points_per_dim"]))
-        shape = (f"{levels[0]}^{len(levels)}" if len(set(levels)) == 1
-                 else " x ".join(str(n) for n in levels))  # fmt: skip
+        shape = Space.of(body["inputs"]).grid_shape(int(body["pool"]["points_per_dim"]))
         what = f"the grid pool's size, {shape}"
         raise _beyond(what, size, settings.limit_grid_points, "limit_grid_points")
     candidates = min(int(body["pool_subsample"]), size)

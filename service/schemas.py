@@ -198,8 +198,8 @@ class CampaignCreate(CampaignFields):
         if isinstance(self.pool, GridPoolSpec):
             size = space.grid_size(self.pool.points_per_dim)
             if size > MAX_POOL:
-                levels = " x ".join(str(n) for n in space.levels(self.pool.points_per_dim))
-                raise ValueError(f"the grid has {levels} points, more than 2^62: too many to "
+                shape = space.grid_shape(self.pool.points_per_dim)
+                raise ValueError(f"the grid has {shape} points, more than 2^62: too many to "
                                  "index")  # fmt: skip
         else:
             size = len(self.pool.points)

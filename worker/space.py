@@ -331,6 +331,13 @@ class Space:
     def levels(self, points_per_dim: int) -> tuple[int, ...]:
         return tuple(i.levels(points_per_dim) for i in self.inputs)
 
+    def grid_shape(self, points_per_dim: int) -> str:
+        """A grid's levels as text: ``k^d`` when every input has ``k``, else ``k1 x k2 x ...``."""
+        levels = self.levels(points_per_dim)
+        if len(set(levels)) == 1:
+            return f"{levels[0]}^{len(levels)}"
+        return " x ".join(str(n) for n in levels)
+
     def grid_size(self, points_per_dim: int) -> int:
         return math.prod(self.levels(points_per_dim))
 
