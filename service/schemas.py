@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Required
 
 from pydantic import (
     AfterValidator,
@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic import Strict as StrictValue
+from typing_extensions import TypedDict
 
 from worker.defaults import (
     ACQUISITIONS,
@@ -60,6 +61,16 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class DeclaredInput(TypedDict, total=False):
+    """An input as declared (a float's without ``type``, a choice's without bounds)."""
+
+    name: Required[str]
+    type: Literal["int", "log", "choice"]
+    lower: int | float
+    upper: int | float
+    values: list[int | float | str]
+
+
 class InputSpec(Strict):
     """An input: ``{name, lower, upper}`` (a float), with ``"type": "int"`` (integral bounds) or
     ``"type": "log"`` (``lower > 0``), or ``{name, "type": "choice", "values": [...]}``."""
@@ -99,7 +110,7 @@ class InputSpec(Strict):
             raise ValueError(f"input {name!r}: a log input needs lower > 0, not {self.lower}")
         return self
 
-    @model_serializer(mode="wrap")
+    @model_serializer(mode="wrap", return_type=DeclaredInput)
     def _declared(self, handler: SerializerFunctionWrapHandler) -> dict:
         """As declared: a float input as ``{name, lower, upper}``; an int's bounds as integers;
         a choice without bounds."""
