@@ -42,6 +42,7 @@ ChoiceValue = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)] | Finite | Text
 Point = list[Finite | Text]
 Value = int | float | str  # a coordinate as answered
 MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64
+MAX_VALUES = 100  # of a choice input: each is a feature of the GP, with a lengthscale of its own
 # an output's largest magnitude: standardized in float64, its variances (y's scale squared)
 # stay finite below it
 MAX_ABS_Y = 1e150
@@ -79,7 +80,7 @@ class InputSpec(Strict):
     type: Literal["float", "int", "log", "choice"] = "float"
     lower: Finite | None = None
     upper: Finite | None = None
-    values: list[ChoiceValue] | None = Field(default=None, min_length=2, max_length=1000)
+    values: list[ChoiceValue] | None = Field(default=None, min_length=2, max_length=MAX_VALUES)
 
     @model_validator(mode="after")
     def _ordered(self):
