@@ -114,8 +114,10 @@ class Input:
         """A choice's value -> its index (a number matches an equal number: 1 and 1.0)."""
         return {v: float(j) for j, v in enumerate(self.values)}
 
-    def code(self, value) -> float:
-        """A value's code; ValueError (naming the input) if it is not one of the input's."""
+    def code(self, value, check: bool = True) -> float:
+        """A value's code; ValueError (naming the input) if it is not one of the input's
+        (``check=False``: a number is taken as it is, even a hair outside the bounds, as a
+        stored label's may be after rounding)."""
         if self.type == "choice":
             if not isinstance(value, bool) and isinstance(value, (str, int, float)):
                 index = self._index.get(value)
@@ -131,6 +133,8 @@ class Input:
             raise ValueError(f"{self.name} = {value!r} is not a finite number") from None
         if not math.isfinite(number):
             raise ValueError(f"{self.name} = {value!r} is not a finite number")
+        if not check:
+            return number
         if not self.lower <= number <= self.upper:
             raise ValueError(f"{self.name} = {value!r} is outside [{self.lower:g}, "
                              f"{self.upper:g}]")  # fmt: skip
@@ -231,12 +235,13 @@ class Space:
         return out
 
     # -- values <-> codes --------------------------------------------------------------------
-    def codes(self, x) -> np.ndarray:
+    def codes(self, x, check: bool = True) -> np.ndarray:
         """Points ``x`` (``m`` lists of ``d`` values) as an ``m x d`` float64 array of codes;
-        ValueError (naming the point and the input) for a value that is not the input's."""
+        ValueError (naming the point and the input) for a value that is not the input's
+        (``check=False``: numbers are not held to their bounds, :meth:`Input.code`)."""
         if len(x) == 0:
             return np.empty((0, self.dim))
-        fast = self._numeric_codes(x)
+        fast = self._numeric_codes(x, check)
         if fast is not None:
             return fast
         out = np.empty((len(x), self.dim))
@@ -246,12 +251,12 @@ class Space:
                                  f"{self.dim} inputs")  # fmt: skip
             for j, (value, spec) in enumerate(zip(point, self.inputs, strict=True)):
                 try:
-                    out[k, j] = spec.code(value)
+                    out[k, j] = spec.code(value, check)
                 except ValueError as error:
                     raise ValueError(f"point {k}: {error}") from None
         return out
 
-    def _numeric_codes(self, x) -> np.ndarray | None:
+    def _numeric_codes(self, x, check: bool) -> np.ndarray | None:
         """Numeric points, checked at once as an array; None where that is not enough (a
         choice input, a coordinate that is no number, one that is out of place)."""
         if not self.numeric:
@@ -263,6 +268,8 @@ class Space:
         if a.dtype.kind not in "fi" or a.shape != (len(x), self.dim):
             return None
         a = a.astype(np.float64)
+        if not check:
+            return a
         lower = np.array([i.lower for i in self.inputs])
         upper = np.array([i.upper for i in self.inputs])
         ok = np.isfinite(a).all() and (lower <= a).all() and (a <= upper).all()
@@ -302,8 +309,8 @@ class Space:
         return _columns(v, [i.from_pool for i in self.inputs])
 
     def to_pool(self, x) -> np.ndarray:
-        """Points (values) -> ``m x d`` pool coordinates in the unit cube."""
-        return self.code_to_pool(self.codes(x))
+        """Points (values, checked before) -> ``m x d`` pool coordinates in the unit cube."""
+        return self.code_to_pool(self.codes(x, check=False))
 
     def from_pool(self, v) -> list[list]:
         """Pool coordinates -> points (values), each snapped to its input's nearest value."""

@@ -166,3 +166,13 @@ def test_transform_names_the_typed_inputs():
     assert t["inputs"][1] == {"name": "n", "type": "int", "lower": 2, "upper": 9}
     assert t["inputs"][3] == {"name": "material", "type": "choice", "values": ["steel", "al", 7]}
     assert "inputs" not in Space.of([TYPED[0]]).transform()
+
+
+def test_stored_points_map_even_a_rounding_error_outside_their_bounds():
+    """A grid point computed as ``lower + v * (upper - lower)`` may pass ``upper`` by an ulp:
+    the refit maps its label all the same (only points a user sends are held to the bounds)."""
+    space = Space.of([{"name": "x", "lower": 0.1, "upper": 0.7}, TYPED[1]])
+    above = np.nextafter(0.7, 1.0)
+    np.testing.assert_allclose(space.to_pool([[above, 9]]), [[1.0, 1.0]])
+    with pytest.raises(ValueError, match="outside"):
+        space.codes([[above, 9]])
