@@ -51,19 +51,19 @@ class Box:
 @dataclass(frozen=True)
 class GridPool:
     """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index
-    (row-major). ``axes``: each input's own levels instead (ascending pool coordinates, e.g. an
-    int input's snapped integers or a choice's values, :meth:`worker.space.Space.axes`), so that
-    a grid of typed inputs holds each point once."""
+    (row-major). ``axes``: per input, None for those ``k`` levels, or the input's own levels
+    (ascending pool coordinates: an int input's snapped integers, a choice's values,
+    :meth:`worker.space.Space.axes`), so that a grid of typed inputs holds each point once."""
 
     dim: int
     points_per_dim: int
-    axes: tuple[tuple[float, ...], ...] | None = None
+    axes: tuple[tuple[float, ...] | None, ...] | None = None
 
     def __post_init__(self):
         if self.dim < 1 or self.points_per_dim < 2:
             raise ValueError("a grid pool needs dim >= 1 and points_per_dim >= 2")
         if self.axes is not None and (
-            len(self.axes) != self.dim or any(len(a) < 2 for a in self.axes)
+            len(self.axes) != self.dim or any(a is not None and len(a) < 2 for a in self.axes)
         ):
             raise ValueError("a grid pool needs one axis of 2 levels or more per input")
 
@@ -72,7 +72,7 @@ class GridPool:
         """The number of levels of each input."""
         if self.axes is None:
             return (self.points_per_dim,) * self.dim
-        return tuple(len(a) for a in self.axes)
+        return tuple(self.points_per_dim if a is None else len(a) for a in self.axes)
 
     @property
     def size(self) -> int:
@@ -82,21 +82,24 @@ class GridPool:
         """Points at flat indices ``index`` (shape ``m``) as an ``m x d`` array in the unit cube."""
         index = np.asarray(index, dtype=np.int64)
         digits = np.stack(np.unravel_index(index, self.shape), axis=-1)
-        if self.axes is None:
-            return digits / (self.points_per_dim - 1)
-        if digits.size == 0:
-            return digits.astype(np.float64)
-        return np.stack([np.asarray(a)[digits[..., j]] for j, a in enumerate(self.axes)], axis=-1)
+        regular = digits / (self.points_per_dim - 1)
+        if self.axes is None or digits.size == 0:
+            return regular
+        for j, a in enumerate(self.axes):
+            if a is not None:
+                regular[..., j] = np.asarray(a)[digits[..., j]]
+        return regular
 
     def index_of(self, u) -> np.ndarray:
         """Flat index of the grid point nearest to each row of ``u`` (``m x d``)."""
         u = np.clip(np.asarray(u, dtype=float), 0, 1)
-        if self.axes is None:
-            digits = np.rint(u * (self.points_per_dim - 1)).astype(np.int64)
-        else:
+        digits = np.rint(u * (self.points_per_dim - 1)).astype(np.int64)
+        if self.axes is not None:
+            digits = digits.reshape(-1, self.dim)
             u = u.reshape(-1, self.dim)
-            digits = np.stack([_nearest_level(np.asarray(a), u[:, j])
-                               for j, a in enumerate(self.axes)], axis=1)  # fmt: skip
+            for j, a in enumerate(self.axes):
+                if a is not None:
+                    digits[:, j] = _nearest_level(np.asarray(a), u[:, j])
         return np.ravel_multi_index(tuple(digits.T), self.shape)
 
     def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:

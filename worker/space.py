@@ -348,12 +348,14 @@ class Space:
     def grid_size(self, points_per_dim: int) -> int:
         return math.prod(self.levels(points_per_dim))
 
-    def axes(self, points_per_dim: int) -> tuple[tuple[float, ...], ...] | None:
-        """A grid's pool coordinates per input; None where they are the plain
-        ``{0, 1/(k-1), ..., 1}`` of every input (a campaign of float and log inputs)."""
+    def axes(self, points_per_dim: int) -> tuple[tuple[float, ...] | None, ...] | None:
+        """A grid's pool coordinates per input (:class:`worker.design.GridPool`'s ``axes``):
+        None for a float or log input, whose levels are the plain ``{0, 1/(k-1), ..., 1}``;
+        None in all for a campaign of float and log inputs."""
         if all(i.type in ("float", "log") for i in self.inputs):
             return None
-        return tuple(tuple(i.axis(points_per_dim).tolist()) for i in self.inputs)
+        return tuple(None if i.type in ("float", "log") else tuple(i.axis(points_per_dim).tolist())
+                     for i in self.inputs)  # fmt: skip
 
 
 def _columns(a: np.ndarray, maps) -> np.ndarray:
