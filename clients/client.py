@@ -81,7 +81,7 @@ class CampaignStatus:
     n_abandoned: int = 0
     failing: bool = False  # more failed runs than the campaign's max_failures
     stalled: bool = False  # runs failed and no point is left to offer
-    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # name, bounds
+    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # as declared
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

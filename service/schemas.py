@@ -39,7 +39,7 @@ Text = Annotated[str, Field(max_length=MAX_TEXT)]
 ChoiceValue = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)] | Finite | Text
 # a point's coordinate: a number, or a choice input's value (checked per input by
 # check_points); a campaign of float inputs reads and writes numbers only, as floats
-Point = list[Finite | Text]
+Point = list[StrictInt | Finite | Text]
 Value = int | float | str  # a coordinate as answered
 MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64
 MAX_VALUES = 100  # of a choice input: each is a feature of the GP, with a lengthscale of its own
@@ -263,7 +263,7 @@ class CampaignStatus(BaseModel):
     refit_retry_at: float | None = None  # a failed refit waits until then to run again
     acquisition: str
     mode: str
-    inputs: list[InputSpec]  # the names and bounds of x's coordinates, in order
+    inputs: list[InputSpec]  # x's coordinates, in order: names, types, bounds or values
     n_failed: int = 0  # runs reported failed
     n_abandoned: int = 0  # tickets abandoned
     max_failures: int | None = None  # the limit ``failing`` is about

@@ -143,6 +143,7 @@ def test_a_pool_of_typed_points_hands_them_out_as_posted(client, make_body):
     assert r.status_code == 201, r.text
     campaign = r.json()["id"]
     canonical = [["cg", 1], ["gmres", 2], ["direct", 5], ["cg", 3], ["gmres", 4]]
+    assert r.json()["pool"]["points"] == canonical and type(r.json()["pool"]["points"][1][1]) is int
     offered = []
     for _ in range(3):
         point = client.get(f"/campaigns/{campaign}/next").json()
@@ -198,7 +199,7 @@ def test_typed_pool_points_that_do_not_fit_are_422(client, make_body):
     for points, message in [
         ([["a", 1], ["b", 1.5], ["a", 2]], "pool point 1: n = 1.5 is not an integer"),
         ([["a", 1], ["z", 1], ["a", 2]], "pool point 1: c = 'z' is not one of its values"),
-        ([["a", 1], [0, 1], ["a", 2]], "pool point 1: c = 0.0 is not one of its values"),
+        ([["a", 1], [0, 1], ["a", 2]], "pool point 1: c = 0 is not one of its values"),
         ([["a", 1], ["a", 1.0], ["a", 2]], "distinct"),
     ]:
         pool = {"type": "points", "points": points}
@@ -213,12 +214,13 @@ def test_points_that_do_not_fit_typed_inputs_are_422(client, make_body):
     good = [1.0, 2, 1e-3, "steel"]
     for x, message in [
         ([1.0, 2.5, 1e-3, "steel"], "mesh = 2.5 is not an integer"),
-        ([1.0, 7, 1e-3, "steel"], "mesh = 7.0 is outside"),
+        ([1.0, 7, 1e-3, "steel"], "mesh = 7 is outside [1, 6]"),
         ([1.0, 2, 0.0, "steel"], "rate = 0.0 is outside"),
         ([1.0, 2, 1.0, "steel"], "rate = 1.0 is outside"),
         ([1.0, 2, 1e-3, "wood"], "material = 'wood' is not one of its values"),
         ([1.0, 2, 1e-3, "7"], "material = '7' is not one of its values"),
         (["1.0", 2, 1e-3, "steel"], "load = '1.0' is not a number"),
+        ([10**400, 2, 1e-3, "steel"], "is not a finite number"),
         ([1.0, 2, 1e-3], "has 3 coordinates"),
     ]:
         r = client.post(f"/campaigns/{campaign}/observations", json={"x": [good, x], "y": [1, 2]})
