@@ -581,7 +581,8 @@ class CampaignStore:
         campaign_id = uuid.uuid4().hex[:16]
         spec = dict(body, id=campaign_id, created_at=time.time())
         pool = pools.pool_of(spec)
-        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"])
+        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
+                                warp=pools.space_of(spec).stratify)  # fmt: skip
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         pipe = self.r.pipeline()

@@ -176,14 +176,18 @@ def maximin_lhs(size: int, dim: int, seed: int, tries: int = 1000) -> np.ndarray
     return best
 
 
-def initial_design(pool: GridPool | PointPool, size: int, seed: int) -> np.ndarray:
+def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) -> np.ndarray:
     """Flat pool indices of a maximin LHS of ``size`` points snapped to the pool, all distinct.
 
     A design point whose nearest pool point is already taken moves to its nearest free one.
+    ``warp``: a map of the LHS's points before they snap (:meth:`worker.space.Space.stratify`:
+    each value of a choice or an int input equally likely).
     """
     if size > pool.size:
         raise ValueError(f"an initial design of {size} points does not fit a pool of {pool.size}")
     design = maximin_lhs(size, pool.dim, seed)
+    if warp is not None:
+        design = warp(design)
     chosen: list[int] = []
     for row in design:
         index = int(pool.index_of(row[None])[0])

@@ -180,6 +180,18 @@ class Input:
             return self.to_pool(self.from_pool(v))
         return v
 
+    def stratify(self, u: np.ndarray) -> np.ndarray:
+        """A uniform ``u`` in [0, 1] as the pool coordinate of a value drawn with equal
+        probability, for a choice or an int input (``u`` in the j-th of k equal bins: the j-th
+        value); ``u`` itself for a float or log input. Snapping ``u`` to the nearest value
+        instead would give the first and last values half the others' share."""
+        if self.type == "choice":
+            return np.minimum(np.floor(u * self.k), self.k - 1) / (self.k - 1)
+        if self.type == "int":
+            count = self.upper - self.lower + 1
+            return np.minimum(np.floor(u * count), count - 1) / (count - 1)
+        return u
+
     def features(self, v: np.ndarray) -> np.ndarray:
         """``m x n_features``: ``v`` itself, or a choice's one-hot block."""
         if self.type != "choice":
@@ -320,6 +332,14 @@ class Space:
         """Pool coordinates of the admissible points nearest to ``v``."""
         v = np.asarray(v, dtype=np.float64)
         return v if not self.typed else _columns(v, [i.snap for i in self.inputs])
+
+    def stratify(self, u) -> np.ndarray:
+        """Points ``u`` of the unit cube (a Latin hypercube) with each choice and int input's
+        values equally likely (:meth:`Input.stratify`); unchanged for float and log inputs."""
+        u = np.asarray(u, dtype=np.float64)
+        if all(i.type in ("float", "log") for i in self.inputs):
+            return u
+        return _columns(u, [i.stratify for i in self.inputs])
 
     # -- pool coordinates -> GP features ---------------------------------------------------------
     def features(self, v) -> np.ndarray:

@@ -160,6 +160,24 @@ def test_initial_design_snaps_to_distinct_typed_grid_points():
     assert {row[3] for row in values} == {"steel", "al", 7}
 
 
+def test_the_initial_design_gives_each_choice_value_its_share():
+    """Snapped to the nearest level, a uniform coordinate would give a 4-valued choice's first
+    and last values 1/6 of the points each; stratified, each value takes 2 of 8."""
+    inputs = [{"name": "m", "type": "choice", "values": list("abcd")},
+              {"name": "x", "lower": 0, "upper": 1}]  # fmt: skip
+    space = Space.of(inputs)
+    pool = GridPool(dim=2, points_per_dim=40, axes=space.axes(40))
+    for seed in range(5):
+        design = initial_design(pool, 8, seed=seed, warp=space.stratify)
+        values = [row[0] for row in space.from_pool(pool.points(design))]
+        assert sorted(values) == list("aabbccdd"), (seed, values)
+    int_space = Space.of([{"name": "n", "type": "int", "lower": 0, "upper": 3}])
+    u = np.array([[0.0], [0.24], [0.26], [0.74], [0.76], [1.0]])
+    assert int_space.from_pool(int_space.stratify(u)) == [[0], [0], [1], [2], [3], [3]]
+    plain = Space.of([{"name": "x", "lower": 0, "upper": 1}])
+    assert np.array_equal(plain.stratify(u), u)  # float inputs: the design as before
+
+
 def test_transform_names_the_typed_inputs():
     t = Space.of(TYPED).transform()
     assert t["lower"] == [-1.0, 2.0, 1e-6, 0.0] and t["upper"] == [3.0, 9.0, 0.1, 2.0]
