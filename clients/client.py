@@ -84,7 +84,7 @@ class CampaignStatus:
     stalled: bool = False  # runs failed and no point is left to offer
     # done by its stopping rule: {rule, value, target, version, at}; None otherwise
     stopped_by: dict | None = None
-    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # name, bounds
+    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # as declared
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -118,7 +118,7 @@ class NextPoint:
     """A point to label: post its label with ``ticket`` before ``expires_at`` (unix seconds)."""
 
     ticket: str
-    x: list[float]
+    x: list  # one value per input: a float, an int input's integer, a choice input's value
     expires_at: float
     model_version: int | None
 
@@ -157,7 +157,7 @@ class Observations:
     """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
     reported failed, ``{x, ticket, reason, at}`` each (no model sees them)."""
 
-    x: list[list[float]]
+    x: list[list]
     y: list[float]
     failures: list[dict] = field(default_factory=list)
 
@@ -176,10 +176,13 @@ class Model:
     # estimates without a test set (LOO RMSE, integrated variances; README); empty from servers
     # before them
     accuracy: dict = field(default_factory=dict)
+    # the lengthscales' columns by name (an input, or ``name=value`` of a choice input's value);
+    # None for a campaign of float inputs, whose columns are its inputs
+    features: list[str] | None = None
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
-        fields = {k: data[k] for k in cls.__dataclass_fields__ if k != "accuracy"}
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "accuracy"}
         return cls(**fields, accuracy=data.get("accuracy") or {})
 
     @property
@@ -232,9 +235,10 @@ class Readiness:
     detail: str | None
 
 
-def _points(x) -> list[list[float]]:
-    """``x`` ``[m, d]`` (a list or a numpy array) as plain lists of floats for JSON."""
-    return [[float(v) for v in row] for row in x]
+def _points(x) -> list[list]:
+    """``x`` ``[m, d]`` (a list or a numpy array) as plain lists for JSON: numbers as floats,
+    text (a choice input's value) as it is."""
+    return [[str(v) if isinstance(v, str) else float(v) for v in row] for row in x]
 
 
 def _detail(response: httpx.Response) -> tuple[str, Any]:

@@ -33,19 +33,20 @@ def failure_reason(error: BaseException) -> str:
 def run_simulator(
     url: str,
     campaign_id: str,
-    f: Callable[[list[float]], float],
+    f: Callable[[list], float],
     *,
     token: str | None = None,
     wait: float = 20.0,
     max_labels: int | None = None,
-    on_label: Callable[[list[float], float, int], None] | None = None,
+    on_label: Callable[[list, float, int], None] | None = None,
     on_error: Literal["fail", "raise"] = "fail",
-    on_failure: Callable[[list[float], str], None] | None = None,
+    on_failure: Callable[[list, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> int:
     """Label points of campaign ``campaign_id`` with ``f`` until it is done (or ``max_labels``
     labels were posted here, or ``should_stop()`` is true). Returns the number of labels this
-    call posted.
+    call posted. ``f`` gets the point ``x`` as a list of its values, one per input: a float, an
+    int input's integer, a choice input's value (a string or a number).
 
     ``token``: the bearer token (default ``FBGP_API_TOKEN``): the campaign's simulator token
     (:attr:`~clients.client.Campaign.token`) is enough; ``wait``: seconds per long poll;

@@ -8,6 +8,7 @@ import math
 
 from service.errors import Unprocessable
 from service.settings import Settings
+from worker.space import Space
 
 
 def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:
@@ -40,9 +41,10 @@ def scoring_draws(mcmc: dict, acquisition: str) -> int:
     return chains * (int(mcmc["samples"]) // int(mcmc["thinning"]))
 
 
-def pool_size(pool: dict, inputs: int) -> int:
+def pool_size(pool: dict, inputs: list[dict]) -> int:
+    """The pool's number of points; a grid's, from each input's number of levels."""
     if pool["type"] == "grid":
-        return int(pool["points_per_dim"]) ** inputs
+        return Space.of(inputs).grid_size(int(pool["points_per_dim"]))
     return len(pool["points"]) if "points" in pool else int(pool["size"])
 
 
@@ -57,9 +59,10 @@ def check_campaign(body: dict, settings: Settings) -> None:
         raise _beyond(what, iterations, settings.limit_mcmc_iterations, "limit_mcmc_iterations")
     if body["max_labels"] > settings.limit_labels:
         raise _beyond("max_labels", body["max_labels"], settings.limit_labels, "limit_labels")
-    size = pool_size(body["pool"], len(body["inputs"]))
+    size = pool_size(body["pool"], body["inputs"])
     if body["pool"]["type"] == "grid" and size > settings.limit_grid_points:
-        what = f"the grid pool's size, {body['pool']['points_per_dim']}^{len(body['inputs'])}"
+        shape = Space.of(body["inputs"]).grid_shape(int(body["pool"]["points_per_dim"]))
+        what = f"the grid pool's size, {shape}"
         raise _beyond(what, size, settings.limit_grid_points, "limit_grid_points")
     candidates = min(int(body["pool_subsample"]), size)
     draws = scoring_draws(body["mcmc"], body["acquisition"])

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from service import pool as pools
 from service.deps import PAGE_COOKIE, PageAuthorized, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound
 from service.routes.models import run_job
@@ -143,7 +144,9 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
                 f"qbc {a['qbc']:.4g} ({a['qbc_relative']:.2%})",
             ]
             parts.append("<p>" + " &middot; ".join(estimates) + "</p>")
-        kinds = ["model"] if len(spec["inputs"]) <= 2 else []
+        # the model over its inputs: one or two of them, numbers (no choice among them)
+        drawable = len(spec["inputs"]) <= 2 and pools.space_of(spec).numeric
+        kinds = ["model"] if drawable else []
         kinds.append("posterior")
         if any(e.get("event") == "model" and e.get("accuracy") for e in history):
             kinds.append("accuracy")
@@ -155,10 +158,15 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
     return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
 
 
+def _coordinate(value) -> str:
+    """A point's coordinate as the page shows it: a number to 6 digits, a choice's text as is."""
+    return value if isinstance(value, str) else f"{value:.6g}"
+
+
 def _failures_table(failures: list[dict], last: int = 20) -> str:
     """The latest failed runs, newest first: their point and reason."""
     rows = "".join(
-        f"<tr><td>{html.escape(', '.join(f'{v:.6g}' for v in f['x']))}</td>"
+        f"<tr><td>{html.escape(', '.join(_coordinate(v) for v in f['x']))}</td>"
         f"<td>{html.escape(f['reason'][:300])}</td></tr>"
         for f in reversed(failures[-last:])
     )

@@ -1,27 +1,33 @@
-"""A campaign's pool and input scaling, from its spec, for the API (the geometry and the box
-themselves are the torch-free :mod:`worker.design`'s). Inputs map to the unit cube by the
-declared bounds: ``u = (x - lower) / (upper - lower)`` (CONTRACT.md).
+"""A campaign's pool and input scaling, from its spec, for the API (the geometry is the torch-free
+:mod:`worker.design`'s, the inputs' types :mod:`worker.space`'s). Inputs map to the unit cube by
+the declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (CONTRACT.md), on
+the log scale for a log input, by value index for a choice.
 
 An explicit pool's points are kept apart from the spec (:class:`~service.store.CampaignStore`
-keeps them as raw float64 and reads one row for ``/next``): the spec as stored names only their
-count, :func:`stored_pool`, so reading a campaign's spec costs the same for a pool of ten points
-as for one of a million."""
+keeps them as raw float64 codes, :meth:`worker.space.Space.codes`: a value, or a choice's index,
+and reads one row for ``/next``): the spec as stored names only their count, :func:`stored_pool`,
+so reading a campaign's spec costs the same for a pool of ten points as for one of a million."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from worker.design import Box, GridPool, PointPool
+from worker.design import GridPool, PointPool
+from worker.space import Space
+
+
+def space_of(spec: dict) -> Space:
+    return Space.of(spec["inputs"])
 
 
 def to_unit(spec: dict, x) -> np.ndarray:
-    """``x``: ``m x d`` in original units -> ``m x d`` in the unit cube."""
-    return Box.of(spec["inputs"]).to_unit(x)
+    """``x``: ``m`` points (values) -> ``m x d`` pool coordinates in the unit cube."""
+    return space_of(spec).to_pool(x)
 
 
-def to_original(spec: dict, u) -> np.ndarray:
-    """The inverse of :func:`to_unit`."""
-    return Box.of(spec["inputs"]).from_unit(u)
+def to_original(spec: dict, u) -> list[list]:
+    """The inverse of :func:`to_unit` (each value snapped to its input's nearest)."""
+    return space_of(spec).from_pool(u)
 
 
 def explicit(spec: dict) -> bool:
@@ -37,22 +43,26 @@ def stored_pool(pool: dict) -> dict:
     return pool
 
 
-def pool_of(spec: dict, points=None) -> GridPool | PointPool:
-    """The campaign's pool in the unit cube. ``points``: an explicit pool's points (``m x d``,
-    original units) where the spec keeps only their count."""
-    box = Box.of(spec["inputs"])
+def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
+    """The campaign's pool in the unit cube. ``codes``: an explicit pool's points as stored
+    (``m x d`` codes, :meth:`worker.space.Space.codes`) where the spec keeps only their count.
+    A grid holds each input's distinct levels (:meth:`worker.space.Space.axes`)."""
+    space = space_of(spec)
     pool = spec["pool"]
     if pool["type"] == "grid":
-        return GridPool(dim=len(box.lower), points_per_dim=int(pool["points_per_dim"]))
-    return PointPool(box.to_unit(pool["points"] if points is None else points))
+        per_dim = int(pool["points_per_dim"])
+        return GridPool(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim))
+    if codes is None:
+        codes = space.codes(pool["points"])
+    return PointPool(space.code_to_pool(codes))
 
 
-def grid_point(spec: dict, index: int) -> list[float]:
-    """Point ``index`` of a grid pool, in original units."""
-    return to_original(spec, pool_of(spec).points([index])[0]).tolist()
+def grid_point(spec: dict, index: int) -> list:
+    """Point ``index`` of a grid pool, as values."""
+    return to_original(spec, pool_of(spec).points([index]))[0]
 
 
-def pool_index_of(spec: dict, pool: GridPool | PointPool, x: list[list[float]]) -> list[int | None]:
+def pool_index_of(spec: dict, pool: GridPool | PointPool, x: list[list]) -> list[int | None]:
     """Pool index of each point that is (to rounding) a pool point, else None."""
     u = to_unit(spec, x)
     index = pool.index_of(u)

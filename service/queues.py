@@ -73,7 +73,7 @@ def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str
     # (a spec stored by an older version may lack what has a default now)
     mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
     subsample = int(spec.get("pool_subsample", 10_000))
-    candidates = min(subsample, pool_size(spec["pool"], len(spec["inputs"])))
+    candidates = min(subsample, pool_size(spec["pool"], spec["inputs"]))
     scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
     big = (refit_work(spec, n) > settings.long_refit_work
            or scoring > settings.long_refit_scoring_work)  # fmt: skip

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import math
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Required
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    model_serializer,
+    model_validator,
+)
 from pydantic import Strict as StrictValue
+from typing_extensions import TypedDict
 
 from worker.defaults import (
     ACQUISITIONS,
@@ -19,12 +29,22 @@ from worker.defaults import (
     STOP_PATIENCE,
     STOP_TARGETS,
 )
+from worker.space import Space
 
 Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
 MAX_POOL = 2**62  # pool indices are 64-bit integers
 # a number in JSON: an integer or a float, never a string or a boolean, and finite
 Finite = Annotated[float, StrictValue(), Field(allow_inf_nan=False)]
-Point = list[Finite]
+# a choice input's value: a string or a number (an integer stays one)
+MAX_TEXT = 200
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+ChoiceValue = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)] | Finite | Text
+# a point's coordinate: a number, or a choice input's value (checked per input by
+# check_points); a campaign of float inputs reads and writes numbers only, as floats
+Point = list[StrictInt | Finite | Text]
+Value = int | float | str  # a coordinate as answered
+MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64
+MAX_VALUES = 100  # of a choice input: each is a feature of the GP, with a lengthscale of its own
 # an output's largest magnitude: standardized in float64, its variances (y's scale squared)
 # stay finite below it
 MAX_ABS_Y = 1e150
@@ -44,18 +64,65 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class DeclaredInput(TypedDict, total=False):
+    """An input as declared (a float's without ``type``, a choice's without bounds)."""
+
+    name: Required[str]
+    type: Literal["int", "log", "choice"]
+    lower: int | float
+    upper: int | float
+    values: list[int | float | str]
+
+
 class InputSpec(Strict):
+    """An input: ``{name, lower, upper}`` (a float), with ``"type": "int"`` (integral bounds) or
+    ``"type": "log"`` (``lower > 0``), or ``{name, "type": "choice", "values": [...]}``."""
+
     name: str = Field(min_length=1, max_length=100)
-    lower: Finite
-    upper: Finite
+    type: Literal["float", "int", "log", "choice"] = "float"
+    lower: Finite | None = None
+    upper: Finite | None = None
+    values: list[ChoiceValue] | None = Field(default=None, min_length=2, max_length=MAX_VALUES)
 
     @model_validator(mode="after")
     def _ordered(self):
+        name = self.name
+        if self.type == "choice":
+            if self.lower is not None or self.upper is not None:
+                raise ValueError(f"input {name!r}: a choice input has values, no lower or upper")
+            if self.values is None:
+                raise ValueError(f"input {name!r}: a choice input needs values (2 or more)")
+            if len(set(self.values)) != len(self.values):
+                raise ValueError(f"input {name!r}: its values must be distinct")
+            return self
+        if self.values is not None:
+            raise ValueError(f"input {name!r}: values are for a choice input only "
+                             '("type": "choice")')  # fmt: skip
+        if self.lower is None or self.upper is None:
+            raise ValueError(f"input {name!r}: a {self.type} input needs lower and upper")
         if not self.lower < self.upper:
             raise ValueError(
-                f"input {self.name!r}: lower ({self.lower}) must be below upper ({self.upper})"
+                f"input {name!r}: lower ({self.lower}) must be below upper ({self.upper})"
             )
+        if self.type == "int":
+            for bound in (self.lower, self.upper):
+                if bound != math.floor(bound) or abs(bound) > MAX_INT_BOUND:
+                    raise ValueError(f"input {name!r}: an int input's bounds must be integers "
+                                     f"within +-2^53, not {bound}")  # fmt: skip
+        if self.type == "log" and not self.lower > 0:
+            raise ValueError(f"input {name!r}: a log input needs lower > 0, not {self.lower}")
         return self
+
+    @model_serializer(mode="wrap", return_type=DeclaredInput)
+    def _declared(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """As declared: a float input as ``{name, lower, upper}``; an int's bounds as integers;
+        a choice without bounds."""
+        out = {k: v for k, v in handler(self).items() if v is not None}
+        if self.type == "float":
+            out.pop("type", None)
+        elif self.type == "int":
+            out.update(lower=int(self.lower), upper=int(self.upper))
+        return out
 
 
 class GridPoolSpec(Strict):
@@ -171,7 +238,6 @@ class CampaignCreate(CampaignFields):
 
     @model_validator(mode="after")
     def _consistent(self):
-        d = len(self.inputs)
         names = [i.name for i in self.inputs]
         if len(set(names)) != len(names):
             raise ValueError("input names must be distinct")
@@ -181,15 +247,19 @@ class CampaignCreate(CampaignFields):
                 f"({self.initial_design.size})"
             )
         check_stop(self.stop, self.max_labels)
+        space = space_of(self.inputs)
         if isinstance(self.pool, GridPoolSpec):
-            size = self.pool.points_per_dim**d
+            size = space.grid_size(self.pool.points_per_dim)
             if size > MAX_POOL:
-                raise ValueError(f"the grid has {self.pool.points_per_dim}^{d} points, more than "
-                                 f"2^62: too many to index")  # fmt: skip
+                shape = space.grid_shape(self.pool.points_per_dim)
+                raise ValueError(f"the grid has {shape} points, more than 2^62: too many to "
+                                 "index")  # fmt: skip
         else:
             size = len(self.pool.points)
-            for k, point in enumerate(self.pool.points):
-                _check_point(point, self.inputs, f"pool point {k}")
+            self.pool.points = _canonical(self.pool.points, space, "pool point")
+            if space.typed and len({tuple(p) for p in self.pool.points}) < size:
+                raise ValueError("the pool's points must be distinct (an int input's values "
+                                 "are integers)")  # fmt: skip
         if size < self.initial_design.size:
             raise ValueError(f"the pool ({size} points) is smaller than the initial design")
         if not self.allow_repeats and size < self.max_labels:
@@ -200,16 +270,22 @@ class CampaignCreate(CampaignFields):
         return self
 
 
-def _check_point(point: list[float], inputs: list[InputSpec], what: str) -> None:
-    if len(point) != len(inputs):
-        raise ValueError(
-            f"{what} has {len(point)} coordinates, the campaign has {len(inputs)} inputs"
-        )
-    for value, spec in zip(point, inputs, strict=True):
-        if not spec.lower <= value <= spec.upper:
-            raise ValueError(
-                f"{what}: {spec.name} = {value} is outside [{spec.lower}, {spec.upper}]"
-            )
+def space_of(inputs: list[InputSpec] | list[dict]) -> Space:
+    """The inputs' :class:`worker.space.Space`."""
+    return Space.of([i if isinstance(i, dict) else i.model_dump() for i in inputs])
+
+
+def _canonical(points: list[list], space: Space, what: str) -> list[list]:
+    """The points with each coordinate as its input keeps it, or ValueError naming the point,
+    the input and what is wrong (``what``: how to name a point)."""
+    for k, point in enumerate(points):
+        if len(point) != space.dim:
+            raise ValueError(f"{what} {k} has {len(point)} coordinates, the campaign has "
+                             f"{space.dim} inputs")  # fmt: skip
+    try:
+        return space.canonical(points)
+    except ValueError as error:
+        raise ValueError(f"{what} {str(error).removeprefix('point ')}") from None
 
 
 class StoppedBy(BaseModel):
@@ -245,7 +321,7 @@ class CampaignStatus(BaseModel):
     refit_retry_at: float | None = None  # a failed refit waits until then to run again
     acquisition: str
     mode: str
-    inputs: list[InputSpec]  # the names and bounds of x's coordinates, in order
+    inputs: list[InputSpec]  # x's coordinates, in order: names, types, bounds or values
     n_failed: int = 0  # runs reported failed
     n_abandoned: int = 0  # tickets abandoned
     max_failures: int | None = None  # the limit ``failing`` is about
@@ -272,7 +348,7 @@ class NextPoint(BaseModel):
     """``GET /campaigns/{id}/next``: a point to label under ``ticket`` before ``expires_at``."""
 
     ticket: str
-    x: list[float]
+    x: list[Value]
     expires_at: float
     model_version: int | None
 
@@ -328,7 +404,7 @@ class Imported(BaseModel):
 class Failure(BaseModel):
     """A run reported failed: its point, ticket, reason and time (unix seconds)."""
 
-    x: list[float]
+    x: list[Value]
     ticket: str
     reason: str
     at: float
@@ -338,7 +414,7 @@ class ObservationList(BaseModel):
     """Every label, in the order stored (``x``, ``y``), and every failed run (``failures``),
     which no model sees."""
 
-    x: list[list[float]]
+    x: list[list[Value]]
     y: list[float]
     failures: list[Failure] = []
 
@@ -350,7 +426,9 @@ class Free(BaseModel):
 
 
 class Draws(BaseModel):
-    lengthscale: list[list[float]]  # draws x inputs, in unit-cube units
+    # draws x the GP's features (an input, or a choice's value: the model's ``features``), in
+    # unit-cube units
+    lengthscale: list[list[float]]
     noise: list[float]  # noise variance, standardized units
 
 
@@ -359,7 +437,10 @@ class ModeDraw(BaseModel):
     noise: float
 
 
-class Transform(BaseModel):
+class Transform(Free):
+    """Inputs to the unit cube by ``lower`` and ``upper`` (a choice: its value index, 0 to
+    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std``."""
+
     lower: list[float]
     upper: list[float]
     y_mean: float
@@ -472,12 +553,11 @@ class AcquisitionRequest(Points):
     acquisition: Acquisition | None = None
 
 
-def check_points(points: list[list[float]], inputs: list[InputSpec]) -> None:
-    """Raise ValueError unless every point has the campaign's dimension and lies in its bounds."""
-    for k, point in enumerate(points):
-        if any(not math.isfinite(v) for v in point):
-            raise ValueError(f"point {k} is not finite")
-        _check_point(point, inputs, f"point {k}")
+def check_points(points: list[list], inputs: list[dict]) -> list[list]:
+    """The points with each coordinate as its input keeps it (a float, an int, a choice's
+    value); ValueError unless every point has the campaign's dimension and each value is one
+    of its input's (a number within its bounds, an integer, one of a choice's values)."""
+    return _canonical(points, space_of(inputs), "point")
 
 
 class Problem(BaseModel):

@@ -5,7 +5,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
   design's pool indices), but for an explicit pool's points, of which it keeps the count
   (:func:`service.pool.stored_pool`): they are in ``points``, raw little-endian float64, row
-  after row, in original units, so that ``/next`` reads one row and no call parses them all;
+  after row, as codes (:meth:`worker.space.Space.codes`: a value in original units, or a
+  choice's value index), so that ``/next`` reads one row and no call parses them all;
 - ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
   the refit job in charge: the token that fences off every other refit's writes), ``queued_at``,
   ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
@@ -630,14 +631,15 @@ class CampaignStore:
         campaign_id = uuid.uuid4().hex[:16]
         spec = dict(body, id=campaign_id, created_at=time.time())
         pool = pools.pool_of(spec)
-        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"])
+        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
+                                warp=pools.space_of(spec).stratify)  # fmt: skip
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         pipe = self.r.pipeline()
         pipe.set(self.k(campaign_id, "spec"),
                  json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"]))))  # fmt: skip
         if pools.explicit(spec):
-            points = np.asarray(spec["pool"]["points"], dtype=ROW_TYPE)
+            points = pools.space_of(spec).codes(spec["pool"]["points"]).astype(ROW_TYPE)
             pipe.set(self.k(campaign_id, "points"), points.tobytes())
         pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
         pipe.sadd(CAMPAIGNS, campaign_id)
@@ -720,8 +722,9 @@ class CampaignStore:
         return json.loads(raw)
 
     def points(self, campaign_id: str, spec: dict) -> np.ndarray | None:
-        """An explicit pool's points (``m x d``, original units); None for a grid or a pool
-        kept in the spec itself (as campaigns created before the points were kept apart)."""
+        """An explicit pool's points (``m x d`` codes, :meth:`worker.space.Space.codes`: for
+        float inputs, their values); None for a grid or a pool kept in the spec itself (as
+        campaigns created before the points were kept apart)."""
         if not pools.explicit(spec) or "points" in spec["pool"]:
             return None
         raw = self.r.get(self.k(campaign_id, "points"))
@@ -733,10 +736,9 @@ class CampaignStore:
         """The campaign's pool in the unit cube (:func:`service.pool.pool_of`)."""
         return pools.pool_of(spec, self.points(campaign_id, spec))
 
-    def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list[float]]:
-        """Pool points ``indices`` in original units: of an explicit pool, their stored rows
-        (one ``GETRANGE`` each, in one round trip, whatever the pool's size), exactly as
-        posted."""
+    def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list]:
+        """Pool points ``indices`` as values: of an explicit pool, their stored rows (one
+        ``GETRANGE`` each, in one round trip, whatever the pool's size), exactly as posted."""
         if not pools.explicit(spec):
             return [pools.grid_point(spec, i) for i in indices]
         if "points" in spec["pool"]:
@@ -748,7 +750,8 @@ class CampaignStore:
         rows = pipe.execute()
         if any(len(raw) != width for raw in rows):
             raise NotFound(f"no campaign {campaign_id!r}")
-        return [np.frombuffer(raw, dtype=ROW_TYPE).tolist() for raw in rows]
+        codes = np.array([np.frombuffer(raw, dtype=ROW_TYPE) for raw in rows])
+        return pools.space_of(spec).values(codes.reshape(len(rows), len(spec["inputs"])))
 
     def delete(self, campaign_id: str) -> None:
         """All the campaign's keys, its id and its token, at once (:data:`DELETE_SCRIPT`);

@@ -28,7 +28,7 @@ def _imports(path: pathlib.Path) -> set[str]:
 # module of worker/ is math
 WORKER_GLUE = {"jobs", "fanout", "lease", "runner"}
 # what the service may import from worker/: torch-free by their own rule (numpy and scipy only)
-WORKER_FOR_THE_SERVICE = {"worker.design", "worker.defaults"}
+WORKER_FOR_THE_SERVICE = {"worker.design", "worker.defaults", "worker.space"}
 
 
 def _modules(path: pathlib.Path) -> set[str]:
@@ -128,3 +128,10 @@ def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_input_space_needs_only_numpy():
+    """worker/space.py maps inputs for the service, the workers and (later) the SDK's
+    numpy-only metamodel: the standard library and numpy only."""
+    assert _imports(ROOT / "worker" / "space.py") <= {"__future__", "dataclasses", "functools",
+                                                       "math", "numpy"}  # fmt: skip

@@ -12,21 +12,22 @@ import torch
 
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
-from worker.design import Box
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
+from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
 
 def _context(spec: dict, model: dict, labels: list[dict]):
-    """The model's transforms, the labels it saw in its units, and its thinned draws."""
-    x = np.array([label["x"] for label in labels[: model["n_labeled"]]], dtype=float)
+    """The campaign's input space, the model's output transform, the labels it saw in its units,
+    and its thinned draws."""
+    x = [label["x"] for label in labels[: model["n_labeled"]]]
     y = np.array([label["y"] for label in labels[: model["n_labeled"]]], dtype=float)
     t = model["transform"]
-    box = Box(lower=tuple(t["lower"]), upper=tuple(t["upper"]))
+    box = Space.of(spec["inputs"])
     scale_y = OutputStandardization(mean=t["y_mean"], std=t["y_std"])
     post = Posterior.from_dict(model, draws="acquisition_samples")
-    return box, scale_y, as_tensor(box.to_unit(x)), scale_y.to_z(y), post
+    return box, scale_y, as_tensor(box.to_gp(x)), scale_y.to_z(y), post
 
 
 def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
@@ -34,7 +35,7 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
     chunk by chunk of ``x`` (see :class:`~worker.acquisition.DrawGPs`), so that memory stays
     bounded whatever the number of points."""
     box, scale_y, u, z, post = _context(spec, model, labels)
-    cand = as_tensor(box.to_unit(x))
+    cand = as_tensor(box.to_gp(x))
     mode = post.mode()
     mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise).predict(cand)
     means, variances = [], []
@@ -53,7 +54,7 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
     box, _, u, z, post = _context(spec, model, labels)
-    values = acquisition_values(name, post, u, z, as_tensor(box.to_unit(x)), seed=model["version"])
+    values = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"])
     return {"values": values.tolist(), "acquisition": name}
 
 
@@ -63,7 +64,7 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list) -> di
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
     mixture's NLPD runs chunk by chunk."""
     box, scale_y, u, z, post = _context(spec, model, labels)
-    cand = as_tensor(box.to_unit(x))
+    cand = as_tensor(box.to_gp(x))
     z_test = scale_y.to_z(y)
     mode = post.mode()
     mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand)

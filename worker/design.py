@@ -8,6 +8,7 @@ of ``100^6`` points costs nothing until a subset of it is drawn.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,34 +50,68 @@ class Box:
 
 @dataclass(frozen=True)
 class GridPool:
-    """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index."""
+    """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index
+    (row-major). ``axes``: per input, None for those ``k`` levels, or the input's own levels
+    (ascending pool coordinates: an int input's snapped integers, a choice's values,
+    :meth:`worker.space.Space.axes`), so that a grid of typed inputs holds each point once."""
 
     dim: int
     points_per_dim: int
+    axes: tuple[tuple[float, ...] | None, ...] | None = None
 
     def __post_init__(self):
         if self.dim < 1 or self.points_per_dim < 2:
             raise ValueError("a grid pool needs dim >= 1 and points_per_dim >= 2")
+        if self.axes is not None and (
+            len(self.axes) != self.dim or any(a is not None and len(a) < 2 for a in self.axes)
+        ):
+            raise ValueError("a grid pool needs one axis of 2 levels or more per input")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The number of levels of each input."""
+        if self.axes is None:
+            return (self.points_per_dim,) * self.dim
+        return tuple(self.points_per_dim if a is None else len(a) for a in self.axes)
 
     @property
     def size(self) -> int:
-        return self.points_per_dim**self.dim
+        return math.prod(self.shape)
 
     def points(self, index) -> np.ndarray:
         """Points at flat indices ``index`` (shape ``m``) as an ``m x d`` array in the unit cube."""
         index = np.asarray(index, dtype=np.int64)
-        digits = np.stack(np.unravel_index(index, (self.points_per_dim,) * self.dim), axis=-1)
-        return digits / (self.points_per_dim - 1)
+        digits = np.stack(np.unravel_index(index, self.shape), axis=-1)
+        regular = digits / (self.points_per_dim - 1)
+        if self.axes is None or digits.size == 0:
+            return regular
+        for j, a in enumerate(self.axes):
+            if a is not None:
+                regular[..., j] = np.asarray(a)[digits[..., j]]
+        return regular
 
     def index_of(self, u) -> np.ndarray:
         """Flat index of the grid point nearest to each row of ``u`` (``m x d``)."""
-        digits = np.rint(np.clip(np.asarray(u, dtype=float), 0, 1) * (self.points_per_dim - 1))
-        digits = digits.astype(np.int64)
-        return np.ravel_multi_index(tuple(digits.T), (self.points_per_dim,) * self.dim)
+        u = np.clip(np.asarray(u, dtype=float), 0, 1)
+        digits = np.rint(u * (self.points_per_dim - 1)).astype(np.int64)
+        if self.axes is not None:
+            digits = digits.reshape(-1, self.dim)
+            u = u.reshape(-1, self.dim)
+            for j, a in enumerate(self.axes):
+                if a is not None:
+                    digits[:, j] = _nearest_level(np.asarray(a), u[:, j])
+        return np.ravel_multi_index(tuple(digits.T), self.shape)
 
     def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:
         """Up to ``size`` distinct flat indices drawn uniformly, none of them in ``exclude``."""
         return _subsample(self.size, size, rng, exclude)
+
+
+def _nearest_level(axis: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The index of the level of ``axis`` (ascending) nearest to each of ``u``."""
+    right = np.clip(np.searchsorted(axis, u), 1, len(axis) - 1)
+    left = right - 1
+    return np.where(u - axis[left] <= axis[right] - u, left, right).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -141,14 +176,18 @@ def maximin_lhs(size: int, dim: int, seed: int, tries: int = 1000) -> np.ndarray
     return best
 
 
-def initial_design(pool: GridPool | PointPool, size: int, seed: int) -> np.ndarray:
+def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) -> np.ndarray:
     """Flat pool indices of a maximin LHS of ``size`` points snapped to the pool, all distinct.
 
     A design point whose nearest pool point is already taken moves to its nearest free one.
+    ``warp``: a map of the LHS's points before they snap (:meth:`worker.space.Space.stratify`:
+    each value of a choice or an int input equally likely).
     """
     if size > pool.size:
         raise ValueError(f"an initial design of {size} points does not fit a pool of {pool.size}")
     design = maximin_lhs(size, pool.dim, seed)
+    if warp is not None:
+        design = warp(design)
     chosen: list[int] = []
     for row in design:
         index = int(pool.index_of(row[None])[0])

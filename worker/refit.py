@@ -18,8 +18,9 @@ from worker import accuracy
 from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
 from worker.defaults import MAX_BATCH, RANKING_SIZE
-from worker.design import Box, GridPool, PointPool
+from worker.design import GridPool, PointPool
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
 
@@ -29,7 +30,7 @@ class Data:
 
     u: torch.Tensor
     z: torch.Tensor
-    box: Box
+    space: Space
     scale_y: OutputStandardization
     seed: int
 
@@ -39,11 +40,11 @@ class Data:
 
 
 def prepare(spec: dict, labels: list[dict]) -> Data:
-    x = np.array([label["x"] for label in labels], dtype=float)
+    x = [label["x"] for label in labels]
     y = np.array([label["y"] for label in labels], dtype=float)
-    box, scale_y = Box.of(spec["inputs"]), OutputStandardization.from_labels(y)
+    space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y)
     seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
-    return Data(as_tensor(box.to_unit(x)), scale_y.to_z(y), box, scale_y, seed)
+    return Data(as_tensor(space.to_gp(x)), scale_y.to_z(y), space, scale_y, seed)
 
 
 def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
@@ -111,10 +112,11 @@ def model_and_ranking(
     )
     ranking = []
     if len(candidates):
-        cand_u = torch.from_numpy(pool.points(candidates))
+        cand_u = torch.from_numpy(data.space.features(pool.points(candidates)))
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            pending_u = torch.from_numpy(pool.points(list(pending))) if len(pending) else None
+            pending_u = (torch.from_numpy(data.space.features(pool.points(list(pending))))
+                         if len(pending) else None)  # fmt: skip
             order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
                                          seed=seed)  # fmt: skip
             best, best_scores = order.numpy(), scores.numpy()
@@ -122,7 +124,7 @@ def model_and_ranking(
             scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed).numpy()
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
-        points = data.box.from_unit(pool.points(candidates[best])).tolist()
+        points = data.space.from_pool(pool.points(candidates[best]))
         ranking = [
             {"index": int(candidates[b]), "x": p, "score": float(v)}
             for b, p, v in zip(best, points, best_scores, strict=True)
@@ -135,14 +137,15 @@ def model_and_ranking(
         **post.to_dict(),
         "acquisition_samples": thin.to_dict()["samples"],
         "transform": {
-            "lower": list(data.box.lower),
-            "upper": list(data.box.upper),
+            **data.space.transform(),
             "y_mean": data.scale_y.mean,
             "y_std": data.scale_y.std,
         },  # fmt: skip
         "diagnostics": diagnostics,
         "accuracy": estimates,
     }
+    if data.space.typed:  # the lengthscales' columns, by name
+        model["features"] = data.space.feature_names
     return model, ranking
 
 

@@ -11,6 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from worker import answers
+from worker.space import Space
 
 
 def _plain(text: str) -> str:
@@ -27,10 +28,11 @@ def _png(fig: Figure) -> bytes:
 
 
 def posterior_png(spec: dict, model: dict) -> bytes:
-    """Draws of log noise against each input's log lengthscale; the mode marked."""
+    """Draws of log noise against each of the GP's log lengthscales (one per input, one per
+    value of a choice input: the model's ``features``); the mode marked."""
     lengthscale = np.log(np.asarray(model["samples"]["lengthscale"]))
     noise = np.log(np.asarray(model["samples"]["noise"]))
-    names = [_plain(i["name"]) for i in spec["inputs"]]
+    names = [_plain(name) for name in Space.of(spec["inputs"]).feature_names]
     shown = min(len(names), 6)
     fig = Figure(figsize=(3.2 * shown, 3.0))
     mode_l = np.log(np.asarray(model["mode"]["lengthscale"]))
@@ -49,14 +51,17 @@ def posterior_png(spec: dict, model: dict) -> bytes:
 
 def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
     """The posterior-mode GP's mean and uncertainty over the box, with the labeled points; for
-    one or two inputs (None otherwise)."""
-    d = len(spec["inputs"])
-    lower = np.array([i["lower"] for i in spec["inputs"]])
-    upper = np.array([i["upper"] for i in spec["inputs"]])
-    x_seen = np.array([label["x"] for label in labels[: model["n_labeled"]]])
+    one or two numeric inputs (None otherwise: more inputs, or a choice among them). A log
+    input is drawn on a log axis, an int input at its integers."""
+    space = Space.of(spec["inputs"])
+    d = space.dim
+    if d > 2 or not space.numeric:
+        return None
+    x_seen = np.array([label["x"] for label in labels[: model["n_labeled"]]], dtype=float)
     y_seen = np.array([label["y"] for label in labels[: model["n_labeled"]]])
     if d == 1:
-        grid = np.linspace(lower[0], upper[0], 200)[:, None]
+        grid = np.array(space.from_pool(np.linspace(0, 1, 200)[:, None]), dtype=float)
+        grid = np.unique(grid, axis=0)  # an int input's integers once each
         pred = answers.predict(spec, model, labels, grid.tolist())
         mean, sd = np.array(pred["mean"]), np.sqrt(pred["variance"])
         fig = Figure(figsize=(8, 4))
@@ -67,11 +72,14 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         ax.plot(grid[:, 0], pred["mixture_mean"], "--", color="tab:purple", label="mixture mean")
         ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
         ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
+        _scale(ax, space, "x")
         ax.set_ylabel("y")
         ax.legend(loc="best", fontsize=8)
-    elif d == 2:
+    else:
         k = 60
-        g0, g1 = np.meshgrid(np.linspace(lower[0], upper[0], k), np.linspace(lower[1], upper[1], k))
+        axes = [np.unique(np.array(space.from_pool(np.column_stack([np.linspace(0, 1, k)] * 2)),
+                                   dtype=float)[:, j]) for j in range(2)]  # fmt: skip
+        g0, g1 = np.meshgrid(*axes)
         grid = np.column_stack([g0.ravel(), g1.ravel()])
         pred = answers.predict(spec, model, labels, grid.tolist())
         fig = Figure(figsize=(10, 4))
@@ -79,16 +87,22 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
             ((pred["mean"], "mode GP: mean of y"), (np.sqrt(pred["variance"]), "sd of y"))
         ):
             ax = fig.add_subplot(1, 2, j + 1)
-            image = ax.contourf(g0, g1, np.reshape(values, (k, k)), levels=20, cmap="viridis")
+            image = ax.contourf(g0, g1, np.reshape(values, g0.shape), levels=20, cmap="viridis")
             fig.colorbar(image, ax=ax)
             ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white")
             ax.set_title(title)
             ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
             ax.set_ylabel(_plain(spec["inputs"][1]["name"]))
-    else:
-        return None
+            _scale(ax, space, "x")
+            _scale(ax, space, "y")
     fig.suptitle(f"model {model['version']}: {model['n_labeled']} labels")
     return _png(fig)
+
+
+def _scale(ax, space: Space, which: str) -> None:
+    """A log input's axis on the log scale."""
+    if space.inputs["xy".index(which)].type == "log":
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
 
 
 def curve_png(history: list[dict]) -> bytes | None:

@@ -3,7 +3,8 @@
     fbgp-al run --url URL --campaign ID [--token T] [--parallel K] [--timeout S] -- CMD ARG...
 
 Each point is run as ``CMD ARG...`` with the placeholders in its arguments replaced: ``{NAME}``
-by the coordinate of the campaign's input ``NAME`` (``repr`` of the float), ``{json}`` by the
+by the coordinate of the campaign's input ``NAME`` (``repr`` of the float, an int input's
+integer, a choice input's value as text), ``{json}`` by the
 point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
 written to the command's stdin. y is the last non-empty line of its stdout, a float. A non-zero
 exit, a timeout or an output that is not a finite float reports the ticket failed, with the
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Collection
 
 from clients.client import ApiError, FbgpClient
 from clients.runner import run_simulator
@@ -46,12 +48,15 @@ class Stopped(KeyboardInterrupt):
 
 
 def command_for(
-    template: list[str], names: list[str], x: list[float]
+    template: list[str], names: list[str], x: list, integers: Collection[str] = ()
 ) -> tuple[list[str], str | None]:
     """The command for point ``x`` and what to write to its stdin (None: nothing): the
-    placeholders of ``template`` replaced, or the point's JSON on stdin if it has none."""
-    point = dict(zip(names, (float(v) for v in x), strict=True))
-    values = {"{json}": json.dumps(point), **{"{" + n + "}": repr(v) for n, v in point.items()}}
+    placeholders of ``template`` replaced, or the point's JSON on stdin if it has none.
+    ``integers``: the names of the campaign's int inputs, whose values stay integers."""
+    point = {n: _value(v, n in integers) for n, v in zip(names, x, strict=True)}
+    values = {"{json}": json.dumps(point),
+              **{"{" + n + "}": v if isinstance(v, str) else repr(v)
+                 for n, v in point.items()}}  # fmt: skip
     used = any(p in arg for arg in template for p in values)
     argv = []
     for arg in template:
@@ -59,6 +64,14 @@ def command_for(
             arg = arg.replace(placeholder, value)
         argv.append(arg)
     return argv, None if used else json.dumps(point)
+
+
+def _value(v, integer: bool):
+    """A coordinate as the command gets it: text (a choice's value) as it is, an int input's
+    value as an integer, any other number as a float."""
+    if isinstance(v, str):
+        return v
+    return int(v) if integer else float(v)
 
 
 def parse_y(stdout: str) -> float:
@@ -85,15 +98,17 @@ def _tail(text: str) -> str:
 class CommandRunner:
     """Runs the command for a point; stops every command it runs when :meth:`stop` is called."""
 
-    def __init__(self, template: list[str], names: list[str], timeout: float | None = None):
+    def __init__(self, template: list[str], names: list[str], timeout: float | None = None,
+                 integers: Collection[str] = ()):  # fmt: skip
         self.template, self.names, self.timeout = template, names, timeout
+        self.integers = frozenset(integers)
         self.stopping = threading.Event()
 
     def stop(self) -> None:
         self.stopping.set()
 
-    def __call__(self, x: list[float]) -> float:
-        argv, stdin = command_for(self.template, self.names, x)
+    def __call__(self, x: list) -> float:
+        argv, stdin = command_for(self.template, self.names, x, self.integers)
         if self.stopping.is_set():
             raise Stopped()
         try:
@@ -168,11 +183,13 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     status: 0 done, 1 a slot failed (the service unreachable, the campaign stalled), 130 or
     143 stopped by SIGINT or SIGTERM."""
     with FbgpClient(url, token) as api:
-        names = [i["name"] for i in api.campaign(campaign_id).inputs]
+        inputs = api.campaign(campaign_id).inputs
+    names = [i["name"] for i in inputs]
     if not names:
         print("fbgp-al run: the service does not say the campaign's inputs", file=sys.stderr)
         return 1
-    runner = CommandRunner(template, names, timeout)
+    integers = [i["name"] for i in inputs if i.get("type") == "int"]
+    runner = CommandRunner(template, names, timeout, integers)
     counts = {"labels": 0, "failures": 0}
     errors: list[BaseException] = []
     lock = threading.Lock()

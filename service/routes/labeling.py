@@ -115,6 +115,12 @@ def _text_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+def _value_cell(value) -> str:
+    """A CSV cell for a coordinate: a number as Python writes it, a choice's text value as
+    :func:`_text_cell` does."""
+    return _text_cell(value) if isinstance(value, str) else repr(value)
+
+
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
@@ -248,23 +254,23 @@ def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
                     extra={"campaign": campaign_id})  # fmt: skip
 
 
-def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
-    """The campaign's spec, once ``x`` is known to fit its inputs (422 otherwise)."""
+def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[dict, list]:
+    """The campaign's spec and ``x`` with each value as its input keeps it, once ``x`` is known
+    to fit its inputs (422 otherwise)."""
     spec = store.spec(campaign_id)
     try:
-        schemas.check_points(x, [schemas.InputSpec(**i) for i in spec["inputs"]])
+        return spec, schemas.check_points(x, spec["inputs"])
     except ValueError as error:
         raise Unprocessable(str(error)) from None
-    return spec
 
 
 @router.post("/observations", status_code=201, response_model=schemas.Imported,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
 def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep,
                         settings: SettingsDep):  # fmt: skip
-    spec = spec_with_points(store, campaign_id, body.x)
+    spec, x = spec_with_points(store, campaign_id, body.x)
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, enqueue = store.import_observations(campaign_id, body.x, body.y, time.time())
+    outcome, n, enqueue = store.import_observations(campaign_id, x, body.y, time.time())
     if enqueue:
         _enqueue_refit(store, campaign_id)
     if outcome == ImportOutcome.TOO_MANY:
@@ -301,8 +307,9 @@ def export_observations(campaign_id: str, store: StoreDep,
         writer = csv.writer(out)
         writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]] + ["y", "status", "reason"])
         for xi, yi in zip(x, y, strict=True):
-            writer.writerow([repr(v) for v in xi] + [repr(yi), "ok", ""])
+            writer.writerow([_value_cell(v) for v in xi] + [repr(yi), "ok", ""])
         for f in failures:
-            writer.writerow([repr(v) for v in f["x"]] + ["", "failed", _text_cell(f["reason"])])
+            writer.writerow([_value_cell(v) for v in f["x"]]
+                            + ["", "failed", _text_cell(f["reason"])])  # fmt: skip
         return Response(out.getvalue(), media_type="text/csv")
     return {"x": x, "y": y, "failures": failures}

@@ -82,29 +82,31 @@ def run_job(redis, settings, name: str, *args):
                             retry_after=settings.busy_retry_after_seconds)  # fmt: skip
 
 
-def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> dict:
-    spec = spec_with_points(store, campaign_id, x)
+def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
+    """``x`` with each value as its input keeps it (422 unless it fits the inputs; 404 before
+    the first model)."""
+    _, x = spec_with_points(store, campaign_id, x)
     store.model(campaign_id)  # 404 before the first model
-    return spec
+    return x
 
 
 @router.post("/predict", response_model=schemas.Prediction, responses=MODEL_RESPONSES)
 def predict(campaign_id: str, body: schemas.Points, store: StoreDep, redis: RedisDep,
             settings: SettingsDep):  # fmt: skip
-    _checked_points(store, campaign_id, body.x)
-    return run_job(redis, settings, "predict", campaign_id, body.x)
+    x = _checked_points(store, campaign_id, body.x)
+    return run_job(redis, settings, "predict", campaign_id, x)
 
 
 @router.post("/acquisition", response_model=schemas.AcquisitionValues, responses=MODEL_RESPONSES)
 def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: StoreDep,
                 redis: RedisDep, settings: SettingsDep):  # fmt: skip
-    _checked_points(store, campaign_id, body.x)
-    return run_job(redis, settings, "acquisition", campaign_id, body.x, body.acquisition)
+    x = _checked_points(store, campaign_id, body.x)
+    return run_job(redis, settings, "acquisition", campaign_id, x, body.acquisition)
 
 
 @router.post("/evaluate", response_model=schemas.Evaluation, responses=MODEL_RESPONSES)
 def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
     limits.check_evaluate(len(body.x), settings)
-    _checked_points(store, campaign_id, body.x)
-    return run_job(redis, settings, "evaluate", campaign_id, body.x, body.y)
+    x = _checked_points(store, campaign_id, body.x)
+    return run_job(redis, settings, "evaluate", campaign_id, x, body.y)

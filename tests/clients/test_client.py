@@ -219,3 +219,28 @@ def test_campaigns_are_read_page_by_page(api):
     assert ids == [c.id for c in api.list_campaigns()]
     for campaign_id in made:
         api.delete_campaign(campaign_id)
+
+
+def test_typed_inputs_through_the_sdk(api, api_url):
+    """Points with text pass through the client; ``run_simulator`` hands ``f`` the values
+    themselves (a choice's string, an int input's integer); the model names its features."""
+    inputs = [{"name": "solver", "type": "choice", "values": ["cg", "gmres"]},
+              {"name": "mesh", "type": "int", "lower": 1, "upper": 8},
+              {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0}]  # fmt: skip
+    body = _body(inputs=inputs, pool={"type": "grid", "points_per_dim": 10}, max_labels=4,
+                 initial_design={"size": 3})  # fmt: skip
+    campaign = api.create_campaign(body)
+    seen = []
+
+    def f(x):
+        solver, mesh, rate = x
+        assert solver in ("cg", "gmres") and type(mesh) is int and 1e-4 <= rate <= 1.0
+        seen.append(x)
+        return (solver == "cg") + 0.1 * mesh + math.log10(rate)
+
+    assert run_simulator(api_url, campaign.id, f, token="", wait=10) == 4
+    assert api.observations(campaign.id).x == seen
+    model = api.model(api.wait_for_model(campaign.id, 4, timeout=60).id)
+    assert model.features == ["solver=cg", "solver=gmres", "mesh", "rate"]
+    prediction = api.predict(campaign.id, [["gmres", 3, 0.01], [np.str_("cg"), 3.0, 0.01]])
+    assert len(prediction.mean) == 2 and prediction.mean[0] != prediction.mean[1]

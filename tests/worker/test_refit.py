@@ -11,6 +11,7 @@ from scipy.stats import gaussian_kde
 from worker import answers, refit
 from worker.design import GridPool
 from worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
+from worker.space import Space
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],
@@ -86,3 +87,29 @@ def test_a_refit_takes_its_mode_from_at_most_mode_draws():
     assert torch.equal(post.mode_lengthscale, again.mode_lengthscale)
     whole = sample_posterior(u, z, chains=2, warmup=30, samples=30, seed=0, mode_draws=60)
     assert torch.equal(whole.mode_lengthscale, post.lengthscale[posterior_mode_index(log_draws)])
+
+
+def test_a_refit_over_typed_inputs_learns_each_choice_and_ranks_values():
+    """A choice input is a one-hot block: the model predicts each value's level apart (an
+    offset of 3 between solvers), its lengthscales have one column per feature, and the
+    ranking names points by their values."""
+    inputs = [{"name": "solver", "type": "choice", "values": ["cg", "direct"]},
+              {"name": "mesh", "type": "int", "lower": 1, "upper": 5},
+              {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0}]  # fmt: skip
+    spec = dict(SPEC, inputs=inputs, pool={"type": "grid", "points_per_dim": 5})
+    space = Space.of(inputs)
+    pool = GridPool(dim=3, points_per_dim=5, axes=space.axes(5))
+    rng = np.random.default_rng(0)
+    x = space.from_pool(pool.points(rng.choice(pool.size, 16, replace=False)))
+
+    def f(p):
+        return 3.0 * (p[0] == "direct") + 0.2 * p[1] + 0.3 * math.log10(p[2])
+
+    labels = [{"x": p, "y": f(p), "index": None, "ticket": None} for p in x]
+    model, ranking = refit.fit(spec, pool, labels, exclude=set())
+    assert model["features"] == ["solver=cg", "solver=direct", "mesh", "rate"]
+    assert np.array(model["samples"]["lengthscale"]).shape[1] == 4
+    assert all(r["x"][0] in ("cg", "direct") and type(r["x"][1]) is int for r in ranking)
+    test = [["cg", 3, 0.01], ["direct", 3, 0.01], ["cg", 1, 1e-4], ["direct", 5, 1.0]]
+    pred = answers.predict(spec, model, labels, test)
+    np.testing.assert_allclose(pred["mean"], [f(p) for p in test], atol=0.5)

@@ -33,6 +33,10 @@ def test_placeholders_stdin_and_output():
     assert argv == ["sim", "--a=1.5", "2.0", '{"a": 1.5, "b": 2.0}'] and stdin is None
     argv, stdin = command_for(["sim"], ["a", "b"], [1.5, 2])
     assert argv == ["sim"] and json.loads(stdin) == {"a": 1.5, "b": 2.0}
+    # typed inputs: a choice's text as it is, an int input's integer
+    template = ["sim", "{m}", "{n}", "{json}"]
+    argv, stdin = command_for(template, ["m", "n", "r"], ["al 6061", 3.0, 1e-3], integers={"n"})
+    assert argv == ["sim", "al 6061", "3", '{"m": "al 6061", "n": 3, "r": 0.001}'] and stdin is None
     assert parse_y("starting\n  \n3.25\n\n") == 3.25
     for bad in ("", "done\n", "nan\n"):
         with pytest.raises(CommandFailed):
