@@ -156,6 +156,6 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     every model, so that the estimates over the labels differ by the models, not the points."""
     rng = np.random.default_rng([int(spec["seed"]), 2**32])
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
-    points = torch.from_numpy(pool.points(index))
+    points = torch.from_numpy(data.space.features(pool.points(index)))
     return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
                             data.scale_y.std)  # fmt: skip
