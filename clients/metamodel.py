@@ -18,7 +18,8 @@ document carries them, and the learned nugget ``s2``). ``mean`` and ``variance``
 posterior-mode GP's, of y (``s2`` included), in original units; ``mixture_mean`` and
 ``mixture_variance`` are the moments of the equal-weight mixture of the GPs of the
 ``acquisition_samples`` draws (mean of their means; mean of their variances plus the population
-variance of their means).
+variance of their means). Int, log and choice inputs map to the GP's features as the service
+maps them (:mod:`worker.space`, numpy only): a choice's value is given as itself.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import os
 from typing import IO, Any
 
 import numpy as np
+
+from worker.space import Space
 
 FORMAT = "fbgp-al-metamodel"
 FORMAT_VERSION = 1
@@ -118,6 +121,11 @@ class _Fitted:
         return np.concatenate(means, -1), np.concatenate(variances, -1)
 
 
+def _typed(inputs: list[dict]) -> bool:
+    """Whether any input is an int, log or choice one (mapped by :mod:`worker.space`)."""
+    return any(i.get("type", "float") != "float" for i in inputs)
+
+
 def _draws(block: Any, d: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         lengthscale = np.asarray(block["lengthscale"], dtype=float).reshape(-1, d)
@@ -173,8 +181,14 @@ class Metamodel:
         if self.lower.shape != (d,) or self.upper.shape != (d,) or len(self.inputs) != d:
             raise ValueError("the document's transform and inputs disagree on the dimension")
         data = document["data"]
-        x = np.asarray(data["x"], dtype=float)
         y = np.asarray(data["y"], dtype=float).reshape(-1)
+        self.space = Space.of(self.inputs) if _typed(self.inputs) else None
+        if self.space is not None:  # int, log and choice inputs: the service's feature map
+            self._features = self.space.n_features
+            x = self.space.codes(data["x"], check=False)
+        else:
+            self._features = d
+            x = np.asarray(data["x"], dtype=float)
         if x.shape != (len(y), d):
             raise ValueError(f"the document's data.x is {x.shape}, not {len(y)} points of {d}")
         if len(y) != self.n_labeled:
@@ -189,14 +203,15 @@ class Metamodel:
             if len(self.noise) != len(y) or not np.all(np.isfinite(self.noise) & (self.noise >= 0)):
                 raise ValueError("the document's data.noise needs one variance >= 0 per label")
         mode = document["mode"]
+        f = self._features
         self.mode_lengthscale, self.mode_noise = _draws(
-            {"lengthscale": [mode["lengthscale"]], "noise": [mode["noise"]]}, d, "mode"
+            {"lengthscale": [mode["lengthscale"]], "noise": [mode["noise"]]}, f, "mode"
         )
         self.draw_lengthscale, self.draw_noise = _draws(
-            document["acquisition_samples"], d, "acquisition_samples"
+            document["acquisition_samples"], f, "acquisition_samples"
         )
         # the labels in the GP's units
-        self._u = (x - self.lower) / (self.upper - self.lower)
+        self._u = self._gp(x)
         self._z = (y - self.y_mean) / self.y_std
         self._noise_z = None if self.noise is None else self.noise / self.y_std**2
         self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
@@ -221,8 +236,17 @@ class Metamodel:
         raise TypeError(f"load takes a path, a file or a dict, not {type(source).__name__}")
 
     def _points(self, x) -> np.ndarray:
-        """``x`` as an ``m x d`` float array; with one input a flat array is that many points,
-        with more a flat array of ``d`` values is one point."""
+        """``x`` as an ``m x d`` float array (of codes, where inputs are typed: a choice's value
+        as its index); with one input a flat array is that many points, with more a flat array
+        of ``d`` values is one point."""
+        if self.space is not None:
+            x = [x] if len(x) and not isinstance(x[0], (list, tuple, np.ndarray)) else x
+            if self.dim == 1 and len(x) and len(x[0]) != 1:
+                x = [[v] for v in x[0]]
+            try:
+                return self.space.codes(x)
+            except ValueError as error:
+                raise ValueError(f"x: {error}") from None
         try:
             points = np.asarray(x, dtype=float)
         except (TypeError, ValueError) as error:
@@ -238,12 +262,18 @@ class Metamodel:
             raise ValueError(f"point {int(bad[0])} of x is not finite")
         return points
 
+    def _gp(self, codes: np.ndarray) -> np.ndarray:
+        """Points (codes, ``m x d``) as the GP's features."""
+        if self.space is not None:
+            return self.space.features(self.space.code_to_pool(codes))
+        return (codes - self.lower) / (self.upper - self.lower)
+
     def predict(self, x) -> dict[str, np.ndarray]:
         """At ``x`` (``m x d``, original units; points outside the declared bounds are
         extrapolated, where ``/predict`` answers 422): ``mean`` and ``variance`` of y under the
         posterior-mode GP, ``mixture_mean`` and ``mixture_variance`` under the mixture of the
         draws' GPs, each an array of ``m``, original units, as ``/predict`` answers."""
-        cand = (self._points(x) - self.lower) / (self.upper - self.lower)
+        cand = self._gp(self._points(x))
         mean, var = self._mode.predict(cand)
         mixture_mean, mixture_var = self._mixture(cand)
         return {

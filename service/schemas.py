@@ -469,7 +469,7 @@ class LabeledData(BaseModel):
     """The labels a model saw, original units; ``noise``: each label's known noise variance,
     only when the labels carry it."""
 
-    x: list[list[float]]
+    x: list[list[Value]]
     y: list[float]
     noise: list[float] | None = None
 

@@ -48,8 +48,8 @@ def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True):
     model = {
         "version": n, "n_labeled": n, **post.to_dict(),
         "acquisition_samples": post.thinned(2).to_dict()["samples"],
-        "transform": {"lower": list(data.box.lower), "upper": list(data.box.upper),
-                      "y_mean": data.scale_y.mean, "y_std": data.scale_y.std},
+        "transform": {**data.space.transform(), "y_mean": data.scale_y.mean,
+                      "y_std": data.scale_y.std},
         "diagnostics": {"max_rhat": 1.0},
     }  # fmt: skip
     return spec, labels, model, lower, upper

@@ -6,8 +6,10 @@ import csv
 import io
 import math
 
+import numpy as np
 import pytest
 
+from clients.metamodel import Metamodel
 from tests.service.conftest import label_design, wait_for_model
 
 # text to quote, text a spreadsheet would run, a number
@@ -82,6 +84,15 @@ def test_a_campaign_of_every_input_type(client, make_body):
     mean = pred.json()["mean"]
     assert len(mean) == 4 and mean[0] == mean[1] and mean[2] != mean[3]
     assert all(math.isfinite(v) for v in pred.json()["variance"])
+    # taken home: the exported model maps the typed points as the service does
+    document = client.get(f"/campaigns/{campaign}/model/export").json()
+    taken = Metamodel.load(document)
+    assert taken.version == 6 and document["data"]["x"][5] == chosen
+    scale = document["transform"]["y_std"] ** 2
+    for key, values in taken.predict(x).items():
+        np.testing.assert_allclose(values, pred.json()[key], rtol=1e-10, atol=1e-10 * scale)
+    with pytest.raises(ValueError, match="material"):
+        taken.predict([[0.5, 3, 1e-3, "wood"]])
     acq = client.post(f"/campaigns/{campaign}/acquisition", json={"x": x[:2]})
     assert acq.status_code == 200 and len(acq.json()["values"]) == 2
     ev = client.post(f"/campaigns/{campaign}/evaluate", json={"x": x, "y": [1.0, 1.0, 2.0, 3.0]})
