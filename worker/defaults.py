@@ -55,3 +55,14 @@ INITIAL_DESIGN_SIZE = 3  # a maximin Latin hypercube of this many points, snappe
 POOL_SUBSAMPLE = 10_000  # each scoring ranks a fresh random subset of a larger pool
 RANKING_SIZE = 64  # ranked points kept with a model, best first (sequential mode)
 MAX_BATCH = 32  # the longest greedy batch of a parallel-mode campaign
+
+# a campaign's `noise`: "learned" (one noise variance s2 for all labels, sampled with the
+# lengthscales) or "known" (each label carries its own noise variance; the sampled s2 is a
+# nugget added on top)
+NOISE_TYPES: tuple[str, ...] = ("learned", "known")
+
+
+def known_noise(spec: dict) -> bool:
+    """Whether a campaign's labels carry their noise variances (specs made before the option
+    existed learn one noise level)."""
+    return (spec.get("noise") or {}).get("type") == "known"

@@ -16,7 +16,7 @@ import torch
 
 from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
-from worker.defaults import MAX_BATCH, RANKING_SIZE
+from worker.defaults import MAX_BATCH, RANKING_SIZE, known_noise
 from worker.design import Box, GridPool, PointPool
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.transforms import OutputStandardization, as_tensor
@@ -31,6 +31,7 @@ class Data:
     box: Box
     scale_y: OutputStandardization
     seed: int
+    noise: torch.Tensor | None = None  # the labels' known noise variances in the GP's units
 
     @property
     def n(self) -> int:
@@ -38,11 +39,22 @@ class Data:
 
 
 def prepare(spec: dict, labels: list[dict]) -> Data:
+    """The labels in the GP's units; in a known-noise campaign with their noise variances,
+    ``noise / y_std^2``."""
     x = np.array([label["x"] for label in labels], dtype=float)
     y = np.array([label["y"] for label in labels], dtype=float)
     box, scale_y = Box.of(spec["inputs"]), OutputStandardization.from_labels(y)
     seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
-    return Data(as_tensor(box.to_unit(x)), scale_y.to_z(y), box, scale_y, seed)
+    noise = label_noise(spec, labels, scale_y)
+    return Data(as_tensor(box.to_unit(x)), scale_y.to_z(y), box, scale_y, seed, noise)
+
+
+def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
+    """The labels' known noise variances in the GP's units (``n``), or None when the campaign
+    learns its noise."""
+    if not known_noise(spec):
+        return None
+    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels])
 
 
 def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
@@ -79,7 +91,8 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     mcmc = spec["mcmc"]
     return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm, target=Target.of(mcmc),
-                            mode_draws=mode_draws, **_sampler_options(spec))  # fmt: skip
+                            mode_draws=mode_draws, label_noise=data.noise,
+                            **_sampler_options(spec))  # fmt: skip
 
 
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):
@@ -91,7 +104,8 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
     if target is not None:
         target = target.share(len(ids), mcmc["chains"])
     return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                      warm_start=warm, target=target, **_sampler_options(spec))  # fmt: skip
+                      warm_start=warm, target=target, label_noise=data.noise,
+                      **_sampler_options(spec))  # fmt: skip
 
 
 def model_and_ranking(
@@ -115,10 +129,11 @@ def model_and_ranking(
             size = min(int(spec["max_pending"]), MAX_BATCH)
             pending_u = torch.from_numpy(pool.points(list(pending))) if len(pending) else None
             order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
-                                         seed=seed)  # fmt: skip
+                                         seed=seed, label_noise=data.noise)  # fmt: skip
             best, best_scores = order.numpy(), scores.numpy()
         else:
-            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed).numpy()
+            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed,
+                                        label_noise=data.noise).numpy()  # fmt: skip
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
         points = data.box.from_unit(pool.points(candidates[best])).tolist()
