@@ -215,6 +215,5 @@ def test_known_noise_beats_one_learned_level_on_motorcycle():
         nlpd[name + " nlml"] = metrics["nlml"]
         if name == "known":
             assert model["mode"]["noise"] < 0.05  # the nugget: little noise left to learn
-    print(nlpd)
     assert nlpd["known"] < nlpd["learned"] - 0.2, nlpd
     assert nlpd["known nlml"] < nlpd["learned nlml"] - 0.2, nlpd
