@@ -63,9 +63,9 @@ def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redi
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)
-    spec = _checked_points(store, campaign_id, body.x)
-    if body.noise is not None and not known_noise(spec):
+    if body.noise is not None and not known_noise(store.spec(campaign_id)):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")
+    _checked_points(store, campaign_id, body.x)
     if body.noise is None:  # the job's arguments as they were before known noise
         return run_job(redis, settings, "evaluate", campaign_id, body.x, body.y)
     return run_job(redis, settings, "evaluate", campaign_id, body.x, body.y, body.noise)
