@@ -7,7 +7,14 @@ import math
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
 from pydantic import Strict as StrictValue
 
 from worker.defaults import (
@@ -162,6 +169,15 @@ class CampaignFields(Strict):
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     # "learned" (one noise level) or "known" (each label's own noise variance, and a nugget)
     noise: LearnedNoise | KnownNoise = Field(default_factory=LearnedNoise, discriminator="type")
+
+    @model_serializer(mode="wrap")
+    def _learned_noise_unsaid(self, handler):
+        """A campaign that learns its noise (the default) is written as before the option
+        existed: without ``noise``."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("noise") == {"type": "learned"}:
+            del data["noise"]
+        return data
 
 
 class CampaignCreate(CampaignFields):

@@ -34,7 +34,8 @@ def test_placeholders_stdin_and_output():
     argv, stdin = command_for(["sim"], ["a", "b"], [1.5, 2])
     assert argv == ["sim"] and json.loads(stdin) == {"a": 1.5, "b": 2.0}
     assert parse_y("starting\n  \n3.25\n\n") == 3.25
-    for bad in ("", "done\n", "nan\n"):
+    assert parse_y("3.25 0.5\n") == (3.25, 0.5)  # y and its noise variance
+    for bad in ("", "done\n", "nan\n", "1 2 3\n", "1.0 -0.5\n", "1.0 inf\n"):
         with pytest.raises(CommandFailed):
             parse_y(bad)
     runner = CommandRunner(["sh", "-c", "cat; echo 'x' >&2; exit 2"], ["a"], timeout=10)
