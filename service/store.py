@@ -760,10 +760,10 @@ class CampaignStore:
         if raw is None:
             return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
         info = json.loads(raw)
-        record = {"x": info["x"], "y": y, "index": info["index"], "ticket": ticket}
+        fields = {"x": info["x"], "y": y, "index": info["index"], "ticket": ticket}
         if noise is not None:
-            record["noise"] = noise
-        record = json.dumps(record)
+            fields["noise"] = noise
+        record = json.dumps(fields)
         index = "" if info["index"] is None else str(info["index"])
         keys = [self.k(campaign_id, p) for p in
                 ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
