@@ -3,6 +3,7 @@
 against autograd, scipy and the formulas written out in numpy, and on Motorcycle against one
 learned noise level."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -217,3 +218,17 @@ def test_known_noise_beats_one_learned_level_on_motorcycle():
             assert model["mode"]["noise"] < 0.05  # the nugget: little noise left to learn
     assert nlpd["known"] < nlpd["learned"] - 0.2, nlpd
     assert nlpd["known nlml"] < nlpd["learned nlml"] - 0.2, nlpd
+
+
+def test_every_sampler_path_of_a_refit_sees_the_noise():
+    """The refit's sampler, in one process (``posterior``) or in chain groups (``chains``), runs
+    on the labels' noise: the same seed gives other draws without it, and the first draws of
+    ``chains`` are those of ``posterior``."""
+    x, y = [1.0, 3.0, 4.5, 6.0, 8.5], [0.3, 1.2, -0.4, 0.8, -1.0]
+    spec = dict(SPEC, mcmc={"chains": 2, "warmup": 8, "samples": 6, "thinning": 2})
+    data = refit.prepare(spec, _labels(x, y, [0.5, 0.0, 0.2, 1.0, 0.1]))
+    plain = dataclasses.replace(data, noise=None)
+    draws, _ = refit.chains(spec, data)
+    assert not np.allclose(draws.theta, refit.chains(spec, plain)[0].theta)
+    post = refit.posterior(spec, data, None)
+    assert np.allclose(post.log_draws().numpy(), draws.theta.reshape(-1, 2))
