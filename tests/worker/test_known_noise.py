@@ -12,7 +12,7 @@ import torch
 from scipy.stats import multivariate_normal, norm
 
 from clients.simulators import get_simulator
-from worker import answers, refit
+from worker import answers, refit, views
 from worker.acquisition import greedy_batch
 from worker.design import GridPool
 from worker.gp import Conditioned, log_marginal_likelihood
@@ -232,3 +232,13 @@ def test_every_sampler_path_of_a_refit_sees_the_noise():
     assert not np.allclose(draws.theta, refit.chains(spec, plain)[0].theta)
     post = refit.posterior(spec, data, None)
     assert np.allclose(post.log_draws().numpy(), draws.theta.reshape(-1, 2))
+
+
+def test_the_campaign_page_draws_a_known_noise_model():
+    """The page's plots of a known-noise model: the labels with their noise as error bars."""
+    x, y, noise = [1.0, 3.0, 4.5, 6.0, 8.5], [0.3, 1.2, -0.4, 0.8, -1.0], [0.5, 0.0, 0.2, 1, 0.1]
+    labels = _labels(x, y, noise)
+    spec = dict(SPEC, mcmc={"chains": 2, "warmup": 8, "samples": 6, "thinning": 2})
+    model, _ = refit.fit(spec, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
+    for png in (views.model_png(spec, model, labels), views.posterior_png(spec, model)):
+        assert png.startswith(b"\x89PNG")
