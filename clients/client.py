@@ -139,6 +139,7 @@ class LabelResult:
     y: float
     n_labeled: int
     created: bool
+    noise: float | None = None  # the label's noise variance, in a campaign with known noise
 
 
 @dataclass(frozen=True)
@@ -155,11 +156,13 @@ class RunReport:
 @dataclass(frozen=True)
 class Observations:
     """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
-    reported failed, ``{x, ticket, reason, at}`` each (no model sees them)."""
+    reported failed, ``{x, ticket, reason, at}`` each (no model sees them); ``noise`` ``[n]``
+    the labels' noise variances in a campaign with known noise (else None)."""
 
     x: list[list]
     y: list[float]
     failures: list[dict] = field(default_factory=list)
+    noise: list[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -420,14 +423,28 @@ class FbgpClient:
             pause = min(answer.retry_after, _LONGEST_RETRY_AFTER) - (now - asked)
             time.sleep(max(0.0, min(pause, deadline - now)))
 
-    def label(self, campaign_id: str, ticket: str, y: float) -> LabelResult:
-        """Post the label of ``ticket``. 409 (another y), 404 (unknown ticket), 410 (done) and
-        422 (y not finite) raise :class:`ApiError`."""
-        response = self._call("POST", f"/campaigns/{campaign_id}/label",
-                              json={"ticket": ticket, "y": float(y)}, ok=(200, 201))  # fmt: skip
-        body = response.json()
-        return LabelResult(body["ticket"], body["y"], body["n_labeled"],
-                           response.status_code == 201)  # fmt: skip
+    def label(self, campaign_id: str, ticket: str, y: float | None = None, *,
+              noise: float | None = None,
+              replicates: Sequence[float] | None = None) -> LabelResult:  # fmt: skip
+        """Post the label of ``ticket``: ``y``, and in a campaign with known noise its
+        ``noise`` variance (original units), or instead ``replicates`` (two runs or more at the
+        point: the service takes their mean and the variance of that mean). 409 (another
+        label), 404 (unknown ticket), 410 (done) and 422 (y not finite, noise missing or not
+        expected) raise :class:`ApiError`."""
+        body: dict = {"ticket": ticket}
+        if replicates is not None:
+            body["y_replicates"] = [float(v) for v in replicates]
+        else:
+            if y is None:
+                raise ValueError("label needs y (or replicates)")
+            body["y"] = float(y)
+        if noise is not None:
+            body["noise"] = float(noise)
+        response = self._call("POST", f"/campaigns/{campaign_id}/label", json=body,
+                              ok=(200, 201))  # fmt: skip
+        data = response.json()
+        return LabelResult(data["ticket"], data["y"], data["n_labeled"],
+                           response.status_code == 201, data.get("noise"))  # fmt: skip
 
     def fail(self, campaign_id: str, ticket: str, reason: str = "") -> RunReport:
         """Report that ``ticket``'s run failed, and why: its lease ends now; its point is not
@@ -453,21 +470,26 @@ class FbgpClient:
         response = self._call("POST", f"/campaigns/{campaign_id}/renew", json={"ticket": ticket})
         return float(response.json()["expires_at"])
 
-    def import_observations(self, campaign_id: str, x, y: Sequence[float]) -> int:
-        """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units); returns the
-        number of labels stored now."""
+    def import_observations(self, campaign_id: str, x, y: Sequence[float],
+                            noise: Sequence[float] | None = None) -> int:  # fmt: skip
+        """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units), with their
+        noise variances ``noise`` ``[n]`` in a campaign with known noise; returns the number of
+        labels stored now."""
         body = {"x": _points(x), "y": [float(v) for v in y]}
+        if noise is not None:
+            body["noise"] = [float(v) for v in noise]
         response = self._call("POST", f"/campaigns/{campaign_id}/observations", json=body,
                               idempotent=False, ok=(201,))  # fmt: skip
         return int(response.json()["n_labeled"])
 
     def observations(self, campaign_id: str) -> Observations:
         body = self._call("GET", f"/campaigns/{campaign_id}/observations").json()
-        return Observations(body["x"], body["y"], body.get("failures", []))
+        return Observations(body["x"], body["y"], body.get("failures", []), body.get("noise"))
 
     def observations_csv(self, campaign_id: str) -> str:
-        """The labeled data as CSV: a header of input names, ``y``, ``status`` and ``reason``;
-        one row per label (``ok``), then one per failed run (``failed``, its reason)."""
+        """The labeled data as CSV: a header of input names, ``y`` (and ``noise`` in a campaign
+        with known noise), ``status`` and ``reason``; one row per label (``ok``), then one per
+        failed run (``failed``, its reason)."""
         headers = {"Accept": "text/csv"}
         return self._call("GET", f"/campaigns/{campaign_id}/observations", headers=headers).text
 
@@ -517,8 +539,13 @@ class FbgpClient:
             "values"
         ]
 
-    def evaluate(self, campaign_id: str, x, y: Sequence[float]) -> Evaluation:
+    def evaluate(self, campaign_id: str, x, y: Sequence[float],
+                 noise: Sequence[float] | None = None) -> Evaluation:  # fmt: skip
+        """Test metrics of the latest model on ``x``, ``y``; ``noise``: the test points' known
+        noise variances (campaigns with known noise), added to their predictive variances."""
         body = {"x": _points(x), "y": [float(v) for v in y]}
+        if noise is not None:
+            body["noise"] = [float(v) for v in noise]
         data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
         return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
                           data.get("model_version"))  # fmt: skip

@@ -1,6 +1,9 @@
 """A remote simulator in a few lines: ask the service for a point, run ``f``, post the label.
 
-``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; through
+``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; in a campaign with
+known noise ``f`` returns ``(y, noise)`` (``noise``: the variance of ``y``), ``{"y": .., "noise":
+..}`` or ``{"y_replicates": [..]}`` (runs at the point: the service takes their mean and the
+variance of that mean). Through
 :class:`clients.client.FbgpClient` it long-polls ``/next``, honours 202 and ``Retry-After``,
 retries connection errors, and stops when the campaign is done (410).
 
@@ -33,7 +36,7 @@ def failure_reason(error: BaseException) -> str:
 def run_simulator(
     url: str,
     campaign_id: str,
-    f: Callable[[list], float],
+    f: Callable[[list], float | tuple[float, float] | dict],
     *,
     token: str | None = None,
     wait: float = 20.0,
@@ -69,30 +72,66 @@ def run_simulator(
             if should_stop is not None and should_stop():
                 _abandon(api, campaign_id, point)
                 break
-            y = _run(api, campaign_id, point, f, on_error, on_failure)
-            if y is None:
+            label = _run(api, campaign_id, point, f, on_error, on_failure)
+            if label is None:
                 continue
             try:
-                answer = api.label(campaign_id, point.ticket, y)
+                answer = api.label(campaign_id, point.ticket, **label)
             except ApiError as error:
                 if error.status_code == 410:  # others filled the campaign meanwhile
                     break
                 raise
             posted += 1
             if on_label:
-                on_label(point.x, y, answer.n_labeled)
+                on_label(point.x, answer.y, answer.n_labeled)
     return posted
 
 
-def _run(api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str,
-         on_failure) -> float | None:  # fmt: skip
-    """``f(point.x)`` as a finite float, or None once its failure is reported (raised again
-    with ``on_error="raise"``); Ctrl-C abandons the ticket and is raised again."""
-    try:
-        y = float(f(point.x))
+def _finite(value, what: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"f returned {what} {number}, not a finite number")
+    return number
+
+
+def label_of(value) -> dict:
+    """What ``f`` returned as :meth:`~clients.client.FbgpClient.label`'s keywords: a number
+    (``y``), a pair ``(y, noise)``, or a dict with ``y`` (and ``noise``) or ``y_replicates``.
+    ValueError for anything else, or a number that is not finite (or a negative noise)."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise ValueError(f"f returned a tuple of {len(value)}; expected (y, noise)")
+        value = {"y": value[0], "noise": value[1]}
+    if not isinstance(value, dict):
+        y = float(value)
         if not math.isfinite(y):
             raise ValueError(f"f returned {y}, not a finite number")
-        return y
+        return {"y": y}
+    unknown = set(value) - {"y", "noise", "y_replicates"}
+    if unknown:
+        raise ValueError(f"f returned a dict with keys {sorted(unknown)}; expected y and noise, "
+                         "or y_replicates")  # fmt: skip
+    if "y_replicates" in value:
+        if "y" in value or "noise" in value:
+            raise ValueError("f returned y_replicates with y or noise: they give both")
+        return {"replicates": [_finite(v, "a replicate") for v in value["y_replicates"]]}
+    if "y" not in value:
+        raise ValueError("f returned a dict without y")
+    label = {"y": _finite(value["y"], "y")}
+    if value.get("noise") is not None:
+        label["noise"] = _finite(value["noise"], "noise")
+        if label["noise"] < 0:
+            raise ValueError(f"f returned noise {label['noise']}, a variance below 0")
+    return label
+
+
+def _run(api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str,
+         on_failure) -> dict | None:  # fmt: skip
+    """``f(point.x)`` as the label's keywords (:func:`label_of`), or None once its failure is
+    reported (raised again with ``on_error="raise"``); Ctrl-C abandons the ticket and is raised
+    again."""
+    try:
+        return label_of(f(point.x))
     except Exception as error:
         reason = failure_reason(error)
         log.warning("run at %s failed: %s", point.x, reason)

@@ -321,17 +321,27 @@ def awaits_refit(rules: Rules, snap: Snapshot) -> bool:
     return rules.design_size <= n < rules.max_labels and snap.refit.model_version != n
 
 
+def labeled_state(y: float, noise: float | None = None) -> str:
+    """A labeled ticket's state: ``labeled:<repr(y)>``, or ``labeled:<repr(y)>:<repr(noise)>``
+    for a label with a known noise variance (so that a repeat must match both)."""
+    state = f"labeled:{float(y)!r}"
+    return state if noise is None else f"{state}:{float(noise)!r}"
+
+
 def label_outcome(
-    rules: Rules, ticket_state: str | None, y: float, n_labeled: int, point_labeled: bool
-) -> LabelOutcome:
-    """The outcome of posting ``y`` for a ticket in ``ticket_state`` (None: no such ticket;
-    ``pending``; ``labeled:<repr(y)>``), ``point_labeled``: its pool point has a label already.
-    A ticket whose lease expired is still ``pending``: its label is taken while its point has
-    none. The store's LABEL_SCRIPT applies this rule atomically."""
+    rules: Rules, ticket_state: str | None, y: float, n_labeled: int, point_labeled: bool,
+    noise: float | None = None,
+) -> LabelOutcome:  # fmt: skip
+    """The outcome of posting ``y`` (and its ``noise`` variance, if known) for a ticket in
+    ``ticket_state`` (None: no such ticket; ``pending``; :func:`labeled_state`),
+    ``point_labeled``: its pool point has a label already. A ticket whose lease expired is
+    still ``pending``: its label is taken while its point has none. The same label again
+    (``y`` and ``noise``) changes nothing; another conflicts. The store's LABEL_SCRIPT applies
+    this rule atomically."""
     if ticket_state is None:
         return LabelOutcome.UNKNOWN_TICKET
     if ticket_state != "pending":
-        same = ticket_state == f"labeled:{float(y)!r}"
+        same = ticket_state == labeled_state(y, noise)
         return LabelOutcome.SAME_AGAIN if same else LabelOutcome.CONFLICT
     if point_labeled and not rules.allow_repeats:
         return LabelOutcome.CONFLICT

@@ -58,6 +58,19 @@ def _within_range(y: float) -> float:
 
 
 Output = Annotated[Finite, AfterValidator(_within_range)]
+# a label's known noise variance: an output's scale squared at most
+MAX_NOISE = MAX_ABS_Y**2
+
+
+def _variance_in_range(v: float) -> float:
+    if not 0 <= v <= MAX_NOISE:
+        raise ValueError(f"a noise variance must lie within [0, {MAX_NOISE:g}] (the variance "
+                         f"of y in its units; a standard deviation of at most "
+                         f"{MAX_ABS_Y:g})")  # fmt: skip
+    return v
+
+
+NoiseVariance = Annotated[Finite, AfterValidator(_variance_in_range)]
 
 
 class Strict(BaseModel):
@@ -209,6 +222,29 @@ def check_stop(stop: StopRule | None, max_labels: int) -> None:
         raise ValueError(f"stop.min_labels ({stop.min_labels}) exceeds max_labels ({max_labels})")
 
 
+class LearnedNoise(Strict):
+    """One noise variance ``s2`` for every label, sampled with the lengthscales (the default)."""
+
+    type: Literal["learned"] = "learned"
+
+
+class KnownNoise(Strict):
+    """Each label carries its noise variance (``noise``, or ``y_replicates``); the GP's
+    covariance of the labels is ``Kf + diag(noise / y_std^2) + s2 I`` with ``s2`` a learned
+    nugget on top."""
+
+    type: Literal["known"]
+    nugget: bool = True
+
+    @model_validator(mode="after")
+    def _with_nugget(self):
+        if not self.nugget:
+            raise ValueError("nugget: false is not supported: the sampler's parameters are the "
+                             "lengthscales and the nugget s2 (give nugget: true; with accurate "
+                             "noise variances its posterior stays small)")  # fmt: skip
+        return self
+
+
 class CampaignFields(Strict):
     """A campaign's settings as posted (CONTRACT.md), with their defaults."""
 
@@ -231,6 +267,17 @@ class CampaignFields(Strict):
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
     stop: StopRule | None = None
+    # "learned" (one noise level) or "known" (each label's own noise variance, and a nugget)
+    noise: LearnedNoise | KnownNoise = Field(default_factory=LearnedNoise, discriminator="type")
+
+    @model_serializer(mode="wrap")
+    def _learned_noise_unsaid(self, handler):
+        """A campaign that learns its noise (the default) is written as before the option
+        existed: without ``noise``."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("noise") == {"type": "learned"}:
+            del data["noise"]
+        return data
 
 
 class CampaignCreate(CampaignFields):
@@ -361,13 +408,42 @@ class NotYet(BaseModel):
 
 
 class LabelPost(Strict):
+    """``POST .../label``: ``y``; in a campaign with known noise also its ``noise`` variance,
+    or instead of both, ``y_replicates`` (runs at the same point: ``y`` their mean, ``noise``
+    their sample variance over their count, the variance of that mean)."""
+
     ticket: str = Field(min_length=1, max_length=100)
-    y: Output
+    y: Output | None = None
+    noise: NoiseVariance | None = None
+    y_replicates: list[Output] | None = Field(default=None, min_length=2, max_length=100_000)
+
+    @model_validator(mode="after")
+    def _one_y(self):
+        if self.y_replicates is not None:
+            if self.y is not None or self.noise is not None:
+                raise ValueError("y_replicates give y (their mean) and noise (the variance of "
+                                 "that mean): send them without y and noise")  # fmt: skip
+            self.y, self.noise = replicate_moments(self.y_replicates)
+        elif self.y is None:
+            raise ValueError("y is required (or y_replicates, two runs or more at the point)")
+        return self
+
+
+def replicate_moments(values: list[float]) -> tuple[float, float]:
+    """``(mean, sample variance (ddof=1) / count)`` of replicates: a label and the variance of
+    its mean. Scaled by the largest magnitude first, so that no square overflows."""
+    count = len(values)
+    scale = max(abs(v) for v in values) or 1.0
+    scaled = [v / scale for v in values]
+    mean = math.fsum(scaled) / count
+    variance = math.fsum((v - mean) ** 2 for v in scaled) / (count - 1) / count
+    return mean * scale, min(variance * scale * scale, MAX_NOISE)
 
 
 class LabelAnswer(BaseModel):
     ticket: str
     y: float
+    noise: float | None = None  # in a campaign with known noise
     n_labeled: int
 
 
@@ -411,11 +487,12 @@ class Failure(BaseModel):
 
 
 class ObservationList(BaseModel):
-    """Every label, in the order stored (``x``, ``y``), and every failed run (``failures``),
-    which no model sees."""
+    """Every label, in the order stored (``x``, ``y``, and ``noise`` in a campaign with known
+    noise), and every failed run (``failures``), which no model sees."""
 
     x: list[list[Value]]
     y: list[float]
+    noise: list[float] | None = None
     failures: list[Failure] = []
 
 
@@ -539,13 +616,19 @@ class Points(Strict):
 
 
 class Observations(Strict):
+    """Labeled points (an import, or ``/evaluate``'s test set); ``noise``: their known noise
+    variances (campaigns with known noise only)."""
+
     x: list[Point] = Field(min_length=1, max_length=100_000)
     y: list[Output] = Field(min_length=1, max_length=100_000)
+    noise: list[NoiseVariance] | None = Field(default=None, min_length=1, max_length=100_000)
 
     @model_validator(mode="after")
     def _same_length(self):
         if len(self.x) != len(self.y):
             raise ValueError(f"x has {len(self.x)} points but y has {len(self.y)} values")
+        if self.noise is not None and len(self.noise) != len(self.y):
+            raise ValueError(f"noise has {len(self.noise)} values but y has {len(self.y)}")
         return self
 
 

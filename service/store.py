@@ -21,12 +21,14 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``jobs`` (sorted set): the campaign's RQ jobs (``refit:<id>`` for refits, chain groups and
   merges, ``short:<id>`` for predictions and the like), by when they may be forgotten: those
   that a delete or a failure stops;
-- ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}``; its length
+- ``labels`` (list, append-only): one JSON record per label ``{x, y, index, ticket}`` (and
+  ``noise``, its known noise variance, in a campaign with known noise); its length
   is the number of labels;
 - ``labeled`` (set): pool indices that have a label;
 - ``tickets`` (hash): ticket -> JSON ``{x, index, issued_at, expires_at, model_version}``,
   written once (``expires_at`` as issued; a renewal moves only the lease); ``ticket_state``
-  (hash): ticket -> ``pending``, ``labeled:<y>``, ``failed:<reason>`` or ``abandoned``;
+  (hash): ticket -> ``pending``, ``labeled:<y>`` (``labeled:<y>:<noise>`` with a known
+  noise), ``failed:<reason>`` or ``abandoned``;
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
   is offered again) but may still be labeled while its point has no label; a failed or
   abandoned one leaves it at once; ``expired`` (sorted set): tickets whose lease ran out, by
@@ -802,38 +804,46 @@ class CampaignStore:
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
 
     def record_label(
-        self, campaign_id: str, ticket: str, y: float, now: float
+        self, campaign_id: str, ticket: str, y: float, now: float, noise: float | None = None
     ) -> tuple[LabelOutcome, int, bool]:
         """Store the label of ``ticket`` (:func:`service.loop.label_outcome`, atomically):
-        ``(outcome, n_labeled, enqueue_refit)``."""
+        ``(outcome, n_labeled, enqueue_refit)``. ``noise``: its known noise variance, kept in
+        the record (and in the ticket's state, for a repeat to match)."""
         spec = self.spec(campaign_id)
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         if raw is None:
             return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
         info = json.loads(raw)
-        record = json.dumps({"x": info["x"], "y": y, "index": info["index"], "ticket": ticket})
+        fields = {"x": info["x"], "y": y, "index": info["index"], "ticket": ticket}
+        if noise is not None:
+            fields["noise"] = noise
+        record = json.dumps(fields)
         index = "" if info["index"] is None else str(info["index"])
         keys = [self.k(campaign_id, p) for p in
                 ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
         keys.append(PHASES)
         repeats = "1" if spec["allow_repeats"] else "0"
-        args = [ticket, repr(float(y)), record, index, spec["max_labels"], repeats,
+        state = loop.labeled_state(y, noise).removeprefix("labeled:")
+        args = [ticket, state, record, index, spec["max_labels"], repeats,
                 spec["initial_design"]["size"], now]  # fmt: skip
         outcome, n, enqueue = self._label(keys=keys, args=args)
         self.wake(campaign_id)
         return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def import_observations(
-        self, campaign_id: str, x: list, y: list, now: float
+        self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None
     ) -> tuple[ImportOutcome, int, bool]:
         """Store imported observations, all or none (:func:`service.loop.import_outcome`):
-        ``(outcome, n_labeled, enqueue_refit)``."""
+        ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances."""
         spec = self.spec(campaign_id)
         index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
-        for xi, yi, ii in zip(x, y, index, strict=True):
-            args += [json.dumps({"x": xi, "y": yi, "index": ii, "ticket": None}),
-                     "" if ii is None else str(ii)]  # fmt: skip
+        noises = [None] * len(y) if noise is None else noise
+        for xi, yi, ii, ni in zip(x, y, index, noises, strict=True):
+            record = {"x": xi, "y": yi, "index": ii, "ticket": None}
+            if ni is not None:
+                record["noise"] = ni
+            args += [json.dumps(record), "" if ii is None else str(ii)]
         args += [now, "1" if spec["allow_repeats"] else "0"]
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
         outcome, n, enqueue = self._import(keys=keys + [self.k(campaign_id, "spec")], args=args)

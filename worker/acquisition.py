@@ -143,14 +143,17 @@ def scorer(
 
 
 class DrawGPs:
-    """The GPs of a posterior's draws, fitted to ``(u, z)``: all at once when their factors fit
+    """The GPs of a posterior's draws, fitted to ``(u, z)`` (and the labels' known noise
+    variances ``label_noise``, ``n``, when they have some): all at once when their factors fit
     ``FIT_ELEMENTS``, else in groups of draws, fitted again for each block of candidates."""
 
-    def __init__(self, u, z, lengthscale, noise):
+    def __init__(self, u, z, lengthscale, noise, label_noise=None):
         self.u, self.z, self.lengthscale, self.noise = u, z, lengthscale, noise
+        self.label_noise = label_noise
         per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
         self.groups = [slice(i, i + per) for i in range(0, len(noise), per)]
-        self.whole = Conditioned.fit(u, z, lengthscale, noise) if len(self.groups) == 1 else None
+        self.whole = (Conditioned.fit(u, z, lengthscale, noise, label_noise)
+                      if len(self.groups) == 1 else None)  # fmt: skip
 
     @property
     def block(self) -> int:
@@ -183,7 +186,8 @@ class DrawGPs:
                 start += m.shape[1]
             return mean, var
         for g in self.groups:
-            fitted = Conditioned.fit(self.u, self.z, self.lengthscale[g], self.noise[g])
+            fitted = Conditioned.fit(self.u, self.z, self.lengthscale[g], self.noise[g],
+                                     self.label_noise)  # fmt: skip
             mean[g], v = fitted.predict(candidates, variance)
             if variance:
                 var[g] = v
@@ -194,10 +198,13 @@ def _blocks(total: int, size: int):
     return (slice(i, i + size) for i in range(0, total, size))
 
 
-def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0) -> torch.Tensor:
+def evaluate(
+    name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0, label_noise=None
+) -> torch.Tensor:
     """Acquisition ``name`` at ``candidates`` (``m x d``, unit cube) from the GPs of
     ``posterior``'s draws (all of them: thin first with :meth:`Posterior.thinned`), fitted to
-    ``u`` (``n x d``) and ``z`` (``n``). Returns ``m`` values, larger is better."""
+    ``u`` (``n x d``) and ``z`` (``n``), with the labels' known noise variances ``label_noise``
+    (``n``) if any. Returns ``m`` values, larger is better."""
     candidates = as_tensor(candidates)
     if name not in ACQUISITIONS:
         raise ValueError(f"unknown acquisition {name!r}; known: {', '.join(ACQUISITIONS)}")
@@ -206,7 +213,8 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
         return torch.rand(len(candidates), generator=generator, dtype=DTYPE)
     if name == "alm":
         posterior = posterior.mode()
-    gps = DrawGPs(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise)
+    gps = DrawGPs(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise,
+                  None if label_noise is None else as_tensor(label_noise))  # fmt: skip
     score = scorer(name, posterior.noise)
     parts = [score(mean, var) for mean, var in gps.chunks(candidates, name not in MEANS_ONLY)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
@@ -214,7 +222,7 @@ def evaluate(name: str, posterior: Posterior, u, z, candidates, *, seed: int = 0
 
 def greedy_batch(
     name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0,
+    shortlist: int = 1000, seed: int = 0, label_noise=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
 
@@ -225,12 +233,16 @@ def greedy_batch(
     the ``shortlist`` best candidates of the first scoring (fantasies only lower scores).
     The first scoring runs block by block (``BLOCK_ELEMENTS``): only the scores are kept.
 
+    ``label_noise``: the labels' known noise variances (``n``) if any; a fantasy's noise is not
+    known, so it has the nugget ``s2`` alone.
+
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
     candidates = as_tensor(candidates)
     u, z = as_tensor(u), as_tensor(z)
+    label_noise = None if label_noise is None else as_tensor(label_noise)
     if name == "random" or len(candidates) == 0:
-        scores = evaluate(name, posterior, u, z, candidates, seed=seed)
+        scores = evaluate(name, posterior, u, z, candidates, seed=seed, label_noise=label_noise)
         order = torch.argsort(scores, descending=True, stable=True)[:size]
         return order, scores[order]
     if name == "alm":
@@ -242,9 +254,13 @@ def greedy_batch(
     def gps_with(inputs):
         # the variance of y does not depend on the labels: the fantasies' labels are placeholders
         zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
-        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise)
+        known = None
+        if label_noise is not None:
+            known = torch.cat([label_noise, torch.zeros(len(inputs), dtype=DTYPE)])
+        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise, known)
 
-    base = DrawGPs(u, z, posterior.lengthscale, posterior.noise)  # its means: the fantasies'
+    # its means are the fantasies'
+    base = DrawGPs(u, z, posterior.lengthscale, posterior.noise, label_noise)
     with_pending = gps_with(fantasies) if len(fantasies) and variance else base
     scores = torch.empty(len(candidates), dtype=DTYPE)
     for block in _blocks(len(candidates), base.block):

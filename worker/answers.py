@@ -14,32 +14,36 @@ from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
+from worker.refit import label_noise
 from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
 
 def _context(spec: dict, model: dict, labels: list[dict]):
-    """The campaign's input space, the model's output transform, the labels it saw in its units,
-    and its thinned draws."""
-    x = [label["x"] for label in labels[: model["n_labeled"]]]
-    y = np.array([label["y"] for label in labels[: model["n_labeled"]]], dtype=float)
+    """The campaign's input space, the model's output transform, the labels it saw in its units
+    (and their known noise variances, or None), and its thinned draws."""
+    seen = labels[: model["n_labeled"]]
+    x = [label["x"] for label in seen]
+    y = np.array([label["y"] for label in seen], dtype=float)
     t = model["transform"]
     box = Space.of(spec["inputs"])
     scale_y = OutputStandardization(mean=t["y_mean"], std=t["y_std"])
     post = Posterior.from_dict(model, draws="acquisition_samples")
-    return box, scale_y, as_tensor(box.to_gp(x)), scale_y.to_z(y), post
+    noise = label_noise(spec, seen, scale_y)
+    return box, scale_y, as_tensor(box.to_gp(x)), scale_y.to_z(y), post, noise
 
 
 def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
     """Mode GP's mean and variance of y, and the mixture's, in original units; the mixture's
     chunk by chunk of ``x`` (see :class:`~worker.acquisition.DrawGPs`), so that memory stays
-    bounded whatever the number of points."""
-    box, scale_y, u, z, post = _context(spec, model, labels)
+    bounded whatever the number of points. With known noise, a variance is latent + the nugget
+    ``s2`` (a new point's own noise is not known)."""
+    box, scale_y, u, z, post, noise = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     mode = post.mode()
-    mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise).predict(cand)
+    mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise, noise).predict(cand)
     means, variances = [], []
-    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise).chunks(cand):
+    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, noise).chunks(cand):
         means.append(m_mean.mean(0))
         variances.append(qb_mgp(m_mean, m_var))  # QB-MGP's score is the mixture's variance
     mixture_mean = torch.cat(means) if means else torch.empty(0, dtype=u.dtype)
@@ -53,28 +57,34 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
 
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
-    box, _, u, z, post = _context(spec, model, labels)
-    values = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"])
+    box, _, u, z, post, noise = _context(spec, model, labels)
+    values = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"],
+                                label_noise=noise)  # fmt: skip
     return {"values": values.tolist(), "acquisition": name}
 
 
-def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list) -> dict:
+def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
+            noise: list | None = None) -> dict:  # fmt: skip
     """The paper's metrics on a test set (CONTRACT.md): joint NLML of the mode GP per point and
     the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
-    mixture's NLPD runs chunk by chunk."""
-    box, scale_y, u, z, post = _context(spec, model, labels)
+    mixture's NLPD runs chunk by chunk. ``noise``: the test points' known noise variances
+    (original units), added to their predictive variances (latent + ``s2``)."""
+    box, scale_y, u, z, post, known = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     z_test = scale_y.to_z(y)
+    test_noise = (scale_y.variance_to_z(noise) if noise is not None
+                  else torch.zeros(len(z_test), dtype=z_test.dtype))  # fmt: skip
     mode = post.mode()
-    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand)
+    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known, test_noise)
     white = torch.linalg.solve_triangular(chol, (z_test - mean)[:, None], upper=False)[:, 0]
     log_det = 2 * chol.diagonal().log().sum()
     nlml = float(0.5 * (white.square().sum() + log_det + len(z_test) * LOG_2PI)) / len(z_test)
     rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
     nlpd, start = [], 0
-    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise).chunks(cand):
+    for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, known).chunks(cand):
         zc = z_test[start : start + m_mean.shape[1]]
+        m_var = m_var + test_noise[start : start + m_mean.shape[1]]
         start += m_mean.shape[1]
         log_density = -0.5 * ((zc - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
         nlpd.append(-(torch.logsumexp(log_density, 0) - math.log(len(m_mean))))
@@ -86,10 +96,13 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list) -> di
 JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4)
 
 
-def _joint_predictive(u, z, lengthscale, noise, candidates) -> tuple[torch.Tensor, torch.Tensor]:
+def _joint_predictive(
+    u, z, lengthscale, noise, candidates, label_noise=None, test_noise=None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The predictive mean of y (``m``) of one GP at ``candidates`` and the Cholesky factor of
-    its covariance (``m x m``), with two ``m x m`` buffers in all."""
-    gp = Conditioned.fit(u, z, lengthscale, noise)
+    its covariance (``m x m``), with two ``m x m`` buffers in all. ``label_noise``: the labels'
+    known noise variances; ``test_noise``: the candidates' (``m``), on the diagonal."""
+    gp = Conditioned.fit(u, z, lengthscale, noise, label_noise)
     k_star = rbf(u, candidates, lengthscale)[0]  # n x m
     mean = gp.alpha[0] @ k_star
     v = gp.chol_inv[0] @ k_star
@@ -97,6 +110,8 @@ def _joint_predictive(u, z, lengthscale, noise, candidates) -> tuple[torch.Tenso
     cov.addmm_(v.T, v, alpha=-1.0)
     diagonal, added = cov.diagonal(), 0.0
     diagonal.add_(noise[0])
+    if test_noise is not None:
+        diagonal.add_(test_noise)
     for jitter in JITTERS:
         diagonal.add_(jitter - added)
         added = jitter

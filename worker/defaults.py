@@ -61,3 +61,15 @@ MAX_BATCH = 32  # the longest greedy batch of a parallel-mode campaign
 STOP_TARGETS: tuple[str, ...] = ("loo_rmse", "loo_rmse_relative", "ipv", "ipv_relative", "ipv_f",
                                  "ipv_f_relative", "qbc", "qbc_relative")  # fmt: skip
 STOP_PATIENCE = 2  # consecutive models that must meet a target
+
+
+# a campaign's `noise`: "learned" (one noise variance s2 for all labels, sampled with the
+# lengthscales) or "known" (each label carries its own noise variance; the sampled s2 is a
+# nugget added on top)
+NOISE_TYPES: tuple[str, ...] = ("learned", "known")
+
+
+def known_noise(spec: dict) -> bool:
+    """Whether a campaign's labels carry their noise variances (specs made before the option
+    existed learn one noise level)."""
+    return (spec.get("noise") or {}).get("type") == "known"

@@ -4,7 +4,10 @@ Gaussian noise.
     k(u, u') = exp(-sum_i (u_i - u'_i)^2 / (2 l_i^2)),    y = f(u) + e,  e ~ N(0, s2)
 
 Hyperparameter sets are a leading batch dimension ``B``: ``lengthscale`` is ``B x d`` and
-``noise`` (the variance ``s2``) is ``B``. Candidates are processed in chunks so that memory stays
+``noise`` (the variance ``s2``) is ``B``. Labels may carry known noise variances of their own
+(``label_noise``, ``n``, in the GP's units): the covariance of the labels is then
+``K = Kf + diag(label_noise) + s2 I``, with ``s2`` a learned nugget on top; predictions at new
+points stay latent + ``s2``. Candidates are processed in chunks so that memory stays
 bounded whatever their number.
 """
 
@@ -50,7 +53,7 @@ def rbf(
 
 @dataclass
 class Factor:
-    """Cholesky factor of ``K = Kf + s2 I`` for a batch of hyperparameter sets.
+    """Cholesky factor of ``K = Kf + diag(label_noise) + s2 I`` for a batch of hyperparameter sets.
 
     ``ok[b]`` is False only when no jitter made ``K[b]`` positive definite (non-finite input); its
     factor is then the identity and callers treat that set as having zero likelihood.
@@ -83,20 +86,29 @@ def cholesky(K: torch.Tensor) -> Factor:
     return Factor(chol=chol, jitter=jitter, ok=~failed)
 
 
-def factorize(u: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor) -> Factor:
-    """Cholesky factors of ``K(u, u) + s2 I`` for each hyperparameter set."""
+def factorize(
+    u: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor,
+    label_noise: torch.Tensor | None = None,
+) -> Factor:  # fmt: skip
+    """Cholesky factors of ``K(u, u) + diag(label_noise) + s2 I`` for each hyperparameter set
+    (``label_noise``: the labels' known noise variances, ``n``; None: none)."""
     eye = torch.eye(len(u), dtype=u.dtype)
-    return cholesky(rbf(u, u, lengthscale) + noise[:, None, None] * eye)
+    K = rbf(u, u, lengthscale) + noise[:, None, None] * eye
+    if label_noise is not None:
+        K = K + torch.diag_embed(torch.as_tensor(label_noise, dtype=u.dtype))
+    return cholesky(K)
 
 
 def log_marginal_likelihood(
-    u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor
-) -> torch.Tensor:
-    """``log N(z; 0, K + s2 I)`` for each of ``B`` sets: ``u`` ``n x d``, ``z`` ``n`` -> ``B``.
+    u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor,
+    label_noise: torch.Tensor | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """``log N(z; 0, K + diag(label_noise) + s2 I)`` for each of ``B`` sets: ``u`` ``n x d``,
+    ``z`` ``n`` -> ``B``.
 
     A set whose covariance cannot be factorized gets ``-inf``.
     """
-    factor = factorize(u, lengthscale, noise)
+    factor = factorize(u, lengthscale, noise, label_noise)
     alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
     logdet = 2 * factor.chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     value = -0.5 * ((z * alpha).sum(-1) + logdet + len(z) * LOG_2PI)
@@ -110,12 +122,13 @@ class Conditioned:
     u: torch.Tensor  # n x d
     lengthscale: torch.Tensor  # B x d
     noise: torch.Tensor  # B
-    alpha: torch.Tensor  # B x n, (K + s2 I)^-1 z
+    alpha: torch.Tensor  # B x n, (K + diag(label_noise) + s2 I)^-1 z
     chol_inv: torch.Tensor  # B x n x n, L^-1 (so that variances are one matrix product)
 
     @classmethod
-    def fit(cls, u, z, lengthscale, noise) -> Conditioned:
-        factor = factorize(u, lengthscale, noise)
+    def fit(cls, u, z, lengthscale, noise, label_noise=None) -> Conditioned:
+        """``label_noise``: the labels' known noise variances (``n``), or None."""
+        factor = factorize(u, lengthscale, noise, label_noise)
         alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
         eye = torch.eye(len(z), dtype=DTYPE).expand_as(factor.chol)
         chol_inv = torch.linalg.solve_triangular(factor.chol, eye, upper=False)
@@ -128,9 +141,9 @@ class Conditioned:
     def predict_chunk(
         self, candidates: torch.Tensor, buffers=None, variance: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Mean and variance of ``y`` (noise included) at ``candidates`` (``c x d``): ``B x c``
-        each, with no chunking (see :meth:`predict`); the variance ``None`` unless
-        ``variance``. ``buffers``: two ``B x n x c`` tensors to work in (see
+        """Mean and variance of ``y`` (``s2`` included, no known noise) at ``candidates``
+        (``c x d``): ``B x c`` each, with no chunking (see :meth:`predict`); the variance
+        ``None`` unless ``variance``. ``buffers``: two ``B x n x c`` tensors to work in (see
         ``CHUNK_ELEMENTS``)."""
         k_buf, v_buf = buffers if buffers is not None else (None, None)
         k_star = rbf(self.u, candidates, self.lengthscale, out=k_buf)  # B x n x c
@@ -168,18 +181,20 @@ class Conditioned:
         return mean, (torch.cat([p[1] for p in parts], -1) if variance else None)
 
 
-def predict(u, z, lengthscale, noise, candidates) -> tuple[torch.Tensor, torch.Tensor]:
+def predict(
+    u, z, lengthscale, noise, candidates, label_noise=None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Predictive mean and variance of ``y`` (``B x m`` each) under each of ``B`` GPs fitted to
     ``(u, z)``; ``candidates`` ``m x d``."""
-    return Conditioned.fit(u, z, lengthscale, noise).predict(candidates)
+    return Conditioned.fit(u, z, lengthscale, noise, label_noise).predict(candidates)
 
 
 def predictive_covariance(
-    u, z, lengthscale, noise, candidates
+    u, z, lengthscale, noise, candidates, label_noise=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Joint predictive mean (``B x m``) and covariance of ``y`` (``B x m x m``) at ``candidates``
     (for the joint NLML of a test set)."""
-    gp = Conditioned.fit(u, z, lengthscale, noise)
+    gp = Conditioned.fit(u, z, lengthscale, noise, label_noise)
     k_star = rbf(u, candidates, lengthscale)  # B x n x m
     mean = (gp.alpha[:, None, :] @ k_star)[:, 0, :]
     v = gp.chol_inv @ k_star

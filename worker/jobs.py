@@ -199,9 +199,9 @@ def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
     return dict(result, model_version=model["version"])
 
 
-def evaluate(campaign_id: str, x: list, y: list) -> dict:
+def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    result = answers.metrics(spec, model, labels, x, y)
+    result = answers.metrics(spec, model, labels, x, y, noise)
     _store().record_evaluation(campaign_id, model["version"], result)
     return dict(result, model_version=model["version"])
 

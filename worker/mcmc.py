@@ -220,6 +220,7 @@ def sample_posterior(
     target: Target | None = None,
     metric: str = "diag",
     mode_draws: int = MODE_DRAWS,
+    label_noise=None,
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -232,12 +233,14 @@ def sample_posterior(
     ``INITS``). ``target``: run past ``samples`` draws per chain to it (see :class:`Target`).
     ``metric``: the mass matrix, ``"diag"`` or ``"dense"`` (Stan's ``diag_e``, ``dense_e``).
     ``mode_draws``: the most draws the mode's KDE looks at (see :func:`posterior_mode_index`).
+    ``label_noise``: the labels' known noise variances (``n``, standardized units), added to the
+    covariance's diagonal beside the sampled ``s2`` (None: none).
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
     kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
-          "target": target, "metric": metric}  # fmt: skip
+          "target": target, "metric": metric, "label_noise": label_noise}  # fmt: skip
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
     calls = draws.potential_calls
@@ -267,16 +270,17 @@ def run_chains(
     u, z, chain_ids: list[int], warmup: int, samples: int, seed: int, *,
     warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
-    target: Target | None = None, metric: str = "diag",
+    target: Target | None = None, metric: str = "diag", label_noise=None,
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
-    ``target``, these chains run to it on their own (a group: pass its share)."""
+    ``target``, these chains run to it on their own (a group: pass its share).
+    ``label_noise``: as :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    potential = GPPotential(u, z)
+    potential = GPPotential(u, z, None if label_noise is None else as_tensor(label_noise).numpy())
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
                                  dense_mass=metric == "dense")  # fmt: skip
     more = target.more if target is not None else None

@@ -32,7 +32,9 @@ BUFFER_ELEMENTS = 1 << 21  # at most this many float64 per buffer: larger batche
 
 
 class GPPotential:
-    """``U(theta) = -log p(z | theta) - log p(theta)`` for data ``u`` (``n x d``), ``z`` (``n``).
+    """``U(theta) = -log p(z | theta) - log p(theta)`` for data ``u`` (``n x d``), ``z`` (``n``),
+    and optionally the labels' known noise variances ``noise`` (``n``, the GP's units), a fixed
+    diagonal added to ``K`` beside the learned ``s2`` (whose gradient is unchanged).
 
     Calling it on ``theta`` (numpy, ``B x (d + 1)``) returns ``U`` (``B``) and ``dU/dtheta``
     (``B x (d + 1)``), float64 numpy arrays. A covariance that does not factorize gets growing
@@ -41,11 +43,16 @@ class GPPotential:
     NaN.
     """
 
-    def __init__(self, u, z):
+    def __init__(self, u, z, noise=None):
         u = np.asarray(u, dtype=np.float64)
         self.n, self.d = u.shape
         n = self.n
         self.z = np.asarray(z, dtype=np.float64).reshape(-1)
+        self.label_noise = None
+        if noise is not None:
+            self.label_noise = np.asarray(noise, dtype=np.float64).reshape(-1)
+            if self.label_noise.shape != (n,):
+                raise ValueError(f"noise must have one variance per label ({n})")
         dist = ((u.T[:, :, None] - u.T[:, None, :]) ** 2).reshape(self.d, -1)  # d x n^2
         self.neg_half_dist = -0.5 * dist
         # n^2 x (d + 1): the "distances" whose products with (a a^T - K^-1) * Kf give the gradient
@@ -118,12 +125,14 @@ class GPPotential:
         return value, grad, ok
 
     def _factor(self, kf, noise, gb):
-        """Cholesky of ``kf + noise I`` into ``gb`` (lower, Fortran order), with growing jitter
-        when it fails: ``(log det / 2, K^-1 z, ok)``."""
+        """Cholesky of ``kf + diag(label_noise) + noise I`` into ``gb`` (lower, Fortran order),
+        with growing jitter when it fails: ``(log det / 2, K^-1 z, ok)``."""
         diagonal = gb.T.reshape(-1)[:: self.n + 1]  # gb.T is C order: a view
         for jitter in (0.0, *JITTERS):
             gb[:] = kf.T
             diagonal += noise + jitter
+            if self.label_noise is not None:
+                diagonal += self.label_noise
             if not np.isfinite(noise):
                 break
             _, info = lapack.dpotrf(gb, lower=1, clean=0, overwrite_a=1)

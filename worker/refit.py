@@ -17,7 +17,7 @@ import torch
 from worker import accuracy
 from worker.acquisition import evaluate as acquisition_values
 from worker.acquisition import greedy_batch
-from worker.defaults import MAX_BATCH, RANKING_SIZE
+from worker.defaults import MAX_BATCH, RANKING_SIZE, known_noise
 from worker.design import GridPool, PointPool
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.space import Space
@@ -33,6 +33,7 @@ class Data:
     space: Space
     scale_y: OutputStandardization
     seed: int
+    noise: torch.Tensor | None = None  # the labels' known noise variances in the GP's units
 
     @property
     def n(self) -> int:
@@ -40,11 +41,22 @@ class Data:
 
 
 def prepare(spec: dict, labels: list[dict]) -> Data:
+    """The labels in the GP's units; in a known-noise campaign with their noise variances,
+    ``noise / y_std^2``."""
     x = [label["x"] for label in labels]
     y = np.array([label["y"] for label in labels], dtype=float)
     space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y)
     seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
-    return Data(as_tensor(space.to_gp(x)), scale_y.to_z(y), space, scale_y, seed)
+    noise = label_noise(spec, labels, scale_y)
+    return Data(as_tensor(space.to_gp(x)), scale_y.to_z(y), space, scale_y, seed, noise)
+
+
+def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
+    """The labels' known noise variances in the GP's units (``n``), or None when the campaign
+    learns its noise."""
+    if not known_noise(spec):
+        return None
+    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels])
 
 
 def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
@@ -81,7 +93,8 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     mcmc = spec["mcmc"]
     return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm, target=Target.of(mcmc),
-                            mode_draws=mode_draws, **_sampler_options(spec))  # fmt: skip
+                            mode_draws=mode_draws, label_noise=data.noise,
+                            **_sampler_options(spec))  # fmt: skip
 
 
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):
@@ -93,7 +106,8 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
     if target is not None:
         target = target.share(len(ids), mcmc["chains"])
     return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                      warm_start=warm, target=target, **_sampler_options(spec))  # fmt: skip
+                      warm_start=warm, target=target, label_noise=data.noise,
+                      **_sampler_options(spec))  # fmt: skip
 
 
 def model_and_ranking(
@@ -118,10 +132,11 @@ def model_and_ranking(
             pending_u = (torch.from_numpy(data.space.features(pool.points(list(pending))))
                          if len(pending) else None)  # fmt: skip
             order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
-                                         seed=seed)  # fmt: skip
+                                         seed=seed, label_noise=data.noise)  # fmt: skip
             best, best_scores = order.numpy(), scores.numpy()
         else:
-            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed).numpy()
+            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed,
+                                        label_noise=data.noise).numpy()  # fmt: skip
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
         points = data.space.from_pool(pool.points(candidates[best]))
@@ -158,4 +173,4 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(data.space.features(pool.points(index)))
     return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
-                            data.scale_y.std)  # fmt: skip
+                            data.scale_y.std, label_noise=data.noise)  # fmt: skip

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 
 DTYPE = torch.float64
+# the largest known noise variance in the GP's units (see OutputStandardization.variance_to_z)
+MAX_VARIANCE_Z = 1e200
 
 
 def as_tensor(values) -> torch.Tensor:
@@ -43,3 +45,9 @@ class OutputStandardization:
 
     def variance_from_z(self, z_variance) -> torch.Tensor:
         return as_tensor(z_variance) * self.std**2
+
+    def variance_to_z(self, variance) -> torch.Tensor:
+        """Variances of ``y`` (a label's known noise) in the GP's units, ``variance / std^2``;
+        at most ``MAX_VARIANCE_Z`` (a label with so much noise tells the GP nothing either way,
+        and its covariance stays finite)."""
+        return (as_tensor(variance) / self.std**2).clamp_max(MAX_VARIANCE_Z)

@@ -11,6 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from worker import answers
+from worker.defaults import known_noise
 from worker.space import Space
 
 
@@ -43,7 +44,7 @@ def posterior_png(spec: dict, model: dict) -> bytes:
         ax.scatter([mode_l[i]], [mode_s], marker="*", s=180, color="tab:red", label="mode")
         ax.set_xlabel(f"log lengthscale ({names[i]})")
         if i == 0:
-            ax.set_ylabel("log noise variance")
+            ax.set_ylabel("log nugget variance" if known_noise(spec) else "log noise variance")
             ax.legend(loc="best", fontsize=8)
     fig.suptitle(f"hyperparameter posterior, model {model['version']} (scaled units)")
     return _png(fig)
@@ -70,7 +71,12 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
                         label="mode GP: mean +- 2 sd of y")  # fmt: skip
         ax.plot(grid[:, 0], mean, color="tab:blue")
         ax.plot(grid[:, 0], pred["mixture_mean"], "--", color="tab:purple", label="mixture mean")
-        ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
+        if known_noise(spec):  # each label with its own noise: +- 2 of its sd
+            sd_seen = 2 * np.sqrt([label.get("noise", 0.0) for label in labels[: len(y_seen)]])
+            ax.errorbar(x_seen[:, 0], y_seen, yerr=sd_seen, fmt="o", color="black", zorder=3,
+                        markersize=4, label="labels +- 2 sd of their noise")  # fmt: skip
+        else:
+            ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
         ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
         _scale(ax, space, "x")
         ax.set_ylabel("y")

@@ -6,7 +6,8 @@ Each point is run as ``CMD ARG...`` with the placeholders in its arguments repla
 by the coordinate of the campaign's input ``NAME`` (``repr`` of the float, an int input's
 integer, a choice input's value as text), ``{json}`` by the
 point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
-written to the command's stdin. y is the last non-empty line of its stdout, a float. A non-zero
+written to the command's stdin. y is the last non-empty line of its stdout, a float (or two,
+``y noise``, the second its noise variance, in a campaign with known noise). A non-zero
 exit, a timeout or an output that is not a finite float reports the ticket failed, with the
 tail of the command's stderr (or its output) as the reason, and the next point is run.
 
@@ -74,20 +75,29 @@ def _value(v, integer: bool):
     return int(v) if integer else float(v)
 
 
-def parse_y(stdout: str) -> float:
-    """y from a command's output: its last non-empty line, a finite float."""
+def parse_y(stdout: str) -> float | tuple[float, float]:
+    """y from a command's output: its last non-empty line, a finite float; or two, ``y noise``
+    (the variance of y, for a campaign with known noise), as ``(y, noise)``."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     if not lines:
         raise CommandFailed("the command printed nothing on stdout (y expected)")
+    words = lines[-1].split()
     try:
-        y = float(lines[-1])
+        if len(words) > 2:
+            raise ValueError
+        values = [float(w) for w in words]
     except ValueError:
         raise CommandFailed(
-            f"the last line of stdout is not a float: {lines[-1][:200]!r}"
+            f"the last line of stdout is not a float (or two, y and its noise variance): "
+            f"{lines[-1][:200]!r}"
         ) from None
-    if not math.isfinite(y):
+    if not all(math.isfinite(v) for v in values):
         raise CommandFailed(f"the command printed {lines[-1]!r}, not a finite number")
-    return y
+    if len(values) == 2:
+        if values[1] < 0:
+            raise CommandFailed(f"the command printed a negative noise variance: {lines[-1]!r}")
+        return values[0], values[1]
+    return values[0]
 
 
 def _tail(text: str) -> str:

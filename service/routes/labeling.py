@@ -24,6 +24,7 @@ from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.settings import Settings
 from service.store import CampaignStore
+from worker.defaults import known_noise
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
@@ -183,16 +184,36 @@ LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas
                    **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
 
+KNOWN_NOISE = ('this campaign\'s labels carry their noise variance (its "noise" is '
+               '{"type": "known"})')  # fmt: skip
+LEARNED_NOISE = ('this campaign learns one noise level; to give each label its noise variance, '
+                 'create the campaign with "noise": {"type": "known"}')  # fmt: skip
+
+
+def check_noise(spec: dict, given: bool, field: str, what: str) -> None:
+    """422 unless noise variances are given exactly in a campaign with known noise."""
+    if known_noise(spec) and not given:
+        raise Unprocessable(f"{field} is required: {KNOWN_NOISE}; send {what}")
+    if given and not known_noise(spec):
+        raise Unprocessable(f"{field}: {LEARNED_NOISE}")
+
+
 @router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
-             responses=LABEL_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
+             response_model_exclude_none=True, responses=LABEL_RESPONSES,
+             dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: Response):
-    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time())
+    """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
+    field = "y_replicates" if body.y_replicates is not None else "noise"
+    check_noise(store.spec(campaign_id), body.noise is not None, field,
+                "noise (the variance of y) or y_replicates")  # fmt: skip
+    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time(),
+                                             body.noise)  # fmt: skip
     if enqueue:
         _enqueue_refit(store, campaign_id)
     response.status_code = label_status(outcome, body.ticket)
     if outcome == LabelOutcome.STORED:
         store.count_labels(1)
-    return {"ticket": body.ticket, "y": body.y, "n_labeled": n}
+    return {"ticket": body.ticket, "y": body.y, "noise": body.noise, "n_labeled": n}
 
 
 RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
@@ -269,8 +290,10 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[d
 def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep,
                         settings: SettingsDep):  # fmt: skip
     spec, x = spec_with_points(store, campaign_id, body.x)
+    check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, enqueue = store.import_observations(campaign_id, x, body.y, time.time())
+    outcome, n, enqueue = store.import_observations(campaign_id, x, body.y, time.time(),
+                                                    body.noise)  # fmt: skip
     if enqueue:
         _enqueue_refit(store, campaign_id)
     if outcome == ImportOutcome.TOO_MANY:
@@ -291,25 +314,31 @@ OBSERVATIONS_RESPONSES = {
 
 
 @router.get("/observations", response_model=schemas.ObservationList,
-            responses=OBSERVATIONS_RESPONSES)  # fmt: skip
+            response_model_exclude_none=True, responses=OBSERVATIONS_RESPONSES)  # fmt: skip
 def export_observations(campaign_id: str, store: StoreDep,
                         accept: Annotated[str | None, Header()] = None):  # fmt: skip
-    """The labels (``x``, ``y``) and the failed runs (``failures``); as CSV, one row per label
-    (``status`` ``ok``) then one per failed run (``status`` ``failed``, ``y`` empty, the
-    ``reason``)."""
+    """The labels (``x``, ``y``, and ``noise`` with known noise) and the failed runs
+    (``failures``); as CSV, one row per label (``status`` ``ok``) then one per failed run
+    (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column after ``y``
+    in a campaign with known noise."""
     spec = store.spec(campaign_id)
     labels = store.labels(campaign_id)
     failures = [{k: f[k] for k in ("x", "ticket", "reason", "at")}
                 for f in store.failures(campaign_id)]  # fmt: skip
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
+    noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
     if accept and "text/csv" in accept:
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]] + ["y", "status", "reason"])
-        for xi, yi in zip(x, y, strict=True):
-            writer.writerow([_value_cell(v) for v in xi] + [repr(yi), "ok", ""])
+        extra = ["noise"] if noise is not None else []
+        writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]]
+                        + ["y", *extra, "status", "reason"])  # fmt: skip
+        for k, (xi, yi) in enumerate(zip(x, y, strict=True)):
+            known = [repr(noise[k])] if noise is not None else []
+            writer.writerow([_value_cell(v) for v in xi] + [repr(yi), *known, "ok", ""])
         for f in failures:
+            empty = [""] * (1 + len(extra))  # y, and its noise
             writer.writerow([_value_cell(v) for v in f["x"]]
-                            + ["", "failed", _text_cell(f["reason"])])  # fmt: skip
+                            + [*empty, "failed", _text_cell(f["reason"])])  # fmt: skip
         return Response(out.getvalue(), media_type="text/csv")
-    return {"x": x, "y": y, "failures": failures}
+    return {"x": x, "y": y, "noise": noise, "failures": failures}

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Response
 
 from service import limits, queues, schemas
 from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
-from service.errors import NotFound
-from service.routes.labeling import spec_with_points
+from service.errors import NotFound, Unprocessable
+from service.routes.labeling import LEARNED_NOISE, spec_with_points
 from service.store import CampaignStore
+from worker.defaults import known_noise
 
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
 
@@ -107,6 +108,12 @@ def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store
 @router.post("/evaluate", response_model=schemas.Evaluation, responses=MODEL_RESPONSES)
 def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
+    """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
+    known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)
+    if body.noise is not None and not known_noise(store.spec(campaign_id)):
+        raise Unprocessable(f"noise: {LEARNED_NOISE}")
     x = _checked_points(store, campaign_id, body.x)
-    return run_job(redis, settings, "evaluate", campaign_id, x, body.y)
+    if body.noise is None:  # the job's arguments as they were before known noise
+        return run_job(redis, settings, "evaluate", campaign_id, x, body.y)
+    return run_job(redis, settings, "evaluate", campaign_id, x, body.y, body.noise)

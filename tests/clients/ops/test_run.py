@@ -38,7 +38,8 @@ def test_placeholders_stdin_and_output():
     argv, stdin = command_for(template, ["m", "n", "r"], ["al 6061", 3.0, 1e-3], integers={"n"})
     assert argv == ["sim", "al 6061", "3", '{"m": "al 6061", "n": 3, "r": 0.001}'] and stdin is None
     assert parse_y("starting\n  \n3.25\n\n") == 3.25
-    for bad in ("", "done\n", "nan\n"):
+    assert parse_y("3.25 0.5\n") == (3.25, 0.5)  # y and its noise variance
+    for bad in ("", "done\n", "nan\n", "1 2 3\n", "1.0 -0.5\n", "1.0 inf\n"):
         with pytest.raises(CommandFailed):
             parse_y(bad)
     runner = CommandRunner(["sh", "-c", "cat; echo 'x' >&2; exit 2"], ["a"], timeout=10)
