@@ -110,14 +110,17 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
 
     from worker import refit
     from worker.design import GridPool
+    from worker.space import Space
 
     seen = []
-    monkeypatch.setattr(accuracy, "summary", lambda u, z, l, s, points, y_std: seen.append(points))
+    monkeypatch.setattr(accuracy, "summary",
+                        lambda u, z, l, s, points, y_std, **_: seen.append(points))  # fmt: skip
     pool, spec = GridPool(dim=2, points_per_dim=60), {"seed": 3, "pool_subsample": 5000}
     ones = torch.ones(1, 2, dtype=DTYPE)
     thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
+    space = Space.of([{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}])
     for n in (4, 9):
-        data = refit.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), None,
+        data = refit.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), space,
                           refit.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
         refit.accuracy_of(spec, pool, data, thin)
     assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])

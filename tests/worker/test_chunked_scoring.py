@@ -102,14 +102,14 @@ def test_predictions_and_metrics_in_blocks_equal_one_pass(setting, small_blocks)
     model = {"n_labeled": len(z), "chains": post.chains, **_model_of(post)}
     labels = [{"x": row.tolist(), "y": float(v)} for row, v in zip(u, z, strict=True)]
     x = cand[:300].tolist()
-    pred = answers.predict({}, model, labels, x)
+    pred = answers.predict(SPEC, model, labels, x)
     mean, var = Conditioned.fit(u, z, post.lengthscale, post.noise).predict_chunk(cand[:300])
     assert np.allclose(pred["mixture_mean"], mean.mean(0).numpy(), rtol=0, atol=1e-10)
     want = var.mean(0) + mean.var(0, correction=0)
     assert np.allclose(pred["mixture_variance"], want.numpy(), rtol=0, atol=1e-10)
 
     y = torch.sin(4 * cand[:300]).sum(1)
-    got = answers.metrics({}, model, labels, x, y.tolist())
+    got = answers.metrics(SPEC, model, labels, x, y.tolist())
     mode = post.mode()
     m, cov = predictive_covariance(u, z, mode.lengthscale, mode.noise, cand[:300])
     want_nlml = -torch.distributions.MultivariateNormal(m[0], cov[0]).log_prob(y) / 300
@@ -117,6 +117,10 @@ def test_predictions_and_metrics_in_blocks_equal_one_pass(setting, small_blocks)
     log_density = -0.5 * ((y - mean) ** 2 / var + torch.log(2 * math.pi * var))
     want_nlpd = -(torch.logsumexp(log_density, 0) - math.log(len(mean))).mean()
     assert got["nlpd_mixture"] == pytest.approx(float(want_nlpd), abs=1e-10)
+
+
+# the campaign of the model below: three inputs in the unit cube
+SPEC = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(3)]}
 
 
 def _model_of(post: Posterior) -> dict:
