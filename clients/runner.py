@@ -109,8 +109,14 @@ def label_of(value) -> dict:
         if not math.isfinite(y):
             raise ValueError(f"f returned {y}, not a finite number")
         return {"y": y}
-    if not value or not set(value) <= {"y", "noise", "y_replicates"}:
+    reserved = {"y", "noise", "y_replicates"}
+    if value and not set(value) & reserved:
         value = {"y": value}  # several outputs: {name: value}
+    unknown = set(value) - reserved
+    if unknown:
+        raise ValueError(f"f returned a dict with keys {sorted(unknown)}; expected y and noise, "
+                         "or y_replicates (or, with several outputs, {name: value} or y and "
+                         "noise as such dicts)")  # fmt: skip
     if "y_replicates" in value:
         if "y" in value or "noise" in value:
             raise ValueError("f returned y_replicates with y or noise: they give both")
