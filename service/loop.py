@@ -12,7 +12,6 @@ operations against both and checks that they agree).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -325,12 +324,12 @@ def awaits_refit(rules: Rules, snap: Snapshot) -> bool:
 def labeled_state(y: float | dict, noise: float | dict | None = None) -> str:
     """A labeled ticket's state: ``labeled:<repr(y)>``, or ``labeled:<repr(y)>:<repr(noise)>``
     for a label with a known noise variance (so that a repeat must match both). With several
-    outputs ``y`` (and ``noise``) are objects, written as JSON with their keys sorted (a repeat
-    must match every output)."""
+    outputs ``y`` (and ``noise``) are objects, written ``{'name': repr, ...}`` with their names
+    sorted (a repeat must match every output)."""
 
     def text(value) -> str:
         if isinstance(value, dict):
-            return json.dumps({k: float(v) for k, v in value.items()}, sort_keys=True)
+            return "{" + ", ".join(f"{k!r}: {float(value[k])!r}" for k in sorted(value)) + "}"
         return repr(float(value))
 
     state = f"labeled:{text(y)}"

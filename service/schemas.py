@@ -74,6 +74,19 @@ def _variance_in_range(v: float) -> float:
 NoiseVariance = Annotated[Finite, AfterValidator(_variance_in_range)]
 
 
+# a label's values with several outputs: an object {name: value} (checked against the
+# campaign's outputs); observations' values in a column, or each output's column by name
+_OUTPUTS = Field(min_length=1, max_length=MAX_OUTPUTS)
+_COLUMN = Field(min_length=1, max_length=100_000)
+Replicates = Annotated[list[Output], Field(min_length=2, max_length=100_000)]
+OutputValues = Annotated[dict[str, Output], _OUTPUTS]
+OutputVariances = Annotated[dict[str, NoiseVariance], _OUTPUTS]
+YColumn = Annotated[list[Output | OutputValues], _COLUMN]
+YColumns = Annotated[dict[str, Annotated[list[Output], _COLUMN]], _OUTPUTS]
+NoiseColumn = Annotated[list[NoiseVariance | OutputVariances], _COLUMN]
+NoiseColumns = Annotated[dict[str, Annotated[list[NoiseVariance], _COLUMN]], _OUTPUTS]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -434,11 +447,9 @@ class LabelPost(Strict):
 
     ticket: str = Field(min_length=1, max_length=100)
     # with several outputs, objects {name: ...} (checked against the campaign's outputs)
-    y: Output | dict[str, Output] | None = None
-    noise: NoiseVariance | dict[str, NoiseVariance] | None = None
-    y_replicates: (list[Output] | dict[str, Annotated[list[Output], Field(min_length=2,
-                   max_length=100_000)]] | None) = Field(default=None, min_length=2,
-                                                         max_length=100_000)  # fmt: skip
+    y: Output | OutputValues | None = None
+    noise: NoiseVariance | OutputVariances | None = None
+    y_replicates: Replicates | Annotated[dict[str, Replicates], _OUTPUTS] | None = None
 
     @model_validator(mode="after")
     def _one_y(self):
@@ -730,10 +741,8 @@ class Observations(Strict):
 
     x: list[Point] = Field(min_length=1, max_length=100_000)
     # with several outputs: one object {name: value} per point, or {name: [values]}
-    y: (list[Output | dict[str, Output]] | dict[str, list[Output]]) = Field(
-        min_length=1, max_length=100_000)  # fmt: skip
-    noise: (list[NoiseVariance | dict[str, NoiseVariance]] | dict[str, list[NoiseVariance]]
-            | None) = Field(default=None, min_length=1, max_length=100_000)  # fmt: skip
+    y: YColumn | YColumns
+    noise: NoiseColumn | NoiseColumns | None = None
 
     @model_validator(mode="after")
     def _same_length(self):
