@@ -200,7 +200,8 @@ def test_a_browser_opens_a_campaign_page_with_its_owner_token(guarded, make_body
         ("/campaigns/{campaign_id}/view", 200),
     ]
     plots = [s for route, s in mine if route.endswith("/plots/{kind}.png")]
-    assert plots == [200, 200], mine  # the model and the posterior, fetched with the cookie
+    # the model, the posterior and the accuracy estimates, fetched with the cookie
+    assert plots == [200, 200, 200], mine
 
 
 def test_the_sdk_and_the_simulator_commands_need_only_the_simulator_token(guarded, make_body):
