@@ -190,6 +190,8 @@ class Metamodel:
                 if noise is not None:
                     single["data"]["noise"] = [row[name] for row in noise]
                 self.outputs[name] = Metamodel(single)
+            first = next(iter(self.outputs.values()))
+            self.lower, self.upper, self.space = first.lower, first.upper, first.space
         except (KeyError, TypeError) as error:
             raise ValueError(f"the document's outputs are malformed: {error!r}") from None
 

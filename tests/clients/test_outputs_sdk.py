@@ -83,7 +83,9 @@ def test_run_simulator_with_several_outputs_and_mixed_inputs(api, api_url):
     truth = [beam(p) for p in x]
     scores = api.evaluate(campaign.id, x, {k: [t[k] for t in truth] for k in ("stress", "disp")})
     assert set(scores) == {"stress", "disp"} and scores["stress"].model_version == 5
-    home = Metamodel.load(api.export_model(campaign.id)).predict(x)
+    taken = Metamodel.load(api.export_model(campaign.id))
+    assert taken.dim == 3 and set(taken.outputs) == {"stress", "disp"} and "disp" in repr(taken)
+    home = taken.predict(x)
     for name in ("stress", "disp"):
         np.testing.assert_allclose(home[name]["mean"], predicted[name].mean, rtol=1e-10)
     observed = api.observations(campaign.id)

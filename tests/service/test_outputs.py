@@ -96,6 +96,9 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
 
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert set(model["outputs"]) == {"stress", "disp"} and model["version"] == 4
+    for name in ("stress", "disp"):  # each output warm-started from its own previous posterior
+        assert model["outputs"][name]["diagnostics"]["warm_start"] != "cold"
+        assert model["outputs"][name]["adaptation"]
     assert "samples" not in model and "y_mean" not in model["transform"]
     assert model["features"] == ["x", "n", "mat=steel", "mat=alu"]
     for name in ("stress", "disp"):  # each output standardized on its own
@@ -251,3 +254,25 @@ def test_each_output_is_its_single_output_campaign(client, make_body):
         for key in ("loo_rmse", "ipv", "qbc"):  # the same pool points: the campaign's seed's
             if k == 0:
                 assert mine["accuracy"][key] == alone["accuracy"][key]
+
+
+def test_a_stopping_rule_is_met_when_every_output_meets_it(client, make_body):
+    """The model's accuracy is each target's worst over the outputs: the campaign stops on it."""
+    xs = [[0.1, 1, "steel"], [0.4, 2, "alu"], [0.8, 4, "steel"]]
+    stop = {"loo_rmse_relative": 100.0, "min_labels": 3, "patience": 1}
+    campaign = client.post("/campaigns", json=_body(make_body, stop=stop)).json()["id"]
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": xs, "y": [simulate(x) for x in xs]})  # fmt: skip
+    assert r.status_code == 201, r.text
+    status = wait_for_model(client, campaign, 3)
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    worst = max(o["accuracy"]["loo_rmse_relative"] for o in model["outputs"].values())
+    assert status["state"] == "done" and status["stopped_by"]["value"] == worst
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 410
+
+
+def test_the_limits_count_every_outputs_work(client, make_body):
+    mcmc = {"chains": 8, "warmup": 2000, "samples": 2000, "thinning": 10}  # 32,000 iterations
+    assert client.post("/campaigns", json=make_body(mcmc=mcmc)).status_code == 201
+    r = client.post("/campaigns", json=make_body(mcmc=mcmc, outputs=OUTPUTS))
+    assert r.status_code == 422 and "x 2 outputs" in r.json()["detail"]
