@@ -13,6 +13,7 @@ from clients.ops.http_demo import run_demo
 from clients.ops.run import CommandFailed, parse_y
 from clients.runner import label_of, run_simulator
 from clients.simulators import MULTI_SIMULATORS, SIMULATORS, MultiSimulator, get_simulator
+from tests.clients.ops.test_run import _run_command
 
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
@@ -108,3 +109,23 @@ def test_simulate_and_the_demo_drive_the_two_output_simulator(api, api_url, caps
     assert set(result["outputs"]) == {"branin", "wave"}
     assert all(np.isfinite(e["nlml"]) for e in result["outputs"].values())
     api.delete_campaign(result["campaign"])
+
+
+def test_fbgp_al_run_reads_several_outputs_from_a_command(api_url, make_body):
+    body = make_body(name="run-outputs", outputs=[{"name": "stress"}, {"name": "disp"}],
+                     max_labels=4, mcmc=FAST)  # fmt: skip
+    with FbgpClient(api_url, token="") as api:
+        campaign = api.create_campaign(body).id
+        process = _run_command(
+            api_url,
+            campaign,
+            "sh",
+            "-c",
+            'echo working; echo "stress={x} disp=$(echo {x} | cut -c1-3)"',
+        )
+        out, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, out
+        observed = api.observations(campaign)
+    assert len(observed.y) == 4 and not observed.failures
+    for x, y in zip(observed.x, observed.y, strict=True):
+        assert y["stress"] == x[0] and y["disp"] == float(repr(x[0])[:3])

@@ -224,6 +224,11 @@ def test_known_noise_with_outputs(client, make_body):
     home = Metamodel.load(document).predict([[0.5]])
     np.testing.assert_allclose(home["disp"]["variance"], p["outputs"]["disp"]["variance"],
                                rtol=1e-10)  # fmt: skip
+    page = client.get(f"/campaigns/{campaign}/view").text  # one input: each output's model
+    assert "id='plot-model-stress'" in page and "id='plot-model-disp'" in page
+    for name in ("stress", "disp"):
+        png = client.get(f"/campaigns/{campaign}/plots/model.png?output={name}")
+        assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
 
 
 def test_each_output_is_its_single_output_campaign(client, make_body):
