@@ -317,10 +317,6 @@ class CampaignCreate(CampaignFields):
             outputs = [o.name for o in self.outputs]
             if len(set(outputs)) != len(outputs):
                 raise ValueError("outputs: their names must be distinct")
-            if self.mode == "parallel":
-                raise ValueError("outputs: a campaign with several outputs runs in mode "
-                                 "sequential (parallel mode's batches are not supported for "
-                                 "several outputs)")  # fmt: skip
         if self.max_labels < self.initial_design.size:
             raise ValueError(
                 f"max_labels ({self.max_labels}) is smaller than the initial design "

@@ -16,7 +16,7 @@ import torch
 
 from worker import accuracy
 from worker.acquisition import evaluate as acquisition_values
-from worker.acquisition import greedy_batch
+from worker.acquisition import greedy_batch, greedy_batch_outputs
 from worker.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
@@ -250,7 +250,8 @@ def multi_model_and_ranking(
     pending: list[int], started: float,
 ) -> tuple[dict, list]:  # fmt: skip
     """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
-    campaign's seed), ranked by :func:`combined_scores`; the model holds each output's draws,
+    campaign's seed), ranked by :func:`combined_scores` (in parallel mode a greedy batch,
+    :func:`worker.acquisition.greedy_batch_outputs`); the model holds each output's draws,
     mode, output transform, diagnostics and accuracy under ``outputs``."""
     first = fits[0].data
     n = first.n
@@ -262,13 +263,24 @@ def multi_model_and_ranking(
     ranking = []
     if len(candidates):
         cand_u = torch.from_numpy(first.space.features(pool.points(candidates)))
-        parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
-        scores = combined_scores(spec["acquisition"], parts, cand_u).numpy()
-        best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+        if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
+            size = min(int(spec["max_pending"]), MAX_BATCH)
+            pending_u = (torch.from_numpy(first.space.features(pool.points(list(pending))))
+                         if len(pending) else None)  # fmt: skip
+            parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
+                     for f, t in zip(fits, thins, strict=True)]  # fmt: skip
+            order, chosen = greedy_batch_outputs(spec["acquisition"], parts, cand_u, size,
+                                                 pending_u, seed=first.seed)  # fmt: skip
+            best, best_scores = order.numpy(), chosen.numpy()
+        else:
+            parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
+            scores = combined_scores(spec["acquisition"], parts, cand_u).numpy()
+            best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+            best_scores = scores[best]
         points = first.space.from_pool(pool.points(candidates[best]))
         ranking = [
-            {"index": int(candidates[b]), "x": p, "score": float(scores[b])}
-            for b, p in zip(best, points, strict=True)
+            {"index": int(candidates[b]), "x": p, "score": float(v)}
+            for b, p, v in zip(best, points, best_scores, strict=True)
         ]
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):

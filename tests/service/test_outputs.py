@@ -5,6 +5,7 @@ page; and each output's posterior against a single-output campaign on the same l
 
 import csv
 import io
+import json
 import math
 
 import numpy as np
@@ -60,9 +61,6 @@ def test_campaign_bodies_with_outputs_are_checked(client, make_body):
     ):
         r = client.post("/campaigns", json=make_body(outputs=outputs))
         assert r.status_code == 422, (outputs, r.text)
-    r = client.post("/campaigns", json=make_body(outputs=OUTPUTS, mode="parallel",
-                                                 max_pending=2))  # fmt: skip
-    assert r.status_code == 422 and "sequential" in r.json()["detail"]
 
 
 def test_a_two_output_campaign_end_to_end(client, make_body):
@@ -281,3 +279,21 @@ def test_the_limits_count_every_outputs_work(client, make_body):
     assert client.post("/campaigns", json=make_body(mcmc=mcmc)).status_code == 201
     r = client.post("/campaigns", json=make_body(mcmc=mcmc, outputs=OUTPUTS))
     assert r.status_code == 422 and "x 2 outputs" in r.json()["detail"]
+
+
+def test_a_parallel_campaign_of_several_outputs_hands_out_a_batch(client, make_body):
+    xs = [[0.1, 1, "steel"], [0.4, 2, "alu"], [0.8, 4, "steel"]]
+    body = _body(make_body, mode="parallel", max_pending=3)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": xs, "y": [simulate(x) for x in xs]})  # fmt: skip
+    assert r.status_code == 201, r.text
+    wait_for_model(client, campaign, 3)
+    points = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(3)]
+    assert all(p["model_version"] == 3 for p in points)
+    assert len({json.dumps(p["x"]) for p in points}) == 3  # three distinct points at once
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 202  # max_pending out
+    for p in points:
+        label = {"ticket": p["ticket"], "y": simulate(p["x"])}
+        assert client.post(f"/campaigns/{campaign}/label", json=label).status_code in (201, 410)
+    wait_for_model(client, campaign, 6)

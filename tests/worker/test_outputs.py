@@ -8,7 +8,7 @@ import torch
 
 from service import loop
 from worker import answers, refit
-from worker.acquisition import evaluate
+from worker.acquisition import evaluate, greedy_batch, greedy_batch_outputs
 from worker.defaults import STOP_TARGETS, output_labels, output_spec
 from worker.design import GridPool
 
@@ -116,3 +116,35 @@ def test_a_stopping_target_is_met_when_every_output_meets_it():
     assert met is not None and met["value"] == 0.09
     assert loop.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
     assert loop.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
+
+
+@pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "random"])
+def test_a_batch_of_one_output_is_greedy_batchs(name):
+    fits = refit.fit_outputs(SPEC, _labels())
+    f = fits[0]
+    thin = f.post.thinned(2)
+    candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
+    pending = torch.tensor([[0.5]], dtype=torch.float64)
+    one = greedy_batch_outputs(name, [(1.0, thin, f.data.u, f.data.z, None)], candidates, 4,
+                               pending, seed=f.data.seed)  # fmt: skip
+    alone = greedy_batch(name, thin, f.data.u, f.data.z, candidates, 4, pending,
+                         seed=f.data.seed)  # fmt: skip
+    assert torch.equal(one[0], alone[0]) and torch.equal(one[1], alone[1])
+
+
+def test_a_batch_of_several_outputs_starts_with_the_best_combined_score():
+    fits = refit.fit_outputs(SPEC, _labels())
+    candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
+    thins = [f.post.thinned(2) for f in fits]
+    parts = [(f.weight, t, f.data.u, f.data.z, None) for f, t in zip(fits, thins, strict=True)]
+    order, scores = greedy_batch_outputs("qb-mgp", parts, candidates, 5)
+    combined = refit.combined_scores(
+        "qb-mgp", [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)], candidates
+    )
+    assert int(order[0]) == int(torch.argmax(combined))
+    assert float(scores[0]) == pytest.approx(float(combined.max()), rel=1e-12)
+    assert len(set(order.tolist())) == 5
+    # a fantasy lowers the scores near it: each later pick scores at most its score before
+    assert all(
+        float(s) <= float(combined[i]) * (1 + 1e-12) for i, s in zip(order, scores, strict=True)
+    )
