@@ -136,10 +136,10 @@ class LabelResult:
     """``created`` is False when the same label had been stored before (200, not 201)."""
 
     ticket: str
-    y: float
+    y: float | dict  # with several outputs, {name: value}
     n_labeled: int
     created: bool
-    noise: float | None = None  # the label's noise variance, in a campaign with known noise
+    noise: float | dict | None = None  # the label's noise variance, in a campaign with known noise
 
 
 @dataclass(frozen=True)
@@ -171,9 +171,9 @@ class Model:
 
     version: int
     n_labeled: int
-    samples: dict
-    acquisition_samples: dict
-    mode: dict
+    samples: dict | None  # None with several outputs: each one's are in ``outputs``
+    acquisition_samples: dict | None
+    mode: dict | None
     transform: dict
     diagnostics: dict
     # estimates without a test set (LOO RMSE, integrated variances; README); empty from servers
@@ -182,10 +182,15 @@ class Model:
     # the lengthscales' columns by name (an input, or ``name=value`` of a choice input's value);
     # None for a campaign of float inputs, whose columns are its inputs
     features: list[str] | None = None
+    # a multi-output campaign's outputs by name, each a dict with its samples,
+    # acquisition_samples, mode, transform (y_mean, y_std), diagnostics and accuracy
+    outputs: dict[str, dict] | None = None
 
     @classmethod
     def from_json(cls, data: dict) -> Model:
         fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "accuracy"}
+        for k in ("samples", "acquisition_samples", "mode"):
+            fields.setdefault(k, None)
         return cls(**fields, accuracy=data.get("accuracy") or {})
 
     @property
@@ -423,23 +428,24 @@ class FbgpClient:
             pause = min(answer.retry_after, _LONGEST_RETRY_AFTER) - (now - asked)
             time.sleep(max(0.0, min(pause, deadline - now)))
 
-    def label(self, campaign_id: str, ticket: str, y: float | None = None, *,
-              noise: float | None = None,
-              replicates: Sequence[float] | None = None) -> LabelResult:  # fmt: skip
+    def label(self, campaign_id: str, ticket: str, y: float | dict | None = None, *,
+              noise: float | dict | None = None,
+              replicates: Sequence[float] | dict | None = None) -> LabelResult:  # fmt: skip
         """Post the label of ``ticket``: ``y``, and in a campaign with known noise its
         ``noise`` variance (original units), or instead ``replicates`` (two runs or more at the
-        point: the service takes their mean and the variance of that mean). 409 (another
-        label), 404 (unknown ticket), 410 (done) and 422 (y not finite, noise missing or not
-        expected) raise :class:`ApiError`."""
+        point: the service takes their mean and the variance of that mean). With several
+        outputs each is a dict ``{name: ...}``. 409 (another label), 404 (unknown ticket), 410
+        (done) and 422 (y not finite, an output missing, noise missing or not expected) raise
+        :class:`ApiError`."""
         body: dict = {"ticket": ticket}
         if replicates is not None:
-            body["y_replicates"] = [float(v) for v in replicates]
+            body["y_replicates"] = _numbers(replicates, list)
         else:
             if y is None:
                 raise ValueError("label needs y (or replicates)")
-            body["y"] = float(y)
+            body["y"] = _numbers(y)
         if noise is not None:
-            body["noise"] = float(noise)
+            body["noise"] = _numbers(noise)
         response = self._call("POST", f"/campaigns/{campaign_id}/label", json=body,
                               ok=(200, 201))  # fmt: skip
         data = response.json()
@@ -475,9 +481,9 @@ class FbgpClient:
         """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units), with their
         noise variances ``noise`` ``[n]`` in a campaign with known noise; returns the number of
         labels stored now."""
-        body = {"x": _points(x), "y": [float(v) for v in y]}
+        body = {"x": _points(x), "y": [_numbers(v) for v in y]}
         if noise is not None:
-            body["noise"] = [float(v) for v in noise]
+            body["noise"] = [_numbers(v) for v in noise]
         response = self._call("POST", f"/campaigns/{campaign_id}/observations", json=body,
                               idempotent=False, ok=(201,))  # fmt: skip
         return int(response.json()["n_labeled"])
@@ -526,9 +532,14 @@ class FbgpClient:
                 raise TimeoutError(f"campaign {campaign_id}: no model {version} in {timeout} s")
             time.sleep(poll)
 
-    def predict(self, campaign_id: str, x) -> Prediction:
+    def predict(self, campaign_id: str, x) -> Prediction | dict[str, Prediction]:
+        """Predictions at ``x``; with several outputs ``{name: Prediction}``."""
         body = self._call("POST", f"/campaigns/{campaign_id}/predict",
                           json={"x": _points(x)}).json()  # fmt: skip
+        if "outputs" in body:
+            return {name: Prediction(p["mean"], p["variance"], p["mixture_mean"],
+                                     p["mixture_variance"], body.get("model_version"))
+                    for name, p in body["outputs"].items()}  # fmt: skip
         return Prediction(body["mean"], body["variance"], body["mixture_mean"],
                           body["mixture_variance"], body.get("model_version"))  # fmt: skip
 
@@ -539,16 +550,31 @@ class FbgpClient:
             "values"
         ]
 
-    def evaluate(self, campaign_id: str, x, y: Sequence[float],
-                 noise: Sequence[float] | None = None) -> Evaluation:  # fmt: skip
+    def evaluate(self, campaign_id: str, x, y: Sequence[float] | dict,
+                 noise: Sequence[float] | dict | None = None
+                 ) -> Evaluation | dict[str, Evaluation]:  # fmt: skip
         """Test metrics of the latest model on ``x``, ``y``; ``noise``: the test points' known
-        noise variances (campaigns with known noise), added to their predictive variances."""
-        body = {"x": _points(x), "y": [float(v) for v in y]}
+        noise variances (campaigns with known noise), added to their predictive variances. With
+        several outputs ``y`` (and ``noise``) are ``{name: [values]}`` and the answer
+        ``{name: Evaluation}``."""
+        body = {"x": _points(x), "y": _numbers(y, list)}
         if noise is not None:
-            body["noise"] = [float(v) for v in noise]
+            body["noise"] = _numbers(noise, list)
         data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
+        if "outputs" in data:
+            return {name: Evaluation(e["nlml"], e["rmse"], e["nlpd_mixture"],
+                                     data.get("model_version"))
+                    for name, e in data["outputs"].items()}  # fmt: skip
         return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
                           data.get("model_version"))  # fmt: skip
+
+
+def _numbers(value, kind=float):
+    """A label's number (``kind`` float) or list of numbers (``kind`` list) as JSON floats, or
+    a dict of them by output name."""
+    if isinstance(value, dict):
+        return {str(k): _numbers(v, kind) for k, v in value.items()}
+    return [float(v) for v in value] if kind is list else float(value)
 
 
 def check_refit(status: CampaignStatus, version: int) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 from worker.space import Space
 
 FORMAT = "fbgp-al-metamodel"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: one output; 2: several (``outputs``), each read as a version 1 model
 KERNEL = "rbf-ard"
 
 # Jitter added to the diagonal, in turn, when a Cholesky fails (worker.gp.JITTERS).
@@ -149,12 +149,17 @@ class Metamodel:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"not an exported model: its 'format' is not {FORMAT!r}")
         version = document.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        several = version == FORMAT_VERSION and "outputs" in document
+        if not isinstance(version, int) or (version > 1 and not several):
             raise ValueError(f"format_version {version!r} is not one this SDK reads "
-                             f"(<= {FORMAT_VERSION}); upgrade fbgp-al")  # fmt: skip
+                             f"(1, or {FORMAT_VERSION} with outputs); upgrade fbgp-al")  # fmt: skip
         if document.get("kernel", KERNEL) != KERNEL:
             raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
         self.document = document
+        self.outputs: dict[str, Metamodel] | None = None
+        if several:
+            self._read_outputs(document)
+            return
         try:
             self._read(document)
         except KeyError as error:
@@ -163,6 +168,32 @@ class Metamodel:
             if str(error).startswith("the document"):
                 raise
             raise ValueError(f"the document is malformed: {error}") from None
+
+    def _read_outputs(self, document: dict) -> None:
+        """A multi-output document: one single-output :class:`Metamodel` per output
+        (``outputs``), each on its own draws, mode, output transform and values of the labels."""
+        try:
+            outputs, data = document["outputs"], document["data"]
+            if not isinstance(outputs, dict) or not outputs:
+                raise ValueError("the document's outputs must be an object {name: model}")
+            self.campaign = dict(document.get("campaign", {}))
+            self.version, self.n_labeled = int(document["version"]), int(document["n_labeled"])
+            self.inputs = [dict(i) for i in document["inputs"]]
+            rows, noise = data["y"], data.get("noise")
+            self.outputs = {}
+            for name, part in outputs.items():
+                single = {key: value for key, value in document.items() if key != "outputs"}
+                single.update(format_version=1, samples=part.get("samples"),
+                              acquisition_samples=part["acquisition_samples"], mode=part["mode"],
+                              transform={**document["transform"], **part["transform"]},
+                              data={"x": data["x"], "y": [row[name] for row in rows]})  # fmt: skip
+                if noise is not None:
+                    single["data"]["noise"] = [row[name] for row in noise]
+                self.outputs[name] = Metamodel(single)
+            first = next(iter(self.outputs.values()))
+            self.lower, self.upper, self.space = first.lower, first.upper, first.space
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"the document's outputs are malformed: {error!r}") from None
 
     def _read(self, document: dict) -> None:
         self.campaign = dict(document.get("campaign", {}))
@@ -272,7 +303,11 @@ class Metamodel:
         """At ``x`` (``m x d``, original units; points outside the declared bounds are
         extrapolated, where ``/predict`` answers 422): ``mean`` and ``variance`` of y under the
         posterior-mode GP, ``mixture_mean`` and ``mixture_variance`` under the mixture of the
-        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers."""
+        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers. A
+        multi-output model answers ``{name: {mean, variance, ...}}``, as ``/predict``'s
+        ``outputs``."""
+        if self.outputs is not None:
+            return {name: model.predict(x) for name, model in self.outputs.items()}
         cand = self._gp(self._points(x))
         mean, var = self._mode.predict(cand)
         mixture_mean, mixture_var = self._mixture(cand)
@@ -315,6 +350,10 @@ class Metamodel:
 
     def __repr__(self) -> str:
         names = ", ".join(i["name"] for i in self.inputs)
+        if self.outputs is not None:
+            return (f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
+                    f"n_labeled={self.n_labeled}, inputs=[{names}], "
+                    f"outputs=[{', '.join(self.outputs)}])")  # fmt: skip
         return (f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
                 f"n_labeled={self.n_labeled}, inputs=[{names}], "
                 f"draws={len(self.draw_noise)})")  # fmt: skip

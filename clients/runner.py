@@ -1,6 +1,8 @@
 """A remote simulator in a few lines: ask the service for a point, run ``f``, post the label.
 
 ``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; in a campaign with
+several outputs ``f`` returns ``{name: y}`` (or ``{"y": {name: y}, "noise": {name: variance}}``,
+``{"y_replicates": {name: [..]}}``); in a campaign with
 known noise ``f`` returns ``(y, noise)`` (``noise``: the variance of ``y``), ``{"y": .., "noise":
 ..}`` or ``{"y_replicates": [..]}`` (runs at the point: the service takes their mean and the
 variance of that mean). Through
@@ -107,22 +109,40 @@ def label_of(value) -> dict:
         if not math.isfinite(y):
             raise ValueError(f"f returned {y}, not a finite number")
         return {"y": y}
-    unknown = set(value) - {"y", "noise", "y_replicates"}
+    reserved = {"y", "noise", "y_replicates"}
+    if value and not set(value) & reserved:
+        value = {"y": value}  # several outputs: {name: value}
+    unknown = set(value) - reserved
     if unknown:
         raise ValueError(f"f returned a dict with keys {sorted(unknown)}; expected y and noise, "
-                         "or y_replicates")  # fmt: skip
+                         "or y_replicates (or, with several outputs, {name: value} or y and "
+                         "noise as such dicts)")  # fmt: skip
     if "y_replicates" in value:
         if "y" in value or "noise" in value:
             raise ValueError("f returned y_replicates with y or noise: they give both")
-        return {"replicates": [_finite(v, "a replicate") for v in value["y_replicates"]]}
+        runs = value["y_replicates"]
+        if isinstance(runs, dict):
+            return {"replicates": {k: [_finite(v, f"a replicate of {k}") for v in vs]
+                                   for k, vs in runs.items()}}  # fmt: skip
+        return {"replicates": [_finite(v, "a replicate") for v in runs]}
     if "y" not in value:
         raise ValueError("f returned a dict without y")
-    label = {"y": _finite(value["y"], "y")}
+    label = {"y": _each(value["y"], "y")}
     if value.get("noise") is not None:
-        label["noise"] = _finite(value["noise"], "noise")
-        if label["noise"] < 0:
+        label["noise"] = _each(value["noise"], "noise")
+        noises = label["noise"].values() if isinstance(label["noise"], dict) else [label["noise"]]
+        if any(v < 0 for v in noises):
             raise ValueError(f"f returned noise {label['noise']}, a variance below 0")
     return label
+
+
+def _each(value, what: str):
+    """A finite number, or with several outputs a dict of them by name."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError(f"f returned an empty dict as {what}")
+        return {str(k): _finite(v, f"{what}[{k!r}]") for k, v in value.items()}
+    return _finite(value, what)
 
 
 def _run(api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str,

@@ -14,6 +14,11 @@ over the box (101 points for the 1-D functions and Motorcycle, 100 per dimension
 | ``hartmann6`` | 6 | [0, 1]^6 | 0.0192 | Hartmann 6-D; VLSE ``hart6`` |
 | ``motorcycle`` | 1 | [0, 100] | table | the paper's appendix: a GP fitted to Silverman's data |
 
+One simulator of two outputs (:data:`MULTI_SIMULATORS`, a :class:`MultiSimulator`), for
+multi-output campaigns: ``branin2`` on Branin's box, ``branin`` (as above) and ``wave``
+(``0.01 sin(x1 / 2) cos(x2 / 3)``, noise sd ``0.0005 (1 + (x1 + 5) / 15)``), outputs five orders
+of magnitude apart.
+
 Arrays: ``X`` is ``[m, d]`` in original units (a ``[m]`` vector is accepted when ``d == 1``);
 ``mean``, ``noise_std`` and ``sample`` return ``[m]``.
 """
@@ -205,13 +210,79 @@ def _build() -> dict[str, Simulator]:
     }
 
 
+@dataclass(frozen=True)
+class MultiSimulator(Simulator):
+    """A simulator of several named outputs on one box: ``outputs`` holds each one's
+    ``(name, mean_fn, noise_fn)``; ``mean_fn`` and ``noise_fn`` are output 0's, so that
+    single-output tooling sees output 0. For a multi-output campaign (its ``outputs``)."""
+
+    outputs: tuple[tuple[str, Callable, Callable], ...] = ()
+
+    @property
+    def output_names(self) -> list[str]:
+        return [name for name, _, _ in self.outputs]
+
+    def campaign_outputs(self) -> list[dict]:
+        """The campaign body's ``outputs``: ``[{"name": ..}, ..]``."""
+        return [{"name": name} for name in self.output_names]
+
+    def means(self, X) -> dict[str, np.ndarray]:
+        """Each output's noise-free values ``[m]`` at ``X`` ``[m, d]``, by name."""
+        X = self.check_inputs(X)
+        return {name: mean(X) for name, mean, _ in self.outputs}
+
+    def noise_stds(self, X) -> dict[str, np.ndarray]:
+        """Each output's noise standard deviation ``[m]`` at ``X``, by name."""
+        X = self.check_inputs(X)
+        return {name: noise(X) for name, _, noise in self.outputs}
+
+    def sample_outputs(self, X, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Noisy values ``[m]`` of each output, by name (independent noise per output)."""
+        X = self.check_inputs(X)
+        return {name: mean(X) + noise(X) * rng.standard_normal(len(X))
+                for name, mean, noise in self.outputs}  # fmt: skip
+
+    def label(self, x, rng: np.random.Generator, known_noise: bool = False) -> dict:
+        """One point's label as ``run_simulator``'s ``f`` returns it: ``{name: y}``, or with
+        ``known_noise`` ``{"y": {name: y}, "noise": {name: variance}}``."""
+        X = self.check_inputs([list(x)])
+        y = {name: float(v[0]) for name, v in self.sample_outputs(X, rng).items()}
+        if not known_noise:
+            return y
+        return {"y": y, "noise": {name: float(v[0]) ** 2 for name, v in self.noise_stds(X).items()}}
+
+
+def wave_mean(X: np.ndarray) -> np.ndarray:
+    """A second output on Branin's box, of another scale: ``0.01 sin(x1 / 2) cos(x2 / 3)``."""
+    return 0.01 * np.sin(X[:, 0] / 2) * np.cos(X[:, 1] / 3)
+
+
+def wave_noise(X: np.ndarray) -> np.ndarray:
+    """Heteroscedastic: ``0.0005 (1 + (x1 + 5) / 15)``, twice as large at ``x1 = 10``."""
+    return 0.0005 * (1 + (X[:, 0] + 5) / 15)
+
+
+def _build_multi() -> dict[str, MultiSimulator]:
+    branin = ("branin", branin_mean, _constant(11.32))
+    return {
+        "branin2": MultiSimulator("branin2", ((-5.0, 10.0), (0.0, 15.0)), 100, branin_mean,
+                                  _constant(11.32), outputs=(branin, ("wave", wave_mean,
+                                                                      wave_noise))),
+    }  # fmt: skip
+
+
 _SIMULATORS = _build()
 SIMULATORS: tuple[str, ...] = tuple(_SIMULATORS)
+_MULTI = _build_multi()
+# simulators of several outputs (for multi-output campaigns; not among the paper's benchmarks)
+MULTI_SIMULATORS: tuple[str, ...] = tuple(_MULTI)
 
 
 def get_simulator(name: str) -> Simulator:
-    """The built-in simulator called ``name`` (one of :data:`SIMULATORS`)."""
+    """The built-in simulator called ``name`` (one of :data:`SIMULATORS`, or of
+    :data:`MULTI_SIMULATORS`: a :class:`MultiSimulator`)."""
     try:
-        return _SIMULATORS[name]
+        return _SIMULATORS[name] if name in _SIMULATORS else _MULTI[name]
     except KeyError:
-        raise KeyError(f"unknown simulator {name!r}; known: {', '.join(SIMULATORS)}") from None
+        known = ", ".join(SIMULATORS + MULTI_SIMULATORS)
+        raise KeyError(f"unknown simulator {name!r}; known: {known}") from None

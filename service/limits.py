@@ -52,10 +52,12 @@ def check_campaign(body: dict, settings: Settings) -> None:
     """422 unless a campaign's settings (``POST /campaigns``'s body, as a dict) stay within the
     limits."""
     chains, warmup, most = mcmc_iterations(body["mcmc"])
-    iterations = chains * (warmup + most)
+    outputs = len(body.get("outputs") or ())  # several: each output's posterior and scores
+    each = f" x {outputs} outputs" if outputs else ""
+    iterations = chains * (warmup + most) * max(1, outputs)
     if iterations > settings.limit_mcmc_iterations:
         what = (f"the MCMC work of one refit, {chains} chains x ({warmup} warm-up + {most} "
-                "draws)")  # fmt: skip
+                f"draws){each}")  # fmt: skip
         raise _beyond(what, iterations, settings.limit_mcmc_iterations, "limit_mcmc_iterations")
     if body["max_labels"] > settings.limit_labels:
         raise _beyond("max_labels", body["max_labels"], settings.limit_labels, "limit_labels")
@@ -65,10 +67,10 @@ def check_campaign(body: dict, settings: Settings) -> None:
         what = f"the grid pool's size, {shape}"
         raise _beyond(what, size, settings.limit_grid_points, "limit_grid_points")
     candidates = min(int(body["pool_subsample"]), size)
-    draws = scoring_draws(body["mcmc"], body["acquisition"])
+    draws = scoring_draws(body["mcmc"], body["acquisition"]) * max(1, outputs)
     if candidates * draws > settings.limit_scoring_work:
         what = (f"the work of one scoring, {candidates:,} candidates (pool_subsample) x {draws} "
-                "acquisition draws")  # fmt: skip
+                f"acquisition draws{' (all outputs)' if outputs else ''}")  # fmt: skip
         raise _beyond(what, candidates * draws, settings.limit_scoring_work, "limit_scoring_work")
     fantasies = body["mode"] == "parallel" and body["acquisition"] != "random"
     if fantasies and body["max_pending"] > settings.limit_pending:

@@ -321,11 +321,19 @@ def awaits_refit(rules: Rules, snap: Snapshot) -> bool:
     return rules.design_size <= n < rules.max_labels and snap.refit.model_version != n
 
 
-def labeled_state(y: float, noise: float | None = None) -> str:
+def labeled_state(y: float | dict, noise: float | dict | None = None) -> str:
     """A labeled ticket's state: ``labeled:<repr(y)>``, or ``labeled:<repr(y)>:<repr(noise)>``
-    for a label with a known noise variance (so that a repeat must match both)."""
-    state = f"labeled:{float(y)!r}"
-    return state if noise is None else f"{state}:{float(noise)!r}"
+    for a label with a known noise variance (so that a repeat must match both). With several
+    outputs ``y`` (and ``noise``) are objects, written ``{'name': repr, ...}`` with their names
+    sorted (a repeat must match every output)."""
+
+    def text(value) -> str:
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k!r}: {float(value[k])!r}" for k in sorted(value)) + "}"
+        return repr(float(value))
+
+    state = f"labeled:{text(y)}"
+    return state if noise is None else f"{state}:{text(noise)}"
 
 
 def label_outcome(

@@ -133,7 +133,15 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
             f"start {html.escape(str(d.get('warm_start', 'cold')))}",
         ]
         parts.append("<p>" + " &middot; ".join(numbers) + "</p>")
-        if model.get("accuracy"):
+        names = list(model.get("outputs") or {})
+        for name in names:  # several outputs: each one's accuracy
+            a = model["outputs"][name].get("accuracy")
+            if a:
+                parts.append(f"<p id='accuracy-{html.escape(name)}'><b>{html.escape(name)}</b>: "
+                             f"LOO RMSE {a['loo_rmse']:.4g} &middot; LOO NLPD "
+                             f"{a['loo_nlpd']:.3f} &middot; ipv {a['ipv']:.4g} "
+                             f"({a['ipv_relative']:.2%})</p>")  # fmt: skip
+        if model.get("accuracy") and not names:
             a = model["accuracy"]
             estimates = [
                 f"LOO RMSE <b id='loo-rmse'>{a['loo_rmse']:.4g}</b>",
@@ -154,6 +162,11 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
             kinds.append("curve")
         for kind in kinds:
             src = f"/campaigns/{quote(campaign_id)}/plots/{kind}.png?v={stamp}"
+            if names and kind in ("model", "posterior"):  # one picture per output
+                for name in names:
+                    parts.append(f"<div><img id='plot-{kind}-{html.escape(name)}' alt='{kind}' "
+                                 f"src='{src}&amp;output={quote(name)}'></div>")  # fmt: skip
+                continue
             parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}'></div>")
     return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
 
@@ -206,14 +219,17 @@ def view(campaign_id: str, request: Request, store: StoreDep):
 
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
 def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
-         settings: SettingsDep):  # fmt: skip
+         settings: SettingsDep, output: str | None = None):  # fmt: skip
     if "token" in request.query_params:
         return _keep_token(request)
     if kind not in PLOTS:
         raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
     if kind not in ("curve", "accuracy"):
         store.model(campaign_id)  # 404 before the first model
-    png = run_job(redis, settings, "plot", campaign_id, kind)
+    if output is not None:  # several outputs: the posterior or model of this one
+        png = run_job(redis, settings, "plot", campaign_id, kind, output)
+    else:
+        png = run_job(redis, settings, "plot", campaign_id, kind)
     if png is None:
         raise NotFound(f"nothing to draw for {kind!r} yet")
     return Response(png, media_type="image/png", headers=SECURITY_HEADERS)

@@ -3,6 +3,7 @@ and RQ's facts about a job and the workers; shared by the API and the workers (n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -40,12 +41,14 @@ class TooLarge(ServiceError):
 def refit_work(spec: dict, n: int) -> float:
     """A refit's work in NUTS iterations of a campaign of at most 100 labels: chains x (warm-up
     + the most samples a chain may draw), twice (a warm start that did not mix is redone cold),
-    times ``1 + (n / 100)^3`` for ``n`` labels (a Cholesky factor per gradient)."""
+    times ``1 + (n / 100)^3`` for ``n`` labels (a Cholesky factor per gradient), times the
+    number of outputs (each has its posterior)."""
     mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
     most = mcmc["samples"]
     if mcmc.get("draws") is not None:  # sampling to a target: up to max_samples per chain
         most = max(most, mcmc["max_samples"])
-    return 2.0 * mcmc["chains"] * (mcmc["warmup"] + most) * (1.0 + (n / 100.0) ** 3)
+    outputs = len(spec.get("outputs") or [None])
+    return 2.0 * mcmc["chains"] * (mcmc["warmup"] + most) * (1.0 + (n / 100.0) ** 3) * outputs
 
 
 def refit_timeout(spec: dict, n: int, settings) -> int:
@@ -114,6 +117,8 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     store = CampaignStore(connection)
     campaign_id = args[0]
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
+    with contextlib.suppress(NotFound):  # each output answers
+        points *= len(store.spec(campaign_id).get("outputs") or [None])
     timeout = short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"

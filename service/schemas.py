@@ -24,6 +24,7 @@ from worker.defaults import (
     ACQUISITIONS,
     DEFAULT_ACQUISITION,
     INITIAL_DESIGN_SIZE,
+    MAX_OUTPUTS,
     MCMC_DEFAULTS,
     POOL_SUBSAMPLE,
     STOP_PATIENCE,
@@ -71,6 +72,19 @@ def _variance_in_range(v: float) -> float:
 
 
 NoiseVariance = Annotated[Finite, AfterValidator(_variance_in_range)]
+
+
+# a label's values with several outputs: an object {name: value} (checked against the
+# campaign's outputs); observations' values in a column, or each output's column by name
+_OUTPUTS = Field(min_length=1, max_length=MAX_OUTPUTS)
+_COLUMN = Field(min_length=1, max_length=100_000)
+Replicates = Annotated[list[Output], Field(min_length=2, max_length=100_000)]
+OutputValues = Annotated[dict[str, Output], _OUTPUTS]
+OutputVariances = Annotated[dict[str, NoiseVariance], _OUTPUTS]
+YColumn = Annotated[list[Output | OutputValues], _COLUMN]
+YColumns = Annotated[dict[str, Annotated[list[Output], _COLUMN]], _OUTPUTS]
+NoiseColumn = Annotated[list[NoiseVariance | OutputVariances], _COLUMN]
+NoiseColumns = Annotated[dict[str, Annotated[list[NoiseVariance], _COLUMN]], _OUTPUTS]
 
 
 class Strict(BaseModel):
@@ -245,6 +259,13 @@ class KnownNoise(Strict):
         return self
 
 
+class OutputSpec(Strict):
+    """A named output of a multi-output campaign, and its weight in the acquisition."""
+
+    name: str = Field(min_length=1, max_length=MAX_TEXT, pattern=r"^[^=\s,]+$")
+    weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+
+
 class CampaignFields(Strict):
     """A campaign's settings as posted (CONTRACT.md), with their defaults."""
 
@@ -269,6 +290,8 @@ class CampaignFields(Strict):
     stop: StopRule | None = None
     # "learned" (one noise level) or "known" (each label's own noise variance, and a nugget)
     noise: LearnedNoise | KnownNoise = Field(default_factory=LearnedNoise, discriminator="type")
+    # named outputs of one simulation, each with its own GP (absent: one output, y a number)
+    outputs: list[OutputSpec] | None = Field(default=None, min_length=2, max_length=MAX_OUTPUTS)
 
     @model_serializer(mode="wrap")
     def _learned_noise_unsaid(self, handler):
@@ -277,6 +300,8 @@ class CampaignFields(Strict):
         data = handler(self)
         if isinstance(data, dict) and data.get("noise") == {"type": "learned"}:
             del data["noise"]
+        if isinstance(data, dict) and data.get("outputs", ()) is None:
+            del data["outputs"]
         return data
 
 
@@ -288,6 +313,10 @@ class CampaignCreate(CampaignFields):
         names = [i.name for i in self.inputs]
         if len(set(names)) != len(names):
             raise ValueError("input names must be distinct")
+        if self.outputs is not None:
+            outputs = [o.name for o in self.outputs]
+            if len(set(outputs)) != len(outputs):
+                raise ValueError("outputs: their names must be distinct")
         if self.max_labels < self.initial_design.size:
             raise ValueError(
                 f"max_labels ({self.max_labels}) is smaller than the initial design "
@@ -413,9 +442,10 @@ class LabelPost(Strict):
     their sample variance over their count, the variance of that mean)."""
 
     ticket: str = Field(min_length=1, max_length=100)
-    y: Output | None = None
-    noise: NoiseVariance | None = None
-    y_replicates: list[Output] | None = Field(default=None, min_length=2, max_length=100_000)
+    # with several outputs, objects {name: ...} (checked against the campaign's outputs)
+    y: Output | OutputValues | None = None
+    noise: NoiseVariance | OutputVariances | None = None
+    y_replicates: Replicates | Annotated[dict[str, Replicates], _OUTPUTS] | None = None
 
     @model_validator(mode="after")
     def _one_y(self):
@@ -423,7 +453,12 @@ class LabelPost(Strict):
             if self.y is not None or self.noise is not None:
                 raise ValueError("y_replicates give y (their mean) and noise (the variance of "
                                  "that mean): send them without y and noise")  # fmt: skip
-            self.y, self.noise = replicate_moments(self.y_replicates)
+            if isinstance(self.y_replicates, dict):
+                moments = {k: replicate_moments(v) for k, v in self.y_replicates.items()}
+                self.y = {k: m[0] for k, m in moments.items()}
+                self.noise = {k: m[1] for k, m in moments.items()}
+            else:
+                self.y, self.noise = replicate_moments(self.y_replicates)
         elif self.y is None:
             raise ValueError("y is required (or y_replicates, two runs or more at the point)")
         return self
@@ -442,8 +477,8 @@ def replicate_moments(values: list[float]) -> tuple[float, float]:
 
 class LabelAnswer(BaseModel):
     ticket: str
-    y: float
-    noise: float | None = None  # in a campaign with known noise
+    y: float | dict[str, float]
+    noise: float | dict[str, float] | None = None  # in a campaign with known noise
     n_labeled: int
 
 
@@ -491,8 +526,8 @@ class ObservationList(BaseModel):
     noise), and every failed run (``failures``), which no model sees."""
 
     x: list[list[Value]]
-    y: list[float]
-    noise: list[float] | None = None
+    y: list[float] | list[dict[str, float]]
+    noise: list[float] | list[dict[str, float]] | None = None
     failures: list[Failure] = []
 
 
@@ -537,6 +572,38 @@ class Model(Free):
     diagnostics: dict[str, Any]
 
 
+class OutputTransform(Free):
+    y_mean: float
+    y_std: float
+
+
+class OutputModel(Free):
+    """One output's part of a multi-output model: its draws, mode, output transform,
+    diagnostics and accuracy."""
+
+    samples: Draws
+    acquisition_samples: Draws
+    mode: ModeDraw
+    transform: OutputTransform
+    diagnostics: dict[str, Any]
+
+
+class InputTransform(Free):
+    lower: list[float]
+    upper: list[float]
+
+
+class MultiModel(Free):
+    """A multi-output campaign's model: each output's (``outputs``, by name), the inputs'
+    transform, and the refit's diagnostics over all outputs."""
+
+    version: int
+    n_labeled: int
+    outputs: dict[str, OutputModel]
+    transform: InputTransform
+    diagnostics: dict[str, Any]
+
+
 class CampaignRef(BaseModel):
     id: str
     name: str
@@ -547,8 +614,8 @@ class LabeledData(BaseModel):
     only when the labels carry it."""
 
     x: list[list[Value]]
-    y: list[float]
-    noise: list[float] | None = None
+    y: list[float] | list[dict[str, float]]
+    noise: list[float] | list[dict[str, float]] | None = None
 
 
 class MetamodelExport(Free):
@@ -572,6 +639,32 @@ class MetamodelExport(Free):
     exported_at: float
 
 
+class ExportedOutput(Free):
+    transform: OutputTransform
+    samples: Draws
+    acquisition_samples: Draws
+    mode: ModeDraw
+
+
+class MultiMetamodelExport(Free):
+    """A multi-output campaign's exported model (``format_version`` 2): each output's draws,
+    mode and output transform under ``outputs``; ``data.y`` (and ``noise``) objects
+    ``{name: value}``."""
+
+    format: Literal["fbgp-al-metamodel"]
+    format_version: Literal[2]
+    campaign: CampaignRef
+    version: int
+    n_labeled: int
+    inputs: list[dict[str, Any]]
+    kernel: Literal["rbf-ard"]
+    transform: InputTransform
+    outputs: dict[str, ExportedOutput]
+    data: LabeledData
+    diagnostics: dict[str, Any]
+    exported_at: float
+
+
 class HistoryEvent(Free):
     """One model stored (``model``), refit failed (``refit_failed``), ``evaluate`` call, run
     failed (``run_failed``: ``ticket``, ``x``, ``reason``) or run abandoned
@@ -589,6 +682,18 @@ class Prediction(Free):
     model_version: int
 
 
+class OutputPrediction(Free):
+    mean: list[float]
+    variance: list[float]
+    mixture_mean: list[float]
+    mixture_variance: list[float]
+
+
+class MultiPrediction(Free):
+    outputs: dict[str, OutputPrediction]
+    model_version: int
+
+
 class AcquisitionValues(Free):
     values: list[float]
     model_version: int
@@ -598,6 +703,17 @@ class Evaluation(Free):
     nlml: float
     rmse: float
     nlpd_mixture: float
+    model_version: int
+
+
+class OutputEvaluation(Free):
+    nlml: float
+    rmse: float
+    nlpd_mixture: float
+
+
+class MultiEvaluation(Free):
+    outputs: dict[str, OutputEvaluation]
     model_version: int
 
 
@@ -620,11 +736,21 @@ class Observations(Strict):
     variances (campaigns with known noise only)."""
 
     x: list[Point] = Field(min_length=1, max_length=100_000)
-    y: list[Output] = Field(min_length=1, max_length=100_000)
-    noise: list[NoiseVariance] | None = Field(default=None, min_length=1, max_length=100_000)
+    # with several outputs: one object {name: value} per point, or {name: [values]}
+    y: YColumn | YColumns
+    noise: NoiseColumn | NoiseColumns | None = None
 
     @model_validator(mode="after")
     def _same_length(self):
+        for field in ("y", "noise"):
+            value = getattr(self, field)
+            if isinstance(value, dict):  # columns: as rows
+                for name, column in value.items():
+                    if len(column) != len(self.x):
+                        raise ValueError(f"x has {len(self.x)} points but {field}[{name!r}] has "
+                                         f"{len(column)} values")  # fmt: skip
+                rows = [{name: value[name][i] for name in value} for i in range(len(self.x))]
+                setattr(self, field, rows)
         if len(self.x) != len(self.y):
             raise ValueError(f"x has {len(self.x)} points but y has {len(self.y)} values")
         if self.noise is not None and len(self.noise) != len(self.y):

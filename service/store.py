@@ -1250,7 +1250,13 @@ class CampaignStore:
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
-        event.update({k: metrics[k] for k in ("nlml", "rmse", "nlpd_mixture")})
+        if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
+            event["outputs"] = {name: {k: m[k] for k in ("nlml", "rmse", "nlpd_mixture")}
+                                for name, m in metrics["outputs"].items()}  # fmt: skip
+            for k in ("nlml", "nlpd_mixture"):
+                event[k] = sum(m[k] for m in event["outputs"].values()) / len(event["outputs"])
+        else:
+            event.update({k: metrics[k] for k in ("nlml", "rmse", "nlpd_mixture")})
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
         self._append(keys=keys, args=[json.dumps(event)])  # not once the campaign is deleted
 

@@ -283,3 +283,66 @@ def greedy_batch(
             variances = gps_with(fantasies).predict(candidates[short])[1]
             current = score(means, variances)
     return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)
+
+
+def greedy_batch_outputs(
+    name: str, parts: list[tuple], candidates, size: int, pending=None, *,
+    shortlist: int = 1000, seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,
+    posterior, u, z, label_noise)``, and a candidate's score is ``sum_k weight_k * score_k``
+    (each output's in its standardized units). Each pick is a fantasy for every output's GPs;
+    ``random``: output 0's random scores (``seed``). With one part of weight 1 it picks as
+    :func:`greedy_batch` does."""
+    candidates = as_tensor(candidates)
+    if name == "random" or len(candidates) == 0:
+        scores = torch.zeros(len(candidates), dtype=DTYPE)
+        for weight, posterior, u, z, noise in parts[:1] if name == "random" else parts:
+            scores += (1.0 if name == "random" else weight) * evaluate(
+                name, posterior, u, z, candidates, seed=seed, label_noise=noise)  # fmt: skip
+        order = torch.argsort(scores, descending=True, stable=True)[:size]
+        return order, scores[order]
+    variance = name not in MEANS_ONLY
+    outputs = []
+    for weight, posterior, u, z, noise in parts:
+        posterior = posterior.mode() if name == "alm" else posterior
+        u, z = as_tensor(u), as_tensor(z)
+        noise = None if noise is None else as_tensor(noise)
+        base = DrawGPs(u, z, posterior.lengthscale, posterior.noise, noise)
+        outputs.append((weight, posterior, u, z, noise, base, scorer(name, posterior.noise)))
+    dim = outputs[0][2].shape[1]
+    fantasies = as_tensor(pending).reshape(-1, dim) if pending is not None else outputs[0][2][:0]
+
+    def gps_with(output, inputs):
+        # the variance of y does not depend on the labels: the fantasies' labels are placeholders
+        _, posterior, u, z, noise, _, _ = output
+        zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
+        known = None if noise is None else torch.cat([noise, torch.zeros(len(inputs), dtype=DTYPE)])
+        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise, known)
+
+    scores = torch.zeros(len(candidates), dtype=DTYPE)
+    for output in outputs:
+        weight, base, score = output[0], output[5], output[6]
+        with_pending = gps_with(output, fantasies) if len(fantasies) and variance else base
+        for block in _blocks(len(candidates), base.block):
+            means, variances = base.predict(candidates[block], variance)
+            if with_pending is not base:
+                variances = with_pending.predict(candidates[block])[1]
+            scores[block] += weight * score(means, variances)
+    short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
+    means = [output[5].predict(candidates[short], False)[0] for output in outputs]
+    picked, picked_scores = [], []
+    available = torch.ones(len(short), dtype=torch.bool)
+    current = scores[short]
+    for _ in range(min(size, len(short))):
+        best = int(torch.argmax(torch.where(available, current, -torch.inf)))
+        picked.append(int(short[best]))
+        picked_scores.append(float(current[best]))
+        available[best] = False
+        fantasies = torch.cat([fantasies, candidates[short[best]][None]])
+        if len(picked) < size and variance:
+            current = torch.zeros(len(short), dtype=DTYPE)
+            for output, mean in zip(outputs, means, strict=True):
+                variances = gps_with(output, fantasies).predict(candidates[short])[1]
+                current += output[0] * output[6](mean, variances)
+    return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

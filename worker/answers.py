@@ -12,6 +12,7 @@ import torch
 
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
+from worker.defaults import output_labels, output_names, output_spec, output_weights
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.refit import label_noise
@@ -119,3 +120,56 @@ def _joint_predictive(
         if info == 0:
             return mean, chol
     raise ValueError("the predictive covariance of the test set is not positive definite")
+
+
+# -- several outputs ---------------------------------------------------------------------------
+def output_model(model: dict, name: str) -> dict:
+    """Output ``name`` of a multi-output model body as the model body of its single-output
+    campaign (its draws, mode, diagnostics, with the inputs' transform and its own ``y_mean``
+    and ``y_std``)."""
+    own = model["outputs"][name]
+    body = {**own, "version": model["version"], "n_labeled": model["n_labeled"],
+            "transform": {**model["transform"], **own["transform"]}}  # fmt: skip
+    if "features" in model:
+        body["features"] = model["features"]
+    return body
+
+
+def _outputs(spec: dict, model: dict, labels: list[dict]):
+    """Each output's ``(name, weight, single-output spec, single-output model, labels)``."""
+    names, weights = output_names(spec), output_weights(spec)
+    return [(name, weights[k], output_spec(spec, k), output_model(model, name),
+             output_labels(labels[: model["n_labeled"]], name))
+            for k, name in enumerate(names)]  # fmt: skip
+
+
+def predict_outputs(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
+    """:func:`predict` for each output of a multi-output campaign: ``{outputs: {name: ...}}``."""
+    parts = _outputs(spec, model, labels)
+    return {"outputs": {name: predict(single, body, seen, x)
+                        for name, _, single, body, seen in parts}}  # fmt: skip
+
+
+def acquisition_outputs(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
+    """A multi-output campaign's acquisition: the combined ``values`` (``sum_k w_k score_k``,
+    each output's score in its standardized units; ``random``: output 0's alone), and each
+    output's scores under ``outputs``."""
+    values, each = None, {}
+    for k, (out, weight, single, body, seen) in enumerate(_outputs(spec, model, labels)):
+        box, _, u, z, post, noise = _context(single, body, seen)
+        scores = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)),
+                                    seed=model["version"] + k, label_noise=noise)  # fmt: skip
+        each[out] = scores.tolist()
+        if name == "random":
+            return {"values": each[out], "acquisition": name}
+        values = weight * scores if values is None else values + weight * scores
+    return {"values": values.tolist(), "acquisition": name, "outputs": each}
+
+
+def metrics_outputs(spec: dict, model: dict, labels: list[dict], x: list, y: dict,
+                    noise: dict | None = None) -> dict:  # fmt: skip
+    """:func:`metrics` for each output: ``y`` (and ``noise``) ``{name: [...]}``."""
+    return {"outputs": {name: metrics(single, body, seen, x, y[name],
+                                      None if noise is None else noise[name])
+                        for name, _, single, body, seen in _outputs(spec, model, labels)},
+            "n": len(x)}  # fmt: skip

@@ -73,3 +73,39 @@ def known_noise(spec: dict) -> bool:
     """Whether a campaign's labels carry their noise variances (specs made before the option
     existed learn one noise level)."""
     return (spec.get("noise") or {}).get("type") == "known"
+
+
+# a campaign's `outputs`: named outputs of one simulation, each with its own GP (2 to this many)
+MAX_OUTPUTS = 16
+
+
+def output_names(spec: dict) -> list[str] | None:
+    """A multi-output campaign's output names, in order (None: one output, ``y`` a number)."""
+    outputs = spec.get("outputs")
+    return [o["name"] for o in outputs] if outputs else None
+
+
+def output_weights(spec: dict) -> list[float]:
+    """The weights of a multi-output campaign's outputs in its acquisition (default 1)."""
+    return [float(o.get("weight") or 1.0) for o in spec["outputs"]]
+
+
+def output_spec(spec: dict, k: int) -> dict:
+    """Output ``k``'s campaign: the single-output campaign whose refits give output ``k``'s
+    posterior, the same but for its seed, ``(seed + k) mod 2^32`` (output 0's is the campaign's
+    own)."""
+    single = {key: value for key, value in spec.items() if key != "outputs"}
+    single["seed"] = (int(spec["seed"]) + k) % 2**32
+    return single
+
+
+def output_labels(labels: list[dict], name: str) -> list[dict]:
+    """Labels of a multi-output campaign as output ``name``'s single-output labels: ``y`` (and
+    ``noise`` when known) its value."""
+    out = []
+    for label in labels:
+        single = dict(label, y=label["y"][name])
+        if isinstance(label.get("noise"), dict):
+            single["noise"] = label["noise"][name]
+        out.append(single)
+    return out

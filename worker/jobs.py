@@ -25,6 +25,7 @@ from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fanout, views
 from worker import refit as math_
+from worker.defaults import output_labels, output_names, output_spec
 from worker.lease import lease, log_ids
 from worker.mcmc import Target, assemble, judge_warm_start
 
@@ -51,6 +52,8 @@ def refit(campaign_id: str) -> dict:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = store.spec(campaign_id)
     n = store.n_labeled(campaign_id)
+    if output_names(spec):  # several outputs: their posteriors one after the other, here
+        return _refit_outputs(store, campaign_id, spec, n, token, began)
     free = fanout.free_workers(store, campaign_id, began)
     groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
     if len(groups) > 1:
@@ -86,12 +89,55 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
         try:
             data = math_.prepare(spec, store.labels(campaign_id)[:n])
             post = posterior(data)
-            result = _store_model(store, campaign_id, spec, data, post, started, token, began)
+            result = _store_model(
+                store,
+                campaign_id,
+                spec,
+                data.n,
+                token,
+                began,
+                lambda pool, exclude, pending: math_.model_and_ranking(
+                    spec, pool, data, post, exclude, pending, started
+                ),
+            )
         except RedisError:
             raise  # the store is out of reach: nothing can be recorded; the refit is revived
         except Exception as error:  # MemoryError and RQ's JobTimeoutException included
             failure = error
     if failure is not None:  # out of the lease: the failure hands the refit on
+        return _failed(store, campaign_id, n, failure, token)
+    _next_refit(store, campaign_id, n, token)
+    return result
+
+
+def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
+    """A multi-output campaign's refit (:func:`worker.refit.fit_outputs`), under its lease, as
+    :func:`_complete` does a single output's."""
+    started = time.perf_counter()
+    failure = None
+    with lease(store, campaign_id, token):
+        try:
+            previous = None
+            with contextlib.suppress(NotFound):
+                previous = store.model(campaign_id)
+            fits = math_.fit_outputs(spec, store.labels(campaign_id)[:n], previous,
+                                     get_settings().limit_mode_draws)  # fmt: skip
+            result = _store_model(
+                store,
+                campaign_id,
+                spec,
+                n,
+                token,
+                began,
+                lambda pool, exclude, pending: math_.multi_model_and_ranking(
+                    spec, pool, fits, exclude, pending, started
+                ),
+            )
+        except RedisError:
+            raise
+        except Exception as error:  # MemoryError and RQ's JobTimeoutException included
+            failure = error
+    if failure is not None:
         return _failed(store, campaign_id, n, failure, token)
     _next_refit(store, campaign_id, n, token)
     return result
@@ -147,24 +193,25 @@ def _warm(store, campaign_id: str, spec: dict) -> dict | None:
         return None
 
 
-def _store_model(store, campaign_id, spec, data, post, started, token, began) -> dict:
+def _store_model(store, campaign_id, spec, n, token, began, build) -> dict:
+    """Store the model and ranking that ``build(pool, exclude, pending)`` makes."""
     snap = store.snapshot(campaign_id, time.time())
     exclude = set() if spec["allow_repeats"] else set(snap.labeled)
     exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)  # never offered again
     pending = sorted(snap.pending)
     pool = store.pool(campaign_id, spec)
-    model, ranking = math_.model_and_ranking(spec, pool, data, post, exclude, pending, started)
+    model, ranking = build(pool, exclude, pending)
     model["diagnostics"]["started_at"] = began
     if not store.save_model(campaign_id, model, ranking, token):
-        log.warning("model %d not stored: another refit is in charge or newer", data.n,
-                    extra=log_ids(campaign_id, version=data.n))  # fmt: skip
-        return {"campaign": campaign_id, "n_labeled": data.n, "skipped": "not stored"}
+        log.warning("model %d not stored: another refit is in charge or newer", n,
+                    extra=log_ids(campaign_id, version=n))  # fmt: skip
+        return {"campaign": campaign_id, "n_labeled": n, "skipped": "not stored"}
     d = model["diagnostics"]
     record_refit(store.r, d["refit_seconds"])
-    log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", data.n, d["refit_seconds"],
+    log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", n, d["refit_seconds"],
              d["max_rhat"], d["divergences"], d["warm_start"],
-             extra=log_ids(campaign_id, version=data.n))  # fmt: skip
-    return {"campaign": campaign_id, "n_labeled": data.n, "version": data.n,
+             extra=log_ids(campaign_id, version=n))  # fmt: skip
+    return {"campaign": campaign_id, "n_labeled": n, "version": n,
             "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
 
 
@@ -190,31 +237,43 @@ def _with_model(campaign_id: str):
 
 def predict(campaign_id: str, x: list) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    return dict(answers.predict(spec, model, labels, x), model_version=model["version"])
+    if output_names(spec):
+        result = answers.predict_outputs(spec, model, labels, x)
+    else:
+        result = answers.predict(spec, model, labels, x)
+    return dict(result, model_version=model["version"])
 
 
 def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    result = answers.acquisition(spec, model, labels, x, name or spec["acquisition"])
+    answer = answers.acquisition_outputs if output_names(spec) else answers.acquisition
+    result = answer(spec, model, labels, x, name or spec["acquisition"])
     return dict(result, model_version=model["version"])
 
 
 def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> dict:
     spec, model, labels = _with_model(campaign_id)
-    result = answers.metrics(spec, model, labels, x, y, noise)
+    answer = answers.metrics_outputs if output_names(spec) else answers.metrics
+    result = answer(spec, model, labels, x, y, noise)
     _store().record_evaluation(campaign_id, model["version"], result)
     return dict(result, model_version=model["version"])
 
 
-def plot(campaign_id: str, kind: str) -> bytes | None:
+def plot(campaign_id: str, kind: str, output: str | None = None) -> bytes | None:
     """A PNG for the campaign page: ``posterior``, ``model``, ``curve`` or ``accuracy`` (None:
-    none to draw)."""
+    none to draw); with several outputs the ``posterior`` and ``model`` of ``output`` (default
+    the first)."""
     store = _store()
     if kind == "curve":
         return views.curve_png(store.history(campaign_id))
     if kind == "accuracy":
         return views.accuracy_png(store.history(campaign_id), store.spec(campaign_id))
     spec, model, labels = _with_model(campaign_id)
+    names = output_names(spec)
+    if names:
+        k = names.index(output) if output in names else 0
+        spec, model, labels = (output_spec(spec, k), answers.output_model(model, names[k]),
+                               output_labels(labels, names[k]))  # fmt: skip
     if kind == "posterior":
         return views.posterior_png(spec, model)
     return views.model_png(spec, model, labels)

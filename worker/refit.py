@@ -16,8 +16,17 @@ import torch
 
 from worker import accuracy
 from worker.acquisition import evaluate as acquisition_values
-from worker.acquisition import greedy_batch
-from worker.defaults import MAX_BATCH, RANKING_SIZE, known_noise
+from worker.acquisition import greedy_batch, greedy_batch_outputs
+from worker.defaults import (
+    MAX_BATCH,
+    RANKING_SIZE,
+    STOP_TARGETS,
+    known_noise,
+    output_labels,
+    output_names,
+    output_spec,
+    output_weights,
+)
 from worker.design import GridPool, PointPool
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.space import Space
@@ -174,3 +183,144 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     points = torch.from_numpy(data.space.features(pool.points(index)))
     return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
                             data.scale_y.std, label_noise=data.noise)  # fmt: skip
+
+
+# -- several outputs -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OutputFit:
+    """One output of a multi-output campaign: its name, weight in the acquisition, its
+    single-output campaign (:func:`worker.defaults.output_spec`), labels in its GP's units and
+    posterior."""
+
+    name: str
+    weight: float
+    spec: dict
+    data: Data
+    post: Posterior
+
+
+def prepare_outputs(spec: dict, labels: list[dict]) -> list[tuple[str, float, dict, Data]]:
+    """Each output's ``(name, weight, single-output campaign, labels in its GP's units)``: each
+    standardized on its own, its seed its single-output campaign's."""
+    out = []
+    for k, (name, weight) in enumerate(zip(output_names(spec), output_weights(spec), strict=True)):
+        single = output_spec(spec, k)
+        out.append((name, weight, single, prepare(single, output_labels(labels, name))))
+    return out
+
+
+def output_warm_start(spec: dict, previous: dict | None, name: str) -> dict | None:
+    """Output ``name``'s adaptation in the previous model, when the campaign warm-starts."""
+    if previous and spec["mcmc"].get("warm_start", False):
+        return (previous.get("outputs") or {}).get(name, {}).get("adaptation")
+    return None
+
+
+def fit_outputs(spec: dict, labels: list[dict], previous: dict | None = None,
+                mode_draws: int = MODE_DRAWS) -> list[OutputFit]:  # fmt: skip
+    """Every output's posterior, one after the other in this process: each the posterior its
+    single-output campaign would sample on the same labels (the same draws)."""
+    fits = []
+    for name, weight, single, data in prepare_outputs(spec, labels):
+        warm = output_warm_start(spec, previous, name)
+        post = posterior(single, data, warm, mode_draws)
+        fits.append(OutputFit(name, weight, single, data, post))
+    return fits
+
+
+def combined_scores(name: str, parts: list[tuple[float, Posterior, Data]], candidates,
+                    version_seed: int | None = None) -> torch.Tensor:  # fmt: skip
+    """A multi-output acquisition: ``sum_k w_k * score_k``, each output's score in its own
+    standardized units (so no output dominates by its units). ``random``: output 0's random
+    scores alone. ``parts``: each output's ``(weight, thinned draws, data)``; the scores' seeds
+    are the outputs' (``version_seed + k`` instead when given)."""
+    total = None
+    for k, (weight, thin, data) in enumerate(parts):
+        seed = data.seed if version_seed is None else version_seed + k
+        scores = acquisition_values(name, thin, data.u, data.z, candidates, seed=seed,
+                                    label_noise=data.noise)  # fmt: skip
+        if name == "random":
+            return scores
+        total = weight * scores if total is None else total + weight * scores
+    return total
+
+
+def multi_model_and_ranking(
+    spec: dict, pool: GridPool | PointPool, fits: list[OutputFit], exclude: set[int],
+    pending: list[int], started: float,
+) -> tuple[dict, list]:  # fmt: skip
+    """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
+    campaign's seed), ranked by :func:`combined_scores` (in parallel mode a greedy batch,
+    :func:`worker.acquisition.greedy_batch_outputs`); the model holds each output's draws,
+    mode, output transform, diagnostics and accuracy under ``outputs``."""
+    first = fits[0].data
+    n = first.n
+    thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
+    rng = np.random.default_rng([int(spec["seed"]), n])
+    candidates = pool.subsample(
+        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
+    )
+    ranking = []
+    if len(candidates):
+        cand_u = torch.from_numpy(first.space.features(pool.points(candidates)))
+        if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
+            size = min(int(spec["max_pending"]), MAX_BATCH)
+            pending_u = (torch.from_numpy(first.space.features(pool.points(list(pending))))
+                         if len(pending) else None)  # fmt: skip
+            parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
+                     for f, t in zip(fits, thins, strict=True)]  # fmt: skip
+            order, chosen = greedy_batch_outputs(spec["acquisition"], parts, cand_u, size,
+                                                 pending_u, seed=first.seed)  # fmt: skip
+            best, best_scores = order.numpy(), chosen.numpy()
+        else:
+            parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
+            scores = combined_scores(spec["acquisition"], parts, cand_u).numpy()
+            best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+            best_scores = scores[best]
+        points = first.space.from_pool(pool.points(candidates[best]))
+        ranking = [
+            {"index": int(candidates[b]), "x": p, "score": float(v)}
+            for b, p, v in zip(best, points, best_scores, strict=True)
+        ]
+    outputs = {}
+    for f, thin in zip(fits, thins, strict=True):
+        body = f.post.to_dict()
+        body["diagnostics"] = dict(body["diagnostics"], seed=f.data.seed)
+        outputs[f.name] = {
+            **body,
+            "acquisition_samples": thin.to_dict()["samples"],
+            "transform": {"y_mean": f.data.scale_y.mean, "y_std": f.data.scale_y.std},
+            "accuracy": accuracy_of(spec, pool, f.data, thin),
+        }
+    model = {
+        "version": n,
+        "n_labeled": n,
+        "outputs": outputs,
+        "transform": first.space.transform(),
+        "diagnostics": summary_diagnostics(outputs, time.perf_counter() - started, first.seed),
+        "accuracy": worst_accuracy([o["accuracy"] for o in outputs.values()]),
+    }
+    if first.space.typed:
+        model["features"] = first.space.feature_names
+    return model, ranking
+
+
+def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:
+    """A multi-output refit's diagnostics over its outputs: the largest R-hat, the smallest
+    ESS, all divergences, each output's warm start."""
+    d = [o["diagnostics"] for o in outputs.values()]
+    return {
+        "refit_seconds": seconds, "seed": seed,
+        "max_rhat": max(x["max_rhat"] for x in d),
+        "min_ess_bulk": min(x["min_ess_bulk"] for x in d),
+        "divergences": sum(int(x["divergences"]) for x in d),
+        "warm_start": ",".join(sorted({str(x.get("warm_start")) for x in d})),
+        "chain_groups": 1,
+    }  # fmt: skip
+
+
+def worst_accuracy(estimates: list[dict]) -> dict:
+    """The outputs' accuracy estimates that a stopping rule may name, each the worst (largest)
+    over the outputs, so that a target is met when every output meets it."""
+    return {key: max(e[key] for e in estimates) for key in STOP_TARGETS
+            if all(e.get(key) is not None for e in estimates)}  # fmt: skip

@@ -118,7 +118,9 @@ def curve_png(history: list[dict]) -> bytes | None:
         return None
     n = [e["n_labeled"] for e in points]
     fig = Figure(figsize=(8, 3.2))
-    for j, metric in enumerate(("nlml", "rmse")):
+    # several outputs: their mean NLML and NLPD (GP units), since their RMSEs have units apart
+    metrics = ("nlml", "rmse") if all("rmse" in e for e in points) else ("nlml", "nlpd_mixture")
+    for j, metric in enumerate(metrics):
         ax = fig.add_subplot(1, 2, j + 1)
         ax.plot(n, [e[metric] for e in points], marker="o")
         ax.set_xlabel("labels")

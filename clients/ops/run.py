@@ -7,7 +7,9 @@ by the coordinate of the campaign's input ``NAME`` (``repr`` of the float, an in
 integer, a choice input's value as text), ``{json}`` by the
 point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
 written to the command's stdin. y is the last non-empty line of its stdout, a float (or two,
-``y noise``, the second its noise variance, in a campaign with known noise). A non-zero
+``y noise``, the second its noise variance, in a campaign with known noise); in a campaign with
+several outputs ``name=value`` pairs (``stress=1.5 disp=0.02``) or a JSON object, ``{"stress":
+1.5, "disp": 0.02}`` (or ``{"y": {..}, "noise": {..}}`` with known noise). A non-zero
 exit, a timeout or an output that is not a finite float reports the ticket failed, with the
 tail of the command's stderr (or its output) as the reason, and the next point is run.
 
@@ -75,13 +77,30 @@ def _value(v, integer: bool):
     return int(v) if integer else float(v)
 
 
-def parse_y(stdout: str) -> float | tuple[float, float]:
+def parse_y(stdout: str) -> float | tuple[float, float] | dict:
     """y from a command's output: its last non-empty line, a finite float; or two, ``y noise``
-    (the variance of y, for a campaign with known noise), as ``(y, noise)``."""
+    (the variance of y, for a campaign with known noise), as ``(y, noise)``; with several
+    outputs ``name=value`` pairs or a JSON object, as a dict (checked by
+    :func:`clients.runner.label_of`)."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     if not lines:
         raise CommandFailed("the command printed nothing on stdout (y expected)")
+    if lines[-1].startswith("{"):
+        try:
+            value = json.loads(lines[-1])
+        except ValueError:
+            raise CommandFailed(f"the last line of stdout is not a JSON object: "
+                                f"{lines[-1][:200]!r}") from None  # fmt: skip
+        if not isinstance(value, dict):
+            raise CommandFailed("the last line of stdout is not a JSON object")
+        return value
     words = lines[-1].split()
+    if words and all("=" in w for w in words):
+        try:
+            return {w.split("=", 1)[0]: float(w.split("=", 1)[1]) for w in words}
+        except ValueError:
+            raise CommandFailed(f"the last line of stdout is not name=value pairs of floats: "
+                                f"{lines[-1][:200]!r}") from None  # fmt: skip
     try:
         if len(words) > 2:
             raise ValueError

@@ -24,7 +24,7 @@ from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.settings import Settings
 from service.store import CampaignStore
-from worker.defaults import known_noise
+from worker.defaults import known_noise, output_names
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
@@ -198,22 +198,50 @@ def check_noise(spec: dict, given: bool, field: str, what: str) -> None:
         raise Unprocessable(f"{field}: {LEARNED_NOISE}")
 
 
+def check_outputs(spec: dict, value, field: str):
+    """A label's ``value`` (its ``y``, or its ``noise``) as the campaign stores it: a number in a
+    single-output campaign; with several outputs an object with a number for each output, in
+    the campaign's order. 422 naming ``field`` and the output missing or unknown otherwise."""
+    names = output_names(spec)
+    if names is None:
+        if isinstance(value, dict):
+            raise Unprocessable(f"{field}: this campaign has one output: a number (a campaign "
+                                'declares several with "outputs")')  # fmt: skip
+        return value
+    listed = ", ".join(repr(n) for n in names)
+    if not isinstance(value, dict):
+        raise Unprocessable(f"{field}: this campaign has several outputs ({listed}): an object "
+                            "{name: value} with a value for each")  # fmt: skip
+    missing = [n for n in names if n not in value]
+    if missing:
+        raise Unprocessable(f"{field}: output {missing[0]!r} is missing (the campaign's "
+                            f"outputs: {listed})")  # fmt: skip
+    unknown = [n for n in value if n not in names]
+    if unknown:
+        raise Unprocessable(f"{field}: unknown output {unknown[0]!r} (the campaign's outputs: "
+                            f"{listed})")  # fmt: skip
+    return {n: float(value[n]) for n in names}
+
+
 @router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
              response_model_exclude_none=True, responses=LABEL_RESPONSES,
              dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     field = "y_replicates" if body.y_replicates is not None else "noise"
-    check_noise(store.spec(campaign_id), body.noise is not None, field,
+    spec = store.spec(campaign_id)
+    check_noise(spec, body.noise is not None, field,
                 "noise (the variance of y) or y_replicates")  # fmt: skip
-    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, body.y, time.time(),
-                                             body.noise)  # fmt: skip
+    y = check_outputs(spec, body.y, "y_replicates" if body.y_replicates is not None else "y")
+    noise = None if body.noise is None else check_outputs(spec, body.noise, field)
+    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, y, time.time(),
+                                             noise)  # fmt: skip
     if enqueue:
         _enqueue_refit(store, campaign_id)
     response.status_code = label_status(outcome, body.ticket)
     if outcome == LabelOutcome.STORED:
         store.count_labels(1)
-    return {"ticket": body.ticket, "y": body.y, "noise": body.noise, "n_labeled": n}
+    return {"ticket": body.ticket, "y": y, "noise": noise, "n_labeled": n}
 
 
 RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
@@ -291,9 +319,15 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
                         settings: SettingsDep):  # fmt: skip
     spec, x = spec_with_points(store, campaign_id, body.x)
     check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
+    y = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(body.y)]
+    noise = (
+        None
+        if body.noise is None
+        else [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(body.noise)]
+    )
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, enqueue = store.import_observations(campaign_id, x, body.y, time.time(),
-                                                    body.noise)  # fmt: skip
+    outcome, n, enqueue = store.import_observations(campaign_id, x, y, time.time(),
+                                                    noise)  # fmt: skip
     if enqueue:
         _enqueue_refit(store, campaign_id)
     if outcome == ImportOutcome.TOO_MANY:
@@ -327,17 +361,28 @@ def export_observations(campaign_id: str, store: StoreDep,
                 for f in store.failures(campaign_id)]  # fmt: skip
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
+    names = output_names(spec)
     if accept and "text/csv" in accept:
         out = io.StringIO()
         writer = csv.writer(out)
-        extra = ["noise"] if noise is not None else []
+        if names is None:
+            columns, extra = ["y"], ["noise"] if noise is not None else []
+        else:  # y_<name> for each output, then noise_<name> for each
+            columns = [f"y_{name}" for name in names]
+            extra = [f"noise_{name}" for name in names] if noise is not None else []
         writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]]
-                        + ["y", *extra, "status", "reason"])  # fmt: skip
+                        + [_text_cell(c) for c in columns + extra]
+                        + ["status", "reason"])  # fmt: skip
         for k, (xi, yi) in enumerate(zip(x, y, strict=True)):
-            known = [repr(noise[k])] if noise is not None else []
-            writer.writerow([_value_cell(v) for v in xi] + [repr(yi), *known, "ok", ""])
+            values = [yi] if names is None else [yi[name] for name in names]
+            if noise is None:
+                known = []
+            else:
+                known = [noise[k]] if names is None else [noise[k][name] for name in names]
+            writer.writerow([_value_cell(v) for v in xi] + [repr(v) for v in values + known]
+                            + ["ok", ""])  # fmt: skip
         for f in failures:
-            empty = [""] * (1 + len(extra))  # y, and its noise
+            empty = [""] * (len(columns) + len(extra))  # y, and its noise
             writer.writerow([_value_cell(v) for v in f["x"]]
                             + [*empty, "failed", _text_cell(f["reason"])])  # fmt: skip
         return Response(out.getvalue(), media_type="text/csv")

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Response
 from service import limits, queues, schemas
 from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound, Unprocessable
-from service.routes.labeling import LEARNED_NOISE, spec_with_points
+from service.routes.labeling import LEARNED_NOISE, check_outputs, spec_with_points
 from service.store import CampaignStore
-from worker.defaults import known_noise
+from worker.defaults import known_noise, output_names
 
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
 
@@ -21,13 +21,18 @@ router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependenc
 MODEL_RESPONSES = schemas.problem_responses(404, 500)
 
 
-@router.get("/model", response_model=schemas.Model, responses=schemas.problem_responses(404))
+@router.get(
+    "/model",
+    response_model=schemas.Model | schemas.MultiModel,
+    responses=schemas.problem_responses(404),
+)
 def model(campaign_id: str, store: StoreDep):
     return store.model(campaign_id)
 
 
 EXPORT_FORMAT = "fbgp-al-metamodel"
 EXPORT_FORMAT_VERSION = 1
+EXPORT_FORMAT_VERSION_OUTPUTS = 2  # a multi-output campaign's document (``outputs``)
 
 
 def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict],
@@ -37,6 +42,8 @@ def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict
     known ``noise`` variances when any label carries one (0 for a label without)."""
     seen = labels[: model["n_labeled"]]
     data = {"x": [label["x"] for label in seen], "y": [label["y"] for label in seen]}
+    if "outputs" in model:
+        return _export_outputs(campaign_id, spec, model, seen, data, now)
     if any(label.get("noise") is not None for label in seen):
         data["noise"] = [float(label.get("noise") or 0.0) for label in seen]
     document = {
@@ -54,7 +61,32 @@ def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict
     return document
 
 
-@router.get("/model/export", response_model=schemas.MetamodelExport,
+def _export_outputs(campaign_id: str, spec: dict, model: dict, seen: list[dict], data: dict,
+                    now: float) -> dict:  # fmt: skip
+    """A multi-output model's document (``format_version`` 2): the inputs' ``transform``, each
+    output's draws, mode and ``transform`` under ``outputs``, and the labels with ``y`` (and
+    ``noise``) objects ``{name: value}``."""
+    names = output_names(spec)
+    if any(label.get("noise") is not None for label in seen):
+        data["noise"] = [label.get("noise") or dict.fromkeys(names, 0.0) for label in seen]
+    keep = ("transform", "samples", "acquisition_samples", "mode", "chains", "diagnostics",
+            "accuracy")  # fmt: skip
+    outputs = {name: {k: model["outputs"][name][k] for k in keep if k in model["outputs"][name]}
+               for name in names}  # fmt: skip
+    document = {
+        "format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION_OUTPUTS,
+        "campaign": {"id": campaign_id, "name": spec["name"]},
+        "version": model["version"], "n_labeled": model["n_labeled"],
+        "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],
+        "outputs": outputs, "data": data, "diagnostics": model.get("diagnostics", {}),
+    }  # fmt: skip
+    if "accuracy" in model:
+        document["accuracy"] = model["accuracy"]
+    document["exported_at"] = now
+    return document
+
+
+@router.get("/model/export", response_model=schemas.MetamodelExport | schemas.MultiMetamodelExport,
             response_model_exclude_unset=True,
             responses=schemas.problem_responses(404))  # fmt: skip
 def export_model(campaign_id: str, store: StoreDep, response: Response):
@@ -91,7 +123,11 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
     return x
 
 
-@router.post("/predict", response_model=schemas.Prediction, responses=MODEL_RESPONSES)
+@router.post(
+    "/predict",
+    response_model=schemas.Prediction | schemas.MultiPrediction,
+    responses=MODEL_RESPONSES,
+)
 def predict(campaign_id: str, body: schemas.Points, store: StoreDep, redis: RedisDep,
             settings: SettingsDep):  # fmt: skip
     x = _checked_points(store, campaign_id, body.x)
@@ -105,15 +141,30 @@ def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store
     return run_job(redis, settings, "acquisition", campaign_id, x, body.acquisition)
 
 
-@router.post("/evaluate", response_model=schemas.Evaluation, responses=MODEL_RESPONSES)
+@router.post(
+    "/evaluate",
+    response_model=schemas.Evaluation | schemas.MultiEvaluation,
+    responses=MODEL_RESPONSES,
+)
 def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)
-    if body.noise is not None and not known_noise(store.spec(campaign_id)):
+    spec = store.spec(campaign_id)
+    if body.noise is not None and not known_noise(spec):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")
     x = _checked_points(store, campaign_id, body.x)
-    if body.noise is None:  # the job's arguments as they were before known noise
-        return run_job(redis, settings, "evaluate", campaign_id, x, body.y)
-    return run_job(redis, settings, "evaluate", campaign_id, x, body.y, body.noise)
+    y = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(body.y)]
+    noise = (
+        None
+        if body.noise is None
+        else [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(body.noise)]
+    )
+    names = output_names(spec)
+    if names is not None:  # each output's column
+        y = {name: [row[name] for row in y] for name in names}
+        noise = None if noise is None else {name: [row[name] for row in noise] for name in names}
+    if noise is None:  # the job's arguments as they were before known noise
+        return run_job(redis, settings, "evaluate", campaign_id, x, y)
+    return run_job(redis, settings, "evaluate", campaign_id, x, y, noise)
