@@ -188,6 +188,9 @@ class McmcSettings(Strict):
     max_samples: int = Field(default=MCMC_DEFAULTS["max_samples"], ge=1, le=100_000)
     # the mass matrix: Stan's diagonal one, or a dense one (Stan's dense_e)
     metric: Literal["diag", "dense"] = MCMC_DEFAULTS["metric"]
+    # cold chains that start from the posterior's modes (init "grid", two inputs or more) begin
+    # their warm-up with their mode's Laplace covariance as their metric, not the identity
+    start_metric: bool = MCMC_DEFAULTS["start_metric"]
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

@@ -22,7 +22,7 @@ DEFAULT_ACQUISITION = "qb-mgp"
 # cold chains start from the posterior grid.
 MCMC_DEFAULTS: dict = {
     "chains": 5,
-    "warmup": 200,
+    "warmup": 100,
     "samples": 60,
     "thinning": 2,
     "warm_start": True,
@@ -32,10 +32,18 @@ MCMC_DEFAULTS: dict = {
     "target_rhat": 1.01,
     "max_samples": 1000,
     "metric": "diag",
+    "start_metric": True,
 }
 # the paper's settings, every refit from a cold start with the full warm-up and Pyro's default
 # initialization, as it ran them
-_PAPER = {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10, "warm_start": False}
+_PAPER = {
+    "chains": 5,
+    "warmup": 200,
+    "samples": 300,
+    "thinning": 10,
+    "warm_start": False,
+    "start_metric": False,
+}
 MCMC_PRESETS: dict[str, dict] = {
     "paper": {**_PAPER, "init": "uniform"},
     # the paper's settings with the chains started where the service starts them by default:

@@ -221,6 +221,7 @@ def sample_posterior(
     metric: str = "diag",
     mode_draws: int = MODE_DRAWS,
     label_noise=None,
+    start_metric: bool = MCMC_DEFAULTS["start_metric"],
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -234,13 +235,18 @@ def sample_posterior(
     ``metric``: the mass matrix, ``"diag"`` or ``"dense"`` (Stan's ``diag_e``, ``dense_e``).
     ``mode_draws``: the most draws the mode's KDE looks at (see :func:`posterior_mode_index`).
     ``label_noise``: the labels' known noise variances (``n``, standardized units), added to the
-    covariance's diagonal beside the sampled ``s2`` (None: none).
+    covariance's diagonal beside the sampled ``s2`` (None: none). ``start_metric``: cold
+    chains that start from the posterior's modes (``init="grid"`` with two inputs or more) begin
+    their warm-up with their mode's Laplace covariance as their inverse mass matrix instead of
+    the identity, and adapt from there as Stan does (with one input the grid start keeps the
+    identity: on a two-mode posterior the grid's covariance gave more divergences).
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
     kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
-          "target": target, "metric": metric, "label_noise": label_noise}  # fmt: skip
+          "target": target, "metric": metric, "label_noise": label_noise,
+          "start_metric": start_metric}  # fmt: skip
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
     calls = draws.potential_calls
@@ -271,12 +277,13 @@ def run_chains(
     warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
     target: Target | None = None, metric: str = "diag", label_noise=None,
+    start_metric: bool = False,
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
     ``target``, these chains run to it on their own (a group: pass its share).
-    ``label_noise``: as :func:`sample_posterior`'s."""
+    ``label_noise``, ``start_metric``: as :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
@@ -292,9 +299,11 @@ def run_chains(
                             step_size=rows["step_size"], inverse_mass=rows["inverse_mass"],
                             chain_ids=ids, more=more)  # fmt: skip
         return draws, "warm"
-    start = _initial_points(potential, ids, seed, init)
+    start, guess = _initial_points(potential, ids, seed, init)
+    if not start_metric:
+        guess = None
     draws = nuts.sample(potential, start, warmup, samples, seed, settings, chain_ids=ids,
-                        more=more)  # fmt: skip
+                        more=more, inverse_mass=guess, adapt_mass=True)  # fmt: skip
     return draws, "cold"
 
 
@@ -357,15 +366,19 @@ def _usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
     return bool(np.isfinite(potential(last[ids])[0]).all())
 
 
-def _initial_points(potential: GPPotential, chain_ids, seed: int, how: str) -> np.ndarray:
+def _initial_points(potential: GPPotential, chain_ids, seed: int,
+                    how: str) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
     """Per chain, a starting point with a finite potential (see ``INITS``), drawn from a stream
     of its own (keyed by the chain's number, as in the sampler); the modes it is drawn from
-    depend only on the data and ``seed``."""
+    depend only on the data and ``seed``. And per chain a first guess of the posterior's
+    covariance, its mode's Laplace covariance (``C x P x P``), where chains start from the
+    modes (None for the grid of one input and the uniform start)."""
     if how not in INITS:
         raise ValueError(f"unknown init {how!r}; known: {', '.join(INITS)}")
     grid = _init_grid(potential) if how == "grid" and potential.dim == 2 else None
     modes = _start_modes(potential, seed) if how == "grid" and grid is None else None
     init = np.empty((len(chain_ids), potential.dim))
+    guess = None if modes is None else np.empty((len(chain_ids),) + (potential.dim,) * 2)
     for row, c in enumerate(chain_ids):
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(c), 1)))
         if grid is not None:
@@ -377,6 +390,7 @@ def _initial_points(potential: GPPotential, chain_ids, seed: int, how: str) -> n
         if modes is not None:
             points, weights, scales = modes
             k = rng.choice(len(points), p=weights)
+            guess[row] = scales[k] @ scales[k].T
             for _ in range(10):
                 init[row] = points[k] + scales[k] @ rng.standard_normal(potential.dim)
                 if np.isfinite(potential(init[row : row + 1])[0]).all():
@@ -388,7 +402,7 @@ def _initial_points(potential: GPPotential, chain_ids, seed: int, how: str) -> n
             init[row] = rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
             if np.isfinite(potential(init[row : row + 1])[0]).all():
                 break
-    return init
+    return init, guess
 
 
 def _init_grid(potential: GPPotential):

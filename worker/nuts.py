@@ -171,7 +171,7 @@ class _Run:
     adapted here and start their next iteration."""
 
     def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings,
-                 step_size=None, inverse_mass=None, chain_ids=None):  # fmt: skip
+                 step_size=None, inverse_mass=None, chain_ids=None, adapt_mass=None):  # fmt: skip
         self.potential, self.s = potential, s
         self.dense = s.dense_mass
         self.warmup, self.total = warmup, warmup + samples
@@ -195,11 +195,12 @@ class _Run:
         self.log_u, self.theta_next = np.zeros((C, self.block)), np.zeros((C, P))
         self.step_size = self.sc[:, kernels.STEP]  # a view: the kernels read it there
         start = np.ones(C) if step_size is None else np.asarray(step_size, dtype=np.float64)
-        self.step_size[:] = start if warm else self.initial_step_size(np.arange(C), start)
-        # a warm start keeps its mass matrix and only tunes the step size again
-        self.adapt = [
-            _ChainAdaptation(e, warmup, s, P, adapt_mass=not warm) for e in self.step_size
-        ]
+        tuned = warm and step_size is not None
+        self.step_size[:] = start if tuned else self.initial_step_size(np.arange(C), start)
+        # a warm start keeps its mass matrix and only tunes the step size again; a first guess
+        # of the metric (adapt_mass) is adapted from as Stan adapts from the identity
+        adapt_mass = not warm if adapt_mass is None else adapt_mass
+        self.adapt = [_ChainAdaptation(e, warmup, s, P, adapt_mass) for e in self.step_size]
         self.iteration = np.zeros(C, dtype=np.int64)
         self.out_theta = np.empty((C, samples, P))
         self.out_accept = np.empty((C, samples))
@@ -384,17 +385,31 @@ def sample(
     inverse_mass=None,
     chain_ids=None,
     more=None,
+    adapt_mass=None,
 ) -> Draws:
     """Run NUTS from ``init`` (``C x P``, one row per chain): ``warmup`` adapting iterations, then
     ``samples`` kept ones per chain.
 
     A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``
     diagonals or ``C x P x P``) of an earlier run: the mass matrix is kept and the warm-up only
-    tunes the step size from there. ``chain_ids``: the global numbers of these chains (default
+    tunes the step size from there; with ``adapt_mass`` the ``inverse_mass`` is only the first
+    guess that the warm-up's windows adapt from (and ``step_size``, if None, is found by Stan's
+    heuristic). ``chain_ids``: the global numbers of these chains (default
     ``0..C-1``), which key their random streams: chain 3 draws the same whether it runs alone, in
     a group or with all the others. ``more``: a callable ``Draws -> int``, asked each time the
     kept draws asked for so far are there, how many more per chain to run (0: stop)."""
     s = settings or NutsSettings()
     with np.errstate(all="ignore"):  # finished or diverged chains ride along and may overflow
-        run = _Run(potential, init, warmup, samples, seed, s, step_size, inverse_mass, chain_ids)
+        run = _Run(
+            potential,
+            init,
+            warmup,
+            samples,
+            seed,
+            s,
+            step_size,
+            inverse_mass,
+            chain_ids,
+            adapt_mass,
+        )
         return run.run(more)

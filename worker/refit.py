@@ -93,7 +93,8 @@ def _sampler_options(spec: dict) -> dict:
     option existed get the behavior they were made with)."""
     mcmc = spec["mcmc"]
     return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform"),
-            "metric": mcmc.get("metric", "diag")}  # fmt: skip
+            "metric": mcmc.get("metric", "diag"),
+            "start_metric": mcmc.get("start_metric", False)}  # fmt: skip
 
 
 def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:

@@ -299,6 +299,7 @@ def fit(u, z, mcmc: dict, seed: int, warm: Posterior | None = None) -> Posterior
         warm_start=warm.adaptation if warm is not None and mcmc.get("warm_start") else None,
         warm_warmup=mcmc.get("warm_warmup", 50), init=mcmc.get("init", "grid"),
         target=Target.of(mcmc), metric=mcmc.get("metric", "diag"),
+        start_metric=mcmc.get("start_metric", False),
     )  # fmt: skip
 
 

@@ -248,7 +248,7 @@ def _default(**changes):
 
     mcmc = {**MCMC_DEFAULTS, **changes}
     kw = {"warm_warmup": mcmc["warm_warmup"], "init": mcmc["init"], "metric": mcmc["metric"],
-          "target": Target.of(mcmc)}  # fmt: skip
+          "target": Target.of(mcmc), "start_metric": mcmc["start_metric"]}  # fmt: skip
     return mcmc, kw
 
 
@@ -268,6 +268,66 @@ def test_the_default_samples_to_its_target_and_matches_the_quadrature(data_1d, q
     _assert_matches(post.log_draws().numpy(), quadrature, tol_mean=0.1, tol_q=0.2)
 
 
+def _quadrature_two_inputs(u, z, size=72, cut=15.0):
+    """Marginal means, sds and quantiles of (log l_1, log l_2, log s2) under the exact posterior
+    of a GP with two inputs: a coarse 3-D grid finds where the mass is (density above e^-cut of
+    the peak), a fine ``size^3`` grid over that box integrates it (its 5% and 95% quantiles
+    move by under 0.03 sd from 64^3 to 96^3 on the data below)."""
+    prior = torch.distributions.Normal(0.0, math.sqrt(3.0))
+
+    def log_post(axes):
+        grid = torch.cartesian_prod(*axes)
+        values = torch.cat([
+            log_marginal_likelihood(u, z, part[:, :2].exp(), part[:, 2].exp())
+            + prior.log_prob(part).sum(1)
+            for part in grid.split(50_000)
+        ])  # fmt: skip
+        return values.reshape(*(len(a) for a in axes))
+
+    lengthscale = torch.linspace(-14.0, 14.0, 57, dtype=D)
+    axes = [lengthscale, lengthscale, torch.linspace(-16.0, 8.0, 49, dtype=D)]
+    coarse = log_post(axes)
+    mass = (coarse > coarse.max() - cut).nonzero()
+    lo, hi = mass.min(0).values - 1, mass.max(0).values + 1
+    for j in range(3):  # the mass lies inside the coarse box
+        assert lo[j] >= 0 and hi[j] < len(axes[j])
+    fine = [torch.linspace(float(a[lo[j]]), float(a[hi[j]]), size, dtype=D)
+            for j, a in enumerate(axes)]  # fmt: skip
+    weights = torch.exp(log_post(fine) - coarse.max())
+    weights /= weights.sum()
+    out = {}
+    for j, name in enumerate(("log_l1", "log_l2", "log_s2")):
+        marginal = weights.sum([k for k in range(3) if k != j]).numpy()
+        values = fine[j].numpy()
+        cdf = np.cumsum(marginal) - 0.5 * marginal
+        mean = float((marginal * values).sum())
+        sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
+        quantiles = [float(np.interp(q, cdf, values)) for q in QUANTILES]
+        out[name] = {"mean": mean, "sd": sd, "quantiles": quantiles}
+    return out
+
+
+def test_the_default_cold_start_with_two_inputs_matches_the_quadrature():
+    """With two inputs cold chains start from the Laplace modes with their covariance as a first
+    metric and a short warm-up (the defaults): against a 3-D grid quadrature of the exact
+    posterior, whose second lengthscale (an input that barely matters) has a long tail."""
+    rng = np.random.default_rng(11)
+    x = rng.random((14, 2))
+    y = np.sin(5 * x[:, 0]) + 0.3 * x[:, 1] + 0.1 * rng.standard_normal(14)
+    u, z = torch.from_numpy(x), torch.from_numpy((y - y.mean()) / y.std(ddof=1))
+    exact = _quadrature_two_inputs(u, z)
+    mcmc, kw = _default(draws=1500, max_samples=4000)
+    assert kw["start_metric"] and mcmc["warmup"] < 200
+    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=0, **kw)
+    assert post.diagnostics["target"]["met"]
+    draws = post.log_draws().numpy()
+    for j, name in enumerate(("log_l1", "log_l2", "log_s2")):
+        e, x_j = exact[name], draws[:, j]
+        assert abs(x_j.mean() - e["mean"]) < 0.1 * e["sd"], name
+        for q, value in zip(QUANTILES, e["quantiles"], strict=True):
+            assert abs(np.quantile(x_j, q) - value) < 0.2 * e["sd"], (name, q)
+
+
 def test_the_default_warm_started_matches_the_quadrature(one_mode):
     u, z = one_mode
     mcmc, kw = _default(draws=1500, max_samples=4000)
@@ -282,21 +342,30 @@ def test_the_default_warm_started_matches_the_quadrature(one_mode):
 
 def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_mode):
     """As the service runs it: 150 draws for scoring, spread over the chains, a bulk ESS of at
-    least 150 behind them, fewer gradient evaluations than the paper's fixed 5 x (200 + 300)."""
+    least 150 behind them, fewer gradient evaluations than the paper's fixed 5 x (200 + 300).
+    Against the quadrature, the scored draws of three refits together: the 5% quantile of 150
+    draws with an ESS near 150 has a standard error near 0.17 sd (over seeds 0-9 single refits
+    missed by 0.13 to 0.64 sd at their worst, with 200 warm-up iterations 0.10 to 0.58), 450
+    draws about 0.1 sd."""
     u, z = one_mode
     mcmc, kw = _default()
-    post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=3, **kw)
-    d = post.diagnostics
-    assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.01
-    scoring = post.for_scoring(mcmc)
-    assert scoring.size == 150 and scoring.chains == 5
-    # every chain's share, evenly spaced, ending with its last draw
-    per = post.per_chain
-    rows = [c * per + per - 1 for c in range(5)]
-    assert torch.equal(scoring.noise[29::30], post.noise[rows])
-    _assert_matches(scoring.log_draws().numpy(), _quadrature(u, z), tol_mean=0.3, tol_q=0.4)
-    paper = sample_posterior(u, z, 5, 200, 300, seed=3)
-    assert d["gradient_evaluations"] < 0.7 * paper.diagnostics["gradient_evaluations"]
+    scored = []
+    for seed in (3, 4, 5):
+        post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
+                                **kw)  # fmt: skip
+        d = post.diagnostics
+        assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.01
+        scoring = post.for_scoring(mcmc)
+        assert scoring.size == 150 and scoring.chains == 5
+        # every chain's share, evenly spaced, ending with its last draw
+        per = post.per_chain
+        rows = [c * per + per - 1 for c in range(5)]
+        assert torch.equal(scoring.noise[29::30], post.noise[rows])
+        scored.append(scoring.log_draws().numpy())
+        if seed == 3:
+            paper = sample_posterior(u, z, 5, 200, 300, seed=3)
+            assert d["gradient_evaluations"] < 0.7 * paper.diagnostics["gradient_evaluations"]
+    _assert_matches(np.concatenate(scored), _quadrature(u, z), tol_mean=0.2, tol_q=0.4)
 
 
 def test_a_target_stops_at_its_cap_and_asks_for_what_the_ess_projects(one_mode):
