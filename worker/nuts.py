@@ -82,10 +82,18 @@ class Draws:
         arrays = {n: np.asarray(data[n], dtype=dtypes.get(n, np.float64)) for n in cls.ARRAYS}
         return cls(**arrays, potential_calls=int(data.get("potential_calls", 0)))
 
+    PER_DRAW = ("theta", "accept_stat", "diverging", "tree_depth", "n_leapfrog")
+
     @classmethod
     def concatenate(cls, parts: list[Draws]) -> Draws:
-        """Chains of several runs, in the order given."""
-        arrays = {n: np.concatenate([getattr(p, n) for p in parts]) for n in cls.ARRAYS}
+        """Chains of several runs, in the order given. Runs that sampled to a target on their
+        own (chain groups on several workers) may end at different lengths: every chain then
+        keeps its first draws, as many as the shortest run's (each chain's first draws after
+        its warm-up are draws of the posterior as much as all of them are)."""
+        kept = min(p.theta.shape[1] for p in parts)
+        arrays = {n: np.concatenate([getattr(p, n)[:, :kept] if n in cls.PER_DRAW
+                                     else getattr(p, n) for p in parts])
+                  for n in cls.ARRAYS}  # fmt: skip
         return cls(**arrays, potential_calls=sum(p.potential_calls for p in parts))
 
 

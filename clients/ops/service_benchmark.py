@@ -37,10 +37,12 @@ from worker.defaults import MCMC_DEFAULTS
 
 
 @contextlib.contextmanager
-def _service(workers: int, timeout: float):
-    """A client of a stack of this machine's own, started and stopped around the block."""
-    with (tempfile.TemporaryDirectory() as tmp, LocalStack(Path(tmp), workers=workers).start() as
-          stack, httpx.Client(base_url=stack.url, timeout=timeout) as client):  # fmt: skip
+def _service(workers: int, timeout: float, light: bool = True):
+    """A client of a stack of this machine's own, started and stopped around the block
+    (``light``: worker 0 light, as ``fbgp-al up`` starts it)."""
+    with (tempfile.TemporaryDirectory() as tmp,
+          LocalStack(Path(tmp), workers=workers, light=light).start() as stack,
+          httpx.Client(base_url=stack.url, timeout=timeout) as client):  # fmt: skip
         yield client
 
 
@@ -121,18 +123,18 @@ def label_to_next(client, sim, rng, rounds: int) -> list[dict]:
     return rows
 
 
-def refit_time(client, sim, rng, rounds: int) -> list[float]:
-    """Seconds from importing 40 points into a fresh 2-D campaign to its first model (5 chains,
-    200 + 300, cold), ``rounds`` times."""
+def refit_time(client, sim, rng, rounds: int, n: int = 40) -> list[float]:
+    """Seconds from importing ``n`` uniform random points into a fresh campaign to its first
+    model (the default MCMC settings, a cold start, and the scoring), ``rounds`` times."""
     mcmc = {**MCMC_DEFAULTS, "warm_start": False}
     times = []
     with _api(client) as api:
         for _ in range(rounds):
-            body = _body(sim, "sequential", 41, mcmc)
+            body = _body(sim, "sequential", n + 1, mcmc)
             campaign = client.post("/campaigns", json=body).json()["id"]
             t = time.perf_counter()
-            _initial(client, campaign, sim, rng, 40)
-            _wait_model(api, campaign, 40)
+            _initial(client, campaign, sim, rng, n)
+            _wait_model(api, campaign, n)
             times.append(time.perf_counter() - t)
     return times
 
@@ -378,16 +380,18 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
     return rows
 
 
-def scaling(rounds: int) -> None:
-    """A refit's wall time on one and on two pinned workers, measured one after the other."""
-    sim = get_simulator("gramacy2d")
-    rng = np.random.default_rng(0)
+def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40) -> None:
+    """A refit's wall time on one and on two pinned workers, measured one after the other, on
+    the same data (the same seed of random points for each). Both workers take every queue (no
+    light worker: a refit on the long queue, as one at n = 200 is, would find no second one)."""
+    sim = get_simulator(simulator)
     result = {}
     for workers in (1, 2):
-        with _service(workers, timeout=300) as client:
-            result[workers] = refit_time(client, sim, rng, rounds)
+        with _service(workers, timeout=600, light=False) as client:
+            result[workers] = refit_time(client, sim, np.random.default_rng(0), rounds, n)
         times = ", ".join(f"{t:.2f}" for t in result[workers])
-        print(f"refit (5 chains, n=40, d=2) on {workers} worker(s): {times} s", flush=True)
+        print(f"refit ({simulator}, n={n}, d={sim.dim}, cold) on {workers} worker(s): {times} s",
+              flush=True)  # fmt: skip
     one, two = np.median(result[1]), np.median(result[2])
     print(f"median {one:.2f} s on 1 worker, {two:.2f} s on 2: {one / two:.2f}x", flush=True)
 
@@ -401,6 +405,8 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--scaling", action="store_true",
                         help="instead: a refit's time on 1 and on 2 workers")  # fmt: skip
+    parser.add_argument("--simulator", default="gramacy2d", help="the data of --scaling")
+    parser.add_argument("--labels", type=int, default=40, help="the labels of --scaling")
     parser.add_argument("--throughput", type=float, default=0, metavar="SECONDS",
                         help="instead: 8 simulators, 4 parallel campaigns, 2 workers")  # fmt: skip
     parser.add_argument("--concurrency", metavar="N,N,..",
@@ -429,7 +435,7 @@ def main(argv=None) -> None:
             pool_cost(client, [int(n) for n in args.pool_sizes.split(",")], args.requests)
         return
     if args.scaling:
-        scaling(args.rounds)
+        scaling(args.rounds, args.simulator, args.labels)
         return
     if args.throughput:
         with _service(2, timeout=120) as client:

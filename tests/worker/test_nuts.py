@@ -40,6 +40,20 @@ def test_a_first_guess_of_the_metric_is_adapted_from():
     assert short.potential_calls < identity.potential_calls
 
 
+def test_runs_of_different_lengths_concatenate_to_the_shortest():
+    """Chain groups that sampled to their own share of a target end at different lengths; their
+    merge keeps each chain's first draws (it failed on the arrays' shapes before)."""
+    init = np.array([[0.5, -1.0, 0.02], [1.0, 3.0, -0.1], [-0.3, 0.0, 0.05]])
+    long = nuts.sample(gaussian, init[:2], warmup=30, samples=40, seed=5, chain_ids=[0, 1])
+    short = nuts.sample(gaussian, init[2:], warmup=30, samples=25, seed=5, chain_ids=[2])
+    both = nuts.Draws.concatenate([long, short])
+    assert both.theta.shape == (3, 25, 3) and both.n_leapfrog.shape == (3, 25)
+    assert np.array_equal(both.theta[:2], long.theta[:, :25])
+    assert np.array_equal(both.theta[2], short.theta[0])
+    assert both.step_size.shape == (3,) and both.warmup_divergences.shape == (3,)
+    assert both.potential_calls == long.potential_calls + short.potential_calls
+
+
 def test_a_chain_draws_the_same_whichever_chains_run_beside_it():
     init = np.array([[0.5, -1.0, 0.02], [1.0, 3.0, -0.1], [-0.3, 0.0, 0.05]])
     three = nuts.sample(gaussian, init, warmup=30, samples=20, seed=11)
