@@ -238,51 +238,8 @@ def greedy_batch(
 
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
-    candidates = as_tensor(candidates)
-    u, z = as_tensor(u), as_tensor(z)
-    label_noise = None if label_noise is None else as_tensor(label_noise)
-    if name == "random" or len(candidates) == 0:
-        scores = evaluate(name, posterior, u, z, candidates, seed=seed, label_noise=label_noise)
-        order = torch.argsort(scores, descending=True, stable=True)[:size]
-        return order, scores[order]
-    if name == "alm":
-        posterior = posterior.mode()
-    score = scorer(name, posterior.noise)
-    variance = name not in MEANS_ONLY  # else fantasies change no score
-    fantasies = as_tensor(pending).reshape(-1, u.shape[1]) if pending is not None else u[:0]
-
-    def gps_with(inputs):
-        # the variance of y does not depend on the labels: the fantasies' labels are placeholders
-        zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
-        known = None
-        if label_noise is not None:
-            known = torch.cat([label_noise, torch.zeros(len(inputs), dtype=DTYPE)])
-        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise, known)
-
-    # its means are the fantasies'
-    base = DrawGPs(u, z, posterior.lengthscale, posterior.noise, label_noise)
-    with_pending = gps_with(fantasies) if len(fantasies) and variance else base
-    scores = torch.empty(len(candidates), dtype=DTYPE)
-    for block in _blocks(len(candidates), base.block):
-        means, variances = base.predict(candidates[block], variance)
-        if with_pending is not base:
-            variances = with_pending.predict(candidates[block])[1]
-        scores[block] = score(means, variances)
-    short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
-    means = base.predict(candidates[short], False)[0]  # unchanged by fantasies
-    picked, picked_scores = [], []
-    available = torch.ones(len(short), dtype=torch.bool)
-    current = scores[short]
-    for _ in range(min(size, len(short))):
-        best = int(torch.argmax(torch.where(available, current, -torch.inf)))
-        picked.append(int(short[best]))
-        picked_scores.append(float(current[best]))
-        available[best] = False
-        fantasies = torch.cat([fantasies, candidates[short[best]][None]])
-        if len(picked) < size and variance:
-            variances = gps_with(fantasies).predict(candidates[short])[1]
-            current = score(means, variances)
-    return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)
+    return greedy_batch_outputs(name, [(1.0, posterior, u, z, label_noise)], candidates, size,
+                                pending, shortlist=shortlist, seed=seed)  # fmt: skip
 
 
 def greedy_batch_outputs(
@@ -292,8 +249,8 @@ def greedy_batch_outputs(
     """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,
     posterior, u, z, label_noise)``, and a candidate's score is ``sum_k weight_k * score_k``
     (each output's in its standardized units). Each pick is a fantasy for every output's GPs;
-    ``random``: output 0's random scores (``seed``). With one part of weight 1 it picks as
-    :func:`greedy_batch` does."""
+    ``random``: output 0's random scores (``seed``). :func:`greedy_batch` is its one output
+    of weight 1."""
     candidates = as_tensor(candidates)
     if name == "random" or len(candidates) == 0:
         scores = torch.zeros(len(candidates), dtype=DTYPE)

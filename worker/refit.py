@@ -120,6 +120,22 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
                       **_sampler_options(spec))  # fmt: skip
 
 
+def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int]):
+    """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
+    ``exclude`` or ``pending``), and the GP's features of them and of the ``pending`` points
+    (None when there are no candidates, or no point is out)."""
+    rng = np.random.default_rng([int(spec["seed"]), n])
+    candidates = pool.subsample(
+        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
+    )
+    if not len(candidates):
+        return candidates, None, None
+    features = torch.from_numpy(space.features(pool.points(candidates)))
+    pending_u = (torch.from_numpy(space.features(pool.points(list(pending))))
+                 if len(pending) else None)  # fmt: skip
+    return candidates, features, pending_u
+
+
 def model_and_ranking(
     spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
     pending: list[int], started: float,
@@ -130,17 +146,11 @@ def model_and_ranking(
     (``[{index, x, score}]``, in the order to hand out)."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
     thin = post.for_scoring(spec["mcmc"])
-    rng = np.random.default_rng([int(spec["seed"]), n])
-    candidates = pool.subsample(
-        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
-    )
+    candidates, cand_u, pending_u = _candidates(spec, pool, data.space, n, exclude, pending)
     ranking = []
     if len(candidates):
-        cand_u = torch.from_numpy(data.space.features(pool.points(candidates)))
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            pending_u = (torch.from_numpy(data.space.features(pool.points(list(pending))))
-                         if len(pending) else None)  # fmt: skip
             order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
                                          seed=seed, label_noise=data.noise)  # fmt: skip
             best, best_scores = order.numpy(), scores.numpy()
@@ -257,17 +267,11 @@ def multi_model_and_ranking(
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
-    rng = np.random.default_rng([int(spec["seed"]), n])
-    candidates = pool.subsample(
-        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
-    )
+    candidates, cand_u, pending_u = _candidates(spec, pool, first.space, n, exclude, pending)
     ranking = []
     if len(candidates):
-        cand_u = torch.from_numpy(first.space.features(pool.points(candidates)))
         if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            pending_u = (torch.from_numpy(first.space.features(pool.points(list(pending))))
-                         if len(pending) else None)  # fmt: skip
             parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
                      for f, t in zip(fits, thins, strict=True)]  # fmt: skip
             order, chosen = greedy_batch_outputs(spec["acquisition"], parts, cand_u, size,
