@@ -191,6 +191,9 @@ class McmcSettings(Strict):
     # cold chains that start from the posterior's modes (init "grid", two inputs or more) begin
     # their warm-up with their mode's Laplace covariance as their metric, not the identity
     start_metric: bool = MCMC_DEFAULTS["start_metric"]
+    # the mode GP's draw: the densest under a KDE of the log-hyperparameters ("kde"), or as the
+    # paper's code picks it, under a KDE of bandwidth 0.3 on their raw values ("kde-raw")
+    mode_rule: Literal["kde", "kde-raw"] = "kde"
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):
@@ -284,6 +287,10 @@ class CampaignFields(Strict):
     max_pending: int = Field(default=1, ge=1, le=10_000)
     lease_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     allow_repeats: bool = False
+    # the GP's inputs: the unit cube of the declared bounds ("box"), or as if min-max scaled by
+    # the labeled inputs at every refit, as the paper's code scales them ("labels": the
+    # lengthscales' priors are stated for those units; the model reports lengthscales in the box's)
+    input_scaling: Literal["box", "labels"] = "box"
     # a failed run's point is offered again up to this many times (0: never)
     max_retries: int = Field(default=0, ge=0, le=1000)
     # more failed runs than this and the campaign's status says it is failing [max_labels]
@@ -706,6 +713,8 @@ class Evaluation(Free):
     nlml: float
     rmse: float
     nlpd_mixture: float
+    # the test NLML as the paper's code computes it (noise counted twice, the mode's log prior)
+    nlml_paper: float | None = None
     model_version: int
 
 
@@ -713,6 +722,7 @@ class OutputEvaluation(Free):
     nlml: float
     rmse: float
     nlpd_mixture: float
+    nlml_paper: float | None = None
 
 
 class MultiEvaluation(Free):

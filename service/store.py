@@ -1250,13 +1250,16 @@ class CampaignStore:
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
+        kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper")
         if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
-            event["outputs"] = {name: {k: m[k] for k in ("nlml", "rmse", "nlpd_mixture")}
+            event["outputs"] = {name: {k: m[k] for k in kept if k in m}
                                 for name, m in metrics["outputs"].items()}  # fmt: skip
-            for k in ("nlml", "nlpd_mixture"):
-                event[k] = sum(m[k] for m in event["outputs"].values()) / len(event["outputs"])
+            for k in ("nlml", "nlpd_mixture", "nlml_paper"):
+                values = [m[k] for m in event["outputs"].values() if k in m]
+                if len(values) == len(event["outputs"]):
+                    event[k] = sum(values) / len(values)
         else:
-            event.update({k: metrics[k] for k in ("nlml", "rmse", "nlpd_mixture")})
+            event.update({k: metrics[k] for k in kept if k in metrics})
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
         self._append(keys=keys, args=[json.dumps(event)])  # not once the campaign is deleted
 

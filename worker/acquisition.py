@@ -137,7 +137,7 @@ def scorer(
     """Acquisition ``name`` as a function of the draws' predictive means and variances of y
     (``M x c`` each; the variances ``None`` for ``MEANS_ONLY``); ``noise``: the draws' noise
     variances (``M``)."""
-    if name == "bald-std":
+    if name in ("bald-code", "bald-std"):
         return lambda mean, var: bald_std(var - noise[:, None])
     return SCORES[name]
 

@@ -15,6 +15,7 @@ from worker.acquisition import evaluate as acquisition_values
 from worker.defaults import output_labels, output_names, output_spec, output_weights
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
+from worker.potential import PRIOR_VARIANCE
 from worker.refit import label_noise
 from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
@@ -82,6 +83,8 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     log_det = 2 * chol.diagonal().log().sum()
     nlml = float(0.5 * (white.square().sum() + log_det + len(z_test) * LOG_2PI)) / len(z_test)
     rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
+    nlml_paper = _paper_nlml(u, z, mode, cand, known, test_noise, z_test,
+                             model.get("input_scale"))  # fmt: skip
     nlpd, start = [], 0
     for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, known).chunks(cand):
         zc = z_test[start : start + m_mean.shape[1]]
@@ -90,7 +93,30 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
         log_density = -0.5 * ((zc - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
         nlpd.append(-(torch.logsumexp(log_density, 0) - math.log(len(m_mean))))
     return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": float(torch.cat(nlpd).mean()),
-            "n": len(z_test)}  # fmt: skip
+            "nlml_paper": nlml_paper, "n": len(z_test)}  # fmt: skip
+
+
+def _paper_nlml(u, z, mode, cand, known, test_noise, z_test, input_scale) -> float:
+    """The test NLML as the paper's code computes it (``utils/gp_utils.py``, gpytorch 1.5.1's
+    ``ExactMarginalLogLikelihood`` applied to the mode GP's predictive distribution of y, which
+    adds the likelihood again): ``-(log N(z; mean, cov + s2 I) + log p(l) + log p(s2)) / m``.
+    ``cov`` is the joint predictive covariance of y (with its ``s2`` once), so the noise counts
+    twice; the priors are the mode's LogNormal(0, sqrt(3)) densities at its lengthscales as the
+    priors state them (divided by ``input_scale``, see :func:`worker.refit.input_scale_prior`)
+    and at its noise variance."""
+    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known,
+                                   test_noise + mode.noise[0])  # fmt: skip
+    white = torch.linalg.solve_triangular(chol, (z_test - mean)[:, None], upper=False)[:, 0]
+    log_det = 2 * chol.diagonal().log().sum()
+    log_likelihood = -0.5 * float(white.square().sum() + log_det + len(z_test) * LOG_2PI)
+    lengthscale = mode.lengthscale[0].numpy()
+    if input_scale is not None:
+        lengthscale = lengthscale / np.asarray(input_scale, dtype=np.float64)
+    raw = np.concatenate([lengthscale, [float(mode.noise[0])]])
+    log_raw = np.log(raw)
+    log_prior = float(np.sum(-log_raw - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
+                             - log_raw**2 / (2 * PRIOR_VARIANCE)))  # fmt: skip
+    return -(log_likelihood + log_prior) / len(z_test)
 
 
 # jitter added to the predictive covariance's diagonal, in turn, if rounding made it indefinite
@@ -130,8 +156,9 @@ def output_model(model: dict, name: str) -> dict:
     own = model["outputs"][name]
     body = {**own, "version": model["version"], "n_labeled": model["n_labeled"],
             "transform": {**model["transform"], **own["transform"]}}  # fmt: skip
-    if "features" in model:
-        body["features"] = model["features"]
+    for key in ("features", "input_scale"):
+        if key in model:
+            body[key] = model[key]
     return body
 
 

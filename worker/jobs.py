@@ -179,7 +179,9 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
             draws, _ = math_.chains(spec, data)
         seconds = time.perf_counter() - started  # the chain groups' time included
         post = assemble(draws, data.u.shape[1], seconds, how, data.seed,
-                        get_settings().limit_mode_draws)  # fmt: skip
+                        get_settings().limit_mode_draws,
+                        mode_rule=spec["mcmc"].get("mode_rule", "kde"),
+                        prior_mean=data.prior_mean)  # fmt: skip
         post.diagnostics["chain_groups"] = len(job_ids)
         return post
 

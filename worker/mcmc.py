@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from pyro.ops.stats import effective_sample_size, split_gelman_rubin
 from scipy.optimize import minimize
-from scipy.special import ndtri
+from scipy.special import logsumexp, ndtri
 from scipy.stats import gaussian_kde, qmc
 
 from worker import nuts
@@ -222,6 +222,8 @@ def sample_posterior(
     mode_draws: int = MODE_DRAWS,
     label_noise=None,
     start_metric: bool = MCMC_DEFAULTS["start_metric"],
+    prior_mean=None,
+    mode_rule: str = "kde",
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -240,13 +242,16 @@ def sample_posterior(
     their warm-up with their mode's Laplace covariance as their inverse mass matrix instead of
     the identity, and adapt from there as Stan does (with one input the grid start keeps the
     identity: on a two-mode posterior the grid's covariance gave more divergences).
+    ``prior_mean``: the priors' means on the log-hyperparameters (``d + 1``, default 0; see
+    :class:`~worker.potential.GPPotential`); where cold chains start moves with them.
+    ``mode_rule``: how the mode is picked from the draws (see :func:`mode_index`).
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
     kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
           "target": target, "metric": metric, "label_noise": label_noise,
-          "start_metric": start_metric}  # fmt: skip
+          "start_metric": start_metric, "prior_mean": prior_mean}  # fmt: skip
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
     calls = draws.potential_calls
@@ -254,7 +259,8 @@ def sample_posterior(
     if redo:
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
         draws.potential_calls += calls  # the discarded warm run's cost counts
-    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed, mode_draws)
+    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed, mode_draws,
+                    mode_rule=mode_rule, prior_mean=prior_mean)  # fmt: skip
     if target is not None:
         post.diagnostics["target"] = {
             "draws": target.draws, "rhat": target.rhat, "max_samples": target.max_samples,
@@ -277,17 +283,18 @@ def run_chains(
     warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
     target: Target | None = None, metric: str = "diag", label_noise=None,
-    start_metric: bool = False,
+    start_metric: bool = False, prior_mean=None,
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
     ``target``, these chains run to it on their own (a group: pass its share).
-    ``label_noise``, ``start_metric``: as :func:`sample_posterior`'s."""
+    ``label_noise``, ``start_metric``, ``prior_mean``: as :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    potential = GPPotential(u, z, None if label_noise is None else as_tensor(label_noise).numpy())
+    noise = None if label_noise is None else as_tensor(label_noise).numpy()
+    potential = GPPotential(u, z, noise, prior_mean)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
                                  dense_mass=metric == "dense")  # fmt: skip
     more = target.more if target is not None else None
@@ -324,11 +331,12 @@ def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
 
 
 def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
-             mode_draws: int = MODE_DRAWS) -> Posterior:  # fmt: skip
-    """The posterior of all chains' draws: diagnostics, KDE mode (of at most ``mode_draws`` of
-    them, see :func:`posterior_mode_index`), what a warm start needs."""
+             mode_draws: int = MODE_DRAWS, *, mode_rule: str = "kde",
+             prior_mean=None) -> Posterior:  # fmt: skip
+    """The posterior of all chains' draws: diagnostics, the mode (:func:`mode_index`'s), what a
+    warm start needs."""
     theta = torch.from_numpy(draws.theta.reshape(-1, d + 1))  # chain-major
-    mode = theta[posterior_mode_index(theta.numpy(), mode_draws, seed)]
+    mode = theta[mode_index(theta.numpy(), mode_rule, mode_draws, seed, prior_mean)]
     diagnostics = diagnose(draws, seconds, draws.potential_calls)
     diagnostics["warm_start"] = how
     return Posterior(
@@ -399,7 +407,7 @@ def _initial_points(potential: GPPotential, chain_ids, seed: int,
                 init[row] = points[k]
             continue
         for _ in range(100):
-            init[row] = rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
+            init[row] = potential.prior_mean + rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
             if np.isfinite(potential(init[row : row + 1])[0]).all():
                 break
     return init, guess
@@ -411,6 +419,7 @@ def _init_grid(potential: GPPotential):
     a, b = np.meshgrid(GRID_LOG_LENGTHSCALE, GRID_LOG_NOISE, indexing="ij")
     d = potential.dim - 1
     points = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)])
+    points += potential.prior_mean  # the grid is laid around the priors' means
     values = np.concatenate([potential(chunk)[0] for chunk in np.array_split(points, 4)])
     if not np.isfinite(values).any():
         return None
@@ -426,18 +435,20 @@ def _start_modes(potential: GPPotential, seed: int):
     per mode a matrix ``L`` with ``L L^T`` the inverse Hessian; None if no candidate has a finite
     potential. See ``INITS``."""
     d = potential.dim - 1
-    lo = np.array([GRID_LOG_LENGTHSCALE[0]] * d + [GRID_LOG_NOISE[0]])
-    hi = np.array([GRID_LOG_LENGTHSCALE[-1]] * d + [GRID_LOG_NOISE[-1]])
+    # the search box and grid are laid around the priors' means
+    centre = potential.prior_mean
+    lo = centre + np.array([GRID_LOG_LENGTHSCALE[0]] * d + [GRID_LOG_NOISE[0]])
+    hi = centre + np.array([GRID_LOG_LENGTHSCALE[-1]] * d + [GRID_LOG_NOISE[-1]])
     # every other grid value: the searches refine what the grid finds
     a, b = np.meshgrid(GRID_LOG_LENGTHSCALE[::2], GRID_LOG_NOISE[::2], indexing="ij")
-    grid = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)])
+    grid = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)]) + centre
     grid_values = np.concatenate([potential(c)[0] for c in np.array_split(grid, 4)])
     # one input's lengthscale at a time away from the grid's best cells
     axes = []
     for i in np.argsort(grid_values, kind="stable")[:START_CELLS]:
         for j in range(d):
             moved = np.repeat(grid[i][None], len(GRID_LOG_LENGTHSCALE[::2]), 0)
-            moved[:, j] = GRID_LOG_LENGTHSCALE[::2]
+            moved[:, j] = centre[j] + GRID_LOG_LENGTHSCALE[::2]
             axes.append(moved)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3,)))
     cube = lo + (hi - lo) * qmc.LatinHypercube(d=d + 1, rng=rng).random(START_CANDIDATES)
@@ -495,6 +506,46 @@ def _hessian(potential: GPPotential, x: np.ndarray, step: float = 1e-4) -> np.nd
     grad = potential(x + step * np.concatenate([np.eye(p), -np.eye(p)]))[1]
     h = (grad[:p] - grad[p:]).T / (2 * step)
     return (h + h.T) / 2
+
+
+MODE_RULES = ("kde", "kde-raw")
+RAW_KDE_BANDWIDTH = 0.3
+
+
+def mode_index(log_draws: np.ndarray, rule: str = "kde", limit: int = MODE_DRAWS, seed: int = 0,
+               prior_mean=None) -> int:  # fmt: skip
+    """Index of the draw (``S x P``, log space) that stands for the posterior's mode.
+
+    - ``kde``: :func:`posterior_mode_index`, the densest draw under scipy's Gaussian KDE of the
+      log-hyperparameters (Scott's bandwidth).
+    - ``kde-raw``: the paper's code's rule (``models/base_pyro_gp.py``): the densest of all draws
+      under an isotropic Gaussian KDE of bandwidth 0.3 on the raw values (lengthscales, noise
+      variance), as scikit-learn's ``KernelDensity(kernel="gaussian", bandwidth=0.3)`` scores
+      them. The lengthscales are those of the inputs the priors are stated for: ``exp(theta -
+      prior_mean)`` (see :class:`~worker.potential.GPPotential`).
+    """
+    if rule == "kde":
+        return posterior_mode_index(log_draws, limit, seed)
+    if rule != "kde-raw":
+        raise ValueError(f"unknown mode rule {rule!r}; known: {', '.join(MODE_RULES)}")
+    shift = 0.0 if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
+    return raw_kde_mode_index(np.exp(log_draws - shift))
+
+
+def raw_kde_mode_index(values: np.ndarray, bandwidth: float = RAW_KDE_BANDWIDTH) -> int:
+    """Index of the row of ``values`` (``S x P``) with the highest isotropic Gaussian KDE
+    density of all rows (bandwidth ``bandwidth``); the first of ties. Non-finite rows never win."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values).all(1)
+    if not finite.any():
+        return 0
+    points = values[finite]
+    scores = np.empty(len(points))
+    for start in range(0, len(points), 256):  # bounded memory: 256 x S x P at a time
+        diff = points[start : start + 256, None, :] - points[None, :, :]
+        dist = (diff * diff).sum(-1)
+        scores[start : start + 256] = logsumexp(-0.5 * dist / bandwidth**2, axis=1)
+    return int(np.flatnonzero(finite)[np.argmax(scores)])
 
 
 def posterior_mode_index(log_draws: np.ndarray, limit: int = MODE_DRAWS, seed: int = 0) -> int:
@@ -575,4 +626,11 @@ def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> di
     }
 
 
-__all__ = ["Posterior", "Target", "sample_posterior", "posterior_mode_index", "diagnose"]
+__all__ = [
+    "Posterior",
+    "Target",
+    "sample_posterior",
+    "mode_index",
+    "posterior_mode_index",
+    "diagnose",
+]

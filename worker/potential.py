@@ -41,12 +41,22 @@ class GPPotential:
     jitter (``worker.gp.JITTERS``); rows that are not finite, or whose covariance no jitter can
     factorize, get ``U = inf`` and a zero gradient, so a sampler sees them as divergent, never as
     NaN.
+
+    ``prior_mean``: the priors' means on ``theta`` (``d + 1``; default 0). A campaign whose inputs
+    are scaled by its labels' range ``r`` (``input_scaling: labels``) keeps ``u`` in the unit cube
+    and centres the lengthscales' priors on ``log r``: the same model as LogNormal(0, sqrt(3))
+    lengthscales on the rescaled inputs, since ``k(u / r; l) = k(u; l r)``.
     """
 
-    def __init__(self, u, z, noise=None):
+    def __init__(self, u, z, noise=None, prior_mean=None):
         u = np.asarray(u, dtype=np.float64)
         self.n, self.d = u.shape
         n = self.n
+        self.prior_mean = np.zeros(self.d + 1)
+        if prior_mean is not None:
+            self.prior_mean = np.asarray(prior_mean, dtype=np.float64).reshape(-1)
+            if self.prior_mean.shape != (self.d + 1,) or not np.isfinite(self.prior_mean).all():
+                raise ValueError(f"prior_mean must be {self.d + 1} finite numbers")
         self.z = np.asarray(z, dtype=np.float64).reshape(-1)
         self.label_noise = None
         if noise is not None:
@@ -119,8 +129,9 @@ class GPPotential:
             blas.dsyr(1.0, alpha, lower=1, a=gb, overwrite_a=1)  # a a^T - K^-1
             value[b] = 0.5 * (alpha @ self.z) + half_log_det
         np.multiply(g, kf, out=g)
-        grad = theta / PRIOR_VARIANCE - 0.5 * (g.reshape(batch, -1) @ self.derivatives) * e
-        value += (theta * theta).sum(-1) / (2 * PRIOR_VARIANCE) + self.constant
+        centred = theta - self.prior_mean
+        grad = centred / PRIOR_VARIANCE - 0.5 * (g.reshape(batch, -1) @ self.derivatives) * e
+        value += (centred * centred).sum(-1) / (2 * PRIOR_VARIANCE) + self.constant
         ok &= np.isfinite(value) & np.isfinite(grad).all(-1)
         return value, grad, ok
 

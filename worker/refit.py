@@ -43,10 +43,33 @@ class Data:
     scale_y: OutputStandardization
     seed: int
     noise: torch.Tensor | None = None  # the labels' known noise variances in the GP's units
+    # the priors' means on the log-hyperparameters (None: 0), see input_scale_prior
+    prior_mean: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return len(self.z)
+
+    @property
+    def input_scale(self) -> list[float] | None:
+        """Per feature, the range the lengthscales' priors are stated for (None: the box)."""
+        return None if self.prior_mean is None else np.exp(self.prior_mean[:-1]).tolist()
+
+
+def input_scale_prior(spec: dict, u: torch.Tensor) -> np.ndarray | None:
+    """The priors' means (``d + 1``) for a campaign's ``input_scaling``, or None for ``box``.
+
+    ``labels``: as if every feature were min-max scaled by the labels' range ``r`` before the GP,
+    as the paper's code scales its inputs (``utils/transformations.py``) at every refit, with
+    LogNormal(0, sqrt(3)) priors on those lengthscales. The GP keeps the unit cube and its
+    lengthscales ``l = l' r``, so the priors centre on ``log r`` (:class:`GPPotential`). A feature
+    whose labels do not vary keeps the box (``r = 1``)."""
+    if spec.get("input_scaling", "box") != "labels":
+        return None
+    values = u.numpy()
+    span = values.max(0) - values.min(0) if len(values) else np.ones(values.shape[1])
+    span = np.where(span > 1e-9, span, 1.0)
+    return np.concatenate([np.log(span), [0.0]])
 
 
 def prepare(spec: dict, labels: list[dict]) -> Data:
@@ -57,7 +80,8 @@ def prepare(spec: dict, labels: list[dict]) -> Data:
     space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y)
     seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
     noise = label_noise(spec, labels, scale_y)
-    return Data(as_tensor(space.to_gp(x)), scale_y.to_z(y), space, scale_y, seed, noise)
+    u = as_tensor(space.to_gp(x))
+    return Data(u, scale_y.to_z(y), space, scale_y, seed, noise, input_scale_prior(spec, u))
 
 
 def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
@@ -104,6 +128,8 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm, target=Target.of(mcmc),
                             mode_draws=mode_draws, label_noise=data.noise,
+                            prior_mean=data.prior_mean,
+                            mode_rule=mcmc.get("mode_rule", "kde"),
                             **_sampler_options(spec))  # fmt: skip
 
 
@@ -117,7 +143,7 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
         target = target.share(len(ids), mcmc["chains"])
     return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
                       warm_start=warm, target=target, label_noise=data.noise,
-                      **_sampler_options(spec))  # fmt: skip
+                      prior_mean=data.prior_mean, **_sampler_options(spec))  # fmt: skip
 
 
 def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int]):
@@ -181,6 +207,8 @@ def model_and_ranking(
     }
     if data.space.typed:  # the lengthscales' columns, by name
         model["features"] = data.space.feature_names
+    if data.input_scale is not None:
+        model["input_scale"] = data.input_scale
     return model, ranking
 
 
@@ -307,6 +335,8 @@ def multi_model_and_ranking(
     }
     if first.space.typed:
         model["features"] = first.space.feature_names
+    if first.input_scale is not None:  # the same inputs for every output
+        model["input_scale"] = first.input_scale
     return model, ranking
 
 
