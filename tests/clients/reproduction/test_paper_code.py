@@ -267,3 +267,16 @@ def test_paper_code_end_to_end(api_url, tmp_path, paper_code_preset):
         if r["n_labeled"] == 3:
             np.testing.assert_array_equal(r["x"], setup.initial_x)
     assert "### NLML as the paper's code computes it" in (tmp_path / "rdauc.md").read_text()
+
+
+def test_a_continuous_design_alone_runs_on_todays_service(api_url, tmp_path):
+    """The off-grid initial design is imported into a grid-pool campaign and the run goes on."""
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), "--simulators", "gramacy1d",
+         "--acquisitions", "alm", "--runs", "1", "--initial-design", "continuous", "--mcmc",
+         "fast", "--iterations", "1", "--no-progress"])  # fmt: skip
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["n_labeled"] for r in lines] == [3, 4]
+    setup = run_setup("gramacy1d", 0, design="continuous")
+    np.testing.assert_array_equal(lines[0]["x"], setup.initial_x)
+    assert {r["initial_design"] for r in lines} == {"continuous"}
+    assert {r["protocol"] for r in lines} == {"custom"}
