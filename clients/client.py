@@ -226,12 +226,15 @@ class Prediction:
 @dataclass(frozen=True)
 class Evaluation:
     """``/evaluate``: ``nlml`` (per point, standardized), ``rmse`` against the y passed
-    (original units), ``nlpd_mixture`` (standardized); ``model_version`` where the server says."""
+    (original units), ``nlpd_mixture`` (standardized); ``model_version`` where the server says;
+    ``nlml_paper``: the test NLML as the paper's code computes it (standardized), None where
+    the server does not send it."""
 
     nlml: float
     rmse: float
     nlpd_mixture: float
     model_version: int | None = None
+    nlml_paper: float | None = None
 
 
 @dataclass(frozen=True)
@@ -563,10 +566,10 @@ class FbgpClient:
         data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
         if "outputs" in data:
             return {name: Evaluation(e["nlml"], e["rmse"], e["nlpd_mixture"],
-                                     data.get("model_version"))
+                                     data.get("model_version"), e.get("nlml_paper"))
                     for name, e in data["outputs"].items()}  # fmt: skip
         return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
-                          data.get("model_version"))  # fmt: skip
+                          data.get("model_version"), data.get("nlml_paper"))  # fmt: skip
 
 
 def _numbers(value, kind=float):

@@ -14,7 +14,9 @@ a run that was interrupted, or failed, goes on from its last scored model on a n
 that starts from the run's labels so far (:func:`clients.reproduction.runs.resumable`; records
 that do not fit the run are removed from the file first, and a run without a usable first record
 starts over). A complete run made with another MCMC preset is an error rather than silently
-mixed in: use another ``--out``. SIGTERM stops the bench as Ctrl-C does.
+mixed in: use another ``--out``; so is one made with other protocol settings
+(``--protocol`` and the options it sets: :data:`clients.reproduction.protocol.PROTOCOLS`, which
+every record carries). SIGTERM stops the bench as Ctrl-C does.
 
 At the end (and with ``--report-only``): ``rdauc.md`` / ``rdauc.json`` (RD-AUC beside the
 paper's Table 2), ``learning_curves.png`` and ``summary.md`` (which of the paper's claims held),
@@ -38,14 +40,16 @@ from pathlib import Path
 from tqdm import tqdm
 
 from clients.client import FbgpClient
-from clients.reproduction.protocol import RUNS
+from clients.reproduction.protocol import INITIAL_DESIGNS, INPUT_SCALINGS, PROTOCOLS, RUNS
 from clients.reproduction.report import write_report
 from clients.reproduction.results import append_record, run_key, validate
 from clients.reproduction.runs import (
+    SETTINGS,
     Interrupted,
     RunSpec,
     iterations_for,
     parse_iterations,
+    record_settings,
     resumable,
     run_campaign,
 )
@@ -57,6 +61,8 @@ from worker.defaults import ACQUISITIONS, INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAP
 OTHER_ACQUISITIONS = tuple(a for a in ACQUISITIONS if a not in PAPER_ACQUISITIONS)
 
 RESULTS = "results.jsonl"
+# the service acquisitions the table's ``bald`` column may run
+BALDS = ("bald", "bald-code")
 
 
 def _names(value: str, known: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[str]:
@@ -86,11 +92,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=RUNS, help="repetitions 0..RUNS-1")
     parser.add_argument("--iterations", default="paper", type=parse_iterations,
                         help="labels after the initial design: 'paper' or a number")  # fmt: skip
-    parser.add_argument("--mcmc", default="paper", choices=list(MCMC_PRESETS),
-                        help="; ".join(f"{k}: {v}" for k, v in MCMC_PRESETS.items()))  # fmt: skip
-    parser.add_argument("--allow-repeats", action="store_true",
+    parser.add_argument("--protocol", default="paper", choices=list(PROTOCOLS),
+                        help="the settings of the five options below unless given: "
+                             + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()))  # fmt: skip
+    parser.add_argument("--mcmc", choices=list(MCMC_PRESETS),
+                        help="MCMC preset; " + "; ".join(f"{k}: {v}" for k, v in
+                                                         MCMC_PRESETS.items()))  # fmt: skip
+    parser.add_argument("--allow-repeats", action=argparse.BooleanOptionalAction,
                         help="pool points may be labeled again, as in the paper's code, which "
                              "scores the whole grid every iteration")  # fmt: skip
+    parser.add_argument("--bald", choices=BALDS,
+                        help="the service acquisition the 'bald' column runs (bald-code: BALD "
+                             "as the paper's code computes it); records keep 'bald'")  # fmt: skip
+    parser.add_argument("--input-scaling", choices=INPUT_SCALINGS,
+                        help="box: inputs scaled by the declared bounds; labels: min-max by the "
+                             "labeled inputs at each refit, as the paper's code")  # fmt: skip
+    parser.add_argument("--initial-design", choices=INITIAL_DESIGNS,
+                        help="pool: the repetition's maximin LHS snapped to the pool; "
+                             "continuous: the same LHS, not snapped, as the paper's "
+                             "code")  # fmt: skip
     parser.add_argument("--parallel", type=int, help="campaigns at once (default: the workers)")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the runs' setups")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -101,10 +121,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The options, with each protocol setting not given taken from ``--protocol``."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for name, value in PROTOCOLS[args.protocol].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.mcmc not in MCMC_PRESETS:
+        parser.error(f"--protocol {args.protocol}: MCMC preset {args.mcmc!r} is not one of "
+                     f"this service's ({', '.join(MCMC_PRESETS)})")  # fmt: skip
+    return args
+
+
 def plan(args) -> list[RunSpec]:
     """Every run asked for, repetition-major."""
     return [RunSpec(sim, acq, run, iterations_for(sim, args.iterations), args.mcmc, args.seed,
-                    args.allow_repeats)
+                    args.allow_repeats, args.bald, args.input_scaling, args.initial_design)
             for run in range(args.runs) for sim in args.simulators
             for acq in args.acquisitions]  # fmt: skip
 
@@ -143,14 +176,7 @@ def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple,
         mine = by_run.get(spec.key, [])
         wanted = set(range(INITIAL_DESIGN_SIZE, spec.max_labels + 1))
         if wanted <= {r["n_labeled"] for r in mine}:
-            presets = {r.get("mcmc", "?") for r in mine}
-            if presets != {spec.mcmc}:
-                raise SystemExit(f"{path}: {spec.label} was run with MCMC {presets}, "
-                                 f"not {spec.mcmc!r}; use another --out")  # fmt: skip
-            if {r.get("allow_repeats", False) for r in mine} != {spec.allow_repeats}:
-                raise SystemExit(f"{path}: {spec.label} was run "
-                                 f"{'without' if spec.allow_repeats else 'with'} "
-                                 "--allow-repeats; use another --out")  # fmt: skip
+            _same_protocol(path, spec, mine)
             continue
         todo.append(spec)
         done[spec.key] = resumable(spec, mine)
@@ -159,6 +185,24 @@ def resume(path: Path, specs: list[RunSpec]) -> tuple[list[RunSpec], dict[tuple,
     if bad or len(kept) < len(records):
         _rewrite(path, kept)
     return todo, done
+
+
+def _same_protocol(path: Path, spec: RunSpec, records: list[dict]) -> None:
+    """SystemExit unless every record of ``spec``'s complete run was made with its settings."""
+    for name in SETTINGS:
+        mine = getattr(spec, name)
+        found = {record_settings(r)[name] for r in records}
+        if found == {mine}:
+            continue
+        if name == "allow_repeats":
+            how = f"{'without' if mine else 'with'} --allow-repeats"
+        elif name == "mcmc":
+            how = f"with MCMC {found}, not {mine!r}"
+        elif name == "service_acquisition":
+            how = f"with the service acquisition {found}, not {mine!r} (--bald)"
+        else:
+            how = f"with --{name.replace('_', '-')} {found}, not {mine!r}"
+        raise SystemExit(f"{path}: {spec.label} was run {how}; use another --out")
 
 
 class _Bench:
@@ -250,8 +294,15 @@ def _sigterm_as_interrupt():
 def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, workers) -> str:
     mcmc = MCMC_PRESETS[args.mcmc]
     iterations = "the paper's" if args.iterations is None else str(args.iterations)
+    settings = {k: getattr(args, k) for k in PROTOCOLS[args.protocol]}
+    custom = "" if settings == PROTOCOLS[args.protocol] else ", with the options given"
     return "\n".join([
         f"Command: `fbgp-al bench {shlex.join(argv)}`", "",
+        f"- protocol `{args.protocol}`{custom}: the `bald` column runs the service's "
+        f"`{args.bald}`; inputs scaled by "
+        f"{'the labeled inputs at each refit' if args.input_scaling == 'labels' else 'the box'}"
+        "; initial design " + ("snapped to the pool" if args.initial_design == "pool"
+                               else "continuous (not snapped)"),
         f"- MCMC preset `{args.mcmc}`: {mcmc['chains']} chains, {mcmc['warmup']} warm-up + "
         f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}, cold chains started "
         f"{'uniformly in [-2, 2]' if mcmc.get('init') == 'uniform' else 'from the posterior grid'}"
@@ -269,7 +320,7 @@ def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, wor
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / RESULTS
     started = time.perf_counter()

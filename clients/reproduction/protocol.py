@@ -20,7 +20,7 @@ import numpy as np
 
 from clients.simulators import Simulator, get_simulator
 from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, POOL_SUBSAMPLE
-from worker.design import GridPool, initial_design
+from worker.design import GridPool, initial_design, maximin_lhs
 
 ITERATIONS: dict[str, int] = {
     "gramacy1d": 90,
@@ -35,13 +35,31 @@ TEST_SIZE = 1_000
 RMSE_SUBSET = 10_000
 RUNS = 10
 
+# What defines a protocol beyond the simulator, acquisition and repetition (``fbgp-al bench
+# --protocol``; each setting is also an option of its own). ``paper``: the paper as written;
+# ``paper-code``: what its public code (CoRiis/active-learning-fbgp) does where it differs.
+# ``allow_repeats``: pool points may be labeled again; ``bald``: the service acquisition that
+# the table's ``bald`` column runs; ``mcmc``: the MCMC preset (worker.defaults.MCMC_PRESETS);
+# ``input_scaling``: the campaign's ``input_scaling`` (``box``: by the declared bounds;
+# ``labels``: min-max by the labeled inputs at each refit); ``initial_design``: ``pool`` (the
+# maximin LHS snapped to the pool) or ``continuous`` (the same LHS, not snapped).
+PROTOCOLS: dict[str, dict] = {
+    "paper": {"allow_repeats": False, "bald": "bald", "mcmc": "paper", "input_scaling": "box",
+              "initial_design": "pool"},
+    "paper-code": {"allow_repeats": True, "bald": "bald-code", "mcmc": "paper-code",
+                   "input_scaling": "labels", "initial_design": "continuous"},
+}  # fmt: skip
+INITIAL_DESIGNS = ("pool", "continuous")
+INPUT_SCALINGS = ("box", "labels")
+
 
 @dataclass(frozen=True)
 class RunSetup:
     """What run ``run`` of ``simulator`` shares across acquisitions (original units).
 
-    ``initial_index`` ``[3]`` flat pool indices, ``initial_x`` ``[3, d]``, ``initial_y`` ``[3]``
-    noisy labels; ``test_x`` ``[T, d]``, ``test_y`` ``[T]`` noisy (T = 1000);
+    ``initial_index`` ``[3]`` flat pool indices (``[0]``: a continuous design), ``initial_x``
+    ``[3, d]``, ``initial_y`` ``[3]`` noisy labels; ``test_x`` ``[T, d]``, ``test_y`` ``[T]``
+    noisy (T = 1000);
     ``rmse_x`` ``[S, d]``, ``rmse_mean`` ``[S]`` noise-free (S = min(pool size, 10000)).
     """
 
@@ -81,8 +99,18 @@ def run_seed(simulator: str, run: int, base_seed: int = 0) -> int:
     return int(np.random.SeedSequence(key).generate_state(1)[0])
 
 
-def run_setup(simulator: str | Simulator, run: int, base_seed: int = 0) -> RunSetup:
-    """The initial design, test set and RMSE points of run ``run`` (deterministic in its args)."""
+def run_setup(simulator: str | Simulator, run: int, base_seed: int = 0,
+              design: str = "pool") -> RunSetup:  # fmt: skip
+    """The initial design, test set and RMSE points of run ``run`` (deterministic in its args).
+
+    ``design``: ``pool``, the run seed's maximin LHS snapped to the pool (``initial_index``: its
+    flat pool indices); ``continuous``, the same LHS not snapped (the paper's code: skopt's
+    classic maximin Lhs on the continuous box, utils/initial_design.py; ``initial_index`` is
+    empty). Either way its labels, the test set and the RMSE points come from the same seeded
+    streams, and nothing depends on the acquisition.
+    """
+    if design not in INITIAL_DESIGNS:
+        raise ValueError(f"initial design {design!r}: one of {INITIAL_DESIGNS}")
     sim = get_simulator(simulator) if isinstance(simulator, str) else simulator
     seed = run_seed(sim.name, run, base_seed)
     pool = grid_pool(sim)
@@ -90,8 +118,13 @@ def run_setup(simulator: str | Simulator, run: int, base_seed: int = 0) -> RunSe
         np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)
     )
 
-    initial_index = initial_design(pool, INITIAL_DESIGN_SIZE, seed)
-    initial_x = pool_points(sim, initial_index)
+    if design == "continuous":
+        # the points initial_design would snap to the pool
+        initial_index = np.empty(0, dtype=np.int64)
+        initial_x = sim.from_unit(maximin_lhs(INITIAL_DESIGN_SIZE, sim.dim, seed))
+    else:
+        initial_index = initial_design(pool, INITIAL_DESIGN_SIZE, seed)
+        initial_x = pool_points(sim, initial_index)
 
     if pool.size > TEST_SIZE:
         test_index = pool.subsample(TEST_SIZE, test_rng)

@@ -12,6 +12,11 @@ The paper prints its ratio as ``(AUC_new - AUC_b) / AUC_b`` but its algorithm an
 sign above (ALM 0, better acquisitions positive); we follow the algorithm.
 
 Areas are trapezoidal over ``n_labeled`` (unit steps: one label per iteration).
+
+``nlml_paper`` (the test NLML as the paper's code computes it, which records carry where the
+service sends it) gets its own table, beside the paper's NLML figures: those are what the
+paper's code computed. :func:`far_from_paper` lists the cells more than two of the paper's ``±``
+away from the paper's value.
 """
 
 from __future__ import annotations
@@ -28,7 +33,15 @@ from clients.simulators import SIMULATORS
 from worker.defaults import BASELINE, PAPER_ACQUISITIONS
 
 # NLML has no lower bound, RMSE has 0
-BOUNDED = {"nlml": False, "rmse": True}
+BOUNDED = {"nlml": False, "nlml_paper": False, "rmse": True}
+# metrics that records may lack (the service did not send them): a table when any record has one
+OPTIONAL_METRICS = ("nlml_paper",)
+# the paper's Table 2 entry each metric is compared with
+PAPER_METRIC = {"nlml": "nlml", "nlml_paper": "nlml", "rmse": "rmse"}
+TITLES = {"nlml": "NLML", "rmse": "RMSE",
+          "nlml_paper": "NLML as the paper's code computes it (noise counted twice)"}  # fmt: skip
+# how many of the paper's ± a cell may be away from the paper's value before it is listed
+FAR = 2.0
 PAPER_SIMULATORS = ("gramacy1d", "higdon", "gramacy2d", "branin", "ishigami", "hartmann6")
 
 
@@ -136,9 +149,15 @@ def summarize(records: list[dict], baseline: str = BASELINE) -> dict:
     simulators present (Motorcycle is not in the paper's table).
     """
     out: dict = {}
-    for metric in METRICS:
+    for metric in (*METRICS, *OPTIONAL_METRICS):
+        if metric in OPTIONAL_METRICS:
+            mine = [r for r in records if r.get(metric) is not None]
+            if not mine:
+                continue
+        else:
+            mine = records
         per_acq: dict[str, dict] = {}
-        for sim, curves in learning_curves(records, metric).items():
+        for sim, curves in learning_curves(mine, metric).items():
             if baseline not in curves:
                 continue
             for acq, r in rd_auc_curves(curves, BOUNDED[metric], baseline).items():
@@ -181,7 +200,7 @@ def table_json(summary: dict, paper: dict | None = None) -> dict:
     columns = [*sims, "overall_mean", "overall_median"]
     metrics = {}
     for metric, per_acq in summary.items():
-        paper_metric = paper.get(metric, {})
+        paper_metric = paper.get(PAPER_METRIC.get(metric, metric), {})
         rows = {}
         for acq in _acquisition_order(set(per_acq) | set(paper_metric)):
             rows[acq] = {
@@ -216,7 +235,7 @@ def table_markdown(summary: dict, paper: dict | None = None) -> str:
     lines = []
     for metric, rows in data["metrics"].items():
         lines += [
-            f"### {metric.upper()}: relative decrease in AUC against "
+            f"### {TITLES.get(metric, metric.upper())}: relative decrease in AUC against "
             f"{data['baseline'].upper()} (%), positive is better",
             "",
             "| acquisition | source | " + " | ".join(header) + " |",
@@ -231,6 +250,50 @@ def table_markdown(summary: dict, paper: dict | None = None) -> str:
                 lines.append(f"| {name} | {source} | " + " | ".join(row) + " |")
         lines.append("")
     lines.append(f"Overall columns are over: {', '.join(data['overall_over']) or 'none'}.")
+    return "\n".join(lines) + "\n"
+
+
+def far_from_paper(summary: dict, paper: dict | None = None, k: float = FAR) -> list[dict]:
+    """Every (metric, acquisition, simulator) cell of ``summary`` whose RD-AUC is more than
+    ``k`` of the paper's ``±`` away from the paper's: ``{"metric", "acquisition", "simulator",
+    "ours", "sd", "runs", "paper", "pm", "gap"}`` (percent; ``gap``: (ours - paper) / pm, in
+    paper-sds), ordered by metric, acquisition and simulator. Simulators only (not the overall
+    columns); a paper ``±`` of 0 counts any difference as infinitely far."""
+    paper = load_paper_table() if paper is None else paper
+    out = []
+    for metric, per_acq in summary.items():
+        paper_metric = paper.get(PAPER_METRIC.get(metric, metric), {})
+        for acq in _acquisition_order(per_acq):
+            for sim in PAPER_SIMULATORS:
+                ours, theirs = per_acq[acq].get(sim), paper_metric.get(acq, {}).get(sim)
+                if ours is None or theirs is None or not np.isfinite(ours["mean"]):
+                    continue
+                diff = ours["mean"] - theirs["mean"]
+                if theirs["pm"] > 0:
+                    gap = diff / theirs["pm"]
+                else:
+                    gap = 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
+                if abs(gap) > k:
+                    cell = {"metric": metric, "acquisition": acq, "simulator": sim}
+                    out.append({**cell, "ours": ours["mean"], "sd": ours["sd"],
+                                "runs": ours["runs"], "paper": theirs["mean"],
+                                "pm": theirs["pm"], "gap": gap})  # fmt: skip
+    return out
+
+
+def far_markdown(cells: list[dict], k: float = FAR) -> str:
+    """:func:`far_from_paper`'s cells as a Markdown table."""
+    if not cells:
+        return f"No cell is more than {k:g} of the paper's ± from the paper's RD-AUC.\n"
+    lines = [f"RD-AUC cells more than {k:g} of the paper's ± from the paper's (percent; gap: "
+             "ours minus the paper's, in the paper's ±):", "",
+             "| metric | acquisition | simulator | ours | paper | gap (paper sds) |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for c in cells:
+        ours = _fmt({"mean": c["ours"], "sd": c["sd"]}, "sd") + f" ({c['runs']} runs)"
+        paper = _fmt({"mean": c["paper"], "pm": c["pm"]}, "pm")
+        lines.append(f"| {c['metric']} | {c['acquisition']} | {c['simulator']} | {ours} | "
+                     f"{paper} | {c['gap']:+.1f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -254,7 +317,9 @@ def write_table(results_path: str | Path, out_dir: str | Path,
     summary = summarize(read_results(results_path) if records is None else records)
     paper = load_paper_table()
     md, js = out_dir / "rdauc.md", out_dir / "rdauc.json"
-    md.write_text(table_markdown(summary, paper), encoding="utf-8")
-    text = json.dumps(_finite(table_json(summary, paper)), indent=1, allow_nan=False)
+    far = far_from_paper(summary, paper)
+    md.write_text(table_markdown(summary, paper) + "\n" + far_markdown(far), encoding="utf-8")
+    table = {**table_json(summary, paper), "far_from_paper": far}
+    text = json.dumps(_finite(table), indent=1, allow_nan=False)
     js.write_text(text, encoding="utf-8")
     return md, js

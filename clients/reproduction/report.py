@@ -1,6 +1,7 @@
 """The benchmark's report from its results file: the RD-AUC table beside the paper's
 (``rdauc.md``, ``rdauc.json``), learning curves (``learning_curves.png``) and ``summary.md``
-(how it was run, which of the paper's claims held, the samplers' diagnostics)."""
+(how it was run, which of the paper's claims held, which RD-AUC cells are far from the paper's,
+the samplers' diagnostics)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import numpy as np
 
 from clients.reproduction.claims import Claim, check_claims, claims_markdown
 from clients.reproduction.plots import plot_learning_curves
-from clients.reproduction.rdauc import summarize, write_table
+from clients.reproduction.rdauc import (
+    FAR,
+    far_from_paper,
+    far_markdown,
+    load_paper_table,
+    summarize,
+    write_table,
+)
 from clients.reproduction.results import finished, read_results, wall_seconds
 
 
@@ -63,7 +71,9 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
     records, short = finished(everything)
     write_table(results_path, out_dir, records)
     plot_learning_curves(records, out_dir / "learning_curves.png")
-    claims = check_claims(summarize(records))
+    summary = summarize(records)
+    claims = check_claims(summary)
+    far = far_markdown(far_from_paper(summary, load_paper_table()))
     runs = {(r["simulator"], r["acquisition"], r["run"]) for r in records}
     left_out = ""
     if short:
@@ -77,6 +87,7 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
         "## The paper's claims", "", claims_markdown(claims),
         "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
         "`learning_curves.png`.", "",
+        f"## Cells more than {FAR:g} paper-sds from the paper", "", far,
         "## Sampler diagnostics", "", diagnostics_markdown(records),
     ])  # fmt: skip
     (out_dir / "summary.md").write_text(text, encoding="utf-8")

@@ -16,9 +16,13 @@ points labeled since the previous record of the run, so the first record carries
 design); ``y`` (their labels); ``seconds`` (float, wall time of the iteration);
 ``finished_at`` (float, Unix time when the iteration ended); ``workers`` (int, the service's
 workers when the run started); ``max_labels`` (int, the labels the run ends with: 3 initial
-plus its iterations); anything else is kept and ignored. A run's learning curve is
-its records ordered by ``n_labeled``; a later record with the same key replaces an earlier one
-(a resumed benchmark may rewrite a step).
+plus its iterations); ``nlml_paper`` (float, the test NLML as the paper's code computes it,
+where the service sends it); the run's protocol settings, ``protocol``, ``mcmc``,
+``allow_repeats``, ``service_acquisition`` (the campaign's acquisition: ``bald`` may run
+``bald-code``), ``input_scaling`` and ``initial_design``
+(:data:`clients.reproduction.runs.SETTINGS`); anything else is kept and ignored. A run's
+learning curve is its records ordered by ``n_labeled``; a later record with the same key
+replaces an earlier one (a resumed benchmark may rewrite a step).
 """
 
 from __future__ import annotations

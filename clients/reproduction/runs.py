@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 
 from clients.client import ApiError, FbgpClient, Pending, check_refit
-from clients.reproduction.protocol import ITERATIONS, campaign_body, run_setup
+from clients.reproduction.protocol import ITERATIONS, PROTOCOLS, campaign_body, run_setup
 from clients.reproduction.results import run_key
 from clients.simulators import get_simulator
 from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
@@ -43,10 +43,18 @@ class Interrupted(Exception):
     """The run was asked to stop (the benchmark is being interrupted)."""
 
 
+# the settings that define a run's protocol (protocol.PROTOCOLS), as its records carry them;
+# ``service_acquisition`` is the acquisition the campaign ran (``bald`` may run ``bald-code``)
+SETTINGS = ("mcmc", "allow_repeats", "service_acquisition", "input_scaling", "initial_design")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: ``iterations`` labels after the initial design, MCMC preset ``mcmc``;
-    ``allow_repeats``: pool points may be labeled again (the campaign setting)."""
+    ``allow_repeats``: pool points may be labeled again (the campaign setting); ``bald``: the
+    service acquisition that runs for ``acquisition`` ``bald``; ``input_scaling``: the
+    campaign's; ``initial_design``: ``pool`` or ``continuous``
+    (:func:`clients.reproduction.protocol.run_setup`)."""
 
     simulator: str
     acquisition: str
@@ -55,6 +63,34 @@ class RunSpec:
     mcmc: str = "paper"
     base_seed: int = 0
     allow_repeats: bool = False
+    bald: str = "bald"
+    input_scaling: str = "box"
+    initial_design: str = "pool"
+
+    @property
+    def service_acquisition(self) -> str:
+        return self.bald if self.acquisition == "bald" else self.acquisition
+
+    @property
+    def settings(self) -> dict:
+        """What defines the run's protocol, as its records carry it (:data:`SETTINGS`)."""
+        return {
+            "mcmc": self.mcmc,
+            "allow_repeats": self.allow_repeats,
+            "service_acquisition": self.service_acquisition,
+            "input_scaling": self.input_scaling,
+            "initial_design": self.initial_design,
+        }
+
+    @property
+    def protocol(self) -> str:
+        """The name of the protocol the run's settings are (``custom``: none of them)."""
+        mine = {name: getattr(self, name) for name in PROTOCOLS["paper"]}
+        return next((name for name, p in PROTOCOLS.items() if p == mine), "custom")
+
+    def record_fields(self) -> dict:
+        """The protocol fields every record of the run carries."""
+        return {**self.settings, "protocol": self.protocol}
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -67,6 +103,22 @@ class RunSpec:
     @property
     def label(self) -> str:
         return f"{self.simulator}/{self.acquisition}/run{self.run}"
+
+
+def record_settings(record: dict) -> dict:
+    """:data:`SETTINGS` of a record; a field it lacks (files written before it existed) reads
+    as today's default (``mcmc``: ``?``, which matches no preset)."""
+    return {"mcmc": record.get("mcmc", "?"),
+            "allow_repeats": record.get("allow_repeats", False),
+            "service_acquisition": record.get("service_acquisition", record.get("acquisition")),
+            "input_scaling": record.get("input_scaling", "box"),
+            "initial_design": record.get("initial_design", "pool")}  # fmt: skip
+
+
+def setup_for(spec: RunSpec):
+    """The run's :class:`~clients.reproduction.protocol.RunSetup`: the repetition's, shared by
+    every acquisition of it."""
+    return run_setup(spec.simulator, spec.run, spec.base_seed, spec.initial_design)
 
 
 def parse_iterations(value: str) -> int | None:
@@ -84,14 +136,26 @@ def iterations_for(simulator: str, iterations: int | None) -> int:
 
 
 def paper_body(simulator: str, acquisition: str, run: int, iterations: int | None = None,
-               mcmc: str = "paper", base_seed: int = 0,
-               allow_repeats: bool = False) -> dict:  # fmt: skip
-    """:func:`clients.reproduction.protocol.campaign_body` with the iteration count, MCMC preset and
-    whether pool points may be labeled again."""
+               mcmc: str = "paper", base_seed: int = 0, allow_repeats: bool = False,
+               input_scaling: str = "box") -> dict:  # fmt: skip
+    """:func:`clients.reproduction.protocol.campaign_body` with the iteration count, MCMC preset,
+    whether pool points may be labeled again and the input scaling (the field is sent only
+    when it is not the default ``box``). ``acquisition`` is the service's."""
     body = campaign_body(simulator, acquisition, run, base_seed)
     body["max_labels"] = INITIAL_DESIGN_SIZE + iterations_for(simulator, iterations)
     body["mcmc"] = dict(MCMC_PRESETS[mcmc])
     body["allow_repeats"] = allow_repeats
+    if input_scaling != "box":
+        body["input_scaling"] = input_scaling
+    return body
+
+
+def spec_body(spec: RunSpec) -> dict:
+    """The ``POST /campaigns`` body of ``spec``'s run."""
+    body = paper_body(spec.simulator, spec.service_acquisition, spec.run, spec.iterations,
+                      spec.mcmc, spec.base_seed, spec.allow_repeats,
+                      spec.input_scaling)  # fmt: skip
+    body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
     return body
 
 
@@ -105,7 +169,8 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
     """How far ``records`` (some of one run's) carry the run: ``(prefix, labels, rng)``.
 
     ``prefix``: the records of model versions 3, 4, ... up to the first that is missing or does
-    not fit: made with another MCMC preset or setup seed, a first record without the run's
+    not fit: made with other protocol settings (:data:`SETTINGS`) or setup seed, a first record
+    without the run's
     initial design, a later one whose single label the run's noise generator does not
     reproduce. ``labels``: ``(x, y)`` of each prefix record, or of the initial design when the
     prefix is empty. ``rng``: the label noise generator advanced past the prefix's labels.
@@ -115,8 +180,8 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
     prefix, labels = [], []
     for n in range(INITIAL_DESIGN_SIZE, spec.max_labels + 1):
         record = by_n.get(n)
-        if (record is None or record.get("mcmc") != spec.mcmc or record.get("seed") != setup.seed
-                or record.get("allow_repeats", False) != spec.allow_repeats):  # fmt: skip
+        if (record is None or record_settings(record) != spec.settings
+                or record.get("seed") != setup.seed):  # fmt: skip
             break
         try:
             x = sim.check_inputs(record["x"])
@@ -144,8 +209,7 @@ def resumable(spec: RunSpec, records: list[dict]) -> list[dict]:
     (:func:`_replay`'s prefix; ``[]``: start over)."""
     if not any(run_key(r) == spec.key for r in records):
         return []
-    sim = get_simulator(spec.simulator)
-    return _replay(spec, records, sim, run_setup(sim, spec.run, spec.base_seed))[0]
+    return _replay(spec, records, get_simulator(spec.simulator), setup_for(spec))[0]
 
 
 def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], None],
@@ -159,11 +223,8 @@ def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], Non
     from their labels, the model on them is scored again (a new record for the last of them)
     and the run goes on from there (:func:`resumable` says which records qualify)."""
     sim = get_simulator(spec.simulator)
-    setup = run_setup(sim, spec.run, spec.base_seed)
-    body = paper_body(spec.simulator, spec.acquisition, spec.run, spec.iterations, spec.mcmc,
-                      spec.base_seed, spec.allow_repeats)  # fmt: skip
-    body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
-    campaign = api.create_campaign(body).id
+    setup = setup_for(spec)
+    campaign = api.create_campaign(spec_body(spec)).id
     try:
         labels, rng = _replay(spec, done or [], sim, setup)[1:]
         _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, stop, wait)
@@ -202,11 +263,9 @@ def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, st
             _wait_for_last_model(api, campaign, n, stop)
         record = score(api, campaign, setup, n)
         record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
-                      mcmc=spec.mcmc, seed=setup.seed, campaign=campaign, x=new_x, y=new_y,
-                      max_labels=spec.max_labels, seconds=time.perf_counter() - started,
-                      finished_at=time.time())  # fmt: skip
-        if spec.allow_repeats:
-            record["allow_repeats"] = True
+                      **spec.record_fields(), seed=setup.seed, campaign=campaign, x=new_x,
+                      y=new_y, max_labels=spec.max_labels,
+                      seconds=time.perf_counter() - started, finished_at=time.time())  # fmt: skip
         on_record(record)
         if point is None:
             return
@@ -249,6 +308,9 @@ def score(api: FbgpClient, campaign: str, setup, n: int) -> dict:
     return {
         "n_labeled": n,
         "nlml": test.nlml,
+        # the paper code's test NLML (noise counted twice, the mode's log-prior terms), where
+        # the service sends it
+        **({} if test.nlml_paper is None else {"nlml_paper": test.nlml_paper}),
         "rmse": rmse,
         "nlpd_mixture": test.nlpd_mixture,
         "model_version": model.version,
