@@ -523,13 +523,17 @@ def mode_index(log_draws: np.ndarray, rule: str = "kde", limit: int = MODE_DRAWS
       variance), as scikit-learn's ``KernelDensity(kernel="gaussian", bandwidth=0.3)`` scores
       them. The lengthscales are those of the inputs the priors are stated for: ``exp(theta -
       prior_mean)`` (see :class:`~worker.potential.GPPotential`).
+
+    Either rule looks at ``limit`` draws at most (its cost grows as their square): of more, a
+    seeded sample without replacement.
     """
     if rule == "kde":
         return posterior_mode_index(log_draws, limit, seed)
     if rule != "kde-raw":
         raise ValueError(f"unknown mode rule {rule!r}; known: {', '.join(MODE_RULES)}")
     shift = 0.0 if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
-    return raw_kde_mode_index(np.exp(log_draws - shift))
+    rows = _mode_rows(len(log_draws), limit, seed)
+    return int(rows[raw_kde_mode_index(np.exp(log_draws[rows] - shift))])
 
 
 def raw_kde_mode_index(values: np.ndarray, bandwidth: float = RAW_KDE_BANDWIDTH) -> int:
@@ -554,11 +558,17 @@ def posterior_mode_index(log_draws: np.ndarray, limit: int = MODE_DRAWS, seed: i
     without replacement (seeded by ``seed``) make the KDE and the mode is the densest of them.
     Draws too degenerate for a KDE (all equal, or a singular covariance) fall back to the first
     draw of the most frequent value."""
-    if len(log_draws) > max(1, limit):
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
-        rows = np.sort(rng.choice(len(log_draws), size=max(1, limit), replace=False))
-        return int(rows[_densest(log_draws[rows])])
-    return _densest(log_draws)
+    rows = _mode_rows(len(log_draws), limit, seed)
+    return int(rows[_densest(log_draws[rows])])
+
+
+def _mode_rows(size: int, limit: int, seed: int) -> np.ndarray:
+    """All ``size`` rows, or of more than ``limit``, ``limit`` drawn without replacement (seeded
+    by ``seed``), in order."""
+    if size <= max(1, limit):
+        return np.arange(size)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
+    return np.sort(rng.choice(size, size=max(1, limit), replace=False))
 
 
 def _densest(log_draws: np.ndarray) -> int:

@@ -63,6 +63,13 @@ def test_the_raw_kde_rule_reads_lengthscales_in_the_units_of_their_priors():
     want = int(np.argmax(_reference_kde_scores(np.exp(theta - shift))))
     assert mode_index(theta, "kde-raw", prior_mean=shift) == want
     assert mode_index(theta, "kde-raw") == int(np.argmax(_reference_kde_scores(np.exp(theta))))
+    # of more draws than the limit, the densest of a seeded sample of them
+    picked = mode_index(theta, "kde-raw", limit=100, seed=3)
+    again = mode_index(theta, "kde-raw", limit=100, seed=3)
+    assert picked == again
+    rows = np.sort(np.random.default_rng(np.random.SeedSequence(3, spawn_key=(2,))).choice(
+        400, size=100, replace=False))  # fmt: skip
+    assert picked == rows[np.argmax(_reference_kde_scores(np.exp(theta[rows])))]
     with pytest.raises(ValueError, match="unknown mode rule"):
         mode_index(theta, "mean")
 

@@ -24,14 +24,6 @@ BASE = ["--simulators", "gramacy1d", "--acquisitions", "alm,bald", "--runs", "1"
 SETTINGS = ("allow_repeats", "bald", "mcmc", "input_scaling", "initial_design")
 
 
-@pytest.fixture
-def paper_code_preset(monkeypatch):
-    """The service's ``paper-code`` preset where this checkout does not have it yet."""
-    if "paper-code" not in MCMC_PRESETS:
-        monkeypatch.setitem(MCMC_PRESETS, "paper-code", {**MCMC_PRESETS["paper"],
-                                                         "mode": "kde-raw"})  # fmt: skip
-
-
 def _settings(args) -> dict:
     return {name: getattr(args, name) for name in SETTINGS}
 
@@ -50,7 +42,7 @@ def test_the_default_protocol_is_todays():
     assert body["mcmc"] == MCMC_PRESETS["paper"] and body["allow_repeats"] is False
 
 
-def test_paper_code_sets_all_five(paper_code_preset):
+def test_paper_code_sets_all_five():
     args = parse_args([*BASE, "--protocol", "paper-code"])
     assert _settings(args) == {
         "allow_repeats": True, "bald": "bald-code", "mcmc": "paper-code",
@@ -60,7 +52,7 @@ def test_paper_code_sets_all_five(paper_code_preset):
     assert alm.service_acquisition == "alm"
     body = spec_body(bald)
     assert body["acquisition"] == "bald-code" and body["input_scaling"] == "labels"
-    assert body["allow_repeats"] is True and body["mcmc"]["mode"] == "kde-raw"
+    assert body["allow_repeats"] is True and body["mcmc"]["mode_rule"] == "kde-raw"
     assert body["name"] == "bench-gramacy1d-bald-run0"
     assert bald.record_fields() == {
         "mcmc": "paper-code", "allow_repeats": True, "service_acquisition": "bald-code",
@@ -81,7 +73,7 @@ def test_one_option_alone_changes_one_setting(option, setting, value):
     assert plan(args)[0].protocol == "custom"  # no named protocol
 
 
-def test_options_given_override_the_protocols(paper_code_preset):
+def test_options_given_override_the_protocols():
     args = parse_args([*BASE, "--protocol", "paper-code", "--mcmc", "fast",
                        "--no-allow-repeats", "--bald", "bald"])  # fmt: skip
     assert _settings(args) == {**PROTOCOLS["paper-code"], "mcmc": "fast",
@@ -165,7 +157,7 @@ def _write(path, records):
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
-def test_resume_refuses_to_mix_protocols(tmp_path, paper_code_preset):
+def test_resume_refuses_to_mix_protocols(tmp_path):
     path = tmp_path / "results.jsonl"
     paper = RunSpec("gramacy1d", "bald", 0, 2)
     code = RunSpec("gramacy1d", "bald", 0, 2, "paper-code", allow_repeats=True, bald="bald-code",
@@ -252,7 +244,7 @@ def test_no_nlml_paper_table_without_it(tmp_path):
     assert set(summarize(records)) == {"nlml", "rmse"}
 
 
-def test_paper_code_end_to_end(api_url, tmp_path, paper_code_preset):
+def test_paper_code_end_to_end(api_url, tmp_path):
     """Needs the service side: input_scaling, bald-code and nlml_paper. A tiny preset."""
     cli(["bench", "--url", api_url, "--out", str(tmp_path), *BASE, "--protocol", "paper-code",
          "--mcmc", "fast", "--iterations", "2", "--no-progress"])  # fmt: skip
