@@ -224,15 +224,21 @@ def test_the_cells_far_from_the_paper(tmp_path):
     assert rmse["ours"] == pytest.approx(50) and rmse["gap"] == pytest.approx((50 - 20.8) / 0.9)
     assert paper["paper"] == 20.6 and paper["gap"] == pytest.approx((100 - 20.6) / 0.9)
     assert rmse["runs"] == 2 and rmse["sd"] == pytest.approx(0)
+    # our spread is 0 here: the joint gap is the gap in paper-sds
+    assert rmse["joint_gap"] == pytest.approx(rmse["gap"])
+    one_run = summarize([r for r in records if r["run"] == 0])
+    assert all(np.isnan(c["joint_gap"]) for c in far_from_paper(one_run, load_paper_table()))
 
     # in the report: the nlml_paper table, the section, and the cells in rdauc.json
     write_report(tmp_path / "results.jsonl", tmp_path)
     md = (tmp_path / "rdauc.md").read_text()
     assert "### NLML as the paper's code computes it" in md
-    assert "| nlml_paper | qb-mgp | gramacy1d | 100.0 ± 0.0 (2 runs) | 20.6 ± 0.9 | +88.2 |" in md
+    row = "| nlml_paper | qb-mgp | gramacy1d | 100.0 ± 0.0 (2 runs) | 20.6 ± 0.9 | +88.2 | +88.2 |"
+    assert row in md
     summary_md = (tmp_path / "summary.md").read_text()
     assert "## Cells more than 2 paper-sds from the paper" in summary_md
-    assert "| rmse | b-qbc | gramacy1d | 50.0 ± 0.0 (2 runs) | 20.8 ± 0.9 | +32.4 |" in summary_md
+    row = "| rmse | b-qbc | gramacy1d | 50.0 ± 0.0 (2 runs) | 20.8 ± 0.9 | +32.4 | +32.4 |"
+    assert row in summary_md
     table = json.loads((tmp_path / "rdauc.json").read_text())
     assert len(table["far_from_paper"]) == 3
     assert table["metrics"]["nlml_paper"]["qb-mgp"]["gramacy1d"]["paper"]["mean"] == 20.6
