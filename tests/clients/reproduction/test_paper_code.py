@@ -12,6 +12,7 @@ from scipy.spatial.distance import pdist
 from clients.ops.cli import main as cli
 from clients.reproduction import bench
 from clients.reproduction.bench import parse_args, plan, resume
+from clients.reproduction.compare import side_by_side
 from clients.reproduction.protocol import PROTOCOLS, grid_pool, run_setup
 from clients.reproduction.rdauc import far_from_paper, load_paper_table, summarize
 from clients.reproduction.report import write_report
@@ -278,3 +279,24 @@ def test_a_continuous_design_alone_runs_on_todays_service(api_url, tmp_path):
     np.testing.assert_array_equal(lines[0]["x"], setup.initial_x)
     assert {r["initial_design"] for r in lines} == {"continuous"}
     assert {r["protocol"] for r in lines} == {"custom"}
+
+
+def test_two_protocols_side_by_side(tmp_path):
+    """The paper's cell, each protocol's (mean ± sd (runs)), and the code's NLML of the second."""
+    base_dir, other_dir = tmp_path / "base", tmp_path / "other"
+    for d in (base_dir, other_dir):
+        d.mkdir()
+    records = _synthetic(other_dir / "results.jsonl")
+    _write(base_dir / "results.jsonl", [{k: v for k, v in r.items() if k != "nlml_paper"}
+                                        for r in records if r["run"] == 0])  # fmt: skip
+    write_report(base_dir / "results.jsonl", base_dir)
+    write_report(other_dir / "results.jsonl", other_dir)
+    base, other = (json.loads((d / "rdauc.json").read_text()) for d in (base_dir, other_dir))
+    text = side_by_side(base, other, ("today", "paper-code"))
+    lines = text.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("| b-qbc | paper |")))
+    assert lines[at].split(" | ")[2] == "36.3 ± 1.0"
+    assert lines[at + 1].split(" | ")[1:3] == ["today", "100.0 (1)"]
+    assert lines[at + 2].split(" | ")[1:3] == ["paper-code", "100.0 ± 0.0 (2)"]
+    assert lines[at + 3].split(" | ")[1:3] == ["paper-code, the code's NLML", "36.3 ± 0.0 (2)"]
+    assert "#### RMSE" in text and "| alm |" not in text
