@@ -14,6 +14,7 @@ from clients.reproduction.protocol import run_setup
 from clients.reproduction.results import read_results
 from clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable
 from clients.simulators import get_simulator
+from tests.clients.reproduction.made_up import run_records
 
 ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
         "--iterations", "3", "--mcmc", "fast", "--no-progress"]  # fmt: skip
@@ -113,18 +114,8 @@ def test_allow_repeats_reaches_the_campaign_and_the_records(api_url, tmp_path):
 
 
 def _records(spec: RunSpec, labels: int) -> list[dict]:
-    """Made-up records of ``spec``'s run up to ``labels`` labels, labeled as the bench labels."""
-    sim = get_simulator(spec.simulator)
-    setup = run_setup(sim, spec.run)
-    rng = label_rng(setup.seed, spec.acquisition)
-    base = {"simulator": spec.simulator, "acquisition": spec.acquisition, "run": spec.run,
-            "mcmc": spec.mcmc, "seed": setup.seed, "nlml": 1.0, "rmse": 1.0}  # fmt: skip
-    records = [{**base, "n_labeled": 3, "x": setup.initial_x.tolist(),
-                "y": setup.initial_y.tolist()}]  # fmt: skip
-    for n in range(4, labels + 1):
-        x = np.array([[n / 10.0]])
-        records.append({**base, "n_labeled": n, "x": x.tolist(), "y": sim.sample(x, rng).tolist()})
-    return records
+    """Records as the bench wrote them before they carried the protocol's other fields."""
+    return run_records(spec, labels, mcmc=spec.mcmc)
 
 
 def test_an_interrupted_run_goes_on_from_the_records_that_fit_it():

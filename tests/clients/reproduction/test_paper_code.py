@@ -16,8 +16,9 @@ from clients.reproduction.compare import side_by_side
 from clients.reproduction.protocol import PROTOCOLS, grid_pool, run_setup
 from clients.reproduction.rdauc import far_from_paper, load_paper_table, summarize
 from clients.reproduction.report import write_report
-from clients.reproduction.runs import RunSpec, label_rng, resumable, setup_for, spec_body
+from clients.reproduction.runs import RunSpec, resumable, setup_for, spec_body
 from clients.simulators import get_simulator
+from tests.clients.reproduction.made_up import run_records
 from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 from worker.design import maximin_lhs
 
@@ -138,20 +139,9 @@ def test_the_design_is_shared_by_the_acquisitions_of_a_repetition():
 
 
 def _records(spec: RunSpec, labels: int, **fields) -> list[dict]:
-    """Made-up records of ``spec``'s run up to ``labels`` labels, with its protocol fields
-    (overridden by ``fields``)."""
-    sim = get_simulator(spec.simulator)
-    setup = setup_for(spec)
-    rng = label_rng(setup.seed, spec.acquisition)
-    base = {"simulator": spec.simulator, "acquisition": spec.acquisition, "run": spec.run,
-            **spec.record_fields(), "seed": setup.seed, "nlml": 1.0, "rmse": 1.0,
-            "max_labels": spec.max_labels, **fields}  # fmt: skip
-    records = [{**base, "n_labeled": 3, "x": setup.initial_x.tolist(),
-                "y": setup.initial_y.tolist()}]  # fmt: skip
-    for n in range(4, labels + 1):
-        x = np.array([[n / 10.0]])
-        records.append({**base, "n_labeled": n, "x": x.tolist(), "y": sim.sample(x, rng).tolist()})
-    return records
+    """Made-up records of ``spec``'s run with its protocol fields (overridden by ``fields``)."""
+    return run_records(spec, labels, **{**spec.record_fields(), "max_labels": spec.max_labels,
+                                        **fields})  # fmt: skip
 
 
 def _write(path, records):
