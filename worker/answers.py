@@ -78,13 +78,16 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     test_noise = (scale_y.variance_to_z(noise) if noise is not None
                   else torch.zeros(len(z_test), dtype=z_test.dtype))  # fmt: skip
     mode = post.mode()
-    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known, test_noise)
-    white = torch.linalg.solve_triangular(chol, (z_test - mean)[:, None], upper=False)[:, 0]
-    log_det = 2 * chol.diagonal().log().sum()
-    nlml = float(0.5 * (white.square().sum() + log_det + len(z_test) * LOG_2PI)) / len(z_test)
+    mean, cov = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known, test_noise)
+    residual = z_test - mean
+    # the paper's code's NLML: the same covariance with the noise added once more
+    twice = cov.clone()
+    twice.diagonal().add_(mode.noise[0])
+    nlml_paper = (_gaussian_nll(twice, residual)
+                  - _paper_log_prior(mode, model.get("input_scale"))) / len(z_test)  # fmt: skip
+    del twice
+    nlml = _gaussian_nll(cov, residual) / len(z_test)
     rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
-    nlml_paper = _paper_nlml(u, z, mode, cand, known, test_noise, z_test,
-                             model.get("input_scale"))  # fmt: skip
     nlpd, start = [], 0
     for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, known).chunks(cand):
         zc = z_test[start : start + m_mean.shape[1]]
@@ -96,27 +99,18 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
             "nlml_paper": nlml_paper, "n": len(z_test)}  # fmt: skip
 
 
-def _paper_nlml(u, z, mode, cand, known, test_noise, z_test, input_scale) -> float:
-    """The test NLML as the paper's code computes it (``utils/gp_utils.py``, gpytorch 1.5.1's
-    ``ExactMarginalLogLikelihood`` applied to the mode GP's predictive distribution of y, which
-    adds the likelihood again): ``-(log N(z; mean, cov + s2 I) + log p(l) + log p(s2)) / m``.
-    ``cov`` is the joint predictive covariance of y (with its ``s2`` once), so the noise counts
-    twice; the priors are the mode's LogNormal(0, sqrt(3)) densities at its lengthscales as the
-    priors state them (divided by ``input_scale``, see :func:`worker.refit.input_scale_prior`)
-    and at its noise variance."""
-    mean, chol = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known,
-                                   test_noise + mode.noise[0])  # fmt: skip
-    white = torch.linalg.solve_triangular(chol, (z_test - mean)[:, None], upper=False)[:, 0]
-    log_det = 2 * chol.diagonal().log().sum()
-    log_likelihood = -0.5 * float(white.square().sum() + log_det + len(z_test) * LOG_2PI)
+def _paper_log_prior(mode: Posterior, input_scale) -> float:
+    """The mode's log prior as the paper's code adds it to its test NLML (``utils/gp_utils.py``:
+    gpytorch 1.5.1's ``ExactMarginalLogLikelihood`` on the mode GP's predictive distribution of
+    y, which holds the likelihood already, so the noise counts twice): the LogNormal(0,
+    sqrt(3)) densities at its lengthscales as the priors state them (divided by
+    ``input_scale``, see :func:`worker.refit.input_scale_prior`) and at its noise variance."""
     lengthscale = mode.lengthscale[0].numpy()
     if input_scale is not None:
         lengthscale = lengthscale / np.asarray(input_scale, dtype=np.float64)
-    raw = np.concatenate([lengthscale, [float(mode.noise[0])]])
-    log_raw = np.log(raw)
-    log_prior = float(np.sum(-log_raw - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
-                             - log_raw**2 / (2 * PRIOR_VARIANCE)))  # fmt: skip
-    return -(log_likelihood + log_prior) / len(z_test)
+    log_raw = np.log(np.concatenate([lengthscale, [float(mode.noise[0])]]))
+    return float(np.sum(-log_raw - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
+                        - log_raw**2 / (2 * PRIOR_VARIANCE)))  # fmt: skip
 
 
 # jitter added to the predictive covariance's diagonal, in turn, if rounding made it indefinite
@@ -126,25 +120,33 @@ JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4)
 def _joint_predictive(
     u, z, lengthscale, noise, candidates, label_noise=None, test_noise=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The predictive mean of y (``m``) of one GP at ``candidates`` and the Cholesky factor of
-    its covariance (``m x m``), with two ``m x m`` buffers in all. ``label_noise``: the labels'
-    known noise variances; ``test_noise``: the candidates' (``m``), on the diagonal."""
+    """The predictive mean of y (``m``) of one GP at ``candidates`` and its covariance
+    (``m x m``, one buffer). ``label_noise``: the labels' known noise variances; ``test_noise``:
+    the candidates' (``m``), on the diagonal."""
     gp = Conditioned.fit(u, z, lengthscale, noise, label_noise)
     k_star = rbf(u, candidates, lengthscale)[0]  # n x m
     mean = gp.alpha[0] @ k_star
     v = gp.chol_inv[0] @ k_star
     cov = rbf(candidates, candidates, lengthscale)[0]
     cov.addmm_(v.T, v, alpha=-1.0)
-    diagonal, added = cov.diagonal(), 0.0
-    diagonal.add_(noise[0])
+    cov.diagonal().add_(noise[0])
     if test_noise is not None:
-        diagonal.add_(test_noise)
+        cov.diagonal().add_(test_noise)
+    return mean, cov
+
+
+def _gaussian_nll(cov: torch.Tensor, residual: torch.Tensor) -> float:
+    """``-log N(residual; 0, cov)``, with growing jitter on ``cov``'s diagonal (in place) when
+    rounding made it indefinite."""
+    diagonal, added = cov.diagonal(), 0.0
     for jitter in JITTERS:
         diagonal.add_(jitter - added)
         added = jitter
         chol, info = torch.linalg.cholesky_ex(cov)
         if info == 0:
-            return mean, chol
+            white = torch.linalg.solve_triangular(chol, residual[:, None], upper=False)[:, 0]
+            log_det = 2 * chol.diagonal().log().sum()
+            return float(0.5 * (white.square().sum() + log_det + len(residual) * LOG_2PI))
     raise ValueError("the predictive covariance of the test set is not positive definite")
 
 
