@@ -74,13 +74,7 @@ class RunSpec:
     @property
     def settings(self) -> dict:
         """What defines the run's protocol, as its records carry it (:data:`SETTINGS`)."""
-        return {
-            "mcmc": self.mcmc,
-            "allow_repeats": self.allow_repeats,
-            "service_acquisition": self.service_acquisition,
-            "input_scaling": self.input_scaling,
-            "initial_design": self.initial_design,
-        }
+        return {name: getattr(self, name) for name in SETTINGS}
 
     @property
     def protocol(self) -> str:
