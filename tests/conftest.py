@@ -92,7 +92,7 @@ def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, 
                                    cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/healthz", seconds=60)
+        wait_http(f"{url}/healthz", process=process, log=log)
     except SystemExit:
         process.kill()
         pytest.fail(f"the API did not start:\n{log.read_text()}")

@@ -89,7 +89,16 @@ def _fbgp(*args: str) -> list[str]:
     return [sys.executable, "-m", "clients.ops.cli", *args]
 
 
-def wait_http(url: str, seconds: float = 60.0) -> None:
+def wait_http(
+    url: str,
+    seconds: float = 300.0,
+    process: subprocess.Popen | None = None,
+    log: Path | None = None,
+) -> None:
+    """Until ``url`` answers 200. A server on a fresh machine can take a minute to import torch
+    from a cold disk, so the wait is long; if ``process`` (the server) exits first, this says so
+    at once, pointing at ``log``."""
+    see = f"; see {log}" if log is not None else ""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -97,8 +106,10 @@ def wait_http(url: str, seconds: float = 60.0) -> None:
                 return
         except httpx.TransportError:
             pass
+        if process is not None and process.poll() is not None:
+            raise SystemExit(f"{url}: the server exited with code {process.returncode}{see}")
         time.sleep(0.1)
-    raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
+    raise SystemExit(f"{url} did not answer in {seconds:.0f} s{see}")
 
 
 def fbgp_env(**settings) -> dict:
@@ -191,7 +202,7 @@ class LocalStack:
         self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
                                     stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         if wait:
-            wait_http(f"{self.url}/healthz")
+            wait_http(f"{self.url}/healthz", process=self.api, log=self.data_dir / "api.log")
 
     def start(self, ready: bool = True) -> LocalStack:
         """Start every part (and stop what did start if one fails)."""

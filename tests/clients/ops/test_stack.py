@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clients.ops.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,3 +54,15 @@ def test_up_refuses_a_port_in_use(tmp_path):
         )  # fmt: skip
     assert result.returncode != 0
     assert f"port {port} is in use" in result.stdout + result.stderr
+
+
+def test_waiting_for_a_server_stops_as_soon_as_it_exits(tmp_path):
+    """A server that dies while starting is reported at once, with its log, not after the
+    minutes that a slow first start on a cold disk is given."""
+    from clients.ops.stack import wait_http
+
+    log = tmp_path / "api.log"
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    with pytest.raises(SystemExit, match=r"exited with code 3; see .*api\.log") as stopped:
+        wait_http(f"http://127.0.0.1:{free_port()}/healthz", seconds=120, process=process, log=log)
+    assert "did not answer" not in str(stopped.value)
