@@ -12,6 +12,9 @@ $(BIN)/fbgp-al: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[server,dev]'
+	# compile the workers' NUTS kernels (numba's cache) once here, not in every worker's first start
+	OMP_NUM_THREADS=1 $(BIN)/python -c "from worker.mcmc import sample_posterior; \
+	sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)"
 	touch $@
 
 install: $(BIN)/fbgp-al

@@ -219,17 +219,32 @@ class LocalStack:
             raise
         return self
 
-    def wait_ready(self, seconds: float = 120.0, workers: int | None = None) -> None:
-        """Until /readyz says yes with (at least) this many workers."""
+    def wait_ready(
+        self, seconds: float = 600.0, workers: int | None = None, note: str | None = None
+    ) -> None:
+        """Until /readyz says yes with (at least) this many workers. A worker's first start on a
+        machine compiles its kernels (numba) before it registers: a minute or more on a busy
+        machine. So the wait is long, prints ``note`` once after 15 s, and ends at once if the
+        API or every worker this stack started has exited."""
         want = len(self.workers) if workers is None else workers
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        started = time.monotonic()
+        noted = note is None
+        while time.monotonic() < started + seconds:
             try:
                 r = httpx.get(f"{self.url}/readyz", timeout=5)
                 if r.status_code == 200 and r.json()["workers"] >= want:
                     return
             except httpx.TransportError:
                 pass
+            if self.api is not None and self.api.poll() is not None:
+                raise SystemExit(f"the API exited with code {self.api.returncode}; see "
+                                 f"{self.data_dir / 'api.log'}")  # fmt: skip
+            ours = [w for w in self.workers if w is not None]
+            if ours and all(w.poll() is not None for w in ours):
+                raise SystemExit(f"every worker exited; see {self.data_dir}/worker-*.log")
+            if not noted and time.monotonic() > started + 15:
+                print(note, flush=True)
+                noted = True
             time.sleep(0.2)
         raise TimeoutError(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s")
 
@@ -346,7 +361,11 @@ def main(argv=None) -> None:
     exits: dict[str, list[float]] = {}
     try:
         stack.start(ready=False)
-        stack.wait_ready(workers=1)
+        stack.wait_ready(
+            workers=1,
+            note="fbgp-al: waiting for a worker (a first start on this "
+            "machine compiles the sampler's kernels: a minute or more)",
+        )
         print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
               f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
               f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip

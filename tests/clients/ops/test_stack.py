@@ -66,3 +66,20 @@ def test_waiting_for_a_server_stops_as_soon_as_it_exits(tmp_path):
     with pytest.raises(SystemExit, match=r"exited with code 3; see .*api\.log") as stopped:
         wait_http(f"http://127.0.0.1:{free_port()}/healthz", seconds=120, process=process, log=log)
     assert "did not answer" not in str(stopped.value)
+
+
+def test_waiting_for_workers_stops_as_soon_as_every_worker_exits(tmp_path):
+    """Workers that all die while the stack waits for them are reported at once, not after the
+    minutes that a first start (compiling the sampler's kernels) is given."""
+    from clients.ops.stack import LocalStack
+
+    stack = LocalStack(tmp_path, workers=2)
+    stack.api = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stack.workers = [subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+                     for _ in range(2)]  # fmt: skip
+    try:
+        with pytest.raises(SystemExit, match="every worker exited"):
+            stack.wait_ready(seconds=120)
+    finally:
+        stack.api.kill()
+        stack.api.wait()
