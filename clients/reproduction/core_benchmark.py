@@ -424,6 +424,50 @@ def large_cases(args) -> list[dict]:
     return rows
 
 
+def time_next_point(simulator: str, n: int, source: str, acquisitions=PAPER_ACQUISITIONS,
+                    candidates: int = 10_000, seed: int = 0) -> list[dict]:  # fmt: skip
+    """Label to next point as a refit job runs it at ``n`` labels with the defaults: a warm refit
+    (from one on the first ``n - 1`` labels, not timed), the 150 draws thinned for scoring,
+    ``candidates`` uniform random candidates scored, and the model's accuracy estimates
+    (:data:`worker.accuracy.POOL_POINTS` pool points). Each part is timed on its own; the total
+    is that of one acquisition."""
+    from worker import accuracy
+
+    u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+    zp = OutputStandardization.from_labels(z.numpy()[:-1]).to_z(z.numpy()[:-1])
+    rng = np.random.default_rng(seed)
+    cand = torch.from_numpy(rng.random((candidates, u.shape[1])))
+    points = torch.from_numpy(rng.random((accuracy.POOL_POINTS, u.shape[1])))
+    warm = fit(u[:-1], zp, MCMC_DEFAULTS, seed=1)
+    t = time.perf_counter()
+    post = fit(u, z, MCMC_DEFAULTS, seed=2, warm=warm)
+    thin = post.for_scoring(MCMC_DEFAULTS)
+    refit_s = time.perf_counter() - t
+    t = time.perf_counter()
+    accuracy.summary(u, z, thin.lengthscale, thin.noise, points, 1.0)
+    accuracy_s = time.perf_counter() - t
+    d = post.diagnostics
+    case = f"{simulator} n={n} {source}"
+    print(f"{case}: warm refit {refit_s:.2f} s ({d['gradient_evaluations']} grad evals, "
+          f"{d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, min bulk ESS "
+          f"{d['min_ess_bulk']:.0f}, target met: {d['target']['met']}), "
+          f"accuracy {accuracy_s:.2f} s",
+          flush=True)  # fmt: skip
+    rows = []
+    for name in acquisitions:
+        t = time.perf_counter()
+        evaluate(name, thin, u, z, cand, seed=seed)
+        scoring_s = time.perf_counter() - t
+        total = refit_s + scoring_s + accuracy_s
+        rows.append({"case": case, "acquisition": name, "refit_s": refit_s,
+                     "scoring_s": scoring_s, "accuracy_s": accuracy_s, "total_s": total,
+                     "gradient_evaluations": d["gradient_evaluations"],
+                     "rhat": d["max_rhat"], "ess": d["min_ess_bulk"]})  # fmt: skip
+        print(f"  {name:<7} scoring {candidates} candidates {scoring_s:5.2f} s   label to next "
+              f"point {total:5.2f} s", flush=True)  # fmt: skip
+    return rows
+
+
 METRIC_CASES = [("ishigami", 100, "campaign"), ("hartmann6", 100, "campaign"),
                 ("ishigami", 100, "uniform"), ("hartmann6", 100, "uniform"),
                 ("hartmann6", 63, "campaign"), ("ishigami", 40, "campaign")]  # fmt: skip
@@ -521,9 +565,14 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
-    if args.cases in ("large", "metric", "potential"):
+    if args.cases in ("large", "metric", "potential", "next"):
         if args.cases == "large":
             large_cases(args)
+        elif args.cases == "next":
+            for simulator in args.simulators.split(","):
+                for n in (int(v) for v in args.sizes.split(",")):
+                    for source in args.data.split(","):
+                        time_next_point(simulator, n, source)
         elif args.cases == "metric":
             compare_metrics()
         else:
