@@ -4,6 +4,8 @@ and :func:`worker.jobs.refit_merge`, enqueued by dotted name."""
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from collections.abc import Callable
 
@@ -84,6 +86,68 @@ def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | N
     draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
     how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
     return draws, how, {} if results[0]["warm"] else None
+
+
+PEERS_TTL = 3600  # seconds the groups' notes of a refit are kept (the merge deletes them)
+PEERS_STALE = 300.0  # a group silent this long counts as stopped (its worker may have died)
+PEERS_POLL = 0.1  # seconds between looks of a group that waits for the others to catch up
+
+
+class Peers:
+    """The chain groups of one refit (``token``) telling each other where they are, in Redis
+    (a hash per refit): each group's latest draws (``C x S x P``, float64), whether it has
+    stopped, and when it last said so. :func:`worker.refit.chains` publishes this group's draws
+    at each of the sampler's checks and judges the target on all the chains together with
+    :meth:`latest`; a group ahead of the others :meth:`wait` s for them, still saying it is
+    there."""
+
+    def __init__(self, connection, token: str, chain_ids: list[int], chains: int,
+                 stale: float = PEERS_STALE, poll: float = PEERS_POLL):  # fmt: skip
+        self.r = connection
+        self.key = peers_key(token)
+        self.me = str(chain_ids[0])
+        self.mine = len(chain_ids)
+        self.chains = chains
+        self.stale = stale
+        self.poll = poll
+        self._meta: dict = {}
+
+    def publish(self, theta: np.ndarray, stopped: bool) -> None:
+        self._meta = {"shape": list(theta.shape), "stopped": stopped, "at": time.time()}
+        data = np.ascontiguousarray(theta, dtype=np.float64).tobytes()
+        with self.r.pipeline() as pipe:
+            pipe.hset(self.key, mapping={f"{self.me}:theta": data,
+                                         f"{self.me}:meta": json.dumps(self._meta)})  # fmt: skip
+            pipe.expire(self.key, PEERS_TTL)
+            pipe.execute()
+
+    def wait(self) -> None:
+        """Sleep one poll; every tenth of ``stale``, say again that this group is there (so
+        that a wait for slower groups is not taken for a dead worker)."""
+        time.sleep(self.poll)
+        if self._meta and time.time() - self._meta["at"] > self.stale / 10:
+            self._meta["at"] = time.time()
+            self.r.hset(self.key, f"{self.me}:meta", json.dumps(self._meta))
+
+    def latest(self) -> list[tuple[np.ndarray, bool]] | None:
+        """Every other group's latest draws and whether it has stopped (or been silent for
+        ``stale`` seconds); None until every other chain's group has published."""
+        raw = self.r.hgetall(self.key)
+        others, covered, now = [], self.mine, time.time()
+        for field, value in raw.items():
+            name, kind = field.decode().split(":")
+            if name == self.me or kind != "meta":
+                continue
+            meta = json.loads(value)
+            theta = np.frombuffer(raw[f"{name}:theta".encode()], dtype=np.float64)
+            theta = theta.reshape(meta["shape"])
+            others.append((theta, bool(meta["stopped"]) or now - meta["at"] > self.stale))
+            covered += theta.shape[0]
+        return others if covered == self.chains else None
+
+
+def peers_key(token: str) -> str:
+    return f"fbgp:chain-groups:{token}"
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:

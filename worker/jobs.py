@@ -152,7 +152,8 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
     with lease(store, campaign_id, token):
         spec = store.spec(campaign_id)
         data = math_.prepare(spec, store.labels(campaign_id)[:n])
-        draws, how = math_.chains(spec, data, chain_ids, warm)
+        peers = fanout.Peers(store.r, token, chain_ids, spec["mcmc"]["chains"])
+        draws, how = math_.chains(spec, data, chain_ids, warm, peers=peers)
     return fanout.group_result(draws, how, warm)
 
 
@@ -167,6 +168,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
 
     def posterior(data):
         groups = fanout.merged(store.r, job_ids)
+        store.r.delete(fanout.peers_key(token))
         if groups is None:  # a group failed or its worker died: redo all here
             log.warning("a chain group is missing; running all chains here",
                         extra=log_ids(campaign_id))  # fmt: skip

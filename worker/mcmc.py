@@ -85,16 +85,46 @@ class Target:
         """How many more draws per chain to run after ``draws`` (0: the target is met or the
         cap reached). The ESS grows about linearly with the draws: ask for what it projects,
         10% over, at least a quarter and at most as many again as there are."""
-        have = draws.theta.shape[1]
+        return self._more(draws.theta)
+
+    def _more(self, theta: np.ndarray) -> int:
+        have = theta.shape[1]
         if have >= self.max_samples:
             return 0
-        d = diagnose(draws, 0.0, 0)
-        if self.met(d):
+        rhat, ess = convergence(theta)
+        if self.met({"max_rhat": max(rhat.values()), "min_ess_bulk": min(ess.values())}):
             return 0
-        ess = d["min_ess_bulk"]
+        ess = min(ess.values())
         need = have * self.draws / ess * 1.1 if ess > 0 else 2 * have  # NaN: stuck, double
         extra = int(min(max(need - have, have / 4), have)) if np.isfinite(need) else have
         return max(1, min(extra, self.max_samples - have))
+
+    def more_together(self, own: np.ndarray, peers: list[tuple[np.ndarray, bool]]) -> int | None:
+        """:meth:`more` for a group of a posterior's chains (draws ``own``, ``C x S x P``) that
+        other groups sample at the same time on other workers: ``peers``, each one's latest
+        draws and whether it has stopped, together covering every other chain. The target is
+        judged on all the chains together over the draws that every group has, as the merge
+        keeps them (:meth:`worker.nuts.Draws.concatenate`), and not on each group's chains
+        alone, which asks for more draws: R-hat over 2 or 3 chains is noisier than over 5.
+
+        A group behind the others runs on to what the chains together are projected to need,
+        and never past a group that has stopped (the merge keeps no more). A group ahead that
+        already has what they are projected to need answers None: wait for the others to catch
+        up and ask again (a projection is not a measurement; stopping on one could leave the
+        merged draws short of the target)."""
+        have = own.shape[1]
+        if have >= self.max_samples:
+            return 0
+        stopped = [p.shape[1] for p, done in peers if done]
+        if stopped and have >= min(stopped):
+            return 0
+        kept = min([have] + [p.shape[1] for p, _ in peers])
+        together = np.concatenate([own[:, :kept]] + [p[:, :kept] for p, _ in peers])
+        extra = self._more(together)
+        if extra == 0:
+            return 0
+        goal = min(kept + extra, *stopped, self.max_samples)
+        return goal - have if goal > have else None
 
 
 @dataclass
@@ -283,12 +313,14 @@ def run_chains(
     warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
     target: Target | None = None, metric: str = "diag", label_noise=None,
-    start_metric: bool = False, prior_mean=None,
+    start_metric: bool = False, prior_mean=None, more=None,
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
-    ``target``, these chains run to it on their own (a group: pass its share).
+    ``target``, these chains run to it on their own (a group: pass its share), unless ``more``
+    (``Draws -> int``, as :func:`worker.nuts.sample`'s) says when to stop instead: a group that
+    judges the target together with the others (:meth:`Target.more_together`).
     ``label_noise``, ``start_metric``, ``prior_mean``: as :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
@@ -297,7 +329,8 @@ def run_chains(
     potential = GPPotential(u, z, noise, prior_mean)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
                                  dense_mass=metric == "dense")  # fmt: skip
-    more = target.more if target is not None else None
+    if more is None and target is not None:
+        more = target.more
     ids = np.asarray(chain_ids, dtype=np.int64)
     if _usable(warm_start, ids, potential):
         rows = {k: np.asarray(warm_start[k], dtype=np.float64)[ids]

@@ -133,17 +133,39 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
                             **_sampler_options(spec))  # fmt: skip
 
 
-def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None):
+def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None,
+           peers=None):  # fmt: skip
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
-    target, a group runs to its share of it."""
+    target, a group runs to its share of it; or, given ``peers`` (the other groups' draws as
+    they go: :class:`worker.fanout.Peers`), to the target judged on all the chains together
+    (:meth:`worker.mcmc.Target.more_together`) once every other group has said where it is."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
-    target = Target.of(mcmc)
-    if target is not None:
-        target = target.share(len(ids), mcmc["chains"])
+    whole = Target.of(mcmc)
+    target = None if whole is None else whole.share(len(ids), mcmc["chains"])
+    more = None
+    if target is not None and peers is not None:
+
+        def more(draws) -> int:
+            peers.publish(draws.theta, stopped=False)
+            while True:
+                others = peers.latest()
+                if others is None:  # a group has not said where it is: this one's share, alone,
+                    # in short steps, so that the target together is judged soon after it does
+                    extra = min(target.more(draws), max(1, draws.theta.shape[1] // 4))
+                    break
+                extra = whole.more_together(draws.theta, others)
+                if extra is not None:
+                    break
+                peers.wait()  # ahead of the others: judge again when they have caught up
+            if extra == 0:
+                peers.publish(draws.theta, stopped=True)
+            return extra
+
     return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
                       warm_start=warm, target=target, label_noise=data.noise,
-                      prior_mean=data.prior_mean, **_sampler_options(spec))  # fmt: skip
+                      prior_mean=data.prior_mean, more=more,
+                      **_sampler_options(spec))  # fmt: skip
 
 
 def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int]):

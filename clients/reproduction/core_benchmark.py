@@ -468,6 +468,93 @@ def time_next_point(simulator: str, n: int, source: str, acquisitions=PAPER_ACQU
     return rows
 
 
+# the cases of --cases groups: the reproduction's points, where a refit at n = 100 takes seconds
+GROUP_CASES = [("hartmann6", 100, "campaign"), ("ishigami", 100, "campaign")]
+
+
+def _group_run(args) -> tuple[np.ndarray, int]:
+    """One chain group of a refit in its own process (:func:`compare_groups`): its draws and
+    gradient evaluations."""
+    from redis import Redis
+
+    from worker import fanout, refit
+
+    spec, labels, ids, redis_url, token, warm = args
+    torch.set_num_threads(1)
+    data = refit.prepare(spec, labels)
+    peers = None
+    if redis_url is not None:
+        peers = fanout.Peers(Redis.from_url(redis_url), token, ids, spec["mcmc"]["chains"])
+    draws, _ = refit.chains(spec, data, ids, warm, peers=peers)
+    return draws.theta, draws.potential_calls
+
+
+def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
+    """A refit with the defaults as one job (5 chains), and as two chain groups (chains 0-2 and
+    3-4) run at once in two processes, each group sampling to its own share of the target (as
+    before) or judging the target on all chains together (:class:`worker.fanout.Peers` through a
+    redis-server of its own): gradient evaluations of all groups, draws per chain kept by the
+    merge, and whether the merged draws meet the target. Cold and warm (from a refit on the
+    first ``n - 1`` labels). Counts: the load does not change them (the groups' interleaving
+    does, a little)."""
+    import multiprocessing
+    import tempfile
+    import uuid
+
+    from clients.ops.stack import free_port, start_redis
+    from worker import refit
+
+    target = Target.of(MCMC_DEFAULTS)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        server = start_redis(Path(tmp), port, Path(tmp) / "redis.log", password="bench")
+        url = f"redis://:bench@127.0.0.1:{port}/0"
+        pool = multiprocessing.get_context("fork").Pool(2)
+        try:
+            for simulator, n, source in cases:
+                u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+                inputs = [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(u.shape[1])]
+                labels = [{"x": a.tolist(), "y": float(b)} for a, b in zip(u, z, strict=True)]
+                for seed in range(seeds):
+                    spec = {"inputs": inputs, "mcmc": dict(MCMC_DEFAULTS), "seed": seed}
+                    before = refit.prepare(spec, labels[:-1])
+                    warm_from = refit.posterior(spec, before, None).adaptation
+                    for start, warm in (("cold", None), ("warm", warm_from)):
+                        one = _group_run((spec, labels, list(range(5)), None, "", warm))
+                        results = {"one job": [one]}
+                        for how, redis_url in (("own share", None), ("together", url)):
+                            token = uuid.uuid4().hex
+                            jobs = [(spec, labels, ids, redis_url, token, warm)
+                                    for ids in ([0, 1, 2], [3, 4])]  # fmt: skip
+                            results[how] = pool.map(_group_run, jobs)
+                        for how, parts in results.items():
+                            kept = min(theta.shape[1] for theta, _ in parts)
+                            theta = np.concatenate([t[:, :kept] for t, _ in parts])
+                            rhat, ess = convergence(theta)
+                            met = target.met({"max_rhat": max(rhat.values()),
+                                              "min_ess_bulk": min(ess.values())})  # fmt: skip
+                            row = {"case": f"{simulator} n={n} {source}", "seed": seed,
+                                   "start": start, "how": how,
+                                   "gradient_evaluations": sum(c for _, c in parts),
+                                   "longest_group": max(c for _, c in parts),
+                                   "lengths": [t.shape[1] for t, _ in parts], "kept": kept,
+                                   "rhat": max(rhat.values()), "ess": min(ess.values()),
+                                   "met": met}  # fmt: skip
+                            rows.append(row)
+                            print(f"{row['case']} seed {seed} {start:<4} {how:<9}  grad evals "
+                                  f"{row['gradient_evaluations']:6d} (longest group "
+                                  f"{row['longest_group']:5d})  draws/chain "
+                                  f"{'/'.join(map(str, row['lengths'])):>9}  kept {kept:4d}  "
+                                  f"R-hat {row['rhat']:.3f}  ESS {row['ess']:5.0f}  "
+                                  f"target {'met' if met else 'NOT met'}", flush=True)  # fmt: skip
+        finally:
+            pool.terminate()
+            server.terminate()
+            server.wait()
+    return rows
+
+
 METRIC_CASES = [("ishigami", 100, "campaign"), ("hartmann6", 100, "campaign"),
                 ("ishigami", 100, "uniform"), ("hartmann6", 100, "uniform"),
                 ("hartmann6", 63, "campaign"), ("ishigami", 40, "campaign")]  # fmt: skip
@@ -536,7 +623,10 @@ def main(argv=None) -> None:
                         help="'all', 'target' (gramacy2d n=40), 'none', 'large': refits at "
                         "n = 100..400 of every sampler side by side (options below), 'metric': "
                         "diagonal against dense mass matrix, 'potential': seconds per "
-                        "gradient evaluation (--against FILE: beside another version)")  # fmt: skip
+                        "gradient evaluation (--against FILE: beside another version), 'next': "
+                        "label to next point (warm refit, scoring, accuracy) at --simulators, "
+                        "--sizes and --data, 'groups': a refit's two chain groups, each to its "
+                        "own share of the target or to the target together")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -565,9 +655,11 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
-    if args.cases in ("large", "metric", "potential", "next"):
+    if args.cases in ("large", "metric", "potential", "next", "groups"):
         if args.cases == "large":
             large_cases(args)
+        elif args.cases == "groups":
+            compare_groups()
         elif args.cases == "next":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):
