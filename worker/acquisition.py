@@ -222,7 +222,7 @@ def evaluate(
 
 def greedy_batch(
     name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0, label_noise=None,
+    shortlist: int = 1000, seed: int = 0, label_noise=None, scores: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
 
@@ -239,18 +239,67 @@ def greedy_batch(
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
     return greedy_batch_outputs(name, [(1.0, posterior, u, z, label_noise)], candidates, size,
-                                pending, shortlist=shortlist, seed=seed)  # fmt: skip
+                                pending, shortlist=shortlist, seed=seed, scores=scores)  # fmt: skip
+
+
+def _output_gps(name: str, parts: list[tuple]) -> list[tuple]:
+    """Each output's ``(weight, posterior, u, z, label_noise, its draws' GPs, scorer)``."""
+    outputs = []
+    for weight, posterior, u, z, noise in parts:
+        posterior = posterior.mode() if name == "alm" else posterior
+        u, z = as_tensor(u), as_tensor(z)
+        noise = None if noise is None else as_tensor(noise)
+        base = DrawGPs(u, z, posterior.lengthscale, posterior.noise, noise)
+        outputs.append((weight, posterior, u, z, noise, base, scorer(name, posterior.noise)))
+    return outputs
+
+
+def _gps_with(output, inputs) -> DrawGPs:
+    """An output's draws' GPs with ``inputs`` added as fantasies: the variance of y does not
+    depend on the labels, so the fantasies' labels are placeholders."""
+    _, posterior, u, z, noise, _, _ = output
+    zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
+    known = None if noise is None else torch.cat([noise, torch.zeros(len(inputs), dtype=DTYPE)])
+    return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise, known)
+
+
+def _fantasies(outputs: list[tuple], pending) -> torch.Tensor:
+    dim = outputs[0][2].shape[1]
+    return as_tensor(pending).reshape(-1, dim) if pending is not None else outputs[0][2][:0]
+
+
+def batch_scores(name: str, parts: list[tuple], candidates, pending=None) -> torch.Tensor:
+    """The first scoring of a greedy batch (:func:`greedy_batch_outputs`, not ``random``):
+    ``sum_k weight_k * score_k`` at every candidate, with the ``pending`` inputs as fantasies,
+    block by block. Each candidate's score depends on it alone, so the candidates may be
+    scored in parts (on other workers) and put together."""
+    outputs = _output_gps(name, parts)
+    return _scored(outputs, as_tensor(candidates), _fantasies(outputs, pending), name)
+
+
+def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Tensor:
+    variance = name not in MEANS_ONLY
+    scores = torch.zeros(len(candidates), dtype=DTYPE)
+    for output in outputs:
+        weight, base, score = output[0], output[5], output[6]
+        with_pending = _gps_with(output, fantasies) if len(fantasies) and variance else base
+        for block in _blocks(len(candidates), base.block):
+            means, variances = base.predict(candidates[block], variance)
+            if with_pending is not base:
+                variances = with_pending.predict(candidates[block])[1]
+            scores[block] += weight * score(means, variances)
+    return scores
 
 
 def greedy_batch_outputs(
     name: str, parts: list[tuple], candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0,
+    shortlist: int = 1000, seed: int = 0, scores: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,
     posterior, u, z, label_noise)``, and a candidate's score is ``sum_k weight_k * score_k``
     (each output's in its standardized units). Each pick is a fantasy for every output's GPs;
     ``random``: output 0's random scores (``seed``). :func:`greedy_batch` is its one output
-    of weight 1."""
+    of weight 1. ``scores``: the first scoring (:func:`batch_scores`) if done already."""
     candidates = as_tensor(candidates)
     if name == "random" or len(candidates) == 0:
         scores = torch.zeros(len(candidates), dtype=DTYPE)
@@ -260,32 +309,10 @@ def greedy_batch_outputs(
         order = torch.argsort(scores, descending=True, stable=True)[:size]
         return order, scores[order]
     variance = name not in MEANS_ONLY
-    outputs = []
-    for weight, posterior, u, z, noise in parts:
-        posterior = posterior.mode() if name == "alm" else posterior
-        u, z = as_tensor(u), as_tensor(z)
-        noise = None if noise is None else as_tensor(noise)
-        base = DrawGPs(u, z, posterior.lengthscale, posterior.noise, noise)
-        outputs.append((weight, posterior, u, z, noise, base, scorer(name, posterior.noise)))
-    dim = outputs[0][2].shape[1]
-    fantasies = as_tensor(pending).reshape(-1, dim) if pending is not None else outputs[0][2][:0]
-
-    def gps_with(output, inputs):
-        # the variance of y does not depend on the labels: the fantasies' labels are placeholders
-        _, posterior, u, z, noise, _, _ = output
-        zs = torch.cat([z, torch.zeros(len(inputs), dtype=DTYPE)])
-        known = None if noise is None else torch.cat([noise, torch.zeros(len(inputs), dtype=DTYPE)])
-        return DrawGPs(torch.cat([u, inputs]), zs, posterior.lengthscale, posterior.noise, known)
-
-    scores = torch.zeros(len(candidates), dtype=DTYPE)
-    for output in outputs:
-        weight, base, score = output[0], output[5], output[6]
-        with_pending = gps_with(output, fantasies) if len(fantasies) and variance else base
-        for block in _blocks(len(candidates), base.block):
-            means, variances = base.predict(candidates[block], variance)
-            if with_pending is not base:
-                variances = with_pending.predict(candidates[block])[1]
-            scores[block] += weight * score(means, variances)
+    outputs = _output_gps(name, parts)
+    fantasies = _fantasies(outputs, pending)
+    if scores is None:
+        scores = _scored(outputs, candidates, fantasies, name)
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
     means = [output[5].predict(candidates[short], False)[0] for output in outputs]
     picked, picked_scores = [], []
@@ -300,6 +327,6 @@ def greedy_batch_outputs(
         if len(picked) < size and variance:
             current = torch.zeros(len(short), dtype=DTYPE)
             for output, mean in zip(outputs, means, strict=True):
-                variances = gps_with(output, fantasies).predict(candidates[short])[1]
+                variances = _gps_with(output, fantasies).predict(candidates[short])[1]
                 current += output[0] * output[6](mean, variances)
     return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

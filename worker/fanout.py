@@ -1,6 +1,8 @@
-"""A refit's chains fanned out over idle workers: one job per group of chains, and a merge job
-that depends on them all (RQ ``depends_on``). The jobs are :func:`worker.jobs.refit_chains`
-and :func:`worker.jobs.refit_merge`, enqueued by dotted name."""
+"""A refit's work fanned out over idle workers: its chains as one job per group of chains and a
+merge job that depends on them all (RQ ``depends_on``), and its scoring as parts of the
+candidates that idle workers take while the refit scores its own part (:func:`share_scoring`).
+The jobs are :func:`worker.jobs.refit_chains`, :func:`worker.jobs.refit_merge` and
+:func:`worker.jobs.score_part`, enqueued by dotted name."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import uuid
 from collections.abc import Callable
 
 import numpy as np
+import torch
 from rq import Queue, Worker, get_current_job
-from rq.job import Dependency, Job
+from rq.job import Dependency, Job, JobStatus
 
 from service.queues import QUEUES, REFIT
 from worker.nuts import Draws
@@ -153,3 +156,66 @@ def peers_key(token: str) -> str:
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
     """What a group's job returns, for :func:`merged`."""
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
+
+
+# Scoring in parts: only when the part is worth a job (candidates x draws x n^2 multiply-adds
+# of the predictive variances, about 0.1 s of scoring here), and a part that a worker took is
+# awaited for at most SHARE_PATIENCE times as long as this refit's own part took (its worker may
+# have died), then scored here.
+SHARE_MIN_WORK = 2e9
+SHARE_MIN_CANDIDATES = 500
+SHARE_PATIENCE = 5.0
+SHARE_POLL = 0.01
+
+
+def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
+    """A :data:`worker.refit.Share` for a refit's scoring: the candidates split into one part
+    for this job and one for each worker of its queue that is idle now (as
+    :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the
+    front of the queue. This job scores its own part meanwhile, then takes each other part's
+    result, or scores that part itself if no worker has taken it yet (it is taken off the
+    queue first: never scored twice over), if its job failed, or if it is overdue. Each
+    candidate's score depends on it alone, so the scores are those of one job, but for the
+    rounding of the batched products."""
+    connection = store.r
+
+    def share(fn, candidates: torch.Tensor) -> torch.Tensor:
+        m = len(candidates)
+        if m * work_per_candidate < SHARE_MIN_WORK:
+            return fn(candidates)
+        parts = min(free_workers(store, campaign_id, time.time()), m // SHARE_MIN_CANDIDATES)
+        if parts <= 1:
+            return fn(candidates)
+        pieces = np.array_split(np.arange(m), parts)
+        queue = Queue(lane(), connection=connection)
+        jobs = [queue.enqueue_call("worker.jobs.score_part", args=(fn, candidates[p]),
+                                   timeout=timeout, result_ttl=600, failure_ttl=3600,
+                                   at_front=True)
+                for p in pieces[1:]]  # fmt: skip
+        started = time.perf_counter()
+        scores = [fn(candidates[pieces[0]])]
+        patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0
+        for job, piece in zip(jobs, pieces[1:], strict=True):
+            scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
+        return torch.cat(scores)
+
+    return share
+
+
+def _part(queue: Queue, job: Job, patience: float, here: Callable[[], torch.Tensor]):
+    """A part's scores: its job's result once it is done, else scored ``here``."""
+    if queue.remove(job):  # no worker took it: it will not run
+        job.delete()
+        return here()
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        status = job.get_status(refresh=True)
+        if status == JobStatus.FINISHED:
+            value = job.return_value(refresh=True)
+            if value is not None:
+                return torch.as_tensor(value)
+            break
+        if status not in (JobStatus.STARTED, JobStatus.QUEUED):
+            break  # failed, stopped, or gone
+        time.sleep(SHARE_POLL)
+    return here()

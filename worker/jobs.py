@@ -18,7 +18,7 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import loop, queues
+from service import limits, loop, queues
 from service.errors import NotFound
 from service.observability import record_refit
 from service.settings import get_settings
@@ -89,6 +89,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
         try:
             data = math_.prepare(spec, store.labels(campaign_id)[:n])
             post = posterior(data)
+            share = _share(store, campaign_id, spec, data.n)
             result = _store_model(
                 store,
                 campaign_id,
@@ -97,7 +98,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
                 token,
                 began,
                 lambda pool, exclude, pending: math_.model_and_ranking(
-                    spec, pool, data, post, exclude, pending, started
+                    spec, pool, data, post, exclude, pending, started, share
                 ),
             )
         except RedisError:
@@ -122,6 +123,7 @@ def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
                 previous = store.model(campaign_id)
             fits = math_.fit_outputs(spec, store.labels(campaign_id)[:n], previous,
                                      get_settings().limit_mode_draws)  # fmt: skip
+            share = _share(store, campaign_id, spec, n, len(fits))
             result = _store_model(
                 store,
                 campaign_id,
@@ -130,7 +132,7 @@ def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
                 token,
                 began,
                 lambda pool, exclude, pending: math_.multi_model_and_ranking(
-                    spec, pool, fits, exclude, pending, started
+                    spec, pool, fits, exclude, pending, started, share
                 ),
             )
         except RedisError:
@@ -217,6 +219,20 @@ def _store_model(store, campaign_id, spec, n, token, began, build) -> dict:
              extra=log_ids(campaign_id, version=n))  # fmt: skip
     return {"campaign": campaign_id, "n_labeled": n, "version": n,
             "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
+
+
+def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
+    """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
+    queue (:func:`worker.fanout.share_scoring`), when the parts are worth it."""
+    draws = limits.scoring_draws(spec["mcmc"], spec["acquisition"])
+    timeout = queues.refit_timeout(spec, n, get_settings())
+    return fanout.share_scoring(store, campaign_id, outputs * draws * n * n, timeout)
+
+
+def score_part(fn, candidates):
+    """A part of a refit's scoring that an idle worker took (:func:`worker.fanout.share_scoring`):
+    ``fn``'s scores of ``candidates``."""
+    return fn(candidates).numpy()
 
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:

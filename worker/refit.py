@@ -9,14 +9,16 @@ Inputs and outputs are plain lists and dicts (JSON-able); the store and the queu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
 
 from worker import accuracy
+from worker.acquisition import batch_scores, greedy_batch, greedy_batch_outputs
 from worker.acquisition import evaluate as acquisition_values
-from worker.acquisition import greedy_batch, greedy_batch_outputs
 from worker.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
@@ -184,27 +186,49 @@ def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: lis
     return candidates, features, pending_u
 
 
+# share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
+# that the candidates may be scored in parts on other workers (worker.fanout.share_scoring)
+Share = Callable[[Callable[[torch.Tensor], torch.Tensor], torch.Tensor], torch.Tensor]
+
+
+def here(fn: Callable[[torch.Tensor], torch.Tensor], candidates: torch.Tensor) -> torch.Tensor:
+    """A :data:`Share` that scores every candidate in this process."""
+    return fn(candidates)
+
+
+def _scores(name: str, fn, candidates, share: Share) -> torch.Tensor:
+    """``fn``'s scores of ``candidates`` through ``share``, except ``random``'s, which are
+    drawn for all the candidates at once (and cost nothing)."""
+    return fn(candidates) if name == "random" else share(fn, candidates)
+
+
 def model_and_ranking(
     spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
-    pending: list[int], started: float,
+    pending: list[int], started: float, share: Share = here,
 ) -> tuple[dict, list]:  # fmt: skip
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
     labeling) as fantasies. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
-    (``[{index, x, score}]``, in the order to hand out)."""
+    (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
+    ``share`` (a greedy batch's first scoring; its picks after that, here)."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
+    name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
     candidates, cand_u, pending_u = _candidates(spec, pool, data.space, n, exclude, pending)
     ranking = []
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            order, scores = greedy_batch(spec["acquisition"], thin, u, z, cand_u, size, pending_u,
-                                         seed=seed, label_noise=data.noise)  # fmt: skip
+            first = None
+            if name != "random":
+                parts = [(1.0, thin, u, z, data.noise)]
+                first = share(partial(batch_scores, name, parts, pending=pending_u), cand_u)
+            order, scores = greedy_batch(name, thin, u, z, cand_u, size, pending_u, seed=seed,
+                                         label_noise=data.noise, scores=first)  # fmt: skip
             best, best_scores = order.numpy(), scores.numpy()
         else:
-            scores = acquisition_values(spec["acquisition"], thin, u, z, cand_u, seed=seed,
-                                        label_noise=data.noise).numpy()  # fmt: skip
+            fn = partial(acquisition_values, name, thin, u, z, seed=seed, label_noise=data.noise)
+            scores = _scores(name, fn, cand_u, share).numpy()
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
         points = data.space.from_pool(pool.points(candidates[best]))
@@ -308,7 +332,7 @@ def combined_scores(name: str, parts: list[tuple[float, Posterior, Data]], candi
 
 def multi_model_and_ranking(
     spec: dict, pool: GridPool | PointPool, fits: list[OutputFit], exclude: set[int],
-    pending: list[int], started: float,
+    pending: list[int], started: float, share: Share = here,
 ) -> tuple[dict, list]:  # fmt: skip
     """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
     campaign's seed), ranked by :func:`combined_scores` (in parallel mode a greedy batch,
@@ -324,12 +348,18 @@ def multi_model_and_ranking(
             size = min(int(spec["max_pending"]), MAX_BATCH)
             parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
                      for f, t in zip(fits, thins, strict=True)]  # fmt: skip
+            scores = None
+            if spec["acquisition"] != "random":
+                scores = share(partial(batch_scores, spec["acquisition"], parts,
+                                       pending=pending_u), cand_u)  # fmt: skip
             order, chosen = greedy_batch_outputs(spec["acquisition"], parts, cand_u, size,
-                                                 pending_u, seed=first.seed)  # fmt: skip
+                                                 pending_u, seed=first.seed,
+                                                 scores=scores)  # fmt: skip
             best, best_scores = order.numpy(), chosen.numpy()
         else:
             parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
-            scores = combined_scores(spec["acquisition"], parts, cand_u).numpy()
+            fn = partial(combined_scores, spec["acquisition"], parts)
+            scores = _scores(spec["acquisition"], fn, cand_u, share).numpy()
             best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
             best_scores = scores[best]
         points = first.space.from_pool(pool.points(candidates[best]))

@@ -136,6 +136,12 @@ def refit_time(client, sim, rng, rounds: int, n: int = 40) -> list[float]:
             _initial(client, campaign, sim, rng, n)
             _wait_model(api, campaign, n)
             times.append(time.perf_counter() - t)
+            d = client.get(f"/campaigns/{campaign}/model").json()["diagnostics"]
+            print(f"  {times[-1]:.2f} s: refit {d['refit_seconds']:.2f} s, of which sampling "
+                  f"{d['seconds']:.2f} s ({d['chain_groups']} chain group(s), "
+                  f"{d['samples_per_chain']} draws/chain, {d['gradient_evaluations']} gradient "
+                  f"evaluations, R-hat {d['max_rhat']:.3f}, bulk ESS {d['min_ess_bulk']:.0f})",
+                  flush=True)  # fmt: skip
     return times
 
 

@@ -1,6 +1,22 @@
-"""With two workers a refit's chains run as two jobs and a merge; the result is reproducible."""
+"""With two workers a refit's chains run as two jobs and a merge; the result is reproducible.
+A refit's scoring is shared with idle workers, part by part, and never lost to one that does
+not take its part or dies with it."""
 
 import time
+from functools import partial
+
+import pytest
+import torch
+from redis import Redis
+from rq import Queue
+from rq.job import JobStatus
+from rq.registry import FinishedJobRegistry
+
+from service.queues import REFIT
+from service.store import CampaignStore
+from worker import fanout
+from worker.acquisition import evaluate
+from worker.mcmc import Posterior
 
 
 def _model_after_import(client, make_body):
@@ -30,3 +46,62 @@ def test_chains_are_split_over_two_workers_and_reproducible(client, make_body, s
     event = next(e for e in client.get(f"/campaigns/{campaign}/history").json()
                  if e["event"] == "model")  # fmt: skip
     assert abs((event["at"] - event["started_at"]) - event["refit_seconds"]) < 0.5, event
+
+
+def _scoring(n=200, draws=150, m=8000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    d = torch.float64
+    u = torch.rand(n, 6, generator=g, dtype=d)
+    z = torch.sin(3 * u).sum(1)
+    post = Posterior(lengthscale=torch.exp(torch.randn(draws, 6, generator=g, dtype=d) * 0.2),
+                     noise=torch.full((draws,), 0.01, dtype=d), chains=5,
+                     mode_lengthscale=torch.ones(6, dtype=d), mode_noise=0.01)  # fmt: skip
+    return partial(evaluate, "qb-mgp", post, u, z), torch.rand(m, 6, generator=g, dtype=d)
+
+
+def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker):
+    """Two idle workers (no job here holds one): the candidates split into two parts, one
+    scored here and one by a worker; the scores are those of one process."""
+    connection = Redis.from_url(redis_url)
+    finished = FinishedJobRegistry(REFIT, connection=connection)
+    before = finished.count
+    fn, candidates = _scoring()
+    share = fanout.share_scoring(CampaignStore(connection), "none", 150 * 200**2, timeout=120)
+    scores = share(fn, candidates)
+    torch.testing.assert_close(scores, fn(candidates), rtol=1e-10, atol=1e-12)
+    assert finished.count == before + 1  # the other part ran on a worker
+    # too little work to be worth a job: all of it here
+    small = fanout.share_scoring(CampaignStore(connection), "none", 1.0, timeout=120)
+    torch.testing.assert_close(small(fn, candidates[:600]), fn(candidates[:600]))
+    assert finished.count == before + 1
+
+
+@pytest.fixture
+def nobody(redis_url):
+    """A queue that no worker serves."""
+    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=Redis.from_url(redis_url))
+    yield queue
+    queue.delete(delete_jobs=True)
+
+
+def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
+    fn, candidates = _scoring(n=20, m=50)
+    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    scores = fanout._part(nobody, job, 60.0, lambda: fn(candidates))
+    torch.testing.assert_close(scores, fn(candidates))
+    assert nobody.count == 0  # off the queue: no worker will score it later
+
+
+def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobody):
+    fn, candidates = _scoring(n=20, m=50)
+    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    nobody.remove(job)
+    job.set_status(JobStatus.STARTED)  # as a worker that took it and died leaves it
+    t = time.monotonic()
+    scores = fanout._part(nobody, job, 0.5, lambda: fn(candidates))
+    assert time.monotonic() - t >= 0.5
+    torch.testing.assert_close(scores, fn(candidates))
+    job.set_status(JobStatus.FAILED)  # as a failed part: scored here at once
+    t = time.monotonic()
+    fanout._part(nobody, job, 60.0, lambda: fn(candidates))
+    assert time.monotonic() - t < 5

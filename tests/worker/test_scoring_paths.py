@@ -4,11 +4,12 @@ mixture density evaluated in place against the densities written out one by one.
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from worker import gp
-from worker.acquisition import DrawGPs, evaluate, greedy_batch, mixture_entropy
+from worker.acquisition import DrawGPs, batch_scores, evaluate, greedy_batch, mixture_entropy
 from worker.mcmc import Posterior
 
 D = torch.float64
@@ -123,3 +124,67 @@ def test_means_only_acquisitions_never_compute_a_variance(setting, monkeypatch):
     assert asked and all(asked)
     mean_only, none = DrawGPs(u, z, post.lengthscale, post.noise).predict(cand, variance=False)
     assert none is None and torch.allclose(mean_only, mean, rtol=0, atol=1e-10)
+
+
+def _in_parts(k):
+    """A share that scores the candidates in ``k`` parts, one after another, and says how many
+    parts it was asked to score."""
+    calls = []
+
+    def share(fn, candidates):
+        calls.append(len(candidates))
+        parts = torch.tensor_split(candidates, k)
+        return torch.cat([fn(part) for part in parts])
+
+    return share, calls
+
+
+@pytest.mark.parametrize("name", ["alm", "b-alm", "b-qbc", "qb-mgp", "bald", "bald-code"])
+def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
+    """Each candidate's score depends on it alone, so candidates scored in parts (on other
+    workers) give the same scores and the same batch, with points out as fantasies too."""
+    post, u, z, candidates = setting
+    pending = candidates[:3]
+    parts = [(1.0, post, u, z, None)]
+    whole = batch_scores(name, parts, candidates, pending)
+    split = torch.cat([batch_scores(name, parts, c, pending)
+                       for c in torch.tensor_split(candidates, 3)])  # fmt: skip
+    torch.testing.assert_close(split, whole, rtol=1e-10, atol=1e-12)
+    alone = evaluate(name, post, u, z, candidates)
+    torch.testing.assert_close(
+        torch.cat([evaluate(name, post, u, z, c) for c in torch.tensor_split(candidates, 3)]),
+        alone, rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    batch = greedy_batch(name, post, u, z, candidates, 5, pending)
+    given = greedy_batch(name, post, u, z, candidates, 5, pending, scores=split)
+    assert batch[0].tolist() == given[0].tolist()
+    torch.testing.assert_close(given[1], batch[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
+    from worker import refit
+    from worker.design import GridPool
+
+    spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
+            "pool": {"type": "grid", "points_per_dim": 30}, "pool_subsample": 600,
+            "acquisition": "qb-mgp", "mode": mode, "max_pending": 4, "seed": 2,
+            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}}  # fmt: skip
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(12, 2, generator=g, dtype=D)
+    labels = [{"x": a.tolist(), "y": float(torch.sin(4 * a).sum())} for a in x]
+    data = refit.prepare(spec, labels)
+    post = refit.posterior(spec, data, None)
+    pool = GridPool(dim=2, points_per_dim=30)
+    _, alone = refit.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)
+    share, calls = _in_parts(4)
+    _, shared = refit.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
+    assert calls == [600]  # every candidate (the subsample) through the share, once
+    assert [r["index"] for r in shared] == [r["index"] for r in alone]
+    np.testing.assert_allclose([r["score"] for r in shared], [r["score"] for r in alone],
+                               rtol=1e-10)  # fmt: skip
+    # random's scores are drawn for all candidates at once: never shared
+    share, calls = _in_parts(4)
+    refit.model_and_ranking(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0,
+                            share)  # fmt: skip
+    assert calls == []
