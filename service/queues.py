@@ -175,11 +175,24 @@ def stop_jobs(connection, job_ids: list[str]) -> None:
             if status == JobStatus.STARTED:
                 send_stop_job_command(connection, job_id)
             elif status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
-                job.cancel()
+                _cancel(connection, job)
         except (NoSuchJobError, InvalidJobOperation):
             continue
         except RedisError as error:  # what is not stopped ends by itself: it is fenced off
             log.warning("job %s not stopped: %s", job_id, error)
+
+
+def _cancel(connection, job: Job) -> None:
+    """Cancel a waiting job. When a worker takes it between the look at its status and the
+    cancel, RQ 3's ``cancel`` raises ValueError (the run's execution record is not there yet, or
+    gone): then it is taken off its queue and, if it runs, stopped."""
+    try:
+        job.cancel()
+    except ValueError as error:
+        Queue(job.origin, connection=connection).remove(job.id)
+        with contextlib.suppress(InvalidJobOperation, NoSuchJobError):  # not running (yet)
+            send_stop_job_command(connection, job.id)
+        log.warning("job %s started while it was canceled; stopping it: %s", job.id, error)
 
 
 def worker_count(connection) -> int:

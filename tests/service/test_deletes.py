@@ -7,6 +7,7 @@ import time
 import pytest
 from redis import Redis
 from rq import Queue
+from rq.job import Job, JobStatus
 
 from service.errors import NotFound
 from service.queues import REFIT
@@ -78,3 +79,22 @@ def test_labels_racing_deletes_over_http_leave_no_key(client, make_body, setting
     time.sleep(1.0)  # a refit enqueued before a delete finds itself not in charge and ends
     for campaign, _ in campaigns:
         assert _keys(redis, campaign) == [], campaign
+
+
+def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
+    """A DELETE answered 500 when a worker took one of the campaign's jobs between the look at
+    its status (queued) and the cancel: RQ 3's cancel then raises ValueError (the run's
+    execution record is not there yet). The job is taken off its queue and stopped instead."""
+    from service.queues import _cancel
+
+    connection = Redis.from_url(redis_url)
+    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=connection)
+    job = queue.enqueue_call("worker.jobs.refit", args=("gone",))
+    job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
+    connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
+    with pytest.raises(ValueError):
+        Job.fetch(job.id, connection=connection).cancel()  # what RQ does
+    assert queue.count == 1
+    _cancel(connection, job)
+    assert queue.count == 0
+    queue.delete(delete_jobs=True)
