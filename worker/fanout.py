@@ -124,6 +124,13 @@ class Peers:
             pipe.expire(self.key, PEERS_TTL)
             pipe.execute()
 
+    def abandon(self) -> None:
+        """Say that this group has stopped (its sampling failed), so that no other group waits
+        for it; the merge then runs the missing chains itself."""
+        if self._meta:
+            self._meta.update(stopped=True, at=time.time())
+            self.r.hset(self.key, f"{self.me}:meta", json.dumps(self._meta))
+
     def wait(self) -> None:
         """Sleep one poll; every tenth of ``stale``, say again that this group is there (so
         that a wait for slower groups is not taken for a dead worker)."""

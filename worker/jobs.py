@@ -155,7 +155,12 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
         spec = store.spec(campaign_id)
         data = math_.prepare(spec, store.labels(campaign_id)[:n])
         peers = fanout.Peers(store.r, token, chain_ids, spec["mcmc"]["chains"])
-        draws, how = math_.chains(spec, data, chain_ids, warm, peers=peers)
+        try:
+            draws, how = math_.chains(spec, data, chain_ids, warm, peers=peers)
+        except BaseException:  # RQ's timeout and a stop included: the others must not wait
+            with contextlib.suppress(RedisError):
+                peers.abandon()
+            raise
     return fanout.group_result(draws, how, warm)
 
 

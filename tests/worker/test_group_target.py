@@ -75,6 +75,10 @@ def test_groups_see_each_others_latest_draws_once_every_chain_has_published(conn
     assert np.array_equal(seen, theta) and stopped
     [(seen, stopped)] = b.latest()
     assert seen.shape == (2, 30, 2) and not stopped
+    # a group whose sampling failed says it has stopped: nobody waits for it
+    a.abandon()
+    [(seen, stopped)] = b.latest()
+    assert seen.shape == (2, 30, 2) and stopped
     # a group silent for longer than `stale` counts as stopped (its worker may be gone)
     time.sleep(0.05)
     [(_, stopped)] = fanout.Peers(connection, token, [2, 3, 4], chains=5, stale=0.01).latest()
