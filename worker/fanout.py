@@ -16,7 +16,7 @@ import torch
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from service.queues import QUEUES, REFIT
+from service.queues import LONG, QUEUES, REFIT
 from worker.nuts import Draws
 
 
@@ -35,17 +35,17 @@ def lane() -> str:
     return job.origin if job is not None and job.origin else REFIT
 
 
-def free_workers(store, campaign_id: str, now: float) -> int:
+def free_workers(store, campaign_id: str, now: float, queue: str | None = None) -> int:
     """How many workers this refit's chains may take: this one and those serving its queue
-    (:func:`lane`) that would idle (idle ones less the jobs queued, so that no chain group goes
-    ahead of another campaign's waiting refit), and no more than the campaign's fair share of
-    those workers among the campaigns that want one
+    (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that no
+    chain group goes ahead of another campaign's waiting refit), and no more than the
+    campaign's fair share of those workers among the campaigns that want one
     (:meth:`service.store.CampaignStore.wanting_workers`), so that a campaign whose simulators
     are out still finds a worker when their labels come."""
     connection = store.r
     job = get_current_job()
     me = job.worker_name if job else None
-    queue = lane()
+    queue = queue or lane()
     workers = [w for w in Worker.all(connection=connection) if queue in w.queue_names()]
     idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
     waiting = sum(Queue(name, connection=connection).count for name in QUEUES)
@@ -175,11 +175,18 @@ SHARE_PATIENCE = 5.0
 SHARE_POLL = 0.01
 
 
+def scoring_queue(refit_lane: str) -> str:
+    """Where the parts of a refit's scoring go: its own queue, but a long refit's go to the
+    ordinary refits' queue, which light workers serve too. A part is a share of one scoring,
+    no longer than an ordinary refit (the chain groups of a long refit stay on its queue)."""
+    return REFIT if refit_lane == LONG else refit_lane
+
+
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
     """A :data:`worker.refit.Share` for a refit's scoring: the candidates split into one part
-    for this job and one for each worker of its queue that is idle now (as
+    for this job and one for each worker of :func:`scoring_queue` that is idle now (as
     :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the
-    front of the queue. This job scores its own part meanwhile, then takes each other part's
+    front of that queue. This job scores its own part meanwhile, then takes each other part's
     result, or scores that part itself if no worker has taken it yet (it is taken off the
     queue first: never scored twice over), if its job failed, or if it is overdue. Each
     candidate's score depends on it alone, so the scores are those of one job, but for the
@@ -190,11 +197,13 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         m = len(candidates)
         if m * work_per_candidate < SHARE_MIN_WORK:
             return fn(candidates)
-        parts = min(free_workers(store, campaign_id, time.time()), m // SHARE_MIN_CANDIDATES)
+        name = scoring_queue(lane())
+        free = free_workers(store, campaign_id, time.time(), name)
+        parts = min(free, m // SHARE_MIN_CANDIDATES)
         if parts <= 1:
             return fn(candidates)
         pieces = np.array_split(np.arange(m), parts)
-        queue = Queue(lane(), connection=connection)
+        queue = Queue(name, connection=connection)
         jobs = [queue.enqueue_call("worker.jobs.score_part", args=(fn, candidates[p]),
                                    timeout=timeout, result_ttl=600, failure_ttl=3600,
                                    at_front=True)

@@ -386,14 +386,15 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
     return rows
 
 
-def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40) -> None:
+def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40, light: bool = False) -> None:
     """A refit's wall time on one and on two pinned workers, measured one after the other, on
-    the same data (the same seed of random points for each). Both workers take every queue (no
-    light worker: a refit on the long queue, as one at n = 200 is, would find no second one)."""
+    the same data (the same seed of random points for each). Both workers take every queue,
+    unless ``light``: then worker 0 is light, as ``fbgp-al up`` starts two (a refit on the long
+    queue, as one at n = 200 is, finds no second worker for its chains, only for its scoring)."""
     sim = get_simulator(simulator)
     result = {}
     for workers in (1, 2):
-        with _service(workers, timeout=600, light=False) as client:
+        with _service(workers, timeout=600, light=light) as client:
             result[workers] = refit_time(client, sim, np.random.default_rng(0), rounds, n)
         times = ", ".join(f"{t:.2f}" for t in result[workers])
         print(f"refit ({simulator}, n={n}, d={sim.dim}, cold) on {workers} worker(s): {times} s",
@@ -413,6 +414,8 @@ def main(argv=None) -> None:
                         help="instead: a refit's time on 1 and on 2 workers")  # fmt: skip
     parser.add_argument("--simulator", default="gramacy2d", help="the data of --scaling")
     parser.add_argument("--labels", type=int, default=40, help="the labels of --scaling")
+    parser.add_argument("--light", action="store_true",
+                        help="--scaling: worker 0 light, as fbgp-al up starts two")  # fmt: skip
     parser.add_argument("--throughput", type=float, default=0, metavar="SECONDS",
                         help="instead: 8 simulators, 4 parallel campaigns, 2 workers")  # fmt: skip
     parser.add_argument("--concurrency", metavar="N,N,..",
@@ -441,7 +444,7 @@ def main(argv=None) -> None:
             pool_cost(client, [int(n) for n in args.pool_sizes.split(",")], args.requests)
         return
     if args.scaling:
-        scaling(args.rounds, args.simulator, args.labels)
+        scaling(args.rounds, args.simulator, args.labels, args.light)
         return
     if args.throughput:
         with _service(2, timeout=120) as client:

@@ -105,3 +105,35 @@ def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobod
     t = time.monotonic()
     fanout._part(nobody, job, 60.0, lambda: fn(candidates))
     assert time.monotonic() - t < 5
+
+
+def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url, second_worker):
+    """A light worker (``fbgp-al worker --light``) never takes a long refit, nor its chain
+    groups; it takes the parts of a long refit's scoring, which go to the ordinary refits'
+    queue."""
+    import signal
+
+    from rq import Worker
+
+    from service.queues import LONG
+    from tests.conftest import start_worker
+
+    assert fanout.scoring_queue(LONG) == REFIT and fanout.scoring_queue(REFIT) == REFIT
+    connection = Redis.from_url(redis_url)
+    light = start_worker(redis_url, None, "--light")
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            len(Worker.all(connection=connection)) == 3
+            and all(w.get_state() == "idle" for w in Worker.all(connection=connection))
+        ):
+            assert light.poll() is None and time.monotonic() < deadline, "no light worker"
+            time.sleep(0.1)  # fmt: skip
+        store = CampaignStore(connection)
+        # outside a job (no worker of its own): this one and the idle workers of the queue, at
+        # most as many as serve it
+        assert fanout.free_workers(store, "none", time.time(), LONG) == 2
+        assert fanout.free_workers(store, "none", time.time(), REFIT) == 3
+    finally:
+        light.send_signal(signal.SIGTERM)
+        light.wait(timeout=60)
