@@ -101,8 +101,11 @@ def test_a_slow_body_is_answered_408_and_closed(api):
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert BODY - 0.5 < took < BODY + SLACK, took
         sock.settimeout(5)
-        while chunk := sock.recv(65536):  # the rest, then the connection ends
-            answer += chunk
+        try:
+            while chunk := sock.recv(65536):  # the rest, then the connection ends
+                answer += chunk
+        except ConnectionResetError:  # it ends with a reset when a trickled byte came after the
+            pass  # server's last read (TCP resets a close with unread data): ended all the same
     assert b"\r\nconnection: close\r\n" in answer.lower() and b"FBGP_BODY_TIMEOUT_SECONDS" in answer
 
 
