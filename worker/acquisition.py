@@ -222,7 +222,7 @@ def evaluate(
 
 def greedy_batch(
     name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0, label_noise=None, scores: torch.Tensor | None = None,
+    shortlist: int = 1000, seed: int = 0, label_noise=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
 
@@ -239,7 +239,7 @@ def greedy_batch(
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
     return greedy_batch_outputs(name, [(1.0, posterior, u, z, label_noise)], candidates, size,
-                                pending, shortlist=shortlist, seed=seed, scores=scores)  # fmt: skip
+                                pending, shortlist=shortlist, seed=seed)  # fmt: skip
 
 
 def _output_gps(name: str, parts: list[tuple]) -> list[tuple]:

@@ -97,17 +97,17 @@ PEERS_POLL = 0.1  # seconds between looks of a group that waits for the others t
 
 
 class Peers:
-    """The chain groups of one refit (``token``) telling each other where they are, in Redis
-    (a hash per refit): each group's latest draws (``C x S x P``, float64), whether it has
-    stopped, and when it last said so. :func:`worker.refit.chains` publishes this group's draws
-    at each of the sampler's checks and judges the target on all the chains together with
-    :meth:`latest`; a group ahead of the others :meth:`wait` s for them, still saying it is
-    there."""
+    """The chain groups of one refit (``token``) telling each other where they are, in Redis:
+    each group's note (the shape of its latest draws, whether it has stopped, and when it last
+    said so) in one hash, and its latest draws (``C x S x P``, float64) in another.
+    :func:`worker.refit.chains` publishes this group's draws at each of the sampler's checks
+    and judges the target on all the chains together with :meth:`latest`; a group ahead of the
+    others :meth:`wait` s for them, looking at their notes alone, still saying it is there."""
 
     def __init__(self, connection, token: str, chain_ids: list[int], chains: int,
                  stale: float = PEERS_STALE, poll: float = PEERS_POLL):  # fmt: skip
         self.r = connection
-        self.key = peers_key(token)
+        self.key, self.draws_key = peers_keys(token)
         self.me = str(chain_ids[0])
         self.mine = len(chain_ids)
         self.chains = chains
@@ -119,45 +119,64 @@ class Peers:
         self._meta = {"shape": list(theta.shape), "stopped": stopped, "at": time.time()}
         data = np.ascontiguousarray(theta, dtype=np.float64).tobytes()
         with self.r.pipeline() as pipe:
-            pipe.hset(self.key, mapping={f"{self.me}:theta": data,
-                                         f"{self.me}:meta": json.dumps(self._meta)})  # fmt: skip
-            pipe.expire(self.key, PEERS_TTL)
+            pipe.hset(self.draws_key, self.me, data)
+            pipe.hset(self.key, self.me, json.dumps(self._meta))
+            for key in (self.key, self.draws_key):
+                pipe.expire(key, PEERS_TTL)
             pipe.execute()
+
+    def _say(self) -> None:
+        """This group's note again, as it stands now."""
+        self._meta["at"] = time.time()
+        self.r.hset(self.key, self.me, json.dumps(self._meta))
 
     def abandon(self) -> None:
         """Say that this group has stopped (its sampling failed), so that no other group waits
         for it; the merge then runs the missing chains itself."""
         if self._meta:
-            self._meta.update(stopped=True, at=time.time())
-            self.r.hset(self.key, f"{self.me}:meta", json.dumps(self._meta))
+            self._meta["stopped"] = True
+            self._say()
+
+    def _notes(self, raw: dict | None = None) -> dict[str, dict]:
+        """The other groups' notes, by name (from ``raw``, the hash of notes, if read)."""
+        raw = self.r.hgetall(self.key) if raw is None else raw
+        return {name.decode(): json.loads(note) for name, note in raw.items()
+                if name.decode() != self.me}  # fmt: skip
+
+    def _stopped(self, note: dict, now: float) -> bool:
+        return bool(note["stopped"]) or now - note["at"] > self.stale
 
     def wait(self) -> None:
-        """Sleep one poll; every tenth of ``stale``, say again that this group is there (so
-        that a wait for slower groups is not taken for a dead worker)."""
-        time.sleep(self.poll)
-        if self._meta and time.time() - self._meta["at"] > self.stale / 10:
-            self._meta["at"] = time.time()
-            self.r.hset(self.key, f"{self.me}:meta", json.dumps(self._meta))
+        """Sleep until another group says something new or counts as stopped, looking at their
+        notes alone (not their draws) every ``poll`` seconds; every tenth of ``stale``, say
+        again that this group is there (so that a wait for slower groups is not taken for a
+        dead worker)."""
+        seen = self._notes()
+        while True:
+            time.sleep(self.poll)
+            if self._meta and time.time() - self._meta["at"] > self.stale / 10:
+                self._say()
+            notes, now = self._notes(), time.time()
+            if notes != seen or any(self._stopped(n, now) for n in notes.values()):
+                return
 
     def latest(self) -> list[tuple[np.ndarray, bool]] | None:
         """Every other group's latest draws and whether it has stopped (or been silent for
         ``stale`` seconds); None until every other chain's group has published."""
-        raw = self.r.hgetall(self.key)
-        others, covered, now = [], self.mine, time.time()
-        for field, value in raw.items():
-            name, kind = field.decode().split(":")
-            if name == self.me or kind != "meta":
-                continue
-            meta = json.loads(value)
-            theta = np.frombuffer(raw[f"{name}:theta".encode()], dtype=np.float64)
-            theta = theta.reshape(meta["shape"])
-            others.append((theta, bool(meta["stopped"]) or now - meta["at"] > self.stale))
-            covered += theta.shape[0]
-        return others if covered == self.chains else None
+        with self.r.pipeline() as pipe:  # one transaction: each note matches its draws
+            raw, draws = pipe.hgetall(self.key).hgetall(self.draws_key).execute()
+        notes, now = self._notes(raw), time.time()
+        if self.mine + sum(n["shape"][0] for n in notes.values()) != self.chains:
+            return None
+        return [(np.frombuffer(draws[name.encode()], dtype=np.float64).reshape(note["shape"]),
+                 self._stopped(note, now))
+                for name, note in notes.items()]  # fmt: skip
 
 
-def peers_key(token: str) -> str:
-    return f"fbgp:chain-groups:{token}"
+def peers_keys(token: str) -> tuple[str, str]:
+    """The Redis keys of refit ``token``'s groups: their notes, and their draws."""
+    key = f"fbgp:chain-groups:{token}"
+    return key, f"{key}:draws"
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:

@@ -175,7 +175,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
 
     def posterior(data):
         groups = fanout.merged(store.r, job_ids)
-        store.r.delete(fanout.peers_key(token))
+        store.r.delete(*fanout.peers_keys(token))
         if groups is None:  # a group failed or its worker died: redo all here
             log.warning("a chain group is missing; running all chains here",
                         extra=log_ids(campaign_id))  # fmt: skip

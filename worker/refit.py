@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from worker import accuracy
-from worker.acquisition import batch_scores, greedy_batch, greedy_batch_outputs
+from worker.acquisition import batch_scores, greedy_batch_outputs
 from worker.acquisition import evaluate as acquisition_values
 from worker.defaults import (
     MAX_BATCH,
@@ -202,6 +202,18 @@ def _scores(name: str, fn, candidates, share: Share) -> torch.Tensor:
     return fn(candidates) if name == "random" else share(fn, candidates)
 
 
+def _batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: int,
+           share: Share) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
+    goes through ``share``: the picked candidates' rows and their scores."""
+    first = None
+    if name != "random":  # random's scores are drawn by the batch itself
+        first = share(partial(batch_scores, name, parts, pending=pending_u), cand_u)
+    order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
+                                         scores=first)  # fmt: skip
+    return order.numpy(), scores.numpy()
+
+
 def model_and_ranking(
     spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
     pending: list[int], started: float, share: Share = here,
@@ -219,13 +231,8 @@ def model_and_ranking(
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            first = None
-            if name != "random":
-                parts = [(1.0, thin, u, z, data.noise)]
-                first = share(partial(batch_scores, name, parts, pending=pending_u), cand_u)
-            order, scores = greedy_batch(name, thin, u, z, cand_u, size, pending_u, seed=seed,
-                                         label_noise=data.noise, scores=first)  # fmt: skip
-            best, best_scores = order.numpy(), scores.numpy()
+            best, best_scores = _batch(name, [(1.0, thin, u, z, data.noise)], cand_u, size,
+                                       pending_u, seed, share)  # fmt: skip
         else:
             fn = partial(acquisition_values, name, thin, u, z, seed=seed, label_noise=data.noise)
             scores = _scores(name, fn, cand_u, share).numpy()
@@ -348,14 +355,8 @@ def multi_model_and_ranking(
             size = min(int(spec["max_pending"]), MAX_BATCH)
             parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
                      for f, t in zip(fits, thins, strict=True)]  # fmt: skip
-            scores = None
-            if spec["acquisition"] != "random":
-                scores = share(partial(batch_scores, spec["acquisition"], parts,
-                                       pending=pending_u), cand_u)  # fmt: skip
-            order, chosen = greedy_batch_outputs(spec["acquisition"], parts, cand_u, size,
-                                                 pending_u, seed=first.seed,
-                                                 scores=scores)  # fmt: skip
-            best, best_scores = order.numpy(), chosen.numpy()
+            best, best_scores = _batch(spec["acquisition"], parts, cand_u, size, pending_u,
+                                       first.seed, share)  # fmt: skip
         else:
             parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
             fn = partial(combined_scores, spec["acquisition"], parts)
