@@ -3,7 +3,9 @@
 ``python -m clients.reproduction.compare BASE.json OTHER.json [--names today,paper-code]``
 reads two ``rdauc.json`` files (:func:`clients.reproduction.rdauc.write_table`) and prints, per
 metric and acquisition, the paper's cell, then each protocol's (mean ± Algorithm 1's sd over its
-repetitions, and how many), and for ``nlml`` also OTHER's ``nlml_paper`` where it has one.
+repetitions, and how many), and for ``nlml`` also OTHER's ``nlml_paper`` where it has one;
+then, per source, how far its cells are from the paper's over the cells both protocols hold
+(:func:`gaps`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from clients.reproduction.rdauc import PAPER_SIMULATORS
+from clients.reproduction.rdauc import FAR, PAPER_SIMULATORS
 
 
 def _cell(cell: dict | None, spread: str) -> str:
@@ -51,6 +53,57 @@ def side_by_side(base: dict, other: dict, names: tuple[str, str] = ("base", "oth
     return "\n".join(lines)
 
 
+def _sources(base: dict, other: dict, names: tuple[str, str]) -> list[tuple[str, str, dict]]:
+    """(source name, metric, per-acquisition cells) of each row :func:`gaps` reports."""
+    rows = [
+        (name, metric, table["metrics"][metric])
+        for metric in ("nlml", "rmse")
+        for name, table in zip(names, (base, other), strict=True)
+    ]
+    if "nlml_paper" in other["metrics"]:
+        rows.insert(2, (f"{names[1]}, the code's NLML", "nlml", other["metrics"]["nlml_paper"]))
+    return rows
+
+
+def gaps(
+    base: dict, other: dict, names: tuple[str, str] = ("base", "other"), k: float = FAR
+) -> str:
+    """A Markdown table: per source and metric, over the (acquisition, simulator) cells both
+    protocols hold for the paper's simulators (the baseline left out), the mean absolute gap
+    to the paper's cell in RD-AUC points, how many cells are more than ``k`` of the paper's
+    ``±`` away, and how many are more than ``k`` away counting the source's own spread too
+    (``|ours - paper| / sqrt(pm^2 + sd^2)``; a one-repetition cell counts by the paper's ``±``
+    alone)."""
+    baseline = other.get("baseline")
+    cells = [(acq, sim) for acq in other["metrics"]["nlml"] if acq != baseline
+             for sim in PAPER_SIMULATORS
+             if all(_mean(t["metrics"]["nlml"].get(acq, {}).get(sim, {}).get("ours"))
+                    is not None for t in (base, other))]  # fmt: skip
+    lines = [f"Over {len(cells)} cells ({len({a for a, _ in cells})} acquisitions x "
+             f"{len({s for _, s in cells})} simulators) that both protocols ran:", "",
+             f"| source | metric | mean absolute gap | cells > {k:g} paper ± | "
+             f"cells > {k:g} joint ± |", "|---|---|---|---|---|"]  # fmt: skip
+    for name, metric, per_acq in _sources(base, other, names):
+        diffs, far, joint_far = [], 0, 0
+        for acq, sim in cells:
+            cell = per_acq.get(acq, {}).get(sim, {})
+            ours, paper = cell.get("ours") or {}, cell.get("paper") or {}
+            if _mean(ours) is None or _mean(paper) is None:
+                continue
+            diff = ours["mean"] - paper["mean"]
+            sd = ours.get("sd") if ours.get("sd") is not None else 0.0
+            diffs.append(abs(diff))
+            far += abs(diff) > k * paper["pm"]
+            joint_far += abs(diff) > k * math.hypot(paper["pm"], sd if math.isfinite(sd) else 0)
+        mean = f"{sum(diffs) / len(diffs):.1f}" if diffs else ""
+        lines.append(f"| {name} | {metric.upper()} | {mean} | {far} | {joint_far} |")
+    return "\n".join(lines) + "\n"
+
+
+def _mean(cell: dict | None) -> float | None:
+    return None if not cell or cell.get("mean") is None else cell["mean"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m clients.reproduction.compare",
                                      description=__doc__.splitlines()[0])  # fmt: skip
@@ -61,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     names = tuple(args.names.split(",", 1)) if "," in args.names else ("base", "other")
     base, other = (json.loads(p.read_text(encoding="utf-8")) for p in (args.base, args.other))
     print(side_by_side(base, other, names))
+    print(gaps(base, other, names))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from scipy.spatial.distance import pdist
 from clients.ops.cli import main as cli
 from clients.reproduction import bench
 from clients.reproduction.bench import parse_args, plan, resume
-from clients.reproduction.compare import side_by_side
+from clients.reproduction.compare import gaps, side_by_side
 from clients.reproduction.protocol import PROTOCOLS, grid_pool, run_setup
 from clients.reproduction.rdauc import far_from_paper, load_paper_table, summarize
 from clients.reproduction.report import write_report
@@ -290,3 +290,50 @@ def test_two_protocols_side_by_side(tmp_path):
     assert lines[at + 2].split(" | ")[1:3] == ["paper-code", "100.0 ± 0.0 (2)"]
     assert lines[at + 3].split(" | ")[1:3] == ["paper-code, the code's NLML", "36.3 ± 0.0 (2)"]
     assert "#### RMSE" in text and "| alm |" not in text
+
+
+def _table(cells: dict, code: dict | None = None) -> dict:
+    """An ``rdauc.json``-shaped dict: ``cells[(metric, acq, sim)] = (mean, sd, runs)`` against
+    the paper's Table 2; ``code``, the same for ``nlml_paper``."""
+    paper = load_paper_table()
+    metrics: dict = {}
+    for name, source in (("nlml", cells), ("rmse", cells), ("nlml_paper", code or {})):
+        if name == "nlml_paper" and not code:
+            continue
+        per_acq = metrics.setdefault(name, {"alm": {}})
+        for (metric, acq, sim), (mean, sd, runs) in source.items():
+            if metric != name.split("_")[0]:
+                continue
+            theirs = paper[metric][acq][sim]
+            per_acq.setdefault(acq, {})[sim] = {"ours": {"mean": mean, "sd": sd, "runs": runs},
+                                                "paper": theirs}  # fmt: skip
+    return {"baseline": "alm", "columns": ["gramacy1d", "branin"], "metrics": metrics}
+
+
+def test_gaps_count_the_cells_both_protocols_ran():
+    """Mean absolute gap over the shared cells, cells beyond 2 paper ±, and beyond 2 of
+    sqrt(pm^2 + sd^2); a cell only one protocol has is left out of every row."""
+    paper = load_paper_table()
+    g_pm = paper["nlml"]["b-qbc"]["gramacy1d"]  # 36.3 ± 1.0
+    b_pm = paper["nlml"]["b-qbc"]["branin"]  # 33.1 ± 1.2
+    r_pm = paper["rmse"]["b-qbc"]["gramacy1d"]  # 20.8 ± 0.9
+    base = _table({("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] + 10, 1.0, 3),
+                   ("nlml", "b-qbc", "branin"): (b_pm["mean"] - 1, 1.0, 3),
+                   ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"], 0.5, 3)})  # fmt: skip
+    other = _table({("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] - 4, 3.0, 5),
+                    ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 3, 0.1, 5),
+                    ("nlml", "bald", "gramacy1d"): (0.0, 1.0, 5),  # base has no such cell
+                    ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"] + 2, 0.1, 5)},
+                   code={("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"], 1.0, 5),
+                         ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 6, 1.0, 5)})  # fmt: skip
+    rows = {
+        tuple(line.split(" | ")[:2]): line.split(" | ")[2:]
+        for line in gaps(base, other, ("today", "code")).splitlines()
+        if " | NLML | " in line or " | RMSE | " in line
+    }
+    assert rows[("| today", "NLML")] == ["5.5", "1", "1 |"]  # |+10|, |-1|: 10 > 2, 10 > 2.8
+    assert rows[("| code", "NLML")] == ["3.5", "2", "1 |"]  # 4 > 2 but < 2 * 3.2; 3 > 2.4
+    assert rows[("| code, the code's NLML", "NLML")] == ["3.0", "1", "1 |"]
+    assert rows[("| today", "RMSE")] == ["0.0", "0", "0 |"]
+    assert rows[("| code", "RMSE")][:2] == ["2.0", "1"]  # 2 > 1.8, and > 2 * hypot(0.9, 0.1)
+    assert "Over 2 cells (1 acquisitions x 2 simulators)" in gaps(base, other)
