@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 from pathlib import Path
 
 from clients.reproduction.rdauc import FAR, PAPER_SIMULATORS
@@ -73,7 +74,8 @@ def gaps(
     to the paper's cell in RD-AUC points, how many cells are more than ``k`` of the paper's
     ``±`` away, and how many are more than ``k`` away counting the source's own spread too
     (``|ours - paper| / sqrt(pm^2 + sd^2)``; a one-repetition cell counts by the paper's ``±``
-    alone)."""
+    alone), and the median over those cells of the source's ``±`` over the paper's (both are
+    Algorithm 1's, which shrinks as ``1 / sqrt(R)`` with the repetitions ``R``)."""
     baseline = other.get("baseline")
     cells = [(acq, sim) for acq in other["metrics"]["nlml"] if acq != baseline
              for sim in PAPER_SIMULATORS
@@ -82,9 +84,10 @@ def gaps(
     lines = [f"Over {len(cells)} cells ({len({a for a, _ in cells})} acquisitions x "
              f"{len({s for _, s in cells})} simulators) that both protocols ran:", "",
              f"| source | metric | mean absolute gap | cells > {k:g} paper ± | "
-             f"cells > {k:g} joint ± |", "|---|---|---|---|---|"]  # fmt: skip
+             f"cells > {k:g} joint ± | median ± / paper ± |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
     for name, metric, per_acq in _sources(base, other, names):
-        diffs, far, joint_far = [], 0, 0
+        diffs, ratios, far, joint_far = [], [], 0, 0
         for acq, sim in cells:
             cell = per_acq.get(acq, {}).get(sim, {})
             ours, paper = cell.get("ours") or {}, cell.get("paper") or {}
@@ -93,10 +96,13 @@ def gaps(
             diff = ours["mean"] - paper["mean"]
             sd = ours.get("sd") if ours.get("sd") is not None else 0.0
             diffs.append(abs(diff))
+            if ours.get("sd") is not None and math.isfinite(sd) and paper["pm"] > 0:
+                ratios.append(sd / paper["pm"])
             far += abs(diff) > k * paper["pm"]
             joint_far += abs(diff) > k * math.hypot(paper["pm"], sd if math.isfinite(sd) else 0)
         mean = f"{sum(diffs) / len(diffs):.1f}" if diffs else ""
-        lines.append(f"| {name} | {metric.upper()} | {mean} | {far} | {joint_far} |")
+        ratio = f"{statistics.median(ratios):.2f}" if ratios else ""
+        lines.append(f"| {name} | {metric.upper()} | {mean} | {far} | {joint_far} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 
