@@ -1,7 +1,7 @@
 """The benchmark's report from its results file: the RD-AUC table beside the paper's
 (``rdauc.md``, ``rdauc.json``), learning curves (``learning_curves.png``) and ``summary.md``
 (how it was run, which of the paper's claims held, which RD-AUC cells are far from the paper's,
-the samplers' diagnostics)."""
+the runs whose NLML area one model holds, the samplers' diagnostics)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from clients.reproduction.rdauc import (
     summarize,
     write_table,
 )
-from clients.reproduction.results import finished, read_results, wall_seconds
+from clients.reproduction.results import finished, read_results, run_key, wall_seconds
+
+DOMINANT_SHARE = 0.5  # a run's area is one model's when that model holds this much of it
 
 
 def diagnostics_markdown(records: list[dict]) -> str:
@@ -40,6 +42,65 @@ def diagnostics_markdown(records: list[dict]) -> str:
             f"{int(np.nansum(column('divergences')))} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def dominant_models(records: list[dict], metric: str = "nlml",
+                    share: float = DOMINANT_SHARE) -> list[dict]:  # fmt: skip
+    """The runs where one model holds at least ``share`` of the area under ``metric``'s curve
+    (trapezoidal over ``n_labeled``, as RD-AUC's): a model's part of the area is its value times
+    its trapezoid weight (half an interval at each end), and its share is that part over the
+    sum of every model's part taken unsigned (a curve that crosses 0 has parts of both signs).
+    The model's value is above 0. One dict per such run,
+    ``{"simulator", "acquisition", "run", "n_labeled", "value", "nlpd_mixture", "area",
+    "share"}`` (``nlpd_mixture``: the same model's mixture NLPD, None where not recorded),
+    largest share first. A heavy-tailed metric (the mode GP's NLML early on) shows here: such a
+    run's AUC, and any RD-AUC built on it, rides on one model."""
+    by_run: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r.get(metric) is not None:
+            by_run.setdefault(run_key(r), []).append(r)
+    out = []
+    for (sim, acq, run), rows in by_run.items():
+        rows = sorted(rows, key=lambda r: r["n_labeled"])
+        if len(rows) < 2:
+            continue
+        x = np.array([r["n_labeled"] for r in rows], dtype=float)
+        values = np.array([float(r[metric]) for r in rows])
+        gaps = np.diff(x)
+        weights = (np.concatenate([[0.0], gaps]) + np.concatenate([gaps, [0.0]])) / 2
+        parts = weights * values
+        area, unsigned = float(parts.sum()), float(np.abs(parts).sum())
+        top = int(np.argmax(parts))
+        if parts[top] > 0 and parts[top] >= share * unsigned:
+            out.append({"simulator": sim, "acquisition": acq, "run": run,
+                        "n_labeled": int(x[top]), "value": float(values[top]),
+                        "nlpd_mixture": rows[top].get("nlpd_mixture"), "area": area,
+                        "share": float(parts[top] / unsigned)})  # fmt: skip
+    return sorted(out, key=lambda d: -d["share"])
+
+
+def dominant_markdown(records: list[dict], share: float = DOMINANT_SHARE) -> str:
+    """:func:`dominant_models` for the NLML and the paper's code's NLML, as Markdown."""
+    lines = []
+    for metric, name in (("nlml", "NLML"), ("nlml_paper", "the code's NLML")):
+        rows = dominant_models(records, metric, share)
+        if not rows:
+            continue
+        lines += ["", f"{name}: {len(rows)} run(s)", "",
+                  "| simulator | acquisition | run | model (labels) | its value "
+                  "| its mixture NLPD | run's area | model's share |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for d in rows:
+            nlpd = "" if d["nlpd_mixture"] is None else f"{d['nlpd_mixture']:.2f}"
+            lines.append(f"| {d['simulator']} | {d['acquisition']} | {d['run']} | "
+                         f"{d['n_labeled']} | {d['value']:.1f} | {nlpd} | {d['area']:.1f} | "
+                         f"{d['share']:.0%} |")  # fmt: skip
+    if not lines:
+        return f"No model holds {share:.0%} of its run's area.\n"
+    head = (f"Runs where one model holds at least {share:.0%} of the area under the curve (its "
+            "value times its trapezoid weight, over the sum of every model's taken unsigned), "
+            "largest share first:")  # fmt: skip
+    return head + "\n" + "\n".join(lines) + "\n"
 
 
 def time_markdown(records: list[dict]) -> str:
@@ -88,6 +149,7 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
         "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
         "`learning_curves.png`.", "",
         f"## Cells more than {FAR:g} paper-sds from the paper", "", far,
+        "## Runs whose NLML area one model holds", "", dominant_markdown(records),
         "## Sampler diagnostics", "", diagnostics_markdown(records),
     ])  # fmt: skip
     (out_dir / "summary.md").write_text(text, encoding="utf-8")
