@@ -332,12 +332,12 @@ def test_gaps_count_the_cells_both_protocols_ran():
         if " | NLML | " in line or " | RMSE | " in line
     }
     # |+10|, |-1|: 10 > 2, 10 > 2.8; sd / pm: 1 / 1, 1 / 1.2
-    assert rows[("| today", "NLML")] == ["5.5", "1", "1", "0.92 |"]
+    assert rows[("| today", "NLML")] == ["5.5", "5.5", "1", "1", "0.92 |"]
     # 4 > 2 but < 2 * 3.2; 3 > 2.4; sd / pm: 3 / 1, 0.1 / 1.2
-    assert rows[("| code", "NLML")] == ["3.5", "2", "1", "1.54 |"]
-    assert rows[("| code, the code's NLML", "NLML")] == ["3.0", "1", "1", "0.92 |"]
-    assert rows[("| today", "RMSE")] == ["0.0", "0", "0", "0.56 |"]
-    assert rows[("| code", "RMSE")][:2] == ["2.0", "1"]  # 2 > 1.8, and > 2 * hypot(0.9, 0.1)
+    assert rows[("| code", "NLML")] == ["3.5", "3.5", "2", "1", "1.54 |"]
+    assert rows[("| code, the code's NLML", "NLML")] == ["3.0", "3.0", "1", "1", "0.92 |"]
+    assert rows[("| today", "RMSE")] == ["0.0", "0.0", "0", "0", "0.56 |"]
+    assert rows[("| code", "RMSE")][:3] == ["2.0", "2.0", "1"]  # 2 > 1.8, and > 2 * hypot(0.9, 0.1)
     assert "Over 2 cells (1 acquisitions x 2 simulators)" in gaps(base, other)
 
 
