@@ -207,11 +207,15 @@ def job_facts(connection, job_id: str) -> JobFacts:
     return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id))
 
 
-def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
+def job_alive(connection, job_id: str, silent_seconds: float = 30.0, again: bool = True) -> bool:
     """Whether a job is waiting in its queue (or for its dependencies or its time), on its way
     to a worker's work horse, or running on a worker that sent a heartbeat in the last
     ``silent_seconds`` (a busy worker sends one every ``job_monitoring_interval``; a dead one's
-    registration outlives it by a minute)."""
+    registration outlives it by a minute).
+
+    A queued job found neither in its queue nor on its way to a work horse is looked at once
+    more (``again``): a worker may have taken it off the queue and started it between the
+    looks, and a job judged dead here is enqueued again, its running refit superseded."""
     try:
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
@@ -228,7 +232,7 @@ def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
         # was dropped mid-dequeue (RQ's own rule, whose marker RQ's cleanup shares).
         transit = queue.intermediate_queue
         if job_id not in transit.get_job_ids():
-            return False
+            return again and job_alive(connection, job_id, silent_seconds, again=False)
         transit.set_first_seen(job_id)
         return not transit.should_be_cleaned_up(job_id)
     if status == JobStatus.STARTED and job.worker_name:

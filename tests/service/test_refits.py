@@ -166,3 +166,36 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     assert not job_alive(redis, "refit-1")
     assert not job_alive(redis, "no-such-job")
     redis.flushdb()
+
+
+def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
+    """The status is read first, then the queue and the way to a work horse: a job a worker
+    took and started in between is on neither, and its status says queued no longer. It is
+    alive (judged dead, its refit would be enqueued again and the running one superseded)."""
+    from rq import Queue, Worker
+
+    from service import queues
+    from service.queues import REFIT, job_alive
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
+    queue = Queue(REFIT, connection=redis)
+    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
+    worker = Worker([queue], connection=redis, name="starts-it")
+    worker.register_birth()
+    position = Queue.get_job_position
+
+    def taken_and_started(self, job_id):
+        """A worker dequeues the job and its work horse starts it, right after the status was
+        read: off the queue, off the way to the work horse, started."""
+        assert Queue.dequeue_any([queue], None, connection=redis)[0].id == job_id
+        queue.intermediate_queue.remove(job_id)
+        job.set_status("started")
+        job.worker_name = "starts-it"
+        job.save()
+        monkeypatch.setattr(Queue, "get_job_position", position)
+        return position(self, job_id)
+
+    monkeypatch.setattr(Queue, "get_job_position", taken_and_started)
+    assert job_alive(redis, "refit-2")
+    assert queues.job_facts(redis, "refit-2").alive
+    redis.flushdb()
