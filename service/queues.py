@@ -207,15 +207,11 @@ def job_facts(connection, job_id: str) -> JobFacts:
     return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id))
 
 
-def job_alive(connection, job_id: str, silent_seconds: float = 30.0, again: bool = True) -> bool:
+def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
     """Whether a job is waiting in its queue (or for its dependencies or its time), on its way
     to a worker's work horse, or running on a worker that sent a heartbeat in the last
     ``silent_seconds`` (a busy worker sends one every ``job_monitoring_interval``; a dead one's
-    registration outlives it by a minute).
-
-    A queued job found neither in its queue nor on its way to a work horse is looked at once
-    more (``again``): a worker may have taken it off the queue and started it between the
-    looks, and a job judged dead here is enqueued again, its running refit superseded."""
+    registration outlives it by a minute)."""
     try:
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
@@ -231,10 +227,16 @@ def job_alive(connection, job_id: str, silent_seconds: float = 30.0, again: bool
         # the queue's intermediate list. One still there a minute after it was first seen there
         # was dropped mid-dequeue (RQ's own rule, whose marker RQ's cleanup shares).
         transit = queue.intermediate_queue
-        if job_id not in transit.get_job_ids():
-            return again and job_alive(connection, job_id, silent_seconds, again=False)
-        transit.set_first_seen(job_id)
-        return not transit.should_be_cleaned_up(job_id)
+        if job_id in transit.get_job_ids():
+            transit.set_first_seen(job_id)
+            return not transit.should_be_cleaned_up(job_id)
+        # on neither: dropped, or taken and started by a worker since its status was read (a job
+        # judged dead is enqueued again and its running refit superseded), so read it again
+        try:
+            job.refresh()
+        except NoSuchJobError:
+            return False
+        status = job.get_status(refresh=False)
     if status == JobStatus.STARTED and job.worker_name:
         beat = connection.hget(f"rq:worker:{job.worker_name}", "last_heartbeat")
         if beat is None:
