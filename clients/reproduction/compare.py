@@ -16,7 +16,7 @@ import math
 import statistics
 from pathlib import Path
 
-from clients.reproduction.rdauc import FAR, PAPER_SIMULATORS
+from clients.reproduction.rdauc import FAR, PAPER_SIMULATORS, cell_gaps
 
 
 def _cell(cell: dict | None, spread: str) -> str:
@@ -72,11 +72,11 @@ def gaps(
     """A Markdown table: per source and metric, over the (acquisition, simulator) cells both
     protocols hold for the paper's simulators (the baseline left out), the mean absolute gap
     to the paper's cell in RD-AUC points and its median (which one heavy-tailed cell does not
-    move), how many cells are more than ``k`` of the paper's
-    ``±`` away, and how many are more than ``k`` away counting the source's own spread too
-    (``|ours - paper| / sqrt(pm^2 + sd^2)``; a one-repetition cell counts by the paper's ``±``
-    alone), and the median over those cells of the source's ``±`` over the paper's (both are
-    Algorithm 1's, which shrinks as ``1 / sqrt(R)`` with the repetitions ``R``)."""
+    move), how many cells are more than ``k`` of the paper's ``±`` away, and how many are more
+    than ``k`` away counting the source's own spread too (:func:`~clients.reproduction.rdauc.
+    cell_gaps`; a one-repetition cell counts by the paper's ``±`` alone), and the median over
+    those cells of the source's ``±`` over the paper's (both are Algorithm 1's, which shrinks
+    as ``1 / sqrt(R)`` with the repetitions ``R``)."""
     baseline = other.get("baseline")
     cells = [(acq, sim) for acq in other["metrics"]["nlml"] if acq != baseline
              for sim in PAPER_SIMULATORS
@@ -94,13 +94,12 @@ def gaps(
             ours, paper = cell.get("ours") or {}, cell.get("paper") or {}
             if _mean(ours) is None or _mean(paper) is None:
                 continue
-            diff = ours["mean"] - paper["mean"]
-            sd = ours.get("sd") if ours.get("sd") is not None else 0.0
-            diffs.append(abs(diff))
-            if ours.get("sd") is not None and math.isfinite(sd) and paper["pm"] > 0:
-                ratios.append(sd / paper["pm"])
-            far += abs(diff) > k * paper["pm"]
-            joint_far += abs(diff) > k * math.hypot(paper["pm"], sd if math.isfinite(sd) else 0)
+            gap, joint = cell_gaps(ours["mean"], ours.get("sd"), paper["mean"], paper["pm"])
+            diffs.append(abs(ours["mean"] - paper["mean"]))
+            if not math.isnan(joint) and paper["pm"] > 0:
+                ratios.append(ours["sd"] / paper["pm"])
+            far += abs(gap) > k
+            joint_far += abs(gap if math.isnan(joint) else joint) > k
         mean = f"{sum(diffs) / len(diffs):.1f}" if diffs else ""
         middle = f"{statistics.median(diffs):.1f}" if diffs else ""
         ratio = f"{statistics.median(ratios):.2f}" if ratios else ""

@@ -253,15 +253,28 @@ def table_markdown(summary: dict, paper: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cell_gaps(ours: float, sd: float | None, paper: float, pm: float) -> tuple[float, float]:
+    """How far our RD-AUC ``ours`` (± ``sd``) is from the paper's ``paper`` (± ``pm``):
+    ``(gap, joint_gap)``, ``(ours - paper) / pm`` (a ``pm`` of 0 counts any difference as
+    infinitely far) and ``(ours - paper) / sqrt(pm^2 + sd^2)`` (NaN while ``sd`` is unknown)."""
+    diff = ours - paper
+    infinite = 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
+    gap = diff / pm if pm > 0 else infinite
+    spread = np.hypot(pm, np.nan if sd is None else sd)
+    joint = diff / spread if np.isfinite(spread) and spread > 0 else float("nan")
+    return gap, float(joint)
+
+
 def far_from_paper(summary: dict, paper: dict | None = None, k: float = FAR) -> list[dict]:
     """Every (metric, acquisition, simulator) cell of ``summary`` whose RD-AUC is more than
     ``k`` of the paper's ``±`` away from the paper's: ``{"metric", "acquisition", "simulator",
     "ours", "sd", "runs", "paper", "pm", "gap", "joint_gap"}`` (percent; ``gap``: (ours -
     paper) / pm, in paper-sds; ``joint_gap``: (ours - paper) / sqrt(pm^2 + sd^2), counting our
-    own estimate's spread too, NaN while ours has none), ordered by metric, acquisition and
-    simulator. Simulators only (not the overall columns); a paper ``±`` of 0 counts any
-    difference as infinitely far. Both ``±`` are Algorithm 1's, the ratio estimate's standard
-    deviation over the repetitions' pairs, so the paper's 10 repetitions and ours compare."""
+    own estimate's spread too, NaN while ours has none; :func:`cell_gaps`), ordered by metric,
+    acquisition and simulator. Simulators only (not the overall columns); a paper ``±`` of 0
+    counts any difference as infinitely far. Both ``±`` are Algorithm 1's, the ratio
+    estimate's standard deviation over the repetitions' pairs, so the paper's 10 repetitions
+    and ours compare."""
     paper = load_paper_table() if paper is None else paper
     out = []
     for metric, per_acq in summary.items():
@@ -271,14 +284,8 @@ def far_from_paper(summary: dict, paper: dict | None = None, k: float = FAR) -> 
                 ours, theirs = per_acq[acq].get(sim), paper_metric.get(acq, {}).get(sim)
                 if ours is None or theirs is None or not np.isfinite(ours["mean"]):
                     continue
-                diff = ours["mean"] - theirs["mean"]
-                if theirs["pm"] > 0:
-                    gap = diff / theirs["pm"]
-                else:
-                    gap = 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
+                gap, joint = cell_gaps(ours["mean"], ours["sd"], theirs["mean"], theirs["pm"])
                 if abs(gap) > k:
-                    spread = np.hypot(theirs["pm"], ours["sd"])
-                    joint = diff / spread if np.isfinite(spread) and spread > 0 else float("nan")
                     cell = {"metric": metric, "acquisition": acq, "simulator": sim,
                             "joint_gap": joint}  # fmt: skip
                     out.append({**cell, "ours": ours["mean"], "sd": ours["sd"],
