@@ -20,6 +20,8 @@ from enum import StrEnum
 FULL_RETRY_SECONDS = 5.0  # every label that max_labels allows is stored or out
 DESIGN_RETRY_SECONDS = 1.0  # the initial design is all out
 REFIT_RETRY_BOUNDS = (1.0, 30.0)  # about one refit's duration, within these bounds
+# the end of a ticket whose point was labeled under another ticket (loop.label_outcome)
+SUPERSEDED = "superseded"
 # a queued refit is given this long for its enqueue (after the label's script) to arrive
 ENQUEUE_GRACE_SECONDS = 2.0
 # a running refit whose heartbeat has been silent this long is dead if its job failed
@@ -56,14 +58,14 @@ class RunOutcome(StrEnum):
 
     STORED = "stored"  # the ticket was out: its lease ended now and the report is stored
     SAME_AGAIN = "same_again"  # the ticket has this report already: nothing changed
-    CONFLICT = "conflict"  # the ticket ended otherwise (a label, another report)
+    CONFLICT = "conflict"  # the ticket ended otherwise (a label, another report, superseded)
     UNKNOWN_TICKET = "unknown_ticket"
 
 
 class RenewOutcome(StrEnum):
     RENEWED = "renewed"  # the lease runs ``lease_seconds`` from now
     EXPIRED = "expired"  # the lease ran out before: the point may be out again under another
-    ENDED = "ended"  # the ticket was labeled, failed or abandoned
+    ENDED = "ended"  # the ticket was labeled, failed, abandoned or superseded
     UNKNOWN_TICKET = "unknown_ticket"
 
 
@@ -251,7 +253,7 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
         return Stalled()
     taken = _taken(rules, snap)
     if n < rules.design_size:
-        index = _first_free(design_points(rules, snap), taken)
+        index = _first_free(design_points(rules, snap), taken | snap.labeled)
         return Wait(DESIGN_RETRY_SECONDS) if index is None else Offer(index, None)
     version = snap.refit.model_version
     low, high = REFIT_RETRY_BOUNDS
@@ -269,7 +271,9 @@ def _first_free(indices: Sequence[int], taken: frozenset[int]) -> int | None:
 
 
 def _taken(rules: Rules, snap: Snapshot) -> frozenset[int]:
-    """Points not to hand out now: out, labeled (unless repeats are allowed), failed for good."""
+    """Points not to hand out now: out, labeled (unless repeats are allowed), failed for good.
+    The initial design labels its distinct points even where repeats are allowed: a point of it
+    that has a label is not offered again (repeats are the model's choice, not the design's)."""
     taken = snap.pending | failed_for_good(rules, snap)
     return taken if rules.allow_repeats else taken | snap.labeled
 
@@ -301,7 +305,7 @@ def stalled(rules: Rules, snap: Snapshot) -> bool:
         return False
     taken = _taken(rules, snap)
     if n < rules.design_size:
-        return _first_free(design_points(rules, snap), taken) is None
+        return _first_free(design_points(rules, snap), taken | snap.labeled) is None
     if snap.refit.phase != RefitPhase.IDLE or snap.refit.changed:
         return False
     version = snap.refit.model_version
@@ -344,8 +348,10 @@ def label_outcome(
     ``ticket_state`` (None: no such ticket; ``pending``; :func:`labeled_state`),
     ``point_labeled``: its pool point has a label already. A ticket whose lease expired is
     still ``pending``: its label is taken while its point has none. The same label again
-    (``y`` and ``noise``) changes nothing; another conflicts. The store's LABEL_SCRIPT applies
-    this rule atomically."""
+    (``y`` and ``noise``) changes nothing; another conflicts. A pending ticket whose label
+    conflicts because its point has a label (without repeats: another ticket's, or an import's)
+    can never be labeled: it ends :data:`SUPERSEDED`, so its lease holds no place among the
+    tickets out. The store's LABEL_SCRIPT applies this rule atomically."""
     if ticket_state is None:
         return LabelOutcome.UNKNOWN_TICKET
     if ticket_state != "pending":
@@ -356,6 +362,12 @@ def label_outcome(
     if n_labeled >= rules.max_labels:
         return LabelOutcome.DONE
     return LabelOutcome.STORED
+
+
+def ends_superseded(rules: Rules, ticket_state: str | None, point_labeled: bool) -> bool:
+    """Whether posting a label for a ticket in ``ticket_state`` ends it :data:`SUPERSEDED`
+    (:func:`label_outcome`'s conflict of a pending ticket whose point has a label)."""
+    return ticket_state == "pending" and point_labeled and not rules.allow_repeats
 
 
 def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
@@ -470,17 +482,26 @@ def refit_suspect(refit: Refit, now: float, lease: float) -> bool:
     return False
 
 
+def refit_unenqueued(refit: Refit, now: float) -> bool:
+    """Whether a refit was queued (by a label, an import, a failed or abandoned run, or the end
+    of the refit before it) but no job was put in charge within the grace: the process that
+    was to enqueue it stopped in between. Nothing failed: it is enqueued, not counted."""
+    return (refit.phase == RefitPhase.QUEUED and not refit.job
+            and now - refit.queued_at >= ENQUEUE_GRACE_SECONDS)  # fmt: skip
+
+
 def refit_dead(refit: Refit, now: float, lease: float, job: JobFacts) -> bool:
     """Whether the refit a campaign waits for will never end by itself: a running one whose
     heartbeat is older than ``lease`` seconds (its worker died), or whose heartbeat stopped and
     whose job failed (its work horse was killed); a queued one whose job is gone (failed,
-    deleted, or taken by a worker that no longer exists)."""
+    deleted, or taken by a worker that no longer exists). A queued one with no job yet is
+    :func:`refit_unenqueued`, not dead."""
     if not refit_suspect(refit, now, lease):
         return False
     if refit.phase == RefitPhase.RUNNING:
         silent = _silent(refit, now)
         return silent > lease or (silent > SILENT_SECONDS and job.failed)
-    return not (refit.job and job.alive)
+    return bool(refit.job) and not job.alive
 
 
 def _silent(refit: Refit, now: float) -> float:

@@ -28,11 +28,12 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``tickets`` (hash): ticket -> JSON ``{x, index, issued_at, expires_at, model_version}``,
   written once (``expires_at`` as issued; a renewal moves only the lease); ``ticket_state``
   (hash): ticket -> ``pending``, ``labeled:<y>`` (``labeled:<y>:<noise>`` with a known
-  noise), ``failed:<reason>`` or ``abandoned``;
+  noise), ``failed:<reason>``, ``abandoned`` or ``superseded`` (its label came after its
+  point's, without repeats: it can never be labeled);
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
-  is offered again) but may still be labeled while its point has no label; a failed or
-  abandoned one leaves it at once; ``expired`` (sorted set): tickets whose lease ran out, by
-  expiry, kept ``expired_ticket_seconds`` and then, if still unlabeled, pruned from
+  is offered again) but may still be labeled while its point has no label; a failed,
+  abandoned or superseded one leaves it at once; ``expired`` (sorted set): tickets whose lease
+  ran out, by expiry, kept ``expired_ticket_seconds`` and then, if still unlabeled, pruned from
   ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`);
 - ``failures`` (list, append-only): one JSON record per failed run
   ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
@@ -111,7 +112,8 @@ EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
 # Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
-# queued (1: the caller enqueues it). If one is queued or running already, nothing: when it ends it
+# queued with no job in charge (1: the caller enqueues it, ENQUEUE_SCRIPT; should the caller stop
+# first, loop.refit_unenqueued). If one is queued or running already, nothing: when it ends it
 # sees whether labels arrived after it read them, and runs once more if so (END_REFIT_SCRIPT).
 REQUEST_REFIT = """
 local function request_refit(state_key, n, design_size, now)
@@ -119,7 +121,8 @@ local function request_refit(state_key, n, design_size, now)
   local s = redis.call('HMGET', state_key, 'refit', 'failed')
   if (s[2] or '') ~= '' then return 0 end  -- a failed campaign waits for its owner's retry
   if s[1] == 'idle' then  -- new data: a failed refit's back-off is over
-    redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now, 'retry_at', 0)
+    redis.call('HSET', state_key, 'refit', 'queued', 'queued_at', now, 'retry_at', 0,
+               'refit_job', '')  -- no job in charge until the caller's enqueue
     return 1
   end
   return 0
@@ -210,6 +213,7 @@ local n = redis.call('LLEN', KEYS[4])
 local outcome = ended(KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
 if outcome then return {outcome, n, 0} end
 if ARGV[4] ~= '' and ARGV[6] == '0' and redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then
+  end_ticket(KEYS[2], KEYS[3], ARGV[1], 'superseded')  -- it can never be labeled
   return {'conflict', n, 0}
 end
 if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
@@ -335,15 +339,15 @@ return out
 )
 
 # Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came,
-# or runs failed or were abandoned since it started: loop.refit_again), else 0 (also when that
-# refit is no longer the one in charge).
+# or runs failed or were abandoned since it started: loop.refit_again; it is queued with no job
+# in charge until the caller's enqueue), else 0 (also when that refit is no longer in charge).
 END_REFIT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])
 local changes = redis.call('HGET', KEYS[1], 'changes') or '0'
 local seen = redis.call('HGET', KEYS[1], 'changes_seen') or '0'
 if n > tonumber(ARGV[1]) or changes ~= seen then
-  redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2])
+  redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2], 'refit_job', '')
   return 1
 end
 redis.call('HSET', KEYS[1], 'refit', 'idle')
@@ -412,6 +416,15 @@ redis.call('RPUSH', KEYS[4], ARGV[3])
 return after_failure(KEYS, cjson.decode(ARGV[2]))
 """
 )
+
+# Puts job ARGV[1] in charge of a refit that was queued but never enqueued (loop.refit_unenqueued),
+# from ARGV[2] on. KEYS: state. 1 if this call did it (one caller wins when several look at once).
+ADOPT_SCRIPT = """
+local s = redis.call('HMGET', KEYS[1], 'refit', 'refit_job', 'failed')
+if s[1] ~= 'queued' or (s[2] or '') ~= '' or (s[3] or '') ~= '' then return 0 end
+redis.call('HSET', KEYS[1], 'refit_job', ARGV[1], 'queued_at', ARGV[2])
+return 1
+"""
 
 # Queues a failed refit whose back-off ran out (loop.retry_due) under job ARGV[1]. KEYS: state;
 # ARGV: job, now. 1 if so.
@@ -606,6 +619,7 @@ class CampaignStore:
         self._end_refit = redis.register_script(END_REFIT_SCRIPT)
         self._beat = redis.register_script(BEAT_SCRIPT)
         self._revive = redis.register_script(REVIVE_SCRIPT)
+        self._adopt = redis.register_script(ADOPT_SCRIPT)
         self._save_model = redis.register_script(SAVE_MODEL_SCRIPT)
         self._fail = redis.register_script(FAIL_SCRIPT)
         self._fail_run = redis.register_script(FAIL_RUN_SCRIPT)
@@ -1140,13 +1154,24 @@ class CampaignStore:
         (:func:`service.loop.retry_due`); the old job, should it still run somewhere, is no
         longer in charge and cannot write. A death counts as a failure of the refit: from the
         second in a row on it backs off, and at ``refit_max_attempts`` in a row the campaign
-        fails. True if this call acted (one caller wins when several look at once)."""
+        fails. A refit queued whose enqueue never came (:func:`service.loop.refit_unenqueued`:
+        the API or worker that queued it stopped in between) is enqueued and counts as
+        nothing. True if this call acted (one caller wins when several look at once)."""
         refit = Refit.of(self.state(campaign_id))
         if loop.retry_due(refit, now):
             job_id = uuid.uuid4().hex
             if not self._retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
                 return False
             self._after_failure(campaign_id, 1, job_id, now)
+            return True
+        if loop.refit_unenqueued(refit, now):
+            job_id = uuid.uuid4().hex
+            if not self._adopt(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
+                return False
+            log.warning("a queued refit had no job (whoever was to enqueue it stopped first): "
+                        "enqueued now", extra={"campaign": campaign_id})  # fmt: skip
+            self._refit_queued(campaign_id, job_id, now)
+            self.wake(campaign_id)
             return True
         if not loop.refit_suspect(refit, now, lease):
             return False

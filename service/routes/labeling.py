@@ -44,7 +44,8 @@ def label_status(outcome: LabelOutcome, ticket: str) -> int:
         case LabelOutcome.SAME_AGAIN:
             return 200
         case LabelOutcome.CONFLICT:
-            raise Conflict("this ticket has a different label, or its point is labeled")
+            raise Conflict("this ticket has a different label, or its point is labeled (then "
+                           "the ticket has ended: its lease no longer holds a place)")  # fmt: skip
         case LabelOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {ticket!r}")
         case LabelOutcome.DONE:
@@ -61,7 +62,8 @@ def run_status(outcome: RunOutcome, ticket: str) -> int:
             return 200
         case RunOutcome.CONFLICT:
             raise Conflict("this ticket has ended otherwise: labeled, failed with another "
-                           "reason, or abandoned")  # fmt: skip
+                           "reason, abandoned, or superseded (its point was labeled under "
+                           "another ticket)")  # fmt: skip
         case RunOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {ticket!r}")
     raise AssertionError(outcome)
@@ -286,7 +288,8 @@ def renew(campaign_id: str, body: schemas.TicketPost, store: StoreDep):
         case RenewOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {body.ticket!r}")
         case RenewOutcome.ENDED:
-            raise Conflict("this ticket has ended: labeled, failed or abandoned")
+            raise Conflict("this ticket has ended: labeled, failed, abandoned, or superseded "
+                           "(its point was labeled under another ticket)")  # fmt: skip
         case RenewOutcome.EXPIRED:
             raise Conflict("the lease has expired: its point may be out again (a label for it "
                            "is still taken while the point has none)")  # fmt: skip

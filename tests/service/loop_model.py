@@ -21,7 +21,7 @@ REASONS = ("boom", "diverged")  # few reasons, so that a failure is reported aga
 class Ticket:
     index: int
     expires_at: float
-    state: str = "pending"  # or "labeled:<repr(y)>", "failed:<reason>", "abandoned"
+    state: str = "pending"  # or "labeled:<repr(y)>", "failed:<reason>", "abandoned", "superseded"
 
 
 @dataclass
@@ -69,8 +69,10 @@ class LoopModel:
         n = len(self.labels)
         known = ticket is not None and ticket < len(self.tickets)
         t = self.tickets[ticket] if known else None
-        outcome = loop.label_outcome(self.rules, t.state if t else None, y, n,
-                                     t is not None and t.index in self.labeled)  # fmt: skip
+        point_labeled = t is not None and t.index in self.labeled
+        outcome = loop.label_outcome(self.rules, t.state if t else None, y, n, point_labeled)
+        if t is not None and loop.ends_superseded(self.rules, t.state, point_labeled):
+            t.state = loop.SUPERSEDED
         if outcome != LabelOutcome.STORED:
             return outcome, n, False
         t.state = f"labeled:{float(y)!r}"

@@ -109,9 +109,44 @@ def test_every_offer_keeps_the_loop_s_promises(model, ops):
                 assert len(out) < rules.max_pending and result.version is not None
         else:
             assert result.index in loop.design_points(rules, before.snapshot())
+            assert result.index not in before.labeled  # the design's points are distinct
             assert result.version is None
 
     _run(model, ops, check)
+
+
+def test_the_design_labels_distinct_points_where_repeats_are_allowed():
+    """One simulator labeling a campaign that allows repeats gets each design point once."""
+    rules = loop.Rules(max_labels=6, design_index=(5, 7, 2), mode="sequential", max_pending=1,
+                       allow_repeats=True, design_reserve=(0, 1))  # fmt: skip
+    model = LoopModel(rules, lease_seconds=5.0)
+    offered = []
+    for k in range(3):
+        answer = model.next()
+        assert isinstance(answer, loop.Offer)
+        offered.append(answer.index)
+        assert model.label(k, 0.5)[0] == LabelOutcome.STORED
+    assert offered == [5, 7, 2]
+
+
+def test_a_ticket_whose_point_was_labeled_under_another_ends_and_frees_its_place():
+    """A lease ran out, the point went out again, the late label was stored: the second
+    ticket's label conflicts and ends it, so a sequential campaign goes on at once instead of
+    waiting out that ticket's lease; the ended ticket cannot be renewed, failed or abandoned."""
+    rules = loop.Rules(max_labels=4, design_index=(3, 6), mode="sequential", max_pending=1,
+                       allow_repeats=False, design_reserve=(0,))  # fmt: skip
+    model = LoopModel(rules, lease_seconds=5.0)
+    assert model.next() == loop.Offer(3, None)
+    model.tick(7.0)  # its lease ran out: the point is offered again
+    assert model.next() == loop.Offer(3, None)
+    assert model.label(0, 1.0)[0] == LabelOutcome.STORED  # the late label
+    assert model.label(1, 2.5)[0] == LabelOutcome.CONFLICT
+    assert model.tickets[1].state == loop.SUPERSEDED and not model.live()
+    assert model.next() == loop.Offer(6, None)
+    assert model.label(1, 2.5)[0] == LabelOutcome.CONFLICT
+    assert model.renew(1)[0] == RenewOutcome.ENDED
+    assert model.abandon(1)[0] == RunOutcome.CONFLICT
+    assert model.fail(1, "boom")[0] == RunOutcome.CONFLICT
 
 
 @settings(max_examples=200, deadline=None)
@@ -266,7 +301,11 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     assert not loop.refit_dead(queued, now, lease, gone)  # its enqueue may be on its way
     late = Refit(phase=RefitPhase.QUEUED, job="j", queued_at=now - 5.0)
     assert loop.refit_dead(late, now, lease, gone) and not loop.refit_dead(late, now, lease, alive)
-    assert loop.refit_dead(Refit(phase=RefitPhase.QUEUED, queued_at=now - 5.0), now, lease, alive)
+    never_enqueued = Refit(phase=RefitPhase.QUEUED, queued_at=now - 5.0)  # its enqueuer stopped
+    assert not loop.refit_dead(never_enqueued, now, lease, alive)
+    assert loop.refit_unenqueued(never_enqueued, now)
+    assert not loop.refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now)
+    assert not loop.refit_unenqueued(late, now)  # a job is in charge: alive or dead, not this
     beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
     assert not loop.refit_suspect(beating, now, lease)
     assert not loop.refit_dead(beating, now, lease, failed)

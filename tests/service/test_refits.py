@@ -67,7 +67,7 @@ def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
     campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
     redis = Redis.from_url(settings.redis_url)
     state = f"fbgp:c:{campaign}:state"
-    # the state says a refit is queued, but its job vanished (say, the API died after the label)
+    # the state says a refit is queued under a job that vanished (say, Redis lost its queue)
     redis.hset(
         state, mapping={"refit": "queued", "refit_job": "gone", "queued_at": time.time() - 60}
     )
@@ -78,6 +78,32 @@ def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
     r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
     assert r.status_code == 200, r.text
     assert r.json()["model_version"] == 3
+
+
+def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
+    client, make_body, settings
+):
+    """The API stopped between storing a label (which queued a refit) and enqueuing its job:
+    the first refit of a campaign, and a later one. Whoever looks next enqueues it; nothing
+    failed, so no failure is counted or written to the history."""
+    from service.store import CampaignStore
+
+    store = CampaignStore(Redis.from_url(settings.redis_url))
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+
+    def label_then_stop(ticket: str, y: float) -> None:  # the label route without its enqueue
+        assert store.record_label(campaign, ticket, y, time.time())[0] == "stored"
+
+    for y in (0.1, 0.9, -0.4):  # the third labels the design: a refit is queued, not enqueued
+        label_then_stop(client.get(f"/campaigns/{campaign}/next").json()["ticket"], y)
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+    assert r.status_code == 200, r.text
+    assert r.json()["model_version"] == 3
+    label_then_stop(r.json()["ticket"], 0.3)  # a later refit, queued after the first one ended
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["model_version"] == 4)
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["model", "model"]
+    assert store.state(campaign).get("refit_failures", "0") == "0"
 
 
 def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
