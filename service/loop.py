@@ -116,6 +116,7 @@ class Refit:
 
     phase: RefitPhase = RefitPhase.IDLE
     job: str = ""  # the id of the refit job in charge (its fencing token)
+    merge: str = ""  # the job that merges its chain groups, if it fanned out
     queued_at: float = 0.0
     started_at: float = 0.0
     heartbeat: float = 0.0
@@ -143,6 +144,7 @@ class Refit:
         version, seconds = state.get("model_version"), state.get("last_refit_seconds")
         return cls(
             phase=RefitPhase(state.get("refit") or "idle"), job=state.get("refit_job") or "",
+            merge=state.get("refit_merge") or "",
             queued_at=number("queued_at"), started_at=number("started_at"),
             heartbeat=number("heartbeat"),
             model_version=int(version) if version not in (None, "") else None,
@@ -470,6 +472,10 @@ class JobFacts:
 
     alive: bool  # waiting in its queue, on its way to a work horse, or on a beating worker
     failed: bool  # ended without success
+    exists: bool = True  # RQ knows it (False: its id was written, but it was never enqueued)
+    # a fanned-out refit's chain groups are done and their merge waits its turn in its queue, or
+    # runs: the refit is silent, but alive
+    merging: bool = False
 
 
 def refit_suspect(refit: Refit, now: float, lease: float) -> bool:
@@ -482,26 +488,31 @@ def refit_suspect(refit: Refit, now: float, lease: float) -> bool:
     return False
 
 
-def refit_unenqueued(refit: Refit, now: float) -> bool:
-    """Whether a refit was queued (by a label, an import, a failed or abandoned run, or the end
-    of the refit before it) but no job was put in charge within the grace: the process that
-    was to enqueue it stopped in between. Nothing failed: it is enqueued, not counted."""
-    return (refit.phase == RefitPhase.QUEUED and not refit.job
-            and now - refit.queued_at >= ENQUEUE_GRACE_SECONDS)  # fmt: skip
+def refit_unenqueued(refit: Refit, now: float, job: JobFacts | None = None) -> bool:
+    """Whether a refit was queued (by a label, an import, a failed or abandoned run, the end of
+    the refit before it, or a revival) but no job of it reached RQ within the grace: none was
+    put in charge, or one was (``job``: RQ's facts about it) and never enqueued. The process
+    that was to enqueue it stopped in between. Nothing failed: it is enqueued, not counted."""
+    if refit.phase != RefitPhase.QUEUED or now - refit.queued_at < ENQUEUE_GRACE_SECONDS:
+        return False
+    return not refit.job or (job is not None and not job.exists)
 
 
 def refit_dead(refit: Refit, now: float, lease: float, job: JobFacts) -> bool:
     """Whether the refit a campaign waits for will never end by itself: a running one whose
     heartbeat is older than ``lease`` seconds (its worker died), or whose heartbeat stopped and
     whose job failed (its work horse was killed); a queued one whose job is gone (failed,
-    deleted, or taken by a worker that no longer exists). A queued one with no job yet is
-    :func:`refit_unenqueued`, not dead."""
+    deleted, or taken by a worker that no longer exists). A queued one whose job never reached
+    RQ is :func:`refit_unenqueued`, not dead; a running one whose merge waits or runs
+    (``job.merging``) is alive."""
     if not refit_suspect(refit, now, lease):
         return False
     if refit.phase == RefitPhase.RUNNING:
         silent = _silent(refit, now)
+        if job.merging:
+            return False
         return silent > lease or (silent > SILENT_SECONDS and job.failed)
-    return bool(refit.job) and not job.alive
+    return bool(refit.job) and job.exists and not job.alive
 
 
 def _silent(refit: Refit, now: float) -> float:

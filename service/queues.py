@@ -200,11 +200,26 @@ def worker_count(connection) -> int:
     return len(Worker.all(connection=connection))
 
 
-def job_facts(connection, job_id: str) -> JobFacts:
-    """What :func:`service.loop.refit_dead` needs to know of a refit's job."""
+def job_facts(connection, job_id: str, merge_id: str = "") -> JobFacts:
+    """What :func:`service.loop.refit_dead` needs to know of a refit's job (and of the job
+    that merges its chain groups, if it fanned out)."""
     if not job_id:
-        return JobFacts(alive=False, failed=False)
-    return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id))
+        return JobFacts(alive=False, failed=False, exists=False)
+    return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id),
+                    exists=Job.exists(job_id, connection=connection),
+                    merging=bool(merge_id) and merge_alive(connection, merge_id))  # fmt: skip
+
+
+def merge_alive(connection, job_id: str) -> bool:
+    """Whether a merge of chain groups is past its groups (no longer deferred) and alive: in
+    its queue, on its way to a work horse, or on a beating worker (:func:`job_alive`). While it
+    is deferred its groups beat for the refit; should one's worker die, RQ's cleanup fails it
+    and queues the merge, which runs the missing chains itself."""
+    try:
+        status = Job.fetch(job_id, connection=connection).get_status(refresh=False)
+    except NoSuchJobError:
+        return False
+    return status != JobStatus.DEFERRED and job_alive(connection, job_id)
 
 
 def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:

@@ -8,9 +8,11 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   after row, as codes (:meth:`worker.space.Space.codes`: a value in original units, or a
   choice's value index), so that ``/next`` reads one row and no call parses them all;
 - ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
-  the refit job in charge: the token that fences off every other refit's writes), ``queued_at``,
-  ``started_at``, ``heartbeat`` (refreshed while the refit runs), ``model_version``,
-  ``last_error``, ``last_refit_seconds``, ``changes`` (runs failed or abandoned so far),
+  the refit job in charge: the token that fences off every other refit's writes; empty while a
+  queued refit waits for its enqueue), ``refit_merge`` (the job that merges a fanned-out refit's
+  chain groups), ``queued_at``, ``started_at``, ``heartbeat`` (refreshed while the refit
+  runs), ``model_version``, ``last_error``, ``last_refit_seconds``, ``changes`` (runs failed
+  or abandoned so far),
   ``changes_seen`` (``changes`` when the refit in charge started: a refit that ends with more
   runs one more, so that its ranking leaves out points failed since), ``n_abandoned``,
   ``refit_failures`` (refits failed in a row since the last model: an error, or a job that
@@ -361,7 +363,8 @@ BEAT_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
 if ARGV[3] == '1' then
   local changes = redis.call('HGET', KEYS[1], 'changes') or '0'
-  redis.call('HSET', KEYS[1], 'refit', 'running', 'started_at', ARGV[2], 'changes_seen', changes)
+  redis.call('HSET', KEYS[1], 'refit', 'running', 'started_at', ARGV[2], 'changes_seen', changes,
+             'refit_merge', '')
 end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[2])
 return 1
@@ -417,12 +420,21 @@ return after_failure(KEYS, cjson.decode(ARGV[2]))
 """
 )
 
-# Puts job ARGV[1] in charge of a refit that was queued but never enqueued (loop.refit_unenqueued),
-# from ARGV[2] on. KEYS: state. 1 if this call did it (one caller wins when several look at once).
+# Puts job ARGV[1] in charge of a refit that was queued but whose job ARGV[3] ('' for none) never
+# reached RQ (loop.refit_unenqueued), from ARGV[2] on. KEYS: state. 1 if this call did it (one
+# caller wins when several look at once).
 ADOPT_SCRIPT = """
 local s = redis.call('HMGET', KEYS[1], 'refit', 'refit_job', 'failed')
-if s[1] ~= 'queued' or (s[2] or '') ~= '' or (s[3] or '') ~= '' then return 0 end
+if s[1] ~= 'queued' or (s[2] or '') ~= ARGV[3] or (s[3] or '') ~= '' then return 0 end
 redis.call('HSET', KEYS[1], 'refit_job', ARGV[1], 'queued_at', ARGV[2])
+return 1
+"""
+
+# Notes job ARGV[2] as the merge of refit ARGV[1]'s chain groups, if that refit is still in charge
+# (loop.JobFacts.merging). KEYS: state. 1 if so.
+NOTE_MERGE_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'refit_merge', ARGV[2])
 return 1
 """
 
@@ -456,14 +468,15 @@ return 2
 """
 )
 
-# Puts job ARGV[1] in charge of the campaign's queued refit and notes it among its jobs (TRACK).
+# Puts job ARGV[1] in charge of the campaign's queued refit from now (its grace for the enqueue,
+# loop.ENQUEUE_GRACE_SECONDS, starts again) and notes it among its jobs (TRACK).
 # KEYS: spec, state, jobs; ARGV: job, member, forget at, now. 0 (nothing written) if the campaign
 # is gone, failed, or has no refit queued.
 ENQUEUE_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local s = redis.call('HMGET', KEYS[2], 'refit', 'failed')
 if s[1] ~= 'queued' or (s[2] or '') ~= '' then return 0 end
-redis.call('HSET', KEYS[2], 'refit_job', ARGV[1])
+redis.call('HSET', KEYS[2], 'refit_job', ARGV[1], 'queued_at', ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
 return 1
@@ -620,6 +633,7 @@ class CampaignStore:
         self._beat = redis.register_script(BEAT_SCRIPT)
         self._revive = redis.register_script(REVIVE_SCRIPT)
         self._adopt = redis.register_script(ADOPT_SCRIPT)
+        self._note_merge = redis.register_script(NOTE_MERGE_SCRIPT)
         self._save_model = redis.register_script(SAVE_MODEL_SCRIPT)
         self._fail = redis.register_script(FAIL_SCRIPT)
         self._fail_run = redis.register_script(FAIL_RUN_SCRIPT)
@@ -1148,6 +1162,24 @@ class CampaignStore:
             self.stop_refits(campaign_id, but)
         self.wake(campaign_id)
 
+    def _adopt_refit(self, campaign_id: str, old: str, now: float) -> bool:
+        """Enqueue a queued refit whose job ``old`` ('' for none) never reached RQ under a new
+        job (a new id, so that a late push of the old one cannot run a job twice)."""
+        job_id = uuid.uuid4().hex
+        if not self._adopt(keys=[self.k(campaign_id, "state")], args=[job_id, now, old]):
+            return False
+        log.warning("a queued refit's job never reached RQ (whoever was to enqueue it stopped "
+                    "first): enqueued now", extra={"campaign": campaign_id})  # fmt: skip
+        self._refit_queued(campaign_id, job_id, now)
+        self.wake(campaign_id)
+        return True
+
+    def note_merge(self, campaign_id: str, token: str, merge_id: str) -> bool:
+        """Note ``merge_id`` as the job that merges refit ``token``'s chain groups (while it waits
+        or runs, the silent refit is alive); False when another refit is in charge."""
+        keys = [self.k(campaign_id, "state")]
+        return bool(self._note_merge(keys=keys, args=[token, merge_id]))
+
     def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
         """Enqueue the campaign's refit again if it is dead (:func:`service.loop.refit_dead`, with
         RQ's facts about its job looked up only for a suspect), or if its back-off ran out
@@ -1165,17 +1197,13 @@ class CampaignStore:
             self._after_failure(campaign_id, 1, job_id, now)
             return True
         if loop.refit_unenqueued(refit, now):
-            job_id = uuid.uuid4().hex
-            if not self._adopt(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
-                return False
-            log.warning("a queued refit had no job (whoever was to enqueue it stopped first): "
-                        "enqueued now", extra={"campaign": campaign_id})  # fmt: skip
-            self._refit_queued(campaign_id, job_id, now)
-            self.wake(campaign_id)
-            return True
+            return self._adopt_refit(campaign_id, refit.job, now)
         if not loop.refit_suspect(refit, now, lease):
             return False
-        if not loop.refit_dead(refit, now, lease, queues.job_facts(self.r, refit.job)):
+        facts = queues.job_facts(self.r, refit.job, refit.merge)
+        if loop.refit_unenqueued(refit, now, facts):
+            return self._adopt_refit(campaign_id, refit.job, now)
+        if not loop.refit_dead(refit, now, lease, facts):
             return False
         job_id = uuid.uuid4().hex
         attempts = get_settings().refit_max_attempts

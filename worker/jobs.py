@@ -63,7 +63,9 @@ def refit(campaign_id: str) -> dict:
         def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
             now = time.time()
             members = [f"refit:{j}" for j in job_ids]
-            return store.track_jobs(campaign_id, members, now, now + 2 * timeout)
+            # the last is the merge: while it waits its turn, nothing beats for the refit
+            return (store.track_jobs(campaign_id, members, now, now + 2 * timeout)
+                    and store.note_merge(campaign_id, token, job_ids[-1]))  # fmt: skip
 
         merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout,
                                 track)  # fmt: skip

@@ -306,6 +306,12 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     assert loop.refit_unenqueued(never_enqueued, now)
     assert not loop.refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now)
     assert not loop.refit_unenqueued(late, now)  # a job is in charge: alive or dead, not this
+    unpushed = JobFacts(False, False, exists=False)  # its id was written, RQ never got it
+    assert loop.refit_unenqueued(late, now, unpushed) and not loop.refit_dead(late, now, lease,
+                                                                              unpushed)  # fmt: skip
+    merging = JobFacts(False, False, merging=True)  # its groups are done, its merge waits
+    assert not loop.refit_dead(Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 60.0),
+                               now, lease, merging)  # fmt: skip
     beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
     assert not loop.refit_suspect(beating, now, lease)
     assert not loop.refit_dead(beating, now, lease, failed)

@@ -140,6 +140,78 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
     redis.flushdb()
 
 
+def _idle_store(settings):
+    """A store on a database that no worker serves, and a fresh 1-D campaign of design size 1."""
+    from service.store import CampaignStore
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")
+    store = CampaignStore(redis)
+    body = {"name": "idle", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
+            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    return redis, store, store.create(body)["id"]
+
+
+def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_nothing(
+    settings, monkeypatch
+):
+    """The enqueuer wrote its job's id into the state, then stopped before RQ's push: after the
+    grace the refit is enqueued under a new id, with no failure counted and none in the
+    history."""
+    from rq.job import Job
+
+    from service import queues
+    from service.loop import ENQUEUE_GRACE_SECONDS
+
+    redis, store, campaign = _idle_store(settings)
+    assert store.import_observations(campaign, [[0.5]], [0.1], time.time())[2]  # refit queued
+    push = queues.enqueue_refit
+    monkeypatch.setattr(queues, "enqueue_refit", lambda *args, **kwargs: None)  # stops first
+    written = store.enqueue_refit(campaign)
+    monkeypatch.setattr(queues, "enqueue_refit", push)
+    assert store.state(campaign)["refit_job"] == written and not Job.exists(written, redis)
+    now = time.time()
+    assert not store.revive_refit(campaign, now, 15.0)  # within the grace: its push may come
+    later = now + ENQUEUE_GRACE_SECONDS + 0.1
+    assert store.revive_refit(campaign, later, 15.0)
+    state = store.state(campaign)
+    assert state["refit"] == "queued" and state["refit_job"] not in ("", written)
+    assert Job.exists(state["refit_job"], redis)
+    assert state.get("refit_failures", "0") == "0" and store.history(campaign) == []
+    assert not store.revive_refit(campaign, later + 1.0, 15.0)  # it is in RQ now: alive
+    redis.flushdb()
+
+
+def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
+    """A fanned-out refit's chain groups are done and its merge waits in its queue behind other
+    jobs: nothing beats, but the refit is alive. Once its merge is gone, or while it still waits
+    for its groups (they beat for themselves), silence past the lease is a death."""
+    from rq import Queue
+
+    from service.queues import REFIT
+
+    redis, store, campaign = _idle_store(settings)
+    queue = Queue(REFIT, connection=redis)
+    state = store.k(campaign, "state")
+    now = time.time()
+    redis.hset(state, mapping={"refit": "running", "refit_job": "parent", "started_at": now - 60,
+                               "heartbeat": now - 60})  # fmt: skip
+    assert store.note_merge(campaign, "parent", "merge-1")
+    assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
+    group = queue.enqueue_call("worker.jobs.refit_chains", args=(campaign,), job_id="group-1")
+    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-1",
+                       depends_on=group)  # fmt: skip
+    # deferred behind a group that no longer beats: dead
+    assert store.revive_refit(campaign, now, 15.0)
+    redis.hset(state, mapping={"refit": "running", "refit_job": "parent2", "heartbeat": now - 60,
+                               "refit_merge": "merge-3"})  # fmt: skip
+    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
+    assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
+    queue.remove("merge-3")
+    assert store.revive_refit(campaign, now, 15.0)  # gone from its queue: dead
+    redis.flushdb()
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ill_conditioned_data_refits_through_the_service(client, make_body, case):
     """Duplicates, constant, huge and tiny outputs, a single label: imported, refitted by the
