@@ -100,6 +100,7 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
 
 
 MODEL_CALLS = ("predict", "acquisition", "evaluate")  # counted against limit_model_calls
+PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
 
 
 def run_short(connection, name: str, *args, wait_seconds: float, retry_after: int):
@@ -108,8 +109,9 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     ran out of memory), :class:`Busy` (and the job stopped) if no worker answered within
     ``wait_seconds``. The job is noted among the campaign's while it runs, so that a delete
     stops it; a model call (:data:`MODEL_CALLS`) beyond the campaign's ``limit_model_calls``
-    out at once is :class:`TooMany`, so that one campaign's calls cannot keep the workers
-    from every other campaign's refits (workers serve the high queue first)."""
+    short jobs out at once, or a plot beyond that many and :data:`PAGE_PLOTS` more, is
+    :class:`TooMany`, so that one campaign's calls cannot keep the workers from every other
+    campaign's refits (workers serve the high queue first)."""
     from service.settings import get_settings
     from service.store import CampaignStore
 
@@ -122,7 +124,7 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     timeout = short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
-    most = settings.limit_model_calls if name in MODEL_CALLS else 1_000_000
+    most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)
     admitted = store.admit_short(campaign_id, member, now, now + timeout + 60, most)
     if admitted == 0:
         raise NotFound(f"no campaign {campaign_id!r}")

@@ -131,6 +131,9 @@ class InputSpec(Strict):
             raise ValueError(
                 f"input {name!r}: lower ({self.lower}) must be below upper ({self.upper})"
             )
+        if not math.isfinite(self.upper - self.lower):
+            raise ValueError(f"input {name!r}: its range, upper - lower, overflows a float "
+                             f"({self.lower} to {self.upper})")  # fmt: skip
         if self.type == "int":
             for bound in (self.lower, self.upper):
                 if bound != math.floor(bound) or abs(bound) > MAX_INT_BOUND:
@@ -343,9 +346,9 @@ class CampaignCreate(CampaignFields):
         else:
             size = len(self.pool.points)
             self.pool.points = _canonical(self.pool.points, space, "pool point")
-            if space.typed and len({tuple(p) for p in self.pool.points}) < size:
-                raise ValueError("the pool's points must be distinct (an int input's values "
-                                 "are integers)")  # fmt: skip
+            if len({tuple(p) for p in self.pool.points}) < size:
+                why = " (an int input's values are integers)" if space.typed else ""
+                raise ValueError(f"the pool's points must be distinct{why}")
         if size < self.initial_design.size:
             raise ValueError(f"the pool ({size} points) is smaller than the initial design")
         if not self.allow_repeats and size < self.max_labels:

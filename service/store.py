@@ -769,8 +769,8 @@ class CampaignStore:
     def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list]:
         """Pool points ``indices`` as values: of an explicit pool, their stored rows (one
         ``GETRANGE`` each, in one round trip, whatever the pool's size), exactly as posted."""
-        if not pools.explicit(spec):
-            return [pools.grid_point(spec, i) for i in indices]
+        if not pools.explicit(spec):  # the grid built once for all of them
+            return pools.to_original(spec, pools.pool_of(spec).points(indices))
         if "points" in spec["pool"]:
             return [[float(v) for v in spec["pool"]["points"][i]] for i in indices]
         width = ROW_TYPE.itemsize * len(spec["inputs"])
@@ -864,6 +864,9 @@ class CampaignStore:
         """Store imported observations, all or none (:func:`service.loop.import_outcome`):
         ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances."""
         spec = self.spec(campaign_id)
+        n = self.n_labeled(campaign_id)
+        if n + len(x) > spec["max_labels"]:  # before the look-up (the script checks again)
+            return ImportOutcome.TOO_MANY, n, False
         index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
         noises = [None] * len(y) if noise is None else noise

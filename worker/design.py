@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 from scipy.stats import qmc
 
@@ -114,6 +115,12 @@ def _nearest_level(axis: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.where(u - axis[left] <= axis[right] - u, left, right).astype(np.int64)
 
 
+# a nearest-point look-up scans the pool for each row up to this many rows x pool points (about
+# as long as building a k-d tree of a million points takes: BENCHMARKS.md, "Nearest pool
+# points"); beyond, it builds the tree
+BRUTE_FORCE_PAIRS = 10_000_000
+
+
 @dataclass(frozen=True)
 class PointPool:
     """An explicit list of candidate points (``N x d``, unit cube), addressed by row index."""
@@ -138,8 +145,14 @@ class PointPool:
         return self.array[np.asarray(index, dtype=np.int64)]
 
     def index_of(self, u) -> np.ndarray:
+        """Index of the pool point nearest to each row of ``u`` (``m x d``): by a scan of the
+        pool per row while that is cheap (the first of equally near points), else by a k-d tree
+        built once for all rows (``BRUTE_FORCE_PAIRS``)."""
         u = np.atleast_2d(np.asarray(u, dtype=float))
-        return np.array([int(np.argmin(((self.array - row) ** 2).sum(1))) for row in u])
+        if len(u) * self.size <= BRUTE_FORCE_PAIRS:
+            return np.array([int(np.argmin(((self.array - row) ** 2).sum(1))) for row in u],
+                            dtype=np.int64)  # fmt: skip
+        return cKDTree(self.array).query(u)[1].astype(np.int64)
 
     def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:
         return _subsample(self.size, size, rng, exclude)
@@ -189,8 +202,7 @@ def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) 
     if warp is not None:
         design = warp(design)
     chosen: list[int] = []
-    for row in design:
-        index = int(pool.index_of(row[None])[0])
+    for row, index in zip(design, pool.index_of(design).tolist(), strict=True):
         if index in chosen:
             index = _nearest_free(pool, row, chosen)
         chosen.append(index)

@@ -25,6 +25,14 @@ BAD_BODIES = {
         "inputs": [{"name": "x", "lower": 0, "upper": 1}] * 2,
         "pool": {"type": "grid", "points_per_dim": 5},
     },
+    "a range that overflows a float": {
+        "inputs": [{"name": "x", "lower": -1e308, "upper": 1e308}],
+        "pool": {"type": "grid", "points_per_dim": 10},
+    },
+    "repeated pool points": {
+        "pool": {"type": "points", "points": [[0.5], [0.5], [1.0], [1.5], [2.0], [2.5]]},
+        "max_labels": 4,
+    },
     "more labels than pool points": {
         "pool": {"type": "points", "points": [[1.0], [1.5], [2.0]]},
         "max_labels": 5,

@@ -51,3 +51,20 @@ def test_bad_pools_are_rejected():
         GridPool(dim=0, points_per_dim=10)
     with pytest.raises(ValueError):
         PointPool(np.empty((0, 2)))
+
+
+def test_a_point_pool_finds_nearest_points_by_tree_as_by_scan(monkeypatch):
+    """Many rows over a large pool go through a k-d tree built once: the same indices as the
+    scan, and the initial design that snaps to the pool is the same either way."""
+    from worker import design
+
+    rng = np.random.default_rng(3)
+    pool = PointPool(rng.random((5_000, 3)))
+    rows = np.vstack([rng.random((200, 3)), pool.points([7, 4_999, 0])])  # 3 exact hits
+    scanned = pool.index_of(rows)
+    assert len(rows) * pool.size <= design.BRUTE_FORCE_PAIRS  # the scan above
+    snapped = initial_design(pool, 40, seed=2)
+    monkeypatch.setattr(design, "BRUTE_FORCE_PAIRS", 0)
+    np.testing.assert_array_equal(pool.index_of(rows), scanned)
+    assert scanned[-3:].tolist() == [7, 4_999, 0]
+    np.testing.assert_array_equal(initial_design(pool, 40, seed=2), snapped)
