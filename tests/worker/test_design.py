@@ -68,3 +68,17 @@ def test_a_point_pool_finds_nearest_points_by_tree_as_by_scan(monkeypatch):
     np.testing.assert_array_equal(pool.index_of(rows), scanned)
     assert scanned[-3:].tolist() == [7, 4_999, 0]
     np.testing.assert_array_equal(initial_design(pool, 40, seed=2), snapped)
+
+
+def test_a_large_maximin_design_tries_fewer_hypercubes():
+    """Small designs search 1,000 hypercubes; a large one as many as LHS_WORK allows (at least
+    10), and is still the best of those it tried: the same as asking for that many."""
+    from worker import design
+
+    assert np.array_equal(maximin_lhs(3, 6, seed=4), maximin_lhs(3, 6, seed=4, tries=1000))
+    size, dim = 200, 50
+    tries = design.LHS_WORK // (size * size * dim)
+    assert design.LHS_TRIES[0] <= tries < design.LHS_TRIES[1]
+    x = maximin_lhs(size, dim, seed=4)
+    assert np.array_equal(x, maximin_lhs(size, dim, seed=4, tries=tries))
+    assert not np.array_equal(x, maximin_lhs(size, dim, seed=4, tries=1000))
