@@ -15,11 +15,13 @@ Every non-2xx answer raises :class:`ApiError` with the status code and the serve
 Retries, and why they are safe where they happen:
 
 - Connection errors (the API restarting, a dropped connection) are retried with exponential
-  backoff on *idempotent* calls: GETs, DELETE, ``/label`` (the same ``y`` on the same ticket is
-  answered 200, never stored twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report
-  again is answered 200) and the read-only model calls ``/predict``, ``/acquisition``,
-  ``/evaluate``. ``POST /campaigns`` and ``POST .../observations`` append state, so they are
-  retried only when the request never reached the server (a refused or timed-out connect).
+  backoff (each wait up to a quarter longer at random, so that many clients do not come back
+  at the same instant; so are the waits for ``Retry-After`` below) on *idempotent* calls:
+  GETs, DELETE, ``/label`` (the same ``y`` on the same ticket is answered 200, never stored
+  twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report again is answered 200) and
+  the read-only model calls ``/predict``, ``/acquisition``, ``/evaluate``. ``POST /campaigns``
+  and ``POST .../observations`` append state, so they are retried only when the request never
+  reached the server (a refused or timed-out connect).
 - A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
   worker was too busy to take a ``/predict``, ``/acquisition`` or ``/evaluate`` job within
   ``FBGP_JOB_WAIT_SECONDS``), or a 429 with ``Retry-After`` (the campaign has as many model
@@ -35,6 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -302,7 +305,7 @@ class FbgpClient:
             except retryable as error:
                 if attempt == self.retries:
                     raise
-                delay = min(5.0, self.backoff * 2**attempt)
+                delay = min(5.0, self.backoff * 2**attempt) * random.uniform(1.0, 1.25)
                 log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
                 time.sleep(delay)
                 continue
@@ -311,7 +314,9 @@ class FbgpClient:
             if (response.status_code not in (429, 503) or "Retry-After" not in response.headers
                     or not idempotent or attempt == self.retries):  # fmt: skip
                 return response
+            # a little later than asked, and not all at once: many clients hear the same 503
             delay = min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"]))
+            delay *= random.uniform(1.0, 1.25)
             log.warning("%s %s: %d %s; retrying in %.2f s", method, path, response.status_code,
                         _detail(response)[0], delay)  # fmt: skip
             time.sleep(delay)

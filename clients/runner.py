@@ -14,20 +14,40 @@ failed with the exception's type and message as its reason (``POST .../fail``) a
 goes on with the next point; ``on_error="raise"`` reports it and then raises. Ctrl-C
 (KeyboardInterrupt, or any other BaseException that is not an Exception) abandons the ticket
 held (``POST .../abandon``: its point is offered again at once) and is raised again.
+
+While ``f`` runs, its ticket's lease is renewed (``POST .../renew``) whenever a third of it has
+passed, so that a run longer than the campaign's ``lease_seconds`` keeps its point. A computed
+label is posted until the service confirms it, for up to :data:`LABEL_PATIENCE` seconds of the
+service being out of reach (the post is idempotent); should it stay unconfirmed, or should
+Ctrl-C come meanwhile, the ticket and the label are logged at ERROR, to be posted again (a late
+label is taken while its point has none). A label the service refuses because its point was
+labeled under another ticket (409), or whose ticket was pruned (404), is logged and the runner
+goes on; one it finds malformed (422) gives the ticket back and is raised.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import httpx
 
-from clients.client import MAX_REASON, ApiError, FbgpClient, NextPoint
+from clients.client import MAX_REASON, ApiError, FbgpClient, LabelResult, NextPoint
 
 log = logging.getLogger("fbgp.runner")
+
+LABEL_PATIENCE = 900.0  # seconds a computed label is posted again while the service is away
+RENEW_BOUNDS = (1.0, 600.0)  # seconds between a long run's renewals (a third of its lease)
+
+
+class _Stopping(Exception):
+    """``should_stop()`` became true while the runner waited for a point."""
 
 
 def failure_reason(error: BaseException) -> str:
@@ -64,29 +84,123 @@ def run_simulator(
     if on_error not in ("fail", "raise"):
         raise ValueError(f"on_error must be 'fail' or 'raise', not {on_error!r}")
     posted = 0
+    stopping = should_stop or (lambda: False)
+
+    def give_up_if_stopping(_pending) -> None:
+        if stopping():
+            raise _Stopping()
+
     with FbgpClient(url, token) as api:
         while max_labels is None or posted < max_labels:
-            if should_stop is not None and should_stop():
+            if stopping():
                 break
-            point = api.next_point(campaign_id, wait=wait)
+            try:
+                point = api.next_point(campaign_id, wait=wait, on_wait=give_up_if_stopping)
+            except _Stopping:
+                break
             if point is None:
                 break
-            if should_stop is not None and should_stop():
+            if stopping():
                 _abandon(api, campaign_id, point)
                 break
-            label = _run(api, campaign_id, point, f, on_error, on_failure)
+            with _renewed(url, token, campaign_id, point):
+                label = _run(api, campaign_id, point, f, on_error, on_failure)
             if label is None:
                 continue
             try:
-                answer = api.label(campaign_id, point.ticket, **label)
+                answer = post_label(api, campaign_id, point, label)
             except ApiError as error:
                 if error.status_code == 410:  # others filled the campaign meanwhile
                     break
                 raise
+            if answer is None:  # refused: its point was labeled under another ticket
+                continue
             posted += 1
             if on_label:
                 on_label(point.x, answer.y, answer.n_labeled)
     return posted
+
+
+def post_label(api: FbgpClient, campaign_id: str, point: NextPoint, label: dict,
+               patience: float = LABEL_PATIENCE) -> LabelResult | None:  # fmt: skip
+    """Post ``point``'s computed ``label`` until the service answers: the stored label; None
+    when it is refused for good because its point has a label under another ticket (409) or
+    its ticket is gone (404), both logged. A label the service refuses otherwise (422: not
+    the campaign's kind of output; 401, 403) gives the ticket back and raises; a 410 (the
+    campaign is done) raises. While the service is out of reach (connection errors, 503, 429)
+    it is posted again, with backoff, for ``patience`` seconds. Whenever it raises (Ctrl-C
+    included) but on a 410, the ticket and the label are logged at ERROR first."""
+    deadline = time.monotonic() + patience
+    delay = 1.0
+    try:
+        while True:
+            try:
+                return api.label(campaign_id, point.ticket, **label)
+            except ApiError as error:
+                if error.status_code in (404, 409):
+                    log.warning("the label of %s was not stored (%d: %s)", point.x,
+                                error.status_code, error.detail)  # fmt: skip
+                    return None
+                if error.status_code not in (429, 503) or time.monotonic() >= deadline:
+                    if error.status_code not in (410, 429, 503):
+                        _abandon(api, campaign_id, point)
+                    raise
+                log.warning("the label of %s: %d %s; posting it again in %.0f s", point.x,
+                            error.status_code, error.detail, delay)  # fmt: skip
+            except httpx.TransportError as error:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning("the label of %s: %s; posting it again in %.0f s", point.x, error,
+                            delay)  # fmt: skip
+            time.sleep(delay * random.uniform(1.0, 1.25))
+            delay = min(30.0, 2 * delay)
+    except BaseException as error:
+        if not (isinstance(error, ApiError) and error.status_code == 410):
+            log.error("the label of ticket %s (x = %s) was not stored: %s (%s: %s); a late "
+                      "label is taken while its point has none (POST /campaigns/%s/label)",
+                      point.ticket, point.x, label, type(error).__name__, error,
+                      campaign_id)  # fmt: skip
+        raise
+
+
+@contextmanager
+def _renewed(url: str, token: str | None, campaign_id: str, point: NextPoint) -> Iterator[None]:
+    """Renew ``point``'s lease while the block runs, each time a third of it has passed
+    (within :data:`RENEW_BOUNDS`), through a client of its own (opened at the first renewal:
+    a short run makes no call). A lease that ended (409, 404) is logged and left; a renewal
+    that fails otherwise is tried again at the next turn."""
+    done = threading.Event()
+
+    def every(expires_at: float) -> float:
+        low, high = RENEW_BOUNDS
+        return min(high, max(low, (expires_at - time.time()) / 3))
+
+    def beat() -> None:
+        api = None
+        wait = every(point.expires_at)
+        try:
+            while not done.wait(wait):
+                try:
+                    api = api or FbgpClient(url, token, retries=2)
+                    wait = every(api.renew(campaign_id, point.ticket))
+                except ApiError as error:
+                    if error.status_code in (404, 409):
+                        log.warning("the lease of %s was not renewed: %s", point.x, error.detail)
+                        return
+                    log.warning("the lease of %s: %s; renewing again later", point.x, error)
+                except httpx.HTTPError as error:
+                    log.warning("the lease of %s: %s; renewing again later", point.x, error)
+        finally:
+            if api is not None:
+                api.close()
+
+    thread = threading.Thread(target=beat, name="lease-renewal", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5.0)
 
 
 def _finite(value, what: str) -> float:

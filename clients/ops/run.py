@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command")
     parser.add_argument("--wait", type=float, default=20.0, help="seconds per long poll [20]")
     parser.add_argument("--max-labels", type=int, default=None,
-                        help="stop after this many labels posted by this runner")  # fmt: skip
+                        help="take no more points once this runner (all slots together) "
+                             "posted this many labels; the runs under way finish")  # fmt: skip
     args = parser.parse_args(own)
     if not template:
         parser.error("give the command after --, e.g. -- ./simulate.sh {x1} {x2}")
@@ -227,12 +228,16 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
         with lock:
             counts[key] += 1
 
+    def enough() -> bool:  # the runner's labels, all slots together
+        with lock:
+            return max_labels is not None and counts["labels"] >= max_labels
+
     def slot() -> None:
         try:
-            run_simulator(url, campaign_id, runner, token=token, wait=wait, max_labels=max_labels,
+            run_simulator(url, campaign_id, runner, token=token, wait=wait,
                           on_label=lambda x, y, n: count("labels"),
                           on_failure=lambda x, reason: count("failures"),
-                          should_stop=runner.stopping.is_set)  # fmt: skip
+                          should_stop=lambda: runner.stopping.is_set() or enough())  # fmt: skip
         except Stopped:
             pass
         except Exception as error:  # the service out of reach, the campaign stalled (409)

@@ -1,12 +1,16 @@
 """The SDK when simulations fail, over real HTTP (a real API server, Redis and worker): an
 exception in ``f`` reports the ticket failed and the campaign still reaches ``done``;
-``on_error="raise"`` stops after reporting; Ctrl-C abandons the ticket held."""
+``on_error="raise"`` stops after reporting; Ctrl-C abandons the ticket held; a long run keeps
+its lease; a refused label is logged (409: the runner goes on; 422: the ticket is given back);
+a stop ends the wait for a point."""
 
+import logging
 import math
+import time
 
 import pytest
 
-from clients.client import FbgpClient
+from clients.client import ApiError, FbgpClient
 from clients.runner import run_simulator
 
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -77,3 +81,69 @@ def test_ctrl_c_abandons_the_ticket_held(api, api_url, make_body):
     expiry = api.renew(campaign, point.ticket)
     assert expiry >= point.expires_at
     assert api.abandon(campaign, point.ticket).created
+
+
+def test_a_run_longer_than_its_lease_keeps_its_point(api, api_url, make_body):
+    """The runner renews the lease while ``f`` runs: past ``lease_seconds`` the ticket is still
+    out (nobody else is offered its point), and its label is stored."""
+    campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1},
+                         lease_seconds=2.0, max_labels=1)  # fmt: skip
+    seen = []
+
+    def f(x):
+        time.sleep(3.5)  # past the lease: renewed at about 0.7, 1.3, 2.0, 2.7 and 3.3 s
+        seen.append(api.campaign(campaign).n_pending)
+        return 0.5
+
+    assert run_simulator(api_url, campaign, f, token="") == 1
+    assert seen == [1]
+    assert api.campaign(campaign).n_labeled == 1
+
+
+def test_a_label_whose_point_was_labeled_meanwhile_is_logged_and_the_runner_goes_on(
+    api, api_url, make_body, caplog
+):
+    """Its point got a label under another ticket while ``f`` ran (here an import): the label
+    is refused (409), the ticket ends, and the runner labels the next points."""
+    campaign = _campaign(api, make_body, max_labels=4)
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        if len(calls) == 1:
+            api.import_observations(campaign, [x], [0.25])  # labeled under no ticket
+        return math.sin(3 * x[0])
+
+    with caplog.at_level(logging.WARNING, logger="fbgp.runner"):
+        posted = run_simulator(api_url, campaign, f, token="", wait=30)
+    assert posted == 3 and len(calls) == 4
+    assert any("was not stored (409" in r.getMessage() for r in caplog.records)
+    status = api.campaign(campaign)
+    assert status.state == "done" and status.n_pending == 0 and status.n_labeled == 4
+
+
+def test_a_malformed_label_gives_the_ticket_back_and_raises(api, api_url, make_body, caplog):
+    """A campaign with known noise refuses a bare y (422): the ticket is abandoned (no lease
+    holds the campaign up) and the error raised, the label logged."""
+    campaign = _campaign(api, make_body, noise={"type": "known"})
+    with caplog.at_level(logging.ERROR, logger="fbgp.runner"), pytest.raises(ApiError) as raised:
+        run_simulator(api_url, campaign, lambda x: 0.5, token="")
+    assert raised.value.status_code == 422
+    status = api.campaign(campaign)
+    assert status.n_abandoned == 1 and status.n_pending == 0 and status.n_labeled == 0
+    assert any("was not stored" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stop_ends_the_wait_for_a_point(api, api_url, make_body):
+    """``should_stop`` is looked at while the runner waits for a point (202s), not only once one
+    comes: a runner told to stop returns within a poll, holding no ticket."""
+    campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1})
+    held = api.next_point(campaign, wait=0)  # the only design point is out: others wait
+    stop_at = time.monotonic() + 1.0
+    started = time.monotonic()
+    posted = run_simulator(api_url, campaign, lambda x: 0.5, token="", wait=1.0,
+                           should_stop=lambda: time.monotonic() > stop_at)  # fmt: skip
+    assert posted == 0 and time.monotonic() - started < 30
+    status = api.campaign(campaign)
+    assert status.n_pending == 1 and status.n_abandoned == 0  # only the ticket held here
+    api.abandon(campaign, held.ticket)
