@@ -1,6 +1,9 @@
 # The two entry points of the README: `make demo` and `make test`. Both set up .venv first.
 # `make demo DEMO_EXIT=1` stops the stack once the demo campaign is done (what CI runs).
 PY ?= python3
+# where pip finds torch: its configured index by default; on a machine that reaches PyPI,
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build (PyPI's default is CUDA)
+TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -10,7 +13,7 @@ $(BIN)/fbgp-al: pyproject.toml
 	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e '.[server,dev]'
 	# compile the workers' NUTS kernels (numba's cache) once here, not in every worker's first start
 	OMP_NUM_THREADS=1 $(BIN)/python -c "from worker.mcmc import sample_posterior; \

@@ -21,6 +21,8 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
+from clients.simulators import MULTI_SIMULATORS, SIMULATORS
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -54,27 +56,46 @@ def redis_password(data_dir: Path) -> str:
     return password
 
 
+REDIS_START_SECONDS = 120.0  # a redis-server loading its append-only file answers LOADING
+
+
+def die_with_parent() -> None:
+    """In a child, before it runs: SIGTERM when the process that started it dies, however it
+    dies (``kill -9``, a closed terminal), so that no part of a stack outlives it (Linux)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
-                bind: tuple[str, ...] = (LOOPBACK,)) -> subprocess.Popen:  # fmt: skip
+                bind: tuple[str, ...] = (LOOPBACK,), preexec=None) -> subprocess.Popen:  # fmt: skip
     """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
     append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
-    it is on disk). The password goes to it on stdin, never on a command line."""
+    it is on disk). The password goes to it on stdin, never on a command line. ``preexec``:
+    run in the child before it starts (:func:`die_with_parent`)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
+    host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
+    with socket.socket() as probe:  # else the ping below could reach another server there
+        if probe.connect_ex((host, port)) == 0:
+            raise SystemExit(f"port {port} is in use (another Redis?); choose another with "
+                             "--redis-port, or none for a free one")  # fmt: skip
     data_dir.mkdir(parents=True, exist_ok=True)
     # Redis changes into --dir before it opens the log: both must be absolute
     data_dir, log = data_dir.resolve(), log.resolve()
     command = [binary, "-", "--port", str(port), "--bind", *bind, "--protected-mode", "yes",
                "--dir", str(data_dir), "--appendonly", "yes", "--appendfsync", "always",
                "--save", "", "--logfile", str(log)]  # fmt: skip
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               preexec_fn=preexec)  # fmt: skip
     with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
         process.stdin.write(f"requirepass {password}\n".encode())  # "-": config from stdin
         process.stdin.close()
-    host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
     client = Redis(host=host, port=port, password=password)
-    for _ in range(100):
+    deadline = time.monotonic() + REDIS_START_SECONDS
+    while time.monotonic() < deadline:  # a large append-only file takes a while to load
         try:
             client.ping()
             return process
@@ -82,11 +103,15 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
             if process.poll() is not None:
                 raise SystemExit(f"redis-server exited; see {log}") from None
             time.sleep(0.05)
-    raise SystemExit(f"redis-server did not answer on port {port}; see {log}")
+    process.terminate()  # not left running behind this stack's back
+    process.wait()
+    raise SystemExit(f"redis-server did not answer on port {port} in {REDIS_START_SECONDS:.0f} s;"
+                     f" see {log}")  # fmt: skip
 
 
 def _fbgp(*args: str) -> list[str]:
-    return [sys.executable, "-m", "clients.ops.cli", *args]
+    # -P: the working directory stays off sys.path (a worker.py there would shadow the package)
+    return [sys.executable, "-P", "-m", "clients.ops.cli", *args]
 
 
 def wait_http(
@@ -130,10 +155,13 @@ class LocalStack:
     def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
                  env: dict | None = None, cores: list[int] | None = None,
                  redis_port: int | None = None, redis_bind: str | None = None,
-                 light: bool = True):  # fmt: skip
+                 light: bool = True, tied: bool = False):  # fmt: skip
         """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
-        never a long refit), so that small campaigns always find a worker."""
+        never a long refit), so that small campaigns always find a worker. ``tied``: every
+        part gets SIGTERM when this process dies (:func:`die_with_parent`; start them from one
+        thread, the main one: the signal follows the thread that started a part)."""
         self.light = light
+        self.preexec = die_with_parent if tied else None
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.redis_port = redis_port or free_port()
@@ -171,7 +199,8 @@ class LocalStack:
 
     def start_redis(self) -> None:
         self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log",
-                                 password=self.redis_password, bind=self.redis_bind)  # fmt: skip
+                                 password=self.redis_password, bind=self.redis_bind,
+                                 preexec=self.preexec)  # fmt: skip
 
     def start_worker(self, k: int) -> subprocess.Popen:
         core = self.cores[k % len(self.cores)]
@@ -179,8 +208,8 @@ class LocalStack:
         light = ("--light",) if self.light and k == 0 and len(self.workers) > 1 else ()
         command = _fbgp("worker", "--cpu", str(core), *light)
         self.workers[k] = subprocess.Popen(command, env=self.env, stdout=log,
-                                           stderr=subprocess.STDOUT,
-                                           start_new_session=True)  # fmt: skip
+                                           stderr=subprocess.STDOUT, start_new_session=True,
+                                           preexec_fn=self.preexec)  # fmt: skip
         return self.workers[k]
 
     def forget_dead_workers(self) -> int:
@@ -200,7 +229,8 @@ class LocalStack:
     def start_api(self, wait: bool = True) -> None:
         log = self._log("api")
         self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
-                                    stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=self.preexec)  # fmt: skip
         if wait:
             wait_http(f"{self.url}/healthz", process=self.api, log=self.data_dir / "api.log")
 
@@ -246,7 +276,8 @@ class LocalStack:
                 print(note, flush=True)
                 noted = True
             time.sleep(0.2)
-        raise TimeoutError(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s")
+        raise SystemExit(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s; see "
+                         f"{self.data_dir}/api.log and worker-*.log")  # fmt: skip
 
     def kill_redis(self, sig: int = signal.SIGKILL) -> None:
         self.redis.send_signal(sig)
@@ -334,13 +365,41 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def hold_data_dir(data_dir: Path):
+    """An exclusive lock on ``data_dir`` (its ``.lock`` file) for as long as the returned file
+    stays open: a second ``fbgp-al up`` on the same data would start a second Redis on the
+    same append-only file. The lock ends with the process, however it ends."""
+    import fcntl
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 (held open on purpose)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise SystemExit(f"fbgp-al: another fbgp-al up (pid {holder}) uses {data_dir}; stop it "
+                         "first, or give this one another --data-dir") from None  # fmt: skip
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
 def main(argv=None) -> None:
     cores = sorted(os.sched_getaffinity(0))
     parser = argparse.ArgumentParser(prog="fbgp-al up", description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"))
-    parser.add_argument("--demo", metavar="SIMULATOR", help="then run a demo campaign (gramacy1d)")
+    demos = SIMULATORS + MULTI_SIMULATORS
+    parser.add_argument(
+        "--demo",
+        metavar="SIMULATOR",
+        choices=demos,
+        help=f"then run a demo campaign: one of {', '.join(demos)}",
+    )
     parser.add_argument("--demo-labels", type=int, default=15)
     parser.add_argument("--exit-after-demo", action="store_true")
     parser.add_argument("--redis-port", type=int, default=None, help="a free port by default")
@@ -353,11 +412,15 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # a closed terminal; nohup stays
+        signal.signal(signal.SIGHUP, _interrupt)
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", args.port)) == 0:
             raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
+    lock = hold_data_dir(args.data_dir)  # noqa: F841 (held while this process runs)
     stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores,
-                       redis_port=args.redis_port, redis_bind=args.redis_bind)  # fmt: skip
+                       redis_port=args.redis_port, redis_bind=args.redis_bind,
+                       tied=True)  # fmt: skip
     exits: dict[str, list[float]] = {}
     try:
         stack.start(ready=False)

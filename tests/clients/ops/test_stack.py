@@ -83,3 +83,44 @@ def test_waiting_for_workers_stops_as_soon_as_every_worker_exits(tmp_path):
     finally:
         stack.api.kill()
         stack.api.wait()
+
+
+def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refused(tmp_path):
+    """A second ``fbgp-al up`` on the same data folder is refused while the first runs (two
+    Redis servers would share one append-only file); ``kill -9`` of the first stops its Redis,
+    API and worker too (none is left running on the data)."""
+    import re
+    import signal
+    import socket
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    port = free_port()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = ""
+        deadline = time.monotonic() + 240
+        while "API on" not in line and time.monotonic() < deadline:
+            line = first.stdout.readline()
+            assert line or first.poll() is None, "fbgp-al up exited"
+        redis_port = int(re.search(r"Redis on 127\.0\.0\.1:(\d+)", line).group(1))
+        second = subprocess.run(
+            [sys.executable, "-m", "clients.ops.cli", "up", "--port", str(free_port())],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert second.returncode != 0 and "another fbgp-al up" in second.stderr, second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+
+    def listening(p: int) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", p)) == 0
+
+    deadline = time.monotonic() + 60
+    while (listening(port) or listening(redis_port)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not listening(port) and not listening(redis_port)
