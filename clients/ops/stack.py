@@ -44,8 +44,12 @@ def redis_password(data_dir: Path) -> str:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        os.chmod(path, 0o600)
-        password = path.read_text().strip()
+        try:
+            os.chmod(path, 0o600)
+            password = path.read_text().strip()
+        except PermissionError:
+            raise SystemExit(f"{path} cannot be read by this user (made by another, e.g. with "
+                             "sudo?): run as its owner, or give another --data-dir") from None
         if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", password):
             raise SystemExit(f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
                              " (remove the file to have one made)") from None  # fmt: skip
@@ -462,4 +466,8 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        # a second Ctrl-C would break off the stop half-way; kill -9 still ends it all at once
+        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(stop, signal.SIG_IGN)
+        print("fbgp-al: stopping (a refit that runs may take up to a minute)", flush=True)
         stack.stop()
