@@ -48,8 +48,10 @@ def redis_password(data_dir: Path) -> str:
             os.chmod(path, 0o600)
             password = path.read_text().strip()
         except PermissionError:
-            raise SystemExit(f"{path} cannot be read by this user (made by another, e.g. with "
-                             "sudo?): run as its owner, or give another --data-dir") from None
+            raise SystemExit(
+                f"{path} cannot be read by this user (made by another, e.g. with "
+                "sudo?): run as its owner, or give another --data-dir"
+            ) from None
         if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", password):
             raise SystemExit(f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
                              " (remove the file to have one made)") from None  # fmt: skip
