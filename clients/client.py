@@ -264,6 +264,12 @@ def _detail(response: httpx.Response) -> tuple[str, Any]:
     return (detail if isinstance(detail, str) else str(detail or body)), body
 
 
+def jittered(seconds: float) -> float:
+    """A wait up to a quarter longer at random: many clients that hear the same 503, or lose the
+    same connection, do not all come back at the same instant."""
+    return seconds * random.uniform(1.0, 1.25)
+
+
 class FbgpClient:
     """The HTTP API of one service at ``url``.
 
@@ -305,7 +311,7 @@ class FbgpClient:
             except retryable as error:
                 if attempt == self.retries:
                     raise
-                delay = min(5.0, self.backoff * 2**attempt) * random.uniform(1.0, 1.25)
+                delay = jittered(min(5.0, self.backoff * 2**attempt))
                 log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
                 time.sleep(delay)
                 continue
@@ -314,9 +320,7 @@ class FbgpClient:
             if (response.status_code not in (429, 503) or "Retry-After" not in response.headers
                     or not idempotent or attempt == self.retries):  # fmt: skip
                 return response
-            # a little later than asked, and not all at once: many clients hear the same 503
-            delay = min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"]))
-            delay *= random.uniform(1.0, 1.25)
+            delay = jittered(min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"])))
             log.warning("%s %s: %d %s; retrying in %.2f s", method, path, response.status_code,
                         _detail(response)[0], delay)  # fmt: skip
             time.sleep(delay)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +37,7 @@ from typing import Literal
 
 import httpx
 
-from clients.client import MAX_REASON, ApiError, FbgpClient, LabelResult, NextPoint
+from clients.client import MAX_REASON, ApiError, FbgpClient, LabelResult, NextPoint, jittered
 
 log = logging.getLogger("fbgp.runner")
 
@@ -152,7 +151,7 @@ def post_label(api: FbgpClient, campaign_id: str, point: NextPoint, label: dict,
                     raise
                 log.warning("the label of %s: %s; posting it again in %.0f s", point.x, error,
                             delay)  # fmt: skip
-            time.sleep(delay * random.uniform(1.0, 1.25))
+            time.sleep(jittered(delay))
             delay = min(30.0, 2 * delay)
     except BaseException as error:
         if not (isinstance(error, ApiError) and error.status_code == 410):

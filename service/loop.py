@@ -352,8 +352,9 @@ def label_outcome(
     still ``pending``: its label is taken while its point has none. The same label again
     (``y`` and ``noise``) changes nothing; another conflicts. A pending ticket whose label
     conflicts because its point has a label (without repeats: another ticket's, or an import's)
-    can never be labeled: it ends :data:`SUPERSEDED`, so its lease holds no place among the
-    tickets out. The store's LABEL_SCRIPT applies this rule atomically."""
+    can never be labeled: it ends :data:`SUPERSEDED` (a pending ticket's CONFLICT), so its
+    lease holds no place among the tickets out. The store's LABEL_SCRIPT applies this rule
+    atomically."""
     if ticket_state is None:
         return LabelOutcome.UNKNOWN_TICKET
     if ticket_state != "pending":
@@ -364,12 +365,6 @@ def label_outcome(
     if n_labeled >= rules.max_labels:
         return LabelOutcome.DONE
     return LabelOutcome.STORED
-
-
-def ends_superseded(rules: Rules, ticket_state: str | None, point_labeled: bool) -> bool:
-    """Whether posting a label for a ticket in ``ticket_state`` ends it :data:`SUPERSEDED`
-    (:func:`label_outcome`'s conflict of a pending ticket whose point has a label)."""
-    return ticket_state == "pending" and point_labeled and not rules.allow_repeats
 
 
 def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
@@ -488,14 +483,14 @@ def refit_suspect(refit: Refit, now: float, lease: float) -> bool:
     return False
 
 
-def refit_unenqueued(refit: Refit, now: float, job: JobFacts | None = None) -> bool:
+def refit_unenqueued(refit: Refit, now: float, job: JobFacts) -> bool:
     """Whether a refit was queued (by a label, an import, a failed or abandoned run, the end of
     the refit before it, or a revival) but no job of it reached RQ within the grace: none was
     put in charge, or one was (``job``: RQ's facts about it) and never enqueued. The process
     that was to enqueue it stopped in between. Nothing failed: it is enqueued, not counted."""
     if refit.phase != RefitPhase.QUEUED or now - refit.queued_at < ENQUEUE_GRACE_SECONDS:
         return False
-    return not refit.job or (job is not None and not job.exists)
+    return not refit.job or not job.exists
 
 
 def refit_dead(refit: Refit, now: float, lease: float, job: JobFacts) -> bool:

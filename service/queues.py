@@ -204,24 +204,28 @@ def worker_count(connection) -> int:
 
 def job_facts(connection, job_id: str, merge_id: str = "") -> JobFacts:
     """What :func:`service.loop.refit_dead` needs to know of a refit's job (and of the job
-    that merges its chain groups, if it fanned out)."""
+    that merges its chain groups, if it fanned out), each job read once. A merge counts as
+    ``merging`` once past its groups (no longer deferred) and alive: while it is deferred its
+    groups beat for the refit; should one's worker die, RQ's cleanup fails it and queues the
+    merge, which runs the missing chains itself."""
+    merge = _fetch(connection, merge_id)
+    merging = (merge is not None and merge.get_status(refresh=False) != JobStatus.DEFERRED
+               and _alive(connection, merge))  # fmt: skip
+    job = _fetch(connection, job_id)
+    if job is None:
+        return JobFacts(alive=False, failed=False, exists=False, merging=merging)
+    failed = job.get_status(refresh=False) in (JobStatus.FAILED, JobStatus.STOPPED,
+                                               JobStatus.CANCELED)  # fmt: skip
+    return JobFacts(alive=_alive(connection, job), failed=failed, merging=merging)
+
+
+def _fetch(connection, job_id: str) -> Job | None:
     if not job_id:
-        return JobFacts(alive=False, failed=False, exists=False)
-    return JobFacts(alive=job_alive(connection, job_id), failed=job_failed(connection, job_id),
-                    exists=Job.exists(job_id, connection=connection),
-                    merging=bool(merge_id) and merge_alive(connection, merge_id))  # fmt: skip
-
-
-def merge_alive(connection, job_id: str) -> bool:
-    """Whether a merge of chain groups is past its groups (no longer deferred) and alive: in
-    its queue, on its way to a work horse, or on a beating worker (:func:`job_alive`). While it
-    is deferred its groups beat for the refit; should one's worker die, RQ's cleanup fails it
-    and queues the merge, which runs the missing chains itself."""
+        return None
     try:
-        status = Job.fetch(job_id, connection=connection).get_status(refresh=False)
+        return Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
-        return False
-    return status != JobStatus.DEFERRED and job_alive(connection, job_id)
+        return None
 
 
 def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
@@ -229,10 +233,13 @@ def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
     to a worker's work horse, or running on a worker that sent a heartbeat in the last
     ``silent_seconds`` (a busy worker sends one every ``job_monitoring_interval``; a dead one's
     registration outlives it by a minute)."""
-    try:
-        job = Job.fetch(job_id, connection=connection)
-    except NoSuchJobError:
-        return False
+    job = _fetch(connection, job_id)
+    return job is not None and _alive(connection, job, silent_seconds)
+
+
+def _alive(connection, job: Job, silent_seconds: float = 30.0) -> bool:
+    """:func:`job_alive` of a job read already."""
+    job_id = job.id
     status = job.get_status(refresh=False)
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return True
@@ -261,12 +268,3 @@ def job_alive(connection, job_id: str, silent_seconds: float = 30.0) -> bool:
         age = datetime.now(UTC) - utcparse(beat.decode()).replace(tzinfo=UTC)
         return age.total_seconds() < silent_seconds
     return False
-
-
-def job_failed(connection, job_id: str) -> bool:
-    """Whether a job ended without success (failed, stopped or canceled)."""
-    try:
-        status = Job.fetch(job_id, connection=connection).get_status(refresh=False)
-    except NoSuchJobError:
-        return False
-    return status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)

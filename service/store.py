@@ -1199,8 +1199,6 @@ class CampaignStore:
                 return False
             self._after_failure(campaign_id, 1, job_id, now)
             return True
-        if loop.refit_unenqueued(refit, now):
-            return self._adopt_refit(campaign_id, refit.job, now)
         if not loop.refit_suspect(refit, now, lease):
             return False
         facts = queues.job_facts(self.r, refit.job, refit.merge)

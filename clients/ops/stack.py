@@ -30,6 +30,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port``."""
+    with socket.socket() as probe:
+        return probe.connect_ex((host, port)) == 0
+
+
 PASSWORD_FILE = "redis-password"
 LOOPBACK = "127.0.0.1"
 WILDCARDS = ("0.0.0.0", "*", "::", "::*", "-::*")  # every interface: loopback included
@@ -84,10 +90,9 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
     host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
-    with socket.socket() as probe:  # else the ping below could reach another server there
-        if probe.connect_ex((host, port)) == 0:
-            raise SystemExit(f"port {port} is in use (another Redis?); choose another with "
-                             "--redis-port, or none for a free one")  # fmt: skip
+    if port_in_use(host, port):  # else the ping below could reach another server there
+        raise SystemExit(f"port {port} is in use (another Redis?); choose another with "
+                         "--redis-port, or none for a free one")  # fmt: skip
     data_dir.mkdir(parents=True, exist_ok=True)
     # Redis changes into --dir before it opens the log: both must be absolute
     data_dir, log = data_dir.resolve(), log.resolve()
@@ -420,9 +425,8 @@ def main(argv=None) -> None:
         signal.signal(stop, _interrupt)
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # a closed terminal; nohup stays
         signal.signal(signal.SIGHUP, _interrupt)
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", args.port)) == 0:
-            raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
+    if port_in_use(LOOPBACK, args.port):
+        raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
     lock = hold_data_dir(args.data_dir)  # noqa: F841 (held while this process runs)
     stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores,
                        redis_port=args.redis_port, redis_bind=args.redis_bind,

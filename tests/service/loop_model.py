@@ -71,7 +71,7 @@ class LoopModel:
         t = self.tickets[ticket] if known else None
         point_labeled = t is not None and t.index in self.labeled
         outcome = loop.label_outcome(self.rules, t.state if t else None, y, n, point_labeled)
-        if t is not None and loop.ends_superseded(self.rules, t.state, point_labeled):
+        if outcome == LabelOutcome.CONFLICT and t.state == "pending":
             t.state = loop.SUPERSEDED
         if outcome != LabelOutcome.STORED:
             return outcome, n, False

@@ -303,9 +303,10 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     assert loop.refit_dead(late, now, lease, gone) and not loop.refit_dead(late, now, lease, alive)
     never_enqueued = Refit(phase=RefitPhase.QUEUED, queued_at=now - 5.0)  # its enqueuer stopped
     assert not loop.refit_dead(never_enqueued, now, lease, alive)
-    assert loop.refit_unenqueued(never_enqueued, now)
-    assert not loop.refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now)
-    assert not loop.refit_unenqueued(late, now)  # a job is in charge: alive or dead, not this
+    assert loop.refit_unenqueued(never_enqueued, now, gone)
+    assert not loop.refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now,
+                                   gone)  # fmt: skip
+    assert not loop.refit_unenqueued(late, now, gone)  # a job is in charge: alive or dead, not this
     unpushed = JobFacts(False, False, exists=False)  # its id was written, RQ never got it
     assert loop.refit_unenqueued(late, now, unpushed) and not loop.refit_dead(late, now, lease,
                                                                               unpushed)  # fmt: skip
