@@ -17,7 +17,8 @@ Retries, and why they are safe where they happen:
 - Connection errors (the API restarting, a dropped connection) are retried with exponential
   backoff (each wait up to a quarter longer at random, so that many clients do not come back
   at the same instant; so are the waits for ``Retry-After`` below) on *idempotent* calls:
-  GETs, DELETE, ``/label`` (the same ``y`` on the same ticket is answered 200, never stored
+  GETs (``/next`` with an ``Idempotency-Key``: sent again, it gets the ticket it got, not a
+  second one), DELETE, ``/label`` (the same ``y`` on the same ticket is answered 200, never stored
   twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report again is answered 200) and
   the read-only model calls ``/predict``, ``/acquisition``, ``/evaluate``. ``POST /campaigns``
   and ``POST .../observations`` append state, so they are retried only when the request never
@@ -39,6 +40,7 @@ import math
 import os
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType
@@ -404,8 +406,9 @@ class FbgpClient:
         (202), or None when the campaign is done (410). A campaign whose points have all failed
         (its status says ``stalled``) answers 409, raised as :class:`ApiError`."""
         timeout = self.timeout + wait
+        key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries get the ticket it got, if any
         response = self._call("GET", f"/campaigns/{campaign_id}/next", params={"wait": wait},
-                              ok=(200, 202, 410), timeout=timeout)  # fmt: skip
+                              headers=key, ok=(200, 202, 410), timeout=timeout)  # fmt: skip
         if response.status_code == 410:
             return None
         if response.status_code == 202:

@@ -36,7 +36,10 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   is offered again) but may still be labeled while its point has no label; a failed,
   abandoned or superseded one leaves it at once; ``expired`` (sorted set): tickets whose lease
   ran out, by expiry, kept ``expired_ticket_seconds`` and then, if still unlabeled, pruned from
-  ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`);
+  ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`); ``requests`` (hash): a
+  ``/next``'s ``Idempotency-Key`` -> the ticket it was answered with, so that the request
+  sent again gets the same ticket while that is out (:data:`CLAIM_SCRIPT`); entries whose
+  ticket is no longer out are pruned as the hash grows;
 - ``failures`` (list, append-only): one JSON record per failed run
   ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
   reads it: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more
@@ -109,7 +112,7 @@ PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> c
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
          "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired")  # fmt: skip
+         "expired", "requests")  # fmt: skip
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
@@ -519,6 +522,55 @@ end
 return 1
 """
 
+# Shared by the scripts that answer a /next sent again with its Idempotency-Key: whether a
+# ticket is out (pending, its lease not run out at ARGV now), and its answer {ticket, info,
+# expiry}. KEYS: requests, ticket_state, leases, tickets.
+LIVE_TICKET = """
+local function live(ticket, now)
+  if not ticket or redis.call('HGET', KEYS[2], ticket) ~= 'pending' then return false end
+  local expiry = redis.call('ZSCORE', KEYS[3], ticket)
+  return expiry and tonumber(expiry) >= now
+end
+local function answer(ticket)
+  return {ticket, redis.call('HGET', KEYS[4], ticket), redis.call('ZSCORE', KEYS[3], ticket)}
+end
+"""
+
+# The ticket that answered the Idempotency-Key ARGV[1], if it is still out (else nil).
+# KEYS as LIVE_TICKET's; ARGV: key, now.
+REPLAY_SCRIPT = (
+    LIVE_TICKET
+    + """
+local ticket = redis.call('HGET', KEYS[1], ARGV[1])
+if live(ticket, tonumber(ARGV[2])) then return answer(ticket) end
+return nil
+"""
+)
+
+# Binds the Idempotency-Key ARGV[1] to the ticket ARGV[2] just issued for it, unless the key
+# answers another ticket still out (the same request, sent again while the first was waiting:
+# that ticket wins, the caller withdraws its own). Returns the winner's answer, or nil if the
+# campaign is gone. Once the hash holds more than twice the tickets out (and 64), the keys
+# whose tickets are no longer out are dropped: amortized, a claim costs O(1). KEYS: requests,
+# ticket_state, leases, tickets, spec; ARGV: key, ticket, now.
+CLAIM_SCRIPT = (
+    LIVE_TICKET
+    + """
+if redis.call('EXISTS', KEYS[5]) == 0 then return nil end
+local now = tonumber(ARGV[3])
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held and held ~= ARGV[2] and live(held, now) then return answer(held) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('HLEN', KEYS[1]) > 2 * redis.call('ZCARD', KEYS[3]) + 64 then
+  local entries = redis.call('HGETALL', KEYS[1])
+  for i = 1, #entries, 2 do
+    if not live(entries[i + 1], now) then redis.call('HDEL', KEYS[1], entries[i]) end
+  end
+end
+return answer(ARGV[2])
+"""
+)
+
 # Moves the tickets whose lease ran out before ARGV[1] from the leases (KEYS[1]) to the expired
 # ones (KEYS[2], by expiry; their points are offered again), and prunes up to ARGV[3] of those
 # that expired before ARGV[2]: if still pending (no label, failure or abandon came), from the
@@ -624,6 +676,14 @@ def design_reserve(pool, design: list[int], seed: int) -> list[int]:
     return [int(i) for i in rng.permutation(reserve)]
 
 
+def _ticket_answer(found: list) -> dict:
+    """A ticket as ``/next`` answers it, from a script's ``{ticket, info, expiry}``."""
+    ticket, info, expiry = found
+    info = json.loads(info)
+    return {"ticket": ticket.decode(), "x": info["x"], "expires_at": float(expiry),
+            "model_version": info["model_version"]}  # fmt: skip
+
+
 class CampaignStore:
     def __init__(self, redis: Redis):
         self.r = redis
@@ -649,6 +709,8 @@ class CampaignStore:
         self._admit_short = redis.register_script(ADMIT_SHORT_SCRIPT)
         self._issue = redis.register_script(ISSUE_SCRIPT)
         self._expire = redis.register_script(EXPIRE_SCRIPT)
+        self._replay = redis.register_script(REPLAY_SCRIPT)
+        self._claim = redis.register_script(CLAIM_SCRIPT)
         self._append = redis.register_script(APPEND_SCRIPT)
         self._resume = redis.register_script(RESUME_SCRIPT)
 
@@ -965,6 +1027,28 @@ class CampaignStore:
         if args and not self._issue(keys=keys, args=args):  # deleted meanwhile: nothing written
             raise NotFound(f"no campaign {campaign_id!r}")
         return out
+
+    def replay(self, campaign_id: str, key: str, now: float) -> dict | None:
+        """The ticket that answered the ``/next`` with Idempotency-Key ``key``, as ``/next``
+        answers it (with its lease as renewed), while it is out; None otherwise."""
+        found = self._replay(keys=self._request_keys(campaign_id), args=[key, now])
+        return None if found is None else _ticket_answer(found)
+
+    def claim(self, campaign_id: str, key: str, ticket: dict, now: float) -> dict:
+        """Bind Idempotency-Key ``key`` to ``ticket`` (an answer of :meth:`issue`), and return
+        the ticket the key answers: ``ticket``, or one issued for the same key before and still
+        out, in which case ``ticket`` is withdrawn (:data:`CLAIM_SCRIPT`)."""
+        keys = self._request_keys(campaign_id) + [self.k(campaign_id, "spec")]
+        found = self._claim(keys=keys, args=[key, ticket["ticket"], now])
+        if found is None:
+            raise NotFound(f"no campaign {campaign_id!r}")
+        winner = _ticket_answer(found)
+        if winner["ticket"] != ticket["ticket"]:
+            self.withdraw(campaign_id, [ticket["ticket"]])
+        return winner
+
+    def _request_keys(self, campaign_id: str) -> list[str]:
+        return [self.k(campaign_id, p) for p in ("requests", "ticket_state", "leases", "tickets")]
 
     def withdraw(self, campaign_id: str, tickets: list[str]) -> None:
         """Take back tickets that no simulator received (their poll ended before it could be

@@ -17,6 +17,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from redis.exceptions import LockError, RedisError
+from starlette.concurrency import run_in_threadpool
 
 from service import limits, loop, schemas, wakeups
 from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
@@ -124,18 +125,60 @@ def _value_cell(value) -> str:
     return _text_cell(value) if isinstance(value, str) else repr(value)
 
 
+# a /next's Idempotency-Key: up to 200 visible ASCII characters (a UUID is the usual choice)
+IDEMPOTENCY_KEY = Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$",
+                         description="the same key sent again gets the same ticket while it is "
+                         "out (a request whose answer was lost)")  # fmt: skip
+REPLAYED = "Idempotent-Replayed"
+
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
 
 
 @router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES,
             dependencies=[SimulatorScope])  # fmt: skip
-async def next_point(campaign_id: str, request: Request, store: StoreDep, settings: SettingsDep,
-                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0):  # fmt: skip
+async def next_point(campaign_id: str, request: Request, response: Response, store: StoreDep,
+                     settings: SettingsDep,
+                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0,
+                     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):  # fmt: skip
     """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
     thread while it waits (:mod:`service.wakeups`): it is woken when the campaign changes, and
     looks again at least every ``next_poll_seconds``. The seconds it spent waiting are noted
-    for the request's log line (``waited``), so that its service time shows apart."""
+    for the request's log line (``waited``), so that its service time shows apart.
+
+    With an ``Idempotency-Key`` header, the request sent again with the same key (its answer
+    was lost) gets the same ticket, with ``Idempotent-Replayed: true``, while that ticket is
+    out; once it has ended or its lease has run out, the key asks for a new point."""
+    if idempotency_key is not None:
+        replayed = await run_in_threadpool(store.replay, campaign_id, idempotency_key, time.time())
+        if replayed is not None:
+            response.headers[REPLAYED] = "true"
+            return replayed
+    answer = await _next_answer(campaign_id, request, store, settings, wait)
+    if idempotency_key is not None:
+        answer = await run_in_threadpool(_keyed, store, campaign_id, idempotency_key, answer)
+        if isinstance(answer, tuple):
+            response.headers[REPLAYED] = "true"
+            answer = answer[0]
+    return _next_response(answer)
+
+
+def _keyed(store: CampaignStore, campaign_id: str, key: str,
+           answer: dict | loop.Answer) -> dict | loop.Answer | tuple[dict]:  # fmt: skip
+    """``answer`` for the request with Idempotency-Key ``key``: a ticket bound to the key, or
+    the one a request sent before with the key got while this one waited (a 1-tuple: a
+    replay)."""
+    now = time.time()
+    if isinstance(answer, dict):
+        bound = store.claim(campaign_id, key, answer, now)
+        return bound if bound["ticket"] == answer["ticket"] else (bound,)
+    replayed = store.replay(campaign_id, key, now) if isinstance(answer, loop.Wait) else None
+    return answer if replayed is None else (replayed,)
+
+
+async def _next_answer(campaign_id: str, request: Request, store: CampaignStore,
+                       settings: Settings, wait: float) -> dict | loop.Answer:  # fmt: skip
+    """A ticket, or the answer in its place once ``wait`` seconds passed without one."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     request.state.waited = 0.0
     hub = wakeups.hub(settings.redis_url)
@@ -157,7 +200,7 @@ async def next_point(campaign_id: str, request: Request, store: StoreDep, settin
                 if handed is None:
                     continue
                 answer = handed  # a ticket that another poll's look took for this one
-            return _next_response(answer)
+            return answer
 
 
 def _next_response(answer: dict | loop.Answer):
