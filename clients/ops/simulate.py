@@ -8,11 +8,17 @@ count, 5 chains of 200 + 300 NUTS steps thinned by 10), which ``--acquisition``,
 and ``--mcmc fast`` change. A simulator of several outputs (``branin2``) labels a multi-output
 campaign (:func:`multi_body`: 20 labels after the design unless ``--iterations`` says), with
 each label's noise variances under ``--known-noise``.
+
+SIGTERM stops it as Ctrl-C does: the ticket it holds is abandoned (its point is offered again
+at once) and it exits with 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
 
 import numpy as np
 
@@ -38,6 +44,29 @@ def multi_body(sim: MultiSimulator, acquisition: str, run: int, iterations: int 
     if known_noise:
         body["noise"] = {"type": "known"}
     return body
+
+
+class Terminated(BaseException):
+    """SIGTERM: like KeyboardInterrupt, it is no Exception, so the runner abandons its ticket
+    (:func:`clients.runner.run_simulator`) and raises it again."""
+
+
+def _terminate(number, frame) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_stops():
+    """While it lasts, SIGTERM raises :class:`Terminated` in the main thread (elsewhere, where
+    no handler may be set, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,8 +127,14 @@ def main(argv: list[str] | None = None) -> int:
                  else f"{y:.5g}")  # fmt: skip
         print(f"  label {n:4d}: x = {np.round(x, 4).tolist()}  y = {shown}", flush=True)
 
-    posted = run_simulator(args.url, campaign, f, token=args.token, wait=args.wait,
-                           max_labels=args.max_labels,
-                           on_label=None if args.quiet else show)  # fmt: skip
+    try:
+        with _sigterm_stops():
+            posted = run_simulator(args.url, campaign, f, token=args.token, wait=args.wait,
+                                   max_labels=args.max_labels,
+                                   on_label=None if args.quiet else show)  # fmt: skip
+    except Terminated:
+        print(f"simulate: stopped by SIGTERM (campaign {campaign}); a ticket held was given "
+              "back", flush=True)  # fmt: skip
+        raise SystemExit(128 + signal.SIGTERM) from None
     print(f"simulate: posted {posted} labels to campaign {campaign}", flush=True)
     return posted

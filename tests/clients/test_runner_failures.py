@@ -2,17 +2,23 @@
 exception in ``f`` reports the ticket failed and the campaign still reaches ``done``;
 ``on_error="raise"`` stops after reporting; Ctrl-C abandons the ticket held; a long run keeps
 its lease; a refused label is logged (409: the runner goes on; 422: the ticket is given back);
-a stop ends the wait for a point."""
+a stop ends the wait for a point; SIGTERM stops ``fbgp-al simulate`` as Ctrl-C does."""
 
 import logging
 import math
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from clients.client import ApiError, FbgpClient
 from clients.runner import run_simulator
 
+ROOT = Path(__file__).resolve().parents[2]
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
 
@@ -147,3 +153,54 @@ def test_a_stop_ends_the_wait_for_a_point(api, api_url, make_body):
     status = api.campaign(campaign)
     assert status.n_pending == 1 and status.n_abandoned == 0  # only the ticket held here
     api.abandon(campaign, held.ticket)
+
+
+SLOW_SIMULATE = """
+import sys, time
+from clients.ops import simulate
+
+real = simulate.get_simulator
+
+
+class Slow:  # the built-in simulator, one run taking a minute
+    def __init__(self, sim):
+        self.sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self.sim, name)
+
+    def sample(self, x, rng):
+        time.sleep(60)
+        return self.sim.sample(x, rng)
+
+
+simulate.get_simulator = lambda name: Slow(real(name))
+simulate.main(sys.argv[1:])
+"""
+
+
+def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(api, api_url, make_body):
+    """``fbgp-al simulate`` stopped by SIGTERM (docker stop, a job scheduler) during a run: its
+    ticket is abandoned, not left out for its lease, and it exits 143."""
+    campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1})
+    env = {k: v for k, v in os.environ.items() if k != "FBGP_API_TOKEN"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SIMULATE, "gramacy1d", "--url", api_url, "--campaign",
+         campaign, "--token", "", "--quiet"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while api.campaign(campaign).n_pending == 0:
+            assert process.poll() is None and time.monotonic() < deadline, process.stdout.read()
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, out
+    assert "stopped by SIGTERM" in out
+    status = api.campaign(campaign)
+    assert status.n_abandoned == 1 and status.n_pending == 0 and status.n_labeled == 0
