@@ -5,6 +5,7 @@ or for a campaign's page its owner token): the page sets it as an HttpOnly, Same
 cookie and sends the browser to itself without the query, so the token stays out of links,
 history and ``Referer``. The pages run no script."""
 
+import asyncio
 import base64
 import hashlib
 import html
@@ -12,12 +13,14 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from service import pool as pools
 from service.deps import PAGE_COOKIE, PageAuthorized, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound
 from service.routes.models import run_job
 from service.store import CampaignStore
+from worker.defaults import output_names
 
 PLOTS = ("model", "posterior", "curve", "accuracy")
 INDEX_PAGE = 50  # campaigns on a page of the index
@@ -86,7 +89,7 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
     spec = store.spec(campaign_id)
     history = store.history(campaign_id)
     version = s["model_version"]
-    stamp = f"{version}-{s['n_labeled']}-{len(history)}"
+    stamp = store.stamp(version, s["n_labeled"], len(history))
     facts = [
         f"state <b class='state-{s['state']}'>{s['state']}</b>",
         f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",
@@ -218,18 +221,53 @@ def view(campaign_id: str, request: Request, store: StoreDep):
 
 
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
-def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
-         settings: SettingsDep, output: str | None = None):  # fmt: skip
+async def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
+               settings: SettingsDep, output: str | None = None):  # fmt: skip
+    """A picture of the page. It is drawn by a worker once per change of the campaign (its
+    :meth:`~service.store.CampaignStore.plot_stamp`) and kept: every page that shows it
+    meanwhile, and every poll of this process asking at once, gets the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)
-    if kind not in PLOTS:
-        raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
-    if kind not in ("curve", "accuracy"):
-        store.model(campaign_id)  # 404 before the first model
-    if output is not None:  # several outputs: the posterior or model of this one
-        png = run_job(redis, settings, "plot", campaign_id, kind, output)
-    else:
-        png = run_job(redis, settings, "plot", campaign_id, kind)
+    name, stamp, png = await run_in_threadpool(_kept_plot, store, campaign_id, kind, output)
+    if png is None:
+        job = (id(asyncio.get_running_loop()), campaign_id, name, stamp)
+        drawing = _drawing.get(job)
+        if drawing is None:
+            args = (campaign_id, kind) if output is None else (campaign_id, kind, output)
+            drawing = _drawing[job] = asyncio.ensure_future(
+                run_in_threadpool(_draw, store, redis, settings, args, name, stamp)
+            )
+            drawing.add_done_callback(lambda _: _drawing.pop(job, None))
+        png = await asyncio.shield(drawing)  # a request that goes leaves it to the others
     if png is None:
         raise NotFound(f"nothing to draw for {kind!r} yet")
     return Response(png, media_type="image/png", headers=SECURITY_HEADERS)
+
+
+_drawing: dict[tuple, asyncio.Future] = {}  # the pictures being drawn for this process
+
+
+def _kept_plot(store: CampaignStore, campaign_id: str, kind: str,
+               output: str | None) -> tuple[str, str, bytes | None]:  # fmt: skip
+    """The picture's name (``{kind}:{output}``), the campaign's stamp, and the picture drawn at
+    that stamp if it is kept; 404 for an unknown picture or output, or a model's before the
+    first model."""
+    if kind not in PLOTS:
+        raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
+    names = output_names(store.spec(campaign_id))
+    if output is not None and (names is None or output not in names):
+        have = "one output" if names is None else "outputs " + ", ".join(names)
+        raise NotFound(f"no output {output!r}: the campaign has {have}")
+    stamp = store.plot_stamp(campaign_id)
+    if kind not in ("curve", "accuracy") and stamp.startswith("None-"):
+        raise NotFound(f"no model yet for campaign {campaign_id!r}")
+    name = f"{kind}:{output or ''}"
+    return name, stamp, store.cached_plot(campaign_id, name, stamp)
+
+
+def _draw(store: CampaignStore, redis, settings, args: tuple, name: str,
+          stamp: str) -> bytes | None:  # fmt: skip
+    png = run_job(redis, settings, "plot", *args)
+    if png is not None:
+        store.keep_plot(args[0], name, stamp, png)
+    return png

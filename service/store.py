@@ -50,6 +50,10 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   (``run_failed``: ticket, x, reason), run abandoned (``run_abandoned``), campaign stopped by
   its rule (``stopped``) or resumed by its owner (``resumed``).
 
+- ``plots`` (hash): ``{kind}:{output}`` -> the stamp it was drawn at (:meth:`CampaignStore.
+  plot_stamp`), a newline, and the page's PNG, so that a picture is drawn once per change of
+  the campaign however many pages show it;
+
 - ``token``: the SHA-256 of the campaign's simulator token, then a space and the SHA-256 of its
   owner token (the tokens themselves are not stored).
 
@@ -112,7 +116,7 @@ PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> c
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
          "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired", "requests")  # fmt: skip
+         "expired", "requests", "plots")  # fmt: skip
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
@@ -599,6 +603,13 @@ redis.call('RPUSH', KEYS[2], ARGV[1])
 return 1
 """
 
+# Sets field ARGV[1] of the hash KEYS[2] to ARGV[2] if the campaign (KEYS[1]: spec) still exists.
+SET_IF_CAMPAIGN_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
 # Stores the model of refit ARGV[1] if it is still in charge and the model is not older than
 # the stored one: 1 stored, 0 older, -1 not in charge (or the campaign is gone).
 # With a stopping rule's verdict ARGV[7] (loop.stop_verdict met by this model; '' if none), the
@@ -712,6 +723,7 @@ class CampaignStore:
         self._replay = redis.register_script(REPLAY_SCRIPT)
         self._claim = redis.register_script(CLAIM_SCRIPT)
         self._append = redis.register_script(APPEND_SCRIPT)
+        self._set_if_campaign = redis.register_script(SET_IF_CAMPAIGN_SCRIPT)
         self._resume = redis.register_script(RESUME_SCRIPT)
 
     @staticmethod
@@ -1400,6 +1412,36 @@ class CampaignStore:
             event.update({k: metrics[k] for k in kept if k in metrics})
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
         self._append(keys=keys, args=[json.dumps(event)])  # not once the campaign is deleted
+
+    # -- the pages' pictures ------------------------------------------------------------------
+    @staticmethod
+    def stamp(model_version: int | None, n_labeled: int, n_history: int) -> str:
+        """What a campaign's pictures are drawn from, as one word: its model, its labels and its
+        history's events (a model's accuracy, an evaluation, a failed run)."""
+        return f"{model_version}-{n_labeled}-{n_history}"
+
+    def plot_stamp(self, campaign_id: str) -> str:
+        """The campaign's :meth:`stamp` now."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hget(self.k(campaign_id, "state"), "model_version")
+        pipe.llen(self.k(campaign_id, "labels"))
+        pipe.llen(self.k(campaign_id, "history"))
+        version, n, events = pipe.execute()
+        return self.stamp(int(version) if version else None, int(n), int(events))
+
+    def cached_plot(self, campaign_id: str, name: str, stamp: str) -> bytes | None:
+        """The picture ``name`` drawn at ``stamp``, if it is kept."""
+        kept = self.r.hget(self.k(campaign_id, "plots"), name)
+        if kept is None:
+            return None
+        drawn, _, png = kept.partition(b"\n")
+        return png if drawn.decode() == stamp else None
+
+    def keep_plot(self, campaign_id: str, name: str, stamp: str, png: bytes) -> None:
+        """Keep the picture ``name`` drawn at ``stamp`` (in place of an older one), unless the
+        campaign was deleted meanwhile."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "plots")]
+        self._set_if_campaign(keys=keys, args=[name, stamp.encode() + b"\n" + png])
 
     def history(self, campaign_id: str) -> list[dict]:
         self.spec(campaign_id)

@@ -91,3 +91,45 @@ def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_
         assert shot.stat().st_size > 20_000  # text and four plots, not a blank page
     finally:
         stop(process)
+
+
+def test_a_picture_is_drawn_once_per_change_however_many_ask(client, make_body, settings,
+                                                             monkeypatch):  # fmt: skip
+    """Eight pages asking for one picture at once get one drawing (more than a campaign's
+    plots may have out at once: none is 429), later pages get it kept, and a change of the
+    campaign draws it anew; a deleted campaign keeps none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from redis import Redis
+
+    from service import pages
+
+    campaign = _with_model(client, make_body)
+    drawn = []
+    real = pages.run_job
+
+    def counted(*args):
+        drawn.append(args[3:])
+        return real(*args)
+
+    monkeypatch.setattr(pages, "run_job", counted)
+    url = f"/campaigns/{campaign}/plots/posterior.png"
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: client.get(url), range(8)))
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+    assert len({a.content for a in answers}) == 1 and answers[0].content.startswith(b"\x89PNG")
+    assert len(drawn) == 1
+    assert client.get(url).content == answers[0].content and len(drawn) == 1
+    # a change (an evaluation is an event of the history): drawn again, once
+    client.post(f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})
+    assert client.get(url).status_code == 200 and client.get(url).status_code == 200
+    assert len(drawn) == 2
+    assert client.get(f"/campaigns/{campaign}/plots/model.png").status_code == 200
+    assert len(drawn) == 3  # another picture is drawn for itself
+    # an output the campaign lacks is 404 (a single-output campaign has none by name)
+    r = client.get(url, params={"output": "stress"})
+    assert r.status_code == 404 and "one output" in r.text
+    redis = Redis.from_url(settings.redis_url)
+    assert redis.hlen(f"fbgp:c:{campaign}:plots") == 2
+    client.delete(f"/campaigns/{campaign}")
+    assert not redis.exists(f"fbgp:c:{campaign}:plots")
