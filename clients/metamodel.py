@@ -275,7 +275,7 @@ class Metamodel:
             if self.dim == 1 and len(x) and len(x[0]) != 1:
                 x = [[v] for v in x[0]]
             try:
-                return self.space.codes(x)
+                return self.space.codes(x, check=False)  # extrapolated beyond the bounds
             except ValueError as error:
                 raise ValueError(f"x: {error}") from None
         try:

@@ -101,6 +101,36 @@ class DeclaredInput(TypedDict, total=False):
     values: list[int | float | str]
 
 
+NARROWEST = 1e-12  # an input's narrowest range, relative to its bounds (4,500 doubles or so)
+
+
+def check_distinguishable(spec: InputSpec) -> None:
+    """ValueError unless a new campaign's input tells its values apart: a float or log range
+    wider than :data:`NARROWEST` of its bounds' size (in log space for a log input), a choice
+    whose values differ as text too (as the CSV export and the model's features write them).
+    Checked at creation only, so that campaigns created before still answer."""
+    name = spec.name
+    if spec.type == "choice":
+        texts = [str(v) for v in spec.values]
+        if len(set(texts)) != len(texts):
+            same = [v for v in spec.values if texts.count(str(v)) > 1]
+            raise ValueError(f"input {name!r}: its values {same[0]!r} and {same[1]!r} read "
+                             "the same as text (in the CSV export and the model's features); "
+                             "make them distinct as text")  # fmt: skip
+        return
+    if spec.type == "int":  # distinct integers within +-2^53: exact
+        return
+    if spec.type == "log":
+        lo, hi, floor = math.log(spec.lower), math.log(spec.upper), 1.0
+    else:
+        lo, hi, floor = spec.lower, spec.upper, 1e-300
+    if not hi - lo > NARROWEST * max(abs(lo), abs(hi), floor):
+        scale = "log(upper) - log(lower)" if spec.type == "log" else "upper - lower"
+        raise ValueError(f"input {name!r}: its range is too narrow to tell points apart in "
+                         f"float64 ({scale} must exceed {NARROWEST:g} of the bounds' size; "
+                         "rescale the input)")  # fmt: skip
+
+
 class InputSpec(Strict):
     """An input: ``{name, lower, upper}`` (a float), with ``"type": "int"`` (integral bounds) or
     ``"type": "log"`` (``lower > 0``), or ``{name, "type": "choice", "values": [...]}``."""
@@ -326,6 +356,8 @@ class CampaignCreate(CampaignFields):
         names = [i.name for i in self.inputs]
         if len(set(names)) != len(names):
             raise ValueError("input names must be distinct")
+        for spec in self.inputs:
+            check_distinguishable(spec)
         if self.outputs is not None:
             outputs = [o.name for o in self.outputs]
             if len(set(outputs)) != len(outputs):
@@ -337,6 +369,11 @@ class CampaignCreate(CampaignFields):
             )
         check_stop(self.stop, self.max_labels)
         space = space_of(self.inputs)
+        features = space.feature_names
+        if len(set(features)) != len(features):
+            same = next(f for f in features if features.count(f) > 1)
+            raise ValueError(f"two of the model's features read {same!r} (a choice's value "
+                             "reads '<input>=<value>'); rename an input")  # fmt: skip
         if isinstance(self.pool, GridPoolSpec):
             size = space.grid_size(self.pool.points_per_dim)
             if size > MAX_POOL:

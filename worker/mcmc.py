@@ -626,11 +626,19 @@ def _split(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, :half], x[:, half : 2 * half]], 0)
 
 
+def bounded_ess(ess: float, draws: int) -> float:
+    """An ESS estimate held to ``(0, N log10 N]`` for ``N`` draws, as Stan holds it (its
+    autocorrelation time at least ``1 / log10 N``). Pyro's estimate has no such floor: short
+    or antithetic chains give a negative time, so a negative ESS, or one far above N."""
+    most = draws * math.log10(draws)
+    return most if not 0 < ess <= most else ess
+
+
 def convergence(theta: np.ndarray) -> tuple[dict, dict]:
     """Bulk R-hat (split, rank-normalized, pyro.ops.stats.split_gelman_rubin) and bulk ESS
-    (split chains, rank-normalized, pyro.ops.stats.effective_sample_size) of each
-    hyperparameter (``lengthscale_i``, ``noise``) of draws ``C x S x P``; NaN when there are
-    fewer than 4 draws per chain or all are equal."""
+    (split chains, rank-normalized, pyro.ops.stats.effective_sample_size, held to
+    :func:`bounded_ess`) of each hyperparameter (``lengthscale_i``, ``noise``) of draws
+    ``C x S x P``; NaN when there are fewer than 4 draws per chain or all are equal."""
     names = [f"lengthscale_{i}" for i in range(theta.shape[2] - 1)] + ["noise"]
     rhat, ess = {}, {}
     for j, name in enumerate(names):
@@ -638,7 +646,10 @@ def convergence(theta: np.ndarray) -> tuple[dict, dict]:
         if theta.shape[1] >= 4 and np.ptp(x) > 0:
             z = torch.from_numpy(_rank_normalized(x))
             rhat[name] = float(split_gelman_rubin(z, chain_dim=0, sample_dim=1))
-            ess[name] = float(effective_sample_size(torch.from_numpy(_split(z.numpy())), 0, 1))
+            split = _split(z.numpy())
+            ess[name] = bounded_ess(
+                float(effective_sample_size(torch.from_numpy(split), 0, 1)), split.size
+            )
         else:
             rhat[name], ess[name] = float("nan"), float("nan")
     return rhat, ess

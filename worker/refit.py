@@ -402,7 +402,7 @@ def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:
         "max_rhat": max(x["max_rhat"] for x in d),
         "min_ess_bulk": min(x["min_ess_bulk"] for x in d),
         "divergences": sum(int(x["divergences"]) for x in d),
-        "warm_start": ",".join(sorted({str(x.get("warm_start")) for x in d})),
+        "warm_start": "; ".join(sorted({str(x.get("warm_start")) for x in d})),
         "chain_groups": 1,
     }  # fmt: skip
 

@@ -116,8 +116,9 @@ class Input:
 
     def code(self, value, check: bool = True) -> float:
         """A value's code; ValueError (naming the input) if it is not one of the input's
-        (``check=False``: a number is taken as it is, even a hair outside the bounds, as a
-        stored label's may be after rounding)."""
+        (``check=False``: a number is taken as it is, even outside the bounds, as a stored
+        label's may be a hair after rounding, or a point a model extrapolates to; a log
+        input's still must be positive)."""
         if self.type == "choice":
             if not isinstance(value, bool) and isinstance(value, (str, int, float)):
                 index = self._index.get(value)
@@ -134,6 +135,8 @@ class Input:
         if not math.isfinite(number):
             raise ValueError(f"{self.name} = {value!r} is not a finite number")
         if not check:
+            if self.type == "log" and not number > 0:
+                raise ValueError(f"{self.name} = {value!r} is not positive (a log input)")
             return number
         if not self.lower <= number <= self.upper:
             raise ValueError(f"{self.name} = {value!r} is outside [{self.lower:g}, "
@@ -280,11 +283,14 @@ class Space:
         if a.dtype.kind not in "fi" or a.shape != (len(x), self.dim):
             return None
         a = a.astype(np.float64)
+        logs = [j for j, i in enumerate(self.inputs) if i.type == "log"]
+        if not (np.isfinite(a).all() and (a[:, logs] > 0).all()):
+            return None  # each value looked at, to name the one at fault
         if not check:
             return a
         lower = np.array([i.lower for i in self.inputs])
         upper = np.array([i.upper for i in self.inputs])
-        ok = np.isfinite(a).all() and (lower <= a).all() and (a <= upper).all()
+        ok = (lower <= a).all() and (a <= upper).all()
         whole = [j for j, i in enumerate(self.inputs) if i.type == "int"]
         if ok and whole:
             ok = bool((np.floor(a[:, whole]) == a[:, whole]).all())

@@ -387,6 +387,22 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
     return {"n_labeled": n, "imported": len(body.y)}
 
 
+def input_columns(spec: dict, service_columns: list[str]) -> list[str]:
+    """The CSV export's input columns: each input's name (as :func:`_text_cell` writes it),
+    but for one that a column of the service's (``y``, ``y_<output>``, ``noise``,
+    ``status``, ``reason``) or another input's column has taken, ``input:<name>`` (prefixed
+    again while that is taken too): a reader by column name never gets one for another."""
+    taken = set(service_columns)
+    out = []
+    for spec_input in spec["inputs"]:
+        column = _text_cell(spec_input["name"])
+        while column in taken:
+            column = "input:" + column
+        taken.add(column)
+        out.append(column)
+    return out
+
+
 OBSERVATIONS_RESPONSES = {
     200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}}},
     **schemas.problem_responses(404),
@@ -416,9 +432,8 @@ def export_observations(campaign_id: str, store: StoreDep,
         else:  # y_<name> for each output, then noise_<name> for each
             columns = [f"y_{name}" for name in names]
             extra = [f"noise_{name}" for name in names] if noise is not None else []
-        writer.writerow([_text_cell(i["name"]) for i in spec["inputs"]]
-                        + [_text_cell(c) for c in columns + extra]
-                        + ["status", "reason"])  # fmt: skip
+        service_columns = [_text_cell(c) for c in [*columns, *extra, "status", "reason"]]
+        writer.writerow(input_columns(spec, service_columns) + service_columns)
         for k, (xi, yi) in enumerate(zip(x, y, strict=True)):
             values = [yi] if names is None else [yi[name] for name in names]
             if noise is None:

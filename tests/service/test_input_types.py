@@ -93,6 +93,11 @@ def test_a_campaign_of_every_input_type(client, make_body):
         np.testing.assert_allclose(values, pred.json()[key], rtol=1e-10, atol=1e-10 * scale)
     with pytest.raises(ValueError, match="material"):
         taken.predict([[0.5, 3, 1e-3, "wood"]])
+    # beyond the bounds the model extrapolates, as for float inputs; a log value stays positive
+    far = taken.predict([[2.5, 8, 1.0, "steel"], [-1.0, 0, 1e-9, 7]])
+    assert all(np.isfinite(v).all() for v in far.values())
+    with pytest.raises(ValueError, match="rate = 0.0 is not positive"):
+        taken.predict([[0.5, 3, 0.0, "steel"]])
     acq = client.post(f"/campaigns/{campaign}/acquisition", json={"x": x[:2]})
     assert acq.status_code == 200 and len(acq.json()["values"]) == 2
     ev = client.post(f"/campaigns/{campaign}/evaluate", json={"x": x, "y": [1.0, 1.0, 2.0, 3.0]})
@@ -262,3 +267,31 @@ def test_a_grid_too_large_counts_each_inputs_levels(client, make_body):
     inputs.append({"name": "m", "type": "int", "lower": 0, "upper": 10**6})
     r = client.post("/campaigns", json=make_body(inputs=inputs, pool=grid))
     assert r.status_code == 422 and "100 x 100" in r.text
+
+
+def test_each_csv_column_is_named_once(client, make_body):
+    """Inputs named like the export's own columns (``y``, ``status``, ``y_<output>``) are
+    written as ``input:<name>``, so that a reader by column name gets each value under its own
+    name; before, inputs ``x``, ``y`` gave the header ``x,y,y,status,reason``."""
+    plane = [{"name": "x", "lower": 0, "upper": 1}, {"name": "y", "lower": 0, "upper": 1},
+             {"name": "status", "lower": 0, "upper": 1}]  # fmt: skip
+    campaign = client.post("/campaigns", json=make_body(inputs=plane, max_labels=10)).json()["id"]
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": [[0.1, 0.9, 0.5]], "y": [100.0]})  # fmt: skip
+    assert r.status_code == 201, r.text
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["x", "input:y", "input:status", "y", "status", "reason"]
+    assert rows[0] == {"x": "0.1", "input:y": "0.9", "input:status": "0.5", "y": "100.0",
+                       "status": "ok", "reason": ""}  # fmt: skip
+    outputs = [{"name": "stress"}, {"name": "disp"}]
+    inputs = [{"name": "y_stress", "lower": 0, "upper": 1},
+              {"name": "input:y_stress", "lower": 0, "upper": 1}]  # fmt: skip
+    body = make_body(inputs=inputs, outputs=outputs, max_labels=10)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    client.post(f"/campaigns/{campaign}/observations",
+                json={"x": [[0.2, 0.3]], "y": [{"stress": 1.5, "disp": 2.5}]})  # fmt: skip
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
+    header = next(csv.reader(io.StringIO(text)))
+    assert header == ["input:y_stress", "input:input:y_stress", "y_stress", "y_disp", "status",
+                      "reason"]  # fmt: skip

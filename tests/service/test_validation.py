@@ -47,6 +47,45 @@ def test_bad_campaigns_are_422_with_a_message(client, make_body, case):
     assert r.json()["detail"]
 
 
+UNREADABLE = {
+    "a float range too narrow for float64": (
+        [{"name": "x", "lower": 1.0, "upper": 1.0000000000000002}], "upper - lower must exceed"),
+    "a range of subnormal floats": (
+        [{"name": "x", "lower": 5e-324, "upper": 1e-323}], "too narrow"),
+    "a log range too narrow for float64": (
+        [{"name": "r", "type": "log", "lower": 1e10, "upper": 10000000000.000002}],
+        "log(upper) - log(lower) must exceed"),
+    "choice values that read the same as text": (
+        [{"name": "c", "type": "choice", "values": [10, "10", 2]}], "10 and '10' read the same"),
+    "features that read the same": (
+        [{"name": "m=steel", "lower": 0, "upper": 1},
+         {"name": "m", "type": "choice", "values": ["steel", "al"]}], "read 'm=steel'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_inputs_whose_values_cannot_be_told_apart_are_422(client, make_body, case):
+    """Inputs the GP, the CSV export or the model's features could not tell apart: before,
+    a log range of equal logarithms made every prediction NaN, and a choice of 10 and "10"
+    wrote both as 10."""
+    inputs, message = UNREADABLE[case]
+    r = client.post(
+        "/campaigns", json=make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 5})
+    )
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+
+
+def test_a_narrow_range_that_float64_resolves_is_taken(client, make_body):
+    inputs = [{"name": "x", "lower": 1.0, "upper": 1.000001},
+              {"name": "r", "type": "log", "lower": 1e-9, "upper": 1.000001e-9}]  # fmt: skip
+    r = client.post(
+        "/campaigns", json=make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 11})
+    )
+    assert r.status_code == 201, r.text
+    points = {tuple(client.get(f"/campaigns/{r.json()['id']}/next").json()["x"]) for _ in "abc"}
+    assert len(points) == 3 and all(1.0 <= x <= 1.000001 for x, _ in points)
+
+
 @pytest.mark.parametrize("raw", ["NaN", "Infinity"])
 def test_non_finite_bounds_are_422(client, make_body, raw):
     body = make_body()

@@ -436,6 +436,32 @@ def test_convergence_against_known_answers():
     assert 50 < convergence(ar)[1]["noise"] < 200
 
 
+def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
+    """Antithetic chains (each draw pulled to the other side of the last) make pyro's
+    autocorrelation time negative, or positive and tiny: its ESS is then negative, or far above
+    the draws. Held as Stan holds it, it is N log10 N there, and pyro's own elsewhere."""
+    from pyro.ops.stats import effective_sample_size
+
+    from worker.mcmc import _rank_normalized, _split, bounded_ess
+
+    rng = np.random.default_rng(0)
+    t = np.arange(60)
+    n = 5 * 60
+    for swing in (1.0, 1.2):
+        flip = np.stack([np.stack([(-1.0) ** t * swing + rng.normal(0, 1, 60),
+                                   rng.normal(0, 1, 60)], -1) for _ in range(5)])  # fmt: skip
+        z = _split(_rank_normalized(flip[:, :, 0]))
+        raw = float(effective_sample_size(torch.from_numpy(z), 0, 1))
+        assert not 0 < raw <= n * np.log10(n), raw  # what pyro says: out of bounds
+        ess = convergence(np.exp(flip))[1]["lengthscale_0"]
+        assert ess == pytest.approx(n * np.log10(n))
+    ordinary = rng.standard_normal((4, 500, 2))
+    z = _split(_rank_normalized(ordinary[:, :, 0]))
+    pyro_ess = float(effective_sample_size(torch.from_numpy(z), 0, 1))
+    assert convergence(ordinary)[1]["lengthscale_0"] == pyro_ess  # within bounds: pyro's own
+    assert bounded_ess(-3.0, 100) == bounded_ess(1e9, 100) == 200.0
+
+
 def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     """worker.refit as the service calls it: a campaign's `draws` make a target (a chain group
     runs to its share), and its model scores with that many draws spread over the chains."""
