@@ -50,8 +50,10 @@ def test_redis_keeps_every_label_on_a_named_volume_and_is_not_published():
     command = " ".join(redis["command"])
     assert "--appendonly yes" in command and "--appendfsync always" in command
     assert "ports" not in redis
-    volume = redis["volumes"][0].split(":")[0]
+    volume, folder = redis["volumes"][0].split(":")[:2]
     assert volume in COMPOSE["volumes"]
+    # the append-only file in the volume's folder, whatever the image's working folder
+    assert f"--dir {folder}" in command
 
 
 def test_redis_is_the_official_image_by_default_and_requires_a_password_kept_on_a_volume():
