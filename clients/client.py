@@ -19,9 +19,10 @@ Retries, and why they are safe where they happen:
   at the same instant; so are the waits for ``Retry-After`` below) on *idempotent* calls:
   GETs (``/next`` with an ``Idempotency-Key``: sent again, it gets the ticket it got, not a
   second one), DELETE, ``/label`` (the same ``y`` on the same ticket is answered 200, never stored
-  twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report again is answered 200) and
-  the read-only model calls ``/predict``, ``/acquisition``, ``/evaluate``. ``POST /campaigns``
-  and ``POST .../observations`` append state, so they are retried only when the request never
+  twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report again is answered 200),
+  ``POST .../observations`` (it carries an ``Idempotency-Key``: sent again, it is stored once)
+  and the read-only model calls ``/predict``, ``/acquisition``, ``/evaluate``. ``POST
+  /campaigns`` creates one more each time, so it is retried only when the request never
   reached the server (a refused or timed-out connect).
 - A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
   worker was too busy to take a ``/predict``, ``/acquisition`` or ``/evaluate`` job within
@@ -499,8 +500,9 @@ class FbgpClient:
         body = {"x": _points(x), "y": [_numbers(v) for v in y]}
         if noise is not None:
             body["noise"] = [_numbers(v) for v in noise]
+        key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries are stored once
         response = self._call("POST", f"/campaigns/{campaign_id}/observations", json=body,
-                              idempotent=False, ok=(201,))  # fmt: skip
+                              headers=key, ok=(200, 201))  # fmt: skip
         return int(response.json()["n_labeled"])
 
     def observations(self, campaign_id: str) -> Observations:

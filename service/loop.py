@@ -73,6 +73,8 @@ class ImportOutcome(StrEnum):
     STORED = "stored"
     TOO_MANY = "too_many"  # the observations would exceed max_labels: none is stored
     REPEATED = "repeated"  # without repeats, a pool point labeled already or twice: none stored
+    SAME_AGAIN = "same_again"  # its Idempotency-Key's import was stored before: nothing more
+    KEY_REUSED = "key_reused"  # its Idempotency-Key came with other observations: none stored
 
 
 @dataclass(frozen=True)

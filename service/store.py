@@ -39,7 +39,10 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`); ``requests`` (hash): a
   ``/next``'s ``Idempotency-Key`` -> the ticket it was answered with, so that the request
   sent again gets the same ticket while that is out (:data:`CLAIM_SCRIPT`); entries whose
-  ticket is no longer out are pruned as the hash grows;
+  ticket is no longer out are pruned as the hash grows; ``imports`` (hash): an import's
+  ``Idempotency-Key`` -> the SHA-256 of its observations, the labels stored after it and
+  their count, so that the import sent again is not stored twice (at most one per import
+  stored: bounded by ``max_labels``);
 - ``failures`` (list, append-only): one JSON record per failed run
   ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
   reads it: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more
@@ -116,7 +119,7 @@ PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> c
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
          "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired", "requests", "plots")  # fmt: skip
+         "expired", "requests", "plots", "imports")  # fmt: skip
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
@@ -292,8 +295,10 @@ return {'renewed', ARGV[3]}
 
 # Appends imported observations if they fit under max_labels and, without repeats, none is a pool
 # point labeled already or twice among them (loop.import_outcome). KEYS: labels, labeled, state,
-# PHASES, spec. Returns {outcome, n, enqueue}, the outcome a loop.ImportOutcome value, or
-# 'gone' (the campaign was deleted meanwhile: nothing written).
+# PHASES, spec, imports. Returns {outcome, n, enqueue}, the outcome a loop.ImportOutcome value,
+# or 'gone' (the campaign was deleted meanwhile: nothing written), or {'held', 0, 0, record}
+# when its Idempotency-Key ARGV[6 + 2 count] was stored before (record: "digest n count"); a
+# stored import's key is kept with the digest ARGV[7 + 2 count] of its observations.
 IMPORT_SCRIPT = (
     REQUEST_REFIT
     + COUNT_PHASES
@@ -301,6 +306,11 @@ IMPORT_SCRIPT = (
 if redis.call('EXISTS', KEYS[5]) == 0 then return {'gone', 0, 0} end
 local n = redis.call('LLEN', KEYS[1])
 local count = tonumber(ARGV[1])
+local key, digest = ARGV[6 + 2 * count], ARGV[7 + 2 * count]
+if key ~= '' then
+  local held = redis.call('HGET', KEYS[6], key)
+  if held then return {'held', 0, 0, held} end
+end
 if n + count > tonumber(ARGV[2]) then return {'too_many', n, 0} end
 if ARGV[5 + 2 * count] == '0' then
   local seen = {}
@@ -321,6 +331,7 @@ for i = 1, count do
 end
 move_phase(KEYS[4], n, n + count, ARGV[3], ARGV[2], KEYS[3])
 n = n + count
+if key ~= '' then redis.call('HSET', KEYS[6], key, digest .. ' ' .. n .. ' ' .. count) end
 return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 )
@@ -687,6 +698,14 @@ def design_reserve(pool, design: list[int], seed: int) -> list[int]:
     return [int(i) for i in rng.permutation(reserve)]
 
 
+def _held_import(held: bytes, digest: str) -> tuple[ImportOutcome, int, int]:
+    """An import's record under its Idempotency-Key (``digest n count``), as
+    :meth:`CampaignStore.imported` answers it."""
+    stored, n, count = held.decode().split()
+    outcome = ImportOutcome.SAME_AGAIN if stored == digest else ImportOutcome.KEY_REUSED
+    return outcome, int(n), int(count)
+
+
 def _ticket_answer(found: list) -> dict:
     """A ticket as ``/next`` answers it, from a script's ``{ticket, info, expiry}``."""
     ticket, info, expiry = found
@@ -932,11 +951,22 @@ class CampaignStore:
         self.wake(campaign_id)
         return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
 
+    def imported(self, campaign_id: str, key: str, digest: str) -> tuple[ImportOutcome, int,
+                                                                         int] | None:  # fmt: skip
+        """What became of the import with Idempotency-Key ``key``: None if none was stored;
+        else ``(SAME_AGAIN, n_labeled after it, its count)``, or ``KEY_REUSED`` if it had other
+        observations than those of SHA-256 ``digest``."""
+        held = self.r.hget(self.k(campaign_id, "imports"), key)
+        return None if held is None else _held_import(held, digest)
+
     def import_observations(
-        self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None
-    ) -> tuple[ImportOutcome, int, bool]:
+        self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None,
+        key: str | None = None, digest: str = "",
+    ) -> tuple[ImportOutcome, int, bool]:  # fmt: skip
         """Store imported observations, all or none (:func:`service.loop.import_outcome`):
-        ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances."""
+        ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances. With
+        an Idempotency-Key ``key`` (and the SHA-256 ``digest`` of the observations), an import
+        whose key was stored before is :meth:`imported`'s answer instead, nothing stored."""
         spec = self.spec(campaign_id)
         n = self.n_labeled(campaign_id)
         if n + len(x) > spec["max_labels"]:  # before the look-up (the script checks again)
@@ -949,11 +979,14 @@ class CampaignStore:
             if ni is not None:
                 record["noise"] = ni
             args += [json.dumps(record), "" if ii is None else str(ii)]
-        args += [now, "1" if spec["allow_repeats"] else "0"]
+        args += [now, "1" if spec["allow_repeats"] else "0", key or "", digest]
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
-        outcome, n, enqueue = self._import(keys=keys + [self.k(campaign_id, "spec")], args=args)
+        keys += [self.k(campaign_id, "spec"), self.k(campaign_id, "imports")]
+        outcome, n, enqueue, *held = self._import(keys=keys, args=args)
         if outcome == b"gone":
             raise NotFound(f"no campaign {campaign_id!r}")
+        if outcome == b"held":  # the same key, stored between imported() and here
+            return _held_import(held[0], digest)[:2] + (False,)
         self.wake(campaign_id)
         return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import io
 import json
 import logging
@@ -130,6 +131,12 @@ IDEMPOTENCY_KEY = Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$"
                          description="the same key sent again gets the same ticket while it is "
                          "out (a request whose answer was lost)")  # fmt: skip
 REPLAYED = "Idempotent-Replayed"
+IMPORT_KEY = Header(
+    min_length=1,
+    max_length=200,
+    pattern=r"^[\x21-\x7e]+$",
+    description="the same import sent again with its key is stored once",
+)
 
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
@@ -360,9 +367,15 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[d
 
 
 @router.post("/observations", status_code=201, response_model=schemas.Imported,
-             responses=schemas.problem_responses(404, 409))  # fmt: skip
+             responses={200: {"description": "the same import again (its Idempotency-Key)",
+                              "model": schemas.Imported},
+                        **schemas.problem_responses(404, 409)})  # fmt: skip
 def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep,
-                        settings: SettingsDep):  # fmt: skip
+                        settings: SettingsDep, response: Response,
+                        idempotency_key: Annotated[str | None, IMPORT_KEY] = None):  # fmt: skip
+    """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
+    the same import sent again (its answer was lost) is answered 200 with what the first
+    stored, and nothing is stored twice; the key sent with other observations is a 422."""
     spec, x = spec_with_points(store, campaign_id, body.x)
     check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
     y = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(body.y)]
@@ -371,11 +384,19 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
         if body.noise is None
         else [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(body.noise)]
     )
+    digest = ""
+    if idempotency_key is not None:
+        digest = hashlib.sha256(json.dumps([x, y, noise]).encode()).hexdigest()
+        held = store.imported(campaign_id, idempotency_key, digest)
+        if held is not None:
+            return _imported_again(held[:2], len(body.y), response)
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, enqueue = store.import_observations(campaign_id, x, y, time.time(),
-                                                    noise)  # fmt: skip
+    outcome, n, enqueue = store.import_observations(campaign_id, x, y, time.time(), noise,
+                                                    idempotency_key, digest)  # fmt: skip
     if enqueue:
         _enqueue_refit(store, campaign_id)
+    if outcome in (ImportOutcome.SAME_AGAIN, ImportOutcome.KEY_REUSED):
+        return _imported_again((outcome, n), len(body.y), response)
     if outcome == ImportOutcome.TOO_MANY:
         raise Conflict(f"{len(body.y)} more labels would exceed max_labels "
                        f"({spec['max_labels']}; {n} stored)")  # fmt: skip
@@ -385,6 +406,18 @@ def import_observations(campaign_id: str, body: schemas.Observations, store: Sto
                        "stored")  # fmt: skip
     store.count_labels(len(body.y))
     return {"n_labeled": n, "imported": len(body.y)}
+
+
+def _imported_again(held: tuple[ImportOutcome, int], count: int, response: Response) -> dict:
+    """The answer to an import whose Idempotency-Key was stored before: 200 with the first
+    answer, or 422 if the key came with other observations then."""
+    outcome, n = held
+    if outcome == ImportOutcome.KEY_REUSED:
+        raise Unprocessable("this Idempotency-Key was sent with other observations before; "
+                            "send a new key with each import")  # fmt: skip
+    response.status_code = 200
+    response.headers[REPLAYED] = "true"
+    return {"n_labeled": n, "imported": count}
 
 
 def input_columns(spec: dict, service_columns: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
-"""``/next`` with an ``Idempotency-Key``, against the real Redis: a request sent again because
-its answer was lost gets the ticket it was answered with, not a second point, so that no ticket
-is left out for a lease that nobody holds; once that ticket has ended or run out, the key asks
-for a new point; two requests with one key in flight at once end with one ticket."""
+"""``/next`` and imports with an ``Idempotency-Key``, against the real Redis. A ``/next`` sent
+again because its answer was lost gets the ticket it was answered with, not a second point, so
+that no ticket is left out for a lease that nobody holds; once that ticket has ended or run
+out, the key asks for a new point; two requests with one key in flight at once end with one
+ticket. An import sent again is stored once."""
 
 import threading
 import time
@@ -118,16 +119,16 @@ def test_the_keys_kept_stay_bounded_by_the_tickets_out(client, make_body, settin
     assert not redis.exists(f"fbgp:c:{campaign}:requests")
 
 
-class LoseFirstNextAnswer(httpx.BaseTransport):
-    """Passes requests on, but drops the answer to the first ``/next`` after the server sent it
-    (a connection reset on the way back)."""
+class LoseFirstAnswer(httpx.BaseTransport):
+    """Passes requests on, but drops the answer to the first request to a path ending in
+    ``suffix`` after the server sent it (a connection reset on the way back)."""
 
-    def __init__(self, inner: httpx.BaseTransport):
-        self.inner, self.lost, self.keys = inner, 0, []
+    def __init__(self, inner: httpx.BaseTransport, suffix: str):
+        self.inner, self.suffix, self.lost, self.keys = inner, suffix, 0, []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
-        if request.url.path.endswith("/next"):
+        if request.url.path.endswith(self.suffix):
             self.keys.append(request.headers.get("Idempotency-Key"))
             if not self.lost:
                 response.read()
@@ -139,7 +140,7 @@ class LoseFirstNextAnswer(httpx.BaseTransport):
 def test_the_client_s_retry_after_a_lost_answer_gets_the_same_ticket(api_url, make_body,
                                                                      redis_url):  # fmt: skip
     with FbgpClient(api_url, token="", backoff=0.05) as api:
-        lossy = LoseFirstNextAnswer(api._http._transport)
+        lossy = LoseFirstAnswer(api._http._transport, "/next")
         api._http._transport = lossy
         campaign = api.create_campaign(make_body(max_labels=20)).id
         point = api.next_point(campaign)
@@ -148,3 +149,47 @@ def test_the_client_s_retry_after_a_lost_answer_gets_the_same_ticket(api_url, ma
         assert api.label(campaign, point.ticket, 0.5).n_labeled == 1
         second = api.next_point(campaign)  # a new call: a new key, a new point
         assert second.ticket != point.ticket and lossy.keys[2] != lossy.keys[0]
+
+
+OFF_GRID = {"x": [[1.123], [1.456]], "y": [1.0, 2.0]}  # no pool points: repeats not refused
+
+
+def _import(client, campaign: str, body: dict, key: str | None = "import-1"):
+    headers = {} if key is None else {"Idempotency-Key": key}
+    return client.post(f"/campaigns/{campaign}/observations", json=body, headers=headers)
+
+
+def test_an_import_sent_again_with_its_key_is_stored_once(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(max_labels=4)).json()["id"]
+    first = _import(client, campaign, OFF_GRID)
+    assert first.status_code == 201 and first.json() == {"n_labeled": 2, "imported": 2}
+    again = _import(client, campaign, OFF_GRID)
+    assert again.status_code == 200 and again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert len(client.get(f"/campaigns/{campaign}/observations").json()["y"]) == 2
+    # the key with other observations: refused, nothing stored
+    other = _import(client, campaign, {"x": [[1.789]], "y": [3.0]})
+    assert other.status_code == 422 and "other observations" in other.text
+    # a new key fills the campaign; its repeat is still the first answer, not a 409
+    full = _import(client, campaign, OFF_GRID, key="import-2")
+    assert full.status_code == 201 and full.json()["n_labeled"] == 4
+    assert _import(client, campaign, OFF_GRID, key="import-2").json() == full.json()
+    assert _import(client, campaign, OFF_GRID, key="import-3").status_code == 409
+    assert len(client.get(f"/campaigns/{campaign}/observations").json()["y"]) == 4
+
+
+def test_without_a_key_an_import_sent_twice_is_stored_twice(client, make_body):
+    """What the key is for: the service cannot tell a retry from a second import."""
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    assert _import(client, campaign, OFF_GRID, key=None).status_code == 201
+    assert _import(client, campaign, OFF_GRID, key=None).json()["n_labeled"] == 4
+
+
+def test_the_client_s_import_retried_after_a_lost_answer_is_stored_once(api_url, make_body):
+    with FbgpClient(api_url, token="", backoff=0.05) as api:
+        lossy = LoseFirstAnswer(api._http._transport, "/observations")
+        api._http._transport = lossy
+        campaign = api.create_campaign(make_body(max_labels=10)).id
+        assert api.import_observations(campaign, OFF_GRID["x"], OFF_GRID["y"]) == 2
+        assert lossy.lost == 1 and len(lossy.keys) == 2 and lossy.keys[0] == lossy.keys[1]
+        assert len(api.observations(campaign).y) == 2
