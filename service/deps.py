@@ -94,13 +94,24 @@ async def page_authorized(request: Request, settings: SettingsDep, store: StoreD
     await run_in_threadpool(_check_token, request, settings, store, given)
 
 
-def _check_token(request: Request, settings: Settings, store: CampaignStore, given: str) -> None:
+SERVICE = ("", "service")  # the grant of the service's token: every campaign, every call
+INVALID = "the bearer token is not valid here"
+
+
+def identify(settings: Settings, store: CampaignStore, given: str) -> tuple[str, str] | None:
+    """Whose token ``given`` is: :data:`SERVICE`, a campaign and its scope (``simulator`` or
+    ``owner``), or None (no token of this service)."""
     if hmac.compare_digest(given.encode(), settings.api_token.encode()):
-        return
-    grant = store.token_grant(given)
+        return SERVICE
+    return store.token_grant(given)
+
+
+def _check_token(request: Request, settings: Settings, store: CampaignStore, given: str) -> None:
+    grant = identify(settings, store, given)
     if grant is None:
-        raise Unauthorized("the bearer token is not valid here",
-                           {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
+        raise Unauthorized(INVALID, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    if grant is SERVICE:
+        return
     owner, scope = grant
     campaign_id = request.path_params.get("campaign_id")
     if campaign_id != owner:

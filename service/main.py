@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from service import errors, pages, schemas
-from service.middleware import BodyDeadline, BodyLimit, CloseAfterError, Observe
+from service.middleware import BodyAfterToken, BodyDeadline, BodyLimit, CloseAfterError, Observe
 from service.routes import campaigns, health, labeling, models
 
 
@@ -26,6 +26,7 @@ app = App(
 )
 errors.install(app)
 app.add_middleware(BodyLimit)
+app.add_middleware(BodyAfterToken)
 app.add_middleware(BodyDeadline)
 app.add_middleware(Observe)
 

@@ -7,11 +7,14 @@ import asyncio
 import logging
 import time
 
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from service import deps
 from service.errors import problem
 from service.observability import Metrics
 from service.settings import get_settings
+from service.store import CampaignStore
 
 log = logging.getLogger("fbgp.api")
 metrics = Metrics()  # this API process's request counts and latencies
@@ -45,6 +48,40 @@ class BodyLimit:
             return message
 
         return await self.app(scope, limited, send)
+
+
+class BodyAfterToken:
+    """With ``FBGP_API_TOKEN`` set, a request with a body is answered 401 before its body is
+    read unless it carries a token of this service (the service's, or a campaign's: which
+    calls it opens is the routes' check, :func:`service.deps.authorized`). FastAPI reads and
+    parses a body before the dependencies that check the token, so without this anyone could
+    make the API parse 16 MiB bodies."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        settings = get_settings()
+        if scope["type"] != "http" or not settings.api_token or not _has_body(scope):
+            return await self.app(scope, receive, send)
+        scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode(
+            "latin-1").partition(" ")  # fmt: skip
+        if scheme.lower() != "bearer" or not given.strip():
+            response = problem(401, "this call needs Authorization: Bearer <token>",
+                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            return await response(scope, receive, send)
+        store = CampaignStore(deps.connection(settings.redis_url))
+        if await run_in_threadpool(deps.identify, settings, store, given.strip()) is None:
+            response = problem(401, deps.INVALID,
+                               {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def _has_body(scope) -> bool:
+    headers = dict(scope["headers"])
+    length = headers.get(b"content-length")
+    return b"transfer-encoding" in headers or (length is not None and length != b"0")
 
 
 class BodyDeadline:

@@ -6,6 +6,7 @@ security headers and run no script."""
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -237,3 +238,22 @@ def test_a_token_never_starts_like_a_command_line_option():
     tokens = [new_token() for _ in range(2000)]
     assert all(t.startswith(PREFIX) and len(t) > 40 for t in tokens)
     assert len(set(tokens)) == len(tokens)
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer not-a-token", "Basic YWxpY2U6"])
+def test_a_body_without_a_valid_token_is_refused_before_it_is_read(guarded, authorization):
+    """A request that announces a 15 MB body with no token of this service is answered 401 at
+    once, its body never read nor parsed (before, the API read and parsed it, then said 401:
+    anyone could keep it parsing)."""
+    url, _ = guarded
+    host, port = url.removeprefix("http://").split(":")
+    head = (f"POST /campaigns/abc/label HTTP/1.1\r\nHost: {host}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 15000000\r\n")  # fmt: skip
+    if authorization:
+        head += f"Authorization: {authorization}\r\n"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall((head + "\r\n").encode() + b'{"ticket": "')  # and no more of the body
+        sock.settimeout(5)
+        answer = sock.recv(65536).decode("latin-1")
+    assert answer.startswith("HTTP/1.1 401"), answer
+    assert "WWW-Authenticate: Bearer" in answer or "www-authenticate: Bearer" in answer
