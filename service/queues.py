@@ -66,7 +66,8 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
 
 
 def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str:
-    """:data:`LONG` for a campaign whose last refit took more than ``long_refit_seconds`` or,
+    """:data:`LONG` for a campaign whose last refit (``last_seconds``: the last model's, or
+    longer, one that failed since, a timeout above all) took more than ``long_refit_seconds`` or,
     before its first model, whose refit's work (:func:`refit_work`, or its scoring's) is beyond
     the ``long_refit_*`` bounds; else :data:`REFIT`. Light workers never take :data:`LONG`, so
     a campaign of long refits (one that is greedy, or just large) never holds every worker

@@ -11,7 +11,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   the refit job in charge: the token that fences off every other refit's writes; empty while a
   queued refit waits for its enqueue), ``refit_merge`` (the job that merges a fanned-out refit's
   chain groups), ``queued_at``, ``started_at``, ``heartbeat`` (refreshed while the refit
-  runs), ``model_version``, ``last_error``, ``last_refit_seconds``, ``changes`` (runs failed
+  runs), ``model_version``, ``last_error``, ``last_refit_seconds``, ``failed_refit_seconds``
+  (the longest a refit that failed since the last model ran), ``changes`` (runs failed
   or abandoned so far),
   ``changes_seen`` (``changes`` when the refit in charge started: a refit that ends with more
   runs one more, so that its ranking leaves out points failed since), ``n_abandoned``,
@@ -398,6 +399,12 @@ AFTER_FAILURE = (
     COUNT_PHASES
     + """
 local function after_failure(keys, p)
+  if redis.call('HGET', keys[1], 'refit') == 'running' then  -- how long the failed one ran
+    local ran = p.now - tonumber(redis.call('HGET', keys[1], 'started_at') or p.now)
+    if ran > tonumber(redis.call('HGET', keys[1], 'failed_refit_seconds') or '0') then
+      redis.call('HSET', keys[1], 'failed_refit_seconds', string.format('%.3f', ran))
+    end
+  end
   local k = redis.call('HINCRBY', keys[1], 'refit_failures', 1)
   if k >= tonumber(p.attempts) then
     local n = redis.call('LLEN', keys[2])
@@ -639,7 +646,8 @@ redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[3], ARGV[4])
 redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
-           'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0)
+           'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0,
+           'failed_refit_seconds', 0)
 if (ARGV[7] or '') == '' or has_failed(KEYS[1]) or is_stopped(KEYS[1]) then return 1 end
 local n = redis.call('LLEN', KEYS[5])
 if n >= tonumber(ARGV[10]) then return 1 end
@@ -1231,8 +1239,10 @@ class CampaignStore:
         """A refit job's timeout and queue (:func:`service.queues.refit_queue`)."""
         settings = get_settings()
         n = self.n_labeled(campaign_id)
-        last = self.r.hget(self.k(campaign_id, "state"), "last_refit_seconds")
-        last_seconds = float(last) if last else None
+        took = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
+                            "failed_refit_seconds")  # fmt: skip
+        known = [float(t) for t in took if t and float(t) > 0]
+        last_seconds = max(known) if known else None
         timeout = queues.refit_timeout(spec, n, settings)
         return timeout, queues.refit_queue(spec, n, last_seconds, settings)
 

@@ -13,7 +13,7 @@ from rq.job import Job
 
 from clients.client import FbgpClient
 from service.queues import LIGHT, LONG, REFIT, refit_queue
-from service.settings import Settings
+from service.settings import Settings, get_settings
 from service.store import CampaignStore
 from tests.conftest import start_worker
 from tests.service.conftest import label_design, wait_for_model
@@ -132,3 +132,24 @@ def test_a_campaign_s_plots_out_at_once_are_bounded(client, make_body, redis_url
     r = client.get(f"/campaigns/{campaign}/plots/curve.png")
     assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
     store.forget_jobs(campaign, out + ["short:one-more"])
+
+
+def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(client, make_body,
+                                                                           redis_url):  # fmt: skip
+    """A refit killed by its timeout leaves no refit time behind (only a model does); its
+    next attempt still goes where long refits go, not to the light worker's queue, until a
+    model says how long a refit takes."""
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    redis = Redis.from_url(redis_url)
+    store = CampaignStore(redis)
+    spec = store.spec(campaign)
+    assert store._refit_job(campaign, spec)[1] == REFIT
+    started = time.time() - get_settings().long_refit_seconds - 5
+    redis.hset(
+        f"fbgp:c:{campaign}:state",
+        mapping={"refit": "running", "refit_job": "job-1", "started_at": started},
+    )
+    assert store.refit_failed(campaign, "killed: its timeout", 3, token="job-1")
+    assert store._refit_job(campaign, spec)[1] == LONG
+    assert store.state(campaign)["refit"] == "idle"  # backing off: nothing enqueued yet
+    client.delete(f"/campaigns/{campaign}")
