@@ -126,17 +126,16 @@ def _value_cell(value) -> str:
     return _text_cell(value) if isinstance(value, str) else repr(value)
 
 
-# a /next's Idempotency-Key: up to 200 visible ASCII characters (a UUID is the usual choice)
-IDEMPOTENCY_KEY = Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$",
-                         description="the same key sent again gets the same ticket while it is "
-                         "out (a request whose answer was lost)")  # fmt: skip
+def _key_header(description: str):
+    """An ``Idempotency-Key`` header: up to 200 visible ASCII characters (a UUID, usually)."""
+    return Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$",
+                  description=description)  # fmt: skip
+
+
+IDEMPOTENCY_KEY = _key_header("the same key sent again gets the same ticket while it is out "
+                              "(a request whose answer was lost)")  # fmt: skip
+IMPORT_KEY = _key_header("the same import sent again with its key is stored once")
 REPLAYED = "Idempotent-Replayed"
-IMPORT_KEY = Header(
-    min_length=1,
-    max_length=200,
-    pattern=r"^[\x21-\x7e]+$",
-    description="the same import sent again with its key is stored once",
-)
 
 NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
