@@ -400,7 +400,10 @@ AFTER_FAILURE = (
     + """
 local function after_failure(keys, p)
   if redis.call('HGET', keys[1], 'refit') == 'running' then  -- how long the failed one ran
-    local ran = p.now - tonumber(redis.call('HGET', keys[1], 'started_at') or p.now)
+    -- (one that died: until its last heartbeat, not until its death was noticed)
+    local ended = p.now
+    if p.died then ended = tonumber(redis.call('HGET', keys[1], 'heartbeat') or p.now) end
+    local ran = ended - tonumber(redis.call('HGET', keys[1], 'started_at') or ended)
     if ran > tonumber(redis.call('HGET', keys[1], 'failed_refit_seconds') or '0') then
       redis.call('HSET', keys[1], 'failed_refit_seconds', string.format('%.3f', ran))
     end

@@ -153,3 +153,26 @@ def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(clien
     assert store._refit_job(campaign, spec)[1] == LONG
     assert store.state(campaign)["refit"] == "idle"  # backing off: nothing enqueued yet
     client.delete(f"/campaigns/{campaign}")
+
+
+@pytest.mark.parametrize(("ran", "queue"), [(1.0, REFIT), (None, LONG)])
+def test_a_refit_that_died_counts_until_its_last_heartbeat(client, make_body, redis_url, ran,
+                                                           queue):  # fmt: skip
+    """A refit whose worker was killed is noticed dead a lease (15 s) or more after its last
+    heartbeat: what it ran is until that heartbeat, so a refit killed a second in stays on the
+    ordinary queue (where a light worker takes it, should the killed worker be the only other),
+    and one that beat for longer than ``long_refit_seconds`` goes to the long queue."""
+    long = get_settings().long_refit_seconds
+    ran = long + 5 if ran is None else ran
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    redis = Redis.from_url(redis_url)
+    store = CampaignStore(redis)
+    now = time.time()
+    started = now - ran - 60  # its death noticed a minute after its last heartbeat
+    redis.hset(f"fbgp:c:{campaign}:state",
+               mapping={"refit": "running", "refit_job": "gone-job", "started_at": started,
+                        "heartbeat": started + ran, "queued_at": started})  # fmt: skip
+    # taken for dead: its job is unknown to RQ and its heartbeat a minute old
+    assert store.revive_refit(campaign, now, lease=15)
+    assert store._refit_job(campaign, store.spec(campaign))[1] == queue
+    client.delete(f"/campaigns/{campaign}")
