@@ -71,10 +71,13 @@ class BodyAfterToken:
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
             return await response(scope, receive, send)
         store = CampaignStore(deps.connection(settings.redis_url))
-        if await run_in_threadpool(deps.identify, settings, store, given.strip()) is None:
+        grant = await run_in_threadpool(deps.identify, settings, store, given.strip())
+        if grant is None:
             response = problem(401, deps.INVALID,
                                {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
             return await response(scope, receive, send)
+        # the routes' check (service.deps.authorized) takes this look-up, not a second one
+        scope.setdefault("state", {})["token_grant"] = (given.strip(), grant)
         return await self.app(scope, receive, send)
 
 

@@ -258,8 +258,8 @@ def _kept_plot(store: CampaignStore, campaign_id: str, kind: str,
     if output is not None and (names is None or output not in names):
         have = "one output" if names is None else "outputs " + ", ".join(names)
         raise NotFound(f"no output {output!r}: the campaign has {have}")
-    stamp = store.plot_stamp(campaign_id)
-    if kind not in ("curve", "accuracy") and stamp.startswith("None-"):
+    version, stamp = store.plot_stamp(campaign_id)
+    if kind not in ("curve", "accuracy") and version is None:
         raise NotFound(f"no model yet for campaign {campaign_id!r}")
     name = f"{kind}:{output or ''}"
     return name, stamp, store.cached_plot(campaign_id, name, stamp)

@@ -617,17 +617,12 @@ end
 return #old
 """
 
-# Appends ARGV[1] to the list KEYS[2] if the campaign (KEYS[1]: spec) still exists; 1 if so.
-APPEND_SCRIPT = """
+# Writes to KEYS[2] if the campaign (KEYS[1]: spec) still exists, so that a write that races its
+# delete leaves no key behind: the command ARGV[1] (RPUSH, HSET) with the arguments after it.
+# Returns 1 if written.
+WRITE_IF_CAMPAIGN_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
-return 1
-"""
-
-# Sets field ARGV[1] of the hash KEYS[2] to ARGV[2] if the campaign (KEYS[1]: spec) still exists.
-SET_IF_CAMPAIGN_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call(ARGV[1], KEYS[2], unpack(ARGV, 2))
 return 1
 """
 
@@ -752,8 +747,7 @@ class CampaignStore:
         self._expire = redis.register_script(EXPIRE_SCRIPT)
         self._replay = redis.register_script(REPLAY_SCRIPT)
         self._claim = redis.register_script(CLAIM_SCRIPT)
-        self._append = redis.register_script(APPEND_SCRIPT)
-        self._set_if_campaign = redis.register_script(SET_IF_CAMPAIGN_SCRIPT)
+        self._write_if_campaign = redis.register_script(WRITE_IF_CAMPAIGN_SCRIPT)
         self._resume = redis.register_script(RESUME_SCRIPT)
 
     @staticmethod
@@ -1457,7 +1451,7 @@ class CampaignStore:
         else:
             event.update({k: metrics[k] for k in kept if k in metrics})
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
-        self._append(keys=keys, args=[json.dumps(event)])  # not once the campaign is deleted
+        self._write_if_campaign(keys=keys, args=["RPUSH", json.dumps(event)])
 
     # -- the pages' pictures ------------------------------------------------------------------
     @staticmethod
@@ -1466,14 +1460,15 @@ class CampaignStore:
         history's events (a model's accuracy, an evaluation, a failed run)."""
         return f"{model_version}-{n_labeled}-{n_history}"
 
-    def plot_stamp(self, campaign_id: str) -> str:
-        """The campaign's :meth:`stamp` now."""
+    def plot_stamp(self, campaign_id: str) -> tuple[int | None, str]:
+        """The campaign's model version and :meth:`stamp` now."""
         pipe = self.r.pipeline(transaction=True)
         pipe.hget(self.k(campaign_id, "state"), "model_version")
         pipe.llen(self.k(campaign_id, "labels"))
         pipe.llen(self.k(campaign_id, "history"))
         version, n, events = pipe.execute()
-        return self.stamp(int(version) if version else None, int(n), int(events))
+        version = int(version) if version else None
+        return version, self.stamp(version, int(n), int(events))
 
     def cached_plot(self, campaign_id: str, name: str, stamp: str) -> bytes | None:
         """The picture ``name`` drawn at ``stamp``, if it is kept."""
@@ -1487,7 +1482,7 @@ class CampaignStore:
         """Keep the picture ``name`` drawn at ``stamp`` (in place of an older one), unless the
         campaign was deleted meanwhile."""
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "plots")]
-        self._set_if_campaign(keys=keys, args=[name, stamp.encode() + b"\n" + png])
+        self._write_if_campaign(keys=keys, args=["HSET", name, stamp.encode() + b"\n" + png])
 
     def history(self, campaign_id: str) -> list[dict]:
         self.spec(campaign_id)
