@@ -90,6 +90,7 @@ class CampaignStatus:
     stalled: bool = False  # runs failed and no point is left to offer
     # done by its stopping rule: {rule, value, target, version, at}; None otherwise
     stopped_by: dict | None = None
+    team: str | None = None  # the team whose token created it
     inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # as declared
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -101,7 +102,7 @@ class CampaignStatus:
                    refit=data.get("refit"), n_failed=data.get("n_failed", 0),
                    n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
                    stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
-                   inputs=data.get("inputs", []), raw=data)  # fmt: skip
+                   inputs=data.get("inputs", []), team=data.get("team"), raw=data)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -400,6 +401,25 @@ class FbgpClient:
         """Delete a campaign; with ``missing_ok`` a 404 (gone already) is no error."""
         ok = (204, 404) if missing_ok else (204,)
         self._call("DELETE", f"/campaigns/{campaign_id}", ok=ok)
+
+    # -- teams (the service token's calls) -------------------------------------------------------
+    def create_team(self, name: str) -> str:
+        """A new team of the stack; its token (shown once), which creates campaigns, lists the
+        team's own and opens those, and nothing else. ``ApiError`` 409 if the name is taken."""
+        return self._call("POST", "/teams", json={"name": name}, idempotent=False,
+                          ok=(201,)).json()["token"]  # fmt: skip
+
+    def teams(self) -> list[dict]:
+        """Every team: ``name``, ``created_at``, ``n_campaigns``."""
+        return self._call("GET", "/teams").json()
+
+    def rotate_team_token(self, name: str) -> str:
+        """A new token for team ``name``; its old one stops working at once."""
+        return self._call("POST", f"/teams/{name}/token", idempotent=False).json()["token"]
+
+    def delete_team(self, name: str) -> None:
+        """Team ``name`` and its token (its campaigns stay)."""
+        self._call("DELETE", f"/teams/{name}", ok=(204,))
 
     # -- the labeling loop -----------------------------------------------------------------------
     def try_next(self, campaign_id: str, wait: float = 0.0) -> NextPoint | Pending | None:

@@ -60,13 +60,24 @@ async def simulator_scope() -> None:
 SimulatorScope = Depends(simulator_scope)
 
 
+async def team_scope() -> None:
+    """A route without a campaign that a team's token opens (``dependencies=[TeamScope]``):
+    creating and listing campaigns; the routes of a campaign it created are open to it too."""
+
+
+TeamScope = Depends(team_scope)
+
+
 async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
                      credentials: Bearer) -> None:  # fmt: skip
     """With ``FBGP_API_TOKEN`` set, every call carries ``Authorization: Bearer <token>``: the
-    service's token opens everything; a campaign's owner token opens that campaign only (403
-    elsewhere); its simulator token opens only the routes marked :data:`SimulatorScope` of
-    that campaign. The service's token is compared in constant time; campaign tokens are
-    looked up by their SHA-256. Without ``FBGP_API_TOKEN`` the service is open."""
+    service's token opens everything; a team's token opens the routes marked
+    :data:`TeamScope` and every route of the campaigns it created (403 elsewhere); a
+    campaign's owner token opens that campaign only (403 elsewhere); its simulator token
+    opens only the routes marked :data:`SimulatorScope` of that campaign. The grant is left
+    in ``request.state.grant`` (:func:`team_of`). The service's token is compared in constant
+    time; the others are looked up by their SHA-256. Without ``FBGP_API_TOKEN`` the service
+    is open."""
     if not settings.api_token:
         return
     if not credentials:
@@ -77,9 +88,12 @@ async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
     given = credentials.credentials
     known = getattr(request.state, "token_grant", None)  # the body's guard looked it up
     if known is not None and known[0] == given:
-        _check_grant(request, known[1])
+        if _is_team(known[1]) and request.path_params.get("campaign_id") is not None:
+            await run_in_threadpool(_check_grant, request, store, known[1])  # a look-up
+        else:
+            _check_grant(request, store, known[1])
         return
-    # a campaign token is looked up in Redis: in the thread pool
+    # a campaign or team token is looked up in Redis: in the thread pool
     await run_in_threadpool(_check_token, request, settings, store, given)
 
 
@@ -101,39 +115,63 @@ async def page_authorized(request: Request, settings: SettingsDep, store: StoreD
 
 SERVICE = ("", "service")  # the grant of the service's token: every campaign, every call
 INVALID = "the bearer token is not valid here"
+TEAM_CALLS = "POST and GET /campaigns, the index page, and the campaigns it created"
 
 
 def identify(settings: Settings, store: CampaignStore, given: str) -> tuple[str, str] | None:
     """Whose token ``given`` is: :data:`SERVICE`, a campaign and its scope (``simulator`` or
-    ``owner``), or None (no token of this service)."""
+    ``owner``), a team's name and ``team``, or None (no token of this service)."""
     if hmac.compare_digest(given.encode(), settings.api_token.encode()):
         return SERVICE
     return store.token_grant(given)
 
 
+def team_of(request: Request) -> str | None:
+    """The team whose token opened this call (:func:`authorized`), or None: the service's
+    token (or an open service)."""
+    grant = getattr(request.state, "grant", None)
+    return grant[0] if _is_team(grant) else None
+
+
+def _is_team(grant: tuple[str, str] | None) -> bool:
+    return grant is not None and grant[1] == "team"
+
+
 def _check_token(request: Request, settings: Settings, store: CampaignStore, given: str) -> None:
-    _check_grant(request, identify(settings, store, given))
+    _check_grant(request, store, identify(settings, store, given))
 
 
-def _check_grant(request: Request, grant: tuple[str, str] | None) -> None:
-    """401 for no grant, 403 for a campaign token outside its campaign or its scope."""
+def _check_grant(request: Request, store: CampaignStore, grant: tuple[str, str] | None) -> None:
+    """401 for no grant; 403 for a campaign token outside its campaign or its scope, and for a
+    team token outside its campaigns and :data:`TeamScope` (a look-up in Redis when the call
+    is a campaign's); else the grant is kept for the route (:func:`team_of`)."""
     if grant is None:
         raise Unauthorized(INVALID, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    request.state.grant = grant
     if grant is SERVICE:
         return
     owner, scope = grant
     campaign_id = request.path_params.get("campaign_id")
+    if scope == "team":
+        if campaign_id is None and not _marked(request, team_scope):
+            raise Forbidden(f"this call needs the service token; team {owner!r}'s token "
+                            f"opens only {TEAM_CALLS}")  # fmt: skip
+        if campaign_id is not None and not store.team_has(owner, campaign_id):
+            raise Forbidden(f"the token is team {owner!r}'s: campaign {campaign_id!r} is not "
+                            "one it created")  # fmt: skip
+        return
     if campaign_id != owner:
         where = f"campaign {campaign_id!r}" if campaign_id else "this call"
         raise Forbidden(f"the token is campaign {owner!r}'s: it does not open {where}")
-    if scope != "owner" and not _simulator_route(request):
+    if scope != "owner" and not _marked(request, simulator_scope):
         raise Forbidden(f"this call needs campaign {owner!r}'s owner token (or the service "
                         f"token); its simulator token opens only {SIMULATOR_CALLS}")  # fmt: skip
 
 
-def _simulator_route(request: Request) -> bool:
+def _marked(request: Request, scope) -> bool:
+    """Whether the call's route carries the dependency ``scope`` (a route's mark)."""
     route = request.scope.get("route")
-    return any(d.dependency is simulator_scope for d in getattr(route, "dependencies", ()))
+    return any(d.dependency is scope for d in getattr(route, "dependencies", ()))
 
 
 Authorized = Depends(authorized)

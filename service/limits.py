@@ -78,6 +78,12 @@ def check_campaign(body: dict, settings: Settings) -> None:
         raise _beyond(what, body["max_pending"], settings.limit_pending, "limit_pending")
 
 
+def team_full(team: str, limit: int) -> Unprocessable:
+    """The 422 of a team that holds ``limit`` campaigns already."""
+    return _beyond(f"the campaigns of team {team!r} with this one", limit + 1, limit,
+                   "limit_team_campaigns")  # fmt: skip
+
+
 def check_import(stored: int, more: int, settings: Settings) -> None:
     """422 if ``more`` labels on top of ``stored`` would exceed the label limit."""
     if stored + more > settings.limit_labels:

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from service import errors, pages, schemas
 from service.middleware import BodyAfterToken, BodyDeadline, BodyLimit, CloseAfterError, Observe
-from service.routes import campaigns, health, labeling, models
+from service.routes import campaigns, health, labeling, models, teams
 
 
 class App(FastAPI):
@@ -30,9 +30,10 @@ app.add_middleware(BodyAfterToken)
 app.add_middleware(BodyDeadline)
 app.add_middleware(Observe)
 
-# every /campaigns call may be malformed, unauthorized, slow, too large, invalid, or meet no Redis
+# every /campaigns and /teams call may be malformed, unauthorized, slow, too large, invalid,
+# or meet no Redis
 CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 408, 413, 422, 503)
 app.include_router(health.router)
-for resource in (campaigns, labeling, models):
+for resource in (campaigns, labeling, models, teams):
     app.include_router(resource.router, responses=CAMPAIGN_ERRORS)
 app.include_router(pages.router, responses=schemas.problem_responses(401, 403, 404, 500, 503))

@@ -52,8 +52,8 @@ class BodyLimit:
 
 class BodyAfterToken:
     """With ``FBGP_API_TOKEN`` set, a request with a body is answered 401 before its body is
-    read unless it carries a token of this service (the service's, or a campaign's: which
-    calls it opens is the routes' check, :func:`service.deps.authorized`). FastAPI reads and
+    read unless it carries a token of this service (the service's, a team's or a campaign's:
+    which calls it opens is the routes' check, :func:`service.deps.authorized`). FastAPI reads and
     parses a body before the dependencies that check the token, so without this anyone could
     make the API parse 16 MiB bodies."""
 

@@ -16,7 +16,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from service import pool as pools
-from service.deps import PAGE_COOKIE, PageAuthorized, RedisDep, SettingsDep, StoreDep
+from service.deps import (
+    PAGE_COOKIE,
+    PageAuthorized,
+    RedisDep,
+    SettingsDep,
+    StoreDep,
+    TeamScope,
+    team_of,
+)
 from service.errors import NotFound
 from service.routes.models import run_job
 from service.store import CampaignStore
@@ -56,10 +64,12 @@ def _page(title: str, body: str, refresh: bool) -> HTMLResponse:
     )
 
 
-def list_page(store: CampaignStore, cursor: str | None = None) -> HTMLResponse:
-    """A page of :data:`INDEX_PAGE` campaigns after ``cursor``, with a link to the next."""
+def list_page(store: CampaignStore, cursor: str | None = None,
+              team: str | None = None) -> HTMLResponse:  # fmt: skip
+    """A page of :data:`INDEX_PAGE` campaigns after ``cursor`` (``team``'s only, with a team),
+    with a link to the next."""
     rows = []
-    ids, following = store.ids_page(cursor, INDEX_PAGE)
+    ids, following = store.ids_page(cursor, INDEX_PAGE, team)
     for s in store.statuses(ids):
         link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
@@ -206,11 +216,12 @@ def _keep_token(request: Request) -> RedirectResponse:
 router = APIRouter(tags=["pages"], dependencies=[PageAuthorized])
 
 
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/", response_class=HTMLResponse, include_in_schema=False,
+            dependencies=[TeamScope])  # fmt: skip
 def index(request: Request, store: StoreDep, cursor: str | None = None):
     if "token" in request.query_params:
         return _keep_token(request)
-    return list_page(store, cursor)
+    return list_page(store, cursor, team_of(request))
 
 
 @router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)

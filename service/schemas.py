@@ -436,6 +436,7 @@ class CampaignStatus(BaseModel):
 
     id: str
     name: str
+    team: str | None = None  # the team whose token created it (None: the service token's)
     state: Literal["design", "active", "done", "failed"]  # failed: see last_error, retry
     n_labeled: int
     n_pending: int  # tickets out under a live lease
@@ -462,12 +463,39 @@ class Campaign(CampaignFields):
 
     id: str
     created_at: float
+    team: str | None = None  # the team whose token created it (None: the service token's)
     design_index: list[int]  # the initial design's pool indices
     # pool indices that stand in, in order, for design points whose runs failed for good
     design_reserve: list[int] = []
     status: CampaignStatus
     token: str  # its simulators': /next, /label, /fail, /abandon, /renew and its status
     owner_token: str  # its owner's: everything of this campaign
+
+
+TEAM_NAME = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+
+class TeamCreate(Strict):
+    """``POST /teams``: a team of the stack, by name."""
+
+    name: str = Field(pattern=TEAM_NAME, description="lower-case letters, digits, '_', '.' "
+                      "and '-', starting with a letter or digit; at most 64")  # fmt: skip
+
+
+class Team(BaseModel):
+    """A team: its name, when it was made, and how many campaigns its token created."""
+
+    name: str
+    created_at: float
+    n_campaigns: int
+
+
+class TeamToken(BaseModel):
+    """A team's token, shown once: it creates and lists campaigns, and opens those it created
+    (as their owner token does); nothing else."""
+
+    name: str
+    token: str
 
 
 class NextPoint(BaseModel):

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     limit_model_calls: int = 1
     # points of a grid pool (points_per_dim^inputs); at most 2^62, the range of its indices
     limit_grid_points: int = 2**62
+    # campaigns one team's token may hold at once (a careless team's loop stops here)
+    limit_team_campaigns: int = 1_000
     # a model call no worker took in time (503): the client asks again after this (Retry-After)
     busy_retry_after_seconds: int = 5
     # Redis unreachable (503): the client asks again after this (Retry-After)

@@ -63,8 +63,12 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 
 ``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
 token's SHA-256 to the campaign (a simulator token) or to the campaign, a space and ``owner``
-(an owner token); ``fbgp:metrics:campaigns`` (hash) counts the campaigns in each phase
-(``design``, ``active``, ``done``, ``failed``). A label is acknowledged only after the Lua
+(an owner token), and each team token's to ``team:<name>``; ``fbgp:teams`` (hash) maps each
+team's name to the JSON ``{created_at, digest}`` of its one token (a rotation replaces it), and
+``fbgp:team:{name}:campaigns`` (set) holds the ids of the campaigns its token created (kept
+when the team is deleted, so that a team of that name made again opens them again);
+``fbgp:metrics:campaigns`` (hash) counts the campaigns in each phase (``design``, ``active``,
+``done``, ``failed``). A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
 
 The rules these scripts apply atomically are :mod:`service.loop`'s (``label_outcome``,
@@ -116,6 +120,8 @@ DIED = ("its job ended without a result (its work horse was killed, or ran out o
         "memory, or its worker died)")  # fmt: skip
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
+TEAMS = PREFIX + "teams"
+TEAM_GRANT = "team:"  # the start of a team token's entry in TOKENS, before the team's name
 PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> campaigns so
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
@@ -337,10 +343,11 @@ return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 """
 )
 
-# Deletes campaign ARGV[1], all or nothing: its keys (KEYS[7..]), its id from the index, its
-# tokens, and its count in its phase. KEYS: spec, labels, token, the index, the tokens, PHASES,
-# state, jobs, then every part; ARGV: id, design size, max_labels. Returns {0} if it was gone
-# already, else {1, its jobs...} (for the caller to stop).
+# Deletes campaign ARGV[1], all or nothing: its keys (KEYS[10..]), its id from the index and
+# from its team's set, its tokens, and its count in its phase. KEYS: spec, labels, token, the
+# index, the tokens, PHASES, state, jobs, its team's set, then every part; ARGV: id, design
+# size, max_labels, '1' if it has a team. Returns {0} if it was gone already, else {1,
+# its jobs...} (for the caller to stop).
 DELETE_SCRIPT = (
     COUNT_PHASES
     + """
@@ -350,8 +357,9 @@ local digest = redis.call('GET', KEYS[3])
 add_phase(KEYS[6], phase(n, ARGV[2], ARGV[3], has_failed(KEYS[7]), is_stopped(KEYS[7])), -1)
 local out = {1}
 for _, job in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do out[#out + 1] = job end
-for i = 7, #KEYS do redis.call('UNLINK', KEYS[i]) end
+for i = 10, #KEYS do redis.call('UNLINK', KEYS[i]) end
 redis.call('SREM', KEYS[4], ARGV[1])
+if ARGV[4] == '1' then redis.call('SREM', KEYS[9], ARGV[1]) end
 if digest then
   for d in string.gmatch(digest, '%S+') do redis.call('HDEL', KEYS[5], d) end
 end
@@ -671,6 +679,44 @@ return after_failure(KEYS, cjson.decode(ARGV[4]))
 )
 
 
+# Gives team ARGV[1] the token whose SHA-256 is ARGV[2]: with ARGV[4] 'create', a new team (0
+# if the name is taken); with 'rotate', in place of its token (0 if there is no such team), the
+# old one gone from the tokens at once. KEYS: TEAMS, TOKENS; ARGV[3]: its record's JSON for a
+# new team. Returns 1 done, 0 not.
+TEAM_TOKEN_SCRIPT = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local record
+if ARGV[4] == 'create' then
+  if raw then return 0 end
+  record = cjson.decode(ARGV[3])
+else
+  if not raw then return 0 end
+  record = cjson.decode(raw)
+  redis.call('HDEL', KEYS[2], record['digest'])
+end
+record['digest'] = ARGV[2]
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(record))
+redis.call('HSET', KEYS[2], ARGV[2], 'team:' .. ARGV[1])
+return 1
+"""
+
+# Adds campaign ARGV[1] to a team's set KEYS[1] unless it holds ARGV[2] already: 1 added, 0 not.
+ADMIT_TEAM_SCRIPT = """
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+"""
+
+# Deletes team ARGV[1] and its token (its campaigns stay). KEYS: TEAMS, TOKENS. 1 if it was.
+DELETE_TEAM_SCRIPT = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+redis.call('HDEL', KEYS[2], cjson.decode(raw)['digest'])
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+"""
+
+
 # The owner's resume of a campaign its stopping rule stopped: the stop cleared, counted in its
 # phase again, the event ARGV[1] in its history; with ARGV[5] (a new spec: its rule replaced)
 # the spec set to it if it is still ARGV[4]. KEYS: state, labels, PHASES, history, spec; ARGV:
@@ -693,6 +739,10 @@ redis.call('RPUSH', KEYS[4], ARGV[1])
 return 1
 """
 )
+
+
+class TeamFull(Exception):
+    """A team holds as many campaigns as it may."""
 
 
 def design_reserve(pool, design: list[int], seed: int) -> list[int]:
@@ -749,20 +799,34 @@ class CampaignStore:
         self._claim = redis.register_script(CLAIM_SCRIPT)
         self._write_if_campaign = redis.register_script(WRITE_IF_CAMPAIGN_SCRIPT)
         self._resume = redis.register_script(RESUME_SCRIPT)
+        self._team_token = redis.register_script(TEAM_TOKEN_SCRIPT)
+        self._delete_team = redis.register_script(DELETE_TEAM_SCRIPT)
+        self._admit_team = redis.register_script(ADMIT_TEAM_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
         return f"{PREFIX}c:{campaign_id}:{part}"
 
+    @staticmethod
+    def team_key(team: str) -> str:
+        """The set of the campaigns team ``team``'s token created."""
+        return f"{PREFIX}team:{team}:campaigns"
+
     # -- campaigns ---------------------------------------------------------------------------
-    def create(self, body: dict) -> dict:
+    def create(self, body: dict, team: str | None = None, team_limit: int = 0) -> dict:
+        """The campaign of ``body`` (``team``'s, when its token created it), stored;
+        :class:`TeamFull` if ``team`` holds ``team_limit`` campaigns already."""
         campaign_id = uuid.uuid4().hex[:16]
-        spec = dict(body, id=campaign_id, created_at=time.time())
+        spec = dict(body, id=campaign_id, created_at=time.time(), team=team)
         pool = pools.pool_of(spec)
         design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
                                 warp=pools.space_of(spec).stratify)  # fmt: skip
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
+        if team is not None and not self._admit_team(
+            keys=[self.team_key(team)], args=[campaign_id, team_limit]
+        ):
+            raise TeamFull(team)
         pipe = self.r.pipeline()
         pipe.set(self.k(campaign_id, "spec"),
                  json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"]))))  # fmt: skip
@@ -772,7 +836,13 @@ class CampaignStore:
         pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
         pipe.sadd(CAMPAIGNS, campaign_id)
         self._count_created(keys=[PHASES], args=[str(loop.phase(Rules.of(spec), 0))], client=pipe)
-        pipe.execute()
+        try:
+            pipe.execute()
+        except RedisError:
+            if team is not None:  # not created: not the team's either
+                with contextlib.suppress(RedisError):
+                    self.r.srem(self.team_key(team), campaign_id)
+            raise
         return spec
 
     def issue_tokens(self, campaign_id: str) -> tuple[str, str]:
@@ -787,22 +857,64 @@ class CampaignStore:
         return simulator, owner
 
     def token_grant(self, token: str) -> tuple[str, str] | None:
-        """The campaign whose token this is and its scope (``simulator`` or ``owner``), if
-        any."""
+        """Whose token this is, if any: a campaign and the token's scope (``simulator`` or
+        ``owner``), or a team's name and ``team``."""
         grant = self.r.hget(TOKENS, token_digest(token))
         if grant is None:
             return None
-        campaign_id, _, scope = grant.decode().partition(" ")
+        grant = grant.decode()
+        if grant.startswith(TEAM_GRANT):
+            return grant.removeprefix(TEAM_GRANT), "team"
+        campaign_id, _, scope = grant.partition(" ")
         return campaign_id, scope or "simulator"
 
-    def ids(self) -> list[str]:
-        return sorted(i.decode() for i in self.r.smembers(CAMPAIGNS))
+    # -- teams -------------------------------------------------------------------------------
+    def create_team(self, name: str, now: float) -> str | None:
+        """A new team's token (returned once, its digest kept), or None if the name is taken."""
+        token = new_token()
+        record = json.dumps({"created_at": now})
+        done = self._team_token(keys=[TEAMS, TOKENS],
+                                args=[name, token_digest(token), record, "create"])  # fmt: skip
+        return token if done else None
 
-    def ids_page(self, cursor: str | None, limit: int | None) -> tuple[list[str], str | None]:
-        """The campaign ids after ``cursor`` (an id; None: from the first), in order, at most
-        ``limit`` of them (None: all), and the cursor of the next page (None: this is the last).
-        Only the page's campaigns are read further by the callers."""
-        ids = self.ids()
+    def rotate_team_token(self, name: str) -> str | None:
+        """A new token for team ``name`` in place of its old one, or None if there is no such
+        team."""
+        token = new_token()
+        done = self._team_token(keys=[TEAMS, TOKENS],
+                                args=[name, token_digest(token), "", "rotate"])  # fmt: skip
+        return token if done else None
+
+    def delete_team(self, name: str) -> bool:
+        """Team ``name`` and its token gone (its campaigns stay); False if there was none."""
+        return bool(self._delete_team(keys=[TEAMS, TOKENS], args=[name]))
+
+    def teams(self) -> list[dict]:
+        """Every team: its name, when it was made and how many campaigns it has."""
+        records = sorted(self.r.hgetall(TEAMS).items())
+        pipe = self.r.pipeline()
+        for name, _ in records:
+            pipe.scard(self.team_key(name.decode()))
+        counts = pipe.execute()
+        return [{"name": name.decode(), "created_at": json.loads(raw)["created_at"],
+                 "n_campaigns": int(count)}
+                for (name, raw), count in zip(records, counts, strict=True)]  # fmt: skip
+
+    def team_has(self, team: str, campaign_id: str) -> bool:
+        return bool(self.r.sismember(self.team_key(team), campaign_id))
+
+    def ids(self, team: str | None = None) -> list[str]:
+        """Every campaign's id, in order; with ``team``, that team's only."""
+        members = self.r.smembers(CAMPAIGNS if team is None else self.team_key(team))
+        return sorted(i.decode() for i in members)
+
+    def ids_page(self, cursor: str | None, limit: int | None,
+                 team: str | None = None) -> tuple[list[str], str | None]:  # fmt: skip
+        """The campaign ids (with ``team``, that team's only) after ``cursor`` (an id; None:
+        from the first), in order, at most ``limit`` of them (None: all), and the cursor of the
+        next page (None: this is the last). Only the page's campaigns are read further by the
+        callers."""
+        ids = self.ids(team)
         if cursor is not None:
             ids = ids[bisect.bisect_right(ids, cursor) :]
         if limit is None or len(ids) <= limit:
@@ -886,9 +998,15 @@ class CampaignStore:
         then its jobs are stopped (running) or canceled (queued)."""
         spec = self.spec(campaign_id)
         part = functools.partial(self.k, campaign_id)
+        team = spec.get("team")
         keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES,
-                part("state"), part("jobs")]  # fmt: skip
-        args = [campaign_id, spec["initial_design"]["size"], spec["max_labels"]]
+                part("state"), part("jobs"), self.team_key(team or "")]  # fmt: skip
+        args = [
+            campaign_id,
+            spec["initial_design"]["size"],
+            spec["max_labels"],
+            "1" if team is not None else "",
+        ]
         found, *jobs = self._delete(keys=keys + [part(p) for p in PARTS], args=args)
         if not found:
             raise NotFound(f"no campaign {campaign_id!r}")
@@ -913,7 +1031,7 @@ class CampaignStore:
         # only runs that failed can stall a campaign: the whole snapshot is read only then
         stalled = n_failed > 0 and loop.stalled(rules, self.snapshot(campaign_id, now, False))
         return {
-            "id": campaign_id, "name": spec["name"],
+            "id": campaign_id, "name": spec["name"], "team": spec.get("team"),
             "state": str(loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))),
             "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
             "model_version": refit.model_version, "last_error": refit.last_error,

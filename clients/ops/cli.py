@@ -171,6 +171,42 @@ def _export(argv: list[str]) -> None:
           f"({document['n_labeled']} labels) -> {out}", file=sys.stderr)  # fmt: skip
 
 
+def _team(argv: list[str]) -> None:
+    """``fbgp-al team``: make, list, re-key and delete the teams of a shared stack (the service
+    token's calls)."""
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al team",
+        description="teams of a shared stack: a team's token creates campaigns, lists its own "
+        "and opens those, and nothing of another team's",
+    )
+    parser.add_argument("action", choices=("create", "list", "rotate", "delete"),
+                        help="create NAME (prints its token), list, rotate NAME (a new token; "
+                        "the old one stops working), delete NAME (its campaigns stay)")  # fmt: skip
+    parser.add_argument("name", nargs="?", help="the team's name")
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
+    parser.add_argument("--token", help="the service token (default: FBGP_API_TOKEN)")
+    args = parser.parse_args(argv)
+    if args.action != "list" and not args.name:
+        parser.error(f"{args.action} needs the team's NAME")
+    from clients.client import ApiError, FbgpClient
+
+    try:
+        with FbgpClient(args.url, args.token) as api:
+            if args.action == "list":
+                for team in api.teams():
+                    print(f"{team['name']}\t{team['n_campaigns']} campaigns")
+            elif args.action == "delete":
+                api.delete_team(args.name)
+                print(f"fbgp-al team: deleted {args.name} (its campaigns stay)", file=sys.stderr)
+            else:
+                make = api.create_team if args.action == "create" else api.rotate_team_token
+                print(make(args.name))  # the token alone on stdout, for a script to keep
+                print(f"fbgp-al team: the token of team {args.name} is shown once: give it to "
+                      "the team (FBGP_API_TOKEN on its side)", file=sys.stderr)  # fmt: skip
+    except ApiError as error:
+        raise SystemExit(f"fbgp-al team: {error}") from None
+
+
 def _up(argv: list[str]) -> None:
     from clients.ops.stack import main
 
@@ -187,6 +223,7 @@ COMMANDS = {
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),
     "simulate": (_simulate, "a built-in simulator labeling a campaign as a remote simulator would"),
     "run": (_run, "any executable as a simulator: fbgp-al run --url U --campaign ID -- cmd {x1}"),
+    "team": (_team, "teams of a shared stack: create, list, rotate or delete a team's token"),
     "export": (_export, "a campaign's model as a file the SDK's Metamodel predicts from"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),

@@ -8,22 +8,27 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from service import limits, schemas
-from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
+from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep, TeamScope, team_of
 from service.errors import Conflict, Unprocessable
+from service.store import TeamFull
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
 
 
-@router.post("", status_code=201, response_model=schemas.Campaign)
-def create(
-    body: schemas.CampaignCreate, store: StoreDep, response: Response, settings: SettingsDep
-):
+@router.post("", status_code=201, response_model=schemas.Campaign, dependencies=[TeamScope])
+def create(body: schemas.CampaignCreate, store: StoreDep, request: Request, response: Response,
+           settings: SettingsDep):  # fmt: skip
     """The campaign, with its two tokens: ``token`` for its simulators (points, labels, failed
-    runs, status) and ``owner_token`` for everything else of it."""
+    runs, status) and ``owner_token`` for everything else of it. Created with a team's token,
+    it is the team's (``team``): that token opens it, and lists it."""
     fields = body.model_dump()
     limits.check_campaign(fields, settings)  # 422 beyond a limit on one campaign's work
-    spec = store.create(fields)
+    team = team_of(request)
+    try:
+        spec = store.create(fields, team, settings.limit_team_campaigns)
+    except TeamFull:
+        raise limits.team_full(team, settings.limit_team_campaigns) from None
     token, owner_token = store.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
     return dict(spec, status=store.status(spec["id"]), token=token, owner_token=owner_token)
@@ -36,14 +41,16 @@ LIST_RESPONSES = {200: {"headers": {
 }}}  # fmt: skip
 
 
-@router.get("", response_model=list[schemas.CampaignStatus], responses=LIST_RESPONSES)
+@router.get("", response_model=list[schemas.CampaignStatus], responses=LIST_RESPONSES,
+            dependencies=[TeamScope])  # fmt: skip
 def list_campaigns(store: StoreDep, request: Request, response: Response,
                    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
                    cursor: Annotated[str | None, Query(max_length=200)] = None):  # fmt: skip
     """The campaigns' status, by id. Without ``limit``, all of them; with it, a page of at most
     ``limit``, and, when more follow, the next page's ``cursor`` in ``X-Next-Cursor`` and a
-    ``Link: <...>; rel="next"`` header (pass it as ``?cursor=``)."""
-    ids, following = store.ids_page(cursor, limit)
+    ``Link: <...>; rel="next"`` header (pass it as ``?cursor=``). A team's token lists the
+    team's campaigns only."""
+    ids, following = store.ids_page(cursor, limit, team_of(request))
     if following is not None:
         response.headers["X-Next-Cursor"] = following
         url = request.url.include_query_params(cursor=following, limit=limit)

@@ -1,0 +1,64 @@
+"""Teams of a shared stack: the service token's holder makes a team and hands it its token,
+which creates campaigns, lists the team's own and opens those (as their owner token does),
+and nothing of another team's."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Response
+
+from service import schemas
+from service.deps import Authorized, SettingsDep, StoreDep
+from service.errors import Conflict, NotFound
+
+router = APIRouter(prefix="/teams", tags=["teams"], dependencies=[Authorized])
+OPEN = ("the service is open (FBGP_API_TOKEN is not set): every call is allowed without a "
+        "token, so a team's token would keep nothing apart; set FBGP_API_TOKEN first")  # fmt: skip
+
+
+def _guarded(settings) -> None:
+    if not settings.api_token:
+        raise Conflict(OPEN)
+
+
+@router.post("", status_code=201, response_model=schemas.TeamToken,
+             responses=schemas.problem_responses(409))  # fmt: skip
+def create(body: schemas.TeamCreate, store: StoreDep, settings: SettingsDep, response: Response):
+    """A new team and its token, shown once (only its SHA-256 is kept); 409 if the name is
+    taken."""
+    _guarded(settings)
+    token = store.create_team(body.name, time.time())
+    if token is None:
+        raise Conflict(f"a team named {body.name!r} exists already (POST /teams/{body.name}/"
+                       "token gives it a new token)")  # fmt: skip
+    response.headers["Cache-Control"] = "no-store"
+    return {"name": body.name, "token": token}
+
+
+@router.get("", response_model=list[schemas.Team])
+def list_teams(store: StoreDep):
+    """Every team, by name, with its campaigns' count."""
+    return store.teams()
+
+
+@router.post("/{name}/token", response_model=schemas.TeamToken,
+             responses=schemas.problem_responses(404, 409))  # fmt: skip
+def rotate(name: str, store: StoreDep, settings: SettingsDep, response: Response):
+    """A new token for the team, shown once; its old token stops working at once."""
+    _guarded(settings)
+    token = store.rotate_team_token(name)
+    if token is None:
+        raise NotFound(f"no team {name!r}")
+    response.headers["Cache-Control"] = "no-store"
+    return {"name": name, "token": token}
+
+
+@router.delete("/{name}", status_code=204, response_class=Response,
+               responses=schemas.problem_responses(404))  # fmt: skip
+def delete(name: str, store: StoreDep):
+    """The team and its token; its campaigns stay (the service token and their own tokens open
+    them, and a team made again under this name opens them again)."""
+    if not store.delete_team(name):
+        raise NotFound(f"no team {name!r}")
+    return Response(status_code=204)
