@@ -12,6 +12,7 @@ operations against both and checks that they agree).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -369,11 +370,17 @@ def label_outcome(
     return LabelOutcome.STORED
 
 
+def failed_state(reason: str) -> str:
+    """A failed ticket's state: ``failed:`` and a digest of its reason (the reason itself is
+    kept once, in the failure's record), so that a repeat must give the same reason."""
+    return "failed:" + hashlib.sha256(reason.encode()).hexdigest()[:32]
+
+
 def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
     """Reporting that a ticket's run failed with ``reason``: stored while the ticket is
     ``pending`` (its lease expired or not); the same report again changes nothing; any other
     end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically."""
-    return _end_outcome(ticket_state, f"failed:{reason}")
+    return _end_outcome(ticket_state, failed_state(reason))
 
 
 def abandon_outcome(ticket_state: str | None) -> RunOutcome:

@@ -132,7 +132,7 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
         parts.append(f"<p class='error' id='failing'>failing: {s['n_failed']} failed runs, more "
                      f"than max_failures ({s['max_failures']})</p>")  # fmt: skip
     if s["n_failed"]:
-        parts.append(_failures_table(store.failures(campaign_id)))
+        parts.append(_failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"]))
     if version is None:
         parts.append("<p class='muted'>No model yet: the initial design is being labeled.</p>")
     else:
@@ -189,14 +189,17 @@ def _coordinate(value) -> str:
     return value if isinstance(value, str) else f"{value:.6g}"
 
 
-def _failures_table(failures: list[dict], last: int = 20) -> str:
+FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
+
+
+def _failures_table(latest: list[dict], n_failed: int) -> str:
     """The latest failed runs, newest first: their point and reason."""
     rows = "".join(
         f"<tr><td>{html.escape(', '.join(_coordinate(v) for v in f['x']))}</td>"
         f"<td>{html.escape(f['reason'][:300])}</td></tr>"
-        for f in reversed(failures[-last:])
+        for f in reversed(latest)
     )
-    more = f" (the latest {last} of {len(failures)})" if len(failures) > last else ""
+    more = f" (the latest {len(latest)} of {n_failed})" if n_failed > len(latest) else ""
     return (f"<h2>Failed runs{more}</h2><table id='failures'><tr><th>x</th><th>reason</th></tr>"
             f"{rows}</table>")  # fmt: skip
 

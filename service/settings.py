@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     # a ticket whose lease ran out, still without a label, is kept this long afterwards (a late
     # label for it is accepted while its point has none), then pruned
     expired_ticket_seconds: float = 86400.0
+    # failed and abandoned runs of one campaign kept in full, the latest (each kind; all are
+    # counted), so that simulators that keep failing or giving points back cannot fill Redis
+    keep_runs: int = 1_000
 
 
 @lru_cache

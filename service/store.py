@@ -15,7 +15,8 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
   (the longest a refit that failed since the last model ran), ``changes`` (runs failed
   or abandoned so far),
   ``changes_seen`` (``changes`` when the refit in charge started: a refit that ends with more
-  runs one more, so that its ranking leaves out points failed since), ``n_abandoned``,
+  runs one more, so that its ranking leaves out points failed since), ``n_failed`` and
+  ``n_abandoned`` (every failed and abandoned run, counted),
   ``refit_failures`` (refits failed in a row since the last model: an error, or a job that
   died), ``retry_at`` (when a failed refit runs again: its back-off), ``failed`` (why the
   campaign failed: too many refits failed in a row; empty otherwise), ``stopped`` (the JSON of
@@ -31,28 +32,31 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 - ``tickets`` (hash): ticket -> JSON ``{x, index, issued_at, expires_at, model_version}``,
   written once (``expires_at`` as issued; a renewal moves only the lease); ``ticket_state``
   (hash): ticket -> ``pending``, ``labeled:<y>`` (``labeled:<y>:<noise>`` with a known
-  noise), ``failed:<reason>``, ``abandoned`` or ``superseded`` (its label came after its
-  point's, without repeats: it can never be labeled);
+  noise), ``failed:<digest of its reason>`` (:func:`service.loop.failed_state`),
+  ``abandoned`` or ``superseded`` (its label came after its point's, without repeats: it can
+  never be labeled);
 - ``leases`` (sorted set): tickets out now, by expiry; an expired one leaves the set (its point
   is offered again) but may still be labeled while its point has no label; a failed,
   abandoned or superseded one leaves it at once; ``expired`` (sorted set): tickets whose lease
-  ran out, by expiry, kept ``expired_ticket_seconds`` and then, if still unlabeled, pruned from
-  ``tickets`` and ``ticket_state`` (:data:`EXPIRE_SCRIPT`); ``requests`` (hash): a
+  ran out, by expiry, and tickets that failed, were abandoned or superseded, by when, kept
+  ``expired_ticket_seconds`` and then, unless labeled, pruned from ``tickets`` and
+  ``ticket_state`` (:data:`EXPIRE_SCRIPT`); ``requests`` (hash): a
   ``/next``'s ``Idempotency-Key`` -> the ticket it was answered with, so that the request
   sent again gets the same ticket while that is out (:data:`CLAIM_SCRIPT`); entries whose
   ticket is no longer out are pruned as the hash grows; ``imports`` (hash): an import's
   ``Idempotency-Key`` -> the SHA-256 of its observations, the labels stored after it and
   their count, so that the import sent again is not stored twice (at most one per import
   stored: bounded by ``max_labels``);
-- ``failures`` (list, append-only): one JSON record per failed run
-  ``{x, index, ticket, reason, at}``; its length is the number of failures. The refit never
-  reads it: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more
-  than ``max_retries``: not offered again);
+- ``failures`` (list): one JSON record per failed run ``{x, index, ticket, reason, at}``, the
+  latest ``keep_runs`` (:data:`KEEP_RUN`; ``n_failed`` counts them all); ``abandons`` (list):
+  the latest ``keep_runs`` abandoned runs' ``run_abandoned`` events. The refit never reads
+  them: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more than
+  ``max_retries``: not offered again);
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
   best, best first; ``history`` (list): one JSON line per model version stored (version, time,
-  refit seconds, R-hat, ESS, divergences, its ``accuracy``), refit failed, run failed
-  (``run_failed``: ticket, x, reason), run abandoned (``run_abandoned``), campaign stopped by
-  its rule (``stopped``) or resumed by its owner (``resumed``).
+  refit seconds, R-hat, ESS, divergences, its ``accuracy``), evaluation, refit failed,
+  campaign stopped by its rule (``stopped``) or resumed by its owner (``resumed``); ``/history``
+  adds the runs kept (``run_failed``, ``run_abandoned``; :meth:`CampaignStore.events`).
 
 - ``plots`` (hash): ``{kind}:{output}`` -> the stamp it was drawn at (:meth:`CampaignStore.
   plot_stamp`), a newline, and the page's PNG, so that a picture is drawn once per change of
@@ -126,7 +130,7 @@ PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> c
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
          "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired", "requests", "plots", "imports")  # fmt: skip
+         "expired", "requests", "plots", "imports", "abandons")  # fmt: skip
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 ROW_TYPE = np.dtype("<f8")  # an explicit pool's stored coordinates
 
@@ -233,6 +237,7 @@ local outcome = ended(KEYS[2], ARGV[1], 'labeled:' .. ARGV[2])
 if outcome then return {outcome, n, 0} end
 if ARGV[4] ~= '' and ARGV[6] == '0' and redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then
   end_ticket(KEYS[2], KEYS[3], ARGV[1], 'superseded')  -- it can never be labeled
+  redis.call('ZADD', KEYS[8], ARGV[8], ARGV[1])  -- pruned as an expired one is
   return {'conflict', n, 0}
 end
 if n >= tonumber(ARGV[5]) then return {'done', n, 0} end
@@ -245,36 +250,52 @@ return {'stored', n, request_refit(KEYS[6], n, ARGV[7], ARGV[8])}
 """
 )
 
+# Shared by the scripts that end a ticket's run without a label (a failure, an abandon): the
+# run's record appended to a list that keeps the latest ARGV keep (all are counted elsewhere),
+# and the ticket handed to the pruning of expired ones (EXPIRE_SCRIPT), so that a simulator that
+# keeps failing or giving points back costs a bounded amount of memory.
+KEEP_RUN = """
+local function keep_run(list_key, record, keep, expired_key, now, ticket)
+  redis.call('RPUSH', list_key, record)
+  redis.call('LTRIM', list_key, -tonumber(keep), -1)
+  redis.call('ZADD', expired_key, now, ticket)
+end
+"""
+
 # Ends a pending ticket's run as failed (loop.fail_outcome): its lease ends, the failure is
-# appended, its point's count of failures goes up, and once the design is labeled a refit is
-# requested (loop.refit_due) so that the ranking leaves the point out if it failed for good.
-# KEYS: ticket_state, leases, failures, failed, state, history, labels; ARGV: ticket,
-# 'failed:<reason>', record, index, design size, now, history event. Returns {outcome,
-# n_failed, enqueue_refit}, the outcome a loop.RunOutcome value.
+# kept (KEEP_RUN) and counted (``n_failed``; a store from before the count counts its list),
+# its point's count of failures goes up, and once the design is labeled a refit is requested
+# (loop.refit_due) so that the ranking leaves the point out if it failed for good.
+# KEYS: ticket_state, leases, failures, failed, state, expired, labels; ARGV: ticket,
+# loop.failed_state, record, index, design size, now, keep. Returns {outcome, n_failed,
+# enqueue_refit}, the outcome a loop.RunOutcome value.
 FAIL_RUN_SCRIPT = (
     REQUEST_REFIT
     + END_TICKET
+    + KEEP_RUN
     + """
-local failed = redis.call('LLEN', KEYS[3])
+local failed = tonumber(redis.call('HGET', KEYS[5], 'n_failed') or redis.call('LLEN', KEYS[3]))
 local outcome = ended(KEYS[1], ARGV[1], ARGV[2])
 if outcome then return {outcome, failed, 0} end
 end_ticket(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
-redis.call('RPUSH', KEYS[3], ARGV[3])
+keep_run(KEYS[3], ARGV[3], ARGV[7], KEYS[6], ARGV[6], ARGV[1])
 if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[4], 1) end
 redis.call('HINCRBY', KEYS[5], 'changes', 1)
-redis.call('RPUSH', KEYS[6], ARGV[7])
+redis.call('HSET', KEYS[5], 'n_failed', failed + 1)
 local n = redis.call('LLEN', KEYS[7])
 return {'stored', failed + 1, request_refit(KEYS[5], n, ARGV[5], ARGV[6])}
 """
 )
 
-# Abandons a pending ticket (loop.abandon_outcome): its lease ends and its point is free again;
-# once the design is labeled a refit is requested (the ranking takes the point back).
-# KEYS: ticket_state, leases, state, history, labels; ARGV: ticket, design size, now, history
-# event. Returns {outcome, n_abandoned, enqueue_refit}.
+# Abandons a pending ticket (loop.abandon_outcome): its lease ends, its point is free again,
+# the abandon is kept (KEEP_RUN) and counted; once the design is labeled a refit is requested
+# (the ranking takes the point back). KEYS: ticket_state, leases, state, abandons, labels,
+# expired; ARGV: ticket, design size, now, record, keep. Returns {outcome, n_abandoned,
+# enqueue_refit}.
 ABANDON_SCRIPT = (
     REQUEST_REFIT
     + END_TICKET
+    + KEEP_RUN
     + """
 local abandoned = tonumber(redis.call('HGET', KEYS[3], 'n_abandoned') or '0')
 local outcome = ended(KEYS[1], ARGV[1], 'abandoned')
@@ -282,7 +303,7 @@ if outcome then return {outcome, abandoned, 0} end
 end_ticket(KEYS[1], KEYS[2], ARGV[1], 'abandoned')
 redis.call('HINCRBY', KEYS[3], 'changes', 1)
 abandoned = redis.call('HINCRBY', KEYS[3], 'n_abandoned', 1)
-redis.call('RPUSH', KEYS[4], ARGV[4])
+keep_run(KEYS[4], ARGV[4], ARGV[5], KEYS[6], ARGV[3], ARGV[1])
 local n = redis.call('LLEN', KEYS[5])
 return {'stored', abandoned, request_refit(KEYS[3], n, ARGV[2], ARGV[3])}
 """
@@ -605,10 +626,12 @@ return answer(ARGV[2])
 )
 
 # Moves the tickets whose lease ran out before ARGV[1] from the leases (KEYS[1]) to the expired
-# ones (KEYS[2], by expiry; their points are offered again), and prunes up to ARGV[3] of those
-# that expired before ARGV[2]: if still pending (no label, failure or abandon came), from the
-# tickets (KEYS[3]) and their states (KEYS[4]), so that a late label for one is an unknown
-# ticket. Returns how many left the expired set.
+# ones (KEYS[2], by expiry; their points are offered again; a run that failed or was abandoned,
+# or a ticket superseded, joins them by when it ended), and prunes up to ARGV[3] of those that
+# expired or ended before ARGV[2]: unless labeled, from the tickets (KEYS[3]) and their states
+# (KEYS[4]), so that a late label or report for one is an unknown ticket (a labeled one stays,
+# so that its label sent again is still recognized; labels are bounded by max_labels). Returns
+# how many left the expired set.
 EXPIRE_SCRIPT = """
 local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES')
 for i = 1, #out, 2 do redis.call('ZADD', KEYS[2], out[i + 1], out[i]) end
@@ -616,7 +639,8 @@ if #out > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
 local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[2], 'LIMIT', 0,
                        tonumber(ARGV[3]))
 for _, ticket in ipairs(old) do
-  if redis.call('HGET', KEYS[4], ticket) == 'pending' then
+  local state = redis.call('HGET', KEYS[4], ticket)
+  if state and string.sub(state, 1, 8) ~= 'labeled:' then
     redis.call('HDEL', KEYS[3], ticket)
     redis.call('HDEL', KEYS[4], ticket)
   end
@@ -1024,10 +1048,11 @@ class CampaignStore:
         spec = self.spec(campaign_id)
         now = time.time() if now is None else now
         rules = Rules.of(spec)
-        refit = Refit.of(self.state(campaign_id))
+        state = self.state(campaign_id)
+        refit = Refit.of(state)
         n = self.n_labeled(campaign_id)
         pending = int(self.r.zcount(self.k(campaign_id, "leases"), now, "+inf"))
-        n_failed = int(self.r.llen(self.k(campaign_id, "failures")))
+        n_failed = self.n_failed(campaign_id, state)
         # only runs that failed can stall a campaign: the whole snapshot is read only then
         stalled = n_failed > 0 and loop.stalled(rules, self.snapshot(campaign_id, now, False))
         return {
@@ -1065,7 +1090,7 @@ class CampaignStore:
         index = "" if info["index"] is None else str(info["index"])
         keys = [self.k(campaign_id, p) for p in
                 ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
-        keys.append(PHASES)
+        keys += [PHASES, self.k(campaign_id, "expired")]
         repeats = "1" if spec["allow_repeats"] else "0"
         state = loop.labeled_state(y, noise).removeprefix("labeled:")
         args = [ticket, state, record, index, spec["max_labels"], repeats,
@@ -1118,8 +1143,29 @@ class CampaignStore:
         record_labels(self.r, count)
 
     # -- failed, abandoned and renewed runs -----------------------------------------------------
-    def failures(self, campaign_id: str) -> list[dict]:
-        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "failures"), 0, -1)]
+    def failures(self, campaign_id: str, last: int | None = None) -> list[dict]:
+        """The failed runs kept (the latest ``keep_runs``), oldest first; with ``last``, only
+        the last ``last`` of them."""
+        start = 0 if last is None else -last
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "failures"), start, -1)]
+
+    def n_failed(self, campaign_id: str, state: dict | None = None) -> int:
+        """The campaign's failed runs, all counted (``state``: its state hash, if read)."""
+        state = self.state(campaign_id) if state is None else state
+        if "n_failed" in state:
+            return int(state["n_failed"])
+        return int(self.r.llen(self.k(campaign_id, "failures")))  # stored before the count
+
+    def run_events(self, campaign_id: str) -> list[dict]:
+        """The failed and abandoned runs kept, as ``/history`` events, oldest first (each kind
+        the latest ``keep_runs``)."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.lrange(self.k(campaign_id, "failures"), 0, -1)
+        pipe.lrange(self.k(campaign_id, "abandons"), 0, -1)
+        failures, abandons = pipe.execute()
+        events = [dict(json.loads(v), event="run_failed") for v in failures]
+        events += [json.loads(v) for v in abandons]
+        return sorted(events, key=lambda e: e["at"])
 
     def _ticket(self, campaign_id: str, ticket: str) -> dict | None:
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
@@ -1133,20 +1179,15 @@ class CampaignStore:
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
         if info is None:
-            return (
-                RunOutcome.UNKNOWN_TICKET,
-                int(self.r.llen(self.k(campaign_id, "failures"))),
-                False,
-            )
+            return RunOutcome.UNKNOWN_TICKET, self.n_failed(campaign_id), False
         reason = reason[:MAX_REASON]
         record = {"x": info["x"], "index": info["index"], "ticket": ticket, "reason": reason,
                   "at": now}  # fmt: skip
-        event = dict(record, event="run_failed")
         keys = [self.k(campaign_id, p) for p in ("ticket_state", "leases", "failures", "failed",
-                                                 "state", "history", "labels")]  # fmt: skip
+                                                 "state", "expired", "labels")]  # fmt: skip
         index = "" if info["index"] is None else str(info["index"])
-        args = [ticket, f"failed:{reason}", json.dumps(record), index,
-                spec["initial_design"]["size"], now, json.dumps(event)]  # fmt: skip
+        args = [ticket, loop.failed_state(reason), json.dumps(record), index,
+                spec["initial_design"]["size"], now, get_settings().keep_runs]  # fmt: skip
         outcome, n, enqueue = self._fail_run(keys=keys, args=args)
         self.wake(campaign_id)
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)
@@ -1159,8 +1200,9 @@ class CampaignStore:
         event = {"event": "run_abandoned", "ticket": ticket, "at": now,
                  "x": None if info is None else info["x"]}  # fmt: skip
         keys = [self.k(campaign_id, p) for p in
-                ("ticket_state", "leases", "state", "history", "labels")]  # fmt: skip
-        args = [ticket, spec["initial_design"]["size"], now, json.dumps(event)]
+                ("ticket_state", "leases", "state", "abandons", "labels", "expired")]  # fmt: skip
+        args = [ticket, spec["initial_design"]["size"], now, json.dumps(event),
+                get_settings().keep_runs]  # fmt: skip
         outcome, n, enqueue = self._abandon(keys=keys, args=args)
         self.wake(campaign_id)
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)
@@ -1603,8 +1645,17 @@ class CampaignStore:
         self._write_if_campaign(keys=keys, args=["HSET", name, stamp.encode() + b"\n" + png])
 
     def history(self, campaign_id: str) -> list[dict]:
+        """The models, evaluations, failed refits, stops and resumes, oldest first (what the
+        stopping rule and the pictures read; :meth:`events` adds the runs)."""
         self.spec(campaign_id)
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]
+
+    def events(self, campaign_id: str) -> list[dict]:
+        """``/history``: :meth:`history` and the runs kept (:meth:`run_events`), by time. A
+        store from before the runs had lists of their own holds its failed runs in both: the
+        history's copies are left out."""
+        history = [e for e in self.history(campaign_id) if e.get("event") != "run_failed"]
+        return sorted(history + self.run_events(campaign_id), key=lambda e: e.get("at", 0.0))
 
     def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
         """True when another refit must run (labels came in meanwhile)."""

@@ -105,8 +105,9 @@ def export_model(campaign_id: str, store: StoreDep, response: Response):
 @router.get("/history", response_model=list[schemas.HistoryEvent],
             responses=schemas.problem_responses(404))  # fmt: skip
 def history(campaign_id: str, store: StoreDep):
-    """One entry per model version stored or refit failed, oldest first."""
-    return store.history(campaign_id)
+    """One entry per model version stored, evaluation, refit failed, stop and resume, and per
+    failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
+    return store.events(campaign_id)
 
 
 def run_job(redis, settings, name: str, *args):

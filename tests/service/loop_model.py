@@ -21,7 +21,7 @@ REASONS = ("boom", "diverged")  # few reasons, so that a failure is reported aga
 class Ticket:
     index: int
     expires_at: float
-    state: str = "pending"  # or "labeled:<repr(y)>", "failed:<reason>", "abandoned", "superseded"
+    state: str = "pending"  # or "labeled:<repr(y)>", "failed:<digest>", "abandoned", "superseded"
 
 
 @dataclass
@@ -89,7 +89,7 @@ class LoopModel:
         outcome = loop.fail_outcome(t.state if t else None, reason)
         if outcome != RunOutcome.STORED:
             return outcome, len(self.failures), False
-        t.state = f"failed:{reason}"
+        t.state = loop.failed_state(reason)
         self.failures.append((ticket, t.index, reason))
         self.failed[t.index] = self.failed.get(t.index, 0) + 1
         return outcome, len(self.failures), self._changed()

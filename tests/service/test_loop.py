@@ -189,7 +189,7 @@ def test_a_repeated_failure_or_abandon_changes_nothing(model, ops):
     for k, ticket in enumerate(model.tickets):
         before = _state(model)
         if ticket.state.startswith("failed:"):
-            reason = ticket.state.removeprefix("failed:")
+            reason = next(r for number, _, r in model.failures if number == k)
             assert model.fail(k, reason) == (RunOutcome.SAME_AGAIN, len(model.failures), False)
             other = next(r for r in REASONS if r != reason)
             assert model.fail(k, other)[0] == RunOutcome.CONFLICT

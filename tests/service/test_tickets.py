@@ -84,3 +84,117 @@ def test_maintenance_prunes_the_expired_tickets_of_a_campaign_nobody_polls(
     assert redis.zcard(f"fbgp:c:{campaign}:expired") == 0
     # the points are offered again, as after any expiry
     assert len(_design_tickets(client, campaign)) == 3
+
+
+@pytest.fixture
+def keep_few_runs(monkeypatch, keep_expired):
+    """As :func:`keep_expired`, with KEEP_RUNS failed and abandoned runs kept in full."""
+    monkeypatch.setenv("FBGP_KEEP_RUNS", str(KEEP_RUNS))
+    get_settings.cache_clear()
+    yield
+
+
+KEEP_RUNS = 5
+REASON = "Traceback (most recent call last):\n" + "  solver step diverged\n" * 85  # ~1.9 KB
+
+
+def _campaign_bytes(redis: Redis, campaign: str) -> int:
+    return sum(redis.memory_usage(key) or 0 for key in redis.scan_iter(f"fbgp:c:{campaign}:*"))
+
+
+def test_failed_abandoned_and_superseded_tickets_are_pruned_like_expired_ones(
+    client, make_body, settings, keep_expired
+):
+    redis = Redis.from_url(settings.redis_url)
+    body = make_body(lease_seconds=LEASE, max_labels=50, max_retries=10)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    states = f"fbgp:c:{campaign}:ticket_state"
+    failed, abandoned, late = _design_tickets(client, campaign)
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/fail", json={"ticket": failed["ticket"], "reason": REASON}
+        ).status_code
+        == 201
+    )
+    assert client.post(f"/campaigns/{campaign}/abandon",
+                       json={"ticket": abandoned["ticket"]}).status_code == 201  # fmt: skip
+    # ``late``'s lease runs out; its point goes out again, a late label for it comes first,
+    # and the ticket now holding its point can never be labeled: superseded
+    time.sleep(LEASE + 0.1)
+    again = [t for t in _design_tickets(client, campaign) if t["x"] == late["x"]]
+    ok = client.post(f"/campaigns/{campaign}/label", json={"ticket": late["ticket"], "y": 0.5})
+    assert ok.status_code == 201, ok.text
+    superseded = client.post(f"/campaigns/{campaign}/label",
+                             json={"ticket": again[0]["ticket"], "y": 0.7})  # fmt: skip
+    assert superseded.status_code == 409
+    assert redis.hget(states, again[0]["ticket"]) == b"superseded"
+    # the state holds a digest of the reason, not the reason; a repeat still must match it
+    assert len(redis.hget(states, failed["ticket"])) < 64
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/fail", json={"ticket": failed["ticket"], "reason": REASON}
+        ).status_code
+        == 200
+    )
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/fail", json={"ticket": failed["ticket"], "reason": "other"}
+        ).status_code
+        == 409
+    )
+
+    time.sleep(KEEP + 0.1)
+    client.get(f"/campaigns/{campaign}/next")  # a look prunes what ended before now - KEEP
+    for ended in (failed, abandoned, again[0]):
+        assert redis.hget(states, ended["ticket"]) is None
+    assert redis.hget(states, late["ticket"]).startswith(b"labeled:")  # a label's stays
+    gone = client.post(f"/campaigns/{campaign}/fail",
+                       json={"ticket": failed["ticket"], "reason": REASON})  # fmt: skip
+    assert gone.status_code == 404
+    # what the campaign knows of the runs stays: counts, the failure's record, the history
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert (status["n_failed"], status["n_abandoned"], status["n_labeled"]) == (1, 1, 1)
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["run_failed", "run_abandoned"]
+    assert events[0]["reason"] == REASON
+
+
+def test_a_simulator_that_keeps_failing_or_giving_points_back_costs_bounded_memory(
+    client, make_body, settings, keep_few_runs
+):
+    """Thousands of failed and abandoned runs keep the latest KEEP_RUNS of each in full and
+    count all; the campaign's memory stops growing (it grew ~7 KB per failure before)."""
+    redis = Redis.from_url(settings.redis_url)
+    body = make_body(lease_seconds=60, max_labels=50, max_retries=1000)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+
+    def cycles(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+            if i % 2:
+                r = client.post(f"/campaigns/{campaign}/abandon", json={"ticket": ticket})
+            else:
+                r = client.post(f"/campaigns/{campaign}/fail",
+                                json={"ticket": ticket, "reason": f"{i} {REASON}"})  # fmt: skip
+            assert r.status_code == 201, r.text
+
+    cycles(0, 40)
+    time.sleep(KEEP + 0.1)
+    client.get(f"/campaigns/{campaign}/next")  # prunes the ended tickets
+    after_40 = _campaign_bytes(redis, campaign)
+    cycles(40, 200)
+    time.sleep(KEEP + 0.1)
+    client.get(f"/campaigns/{campaign}/next")
+    after_200 = _campaign_bytes(redis, campaign)
+    assert after_200 < 1.2 * after_40, (after_40, after_200)
+
+    status = client.get(f"/campaigns/{campaign}").json()
+    assert (status["n_failed"], status["n_abandoned"]) == (100, 100)
+    assert redis.hlen(f"fbgp:c:{campaign}:tickets") <= 2  # the look's own ticket, at most
+    failures = client.get(f"/campaigns/{campaign}/observations").json()["failures"]
+    assert [int(f["reason"].split()[0]) for f in failures] == [190, 192, 194, 196, 198]
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["run_failed", "run_abandoned"] * KEEP_RUNS
+    assert [e["at"] for e in events] == sorted(e["at"] for e in events)
+    page = client.get(f"/campaigns/{campaign}/view").text
+    assert "the latest 5 of 100" in page
