@@ -12,7 +12,9 @@ stack's workers, for each N in turn: ``/next`` and ``/label`` p50/p99, ``/health
 beside the load, labels per minute, and the polls left unanswered after ``wait`` + 5 s.
 
 ``--pool-sizes 100,100000,1000000``: instead, the cost of ``/next``, ``/label``, a status and
-a page of ``GET /campaigns`` against the size of a campaign's explicit pool.
+a page of ``GET /campaigns`` against the size of a campaign's explicit pool, and the worst wait
+of a ``/healthz`` asked while that campaign is created (the API's other requests wait while it
+parses and validates the body in its event loop).
 """
 
 from __future__ import annotations
@@ -346,14 +348,19 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
     inputs = [{"name": f"x{i + 1}", "lower": 0.0, "upper": 1.0} for i in range(2)]
     rows = []
     for size in sizes:
-        points = rng.random((size, 2)).round(3).tolist()  # 3 decimals: 1e6 points in 14 MB
+        # distinct points of 3 decimals (a pool's points must be distinct): 1e6 in 14 MB
+        cells = rng.choice(1001 * 1001, size=size, replace=False)
+        points = (np.stack([cells // 1001, cells % 1001], axis=1) / 1000).tolist()
         body = {"name": f"pool-{size}", "inputs": inputs, "acquisition": "random",
                 "pool": {"type": "points", "points": points}, "mode": "parallel",
                 "initial_design": {"size": requests}, "max_labels": requests + 10,
                 "max_pending": 10_000, "seed": 1}  # fmt: skip
-        t = time.perf_counter()
-        r = client.post("/campaigns", json=body)
-        created = time.perf_counter() - t
+        raw = json.dumps(body).encode()
+        with _probing(str(client.base_url)) as waits:  # what other requests wait meanwhile
+            t = time.perf_counter()
+            r = client.post("/campaigns", content=raw,
+                            headers={"Content-Type": "application/json"})  # fmt: skip
+            created = time.perf_counter() - t
         r.raise_for_status()
         campaign = r.json()["id"]
         del body, points, r
@@ -374,16 +381,46 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
             client.get("/campaigns", params={"limit": 50}).raise_for_status()
             t_list.append(time.perf_counter() - t)
         client.delete(f"/campaigns/{campaign}").raise_for_status()
-        row = {"pool": size, "create_s": created, "next": _quantiles(t_next),
+        row = {"pool": size, "body_mb": len(raw) / 1e6, "create_s": created,
+               "healthz_worst_s": max(waits, default=float("nan")), "next": _quantiles(t_next),
                "label": _quantiles(t_label), "status": _quantiles(t_status),
                "list": _quantiles(t_list)}  # fmt: skip
         rows.append(row)
-        print(f"pool {size:>9,}: create {created:6.2f} s | p50/p99 ms: /next "
+        print(f"pool {size:>9,} ({row['body_mb']:.1f} MB): create {created:6.2f} s, "
+              f"/healthz meanwhile at worst {row['healthz_worst_s']:.3f} s "
+              f"({row['healthz_worst_s'] / created:.2f} of it) | p50/p99 ms: /next "
               f"{row['next'][0]:7.1f}/{row['next'][1]:7.1f}  /label {row['label'][0]:6.1f}/"
               f"{row['label'][1]:6.1f}  status {row['status'][0]:7.1f}/{row['status'][1]:7.1f}  "
               f"GET /campaigns?limit=50 {row['list'][0]:7.1f}/{row['list'][1]:7.1f}",
               flush=True)  # fmt: skip
     return rows
+
+
+@contextlib.contextmanager
+def _probing(url: str):
+    """``GET /healthz`` asked again and again from a thread while the block runs: the list of
+    its latencies (s), complete once the block ends (the last one answered after it)."""
+    import threading
+
+    waits: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client(base_url=url, timeout=60) as probe_client:
+            while not done.is_set():
+                t = time.perf_counter()
+                probe_client.get("/healthz")
+                waits.append(time.perf_counter() - t)
+                time.sleep(0.005)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    time.sleep(0.05)  # its connection open before the block
+    try:
+        yield waits
+    finally:
+        done.set()
+        thread.join()
 
 
 def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40, light: bool = False) -> None:
