@@ -12,7 +12,7 @@ from rq import Worker
 from rq.job import Job
 
 from clients.client import FbgpClient
-from service.queues import LIGHT, LONG, REFIT, refit_queue
+from service.queues import LIGHT, LONG, REFIT, refit_queue, refit_work
 from service.settings import Settings, get_settings
 from service.store import CampaignStore
 from tests.conftest import start_worker
@@ -58,6 +58,12 @@ def test_the_queue_follows_the_last_refit_then_the_estimate(make_body):
     wide = _spec(make_body, inputs=[{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(6)],
                  pool={"type": "grid", "points_per_dim": 20})  # fmt: skip
     assert refit_queue(dict(wide, pool_subsample=200_000), 3, None, settings) == LONG  # 4M
+    # each feature past 6 adds to the work: a choice of 60 values is 61 features, ~10x
+    choice = {"name": "material", "type": "choice", "values": [f"m{k}" for k in range(60)]}
+    assert refit_work(dict(small, inputs=[*small["inputs"], choice]), 3) > 10 * refit_work(small, 3)
+    assert refit_work(wide, 3) == refit_work(small, 3)  # 6 features: as the paper's problems
+    assert refit_queue(dict(small, inputs=[*small["inputs"], choice]), 400, None, settings) == LONG
+    assert refit_queue(small, 400, None, settings) == REFIT
     assert refit_queue(small, 3, settings.long_refit_seconds + 1, settings) == LONG
     assert refit_queue(big, 3, 1.0, settings) == REFIT  # what a refit took decides once known
 
