@@ -51,9 +51,10 @@ def refit_work(spec: dict, n: int) -> float:
     input one per value): each feature adds a lengthscale to sample and a squared-distance
     matrix to every gradient. Measured (one BLAS thread, as a worker runs): a gradient at
     n = 200 took 0.70 ms with 2 features, 1.85 with 20, 9.1 with 100 and 12.9 with 300, and
-    NUTS took 606, 1,489, 1,658 and 1,749 of them in 120 iterations at n = 60; the factor is
-    at or above those ratios to 6 features, so a wide campaign's first refit goes to the long
-    queue and gets a timeout long enough."""
+    NUTS took 606, 1,489, 1,658 and 1,749 of them in 120 iterations at n = 60. Against 6
+    features (interpolated) that is about 3.6x at 20 features and 19.6x at 100, where the
+    factor gives 3.3 and 16.7, and 29x at 300, where it gives 50: a wide campaign's first
+    refit goes to the long queue, and its timeout grows with it."""
     mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
     most = mcmc["samples"]
     if mcmc.get("draws") is not None:  # sampling to a target: up to max_samples per chain
