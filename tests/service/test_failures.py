@@ -151,3 +151,28 @@ def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
     assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
     assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
     assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]
+
+
+def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(
+    client, make_body, settings
+):
+    """A store written before failures were counted in the state and kept apart from the
+    history (its failures' list is their count, and its history holds each as ``run_failed``)
+    reads the same: the count goes on from the list's length, and ``/history`` shows each
+    failure once."""
+    import json
+
+    from redis import Redis
+
+    redis = Redis.from_url(settings.redis_url)
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    old = {"x": [1.0], "index": 7, "ticket": "t-old", "reason": "old mesh", "at": 1.0}
+    redis.rpush(f"fbgp:c:{campaign}:failures", json.dumps(old))
+    redis.rpush(f"fbgp:c:{campaign}:history", json.dumps(dict(old, event="run_failed")))
+    assert client.get(f"/campaigns/{campaign}").json()["n_failed"] == 1
+    ticket = _next(client, campaign)["ticket"]
+    assert _fail(client, campaign, ticket).json()["count"] == 2
+    assert client.get(f"/campaigns/{campaign}").json()["n_failed"] == 2
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [(e["event"], e["ticket"]) for e in events] == [("run_failed", "t-old"),
+                                                           ("run_failed", ticket)]  # fmt: skip
