@@ -79,9 +79,10 @@ class Settings(BaseSettings):
     # Jobs: time, memory, revivals and back-off
     # A job's RQ timeout: job_timeout_seconds plus its estimated work. A refit's work is chains x
     # (warmup + most samples) NUTS iterations at refit_iteration_seconds each, times
-    # (1 + (n / 100)^3) for n labels and features / 6 beyond 6 features; a short job's, its points at short_point_seconds each,
-    # times (1 + (n / 100)^2); never more than job_timeout_max_seconds (nor, for a short job, than
-    # the API waits for it: it is stopped then).
+    # (1 + (n / 100)^3) for n labels and features / 6 beyond 6 features; a short job's, its
+    # points at short_point_seconds each, times (1 + (n / 100)^2); never more than
+    # job_timeout_max_seconds (nor, for a short job, than the API waits for it: it is stopped
+    # then).
     job_timeout_seconds: float = 60.0
     refit_iteration_seconds: float = 0.05
     short_point_seconds: float = 0.002
