@@ -87,7 +87,8 @@ def test_the_api_never_imports_torch():
 def test_the_loop_rules_are_pure():
     """service/loop.py decides; it reads no Redis, serves no HTTP, fits nothing."""
     assert _imports(ROOT / "service" / "loop.py") <= {"__future__", "collections", "dataclasses",
-                                                       "enum", "math", "typing"}  # fmt: skip
+                                                       "enum", "hashlib", "math",
+                                                       "typing"}  # fmt: skip
 
 
 def test_cli_and_simulators_load_without_torch():

@@ -62,11 +62,17 @@ def test_job_timeouts_scale_with_the_work():
     settings = Settings()
     mcmc = {"chains": 2, "warmup": 100, "samples": 100, "thinning": 1, "draws": None}
 
-    def refit(n: int = 10, **changes) -> int:
-        return queues.refit_timeout({"mcmc": dict(mcmc, **changes)}, n, settings)
+    one = [{"name": "x", "lower": 0.0, "upper": 1.0}]
+
+    def refit(n: int = 10, inputs=one, **changes) -> int:
+        spec = {"inputs": inputs, "mcmc": dict(mcmc, **changes)}
+        return queues.refit_timeout(spec, n, settings)
 
     base = refit()
     assert refit(chains=8) > base and refit(warmup=1000) > base and refit(samples=1000) > base
+    six = [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(6)]
+    assert refit(inputs=six) == base  # up to 6 features: the work of the paper's problems
+    assert refit(inputs=[{"name": "m", "type": "choice", "values": list(range(60))}]) > base
     assert refit(n=500) > refit(n=100) > base
     # sampling to a target: up to max_samples per chain
     assert refit(draws=100, max_samples=5000) > refit(draws=100, max_samples=500)
