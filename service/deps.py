@@ -154,11 +154,11 @@ def _check_grant(request: Request, store: CampaignStore, grant: tuple[str, str] 
     campaign_id = request.path_params.get("campaign_id")
     if scope == "team":
         if campaign_id is None and not _marked(request, team_scope):
-            raise Forbidden(f"this call needs the service token; team {owner!r}'s token "
+            raise Forbidden(f"this call needs the service token; the token of team {owner!r} "
                             f"opens only {TEAM_CALLS}")  # fmt: skip
         if campaign_id is not None and not store.team_has(owner, campaign_id):
-            raise Forbidden(f"the token is team {owner!r}'s: campaign {campaign_id!r} is not "
-                            "one it created")  # fmt: skip
+            raise Forbidden(f"the token of team {owner!r} does not open campaign "
+                            f"{campaign_id!r}: the team did not create it")  # fmt: skip
         return
     if campaign_id != owner:
         where = f"campaign {campaign_id!r}" if campaign_id else "this call"

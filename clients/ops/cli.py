@@ -194,7 +194,8 @@ def _team(argv: list[str]) -> None:
         with FbgpClient(args.url, args.token) as api:
             if args.action == "list":
                 for team in api.teams():
-                    print(f"{team['name']}\t{team['n_campaigns']} campaigns")
+                    count = team["n_campaigns"]
+                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}")
             elif args.action == "delete":
                 api.delete_team(args.name)
                 print(f"fbgp-al team: deleted {args.name} (its campaigns stay)", file=sys.stderr)
