@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -163,7 +164,8 @@ class RunReport:
 @dataclass(frozen=True)
 class Observations:
     """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
-    reported failed, ``{x, ticket, reason, at}`` each (no model sees them); ``noise`` ``[n]``
+    reported failed, the latest ``FBGP_KEEP_RUNS`` of them, ``{x, ticket, reason, at}`` each (no
+    model sees them; the status's ``n_failed`` counts them all); ``noise`` ``[n]``
     the labels' noise variances in a campaign with known noise (else None)."""
 
     x: list[list]
@@ -410,16 +412,21 @@ class FbgpClient:
                           ok=(201,)).json()["token"]  # fmt: skip
 
     def teams(self) -> list[dict]:
-        """Every team: ``name``, ``created_at``, ``n_campaigns``."""
+        """Every team: ``name``, ``created_at``, ``live`` (False: deleted, holding campaigns),
+        ``n_campaigns``."""
         return self._call("GET", "/teams").json()
 
     def rotate_team_token(self, name: str) -> str:
-        """A new token for team ``name``; its old one stops working at once."""
-        return self._call("POST", f"/teams/{name}/token", idempotent=False).json()["token"]
+        """A new token for team ``name``; its old one stops working at once (a deleted team's:
+        it is live again)."""
+        path = f"/teams/{quote(name, safe='')}/token"
+        return self._call("POST", path, idempotent=False).json()["token"]
 
-    def delete_team(self, name: str) -> None:
-        """Team ``name`` and its token (its campaigns stay)."""
-        self._call("DELETE", f"/teams/{name}", ok=(204,))
+    def delete_team(self, name: str, missing_ok: bool = False) -> None:
+        """End team ``name``'s token (its campaigns stay); with ``missing_ok`` a 404 (no live
+        team of that name, e.g. a retry of a delete whose answer was lost) is no error."""
+        ok = (204, 404) if missing_ok else (204,)
+        self._call("DELETE", f"/teams/{quote(name, safe='')}", ok=ok)
 
     # -- the labeling loop -----------------------------------------------------------------------
     def try_next(self, campaign_id: str, wait: float = 0.0) -> NextPoint | Pending | None:

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from service.errors import Forbidden, Unauthorized
 from service.settings import Settings, get_settings
 from service.store import CampaignStore
+from service.tokens import token_digest
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
@@ -43,7 +44,9 @@ async def get_store(redis: RedisDep) -> CampaignStore:
 StoreDep = Annotated[CampaignStore, Depends(get_store)]
 
 PAGE_COOKIE = "fbgp_token"  # the token a browser gave a page as ?token=, kept HttpOnly
-bearer = HTTPBearer(auto_error=False, description="FBGP_API_TOKEN, or a campaign's own token")
+bearer = HTTPBearer(
+    auto_error=False, description="FBGP_API_TOKEN, a team's token, or a campaign's own token"
+)
 Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 PageToken = Annotated[str | None, Query(include_in_schema=False)]
 PageCookie = Annotated[str | None, Cookie(alias=PAGE_COOKIE, include_in_schema=False)]
@@ -86,6 +89,7 @@ async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
         raise Unauthorized(f"this call needs Authorization: Bearer <token>{hint}",
                            {"WWW-Authenticate": "Bearer"})  # fmt: skip
     given = credentials.credentials
+    request.state.credential = given
     known = getattr(request.state, "token_grant", None)  # the body's guard looked it up
     if known is not None and known[0] == given:
         if _is_team(known[1]) and request.path_params.get("campaign_id") is not None:
@@ -110,6 +114,7 @@ async def page_authorized(request: Request, settings: SettingsDep, store: StoreD
     if not given:
         raise Unauthorized("this page needs a token: open it once with ?token=<token>",
                            {"WWW-Authenticate": "Bearer"})  # fmt: skip
+    request.state.credential = given
     await run_in_threadpool(_check_token, request, settings, store, given)
 
 
@@ -131,6 +136,13 @@ def team_of(request: Request) -> str | None:
     token (or an open service)."""
     grant = getattr(request.state, "grant", None)
     return grant[0] if _is_team(grant) else None
+
+
+def team_credential(request: Request) -> tuple[str, str] | None:
+    """The team whose token opened this call and that token's SHA-256 (for the store to check
+    that it is still the team's when it writes); None for any other token."""
+    team = team_of(request)
+    return None if team is None else (team, token_digest(request.state.credential))
 
 
 def _is_team(grant: tuple[str, str] | None) -> bool:

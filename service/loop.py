@@ -379,7 +379,10 @@ def failed_state(reason: str) -> str:
 def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
     """Reporting that a ticket's run failed with ``reason``: stored while the ticket is
     ``pending`` (its lease expired or not); the same report again changes nothing; any other
-    end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically."""
+    end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically.
+    (A ticket that failed before its state held a digest holds ``failed:<reason>``.)"""
+    if ticket_state == f"failed:{reason}":
+        return RunOutcome.SAME_AGAIN
     return _end_outcome(ticket_state, failed_state(reason))
 
 

@@ -483,10 +483,12 @@ class TeamCreate(Strict):
 
 
 class Team(BaseModel):
-    """A team: its name, when it was made, and how many campaigns its token created."""
+    """A team: its name, when it was made, whether its token is live (a deleted team that
+    still holds campaigns is listed, not live), and how many campaigns its token created."""
 
     name: str
     created_at: float
+    live: bool
     n_campaigns: int
 
 
@@ -601,7 +603,8 @@ class Failure(BaseModel):
 
 class ObservationList(BaseModel):
     """Every label, in the order stored (``x``, ``y``, and ``noise`` in a campaign with known
-    noise), and every failed run (``failures``), which no model sees."""
+    noise), and the latest ``FBGP_KEEP_RUNS`` failed runs (``failures``; the status's
+    ``n_failed`` counts them all), which no model sees."""
 
     x: list[list[Value]]
     y: list[float] | list[dict[str, float]]

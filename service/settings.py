@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -98,11 +99,12 @@ class Settings(BaseSettings):
     refit_backoff_seconds: float = 5.0
     refit_backoff_max_seconds: float = 300.0
     # a ticket whose lease ran out, still without a label, is kept this long afterwards (a late
-    # label for it is accepted while its point has none), then pruned
+    # label for it is accepted while its point has none), then pruned; so is one whose run
+    # failed or was abandoned, or that was superseded (its report sent again is then a 404)
     expired_ticket_seconds: float = 86400.0
     # failed and abandoned runs of one campaign kept in full, the latest (each kind; all are
     # counted), so that simulators that keep failing or giving points back cannot fill Redis
-    keep_runs: int = 1_000
+    keep_runs: int = Field(default=1_000, ge=1)
 
 
 @lru_cache

@@ -68,9 +68,11 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``):
 ``fbgp:campaigns`` (set) holds every campaign id; ``fbgp:tokens`` (hash) maps each campaign
 token's SHA-256 to the campaign (a simulator token) or to the campaign, a space and ``owner``
 (an owner token), and each team token's to ``team:<name>``; ``fbgp:teams`` (hash) maps each
-team's name to the JSON ``{created_at, digest}`` of its one token (a rotation replaces it), and
-``fbgp:team:{name}:campaigns`` (set) holds the ids of the campaigns its token created (kept
-when the team is deleted, so that a team of that name made again opens them again);
+team's name to the JSON ``{created_at}``, ``fbgp:teams:digest`` (hash) each live team's name to
+its one token's SHA-256 (a rotation replaces it; a delete removes it, and the team's record too
+unless it holds campaigns), and ``fbgp:team:{name}:campaigns`` (set) holds the ids of the
+campaigns its token created (kept when the team is deleted: a rotation of the deleted team's
+token opens them again, and its name cannot be made anew while it holds any);
 ``fbgp:metrics:campaigns`` (hash) counts the campaigns in each phase (``design``, ``active``,
 ``done``, ``failed``). A label is acknowledged only after the Lua
 script that checks its ticket and appends it has run, so a label is stored exactly once.
@@ -92,7 +94,7 @@ import uuid
 
 import numpy as np
 from redis import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from service import loop, queues
 from service import pool as pools
@@ -125,6 +127,7 @@ DIED = ("its job ended without a result (its work horse was killed, or ran out o
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
 TEAMS = PREFIX + "teams"
+TEAM_DIGESTS = PREFIX + "teams:digest"  # hash: a live team's name -> its token's SHA-256
 TEAM_GRANT = "team:"  # the start of a team token's entry in TOKENS, before the team's name
 PHASES = PREFIX + "metrics:campaigns"  # hash: design, active, done, failed -> campaigns so
 # every key of a campaign (``fbgp:c:{id}:{part}``), as the module's docstring lists them
@@ -267,7 +270,7 @@ end
 # its point's count of failures goes up, and once the design is labeled a refit is requested
 # (loop.refit_due) so that the ranking leaves the point out if it failed for good.
 # KEYS: ticket_state, leases, failures, failed, state, expired, labels; ARGV: ticket,
-# loop.failed_state, record, index, design size, now, keep. Returns {outcome, n_failed,
+# loop.failed_state, record, index, design size, now, keep, the reason. Returns {outcome, n_failed,
 # enqueue_refit}, the outcome a loop.RunOutcome value.
 FAIL_RUN_SCRIPT = (
     REQUEST_REFIT
@@ -276,6 +279,9 @@ FAIL_RUN_SCRIPT = (
     + """
 local failed = tonumber(redis.call('HGET', KEYS[5], 'n_failed') or redis.call('LLEN', KEYS[3]))
 local outcome = ended(KEYS[1], ARGV[1], ARGV[2])
+if outcome == 'conflict' and redis.call('HGET', KEYS[1], ARGV[1]) == 'failed:' .. ARGV[8] then
+  outcome = 'same_again'  -- it failed before states held a digest, for the same reason
+end
 if outcome then return {outcome, failed, 0} end
 end_ticket(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 keep_run(KEYS[3], ARGV[3], ARGV[7], KEYS[6], ARGV[6], ARGV[1])
@@ -703,40 +709,36 @@ return after_failure(KEYS, cjson.decode(ARGV[4]))
 )
 
 
-# Gives team ARGV[1] the token whose SHA-256 is ARGV[2]: with ARGV[4] 'create', a new team (0
-# if the name is taken); with 'rotate', in place of its token (0 if there is no such team), the
-# old one gone from the tokens at once. KEYS: TEAMS, TOKENS; ARGV[3]: its record's JSON for a
-# new team. Returns 1 done, 0 not.
+# Gives team ARGV[1] the token whose SHA-256 is ARGV[2]. With ARGV[4] 'create', a new team
+# (its record ARGV[3]): 0 if the name is a live team's, -1 if it is a deleted team's that still
+# holds campaigns (a rotation makes that one live again), else 1. With 'rotate', in place of its
+# token (the old one gone from the tokens at once), a deleted team live again: 0 if there is no
+# such team, else 1. KEYS: TEAMS, TEAM_DIGESTS, TOKENS, the team's set.
 TEAM_TOKEN_SCRIPT = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local record
+local known = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1
+local old = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[4] == 'create' then
-  if raw then return 0 end
-  record = cjson.decode(ARGV[3])
+  if old then return 0 end
+  if known and redis.call('SCARD', KEYS[4]) > 0 then return -1 end
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 else
-  if not raw then return 0 end
-  record = cjson.decode(raw)
-  redis.call('HDEL', KEYS[2], record['digest'])
+  if not known then return 0 end
+  if old then redis.call('HDEL', KEYS[3], old) end
 end
-record['digest'] = ARGV[2]
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(record))
-redis.call('HSET', KEYS[2], ARGV[2], 'team:' .. ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], 'team:' .. ARGV[1])
 return 1
 """
 
-# Adds campaign ARGV[1] to a team's set KEYS[1] unless it holds ARGV[2] already: 1 added, 0 not.
-ADMIT_TEAM_SCRIPT = """
-if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('SADD', KEYS[1], ARGV[1])
-return 1
-"""
-
-# Deletes team ARGV[1] and its token (its campaigns stay). KEYS: TEAMS, TOKENS. 1 if it was.
+# Deletes team ARGV[1]'s token; the team's record goes too unless it still holds campaigns
+# (then it stays, deleted, so that its name is not made anew by mistake). KEYS: TEAMS,
+# TEAM_DIGESTS, TOKENS, the team's set. 1 if it was a live team, 0 if not.
 DELETE_TEAM_SCRIPT = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 0 end
-redis.call('HDEL', KEYS[2], cjson.decode(raw)['digest'])
-redis.call('HDEL', KEYS[1], ARGV[1])
+local old = redis.call('HGET', KEYS[2], ARGV[1])
+if not old then return 0 end
+redis.call('HDEL', KEYS[3], old)
+redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 1
 """
 
@@ -767,6 +769,10 @@ return 1
 
 class TeamFull(Exception):
     """A team holds as many campaigns as it may."""
+
+
+class TeamGone(Exception):
+    """The token that would create a team's campaign is no longer the team's."""
 
 
 def design_reserve(pool, design: list[int], seed: int) -> list[int]:
@@ -825,7 +831,6 @@ class CampaignStore:
         self._resume = redis.register_script(RESUME_SCRIPT)
         self._team_token = redis.register_script(TEAM_TOKEN_SCRIPT)
         self._delete_team = redis.register_script(DELETE_TEAM_SCRIPT)
-        self._admit_team = redis.register_script(ADMIT_TEAM_SCRIPT)
 
     @staticmethod
     def k(campaign_id: str, part: str) -> str:
@@ -837,37 +842,55 @@ class CampaignStore:
         return f"{PREFIX}team:{team}:campaigns"
 
     # -- campaigns ---------------------------------------------------------------------------
-    def create(self, body: dict, team: str | None = None, team_limit: int = 0) -> dict:
-        """The campaign of ``body`` (``team``'s, when its token created it), stored;
-        :class:`TeamFull` if ``team`` holds ``team_limit`` campaigns already."""
+    def create(self, body: dict, team: tuple[str, str] | None = None,
+               team_limit: int = 0) -> dict:  # fmt: skip
+        """The campaign of ``body``, stored; with ``team`` (its name and its token's SHA-256:
+        the token that creates it), the team's, all in one transaction with the check that
+        the token is still the team's (:class:`TeamGone` if it was rotated or deleted
+        meanwhile) and holds fewer than ``team_limit`` campaigns (:class:`TeamFull`)."""
         campaign_id = uuid.uuid4().hex[:16]
-        spec = dict(body, id=campaign_id, created_at=time.time(), team=team)
+        name = None if team is None else team[0]
+        if name is not None and self.r.scard(self.team_key(name)) >= team_limit:
+            raise TeamFull(name)  # before the design's work; checked again below
+        spec = dict(body, id=campaign_id, created_at=time.time(), team=name)
         pool = pools.pool_of(spec)
         design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
                                 warp=pools.space_of(spec).stratify)  # fmt: skip
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
-        if team is not None and not self._admit_team(
-            keys=[self.team_key(team)], args=[campaign_id, team_limit]
-        ):
-            raise TeamFull(team)
-        pipe = self.r.pipeline()
-        pipe.set(self.k(campaign_id, "spec"),
-                 json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"]))))  # fmt: skip
+        stored = json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"])))
+        points = None
         if pools.explicit(spec):
             points = pools.space_of(spec).codes(spec["pool"]["points"]).astype(ROW_TYPE)
-            pipe.set(self.k(campaign_id, "points"), points.tobytes())
-        pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
-        pipe.sadd(CAMPAIGNS, campaign_id)
-        self._count_created(keys=[PHASES], args=[str(loop.phase(Rules.of(spec), 0))], client=pipe)
-        try:
-            pipe.execute()
-        except RedisError:
-            if team is not None:  # not created: not the team's either
-                with contextlib.suppress(RedisError):
-                    self.r.srem(self.team_key(team), campaign_id)
-            raise
-        return spec
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    if team is not None:
+                        self._check_team(pipe, team, team_limit)
+                    pipe.multi()
+                    pipe.set(self.k(campaign_id, "spec"), stored)
+                    if points is not None:
+                        pipe.set(self.k(campaign_id, "points"), points.tobytes())
+                    pipe.hset(self.k(campaign_id, "state"), mapping={"refit": "idle"})
+                    pipe.sadd(CAMPAIGNS, campaign_id)
+                    if name is not None:
+                        pipe.sadd(self.team_key(name), campaign_id)
+                    phase = str(loop.phase(Rules.of(spec), 0))
+                    self._count_created(keys=[PHASES], args=[phase], client=pipe)
+                    pipe.execute()
+                    return spec
+                except WatchError:  # the team changed between the check and the writes
+                    continue
+
+    def _check_team(self, pipe, team: tuple[str, str], limit: int) -> None:
+        """Watches the team's token and set on ``pipe`` and checks them (see :meth:`create`)."""
+        name, digest = team
+        pipe.watch(TEAM_DIGESTS, self.team_key(name))
+        held = pipe.hget(TEAM_DIGESTS, name)
+        if held is None or held.decode() != digest:
+            raise TeamGone(name)
+        if pipe.scard(self.team_key(name)) >= limit:
+            raise TeamFull(name)
 
     def issue_tokens(self, campaign_id: str) -> tuple[str, str]:
         """The campaign's two access tokens, its simulators' and its owner's, returned once;
@@ -893,35 +916,42 @@ class CampaignStore:
         return campaign_id, scope or "simulator"
 
     # -- teams -------------------------------------------------------------------------------
-    def create_team(self, name: str, now: float) -> str | None:
-        """A new team's token (returned once, its digest kept), or None if the name is taken."""
+    def _team_keys(self, name: str) -> list[str]:
+        return [TEAMS, TEAM_DIGESTS, TOKENS, self.team_key(name)]
+
+    def create_team(self, name: str, now: float) -> str | int:
+        """A new team's token (returned once, its digest kept); 0 if the name is a live
+        team's, -1 if a deleted team's that still holds campaigns."""
         token = new_token()
         record = json.dumps({"created_at": now})
-        done = self._team_token(keys=[TEAMS, TOKENS],
+        done = self._team_token(keys=self._team_keys(name),
                                 args=[name, token_digest(token), record, "create"])  # fmt: skip
-        return token if done else None
+        return token if done == 1 else int(done)
 
     def rotate_team_token(self, name: str) -> str | None:
-        """A new token for team ``name`` in place of its old one, or None if there is no such
-        team."""
+        """A new token for team ``name`` in place of its old one (a deleted team's: it is live
+        again), or None if there is no such team."""
         token = new_token()
-        done = self._team_token(keys=[TEAMS, TOKENS],
+        done = self._team_token(keys=self._team_keys(name),
                                 args=[name, token_digest(token), "", "rotate"])  # fmt: skip
         return token if done else None
 
     def delete_team(self, name: str) -> bool:
-        """Team ``name`` and its token gone (its campaigns stay); False if there was none."""
-        return bool(self._delete_team(keys=[TEAMS, TOKENS], args=[name]))
+        """Team ``name``'s token gone, and the team with it unless it holds campaigns (they
+        stay); False if there was no live team of that name."""
+        return bool(self._delete_team(keys=self._team_keys(name), args=[name]))
 
     def teams(self) -> list[dict]:
-        """Every team: its name, when it was made and how many campaigns it has."""
+        """Every team: its name, when it was made, whether its token is live (a deleted team
+        that holds campaigns stays, not live) and how many campaigns it has."""
         records = sorted(self.r.hgetall(TEAMS).items())
+        live = {n.decode() for n in self.r.hkeys(TEAM_DIGESTS)}
         pipe = self.r.pipeline()
         for name, _ in records:
             pipe.scard(self.team_key(name.decode()))
         counts = pipe.execute()
         return [{"name": name.decode(), "created_at": json.loads(raw)["created_at"],
-                 "n_campaigns": int(count)}
+                 "live": name.decode() in live, "n_campaigns": int(count)}
                 for (name, raw), count in zip(records, counts, strict=True)]  # fmt: skip
 
     def team_has(self, team: str, campaign_id: str) -> bool:
@@ -1187,7 +1217,8 @@ class CampaignStore:
                                                  "state", "expired", "labels")]  # fmt: skip
         index = "" if info["index"] is None else str(info["index"])
         args = [ticket, loop.failed_state(reason), json.dumps(record), index,
-                spec["initial_design"]["size"], now, get_settings().keep_runs]  # fmt: skip
+                spec["initial_design"]["size"], now, get_settings().keep_runs,
+                reason]  # fmt: skip
         outcome, n, enqueue = self._fail_run(keys=keys, args=args)
         self.wake(campaign_id)
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)

@@ -181,7 +181,8 @@ def _team(argv: list[str]) -> None:
     )
     parser.add_argument("action", choices=("create", "list", "rotate", "delete"),
                         help="create NAME (prints its token), list, rotate NAME (a new token; "
-                        "the old one stops working), delete NAME (its campaigns stay)")  # fmt: skip
+                        "the old one stops working), delete NAME (its token ends; its campaigns "
+                        "stay)")  # fmt: skip
     parser.add_argument("name", nargs="?", help="the team's name")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--token", help="the service token (default: FBGP_API_TOKEN)")
@@ -195,10 +196,12 @@ def _team(argv: list[str]) -> None:
             if args.action == "list":
                 for team in api.teams():
                     count = team["n_campaigns"]
-                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}")
+                    state = "" if team["live"] else "\tdeleted (rotate makes it live again)"
+                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}{state}")
             elif args.action == "delete":
                 api.delete_team(args.name)
-                print(f"fbgp-al team: deleted {args.name} (its campaigns stay)", file=sys.stderr)
+                print(f"fbgp-al team: the token of {args.name} ended (its campaigns stay)",
+                      file=sys.stderr)  # fmt: skip
             else:
                 make = api.create_team if args.action == "create" else api.rotate_team_token
                 print(make(args.name))  # the token alone on stdout, for a script to keep

@@ -8,9 +8,17 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from service import limits, schemas
-from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep, TeamScope, team_of
-from service.errors import Conflict, Unprocessable
-from service.store import TeamFull
+from service.deps import (
+    Authorized,
+    SettingsDep,
+    SimulatorScope,
+    StoreDep,
+    TeamScope,
+    team_credential,
+    team_of,
+)
+from service.errors import Conflict, Unauthorized, Unprocessable
+from service.store import TeamFull, TeamGone
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
@@ -24,11 +32,15 @@ def create(body: schemas.CampaignCreate, store: StoreDep, request: Request, resp
     it is the team's (``team``): that token opens it, and lists it."""
     fields = body.model_dump()
     limits.check_campaign(fields, settings)  # 422 beyond a limit on one campaign's work
-    team = team_of(request)
+    team = team_credential(request)
     try:
         spec = store.create(fields, team, settings.limit_team_campaigns)
-    except TeamFull:
-        raise limits.team_full(team, settings.limit_team_campaigns) from None
+    except TeamFull as full:
+        raise limits.team_full(str(full), settings.limit_team_campaigns) from None
+    except TeamGone as gone:
+        raise Unauthorized(f"the token of team {str(gone)!r} was replaced or the team deleted "
+                           "while this request ran",
+                           {"WWW-Authenticate": "Bearer"}) from None  # fmt: skip
     token, owner_token = store.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
     return dict(spec, status=store.status(spec["id"]), token=token, owner_token=owner_token)

@@ -29,9 +29,13 @@ def create(body: schemas.TeamCreate, store: StoreDep, settings: SettingsDep, res
     taken."""
     _guarded(settings)
     token = store.create_team(body.name, time.time())
-    if token is None:
+    if token == 0:
         raise Conflict(f"a team named {body.name!r} exists already (POST /teams/{body.name}/"
                        "token gives it a new token)")  # fmt: skip
+    if token == -1:
+        raise Conflict(f"team {body.name!r} was deleted and still holds campaigns: POST "
+                       f"/teams/{body.name}/token makes it live again with a new token, or "
+                       "choose another name")  # fmt: skip
     response.headers["Cache-Control"] = "no-store"
     return {"name": body.name, "token": token}
 
@@ -45,7 +49,8 @@ def list_teams(store: StoreDep):
 @router.post("/{name}/token", response_model=schemas.TeamToken,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
 def rotate(name: str, store: StoreDep, settings: SettingsDep, response: Response):
-    """A new token for the team, shown once; its old token stops working at once."""
+    """A new token for the team, shown once; its old token stops working at once. A deleted
+    team that still holds campaigns is live again."""
     _guarded(settings)
     token = store.rotate_team_token(name)
     if token is None:
@@ -57,8 +62,10 @@ def rotate(name: str, store: StoreDep, settings: SettingsDep, response: Response
 @router.delete("/{name}", status_code=204, response_class=Response,
                responses=schemas.problem_responses(404))  # fmt: skip
 def delete(name: str, store: StoreDep):
-    """The team and its token; its campaigns stay (the service token and their own tokens open
-    them, and a team made again under this name opens them again)."""
+    """The team's token ends at once; its campaigns stay (the service token and their own
+    tokens open them). A team that holds campaigns stays listed, not live, and its name cannot
+    be made anew: a rotation of its token makes it live again. 404 if no live team has the
+    name."""
     if not store.delete_team(name):
-        raise NotFound(f"no team {name!r}")
+        raise NotFound(f"no live team {name!r}")
     return Response(status_code=204)

@@ -176,3 +176,9 @@ def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(
     events = client.get(f"/campaigns/{campaign}/history").json()
     assert [(e["event"], e["ticket"]) for e in events] == [("run_failed", "t-old"),
                                                            ("run_failed", ticket)]  # fmt: skip
+    # a ticket whose state holds its reason itself (stored before the digest): a repeat with
+    # that reason is the same report again, another reason a conflict
+    stale = _next(client, campaign)["ticket"]
+    redis.hset(f"fbgp:c:{campaign}:ticket_state", stale, "failed:old mesh")
+    assert _fail(client, campaign, stale, "old mesh").status_code == 200
+    assert _fail(client, campaign, stale, "new mesh").status_code == 409

@@ -114,14 +114,52 @@ def test_a_rotated_or_deleted_teams_old_token_ends_at_once(shared, make_body):
     with _as(url, ADMIN) as admin:
         assert admin.delete("/teams/rotor").status_code == 204
         assert admin.delete("/teams/rotor").status_code == 404
-        assert admin.post("/teams/rotor/token").status_code == 404
-        # its campaign stays, the service token's to open
+        # its campaign stays, the service token's to open; the team stays listed, not live,
+        # and its name is not made anew for another group by mistake
         assert admin.get(f"/campaigns/{campaign['id']}").json()["team"] == "rotor"
-        assert "rotor" not in {t["name"] for t in admin.get("/teams").json()}
+        listed = {t["name"]: t for t in admin.get("/teams").json()}
+        assert not listed["rotor"]["live"] and listed["rotor"]["n_campaigns"] == 1
+        taken = admin.post("/teams", json={"name": "rotor"})
+        assert taken.status_code == 409 and "still holds campaigns" in taken.json()["detail"]
     with _as(url, new) as api:
         assert api.get(f"/campaigns/{campaign['id']}").status_code == 401
-    again = _team(url, "rotor")  # the same name made again opens them again
+    with _as(url, ADMIN) as admin:  # a rotation makes it live again, with its campaigns
+        again = admin.post("/teams/rotor/token").json()["token"]
+        assert {t["name"]: t["live"] for t in admin.get("/teams").json()}["rotor"]
     assert _listed(url, again) == {campaign["id"]}
+    with _as(url, again) as api:  # once it holds none, a delete removes it and frees its name
+        assert api.delete(f"/campaigns/{campaign['id']}").status_code == 204
+    with _as(url, ADMIN) as admin:
+        assert admin.delete("/teams/rotor").status_code == 204
+        assert "rotor" not in {t["name"] for t in admin.get("/teams").json()}
+        assert admin.post("/teams/rotor/token").status_code == 404
+    _team(url, "rotor")
+
+
+def test_a_campaign_is_not_created_with_a_team_token_replaced_meanwhile(
+    shared, redis_url, make_body
+):
+    """The store checks, in the transaction that writes the campaign, that the creating token
+    is still the team's: a rotation or delete while the request ran leaves nothing behind."""
+    from redis import Redis
+
+    from service.schemas import CampaignCreate
+    from service.store import CampaignStore, TeamGone
+    from service.tokens import token_digest
+
+    token = _team(shared, "mover")
+    store = CampaignStore(Redis.from_url(redis_url))
+    fields = CampaignCreate(**make_body()).model_dump()
+    with _as(shared, ADMIN) as admin:
+        admin.post("/teams/mover/token")  # the old token is replaced
+    before = len(store.ids())
+    with pytest.raises(TeamGone):
+        store.create(fields, ("mover", token_digest(token)), LIMIT)
+    assert len(store.ids()) == before and store.ids("mover") == []
+    with _as(shared, ADMIN) as admin:
+        admin.delete("/teams/mover")
+    with pytest.raises(TeamGone):
+        store.create(fields, ("mover", token_digest(token)), LIMIT)
 
 
 def test_teams_names_are_checked_and_unique(shared):
