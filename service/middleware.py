@@ -66,18 +66,19 @@ class BodyAfterToken:
             return await self.app(scope, receive, send)
         scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode(
             "latin-1").partition(" ")  # fmt: skip
-        if scheme.lower() != "bearer" or not given.strip():
+        given = given.strip()
+        if scheme.lower() != "bearer" or not given:
             response = problem(401, "this call needs Authorization: Bearer <token>",
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
             return await response(scope, receive, send)
         store = CampaignStore(deps.connection(settings.redis_url))
-        grant = await run_in_threadpool(deps.identify, settings, store, given.strip())
+        grant = await run_in_threadpool(deps.identify, settings, store, given)
         if grant is None:
             response = problem(401, deps.INVALID,
                                {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
             return await response(scope, receive, send)
         # the routes' check (service.deps.authorized) takes this look-up, not a second one
-        scope.setdefault("state", {})["token_grant"] = (given.strip(), grant)
+        scope.setdefault("state", {})["token_grant"] = (given, grant)
         return await self.app(scope, receive, send)
 
 

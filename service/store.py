@@ -372,9 +372,9 @@ return {'stored', n, request_refit(KEYS[3], n, ARGV[3], ARGV[4 + 2 * count])}
 
 # Deletes campaign ARGV[1], all or nothing: its keys (KEYS[10..]), its id from the index and
 # from its team's set, its tokens, and its count in its phase. KEYS: spec, labels, token, the
-# index, the tokens, PHASES, state, jobs, its team's set, then every part; ARGV: id, design
-# size, max_labels, '1' if it has a team. Returns {0} if it was gone already, else {1,
-# its jobs...} (for the caller to stop).
+# index, the tokens, PHASES, state, jobs, its team's set (one that never exists when it has no
+# team: no team is named ''), then every part; ARGV: id, design size, max_labels. Returns {0}
+# if it was gone already, else {1, its jobs...} (for the caller to stop).
 DELETE_SCRIPT = (
     COUNT_PHASES
     + """
@@ -386,7 +386,7 @@ local out = {1}
 for _, job in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do out[#out + 1] = job end
 for i = 10, #KEYS do redis.call('UNLINK', KEYS[i]) end
 redis.call('SREM', KEYS[4], ARGV[1])
-if ARGV[4] == '1' then redis.call('SREM', KEYS[9], ARGV[1]) end
+redis.call('SREM', KEYS[9], ARGV[1])
 if digest then
   for d in string.gmatch(digest, '%S+') do redis.call('HDEL', KEYS[5], d) end
 end
@@ -1052,15 +1052,9 @@ class CampaignStore:
         then its jobs are stopped (running) or canceled (queued)."""
         spec = self.spec(campaign_id)
         part = functools.partial(self.k, campaign_id)
-        team = spec.get("team")
         keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES,
-                part("state"), part("jobs"), self.team_key(team or "")]  # fmt: skip
-        args = [
-            campaign_id,
-            spec["initial_design"]["size"],
-            spec["max_labels"],
-            "1" if team is not None else "",
-        ]
+                part("state"), part("jobs"), self.team_key(spec.get("team") or "")]  # fmt: skip
+        args = [campaign_id, spec["initial_design"]["size"], spec["max_labels"]]
         found, *jobs = self._delete(keys=keys + [part(p) for p in PARTS], args=args)
         if not found:
             raise NotFound(f"no campaign {campaign_id!r}")
