@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -192,10 +193,23 @@ def test_a_browser_opens_a_campaign_page_with_its_owner_token(guarded, make_body
                f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page]  # fmt: skip
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert "browser" in dom.stdout and 'id="plot-posterior"' in dom.stdout, dom.stderr[-2000:]
-    lines = [
-        json.loads(line) for line in log.read_text().splitlines()[seen:] if line.startswith("{")
-    ]
-    mine = [(e["route"], e["status"]) for e in lines if e.get("campaign") == campaign["id"]]
+    browser = ("/campaigns/{campaign_id}/view", "/campaigns/{campaign_id}/plots/{kind}.png")
+
+    def fetched():
+        # the API writes a request's log line after its answer is sent: the lines of the last
+        # requests before the browser's (and the browser's last ones) may come a moment late
+        lines = [
+            json.loads(line) for line in log.read_text().splitlines()[seen:] if line.startswith("{")
+        ]
+        return [
+            (e["route"], e["status"])
+            for e in lines
+            if e.get("campaign") == campaign["id"] and e["route"] in browser
+        ]
+
+    deadline = time.monotonic() + 10
+    while len(mine := fetched()) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert mine[:2] == [
         ("/campaigns/{campaign_id}/view", 303),
         ("/campaigns/{campaign_id}/view", 200),
