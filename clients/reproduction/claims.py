@@ -39,12 +39,17 @@ def _overall(summary: dict, metric: str) -> dict[str, float]:
     return out
 
 
+def _pct(value: float) -> str:
+    """A percentage to one decimal; a rounding residue of zero (ALM against itself) reads 0.0."""
+    return f"{round(value, 1) + 0.0:.1f} %"
+
+
 def _best(summary: dict, metric: str, acquisition: str, text: str) -> Claim:
     means = _overall(summary, metric)
     if acquisition not in means or len(means) < 2:
         return Claim(text, "not tested", f"needs {acquisition} and another acquisition")
     ranked = sorted(means.items(), key=lambda kv: -kv[1])
-    evidence = ", ".join(f"{a} {v:.1f} %" for a, v in ranked)
+    evidence = ", ".join(f"{a} {_pct(v)}" for a, v in ranked)
     held = means[acquisition] >= ranked[0][1]
     return Claim(text, "held" if held else "not held", f"overall mean {_name(metric)}: {evidence}")
 
@@ -63,7 +68,7 @@ def _bald(summary: dict, nlml: str = "nlml", suffix: str = "") -> Claim:
     found = {m: v for m, v in found.items() if v is not None}
     if not found:
         return Claim(text, "not tested", "needs bald and alm on a paper simulator")
-    evidence = ", ".join(f"{_name(m)} {v:.1f} %" for m, v in found.items())
+    evidence = ", ".join(f"{_name(m)} {_pct(v)}" for m, v in found.items())
     return Claim(text, _verdict([v < 0 for v in found.values()]), f"bald overall: {evidence}")
 
 
@@ -77,7 +82,7 @@ def _motorcycle(summary: dict, nlml: str = "nlml", suffix: str = "") -> Claim:
         if qb is None or bq is None:
             continue
         results.append(qb["mean"] > bq["mean"])
-        evidence.append(f"{_name(metric)} qb-mgp {qb['mean']:.1f} % vs b-qbc {bq['mean']:.1f} %")
+        evidence.append(f"{_name(metric)} qb-mgp {_pct(qb['mean'])} vs b-qbc {_pct(bq['mean'])}")
     if not results:
         return Claim(text, "not tested", "needs qb-mgp, b-qbc and alm on motorcycle")
     return Claim(text, _verdict(results), "; ".join(evidence))

@@ -172,6 +172,9 @@ def test_claims_are_checked_against_the_summary():
     rmse["bald"] = -3.0
     verdicts = [c.verdict for c in check_claims(_summary(nlml, rmse, moto))]
     assert verdicts == ["not held", "held", "held", "held"]
+    # ALM against itself averages to a rounding residue, which reads 0.0, not -0.0
+    nlml["alm"] = -1e-17
+    assert "alm 0.0 %" in check_claims(_summary(nlml, rmse, moto))[0].evidence
     only = {"alm": 0.0, "qb-mgp": 3.0}
     verdicts = [c.verdict for c in check_claims(_summary(only, only))]
     assert verdicts == ["not tested", "held", "not tested", "not tested"]
