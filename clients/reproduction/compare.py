@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--names", default="base,other", help="the two protocols' names")
     args = parser.parse_args(argv)
     names = tuple(args.names.split(",", 1)) if "," in args.names else ("base", "other")
+    for path in (args.base, args.other):
+        if not path.is_file():
+            parser.error(f"no file {path} (an rdauc.json that fbgp-al bench writes)")
     base, other = (json.loads(p.read_text(encoding="utf-8")) for p in (args.base, args.other))
     print(side_by_side(base, other, names))
     print(gaps(base, other, names))

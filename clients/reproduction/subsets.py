@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.size < 2:
         parser.error("--size must be at least 2 (a group of one has no sd)")
+    if not args.results.is_file():
+        parser.error(f"no results file {args.results}")
     records, _ = finished(read_results(args.results))
     for metric in BOUNDED:
         if any(metric in r for r in records):

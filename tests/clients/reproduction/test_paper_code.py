@@ -13,6 +13,7 @@ from clients.ops.cli import main as cli
 from clients.reproduction import bench
 from clients.reproduction.bench import parse_args, plan, resume
 from clients.reproduction.compare import gaps, side_by_side
+from clients.reproduction.compare import main as compare_main
 from clients.reproduction.protocol import PROTOCOLS, grid_pool, run_setup
 from clients.reproduction.rdauc import far_from_paper, load_paper_table, summarize
 from clients.reproduction.report import dominant_markdown, dominant_models, write_report
@@ -271,7 +272,7 @@ def test_a_continuous_design_alone_runs_on_todays_service(api_url, tmp_path):
     assert {r["protocol"] for r in lines} == {"custom"}
 
 
-def test_two_protocols_side_by_side(tmp_path):
+def test_two_protocols_side_by_side(tmp_path, capsys):
     """The paper's cell, each protocol's (mean ± sd (runs)), and the code's NLML of the second."""
     base_dir, other_dir = tmp_path / "base", tmp_path / "other"
     for d in (base_dir, other_dir):
@@ -290,6 +291,13 @@ def test_two_protocols_side_by_side(tmp_path):
     assert lines[at + 2].split(" | ")[1:3] == ["paper-code", "100.0 ± 0.0 (2)"]
     assert lines[at + 3].split(" | ")[1:3] == ["paper-code, the code's NLML", "36.3 ± 0.0 (2)"]
     assert "#### RMSE" in text and "| alm |" not in text
+    # the command prints the same, and refuses a file that is not there
+    paths = [str(d / "rdauc.json") for d in (base_dir, other_dir)]
+    compare_main([*paths, "--names", "today,paper-code"])
+    assert capsys.readouterr().out.startswith(text)
+    with pytest.raises(SystemExit) as exit_:
+        compare_main([paths[0], str(tmp_path / "missing.json")])
+    assert exit_.value.code == 2 and "no file" in capsys.readouterr().err
 
 
 def _table(cells: dict, code: dict | None = None) -> dict:

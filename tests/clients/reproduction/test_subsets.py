@@ -1,5 +1,7 @@
 """Cells over groups of repetitions against the same cells over all of them."""
 
+import json
+
 import pytest
 
 from clients.reproduction import subsets
@@ -44,3 +46,19 @@ def test_a_simulator_with_no_more_repetitions_than_a_group_is_left_out():
     records = _records({"alm": [[1.0] * 4] * 3, "b-qbc": [[0.5] * 4] * 3})
     assert subsets.subset_cells(records, "rmse", size=3) == []
     assert "no simulator" in subsets.describe([], points=10, sds=2)
+
+
+def test_the_command_reads_a_results_file_and_refuses_a_missing_one(tmp_path, capsys):
+    spread = [[0.5 + d] * 4 for d in (-0.01, 0.0, 0.01, 0.29, 0.3, 0.31)]
+    records = _records({"alm": [[1.0] * 4] * 6, "b-qbc": spread})
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    subsets.main([str(path), "--points", "10"])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == ["nlml", "rmse"]  # no nlml_paper in them
+    assert "> 10 points: 2 (100%)" in out[1]
+    for argv in ([str(tmp_path / "missing.jsonl")], [str(path), "--size", "1"]):
+        with pytest.raises(SystemExit) as exit_:
+            subsets.main(argv)
+        assert exit_.value.code == 2
+    assert "no results file" in capsys.readouterr().err
