@@ -14,6 +14,7 @@ import pytest
 
 from tests.reliability.conftest import slow_campaign, wait_for
 
+SLOW_MCMC = {"chains": 1, "warmup": 5000, "samples": 5000, "thinning": 50}
 ARTIFACTS = Path(__file__).resolve().parents[2] / "results" / "test-artifacts"
 
 
@@ -21,10 +22,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "results" / "test-artifacts"
 def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
     stack = make_stack(workers=2)
     with httpx.Client(base_url=stack.url, timeout=30) as api:
-        campaign, x, _ = slow_campaign(api)
+        # one chain of 10,000 steps on 40 points: about 3 s on a fast core, so the kill below
+        # lands inside the refit (its first 2,000 + 2,000 steps once took 1.2 s, too close)
+        campaign, x, _ = slow_campaign(api, mcmc=SLOW_MCMC)
         busy = wait_for(lambda: [k for k in range(2) if stack.horse_of(k)], seconds=60)
         k = busy[0]
-        time.sleep(1.0)  # well inside the refit (it takes several seconds)
+        wait_for(lambda: api.get(f"/campaigns/{campaign}").json()["refit"] == "running")
+        time.sleep(0.3)  # inside the refit
         status = api.get(f"/campaigns/{campaign}").json()
         assert status["refit"] == "running" and status["model_version"] is None, status
         killed = time.monotonic()
