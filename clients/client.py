@@ -87,7 +87,8 @@ class CampaignStatus:
     refit: str | None = None  # idle | queued | running
     n_failed: int = 0  # runs reported failed
     n_abandoned: int = 0
-    failing: bool = False  # more failed runs than the campaign's max_failures
+    failing: bool = False  # more failed runs than max_failures: /next hands out no point
+    n_forgiven: int = 0  # failed runs forgiven by the owner's retries
     stalled: bool = False  # runs failed and no point is left to offer
     # done by its stopping rule: {rule, value, target, version, at}; None otherwise
     stopped_by: dict | None = None
@@ -102,6 +103,7 @@ class CampaignStatus:
                    model_version=data["model_version"], last_error=data.get("last_error"),
                    refit=data.get("refit"), n_failed=data.get("n_failed", 0),
                    n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
+                   n_forgiven=data.get("n_forgiven", 0),
                    stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
                    inputs=data.get("inputs", []), team=data.get("team"), raw=data)  # fmt: skip
 
@@ -399,6 +401,14 @@ class FbgpClient:
                               json=body)  # fmt: skip
         return CampaignStatus.from_json(response.json())
 
+    def retry(self, campaign_id: str) -> CampaignStatus:
+        """The owner's word that what stopped the campaign is fixed: a failed refit runs again,
+        a failing or stalled campaign's failed runs are forgiven and their points offered again
+        (``ApiError`` 409 if there is nothing to retry)."""
+        response = self._call("POST", f"/campaigns/{campaign_id}/retry", idempotent=False,
+                              ok=(202,))  # fmt: skip
+        return CampaignStatus.from_json(response.json())
+
     def delete_campaign(self, campaign_id: str, missing_ok: bool = False) -> None:
         """Delete a campaign; with ``missing_ok`` a 404 (gone already) is no error."""
         ok = (204, 404) if missing_ok else (204,)
@@ -432,7 +442,9 @@ class FbgpClient:
     def try_next(self, campaign_id: str, wait: float = 0.0) -> NextPoint | Pending | None:
         """One ``/next`` call, long-polling up to ``wait`` seconds: a point, :class:`Pending`
         (202), or None when the campaign is done (410). A campaign whose points have all failed
-        (its status says ``stalled``) answers 409, raised as :class:`ApiError`."""
+        (its status says ``stalled``), or whose runs failed more than its ``max_failures``
+        (``failing``), answers 409, raised as :class:`ApiError` (its owner's :meth:`retry`
+        forgives them)."""
         timeout = self.timeout + wait
         key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries get the ticket it got, if any
         response = self._call("GET", f"/campaigns/{campaign_id}/next", params={"wait": wait},

@@ -133,6 +133,8 @@ class Refit:
     retry_at: float = 0.0  # a failed refit runs again from then (0: none waits)
     failed: str | None = None  # why the campaign failed (too many refits failed in a row)
     stopped: str | None = None  # the JSON of its stopping rule's verdict (stop_verdict), if met
+    n_failed: int = 0  # runs reported failed so far
+    n_forgiven: int = 0  # ... of them forgiven by the owner's retries (they count no more)
 
     @property
     def changed(self) -> bool:
@@ -157,6 +159,7 @@ class Refit:
             n_abandoned=int(number("n_abandoned")),
             failures=int(number("refit_failures")), retry_at=number("retry_at"),
             failed=state.get("failed") or None, stopped=state.get("stopped") or None,
+            n_failed=int(number("n_failed")), n_forgiven=int(number("n_forgiven")),
         )  # fmt: skip
 
 
@@ -214,7 +217,17 @@ class Failed:
     reason: str
 
 
-Answer = Offer | Wait | Done | Stalled | Failed
+@dataclass(frozen=True)
+class Failing:
+    """More runs failed since the owner's last retry (``failed``) than ``max_failures``
+    (``limit``): no point is handed out until the owner retries the campaign (:func:`failing`),
+    so that simulators that crash on everything cannot use up the pool."""
+
+    failed: int
+    limit: int
+
+
+Answer = Offer | Wait | Done | Stalled | Failed | Failing
 
 
 def phase(rules: Rules, n_labeled: int, failed: bool = False, stopped: bool = False) -> Phase:
@@ -252,6 +265,8 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
         return Done(snap.refit.stopped)
     if snap.refit.failed:
         return Failed(snap.refit.failed)
+    if failing(rules, snap.refit.n_failed, snap.refit.n_forgiven):
+        return Failing(snap.refit.n_failed - snap.refit.n_forgiven, rules.failure_limit)
     if n + snap.n_pending >= rules.max_labels:
         return Wait(FULL_RETRY_SECONDS)
     if stalled(rules, snap):
@@ -318,9 +333,11 @@ def stalled(rules: Rules, snap: Snapshot) -> bool:
     return current and _first_free(snap.ranking, taken) is None
 
 
-def failing(rules: Rules, n_failed: int) -> bool:
-    """Whether the campaign's failed runs exceed ``max_failures`` (default: ``max_labels``)."""
-    return n_failed > rules.failure_limit
+def failing(rules: Rules, n_failed: int, n_forgiven: int = 0) -> bool:
+    """Whether the campaign's failed runs, but for those its owner's retries forgave, exceed
+    ``max_failures`` (default: ``max_labels``). A failing campaign hands out no point (its
+    tickets out can still be labeled) until its owner retries it."""
+    return n_failed - n_forgiven > rules.failure_limit
 
 
 def awaits_refit(rules: Rules, snap: Snapshot) -> bool:

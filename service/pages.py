@@ -127,10 +127,13 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
                      f"{v['version']}; its owner can resume it (POST .../resume)</p>")  # fmt: skip
     if s["stalled"]:
         parts.append("<p class='error' id='stalled'>stalled: every point left has failed; "
-                     "nothing more can be offered</p>")  # fmt: skip
+                     "nothing more can be offered until its owner retries it (POST "
+                     ".../retry)</p>")  # fmt: skip
     if s["failing"]:
-        parts.append(f"<p class='error' id='failing'>failing: {s['n_failed']} failed runs, more "
-                     f"than max_failures ({s['max_failures']})</p>")  # fmt: skip
+        since = s["n_failed"] - s["n_forgiven"]
+        parts.append(f"<p class='error' id='failing'>failing: {since} failed runs, more than "
+                     f"max_failures ({s['max_failures']}); no point is handed out until its "
+                     "owner retries it (POST .../retry)</p>")  # fmt: skip
     if s["n_failed"]:
         parts.append(_failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"]))
     if version is None:

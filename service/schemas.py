@@ -326,7 +326,8 @@ class CampaignFields(Strict):
     input_scaling: Literal["box", "labels"] = "box"
     # a failed run's point is offered again up to this many times (0: never)
     max_retries: int = Field(default=0, ge=0, le=1000)
-    # more failed runs than this and the campaign's status says it is failing [max_labels]
+    # more failed runs than this (since the owner's last retry) and the campaign is failing:
+    # /next hands out no point until its owner retries it [max_labels]
     max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
@@ -451,8 +452,11 @@ class CampaignStatus(BaseModel):
     inputs: list[InputSpec]  # x's coordinates, in order: names, types, bounds or values
     n_failed: int = 0  # runs reported failed
     n_abandoned: int = 0  # tickets abandoned
+    n_forgiven: int = 0  # failed runs forgiven by the owner's retries (POST .../retry)
     max_failures: int | None = None  # the limit ``failing`` is about
-    failing: bool = False  # more failed runs than max_failures
+    # more failed runs than max_failures, but for those forgiven: /next answers 409 (no point
+    # is handed out) until the owner retries the campaign
+    failing: bool = False
     stalled: bool = False  # runs failed, and no point is left to offer: /next answers 409
     stopped_by: StoppedBy | None = None  # done by its stopping rule: /next answers 410
 

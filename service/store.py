@@ -513,15 +513,36 @@ redis.call('HSET', KEYS[1], 'refit', 'queued', 'queued_at', ARGV[2], 'refit_job'
 return 1
 """
 
-# The owner's retry of a failed campaign: its failed state and count cleared, counted in its
-# phase again, and once its design is labeled a refit queued under job ARGV[1]. KEYS: state,
-# labels, PHASES; ARGV: job, now, design size, max_labels. 0: it had not failed; 1: cleared;
-# 2: cleared and queued.
-UNFAIL_SCRIPT = (
+# The owner's retry of a campaign that cannot go on by itself. A failed one (its refits failed
+# too often in a row): its failed state and count cleared, counted in its phase again. A failing
+# one (more failed runs since the last retry than ARGV[5], loop.failing), or one that stalled
+# (ARGV[6] = '1', loop.stalled): its failed runs are forgiven, n_forgiven = n_failed (they count
+# no more towards failing), and its points' counts of failures dropped, so every point failed
+# for good is offered again. Then, once its design is labeled, a refit is queued under job
+# ARGV[1] (a failed one's), or requested (the ranking must take the forgiven points back).
+# KEYS: state, labels, PHASES, failed, failures; ARGV: job, now, design size, max_labels,
+# failure limit, stalled. 0: nothing to retry; 1: cleared; 2: cleared and a refit queued.
+RETRY_SCRIPT = (
     COUNT_PHASES
+    + REQUEST_REFIT
     + """
-if not has_failed(KEYS[1]) then return 0 end
+local refit_failed = has_failed(KEYS[1])
+local s = redis.call('HMGET', KEYS[1], 'n_failed', 'n_forgiven')
+local n_failed = tonumber(s[1] or redis.call('LLEN', KEYS[5]))
+local failing = n_failed - tonumber(s[2] or '0') > tonumber(ARGV[5])
+local forgive = failing or ARGV[6] == '1'
+if not refit_failed and not forgive then return 0 end
 local n = redis.call('LLEN', KEYS[2])
+if forgive then
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[1], 'n_failed', n_failed, 'n_forgiven', n_failed)
+  redis.call('HINCRBY', KEYS[1], 'changes', 1)
+end
+if not refit_failed then
+  if request_refit(KEYS[1], n, ARGV[3], ARGV[2]) == 0 then return 1 end
+  redis.call('HSET', KEYS[1], 'refit_job', ARGV[1])  -- in charge of the refit it requested
+  return 2
+end
 add_phase(KEYS[3], 'failed', -1)
 add_phase(KEYS[3], phase(n, ARGV[3], ARGV[4], false, is_stopped(KEYS[1])), 1)
 redis.call('HSET', KEYS[1], 'failed', '', 'refit_failures', 0, 'retry_at', 0)
@@ -819,7 +840,7 @@ class CampaignStore:
         self._count_created = redis.register_script(COUNT_CREATED)
         self._rebuild_phases = redis.register_script(REBUILD_PHASES)
         self._retry_due = redis.register_script(RETRY_DUE_SCRIPT)
-        self._unfail = redis.register_script(UNFAIL_SCRIPT)
+        self._retry = redis.register_script(RETRY_SCRIPT)
         self._enqueue = redis.register_script(ENQUEUE_SCRIPT)
         self._track = redis.register_script(TRACK_SCRIPT)
         self._admit_short = redis.register_script(ADMIT_SHORT_SCRIPT)
@@ -1087,7 +1108,8 @@ class CampaignStore:
             "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
             "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
             "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
-            "max_failures": rules.failure_limit, "failing": loop.failing(rules, n_failed),
+            "n_forgiven": refit.n_forgiven, "max_failures": rules.failure_limit,
+            "failing": loop.failing(rules, n_failed, refit.n_forgiven),
             "stalled": stalled,
             "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
         }  # fmt: skip
@@ -1311,14 +1333,17 @@ class CampaignStore:
         pipe.hgetall(self.k(campaign_id, "state"))
         pipe.get(self.k(campaign_id, "ranking"))
         pipe.hgetall(self.k(campaign_id, "failed"))
-        *_, tickets, n, labeled, state, ranking, failed = pipe.execute()
+        pipe.llen(self.k(campaign_id, "failures"))
+        *_, tickets, n, labeled, state, ranking, failed, kept = pipe.execute()
         infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
+        state = {k.decode(): v.decode() for k, v in state.items()}
+        state.setdefault("n_failed", str(kept))  # stored before the count: its list counts
         return Snapshot(
             n_labeled=int(n),
             n_pending=len(tickets),
             pending=frozenset(json.loads(i)["index"] for i in infos if i is not None) - {None},
             labeled=frozenset(int(i) for i in labeled),
-            refit=Refit.of({k.decode(): v.decode() for k, v in state.items()}),
+            refit=Refit.of(state),
             ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
             failures={int(i): int(c) for i, c in failed.items()},
         )
@@ -1557,13 +1582,18 @@ class CampaignStore:
         return revived
 
     def retry(self, campaign_id: str, now: float) -> bool:
-        """The owner's retry of a failed campaign: its failed state cleared and a refit
-        enqueued. False if it had not failed."""
+        """The owner's retry (:data:`RETRY_SCRIPT`): a failed campaign's failed state cleared;
+        a failing or stalled one's failed runs forgiven, their points offered again; then a
+        refit enqueued where one is due. False if there was nothing to retry."""
         spec = self.spec(campaign_id)
+        rules = Rules.of(spec)
         job_id = uuid.uuid4().hex
+        stalled = loop.stalled(rules, self.snapshot(campaign_id, now, False))
         keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
-        args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"]]
-        outcome = self._unfail(keys=keys, args=args)
+        keys += [self.k(campaign_id, p) for p in ("failed", "failures")]
+        args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"],
+                rules.failure_limit, "1" if stalled else "0"]  # fmt: skip
+        outcome = self._retry(keys=keys, args=args)
         if outcome == 2:
             self._refit_queued(campaign_id, job_id, now)
         self.wake(campaign_id)

@@ -87,10 +87,16 @@ def delete(campaign_id: str, store: StoreDep):
 @router.post("/{campaign_id}/retry", status_code=202, response_model=schemas.CampaignStatus,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
 def retry(campaign_id: str, store: StoreDep):
-    """A failed campaign (its refit failed ``refit_max_attempts`` times in a row): its failed
-    state cleared and a refit enqueued on all its labels; 409 if it has not failed."""
+    """The owner's word that what stopped the campaign is fixed. A failed campaign (its refit
+    failed ``refit_max_attempts`` times in a row): its failed state cleared and a refit
+    enqueued on all its labels. A failing one (more failed runs than ``max_failures`` since the
+    last retry) or a stalled one (every point left failed for good): its failed runs forgiven
+    (``n_forgiven``; they count no more towards ``failing``, and stay in its failures), so
+    ``/next`` hands out points again, those failed for good among them, after a refit that
+    ranks them. 409 if it has not failed, is not failing and has not stalled."""
     if not store.retry(campaign_id, time.time()):
-        raise Conflict("the campaign has not failed: there is nothing to retry")
+        raise Conflict("the campaign has not failed, is not failing and has not stalled: "
+                       "there is nothing to retry")  # fmt: skip
     return store.status(campaign_id)
 
 

@@ -34,7 +34,8 @@ router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], depende
 DONE = "the campaign is done: it has max_labels labels"
 STALLED = (
     "no point is left to offer: every point not labeled has failed more than max_retries "
-    "times, and nothing is out (see the campaign's failures in GET .../observations)"
+    "times, and nothing is out (see the campaign's failures in GET .../observations); its "
+    "owner can retry it with POST /campaigns/{id}/retry, which offers those points again"
 )
 
 
@@ -75,10 +76,11 @@ def offer(
     store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int = 1
 ) -> list[dict] | loop.Answer:
     """One look at the campaign, under its lock: up to ``count`` tickets (the dicts ``/next``
-    answers, for as many polls), or the :class:`~service.loop.Wait`, :class:`~service.loop.Done`
-    or :class:`~service.loop.Stalled` that the rules gave instead of even one. A campaign
-    that waits for a model also has its refit revived if that died. 503 (:class:`Busy`) when
-    the campaign's lock is not acquired in ``lock_timeout_seconds``."""
+    answers, for as many polls), or the answer the rules gave instead of even one
+    (:class:`~service.loop.Wait`, :class:`~service.loop.Done`, :class:`~service.loop.Stalled`,
+    :class:`~service.loop.Failed`, :class:`~service.loop.Failing`). A campaign that waits for
+    a model also has its refit revived if that died. 503 (:class:`Busy`) when the campaign's
+    lock is not acquired in ``lock_timeout_seconds``."""
     lock = store.lock(campaign_id, settings.lock_timeout_seconds)
     if not lock.acquire():
         raise Busy(f"the campaign's lock was not acquired within {settings.lock_timeout_seconds:g} "
@@ -226,6 +228,12 @@ def _next_response(answer: dict | loop.Answer):
     if isinstance(answer, loop.Failed):
         raise Conflict(f"the campaign has failed ({answer.reason}); its owner can retry it "
                        "with POST /campaigns/{id}/retry")  # fmt: skip
+    if isinstance(answer, loop.Failing):
+        raise Conflict(f"the campaign is failing: {answer.failed} runs failed, more than its "
+                       f"max_failures ({answer.limit}), so no point is handed out (labels for "
+                       "tickets out are still taken); once the simulator is fixed, its owner "
+                       "can retry it with POST /campaigns/{id}/retry, which offers the failed "
+                       "points again")  # fmt: skip
     retry = max(1, math.ceil(answer.seconds))
     return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
                         status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip

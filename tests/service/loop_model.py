@@ -52,7 +52,7 @@ class LoopModel:
             n_labeled=len(self.labels), n_pending=len(live),
             pending=frozenset(t.index for t in live), labeled=frozenset(self.labeled),
             refit=loop.Refit(phase=self.refit, model_version=self.version, changes=self.changes,
-                             changes_seen=self.changes_seen),
+                             changes_seen=self.changes_seen, n_failed=len(self.failures)),
             ranking=self.ranking, failures=dict(self.failed),
         )  # fmt: skip
 

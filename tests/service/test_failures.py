@@ -7,6 +7,8 @@ import csv
 import io
 import math
 
+import pytest
+
 
 def _next(client, campaign, wait=0.0):
     r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
@@ -133,6 +135,42 @@ def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
     assert status["stalled"] and status["failing"] and status["state"] == "design"
     page = client.get(f"/campaigns/{campaign}/view").text
     assert "stalled" in page and "failing" in page
+    # the owner's retry forgives the failures: both points are offered again
+    status = client.post(f"/campaigns/{campaign}/retry").json()
+    assert not status["stalled"] and not status["failing"] and status["n_forgiven"] == 2
+    assert _next(client, campaign)["x"] in seen and status["n_failed"] == 2
+
+
+def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client, make_body):
+    """Simulators that crash on everything: past max_failures /next answers 409 instead of
+    using up the pool, labels of tickets out are still taken, and the owner's retry (once the
+    simulator is fixed) hands out points again, those that failed first."""
+    body = make_body(initial_design={"type": "maximin-lhs", "size": 3}, max_labels=6,
+                     max_failures=1)  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    url = f"/campaigns/{campaign}"
+    assert client.post(f"{url}/retry").status_code == 409  # nothing to retry
+    a, b, c = (_next(client, campaign) for _ in range(3))
+    assert _fail(client, campaign, a["ticket"]).status_code == 201
+    d = _next(client, campaign)  # one failure, not more than max_failures: a stand-in
+    assert d["x"] not in (a["x"], b["x"], c["x"])
+    assert _fail(client, campaign, b["ticket"]).status_code == 201
+    r = client.get(f"{url}/next", params={"wait": 1})
+    assert r.status_code == 409 and "failing" in r.json()["detail"]
+    assert "max_failures (1)" in r.json()["detail"] and "/retry" in r.json()["detail"]
+    status = client.get(url).json()
+    assert status["failing"] and status["n_failed"] == 2 and status["n_forgiven"] == 0
+    _label(client, campaign, c["ticket"], c["x"])  # a ticket out is still labeled
+    page = client.get(f"{url}/view").text
+    assert "no point is handed out until its owner retries it" in page
+
+    status = client.post(f"{url}/retry").json()
+    assert not status["failing"] and status["n_failed"] == 2 and status["n_forgiven"] == 2
+    again = [_next(client, campaign)["x"] for _ in range(2)]  # d is still out
+    assert sorted(again) == sorted([a["x"], b["x"]])  # failed for good before: forgiven
+    assert client.post(f"{url}/retry").status_code == 409
+    failures = client.get(f"{url}/observations").json()["failures"]
+    assert [f["ticket"] for f in failures] == [a["ticket"], b["ticket"]]  # kept, not erased
 
 
 def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
@@ -182,3 +220,22 @@ def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(
     redis.hset(f"fbgp:c:{campaign}:ticket_state", stale, "failed:old mesh")
     assert _fail(client, campaign, stale, "old mesh").status_code == 200
     assert _fail(client, campaign, stale, "new mesh").status_code == 409
+
+
+def test_the_sdk_sees_a_failing_campaign_and_retries_it(api_url, make_body):
+    from clients.client import ApiError, FbgpClient
+
+    with FbgpClient(api_url) as api:
+        campaign = api.create_campaign(make_body(max_failures=0)).id
+        with pytest.raises(ApiError) as error:
+            api.retry(campaign)
+        assert error.value.status_code == 409 and "nothing to retry" in error.value.detail
+        point = api.next_point(campaign)
+        api.fail(campaign, point.ticket, "license server down")
+        with pytest.raises(ApiError) as error:
+            api.try_next(campaign)
+        assert error.value.status_code == 409 and "failing" in error.value.detail
+        assert api.campaign(campaign).failing
+        status = api.retry(campaign)
+        assert not status.failing and (status.n_failed, status.n_forgiven) == (1, 1)
+        assert api.next_point(campaign).x == point.x

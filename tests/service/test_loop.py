@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from dataclasses import replace
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -234,7 +235,8 @@ def test_a_campaign_that_cannot_go_on_says_so(model, ops):
 
 def test_a_failed_point_is_offered_again_max_retries_times_then_replaced():
     rules = loop.Rules(max_labels=3, design_index=(0, 1), mode="sequential", max_pending=1,
-                       allow_repeats=False, max_retries=1, design_reserve=(5, 6))  # fmt: skip
+                       allow_repeats=False, max_retries=1, max_failures=6,
+                       design_reserve=(5, 6))  # fmt: skip
     model = LoopModel(rules, lease_seconds=5.0)
     assert model.next() == loop.Offer(0, None) and model.next() == loop.Offer(1, None)
     assert model.fail(0, "boom") == (RunOutcome.STORED, 1, False)
@@ -252,7 +254,25 @@ def test_a_failed_point_is_offered_again_max_retries_times_then_replaced():
     assert model.next() == loop.Offer(6, None)
     assert model.fail(7, "x")[0] == RunOutcome.STORED
     assert isinstance(model.next(), loop.Stalled)  # design and reserve failed for good
-    assert loop.failing(rules, 6) and not loop.failing(rules, 3)
+    assert loop.failing(rules, 7) and not loop.failing(rules, 6)
+    assert not loop.failing(rules, 9, n_forgiven=3)  # forgiven by a retry: they count no more
+
+
+def test_a_failing_campaign_hands_out_nothing():
+    """More failed runs than max_failures (but for those forgiven): no point, whatever else
+    could be offered; the labels of tickets out are still taken."""
+    rules = loop.Rules(max_labels=5, design_index=(0, 1, 2), mode="sequential", max_pending=1,
+                       allow_repeats=False, max_failures=1, design_reserve=(7, 8))  # fmt: skip
+    model = LoopModel(rules, lease_seconds=5.0)
+    assert [model.next() for _ in range(3)] == [loop.Offer(i, None) for i in range(3)]
+    assert model.fail(0, "boom")[0] == RunOutcome.STORED
+    assert model.next() == loop.Offer(7, None)  # one failure: not failing yet
+    assert model.fail(3, "boom")[0] == RunOutcome.STORED
+    assert model.next() == loop.Failing(failed=2, limit=1)
+    assert model.label(1, 1.0)[0] == LabelOutcome.STORED  # a ticket out is still labeled
+    snap = model.snapshot()
+    forgiven = replace(snap, refit=replace(snap.refit, n_forgiven=2))
+    assert loop.next_answer(rules, forgiven) == loop.Offer(8, None)
 
 
 @settings(max_examples=200, deadline=None)

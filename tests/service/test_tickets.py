@@ -165,7 +165,7 @@ def test_a_simulator_that_keeps_failing_or_giving_points_back_costs_bounded_memo
     """Thousands of failed and abandoned runs keep the latest KEEP_RUNS of each in full and
     count all; the campaign's memory stops growing (it grew ~7 KB per failure before)."""
     redis = Redis.from_url(settings.redis_url)
-    body = make_body(lease_seconds=60, max_labels=50, max_retries=1000)
+    body = make_body(lease_seconds=60, max_labels=50, max_retries=1000, max_failures=1000)
     campaign = client.post("/campaigns", json=body).json()["id"]
 
     def cycles(start: int, stop: int) -> None:
