@@ -8,6 +8,7 @@ import logging
 import math
 import time
 import uuid
+import zlib
 from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
@@ -26,8 +27,47 @@ from worker.space import Space
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
 LONG = "fbgp-refit-long"  # the refits of campaigns whose refits take long (refit_queue)
-QUEUES = (HIGH, REFIT, LONG)  # workers serve them in this order
-LIGHT = (HIGH, REFIT)  # a light worker's: it keeps to short jobs and ordinary refits
+# Refits queue by tenant, so that a team that queues a thousand refits does not make another
+# team's wait behind all of them: the campaigns a team's token created go to one of TENANTS - 1
+# queues of each lane, by the team's name (tenant 0: the campaigns created without a team, in
+# the queues' old names), and a worker takes each lane's queues with jobs in turn (take_turns),
+# so a refit waits behind about one job of each other tenant per worker. Fixed, not a setting:
+# a job queued under a tenant that no worker serves would wait for ever.
+TENANTS = 8
+REFITS = (REFIT, *(f"{REFIT}-tenant-{t}" for t in range(1, TENANTS)))
+LONGS = (LONG, *(f"{LONG}-tenant-{t}" for t in range(1, TENANTS)))
+QUEUES = (HIGH, *REFITS, *LONGS)  # workers serve the high queue first, the long ones last
+LIGHT = (HIGH, *REFITS)  # a light worker's: it keeps to short jobs and ordinary refits
+
+
+def tenant(team: str | None) -> int:
+    """The tenant of a campaign's refits: 0 without a team, else one of 1 .. TENANTS - 1 by
+    a hash of the team's name (two teams may have one tenant; then they share its turns)."""
+    return 0 if not team else 1 + zlib.crc32(team.encode()) % (TENANTS - 1)
+
+
+def ordinary(queue: str) -> str:
+    """The ordinary refits' queue of ``queue``'s tenant (``queue`` itself if it is one):
+    where the parts of a long refit's scoring go, which light workers serve too."""
+    return REFITS[LONGS.index(queue)] if queue in LONGS else queue
+
+
+def take_turns(ordered: list, served: str, name=lambda queue: queue.name) -> list:
+    """The order of a worker's queues after it took a job from ``served``: that queue goes
+    last among its lane's (:data:`REFITS` or :data:`LONGS`), the others keep their places, so
+    the tenants with jobs waiting take turns; the high queue stays first. ``name``: a queue's
+    name (RQ's ``Queue`` objects by default)."""
+    for lane in (REFITS, LONGS):
+        members = [q for q in ordered if name(q) in lane]
+        names = [name(q) for q in members]
+        if served not in names:
+            continue
+        at = names.index(served)
+        turn = iter(members[at + 1 :] + members[: at + 1])
+        return [next(turn) if name(q) in lane else q for q in ordered]
+    return list(ordered)
+
+
 # what a job that ran out of memory says (Python's MemoryError; torch's and numpy's allocators)
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
 log = logging.getLogger("fbgp.queues")
@@ -80,22 +120,27 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
 
 
 def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str:
-    """:data:`LONG` for a campaign whose last refit (``last_seconds``: the last model's, or
-    longer, one that failed since, a timeout above all) took more than ``long_refit_seconds`` or,
-    before its first model, whose refit's work (:func:`refit_work`, or its scoring's) is beyond
-    the ``long_refit_*`` bounds; else :data:`REFIT`. Light workers never take :data:`LONG`, so
-    a campaign of long refits (one that is greedy, or just large) never holds every worker
-    from the small ones."""
+    """The long lane (:data:`LONGS`) for a campaign whose last refit (``last_seconds``: the
+    last model's, or longer, one that failed since, a timeout above all) took more than
+    ``long_refit_seconds`` or, before its first model, whose refit's work (:func:`refit_work`,
+    or its scoring's) is beyond the ``long_refit_*`` bounds; else the ordinary one
+    (:data:`REFITS`); in either, its team's queue (:func:`tenant`; no team: :data:`LONG` or
+    :data:`REFIT`). Light workers never take the long lane, so a campaign of long refits (one
+    that is greedy, or just large) never holds every worker from the small ones."""
+    lane = LONGS if _long(spec, n, last_seconds, settings) else REFITS
+    return lane[tenant(spec.get("team"))]
+
+
+def _long(spec: dict, n: int, last_seconds: float | None, settings) -> bool:
     if last_seconds is not None:
-        return LONG if last_seconds > settings.long_refit_seconds else REFIT
+        return last_seconds > settings.long_refit_seconds
     # (a spec stored by an older version may lack what has a default now)
     mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
     subsample = int(spec.get("pool_subsample", 10_000))
     candidates = min(subsample, pool_size(spec["pool"], spec["inputs"]))
     scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
-    big = (refit_work(spec, n) > settings.long_refit_work
-           or scoring > settings.long_refit_scoring_work)  # fmt: skip
-    return LONG if big else REFIT
+    return (refit_work(spec, n) > settings.long_refit_work
+            or scoring > settings.long_refit_scoring_work)  # fmt: skip
 
 
 def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int = 3600,

@@ -16,7 +16,7 @@ import torch
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from service.queues import LONG, QUEUES, REFIT
+from service.queues import QUEUES, REFIT, ordinary
 from worker.nuts import Draws
 
 
@@ -196,9 +196,10 @@ SHARE_POLL = 0.01
 
 def scoring_queue(refit_lane: str) -> str:
     """Where the parts of a refit's scoring go: its own queue, but a long refit's go to the
-    ordinary refits' queue, which light workers serve too. A part is a share of one scoring,
-    no longer than an ordinary refit (the chain groups of a long refit stay on its queue)."""
-    return REFIT if refit_lane == LONG else refit_lane
+    ordinary refits' queue of its tenant, which light workers serve too. A part is a share of
+    one scoring, no longer than an ordinary refit (the chain groups of a long refit stay on its
+    queue)."""
+    return ordinary(refit_lane)
 
 
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):

@@ -15,7 +15,7 @@ from redis.exceptions import AuthenticationError, RedisError
 from rq import Worker
 
 from service.observability import json_logging
-from service.queues import LIGHT, QUEUES
+from service.queues import LIGHT, QUEUES, take_turns
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
@@ -61,6 +61,11 @@ class FbgpWorker(Worker):
     def handle_warm_shutdown_request(self):
         FbgpWorker.shutdown_requested = True
         super().handle_warm_shutdown_request()
+
+    def reorder_queues(self, reference_queue):
+        """After a job from ``reference_queue``: that queue goes last among its lane's, so
+        that tenants take turns (:func:`service.queues.take_turns`)."""
+        self._ordered_queues = take_turns(self._ordered_queues, reference_queue.name)
 
     def main_work_horse(self, job, queue):
         try:

@@ -12,7 +12,21 @@ from rq import Worker
 from rq.job import Job
 
 from clients.client import FbgpClient
-from service.queues import LIGHT, LONG, REFIT, refit_queue, refit_work
+from service.queues import (
+    HIGH,
+    LIGHT,
+    LONG,
+    LONGS,
+    QUEUES,
+    REFIT,
+    REFITS,
+    TENANTS,
+    ordinary,
+    refit_queue,
+    refit_work,
+    take_turns,
+    tenant,
+)
 from service.settings import Settings, get_settings
 from service.store import CampaignStore
 from tests.conftest import start_worker
@@ -182,3 +196,30 @@ def test_a_refit_that_died_counts_until_its_last_heartbeat(client, make_body, re
     assert store.revive_refit(campaign, now, lease=15)
     assert store._refit_job(campaign, store.spec(campaign))[1] == queue
     client.delete(f"/campaigns/{campaign}")
+
+
+def test_a_teams_refits_queue_under_its_tenant(make_body):
+    settings = Settings()
+    small, big = _spec(make_body, team="alpha"), _spec(make_body, mcmc=BIG, team="alpha")
+    t = tenant("alpha")
+    assert 1 <= t < TENANTS and tenant(None) == 0 and tenant("alpha") == t
+    assert refit_queue(small, 3, None, settings) == REFITS[t] != REFIT
+    assert refit_queue(big, 3, None, settings) == LONGS[t] != LONG
+    assert ordinary(LONGS[t]) == REFITS[t] and ordinary(REFITS[t]) == REFITS[t]
+    assert ordinary(LONG) == REFIT
+    assert len(set(QUEUES)) == 2 * TENANTS + 1 and set(LIGHT) == {HIGH, *REFITS}
+
+
+def test_a_worker_takes_the_tenants_queues_in_turn():
+    """The queue just served goes last in its lane; the high queue stays first, and the long
+    lane stays after the ordinary one."""
+    order = list(QUEUES)
+    order = take_turns(order, REFITS[2], name=str)
+    assert order[0] == HIGH
+    assert order[1 : TENANTS + 1] == [*REFITS[3:], *REFITS[:3]]
+    assert order[TENANTS + 1 :] == list(LONGS)
+    order = take_turns(order, REFITS[5], name=str)  # the rest keep their turns
+    assert order[1 : TENANTS + 1] == [*REFITS[6:], *REFITS[:6]]
+    assert take_turns(order, HIGH, name=str) == order
+    light = take_turns(list(LIGHT), LONGS[1], name=str)  # a lane it does not serve: unchanged
+    assert light == list(LIGHT)

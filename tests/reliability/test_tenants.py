@@ -1,0 +1,43 @@
+"""Teams sharing one worker take turns: the refits of one team's many campaigns queue under its
+tenant, and another team's refit, queued after all of them, runs next rather than last."""
+
+import httpx
+
+from service.queues import tenant
+from tests.reliability.conftest import slow_campaign, wait_for
+
+ADMIN = "service-token-for-the-tenant-tests"
+# one chain of 6,000 steps on 40 labels: about 2 s, so every refit below is queued before the
+# first one ends
+MCMC = {"chains": 1, "warmup": 3000, "samples": 3000, "thinning": 30}
+
+
+def _team(url: str, name: str) -> httpx.Client:
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    r = httpx.post(f"{url}/teams", json={"name": name}, headers=admin, timeout=30)
+    assert r.status_code == 201, r.text
+    token = r.json()["token"]
+    return httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
+
+
+def test_a_team_queued_after_another_teams_many_refits_runs_next(make_stack):
+    stack = make_stack(workers=1, light=False, api_token=ADMIN)
+    # the careful team's tenant comes after the busy one's: without turns, a worker would
+    # serve it only once the busy team's queue is empty
+    busy_name = next(f"busy-{k}" for k in range(1000) if tenant(f"busy-{k}") == 2)
+    other = next(f"careful-{k}" for k in range(1000) if tenant(f"careful-{k}") == 5)
+    with _team(stack.url, busy_name) as busy, _team(stack.url, other) as careful:
+        many = [slow_campaign(busy, mcmc=MCMC)[0] for _ in range(4)]
+        mine = slow_campaign(careful, mcmc=MCMC)[0]
+        queued = busy.get(f"/campaigns/{many[-1]}").json()
+        assert queued["refit"] == "queued" and queued["team"] == busy_name  # not yet run
+
+        def started(client: httpx.Client, campaign: str) -> float | None:
+            r = client.get(f"/campaigns/{campaign}/model")
+            return r.json()["diagnostics"]["started_at"] if r.status_code == 200 else None
+
+        wait_for(lambda: all(started(busy, c) for c in many) and started(careful, mine),
+                 seconds=180, every=0.25)  # fmt: skip
+        order = sorted([(started(busy, c), c) for c in many] + [(started(careful, mine), mine)])
+    # one worker: the busy team's first refit ran first, then the other team's, then the rest
+    assert [c for _, c in order][:2] == [many[0], mine], order
