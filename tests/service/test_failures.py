@@ -239,3 +239,38 @@ def test_the_sdk_sees_a_failing_campaign_and_retries_it(api_url, make_body):
         status = api.retry(campaign)
         assert not status.failing and (status.n_failed, status.n_forgiven) == (1, 1)
         assert api.next_point(campaign).x == point.x
+
+
+def test_many_simulators_failing_at_once_pause_the_campaign_without_an_error(api_url, make_body):
+    """32 simulators that crash on every input, polling and failing at once on a real server:
+    every call answers 200, 201 or 409 (never 5xx), the campaign pauses with at most one run
+    per simulator past max_failures, and no more points are handed out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    limit, simulators = 20, 32
+    body = make_body(mode="parallel", max_pending=simulators, max_labels=50, max_failures=limit,
+                     pool={"type": "grid", "points_per_dim": 500})  # fmt: skip
+    campaign = httpx.post(f"{api_url}/campaigns", json=body, timeout=30).json()["id"]
+
+    def simulator(k: int) -> list[int]:
+        codes = []
+        with httpx.Client(base_url=api_url, timeout=60) as api:
+            for _ in range(10):
+                r = api.get(f"/campaigns/{campaign}/next", params={"wait": 5})
+                codes.append(r.status_code)
+                if r.status_code != 200:
+                    break
+                fail = {"ticket": r.json()["ticket"], "reason": f"segfault in simulator {k}"}
+                codes.append(api.post(f"/campaigns/{campaign}/fail", json=fail).status_code)
+        return codes
+
+    with ThreadPoolExecutor(simulators) as pool:
+        codes = [c for run in pool.map(simulator, range(simulators)) for c in run]
+    assert set(codes) <= {200, 201, 409}, sorted(set(codes))
+    status = httpx.get(f"{api_url}/campaigns/{campaign}", timeout=30).json()
+    assert status["failing"] and limit < status["n_failed"] <= limit + simulators, status
+    assert codes.count(201) == status["n_failed"] and status["n_pending"] == 0
+    r = httpx.get(f"{api_url}/campaigns/{campaign}/next", timeout=30)
+    assert r.status_code == 409 and "failing" in r.json()["detail"]
