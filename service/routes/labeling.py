@@ -35,7 +35,7 @@ DONE = "the campaign is done: it has max_labels labels"
 STALLED = (
     "no point is left to offer: every point not labeled has failed more than max_retries "
     "times, and nothing is out (see the campaign's failures in GET .../observations); its "
-    "owner can retry it with POST /campaigns/{id}/retry, which offers those points again"
+    "owner can retry it with POST {url}/retry, which offers those points again"
 )
 
 
@@ -168,7 +168,7 @@ async def next_point(campaign_id: str, request: Request, response: Response, sto
         if isinstance(answer, tuple):
             response.headers[REPLAYED] = "true"
             answer = answer[0]
-    return _next_response(answer)
+    return _next_response(answer, campaign_id)
 
 
 def _keyed(store: CampaignStore, campaign_id: str, key: str,
@@ -211,28 +211,30 @@ async def _next_answer(campaign_id: str, request: Request, store: CampaignStore,
             return answer
 
 
-def _next_response(answer: dict | loop.Answer):
-    """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After."""
+def _next_response(answer: dict | loop.Answer, campaign_id: str):
+    """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After; a
+    410 or 409 says what the owner can call to go on."""
     if isinstance(answer, dict):
         return answer
+    url = f"/campaigns/{campaign_id}"
     if isinstance(answer, loop.Done) and answer.stopped:
         verdict = json.loads(answer.stopped)
         raise Gone(f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
                    f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
                    f"{verdict['version']}); its owner can resume it with POST "
-                   "/campaigns/{id}/resume")  # fmt: skip
+                   f"{url}/resume")  # fmt: skip
     if isinstance(answer, loop.Done):
         raise Gone(DONE)
     if isinstance(answer, loop.Stalled):
-        raise Conflict(STALLED)
+        raise Conflict(STALLED.format(url=url))
     if isinstance(answer, loop.Failed):
         raise Conflict(f"the campaign has failed ({answer.reason}); its owner can retry it "
-                       "with POST /campaigns/{id}/retry")  # fmt: skip
+                       f"with POST {url}/retry")  # fmt: skip
     if isinstance(answer, loop.Failing):
         raise Conflict(f"the campaign is failing: {answer.failed} runs failed, more than its "
                        f"max_failures ({answer.limit}), so no point is handed out (labels for "
                        "tickets out are still taken); once the simulator is fixed, its owner "
-                       "can retry it with POST /campaigns/{id}/retry, which offers the failed "
+                       f"can retry it with POST {url}/retry, which offers the failed "
                        "points again")  # fmt: skip
     retry = max(1, math.ceil(answer.seconds))
     return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},

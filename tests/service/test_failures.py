@@ -130,6 +130,7 @@ def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
     assert sorted(seen) == [[0.5], [1.5]]
     r = client.get(f"/campaigns/{campaign}/next", params={"wait": 1})
     assert r.status_code == 409 and "failed" in r.json()["detail"]
+    assert f"POST /campaigns/{campaign}/retry" in r.json()["detail"]
     assert r.headers["content-type"] == "application/problem+json"
     status = client.get(f"/campaigns/{campaign}").json()
     assert status["stalled"] and status["failing"] and status["state"] == "design"
@@ -139,6 +140,18 @@ def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
     status = client.post(f"/campaigns/{campaign}/retry").json()
     assert not status["stalled"] and not status["failing"] and status["n_forgiven"] == 2
     assert _next(client, campaign)["x"] in seen and status["n_failed"] == 2
+
+
+def test_a_stalled_campaign_names_its_retry(client, make_body):
+    body = make_body(pool={"type": "points", "points": [[0.5], [1.5]]}, max_labels=2,
+                     initial_design={"type": "maximin-lhs", "size": 1})  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    for _ in range(2):
+        assert _fail(client, campaign, _next(client, campaign)["ticket"]).status_code == 201
+    r = client.get(f"/campaigns/{campaign}/next")
+    assert r.status_code == 409 and "no point is left to offer" in r.json()["detail"]
+    assert f"POST /campaigns/{campaign}/retry" in r.json()["detail"]
+    assert not client.get(f"/campaigns/{campaign}").json()["failing"]
 
 
 def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client, make_body):
@@ -157,7 +170,8 @@ def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client,
     assert _fail(client, campaign, b["ticket"]).status_code == 201
     r = client.get(f"{url}/next", params={"wait": 1})
     assert r.status_code == 409 and "failing" in r.json()["detail"]
-    assert "max_failures (1)" in r.json()["detail"] and "/retry" in r.json()["detail"]
+    assert "max_failures (1)" in r.json()["detail"]
+    assert f"POST /campaigns/{campaign}/retry" in r.json()["detail"]
     status = client.get(url).json()
     assert status["failing"] and status["n_failed"] == 2 and status["n_forgiven"] == 0
     _label(client, campaign, c["ticket"], c["x"])  # a ticket out is still labeled
