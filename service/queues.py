@@ -29,10 +29,11 @@ REFIT = "fbgp-refit"  # NUTS refits and scoring
 LONG = "fbgp-refit-long"  # the refits of campaigns whose refits take long (refit_queue)
 # Refits queue by tenant, so that a team that queues a thousand refits does not make another
 # team's wait behind all of them: the campaigns a team's token created go to one of TENANTS - 1
-# queues of each lane, by the team's name (tenant 0: the campaigns created without a team, in
-# the queues' old names), and a worker takes each lane's queues with jobs in turn (take_turns),
-# so a refit waits behind about one job of each other tenant per worker. Fixed, not a setting:
-# a job queued under a tenant that no worker serves would wait for ever.
+# queues of each lane, the team's tenant, given when the team is made (the one the fewest
+# teams have; tenant 0: the campaigns created without a team, in the queues' old names), and a
+# worker takes each lane's queues with jobs in turn (take_turns), so a refit waits behind about
+# one job of each other tenant per worker. Fixed, not a setting: a job queued under a tenant
+# that no worker serves would wait for ever.
 TENANTS = 8
 REFITS = (REFIT, *(f"{REFIT}-tenant-{t}" for t in range(1, TENANTS)))
 LONGS = (LONG, *(f"{LONG}-tenant-{t}" for t in range(1, TENANTS)))
@@ -41,9 +42,17 @@ LIGHT = (HIGH, *REFITS)  # a light worker's: it keeps to short jobs and ordinary
 
 
 def tenant(team: str | None) -> int:
-    """The tenant of a campaign's refits: 0 without a team, else one of 1 .. TENANTS - 1 by
-    a hash of the team's name (two teams may have one tenant; then they share its turns)."""
+    """The tenant by a team's name alone: 0 without a team, else one of 1 .. TENANTS - 1 by a
+    hash of the name. For a team made before teams were given tenants (and a campaign of one,
+    whose spec has no ``tenant``); teams made since have the one they were given."""
     return 0 if not team else 1 + zlib.crc32(team.encode()) % (TENANTS - 1)
+
+
+def campaign_tenant(spec: dict) -> int:
+    """The tenant of a campaign's refits: its spec's (its team's when it was created), or by
+    its team's name for a campaign stored before tenants (:func:`tenant`)."""
+    given = spec.get("tenant")
+    return tenant(spec.get("team")) if given is None else int(given) % TENANTS
 
 
 def ordinary(queue: str) -> str:
@@ -124,11 +133,12 @@ def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str
     last model's, or longer, one that failed since, a timeout above all) took more than
     ``long_refit_seconds`` or, before its first model, whose refit's work (:func:`refit_work`,
     or its scoring's) is beyond the ``long_refit_*`` bounds; else the ordinary one
-    (:data:`REFITS`); in either, its team's queue (:func:`tenant`; no team: :data:`LONG` or
-    :data:`REFIT`). Light workers never take the long lane, so a campaign of long refits (one
-    that is greedy, or just large) never holds every worker from the small ones."""
+    (:data:`REFITS`); in either, its team's queue (:func:`campaign_tenant`; no team:
+    :data:`LONG` or :data:`REFIT`). Light workers never take the long lane, so a campaign of
+    long refits (one that is greedy, or just large) never holds every worker from the small
+    ones."""
     lane = LONGS if _long(spec, n, last_seconds, settings) else REFITS
-    return lane[tenant(spec.get("team"))]
+    return lane[campaign_tenant(spec)]
 
 
 def _long(spec: dict, n: int, last_seconds: float | None, settings) -> bool:

@@ -468,6 +468,7 @@ class Campaign(CampaignFields):
     id: str
     created_at: float
     team: str | None = None  # the team whose token created it (None: the service token's)
+    tenant: int = 0  # its team's tenant: the queue of each lane its refits wait in (0: no team)
     design_index: list[int]  # the initial design's pool indices
     # pool indices that stand in, in order, for design points whose runs failed for good
     design_reserve: list[int] = []
@@ -488,12 +489,14 @@ class TeamCreate(Strict):
 
 class Team(BaseModel):
     """A team: its name, when it was made, whether its token is live (a deleted team that
-    still holds campaigns is listed, not live), and how many campaigns its token created."""
+    still holds campaigns is listed, not live), how many campaigns its token created, and its
+    tenant: teams of different tenants take turns on the workers."""
 
     name: str
     created_at: float
     live: bool
     n_campaigns: int
+    tenant: int  # the queue of each lane its campaigns' refits wait in (service/queues.py)
 
 
 class TeamToken(BaseModel):

@@ -731,17 +731,30 @@ return after_failure(KEYS, cjson.decode(ARGV[4]))
 
 
 # Gives team ARGV[1] the token whose SHA-256 is ARGV[2]. With ARGV[4] 'create', a new team
-# (its record ARGV[3]): 0 if the name is a live team's, -1 if it is a deleted team's that still
-# holds campaigns (a rotation makes that one live again), else 1. With 'rotate', in place of its
-# token (the old one gone from the tokens at once), a deleted team live again: 0 if there is no
-# such team, else 1. KEYS: TEAMS, TEAM_DIGESTS, TOKENS, the team's set.
+# (its record ARGV[3], with the tenant of its refits added: of 1 .. ARGV[5] - 1, the one the
+# fewest teams have, the lowest of those; service.queues.TENANTS): 0 if the name is a live
+# team's, -1 if it is a deleted team's that still holds campaigns (a rotation makes that one
+# live again), else 1. With 'rotate', in place of its token (the old one gone from the tokens at
+# once), a deleted team live again: 0 if there is no such team, else 1. KEYS: TEAMS,
+# TEAM_DIGESTS, TOKENS, the team's set.
 TEAM_TOKEN_SCRIPT = """
 local known = redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1
 local old = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[4] == 'create' then
   if old then return 0 end
   if known and redis.call('SCARD', KEYS[4]) > 0 then return -1 end
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  local held = {}
+  for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+    local t = cjson.decode(raw)['tenant']
+    if t then held[t] = (held[t] or 0) + 1 end
+  end
+  local tenant, fewest = 1, nil
+  for t = 1, tonumber(ARGV[5]) - 1 do
+    if fewest == nil or (held[t] or 0) < fewest then tenant, fewest = t, held[t] or 0 end
+  end
+  local record = cjson.decode(ARGV[3])
+  record['tenant'] = tenant
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(record))
 else
   if not known then return 0 end
   if old then redis.call('HDEL', KEYS[3], old) end
@@ -873,7 +886,8 @@ class CampaignStore:
         name = None if team is None else team[0]
         if name is not None and self.r.scard(self.team_key(name)) >= team_limit:
             raise TeamFull(name)  # before the design's work; checked again below
-        spec = dict(body, id=campaign_id, created_at=time.time(), team=name)
+        tenant = 0 if name is None else self.team_tenant(name)
+        spec = dict(body, id=campaign_id, created_at=time.time(), team=name, tenant=tenant)
         pool = pools.pool_of(spec)
         design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
                                 warp=pools.space_of(spec).stratify)  # fmt: skip
@@ -946,7 +960,8 @@ class CampaignStore:
         token = new_token()
         record = json.dumps({"created_at": now})
         done = self._team_token(keys=self._team_keys(name),
-                                args=[name, token_digest(token), record, "create"])  # fmt: skip
+                                args=[name, token_digest(token), record, "create",
+                                      queues.TENANTS])  # fmt: skip
         return token if done == 1 else int(done)
 
     def rotate_team_token(self, name: str) -> str | None:
@@ -954,7 +969,8 @@ class CampaignStore:
         again), or None if there is no such team."""
         token = new_token()
         done = self._team_token(keys=self._team_keys(name),
-                                args=[name, token_digest(token), "", "rotate"])  # fmt: skip
+                                args=[name, token_digest(token), "", "rotate",
+                                      queues.TENANTS])  # fmt: skip
         return token if done else None
 
     def delete_team(self, name: str) -> bool:
@@ -964,16 +980,28 @@ class CampaignStore:
 
     def teams(self) -> list[dict]:
         """Every team: its name, when it was made, whether its token is live (a deleted team
-        that holds campaigns stays, not live) and how many campaigns it has."""
+        that holds campaigns stays, not live), how many campaigns it has, and the tenant its
+        campaigns' refits queue under."""
         records = sorted(self.r.hgetall(TEAMS).items())
         live = {n.decode() for n in self.r.hkeys(TEAM_DIGESTS)}
         pipe = self.r.pipeline()
         for name, _ in records:
             pipe.scard(self.team_key(name.decode()))
         counts = pipe.execute()
-        return [{"name": name.decode(), "created_at": json.loads(raw)["created_at"],
-                 "live": name.decode() in live, "n_campaigns": int(count)}
-                for (name, raw), count in zip(records, counts, strict=True)]  # fmt: skip
+        out = []
+        for (name, raw), count in zip(records, counts, strict=True):
+            name, record = name.decode(), json.loads(raw)
+            out.append({"name": name, "created_at": record["created_at"], "live": name in live,
+                        "n_campaigns": int(count),
+                        "tenant": record.get("tenant", queues.tenant(name))})  # fmt: skip
+        return out
+
+    def team_tenant(self, name: str) -> int:
+        """The tenant of team ``name``'s refits: the one it was given when it was made, or, for
+        a team made before tenants were given, its name's (:func:`service.queues.tenant`)."""
+        raw = self.r.hget(TEAMS, name)
+        tenant = json.loads(raw).get("tenant") if raw else None
+        return queues.tenant(name) if tenant is None else int(tenant)
 
     def team_has(self, team: str, campaign_id: str) -> bool:
         return bool(self.r.sismember(self.team_key(team), campaign_id))

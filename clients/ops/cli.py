@@ -197,7 +197,9 @@ def _team(argv: list[str]) -> None:
                 for team in api.teams():
                     count = team["n_campaigns"]
                     state = "" if team["live"] else "\tdeleted (rotate makes it live again)"
-                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}{state}")
+                    turns = f"\ttenant {team['tenant']}" if "tenant" in team else ""
+                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}{turns}"
+                          f"{state}")  # fmt: skip
             elif args.action == "delete":
                 api.delete_team(args.name)
                 print(f"fbgp-al team: the token of {args.name} ended (its campaigns stay)",
