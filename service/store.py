@@ -809,6 +809,13 @@ class TeamGone(Exception):
     """The token that would create a team's campaign is no longer the team's."""
 
 
+def _team_tenant(name: str, record: dict) -> int:
+    """A team's tenant: the one its record was given when it was made, or, for a team made
+    before tenants were given, its name's (:func:`service.queues.tenant`)."""
+    given = record.get("tenant")
+    return queues.tenant(name) if given is None else int(given)
+
+
 def design_reserve(pool, design: list[int], seed: int) -> list[int]:
     """Pool indices, in a seeded random order, that stand in for design points failed for good
     (:func:`service.loop.design_points`): up to ``RESERVE_SIZE``, none of the design's."""
@@ -993,15 +1000,13 @@ class CampaignStore:
             name, record = name.decode(), json.loads(raw)
             out.append({"name": name, "created_at": record["created_at"], "live": name in live,
                         "n_campaigns": int(count),
-                        "tenant": record.get("tenant", queues.tenant(name))})  # fmt: skip
+                        "tenant": _team_tenant(name, record)})  # fmt: skip
         return out
 
     def team_tenant(self, name: str) -> int:
-        """The tenant of team ``name``'s refits: the one it was given when it was made, or, for
-        a team made before tenants were given, its name's (:func:`service.queues.tenant`)."""
+        """The tenant of team ``name``'s refits (:func:`_team_tenant`)."""
         raw = self.r.hget(TEAMS, name)
-        tenant = json.loads(raw).get("tenant") if raw else None
-        return queues.tenant(name) if tenant is None else int(tenant)
+        return _team_tenant(name, json.loads(raw) if raw else {})
 
     def team_has(self, team: str, campaign_id: str) -> bool:
         return bool(self.r.sismember(self.team_key(team), campaign_id))

@@ -194,17 +194,10 @@ SHARE_PATIENCE = 5.0
 SHARE_POLL = 0.01
 
 
-def scoring_queue(refit_lane: str) -> str:
-    """Where the parts of a refit's scoring go: its own queue, but a long refit's go to the
-    ordinary refits' queue of its tenant, which light workers serve too. A part is a share of
-    one scoring, no longer than an ordinary refit (the chain groups of a long refit stay on its
-    queue)."""
-    return ordinary(refit_lane)
-
-
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
     """A :data:`worker.refit.Share` for a refit's scoring: the candidates split into one part
-    for this job and one for each worker of :func:`scoring_queue` that is idle now (as
+    for this job and one for each worker of the refit's tenant's ordinary queue
+    (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
     :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the
     front of that queue. This job scores its own part meanwhile, then takes each other part's
     result, or scores that part itself if no worker has taken it yet (it is taken off the
@@ -217,7 +210,7 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         m = len(candidates)
         if m * work_per_candidate < SHARE_MIN_WORK:
             return fn(candidates)
-        name = scoring_queue(lane())
+        name = ordinary(lane())  # a long refit's parts are no longer than an ordinary refit
         free = free_workers(store, campaign_id, time.time(), name)
         parts = min(free, m // SHARE_MIN_CANDIDATES)
         if parts <= 1:

@@ -119,10 +119,10 @@ def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url,
 
     from rq import Worker
 
-    from service.queues import LONG
+    from service.queues import LONG, ordinary
     from tests.conftest import start_worker
 
-    assert fanout.scoring_queue(LONG) == REFIT and fanout.scoring_queue(REFIT) == REFIT
+    assert ordinary(LONG) == REFIT and ordinary(REFIT) == REFIT  # where scoring parts go
     connection = Redis.from_url(redis_url)
     light = start_worker(redis_url, None, "--light")
     try:
