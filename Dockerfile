@@ -20,8 +20,8 @@ RUN useradd --create-home --uid 10001 fbgp \
 # the CPU build of torch (no CUDA libraries), then the other dependencies, before the code
 RUN python3 -m pip install torch==2.13.0 --index-url "${TORCH_INDEX_URL}"
 COPY pyproject.toml README.md ./
-RUN mkdir -p service worker clients \
-    && touch service/__init__.py worker/__init__.py clients/__init__.py \
+RUN mkdir -p service worker clients/fbgp_al \
+    && touch service/__init__.py worker/__init__.py clients/__init__.py clients/fbgp_al/__init__.py \
     && python3 -m pip install '.[server]' \
     && python3 -m pip uninstall -y fbgp-al \
     && rm -rf build ./*.egg-info service worker clients

@@ -7,7 +7,13 @@ TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test bench-core bench-service
+# `make demo PORT=8100`: the API on another port
+PORT ?= 8000
+# `make docs DOCS_PORT=...`: where `make docs` serves the manual
+DOCS_PORT ?= 8001
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: install demo test docs bench-core bench-service
 
 $(BIN)/fbgp-al: pyproject.toml
 	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
@@ -21,15 +27,22 @@ $(BIN)/fbgp-al: pyproject.toml
 	touch $@
 
 install: $(BIN)/fbgp-al
+	@echo "fbgp-al and the SDK are in $(BIN): run $(BIN)/fbgp-al, or put it on your PATH:"
+	@echo '  export PATH="$$PWD/$(BIN):$$PATH"'
 
 demo: install
-	$(BIN)/fbgp-al up --demo gramacy1d $(if $(DEMO_EXIT),--exit-after-demo)
+	$(BIN)/fbgp-al up --port $(PORT) --demo gramacy1d $(if $(DEMO_EXIT),--exit-after-demo)
 
 test: install
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
+
+# the manual, served at http://127.0.0.1:$(DOCS_PORT) while you edit docs/
+docs: install
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 bench-core: install
 	$(BIN)/fbgp-al bench-core

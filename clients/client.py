@@ -1,9 +1,10 @@
-"""A small typed HTTP client for the whole contract of CONTRACT.md (httpx, synchronous).
+"""A small typed HTTP client for the whole HTTP API (httpx, synchronous); its public name is
+``fbgp_al.Client``.
 
 ```python
-from clients.client import FbgpClient
+from fbgp_al import Client
 
-with FbgpClient("http://127.0.0.1:8000") as api:      # token: argument or FBGP_API_TOKEN
+with Client("http://127.0.0.1:8000") as api:      # token: argument or FBGP_API_TOKEN
     campaign = api.create_campaign(body)
     while (point := api.next_point(campaign.id, wait=20)) is not None:   # None: done (410)
         api.label(campaign.id, point.ticket, f(point.x))
@@ -49,6 +50,8 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from clients.prediction import Prediction
 
 log = logging.getLogger("fbgp.client")
 
@@ -220,18 +223,6 @@ class Model:
     @property
     def refit_seconds(self) -> float:
         return float(self.diagnostics.get("refit_seconds", math.nan))
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """``/predict``, original units, one entry per point: the posterior-mode GP's mean and
-    variance of y, and the Gaussian mixture's over the acquisition samples."""
-
-    mean: list[float]
-    variance: list[float]
-    mixture_mean: list[float]
-    mixture_variance: list[float]
-    model_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -589,15 +580,16 @@ class FbgpClient:
             time.sleep(poll)
 
     def predict(self, campaign_id: str, x) -> Prediction | dict[str, Prediction]:
-        """Predictions at ``x``; with several outputs ``{name: Prediction}``."""
+        """Predictions at ``x`` (``m`` points, each a list of the inputs' values) by the
+        campaign's latest model: a :class:`~clients.prediction.Prediction` (``p["mean"]``,
+        ``p["variance"]``, ...), or with several outputs ``{name: Prediction}``, the shape
+        :meth:`Metamodel.predict <clients.metamodel.Metamodel.predict>` answers."""
         body = self._call("POST", f"/campaigns/{campaign_id}/predict",
                           json={"x": _points(x)}).json()  # fmt: skip
         if "outputs" in body:
-            return {name: Prediction(p["mean"], p["variance"], p["mixture_mean"],
-                                     p["mixture_variance"], body.get("model_version"))
-                    for name, p in body["outputs"].items()}  # fmt: skip
-        return Prediction(body["mean"], body["variance"], body["mixture_mean"],
-                          body["mixture_variance"], body.get("model_version"))  # fmt: skip
+            version = body.get("model_version")
+            return {name: Prediction.from_json(p, version) for name, p in body["outputs"].items()}
+        return Prediction.from_json(body)
 
     def acquisition(self, campaign_id: str, x, acquisition: str | None = None) -> list[float]:
         """Acquisition values at ``x`` ``[m, d]`` (the campaign's own acquisition by default)."""

@@ -1,9 +1,9 @@
 """A campaign's model, taken home: :class:`Metamodel` loads the document that ``GET
-/campaigns/{id}/model/export`` answers (``FbgpClient.export_model``, ``fbgp-al export``) and
+/campaigns/{id}/model/export`` answers (``Client.export_model``, ``fbgp-al export``) and
 predicts as ``POST /campaigns/{id}/predict`` does, with numpy alone and no service.
 
 ```python
-from clients.metamodel import Metamodel
+from fbgp_al import Metamodel
 
 model = Metamodel.load("campaign.json")       # a path, an open file or the parsed document
 p = model.predict([[0.3, 1.2], [2.0, 0.5]])   # m x d, original units
@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from clients.prediction import Prediction
 from worker.space import Space
 
 FORMAT = "fbgp-al-metamodel"
@@ -299,24 +300,26 @@ class Metamodel:
             return self.space.features(self.space.code_to_pool(codes))
         return (codes - self.lower) / (self.upper - self.lower)
 
-    def predict(self, x) -> dict[str, np.ndarray]:
+    def predict(self, x) -> Prediction | dict[str, Prediction]:
         """At ``x`` (``m x d``, original units; points outside the declared bounds are
         extrapolated, where ``/predict`` answers 422): ``mean`` and ``variance`` of y under the
         posterior-mode GP, ``mixture_mean`` and ``mixture_variance`` under the mixture of the
-        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers. A
-        multi-output model answers ``{name: {mean, variance, ...}}``, as ``/predict``'s
-        ``outputs``."""
+        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers: a
+        :class:`~clients.prediction.Prediction` (``p["mean"]`` or ``p.mean``). A multi-output
+        model answers ``{name: Prediction}``, as ``/predict``'s ``outputs`` and
+        ``Client.predict`` do."""
         if self.outputs is not None:
             return {name: model.predict(x) for name, model in self.outputs.items()}
         cand = self._gp(self._points(x))
         mean, var = self._mode.predict(cand)
         mixture_mean, mixture_var = self._mixture(cand)
-        return {
-            "mean": self.y_mean + mean[0] * self.y_std,
-            "variance": var[0] * self.y_std**2,
-            "mixture_mean": self.y_mean + mixture_mean * self.y_std,
-            "mixture_variance": mixture_var * self.y_std**2,
-        }
+        return Prediction(
+            mean=self.y_mean + mean[0] * self.y_std,
+            variance=var[0] * self.y_std**2,
+            mixture_mean=self.y_mean + mixture_mean * self.y_std,
+            mixture_variance=mixture_var * self.y_std**2,
+            model_version=self.version,
+        )
 
     def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The mixture's mean and variance of z at ``cand``, block by block of candidates

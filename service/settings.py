@@ -1,4 +1,5 @@
-"""Deployment settings, read from the environment (``FBGP_*``)."""
+"""Deployment settings, read from the environment (``FBGP_*``). Each setting's docstring is its
+description in the manual's settings reference, which is generated from this class."""
 
 from __future__ import annotations
 
@@ -9,102 +10,127 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FBGP_")
+    model_config = SettingsConfigDict(env_prefix="FBGP_", use_attribute_docstrings=True)
 
+    # Redis and access
     redis_url: str = "redis://127.0.0.1:6379/0"
+    """The Redis that holds every campaign, with its password (`redis://:PASSWORD@host:port/db`);
+    `fbgp-al up` and docker compose set it."""
     api_token: str | None = None
-    # Access and transport
-    # a connection whose request line and headers are not all in this many seconds after it
-    # opened (or after a request's first byte) is closed
+    """The service token: with it set, every `/campaigns` and `/teams` call needs `Authorization:
+    Bearer <token>` (this one, a team's or a campaign's). Unset: the service is open (bind it to
+    loopback)."""
+
+    # Transport
     header_timeout_seconds: float = 10.0
-    # a request body not all in this many seconds after its headers is answered 408
+    """A connection whose request line and headers are not all in this many seconds after it
+    opened (or after a request's first byte) is closed (`fbgp-al api`)."""
     body_timeout_seconds: float = 60.0
-    # seconds the API waits for a prediction or evaluation job before answering 503
+    """A request body not all in this many seconds after its headers is answered 408."""
     job_wait_seconds: float = 120.0
-    # longest long poll a client may ask of /next
+    """Seconds the API waits for a worker's answer to `/predict`, `/acquisition` or `/evaluate`
+    before it answers 503."""
     max_wait_seconds: float = 60.0
-    # largest request body the API reads (413 beyond it)
+    """The longest long poll a client may ask of `/next` (`?wait=`)."""
     max_body_bytes: int = 16 * 1024 * 1024
+    """The largest request body the API reads, in bytes (413 beyond it)."""
+
     # Limits on one campaign's work: a campaign or a request beyond one is a 422 that names it
-    # NUTS iterations of one refit: chains x (warm-up + the most draws a chain may run)
     limit_mcmc_iterations: int = 50_000
-    # draws the posterior mode's KDE looks at: more are subsampled to this many (seeded)
+    """NUTS iterations of one refit: chains x (warm-up + the most draws a chain may run)."""
     limit_mode_draws: int = 5_000
-    # GP predictions of one scoring: candidates (pool_subsample) x acquisition draws
+    """Draws the posterior mode's KDE looks at: more are subsampled to this many (seeded)."""
     limit_scoring_work: int = 20_000_000
-    # points out at once in a parallel campaign, each a fantasy in every scoring (not `random`)
+    """GP predictions of one scoring: candidates (`pool_subsample`) x acquisition draws."""
     limit_pending: int = 1_000
-    # labels of one campaign (max_labels, and the labels after an import): the exact GP's
-    # refit costs n^3 per gradient evaluation
+    """Points out at once in a parallel campaign (`max_pending`), each a fantasy in every
+    scoring (not for `random`)."""
     limit_labels: int = 2_000
-    # test points of one /evaluate: its joint NLML factors an m x m covariance
+    """Labels of one campaign (`max_labels`, and the labels after an import): an exact GP's
+    refit costs n^3 per gradient evaluation."""
     limit_evaluate_points: int = 4_000
-    # model calls (predict, acquisition, evaluate) of one campaign out at once; more are 429:
-    # workers serve these first, so a campaign that kept several out could hold them from
-    # every other campaign's refits
+    """Test points of one `/evaluate`: its joint NLML factors an m x m covariance."""
     limit_model_calls: int = 1
-    # points of a grid pool (points_per_dim^inputs); at most 2^62, the range of its indices
+    """Model calls (`/predict`, `/acquisition`, `/evaluate`) of one campaign out at once; more
+    are 429. Workers serve these first, so a campaign that kept several out could hold them
+    from every other campaign's refits."""
     limit_grid_points: int = 2**62
-    # campaigns one team's token may hold at once (a careless team's loop stops here)
+    """Points of a grid pool (`points_per_dim^inputs` for float inputs); at most 2^62, the range
+    of its indices."""
     limit_team_campaigns: int = 1_000
-    # a model call no worker took in time (503): the client asks again after this (Retry-After)
+    """Campaigns one team's token may hold at once (a careless team's loop stops here)."""
     busy_retry_after_seconds: int = 5
-    # Redis unreachable (503): the client asks again after this (Retry-After)
+    """A model call no worker took in time (503): the client asks again after this many seconds
+    (`Retry-After`)."""
     store_retry_after_seconds: int = 2
-    # a long poll of /next looks again at least this often without a wake-up (a message lost,
-    # a lease run out); it is woken at once when the campaign changes
+    """Redis unreachable (503): the client asks again after this many seconds
+    (`Retry-After`)."""
     next_poll_seconds: float = 1.0
-    # the lock that serializes the choice of points for one campaign across API processes:
-    # held at most this long, waited for at most this long
+    """A long poll of `/next` looks again at least this often without a wake-up (a message lost,
+    a lease run out); it is woken at once when the campaign changes."""
     lock_timeout_seconds: float = 10.0
+    """The lock that serializes the choice of points for one campaign across API processes is
+    held at most this long, and waited for at most this long (503 beyond)."""
 
-    # A running refit writes a heartbeat into its campaign's state this often; a refit whose
-    # heartbeat is older than ``refit_lease_seconds`` is taken for dead and enqueued again.
+    # Refits' heartbeats and RQ's timings
     heartbeat_seconds: float = 2.0
+    """A running refit writes a heartbeat into its campaign's state this often."""
     refit_lease_seconds: float = 15.0
-    # RQ: an idle worker's registration lives worker_ttl + 60 s, a busy one's
-    # job_monitoring_interval + 60 s; stuck campaigns are looked for every maintenance_interval.
+    """A refit whose heartbeat is older than this is taken for dead and enqueued again."""
     worker_ttl: int = 30
+    """RQ: an idle worker's registration lives this many seconds plus 60 (RQ's default: 420)."""
     job_monitoring_interval: int = 5
+    """RQ: a busy worker's registration lives this many seconds plus 60."""
     maintenance_interval: int = 20
+    """Seconds between a worker's looks for stuck campaigns (refits to revive)."""
 
-    # A campaign whose last refit took more than long_refit_seconds, or, before its first model,
-    # whose refit would run more than long_refit_work NUTS iterations (queues.refit_work: twice
-    # the defaults' at 100 labels) or score more than long_refit_scoring_work predictions (twice
-    # the defaults'), refits on the long queue, which light workers (`fbgp-al worker --light`;
-    # worker 0 of `fbgp-al up` and of compose) never take: a small campaign always finds one.
+    # Long refits: a campaign whose last refit took more than long_refit_seconds, or, before its
+    # first model, whose refit would run more than long_refit_work NUTS iterations or score more
+    # than long_refit_scoring_work predictions, refits on the long queue, which light workers
+    # (`fbgp-al worker --light`; worker 0 of `fbgp-al up` and of compose) never take
     long_refit_seconds: float = 15.0
+    """A campaign whose last refit took longer than this many seconds refits on the long queue,
+    which light workers (`fbgp-al worker --light`) never take: a small campaign always finds
+    one."""
     long_refit_work: float = 48_000
+    """Before its first model, a campaign whose refit would run more NUTS iterations than this
+    (twice the defaults' at 100 labels) refits on the long queue."""
     long_refit_scoring_work: int = 3_000_000
+    """Before its first model, a campaign whose scoring would make more GP predictions than this
+    (twice the defaults') refits on the long queue."""
 
     # Jobs: time, memory, revivals and back-off
-    # A job's RQ timeout: job_timeout_seconds plus its estimated work. A refit's work is chains x
-    # (warmup + most samples) NUTS iterations at refit_iteration_seconds each, times
-    # (1 + (n / 100)^3) for n labels and features / 6 beyond 6 features; a short job's, its
-    # points at short_point_seconds each, times (1 + (n / 100)^2); never more than
-    # job_timeout_max_seconds (nor, for a short job, than the API waits for it: it is stopped
-    # then).
     job_timeout_seconds: float = 60.0
+    """A job's RQ timeout is this many seconds plus its estimated work (below), at most
+    `job_timeout_max_seconds`, and for a short job at most what the API waits for it."""
     refit_iteration_seconds: float = 0.05
+    """A refit's estimated work: chains x (warmup + most samples) NUTS iterations at this many
+    seconds each, times (1 + (n / 100)^3) for n labels, and features / 6 beyond 6 features."""
     short_point_seconds: float = 0.002
+    """A short job's estimated work: its points at this many seconds each, times
+    (1 + (n / 100)^2) for n labels."""
     job_timeout_max_seconds: float = 6 * 3600.0
-    # the address space (RLIMIT_AS) a work horse may add to the worker's own, in MiB (0: no bound);
-    # a job beyond it fails with a MemoryError
+    """The longest timeout of any job, in seconds."""
     job_memory_mb: int = 4096
-    # a refit that fails this many times in a row (an error, or its job died: killed, out of time
-    # or memory) marks its campaign failed until its owner retries it; after the k-th failure in a
-    # row it waits min(refit_backoff_max_seconds, refit_backoff_seconds * 2^(k-1)) to run again
-    # (new labels end the wait), but for a first death, revived at once (2^(k-2) after more)
+    """The address space (RLIMIT_AS) a job's work horse may add to its worker's own, in MiB (0:
+    no bound); a job beyond it fails with a MemoryError (a short job: 413)."""
     refit_max_attempts: int = 3
+    """A refit that fails this many times in a row (an error, or its job died: killed, out of
+    time or memory) marks its campaign failed until its owner retries it
+    (`POST /campaigns/{id}/retry`)."""
     refit_backoff_seconds: float = 5.0
+    """After the k-th failed refit in a row, the next waits
+    min(`refit_backoff_max_seconds`, this x 2^(k-1)) seconds (new labels end the wait); a
+    first death is revived at once."""
     refit_backoff_max_seconds: float = 300.0
-    # a ticket whose lease ran out, still without a label, is kept this long afterwards (a late
-    # label for it is accepted while its point has none), then pruned; so is one whose run
-    # failed or was abandoned, or that was superseded (its report sent again is then a 404)
+    """The longest wait between failed refits, in seconds."""
     expired_ticket_seconds: float = 86400.0
-    # failed and abandoned runs of one campaign kept in full, the latest (each kind; all are
-    # counted), so that simulators that keep failing or giving points back cannot fill Redis
+    """A ticket whose lease ran out, still without a label, is kept this long afterwards (a late
+    label for it is taken while its point has none), then pruned; so is one whose run failed
+    or was abandoned, or that was superseded (its report sent again is then a 404)."""
     keep_runs: int = Field(default=1_000, ge=1)
+    """Failed and abandoned runs of one campaign kept in full, the latest of each kind (all are
+    counted), so that simulators that keep failing or giving points back cannot fill Redis."""
 
 
 @lru_cache

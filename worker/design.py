@@ -116,7 +116,7 @@ def _nearest_level(axis: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 # a nearest-point look-up scans the pool for each row up to this many rows x pool points (about
-# as long as building a k-d tree of a million points takes: BENCHMARKS.md, "Nearest pool
+# as long as building a k-d tree of a million points takes: docs/benchmarks.md, "Nearest pool
 # points"); beyond, it builds the tree
 BRUTE_FORCE_PAIRS = 10_000_000
 

@@ -151,7 +151,7 @@ class Conditioned:
         if not variance:
             return mean, None
         # ||L^-1 k||^2 by a product with L^-1: faster here than a triangular solve with L, which
-        # has half its flops (BENCHMARKS.md)
+        # has half its flops (docs/benchmarks.md)
         v = torch.matmul(self.chol_inv, k_star, out=v_buf)  # B x n x c
         latent = (1.0 - v.square_().sum(-2)).clamp_min_(0.0)
         return mean, latent + self.noise[:, None]

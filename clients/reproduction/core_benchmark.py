@@ -636,7 +636,7 @@ def main(argv=None) -> None:
                         "reproduction's campaigns (docs/reproduction/results.jsonl)")  # fmt: skip
     parser.add_argument("--samplers", default="paper,fixed,default",
                         help=f"large: of {','.join(SAMPLERS)} (botorch needs botorch, jax and "
-                        "numpyro importable: BENCHMARKS.md)")  # fmt: skip
+                        "numpyro importable: docs/benchmarks.md)")  # fmt: skip
     parser.add_argument("--peer-max-n", type=int, default=100,
                         help="large: run the peers (paper, botorch) only up to this n")  # fmt: skip
     parser.add_argument("--reference-draws", type=int, default=1000,

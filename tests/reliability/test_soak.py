@@ -26,7 +26,7 @@ def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):
 
 
 def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(tmp_path):
-    """Short phases: the figures are the benchmark's (BENCHMARKS.md); here, that the greedy
+    """Short phases: the figures are the benchmark's (docs/benchmarks.md); here, that the greedy
     tenant's campaigns at every stated limit are admitted and run, its model calls beyond one at
     a time are refused with 429, a delete frees the workers, and no acknowledged label is lost."""
     from clients.ops.adversarial import run_adversarial

@@ -1,0 +1,54 @@
+"""One shape for a prediction, from the service (``Client.predict``) or from an exported model
+(``Metamodel.predict``): ``p["mean"]`` and ``p.mean`` alike; with several outputs, one per output
+name (``p["disp"]["mean"]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Prediction(Mapping):
+    """Predictions of y at ``m`` points, in the output's units, each an array of ``m``.
+
+    Attributes:
+        mean: the posterior-mode GP's mean of y.
+        variance: its variance of y, the labels' noise included (with known noise: the
+            learned nugget; add a new point's own noise yourself).
+        mixture_mean: the mean of the mixture of the acquisition draws' GPs (equal weights).
+        mixture_variance: the mixture's variance: the draws' mean variance plus the variance
+            of their means (QB-MGP's score).
+        model_version: the model that answered (``None`` where unknown).
+
+    It is also a read-only mapping of the four arrays: ``p["mean"]``, ``dict(p)``,
+    ``for key, values in p.items()``.
+    """
+
+    mean: np.ndarray
+    variance: np.ndarray
+    mixture_mean: np.ndarray
+    mixture_variance: np.ndarray
+    model_version: int | None = None
+
+    KEYS: ClassVar[tuple[str, ...]] = ("mean", "variance", "mixture_mean", "mixture_variance")
+
+    @classmethod
+    def from_json(cls, body: Mapping, model_version: int | None = None) -> Prediction:
+        """From ``/predict``'s body (or one of its ``outputs``)."""
+        arrays = (np.asarray(body[key], dtype=float) for key in cls.KEYS)
+        return cls(*arrays, model_version=body.get("model_version", model_version))
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
