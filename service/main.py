@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from service import errors, pages, schemas
+from service import apidocs, errors, pages, schemas
 from service.middleware import BodyAfterToken, BodyDeadline, BodyLimit, CloseAfterError, Observe
 from service.routes import campaigns, health, labeling, models, teams
 
@@ -23,8 +23,11 @@ app = App(
     title="fbgp-al",
     version="0.1.0",
     description="Bayesian active learning with fully Bayesian GPs, as a labeling service",
+    docs_url=None,  # served offline by service.apidocs
+    redoc_url=None,
 )
 errors.install(app)
+apidocs.install(app)
 app.add_middleware(BodyLimit)
 app.add_middleware(BodyAfterToken)
 app.add_middleware(BodyDeadline)
