@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Cookie, Depends, Query, Request
+from fastapi import Cookie, Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from redis import Redis
 from starlette.concurrency import run_in_threadpool
@@ -17,6 +17,10 @@ from service.store import CampaignStore
 from service.tokens import token_digest
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+# the path parameter of every /campaigns/{campaign_id}/... route
+CampaignId = Annotated[
+    str, Path(description="The campaign's id, as `POST /campaigns` answered it (`id`).")
+]
 
 _connections: dict[str, Redis] = {}
 

@@ -39,4 +39,4 @@ CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 408, 413, 422, 503)
 app.include_router(health.router)
 for resource in (campaigns, labeling, models, teams):
     app.include_router(resource.router, responses=CAMPAIGN_ERRORS)
-app.include_router(pages.router, responses=schemas.problem_responses(401, 403, 404, 500, 503))
+app.include_router(pages.router, responses=schemas.problem_responses(401, 403, 404, 422, 500, 503))

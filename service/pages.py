@@ -9,15 +9,17 @@ import asyncio
 import base64
 import hashlib
 import html
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from service import pool as pools
 from service.deps import (
     PAGE_COOKIE,
+    CampaignId,
     PageAuthorized,
     RedisDep,
     SettingsDep,
@@ -231,18 +233,34 @@ def index(request: Request, store: StoreDep, cursor: str | None = None):
 
 
 @router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
-def view(campaign_id: str, request: Request, store: StoreDep):
+def view(campaign_id: CampaignId, request: Request, store: StoreDep):
+    """The campaign's page, for people: its state, labels, diagnostics, accuracy and plots
+    (HTML; it refreshes itself while the campaign runs). Opened once as `?token=<owner token>`,
+    it keeps the token as a cookie."""
     if "token" in request.query_params:
         return _keep_token(request)
     return campaign_page(store, campaign_id)
 
 
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
-async def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
-               settings: SettingsDep, output: str | None = None):  # fmt: skip
-    """A picture of the page. It is drawn by a worker once per change of the campaign (its
-    :meth:`~service.store.CampaignStore.plot_stamp`) and kept: every page that shows it
-    meanwhile, and every poll of this process asking at once, gets the one drawing."""
+async def plot(
+    campaign_id: CampaignId,
+    kind: Annotated[str, Path(description="`model`, `posterior`, `accuracy` or `curve`.")],
+    request: Request,
+    store: StoreDep,
+    redis: RedisDep,
+    settings: SettingsDep,
+    output: Annotated[
+        str | None, Query(description="With several outputs: the output to draw (`model`, "
+                          "`posterior`); default: the first.")
+    ] = None,
+):  # fmt: skip
+    """A picture of the campaign's page (PNG). It is drawn by a worker once per change of the
+    campaign and kept: every page that shows it meanwhile gets the one drawing. 404 when the
+    campaign has no such picture yet.
+    \f
+    A change: :meth:`~service.store.CampaignStore.plot_stamp`; the requests of this process
+    that ask while it is drawn wait for the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)
     name, stamp, png = await run_in_threadpool(_kept_plot, store, campaign_id, kind, output)

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from service import limits, schemas
 from service.deps import (
     Authorized,
+    CampaignId,
     SettingsDep,
     SimulatorScope,
     StoreDep,
@@ -56,8 +57,11 @@ LIST_RESPONSES = {200: {"headers": {
 @router.get("", response_model=list[schemas.CampaignStatus], responses=LIST_RESPONSES,
             dependencies=[TeamScope])  # fmt: skip
 def list_campaigns(store: StoreDep, request: Request, response: Response,
-                   limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
-                   cursor: Annotated[str | None, Query(max_length=200)] = None):  # fmt: skip
+                   limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description=(
+                       "Campaigns per page; absent: all of them."))] = None,
+                   cursor: Annotated[str | None, Query(max_length=200, description=(
+                       "Where the page starts: the previous page's `X-Next-Cursor`."
+                   ))] = None):  # fmt: skip
     """The campaigns' status, by id. Without ``limit``, all of them; with it, a page of at most
     ``limit``, and, when more follow, the next page's ``cursor`` in ``X-Next-Cursor`` and a
     ``Link: <...>; rel="next"`` header (pass it as ``?cursor=``). A team's token lists the
@@ -72,13 +76,15 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
 
 @router.get("/{campaign_id}", response_model=schemas.CampaignStatus,
             responses=schemas.problem_responses(404), dependencies=[SimulatorScope])  # fmt: skip
-def status(campaign_id: str, store: StoreDep):
+def status(campaign_id: CampaignId, store: StoreDep):
+    """Where the campaign stands: its state, counts of labels, tickets out, failed and
+    abandoned runs, its refit, and its inputs. The simulator token opens it too."""
     return store.status(campaign_id)
 
 
 @router.delete("/{campaign_id}", status_code=204, response_class=Response,
                responses=schemas.problem_responses(404))  # fmt: skip
-def delete(campaign_id: str, store: StoreDep):
+def delete(campaign_id: CampaignId, store: StoreDep):
     """The campaign and all its data; its jobs, running or queued, are stopped."""
     store.delete(campaign_id)
     return Response(status_code=204)
@@ -86,7 +92,7 @@ def delete(campaign_id: str, store: StoreDep):
 
 @router.post("/{campaign_id}/retry", status_code=202, response_model=schemas.CampaignStatus,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
-def retry(campaign_id: str, store: StoreDep):
+def retry(campaign_id: CampaignId, store: StoreDep):
     """The owner's word that what stopped the campaign is fixed. A failed campaign (its refit
     failed ``refit_max_attempts`` times in a row): its failed state cleared and a refit
     enqueued on all its labels. A failing one (more failed runs than ``max_failures`` since the
@@ -102,7 +108,7 @@ def retry(campaign_id: str, store: StoreDep):
 
 @router.post("/{campaign_id}/resume", response_model=schemas.CampaignStatus,
              responses=schemas.problem_responses(404, 409, 422))  # fmt: skip
-def resume(campaign_id: str, store: StoreDep, body: schemas.Resume | None = None):
+def resume(campaign_id: CampaignId, store: StoreDep, body: schemas.Resume | None = None):
     """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
     points again, and the rule's ``patience`` counts from the next model. With a body
     ``{"stop": {...}}`` the rule is replaced (``{"stop": null}``: removed); without one it is

@@ -17,6 +17,7 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz", response_model=schemas.Health)
 async def healthz():
+    """200 whenever the process runs (the same as `/livez`)."""
     return {"status": "ok"}
 
 
@@ -29,6 +30,8 @@ async def livez():
 @router.get("/metrics", response_class=PlainTextResponse,
             responses=schemas.problem_responses(503))  # fmt: skip
 def prometheus_metrics(redis: RedisDep, store: StoreDep):
+    """Prometheus metrics (text format): requests and latencies, queue depths, failed jobs,
+    refit seconds, labels stored, runs failed and abandoned, campaigns by state."""
     shared = CollectorRegistry()
     shared.register(RedisCollector(redis, store))
     text = generate_latest(metrics.registry) + generate_latest(shared)
@@ -39,6 +42,7 @@ def prometheus_metrics(redis: RedisDep, store: StoreDep):
             responses={503: {"description": "Redis unreachable, or no worker",
                              "model": schemas.Readiness}})  # fmt: skip
 def readyz(redis: RedisDep, response: Response):
+    """200 when Redis answers and a worker is registered; 503 otherwise, saying which."""
     try:
         redis.ping()
         workers = queues.worker_count(redis)

@@ -21,7 +21,7 @@ from redis.exceptions import LockError, RedisError
 from starlette.concurrency import run_in_threadpool
 
 from service import limits, loop, schemas, wakeups
-from service.deps import Authorized, SettingsDep, SimulatorScope, StoreDep
+from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.settings import Settings
@@ -145,18 +145,23 @@ NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
 
 @router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES,
             dependencies=[SimulatorScope])  # fmt: skip
-async def next_point(campaign_id: str, request: Request, response: Response, store: StoreDep,
+async def next_point(campaign_id: CampaignId, request: Request, response: Response, store: StoreDep,
                      settings: SettingsDep,
-                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False)] = 0.0,
+                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False, description=(
+                         "Seconds to wait for a point before answering 202 (a long poll; at "
+                         "most `FBGP_MAX_WAIT_SECONDS`, 60 by default)."))] = 0.0,
                      idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):  # fmt: skip
     """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
-    thread while it waits (:mod:`service.wakeups`): it is woken when the campaign changes, and
-    looks again at least every ``next_poll_seconds``. The seconds it spent waiting are noted
-    for the request's log line (``waited``), so that its service time shows apart.
+    thread while it waits: it is woken when the campaign changes, and looks again at least
+    every `FBGP_NEXT_POLL_SECONDS`. 410 when the campaign is done; 409 when it is failed,
+    failing or stalled.
 
-    With an ``Idempotency-Key`` header, the request sent again with the same key (its answer
-    was lost) gets the same ticket, with ``Idempotent-Replayed: true``, while that ticket is
-    out; once it has ended or its lease has run out, the key asks for a new point."""
+    With an `Idempotency-Key` header, the request sent again with the same key (its answer
+    was lost) gets the same ticket, with `Idempotent-Replayed: true`, while that ticket is
+    out; once it has ended or its lease has run out, the key asks for a new point.
+    \f
+    The poll's wake-ups are :mod:`service.wakeups`'; the seconds it spent waiting are noted
+    for the request's log line (``waited``), so that its service time shows apart."""
     if idempotency_key is not None:
         replayed = await run_in_threadpool(store.replay, campaign_id, idempotency_key, time.time())
         if replayed is not None:
@@ -184,7 +189,7 @@ def _keyed(store: CampaignStore, campaign_id: str, key: str,
     return answer if replayed is None else (replayed,)
 
 
-async def _next_answer(campaign_id: str, request: Request, store: CampaignStore,
+async def _next_answer(campaign_id: CampaignId, request: Request, store: CampaignStore,
                        settings: Settings, wait: float) -> dict | loop.Answer:  # fmt: skip
     """A ticket, or the answer in its place once ``wait`` seconds passed without one."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
@@ -287,7 +292,7 @@ def check_outputs(spec: dict, value, field: str):
 @router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
              response_model_exclude_none=True, responses=LABEL_RESPONSES,
              dependencies=[SimulatorScope])  # fmt: skip
-def label(campaign_id: str, body: schemas.LabelPost, store: StoreDep, response: Response):
+def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     field = "y_replicates" if body.y_replicates is not None else "noise"
     spec = store.spec(campaign_id)
@@ -311,7 +316,7 @@ RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.
 
 @router.post("/fail", status_code=201, response_model=schemas.RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def fail(campaign_id: str, body: schemas.FailPost, store: StoreDep, response: Response):
+def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
     outcome, n, enqueue = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
@@ -325,7 +330,7 @@ def fail(campaign_id: str, body: schemas.FailPost, store: StoreDep, response: Re
 
 @router.post("/abandon", status_code=201, response_model=schemas.RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def abandon(campaign_id: str, body: schemas.TicketPost, store: StoreDep, response: Response):
+def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
     outcome, n, enqueue = store.abandon(campaign_id, body.ticket, time.time())
@@ -340,7 +345,7 @@ def abandon(campaign_id: str, body: schemas.TicketPost, store: StoreDep, respons
 @router.post("/renew", response_model=schemas.Renewed,
              responses=schemas.problem_responses(404, 409),
              dependencies=[SimulatorScope])  # fmt: skip
-def renew(campaign_id: str, body: schemas.TicketPost, store: StoreDep):
+def renew(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
     outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
     match outcome:
@@ -379,7 +384,7 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[d
              responses={200: {"description": "the same import again (its Idempotency-Key)",
                               "model": schemas.Imported},
                         **schemas.problem_responses(404, 409)})  # fmt: skip
-def import_observations(campaign_id: str, body: schemas.Observations, store: StoreDep,
+def import_observations(campaign_id: CampaignId, body: schemas.Observations, store: StoreDep,
                         settings: SettingsDep, response: Response,
                         idempotency_key: Annotated[str | None, IMPORT_KEY] = None):  # fmt: skip
     """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
@@ -453,8 +458,9 @@ OBSERVATIONS_RESPONSES = {
 
 @router.get("/observations", response_model=schemas.ObservationList,
             response_model_exclude_none=True, responses=OBSERVATIONS_RESPONSES)  # fmt: skip
-def export_observations(campaign_id: str, store: StoreDep,
-                        accept: Annotated[str | None, Header()] = None):  # fmt: skip
+def export_observations(campaign_id: CampaignId, store: StoreDep,
+                        accept: Annotated[str | None, Header(description=(
+                            "`text/csv` for CSV; JSON otherwise."))] = None):  # fmt: skip
     """The labels (``x``, ``y``, and ``noise`` with known noise) and the failed runs
     (``failures``); as CSV, one row per label (``status`` ``ok``) then one per failed run
     (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column after ``y``

@@ -9,7 +9,7 @@ import time
 from fastapi import APIRouter, Response
 
 from service import limits, queues, schemas
-from service.deps import Authorized, RedisDep, SettingsDep, StoreDep
+from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound, Unprocessable
 from service.routes.labeling import LEARNED_NOISE, check_outputs, spec_with_points
 from service.store import CampaignStore
@@ -26,7 +26,10 @@ MODEL_RESPONSES = schemas.problem_responses(404, 500)
     response_model=schemas.Model | schemas.MultiModel,
     responses=schemas.problem_responses(404),
 )
-def model(campaign_id: str, store: StoreDep):
+def model(campaign_id: CampaignId, store: StoreDep):
+    """The latest model: its posterior draws, the thinned draws the acquisition uses, the
+    mode GP, the transforms, the refit's diagnostics and `accuracy`; with several outputs,
+    each output's under `outputs`. 404 before the first model."""
     return store.model(campaign_id)
 
 
@@ -35,7 +38,7 @@ EXPORT_FORMAT_VERSION = 1
 EXPORT_FORMAT_VERSION_OUTPUTS = 2  # a multi-output campaign's document (``outputs``)
 
 
-def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict],
+def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: list[dict],
                     now: float) -> dict:  # fmt: skip
     """The stored ``model`` with what it needs to predict without the service: the campaign's
     inputs and the first ``n_labeled`` of its ``labels`` (the ones the model saw), with their
@@ -61,7 +64,7 @@ def export_document(campaign_id: str, spec: dict, model: dict, labels: list[dict
     return document
 
 
-def _export_outputs(campaign_id: str, spec: dict, model: dict, seen: list[dict], data: dict,
+def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list[dict], data: dict,
                     now: float) -> dict:  # fmt: skip
     """A multi-output model's document (``format_version`` 2): the inputs' ``transform``, each
     output's draws, mode and ``transform`` under ``outputs``, and the labels with ``y`` (and
@@ -89,7 +92,7 @@ def _export_outputs(campaign_id: str, spec: dict, model: dict, seen: list[dict],
 @router.get("/model/export", response_model=schemas.MetamodelExport | schemas.MultiMetamodelExport,
             response_model_exclude_unset=True,
             responses=schemas.problem_responses(404))  # fmt: skip
-def export_model(campaign_id: str, store: StoreDep, response: Response):
+def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     """The latest model as a self-contained JSON file (a download): its draws, mode, transforms
     and the labeled data it saw, which the SDK's ``Metamodel`` predicts from as ``/predict``
     does, without the service. 404 before the first model."""
@@ -104,7 +107,7 @@ def export_model(campaign_id: str, store: StoreDep, response: Response):
 
 @router.get("/history", response_model=list[schemas.HistoryEvent],
             responses=schemas.problem_responses(404))  # fmt: skip
-def history(campaign_id: str, store: StoreDep):
+def history(campaign_id: CampaignId, store: StoreDep):
     """One entry per model version stored, evaluation, refit failed, stop and resume, and per
     failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
     return store.events(campaign_id)
@@ -129,15 +132,19 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
     response_model=schemas.Prediction | schemas.MultiPrediction,
     responses=MODEL_RESPONSES,
 )
-def predict(campaign_id: str, body: schemas.Points, store: StoreDep, redis: RedisDep,
+def predict(campaign_id: CampaignId, body: schemas.Points, store: StoreDep, redis: RedisDep,
             settings: SettingsDep):  # fmt: skip
+    """The latest model's predictions at `x` (points within the inputs' bounds): the mode
+    GP's mean and variance of y and the mixture's, original units."""
     x = _checked_points(store, campaign_id, body.x)
     return run_job(redis, settings, "predict", campaign_id, x)
 
 
 @router.post("/acquisition", response_model=schemas.AcquisitionValues, responses=MODEL_RESPONSES)
-def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: StoreDep,
+def acquisition(campaign_id: CampaignId, body: schemas.AcquisitionRequest, store: StoreDep,
                 redis: RedisDep, settings: SettingsDep):  # fmt: skip
+    """The acquisition's scores at `x` under the latest model (the campaign's acquisition,
+    or `acquisition`)."""
     x = _checked_points(store, campaign_id, body.x)
     return run_job(redis, settings, "acquisition", campaign_id, x, body.acquisition)
 
@@ -147,7 +154,7 @@ def acquisition(campaign_id: str, body: schemas.AcquisitionRequest, store: Store
     response_model=schemas.Evaluation | schemas.MultiEvaluation,
     responses=MODEL_RESPONSES,
 )
-def evaluate(campaign_id: str, body: schemas.Observations, store: StoreDep, redis: RedisDep,
+def evaluate(campaign_id: CampaignId, body: schemas.Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""

@@ -5,12 +5,15 @@ and nothing of another team's."""
 from __future__ import annotations
 
 import time
+from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Path, Response
 
 from service import schemas
 from service.deps import Authorized, SettingsDep, StoreDep
 from service.errors import Conflict, NotFound
+
+TeamName = Annotated[str, Path(description="The team's name.")]
 
 router = APIRouter(prefix="/teams", tags=["teams"], dependencies=[Authorized])
 OPEN = ("the service is open (FBGP_API_TOKEN is not set): every call is allowed without a "
@@ -48,7 +51,7 @@ def list_teams(store: StoreDep):
 
 @router.post("/{name}/token", response_model=schemas.TeamToken,
              responses=schemas.problem_responses(404, 409))  # fmt: skip
-def rotate(name: str, store: StoreDep, settings: SettingsDep, response: Response):
+def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Response):
     """A new token for the team, shown once; its old token stops working at once. A deleted
     team that still holds campaigns is live again."""
     _guarded(settings)
@@ -61,7 +64,7 @@ def rotate(name: str, store: StoreDep, settings: SettingsDep, response: Response
 
 @router.delete("/{name}", status_code=204, response_class=Response,
                responses=schemas.problem_responses(404))  # fmt: skip
-def delete(name: str, store: StoreDep):
+def delete(name: TeamName, store: StoreDep):
     """The team's token ends at once; its campaigns stay (the service token and their own
     tokens open them). A team that holds campaigns stays listed, not live, and its name cannot
     be made anew: a rotation of its token makes it live again. 404 if no live team has the
