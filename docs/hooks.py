@@ -118,6 +118,19 @@ def _body_schema(content: dict) -> dict | None:
     return next(iter(content.values()), None)
 
 
+def _example(doc: dict, media: dict):
+    """A request body's example: the media type's, or its schema's first."""
+    if "example" in media:
+        return media["example"]
+    schema = media.get("schema", {})
+    for option in [schema, *schema.get("anyOf", [])]:
+        if "$ref" in option:
+            examples = doc["components"]["schemas"][_ref_name(option["$ref"])].get("examples")
+            if examples:
+                return examples[0]
+    return None
+
+
 def http_reference() -> str:
     doc = _openapi()
     lines = [
@@ -160,9 +173,7 @@ def http_reference() -> str:
             if body:
                 media = _body_schema(body.get("content", {})) or {}
                 lines += [f"Request body: {_type(media.get('schema', {}))}", ""]
-                example = media.get("example")
-                if example is None and media.get("examples"):
-                    example = next(iter(media["examples"].values())).get("value")
+                example = _example(doc, media)
                 if example is not None:
                     lines += ["```json", json.dumps(example, indent=2), "```", ""]
             lines += ["| status | description | body |", "|---|---|---|"]

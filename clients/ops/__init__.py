@@ -7,3 +7,10 @@
 - :mod:`~clients.ops.soak`: ``fbgp-al soak``, labeling while processes are killed;
 - :mod:`~clients.ops.service_benchmark`: ``fbgp-al bench-service``, the loop's latencies.
 """
+
+
+def described(doc: str | None) -> str:
+    """A command's ``--help`` description: its module docstring's first paragraph, whole, as
+    plain text (reST's double backquotes dropped)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.replace("``", "").split())

@@ -14,7 +14,12 @@ exit, a timeout or an output that is not a finite float reports the ticket faile
 tail of the command's stderr (or its output) as the reason, and the next point is run.
 
 ``--parallel K`` runs K commands at once, each under a ticket of its own (for parallel-mode
-campaigns, ``max_pending`` >= K). SIGINT (Ctrl-C) or SIGTERM kills the commands running,
+campaigns, ``max_pending`` >= K; a sequential campaign hands out one point at a time, and the
+runner says so). A progress bar counts labels and failed runs (on a terminal); ``-v`` logs
+each HTTP request too. The last line says why the runner ended: the campaign's stopping rule,
+``max_labels`` reached, the pool used up, the campaign failing, stalled or failed, a signal.
+
+SIGINT (Ctrl-C) or SIGTERM kills the commands running,
 abandons their tickets (their points are offered again at once) and exits 130 (143 for
 SIGTERM). The loop is :func:`clients.runner.run_simulator`'s, one per slot.
 """
@@ -34,7 +39,11 @@ import threading
 import time
 from collections.abc import Collection
 
-from clients.client import ApiError, FbgpClient
+import httpx
+from tqdm import tqdm
+
+from clients.client import ApiError, CampaignStatus, FbgpClient
+from clients.ops import described
 from clients.runner import run_simulator
 
 log = logging.getLogger("fbgp.run")
@@ -183,11 +192,11 @@ def main(argv: list[str] | None = None) -> None:
         own, template = argv[:split], argv[split + 1 :]
     else:
         own, template = argv, []
-    parser = argparse.ArgumentParser(prog="fbgp-al run", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="fbgp-al run", description=described(__doc__),
                                      usage="fbgp-al run --url URL --campaign ID [options] -- "
                                            "COMMAND [ARG...]")  # fmt: skip
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--campaign", required=True)
+    parser.add_argument("--url", required=True, help="the service, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--campaign", required=True, help="the campaign's id")
     parser.add_argument("--token", default=None, help="bearer token [FBGP_API_TOKEN]")
     parser.add_argument("--parallel", type=int, default=1, help="commands at once [1]")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command")
@@ -195,12 +204,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-labels", type=int, default=None,
                         help="take no more points once this runner (all slots together) "
                              "posted this many labels; the runs under way finish")  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log every HTTP request and the runner's steps")  # fmt: skip
     args = parser.parse_args(own)
     if not template:
         parser.error("give the command after --, e.g. -- ./simulate.sh {x1} {x2}")
     if args.parallel < 1:
         parser.error("--parallel must be at least 1")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(message)s")  # fmt: skip
     raise SystemExit(run(args.url, args.campaign, template, token=args.token,
                          parallel=args.parallel, timeout=args.timeout, wait=args.wait,
                          max_labels=args.max_labels))  # fmt: skip
@@ -213,7 +225,11 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     status: 0 done, 1 a slot failed (the service unreachable, the campaign stalled), 130 or
     143 stopped by SIGINT or SIGTERM."""
     with FbgpClient(url, token) as api:
-        inputs = api.campaign(campaign_id).inputs
+        start = api.campaign(campaign_id)
+    inputs = start.inputs
+    warning = parallel_warning(start, parallel)
+    if warning:
+        print(f"fbgp-al run: {warning}", file=sys.stderr)
     names = [i["name"] for i in inputs]
     if not names:
         print("fbgp-al run: the service does not say the campaign's inputs", file=sys.stderr)
@@ -224,9 +240,17 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     errors: list[BaseException] = []
     lock = threading.Lock()
 
+    bar = tqdm(total=start.max_labels, initial=start.n_labeled, unit="label", file=sys.stderr,
+               desc="labels", dynamic_ncols=True)  # fmt: skip
+    bar.set_postfix(failed=0)
+
     def count(key: str) -> None:
         with lock:
             counts[key] += 1
+            if key == "labels":
+                bar.update(1)
+            else:
+                bar.set_postfix(failed=counts["failures"])
 
     def enough() -> bool:  # the runner's labels, all slots together
         with lock:
@@ -262,12 +286,50 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    log.info("%d labels posted, %d runs failed", counts["labels"], counts["failures"])
+    bar.close()
+    tally = f"{counts['labels']} labels posted, {counts['failures']} runs failed"
+    if signalled:
+        why = f"stopped by {signal.Signals(signalled[0]).name}"
+    elif max_labels is not None and counts["labels"] >= max_labels and not errors:
+        why = f"this runner's --max-labels ({max_labels}) reached"
+    else:
+        try:
+            with FbgpClient(url, token) as api:
+                why = ended_because(api.campaign(campaign_id))
+        except (ApiError, httpx.HTTPError) as error:
+            why = f"the service could not say why: {error}"
+    print(f"fbgp-al run: {tally}; {why}", file=sys.stderr)
     if signalled:
         return 128 + signalled[0]
-    if errors:
-        stalled = [e for e in errors if isinstance(e, ApiError) and e.status_code == 409]
-        if stalled:
-            print(f"fbgp-al run: {stalled[0].detail}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if errors else 0
+
+
+def parallel_warning(status: CampaignStatus, parallel: int) -> str | None:
+    """A warning when ``--parallel`` runs more commands than the campaign hands out points:
+    a sequential campaign gives one at a time after its initial design."""
+    mode = status.raw.get("mode")
+    if parallel > 1 and mode == "sequential":
+        return (f"--parallel {parallel}, but the campaign is sequential: after its initial "
+                "design it hands out one point at a time, so one command runs at a time (create "
+                'it with "mode": "parallel" and "max_pending" to run several)')  # fmt: skip
+    return None
+
+
+def ended_because(status: CampaignStatus) -> str:
+    """Why a campaign gave its runner no more points, in words, from its status."""
+    if status.stopped_by:
+        rule = status.stopped_by
+        return (f"its stopping rule was met: {rule['rule']} {rule['value']:.4g} <= "
+                f"{rule['target']:.4g} at model {rule['version']}")  # fmt: skip
+    if status.state == "done" and status.n_labeled >= status.max_labels:
+        return f"done: max_labels ({status.max_labels}) reached"
+    if status.state == "done":
+        return f"done: the pool is used up ({status.n_labeled} labels)"
+    if status.state == "failed":
+        return f"the campaign failed: its refits failed ({status.last_error}); POST .../retry"
+    if status.failing:
+        return (f"the campaign is failing: {status.n_failed} runs failed, more than its "
+                "max_failures; fix the simulator, then POST .../retry")  # fmt: skip
+    if status.stalled:
+        return "the campaign stalled: runs failed and no point is left to offer; POST .../retry"
+    return f"the campaign is {status.state} ({status.n_labeled} of {status.max_labels} labels)"

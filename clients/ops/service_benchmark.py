@@ -33,6 +33,7 @@ import httpx
 import numpy as np
 
 from clients.client import FbgpClient
+from clients.ops import described
 from clients.ops.stack import LocalStack
 from clients.simulators import get_simulator
 from worker.defaults import MCMC_DEFAULTS
@@ -441,9 +442,7 @@ def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40, light: bool 
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="fbgp-al bench-service", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="fbgp-al bench-service", description=described(__doc__))
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)

@@ -47,6 +47,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
 from clients.client import ApiError, FbgpClient, Pending, RefitFailed
+from clients.ops import described
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
 from service.store import CampaignStore
@@ -527,7 +528,7 @@ def _write(out: Path | None, report: dict, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fbgp-al soak", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fbgp-al soak", description=described(__doc__))
     parser.add_argument("--seconds", type=float, default=180.0, help="labeling time")
     parser.add_argument("--campaigns", type=int, default=3)
     parser.add_argument("--simulators", type=int, default=2, help="per campaign")

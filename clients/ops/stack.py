@@ -21,6 +21,7 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
+from clients.ops import described
 from clients.simulators import MULTI_SIMULATORS, SIMULATORS
 
 
@@ -400,10 +401,12 @@ def hold_data_dir(data_dir: Path):
 
 def main(argv=None) -> None:
     cores = sorted(os.sched_getaffinity(0))
-    parser = argparse.ArgumentParser(prog="fbgp-al up", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fbgp-al up", description=described(__doc__))
     parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"))
+    parser.add_argument("--port", type=int, default=8000, help="the API's port on loopback [8000]")
+    parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"),
+                        help="Redis's append-only file, its password and the logs "
+                             "[./fbgp-data]")  # fmt: skip
     demos = SIMULATORS + MULTI_SIMULATORS
     parser.add_argument(
         "--demo",
@@ -411,8 +414,10 @@ def main(argv=None) -> None:
         choices=demos,
         help=f"then run a demo campaign: one of {', '.join(demos)}",
     )
-    parser.add_argument("--demo-labels", type=int, default=15)
-    parser.add_argument("--exit-after-demo", action="store_true")
+    parser.add_argument("--demo-labels", type=int, default=15,
+                        help="labels of the demo campaign [15]")  # fmt: skip
+    parser.add_argument("--exit-after-demo", action="store_true",
+                        help="stop the stack once the demo campaign is done")  # fmt: skip
     parser.add_argument("--redis-port", type=int, default=None, help="a free port by default")
     parser.add_argument("--redis-bind", metavar="ADDR", default=LOOPBACK,
                         help="Redis listens here too (a private interface, for workers on other "

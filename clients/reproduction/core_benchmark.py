@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from clients.ops import described
 from clients.reproduction.protocol import pool_points
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
@@ -618,7 +619,7 @@ def time_potential(sizes=(20, 40, 100, 200, 400), against: str | None = None) ->
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=described(__doc__))
     parser.add_argument("--cases", default="all",
                         help="'all', 'target' (gramacy2d n=40), 'none', 'large': refits at "
                         "n = 100..400 of every sampler side by side (options below), 'metric': "

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from clients.ops import described
 from clients.reproduction.plots import plot_simulator
 from clients.reproduction.protocol import grid_pool, run_setup
 from clients.simulators import get_simulator
@@ -26,7 +27,7 @@ from worker.transforms import OutputStandardization
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="fbgp-al demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="fbgp-al demo", description=described(__doc__))
     parser.add_argument("--simulator", default="gramacy1d")
     parser.add_argument("--acquisition", default="qb-mgp", choices=ACQUISITIONS)
     parser.add_argument("--iterations", type=int, default=12)

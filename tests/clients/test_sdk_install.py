@@ -1,7 +1,7 @@
 """`pip install fbgp-al` (no extras) is the SDK alone: in a fresh virtual environment it brings
-httpx and numpy but not torch, its ``run_simulator`` labels a campaign on a running service
-to the end (``api_url``: a real API server, Redis and worker), and its ``Metamodel`` predicts
-from the exported model what ``/predict`` answers."""
+httpx and numpy but not torch; ``from fbgp_al import Client, run_simulator, Metamodel`` labels a
+campaign on a running service to the end (``api_url``: a real API server, Redis and worker),
+and the exported model's ``Metamodel`` predicts what ``/predict`` answers, in the same shape."""
 
 import json
 import shutil
@@ -17,26 +17,27 @@ SOURCES = ("pyproject.toml", "README.md", "clients", "service", "worker")
 
 LABEL = """
 import json, math, sys
-import clients.client, clients.runner, clients.simulators
-from clients.runner import run_simulator
+import fbgp_al
+from fbgp_al import Client, Metamodel, Prediction, run_simulator
 
 url, campaign = sys.argv[1:]
 posted = run_simulator(url, campaign, lambda x: math.sin(3 * x[0]) + x[0], token="", wait=10)
-with clients.client.FbgpClient(url, token="") as api:
+with Client(url, token="") as api:
     status = api.campaign(campaign)
     api.wait_for_model(campaign, 5, timeout=120)
     import numpy as np
-    from clients.metamodel import Metamodel
 
     model = Metamodel.load(api.export_model(campaign, "model.json"))
     x = [[0.5], [0.8], [1.3], [2.5]]
     served, local = api.predict(campaign, x), Metamodel.load("model.json").predict(x)
-    error = max(float(np.max(np.abs(local[k] - np.asarray(getattr(served, k)))
-                             / np.abs(np.asarray(getattr(served, k)))))
+    # one shape: a Prediction, read by key or by attribute alike
+    same = isinstance(served, Prediction) and isinstance(local, Prediction)
+    same = same and sorted(served) == sorted(local) and served.mean is served["mean"]
+    error = max(float(np.max(np.abs(local[k] - served[k]) / np.abs(served[k])))
                 for k in ("mean", "variance", "mixture_mean", "mixture_variance"))
 print(json.dumps({"posted": posted, "state": status.state, "n_labeled": status.n_labeled,
-                  "torch": "torch" in sys.modules, "file": clients.client.__file__,
-                  "exported": model.n_labeled, "error": error}))
+                  "torch": "torch" in sys.modules, "file": fbgp_al.__file__,
+                  "exported": model.n_labeled, "error": error, "same_shape": same}))
 """
 
 
@@ -80,7 +81,7 @@ def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, a
         assert labeled.returncode == 0, labeled.stdout + labeled.stderr
         result = json.loads(labeled.stdout.strip().splitlines()[-1])
         assert result == dict(result, posted=5, state="done", n_labeled=5, torch=False,
-                              exported=5)  # fmt: skip
+                              exported=5, same_shape=True)  # fmt: skip
         assert result["error"] < 1e-10  # the exported model predicts as /predict does
         # the installed SDK ran, not the checkout's
         assert Path(result["file"]).is_relative_to(tmp_path / "venv")

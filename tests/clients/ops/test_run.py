@@ -11,7 +11,15 @@ import time
 import httpx
 import pytest
 
-from clients.ops.run import CommandFailed, CommandRunner, command_for, parse_y
+from clients.client import CampaignStatus
+from clients.ops.run import (
+    CommandFailed,
+    CommandRunner,
+    command_for,
+    ended_because,
+    parallel_warning,
+    parse_y,
+)
 from tests.conftest import ROOT
 
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -70,6 +78,30 @@ def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_ur
     assert all("solver diverged" in f["reason"] and "exit status 3" in f["reason"]
                for f in data["failures"])  # fmt: skip
     assert all(x[0] >= 1.15 for x in data["x"]) and len(data["y"]) == 5
+    # quiet: no line per HTTP request (-v has them); the last line says why it ended
+    assert "HTTP Request" not in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("fbgp-al run: 5 labels posted,") and "max_labels (5) reached" in last
+
+
+def test_the_runner_says_why_it_ended_and_warns_of_a_parallel_it_cannot_use():
+    base = {"id": "c", "n_pending": 0, "max_labels": 20, "model_version": 9, "last_error": None}
+    said = lambda **fields: ended_because(CampaignStatus.from_json({**base, **fields}))  # noqa: E731
+    rule = {"rule": "loo_rmse", "value": 0.031, "target": 0.05, "version": 9, "at": 0.0}
+    assert said(state="done", n_labeled=12, stopped_by=rule) == (
+        "its stopping rule was met: loo_rmse 0.031 <= 0.05 at model 9"
+    )
+    assert said(state="done", n_labeled=20) == "done: max_labels (20) reached"
+    assert "failing" in said(state="active", n_labeled=3, failing=True, n_failed=21)
+    assert "stalled" in said(state="active", n_labeled=3, stalled=True)
+    assert "refits failed (boom)" in said(state="failed", n_labeled=3, last_error="boom")
+    sequential = CampaignStatus.from_json({**base, "state": "active", "n_labeled": 0,
+                                           "mode": "sequential"})  # fmt: skip
+    assert "one point at a time" in parallel_warning(sequential, 4)
+    assert parallel_warning(sequential, 1) is None
+    parallel = CampaignStatus.from_json({**base, "state": "active", "n_labeled": 0,
+                                         "mode": "parallel"})  # fmt: skip
+    assert parallel_warning(parallel, 4) is None
 
 
 def test_sigint_kills_the_command_and_abandons_its_ticket(api_url, make_body):
@@ -84,5 +116,6 @@ def test_sigint_kills_the_command_and_abandons_its_ticket(api_url, make_body):
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
         assert process.returncode == 128 + signal.SIGINT, out
+        assert "stopped by SIGINT" in out.strip().splitlines()[-1]
         status = api.get(f"/campaigns/{campaign}").json()
     assert status["n_abandoned"] == 1 and status["n_pending"] == 0 and status["n_failed"] == 0
