@@ -20,10 +20,15 @@ GENERATED = {
 
 
 def on_files(files, config):
-    for path, maker in GENERATED.items():
-        files.append(File.generated(config, path, content=globals()[maker]()))
     files.append(File.generated(config, "openapi.json", content=json.dumps(_openapi(), indent=1)))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """The committed page (a note for readers of the repository) replaced by what the code
+    says now."""
+    maker = GENERATED.get(page.file.src_uri)
+    return globals()[maker]() if maker else markdown
 
 
 # -- the HTTP API ---------------------------------------------------------------------------
