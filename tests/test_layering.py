@@ -108,8 +108,11 @@ WORKER_FOR_THE_SDK = {"worker.space"}
 
 
 def _sdk_modules() -> list[pathlib.Path]:
-    """The modules of the ``clients`` package proper (not its subpackages)."""
-    return sorted((ROOT / "clients").glob("*.py"))
+    """The modules of the ``clients`` package proper (not its subpackages) and of ``fbgp_al``,
+    the SDK's public name."""
+    return sorted((ROOT / "clients").glob("*.py")) + sorted(
+        (ROOT / "clients" / "fbgp_al").glob("*.py")
+    )
 
 
 def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
@@ -129,7 +132,8 @@ def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
 
 def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
     code = (
-        "import sys, clients.client, clients.runner, clients.simulators, clients.metamodel;"
+        "import sys, fbgp_al, clients.client, clients.runner, clients.simulators;"
+        "import clients.metamodel;"
         "clients.simulators.get_simulator('motorcycle').mean([1.0]);"
         "loaded = {'torch', 'scipy', 'redis', 'rq', 'fastapi', 'service'}"
         " & {m.split('.')[0] for m in sys.modules};"
