@@ -283,6 +283,12 @@ class McmcSettings(Strict):
     mode_rule: Literal["kde", "kde-raw"] = "kde"
     """How the mode GP's draw is picked: `kde`, the densest under a KDE of the log-hyperparameters;
     `kde-raw`, under a KDE of bandwidth 0.3 on their raw values (the paper's code)."""
+    noise_floor: Annotated[float, StrictValue()] = Field(
+        default=MCMC_DEFAULTS["noise_floor"], ge=0.0, le=0.1, allow_inf_nan=False
+    )
+    """The least noise variance the GP may learn, as a fraction of the labels' variance (0 to
+    0.1; default 1e-6): the noise is this floor plus a LogNormal(0, sqrt(3)) draw. It keeps a
+    deterministic simulator's campaign quick and well mixed; 0 removes it."""
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

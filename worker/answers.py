@@ -84,7 +84,9 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     twice = cov.clone()
     twice.diagonal().add_(mode.noise[0])
     nlml_paper = (_gaussian_nll(twice, residual)
-                  - _paper_log_prior(mode, model.get("input_scale"))) / len(z_test)  # fmt: skip
+                  - _paper_log_prior(mode, model.get("input_scale"),
+                                     model.get("diagnostics", {}).get("noise_floor", 0.0))
+                  ) / len(z_test)  # fmt: skip
     del twice
     nlml = _gaussian_nll(cov, residual) / len(z_test)
     rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
@@ -99,16 +101,18 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
             "nlml_paper": nlml_paper, "n": len(z_test)}  # fmt: skip
 
 
-def _paper_log_prior(mode: Posterior, input_scale) -> float:
+def _paper_log_prior(mode: Posterior, input_scale, noise_floor: float = 0.0) -> float:
     """The mode's log prior as the paper's code adds it to its test NLML (``utils/gp_utils.py``:
     gpytorch 1.5.1's ``ExactMarginalLogLikelihood`` on the mode GP's predictive distribution of
     y, which holds the likelihood already, so the noise counts twice): the LogNormal(0,
     sqrt(3)) densities at its lengthscales as the priors state them (divided by
-    ``input_scale``, see :func:`worker.refit.input_scale_prior`) and at its noise variance."""
+    ``input_scale``, see :func:`worker.refit.input_scale_prior`) and at its noise variance above
+    the model's ``noise_floor`` (the paper's code, too, adds Pyro's jitter of 1e-6 to the noise
+    its prior is stated for)."""
     lengthscale = mode.lengthscale[0].numpy()
     if input_scale is not None:
         lengthscale = lengthscale / np.asarray(input_scale, dtype=np.float64)
-    log_raw = np.log(np.concatenate([lengthscale, [float(mode.noise[0])]]))
+    log_raw = np.log(np.concatenate([lengthscale, [float(mode.noise[0]) - noise_floor]]))
     return float(np.sum(-log_raw - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
                         - log_raw**2 / (2 * PRIOR_VARIANCE)))  # fmt: skip
 

@@ -20,7 +20,10 @@ DEFAULT_ACQUISITION = "qb-mgp"
 # after warm-up, then more until those 150 draws are backed by a bulk ESS of at least 150 and a
 # split R-hat of at most 1.01, or until 1,000 draws per chain. Refits start warm (the previous
 # model's last draws, step sizes and mass matrices) with 50 iterations of step-size warm-up;
-# cold chains start from the posterior grid.
+# cold chains start from the posterior grid. The noise variance is at least 1e-6 of the labels'
+# variance (`noise_floor`, worker.potential): labels of a deterministic simulator otherwise drive
+# it to where the covariance is singular to rounding and the sampler stalls. 1e-6 is the jitter
+# the paper's code adds (Pyro's GPRegression) and BoTorch's fully Bayesian GP's noise floor.
 MCMC_DEFAULTS: dict = {
     "chains": 5,
     "warmup": 100,
@@ -34,6 +37,7 @@ MCMC_DEFAULTS: dict = {
     "max_samples": 1000,
     "metric": "diag",
     "start_metric": True,
+    "noise_floor": 1e-6,
 }
 # the paper's settings, every refit from a cold start with the full warm-up and Pyro's default
 # initialization, as it ran them

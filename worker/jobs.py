@@ -192,7 +192,8 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         post = assemble(draws, data.u.shape[1], seconds, how, data.seed,
                         get_settings().limit_mode_draws,
                         mode_rule=spec["mcmc"].get("mode_rule", "kde"),
-                        prior_mean=data.prior_mean)  # fmt: skip
+                        prior_mean=data.prior_mean,
+                        noise_floor=math_.noise_floor(spec))  # fmt: skip
         post.diagnostics["chain_groups"] = len(job_ids)
         return post
 

@@ -254,6 +254,7 @@ def sample_posterior(
     start_metric: bool = MCMC_DEFAULTS["start_metric"],
     prior_mean=None,
     mode_rule: str = "kde",
+    noise_floor: float = MCMC_DEFAULTS["noise_floor"],
 ) -> Posterior:
     """NUTS draws of ``(l_1..l_d, s2)`` given inputs ``u`` (``n x d``, unit cube) and standardized
     outputs ``z`` (``n``), priors LogNormal(0, sqrt(3)) on each. Deterministic for a given seed.
@@ -275,13 +276,17 @@ def sample_posterior(
     ``prior_mean``: the priors' means on the log-hyperparameters (``d + 1``, default 0; see
     :class:`~worker.potential.GPPotential`); where cold chains start moves with them.
     ``mode_rule``: how the mode is picked from the draws (see :func:`mode_index`).
+    ``noise_floor``: the least noise variance (standardized units): ``s2 = noise_floor +
+    exp(theta_noise)`` (see :class:`~worker.potential.GPPotential`); the draws' ``noise`` include
+    it.
     """
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
     kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
           "target": target, "metric": metric, "label_noise": label_noise,
-          "start_metric": start_metric, "prior_mean": prior_mean}  # fmt: skip
+          "start_metric": start_metric, "prior_mean": prior_mean,
+          "noise_floor": noise_floor}  # fmt: skip
     draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
                             warm_warmup=warm_warmup, **kw)  # fmt: skip
     calls = draws.potential_calls
@@ -290,7 +295,8 @@ def sample_posterior(
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
         draws.potential_calls += calls  # the discarded warm run's cost counts
     post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed, mode_draws,
-                    mode_rule=mode_rule, prior_mean=prior_mean)  # fmt: skip
+                    mode_rule=mode_rule, prior_mean=prior_mean,
+                    noise_floor=noise_floor)  # fmt: skip
     if target is not None:
         post.diagnostics["target"] = {
             "draws": target.draws, "rhat": target.rhat, "max_samples": target.max_samples,
@@ -314,6 +320,7 @@ def run_chains(
     target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
     target: Target | None = None, metric: str = "diag", label_noise=None,
     start_metric: bool = False, prior_mean=None, more=None,
+    noise_floor: float = MCMC_DEFAULTS["noise_floor"],
 ) -> tuple[nuts.Draws, str]:  # fmt: skip
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
@@ -321,12 +328,13 @@ def run_chains(
     ``target``, these chains run to it on their own (a group: pass its share), unless ``more``
     (``Draws -> int``, as :func:`worker.nuts.sample`'s) says when to stop instead: a group that
     judges the target together with the others (:meth:`Target.more_together`).
-    ``label_noise``, ``start_metric``, ``prior_mean``: as :func:`sample_posterior`'s."""
+    ``label_noise``, ``start_metric``, ``prior_mean``, ``noise_floor``: as
+    :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     noise = None if label_noise is None else as_tensor(label_noise).numpy()
-    potential = GPPotential(u, z, noise, prior_mean)
+    potential = GPPotential(u, z, noise, prior_mean, noise_floor)
     settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
                                  dense_mass=metric == "dense")  # fmt: skip
     if more is None and target is not None:
@@ -365,20 +373,21 @@ def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
 
 def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
              mode_draws: int = MODE_DRAWS, *, mode_rule: str = "kde",
-             prior_mean=None) -> Posterior:  # fmt: skip
+             prior_mean=None, noise_floor: float = MCMC_DEFAULTS["noise_floor"],
+             ) -> Posterior:  # fmt: skip
     """The posterior of all chains' draws: diagnostics, the mode (:func:`mode_index`'s), what a
-    warm start needs."""
+    warm start needs. The noise variances are ``noise_floor + exp(theta_noise)``."""
     theta = torch.from_numpy(draws.theta.reshape(-1, d + 1))  # chain-major
     mode = theta[mode_index(theta.numpy(), mode_rule, mode_draws, seed, prior_mean)]
     diagnostics = diagnose(draws, seconds, draws.potential_calls)
     diagnostics["warm_start"] = how
     return Posterior(
         lengthscale=theta[:, :d].exp(),
-        noise=theta[:, d].exp(),
+        noise=noise_floor + theta[:, d].exp(),
         chains=draws.theta.shape[0],
         mode_lengthscale=mode[:d].exp(),
-        mode_noise=float(mode[d].exp()),
-        diagnostics=diagnostics,
+        mode_noise=noise_floor + float(mode[d].exp()),
+        diagnostics=dict(diagnostics, noise_floor=noise_floor),
         adaptation={
             "step_size": draws.step_size.tolist(),
             "inverse_mass": draws.inverse_mass.tolist(),

@@ -1,10 +1,12 @@
 """The NUTS target: minus the log posterior of the GP hyperparameters, with its analytic gradient.
 
-Parameters live in log space, ``theta = (log l_1, ..., log l_d, log s2)``; the priors
-``l_i, s2 ~ LogNormal(0, sqrt(3))`` are ``N(0, 3)`` on ``theta`` (no Jacobian term needed).
-The gradient of the log marginal likelihood is ``0.5 tr((a a^T - K^-1) dK/dtheta)`` with
-``a = K^-1 z``, ``dK/dlog l_i = Kf * D_i / l_i^2`` and ``dK/dlog s2 = s2 I``: one Cholesky and
-inverse per hyperparameter set, no autograd.
+Parameters live in log space, ``theta = (log l_1, ..., log l_d, log (s2 - s2_min))`` with
+``s2_min`` a fixed floor of the noise variance (0 by default; see :class:`GPPotential`); the
+priors ``l_i, s2 - s2_min ~ LogNormal(0, sqrt(3))`` are ``N(0, 3)`` on ``theta`` (no Jacobian
+term needed). The gradient of the log marginal likelihood is
+``0.5 tr((a a^T - K^-1) dK/dtheta)`` with ``a = K^-1 z``, ``dK/dlog l_i = Kf * D_i / l_i^2`` and
+``dK/dtheta_noise = (s2 - s2_min) I``: one Cholesky and inverse per hyperparameter set, no
+autograd.
 
 Speed: the sampler calls this ~5,000 times per refit on a handful of ``n x n`` matrices. Fresh
 ``B x n x n`` arrays cost more than the arithmetic (each is page-faulted in anew: at n = 400 a
@@ -42,14 +44,24 @@ class GPPotential:
     factorize, get ``U = inf`` and a zero gradient, so a sampler sees them as divergent, never as
     NaN.
 
+    ``noise_floor``: a variance ``s2_min`` below which the learned noise cannot go: the noise is
+    ``s2 = s2_min + exp(theta_noise)``, the prior on ``exp(theta_noise)``. Without one, labels of a
+    deterministic simulator pull ``s2`` towards 0 until ``K`` is singular to rounding (seen: ``log
+    s2`` near -31 at 75 noise-free labels); there the potential is rounding noise, the step size
+    collapses and NUTS runs every tree to its maximum depth. ``dK/dtheta_noise`` stays
+    ``exp(theta_noise) I``.
+
     ``prior_mean``: the priors' means on ``theta`` (``d + 1``; default 0). A campaign whose inputs
     are scaled by its labels' range ``r`` (``input_scaling: labels``) keeps ``u`` in the unit cube
     and centres the lengthscales' priors on ``log r``: the same model as LogNormal(0, sqrt(3))
     lengthscales on the rescaled inputs, since ``k(u / r; l) = k(u; l r)``.
     """
 
-    def __init__(self, u, z, noise=None, prior_mean=None):
+    def __init__(self, u, z, noise=None, prior_mean=None, noise_floor=0.0):
         u = np.asarray(u, dtype=np.float64)
+        self.noise_floor = float(noise_floor)
+        if not (math.isfinite(self.noise_floor) and self.noise_floor >= 0.0):
+            raise ValueError("noise_floor must be a finite number >= 0")
         self.n, self.d = u.shape
         n = self.n
         self.prior_mean = np.zeros(self.d + 1)
@@ -119,7 +131,7 @@ class GPPotential:
         ok = np.ones(batch, dtype=bool)
         for b in range(batch):
             gb = g[b].T  # Fortran order: LAPACK works on it in place
-            half_log_det, alpha, ok[b] = self._factor(kf[b], e[b, d], gb)
+            half_log_det, alpha, ok[b] = self._factor(kf[b], self.noise_floor + e[b, d], gb)
             if not ok[b]:
                 gb[:] = 0.0
                 value[b] = np.inf

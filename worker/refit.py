@@ -21,6 +21,7 @@ from worker.acquisition import batch_scores, greedy_batch_outputs
 from worker.acquisition import evaluate as acquisition_values
 from worker.defaults import (
     MAX_BATCH,
+    MCMC_DEFAULTS,
     RANKING_SIZE,
     STOP_TARGETS,
     known_noise,
@@ -114,13 +115,21 @@ def fit(
     return model_and_ranking(spec, pool, data, post, exclude, pending, started)
 
 
+def noise_floor(spec: dict) -> float:
+    """The campaign's least noise variance, in the GP's (standardized) units. Specs made before
+    the option existed get the default floor too: without one, a deterministic simulator's
+    labels stall the sampler (:class:`worker.potential.GPPotential`)."""
+    return float(spec["mcmc"].get("noise_floor", MCMC_DEFAULTS["noise_floor"]))
+
+
 def _sampler_options(spec: dict) -> dict:
     """The campaign's MCMC options as keywords of :mod:`worker.mcmc` (specs made before an
-    option existed get the behavior they were made with)."""
+    option existed get the behavior they were made with, but for :func:`noise_floor`)."""
     mcmc = spec["mcmc"]
     return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform"),
             "metric": mcmc.get("metric", "diag"),
-            "start_metric": mcmc.get("start_metric", False)}  # fmt: skip
+            "start_metric": mcmc.get("start_metric", False),
+            "noise_floor": noise_floor(spec)}  # fmt: skip
 
 
 def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:

@@ -21,6 +21,9 @@ BAD_BODIES = {
     "unknown pool type": {"pool": {"type": "sobol"}},
     "unknown field": {"colour": "red"},
     "thinning above samples": {"mcmc": {"chains": 2, "warmup": 10, "samples": 5, "thinning": 10}},
+    "a negative noise floor": {"mcmc": {"noise_floor": -1e-6}},
+    "a noise floor above a tenth of the labels' variance": {"mcmc": {"noise_floor": 0.5}},
+    "a noise floor as text": {"mcmc": {"noise_floor": "1e-6"}},
     "duplicate input names": {
         "inputs": [{"name": "x", "lower": 0, "upper": 1}] * 2,
         "pool": {"type": "grid", "points_per_dim": 5},
@@ -180,6 +183,7 @@ def test_mcmc_samples_to_a_target_unless_a_count_is_named(client, make_body):
     default = created["mcmc"]
     assert default["draws"] == 150 and default["target_rhat"] == 1.01
     assert default["metric"] == "diag" and default["max_samples"] == 1000
+    assert default["noise_floor"] == 1e-6
     counted = client.post("/campaigns", json=make_body(mcmc={"samples": 40})).json()["mcmc"]
     assert counted["draws"] is None and counted["samples"] == 40
     both = make_body(mcmc={"samples": 40, "draws": 20, "metric": "dense"})
@@ -193,4 +197,5 @@ def test_mcmc_samples_to_a_target_unless_a_count_is_named(client, make_body):
     wait_for_model(client, campaign, 3, seconds=120)
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert len(model["acquisition_samples"]["noise"]) == 150
+    assert min(model["samples"]["noise"]) >= 1e-6 and model["diagnostics"]["noise_floor"] == 1e-6
     assert "target" in model["diagnostics"], model["diagnostics"]

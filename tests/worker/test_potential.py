@@ -10,24 +10,26 @@ from worker.potential import GPPotential
 D = torch.float64
 
 
-def _reference(u, z, theta):
-    """-log posterior from the GP's likelihood and the contract's LogNormal(0, sqrt 3) priors, in
-    log space (where they are N(0, 3))."""
+def _reference(u, z, theta, noise_floor=0.0):
+    """-log posterior from the GP's likelihood and the LogNormal(0, sqrt 3) priors on the
+    lengthscales and on the noise above its floor, in log space (where they are N(0, 3))."""
     d = u.shape[1]
     zero, scale = torch.tensor(0.0, dtype=D), torch.tensor(math.sqrt(3.0), dtype=D)
     prior = torch.distributions.Normal(zero, scale).log_prob(theta).sum(-1)
-    return -(log_marginal_likelihood(u, z, theta[:, :d].exp(), theta[:, d].exp()) + prior)
+    noise = noise_floor + theta[:, d].exp()
+    return -(log_marginal_likelihood(u, z, theta[:, :d].exp(), noise) + prior)
 
 
-@pytest.mark.parametrize("n,d", [(1, 1), (7, 1), (12, 3)])
-def test_value_and_analytic_gradient_match_autograd(n, d):
+@pytest.mark.parametrize("n,d,floor", [(1, 1, 0.0), (7, 1, 0.0), (12, 3, 0.0), (7, 1, 1e-6),
+                                       (12, 3, 0.05)])  # fmt: skip
+def test_value_and_analytic_gradient_match_autograd(n, d, floor):
     g = torch.Generator().manual_seed(n * 10 + d)
     u = torch.rand(n, d, generator=g, dtype=D)
     z = torch.randn(n, generator=g, dtype=D)
     theta = torch.randn(6, d + 1, generator=g, dtype=D)
-    value, grad = map(torch.from_numpy, GPPotential(u, z)(theta.numpy()))
+    value, grad = map(torch.from_numpy, GPPotential(u, z, noise_floor=floor)(theta.numpy()))
     t = theta.clone().requires_grad_()
-    ref = _reference(u, z, t)
+    ref = _reference(u, z, t, floor)
     ref.sum().backward()
     assert torch.allclose(value, ref.detach(), atol=1e-10)
     assert torch.allclose(grad, t.grad, atol=1e-8, rtol=1e-8)
