@@ -28,7 +28,7 @@ from collections.abc import Callable
 import torch
 
 from worker.defaults import ACQUISITIONS
-from worker.gp import Conditioned
+from worker.gp import Conditioned, aligned
 from worker.mcmc import Posterior
 from worker.transforms import DTYPE, as_tensor
 
@@ -157,8 +157,9 @@ class DrawGPs:
 
     @property
     def block(self) -> int:
-        """Candidates per block: ``draws x block`` elements at most ``BLOCK_ELEMENTS``."""
-        return max(1, BLOCK_ELEMENTS // max(1, len(self.noise)))
+        """Candidates per block: ``draws x block`` elements at most ``BLOCK_ELEMENTS``, a power
+        of two (:func:`worker.gp.aligned`)."""
+        return aligned(BLOCK_ELEMENTS // max(1, len(self.noise)))
 
     def chunks(self, candidates: torch.Tensor, variance: bool = True):
         """``(mean, var)`` of y (``draws x c`` each) for consecutive chunks of ``candidates``;

@@ -7,6 +7,7 @@ The jobs are :func:`worker.jobs.refit_chains`, :func:`worker.jobs.refit_merge` a
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
 from service.queues import QUEUES, REFIT, ordinary
+from worker.gp import SCORE_ALIGN
 from worker.nuts import Draws
 
 
@@ -94,18 +96,31 @@ def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | N
 PEERS_TTL = 3600  # seconds the groups' notes of a refit are kept (the merge deletes them)
 PEERS_STALE = 300.0  # a group silent this long counts as stopped (its worker may have died)
 PEERS_POLL = 0.1  # seconds between looks of a group that waits for the others to catch up
+# a group that reached its first check waits this long, or twice as long as it took to get
+# there, for every other group to say something; a group still queued after that (no worker
+# took it) ends the fan-out, and the merge runs every chain itself
+PEERS_PATIENCE = 30.0
+
+
+class PeersLost(RuntimeError):
+    """A chain group could not judge the target on all the chains: another group stopped short
+    of this check, went silent, or never started. The merge then runs every chain itself."""
 
 
 class Peers:
     """The chain groups of one refit (``token``) telling each other where they are, in Redis:
     each group's note (the shape of its latest draws, whether it has stopped, and when it last
     said so) in one hash, and its latest draws (``C x S x P``, float64) in another.
-    :func:`worker.refit.chains` publishes this group's draws at each of the sampler's checks
-    and judges the target on all the chains together with :meth:`latest`; a group ahead of the
-    others :meth:`wait` s for them, looking at their notes alone, still saying it is there."""
+
+    :func:`worker.refit.chains` publishes this group's draws at each of the sampler's checks and
+    waits (:meth:`together`) until every other group has published as many, then judges the
+    target on all the chains in chain order. Every group so takes the same decision at the same
+    check, the one a single process running every chain takes: the merged draws are those of
+    one process, bit for bit, whatever the number of groups and whenever each runs."""
 
     def __init__(self, connection, token: str, chain_ids: list[int], chains: int,
-                 stale: float = PEERS_STALE, poll: float = PEERS_POLL):  # fmt: skip
+                 stale: float = PEERS_STALE, poll: float = PEERS_POLL,
+                 patience: float = PEERS_PATIENCE):  # fmt: skip
         self.r = connection
         self.key, self.draws_key = peers_keys(token)
         self.me = str(chain_ids[0])
@@ -113,6 +128,8 @@ class Peers:
         self.chains = chains
         self.stale = stale
         self.poll = poll
+        self.patience = patience
+        self.started = time.monotonic()
         self._meta: dict = {}
 
     def publish(self, theta: np.ndarray, stopped: bool) -> None:
@@ -146,13 +163,13 @@ class Peers:
     def _stopped(self, note: dict, now: float) -> bool:
         return bool(note["stopped"]) or now - note["at"] > self.stale
 
-    def wait(self) -> None:
-        """Sleep until another group says something new or counts as stopped, looking at their
-        notes alone (not their draws) every ``poll`` seconds; every tenth of ``stale``, say
-        again that this group is there (so that a wait for slower groups is not taken for a
-        dead worker)."""
+    def wait(self, until: float = math.inf) -> None:
+        """Sleep until another group says something new or counts as stopped, or until
+        ``until`` (``time.monotonic()``), looking at their notes alone (not their draws) every
+        ``poll`` seconds; every tenth of ``stale``, say again that this group is there (so that
+        a wait for slower groups is not taken for a dead worker)."""
         seen = self._notes()
-        while True:
+        while time.monotonic() < until:
             time.sleep(self.poll)
             if self._meta and time.time() - self._meta["at"] > self.stale / 10:
                 self._say()
@@ -160,17 +177,31 @@ class Peers:
             if notes != seen or any(self._stopped(n, now) for n in notes.values()):
                 return
 
-    def latest(self) -> list[tuple[np.ndarray, bool]] | None:
-        """Every other group's latest draws and whether it has stopped (or been silent for
-        ``stale`` seconds); None until every other chain's group has published."""
-        with self.r.pipeline() as pipe:  # one transaction: each note matches its draws
-            raw, draws = pipe.hgetall(self.key).hgetall(self.draws_key).execute()
-        notes, now = self._notes(raw), time.time()
-        if self.mine + sum(n["shape"][0] for n in notes.values()) != self.chains:
-            return None
-        return [(np.frombuffer(draws[name.encode()], dtype=np.float64).reshape(note["shape"]),
-                 self._stopped(note, now))
-                for name, note in notes.items()]  # fmt: skip
+    def together(self, theta: np.ndarray) -> np.ndarray:
+        """Every chain's first ``S`` draws (``theta``, this group's ``C x S x P``, published),
+        in chain order, once every other group has published at least ``S``. Raises
+        :class:`PeersLost` if a group stopped or went silent short of them, or if not every
+        group has said anything within the patience (see ``PEERS_PATIENCE``)."""
+        have = theta.shape[1]
+        patience = max(self.patience, 2 * (time.monotonic() - self.started))
+        waited = time.monotonic()
+        while True:
+            with self.r.pipeline() as pipe:  # one transaction: each note matches its draws
+                raw, draws = pipe.hgetall(self.key).hgetall(self.draws_key).execute()
+            notes, now = self._notes(raw), time.time()
+            heard = self.mine + sum(note["shape"][0] for note in notes.values())
+            short = [note for note in notes.values() if note["shape"][1] < have]
+            if heard == self.chains and not short:
+                parts = {int(self.me): theta}
+                for name, note in notes.items():
+                    rows = np.frombuffer(draws[name.encode()], dtype=np.float64)
+                    parts[int(name)] = rows.reshape(note["shape"])[:, :have]
+                return np.concatenate([parts[first] for first in sorted(parts)])
+            if any(self._stopped(note, now) for note in short):
+                raise PeersLost(f"a chain group stopped short of {have} draws")
+            if heard < self.chains and time.monotonic() - waited > patience:
+                raise PeersLost(f"not every chain group started within {patience:.0f} s")
+            self.wait(waited + patience + self.poll)
 
 
 def peers_keys(token: str) -> tuple[str, str]:
@@ -202,8 +233,9 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
     front of that queue. This job scores its own part meanwhile, then takes each other part's
     result, or scores that part itself if no worker has taken it yet (it is taken off the
     queue first: never scored twice over), if its job failed, or if it is overdue. Each
-    candidate's score depends on it alone, so the scores are those of one job, but for the
-    rounding of the batched products."""
+    candidate's score depends on it alone, and the parts start where one job's chunks would
+    (:func:`aligned_parts`), so the scores are those of one job, bit for bit, in the same
+    order."""
     connection = store.r
 
     def share(fn, candidates: torch.Tensor) -> torch.Tensor:
@@ -212,10 +244,10 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
             return fn(candidates)
         name = ordinary(lane())  # a long refit's parts are no longer than an ordinary refit
         free = free_workers(store, campaign_id, time.time(), name)
-        parts = min(free, m // SHARE_MIN_CANDIDATES)
+        parts = min(free, m // SHARE_MIN_CANDIDATES, -(-m // SCORE_ALIGN))
         if parts <= 1:
             return fn(candidates)
-        pieces = np.array_split(np.arange(m), parts)
+        pieces = aligned_parts(m, parts)
         queue = Queue(name, connection=connection)
         jobs = [queue.enqueue_call("worker.jobs.score_part", args=(fn, candidates[p]),
                                    timeout=timeout, result_ttl=600, failure_ttl=3600,
@@ -229,6 +261,15 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         return torch.cat(scores)
 
     return share
+
+
+def aligned_parts(m: int, parts: int) -> list[np.ndarray]:
+    """``0..m-1`` in at most ``parts`` consecutive parts of about equal size, each starting at a
+    multiple of :data:`worker.gp.SCORE_ALIGN`, so that a part's chunks are the chunks one job
+    scoring them all would make (and its scores the same bits)."""
+    blocks = -(-m // SCORE_ALIGN)
+    cuts = sorted({min(m, SCORE_ALIGN * round(blocks * i / parts)) for i in range(parts + 1)})
+    return [np.arange(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _part(queue: Queue, job: Job, patience: float, here: Callable[[], torch.Tensor]):

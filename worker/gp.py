@@ -29,6 +29,16 @@ JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 # are 32 MB each, allocated once per call and reused for every chunk (fresh ones per chunk cost
 # ~500,000 page faults per 10,000 candidates, a third of the time, in profiles here).
 CHUNK_ELEMENTS = 1 << 22
+# Candidates are scored in chunks of a power of two, at most SCORE_ALIGN of them, and a share of
+# the candidates scored elsewhere (worker.fanout.share_scoring) starts at a multiple of it: every
+# chunk then holds the same candidates however the scoring is shared, and each score has the
+# same bits (a matrix product's rounding can depend on the other columns of its chunk).
+SCORE_ALIGN = 1024
+
+
+def aligned(count: int) -> int:
+    """The largest power of two at most ``count`` and ``SCORE_ALIGN`` (at least 1)."""
+    return 1 << (max(1, min(int(count), SCORE_ALIGN)).bit_length() - 1)
 
 
 def rbf(
@@ -136,7 +146,7 @@ class Conditioned:
 
     def chunk_size(self) -> int:
         batch, n = self.chol_inv.shape[:2]
-        return max(1, CHUNK_ELEMENTS // (batch * max(n, 1)))
+        return aligned(CHUNK_ELEMENTS // (batch * max(n, 1)))
 
     def predict_chunk(
         self, candidates: torch.Tensor, buffers=None, variance: bool = True

@@ -85,9 +85,12 @@ class Target:
         """How many more draws per chain to run after ``draws`` (0: the target is met or the
         cap reached). The ESS grows about linearly with the draws: ask for what it projects,
         10% over, at least a quarter and at most as many again as there are."""
-        return self._more(draws.theta)
+        return self.more_of(draws.theta)
 
-    def _more(self, theta: np.ndarray) -> int:
+    def more_of(self, theta: np.ndarray) -> int:
+        """:meth:`more` of draws ``C x S x P``: chain groups on several workers ask it of all
+        the posterior's chains at each check, in chain order, and so decide as one process
+        running every chain would."""
         have = theta.shape[1]
         if have >= self.max_samples:
             return 0
@@ -98,33 +101,6 @@ class Target:
         need = have * self.draws / ess * 1.1 if ess > 0 else 2 * have  # NaN: stuck, double
         extra = int(min(max(need - have, have / 4), have)) if np.isfinite(need) else have
         return max(1, min(extra, self.max_samples - have))
-
-    def more_together(self, own: np.ndarray, peers: list[tuple[np.ndarray, bool]]) -> int | None:
-        """:meth:`more` for a group of a posterior's chains (draws ``own``, ``C x S x P``) that
-        other groups sample at the same time on other workers: ``peers``, each one's latest
-        draws and whether it has stopped, together covering every other chain. The target is
-        judged on all the chains together over the draws that every group has, as the merge
-        keeps them (:meth:`worker.nuts.Draws.concatenate`), and not on each group's chains
-        alone, which asks for more draws: R-hat over 2 or 3 chains is noisier than over 5.
-
-        A group behind the others runs on to what the chains together are projected to need,
-        and never past a group that has stopped (the merge keeps no more). A group ahead that
-        already has what they are projected to need answers None: wait for the others to catch
-        up and ask again (a projection is not a measurement; stopping on one could leave the
-        merged draws short of the target)."""
-        have = own.shape[1]
-        if have >= self.max_samples:
-            return 0
-        stopped = [p.shape[1] for p, done in peers if done]
-        if stopped and have >= min(stopped):
-            return 0
-        kept = min([have] + [p.shape[1] for p, _ in peers])
-        together = np.concatenate([own[:, :kept]] + [p[:, :kept] for p, _ in peers])
-        extra = self._more(together)
-        if extra == 0:
-            return 0
-        goal = min(kept + extra, *stopped, self.max_samples)
-        return goal - have if goal > have else None
 
 
 @dataclass
@@ -327,7 +303,7 @@ def run_chains(
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
     ``target``, these chains run to it on their own (a group: pass its share), unless ``more``
     (``Draws -> int``, as :func:`worker.nuts.sample`'s) says when to stop instead: a group that
-    judges the target together with the others (:meth:`Target.more_together`).
+    judges the target on all the chains together with the others (:meth:`Target.more_of`).
     ``label_noise``, ``start_metric``, ``prior_mean``, ``noise_floor``: as
     :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
@@ -413,7 +389,9 @@ def _usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
         or not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT
     ):
         return False
-    return bool(np.isfinite(potential(last[ids])[0]).all())
+    # every chain's last draw, not only these chains': each group of a posterior's chains then
+    # decides as one process running them all would (all warm, or all cold)
+    return bool(np.isfinite(potential(last)[0]).all())
 
 
 def _initial_points(potential: GPPotential, chain_ids, seed: int,

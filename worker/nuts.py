@@ -189,6 +189,7 @@ class _Run:
         ids = range(C) if chain_ids is None else chain_ids
         streams = [np.random.SeedSequence(seed, spawn_key=(int(c),)) for c in ids]
         self.rngs = [np.random.default_rng(stream) for stream in streams]
+        self.idle = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**32,)))
         self.block = 2 * self.K + 2**self.K  # uniforms per iteration: 2 per doubling + 1 per leaf
         warm = inverse_mass is not None
         self.inverse_mass = np.tile(np.eye(P), (C, 1, 1))  # C x P x P, whichever the metric
@@ -232,16 +233,16 @@ class _Run:
             for r, c in enumerate(np.atleast_1d(rows)):
                 self.momentum_factor[c] = _momentum_factor(m[r])
 
-    def draw_momentum(self, c: int) -> np.ndarray:
-        e = self.rngs[c].standard_normal(self.P)
+    def draw_momentum(self, c: int, rng=None) -> np.ndarray:
+        e = (self.rngs[c] if rng is None else rng).standard_normal(self.P)
         if self.dense:
             return self.momentum_factor[c] @ e
         return e / np.sqrt(np.diagonal(self.inverse_mass[c]))
 
     def extend(self, more: int) -> None:
-        """Every chain runs ``more`` kept iterations beyond those asked for so far. A chain that
-        had finished rides along with an iteration in flight from its last draw: that iteration
-        is its next one."""
+        """Every chain runs ``more`` kept iterations beyond those asked for so far (the caller
+        then begins each chain's next iteration: the one a chain riding along has in flight is
+        dropped)."""
         C = self.C
         self.total += more
 
@@ -291,11 +292,14 @@ class _Run:
         return eps
 
     def begin(self, rows: np.ndarray) -> None:
-        """Fresh momentum and uniforms, then a first doubling, for chains ``rows``."""
+        """Fresh momentum and uniforms, then a first doubling, for chains ``rows``. A chain that
+        has run all its iterations rides along on numbers of a stream of no chain's, so that
+        its own stream goes on where its last iteration left it, however long it rode along."""
         p0 = np.zeros((self.C, self.P))
         for c in rows:
-            p0[c] = self.draw_momentum(c)
-            self.log_u[c] = np.log(self.rngs[c].random(self.block))
+            rng = self.rngs[c] if self.iteration[c] < self.total else self.idle
+            p0[c] = self.draw_momentum(c, rng)
+            self.log_u[c] = np.log(rng.random(self.block))
         kernels.begin_iterations(
             rows, p0, self.theta, self.U, self.grad, self.pts, self.vec, self.sc, self.ic,
             self.log_u, self.inverse_mass, self.theta_next,
@@ -340,6 +344,7 @@ class _Run:
             if extra <= 0:
                 return self.draws()
             self.extend(extra)
+            self.begin(np.arange(self.C))  # each chain's next iteration, from its own stream
 
     def advance_all(self) -> None:
         """Steps until every chain has run ``self.total`` iterations."""

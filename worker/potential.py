@@ -13,10 +13,15 @@ Speed: the sampler calls this ~5,000 times per refit on a handful of ``n x n`` m
 quarter of a call's time went there), and so does the traffic of going through torch's batched
 Cholesky and inverse. So a call works in two buffers kept between calls, with LAPACK in place on
 one triangle of each matrix (``dpotrf``, ``dpotrs``, ``dpotri``, then a rank-1 ``dsyr`` for
-``a a^T - K^-1``); the other triangle's weight is folded into the derivatives, so that the whole
-trace is one ``B x n^2`` by ``n^2 x (d + 1)`` product. Measured against the batched torch path it
+``a a^T - K^-1``); the other triangle's weight is folded into the derivatives, so that a row's
+trace is one ``n^2`` by ``n^2 x (d + 1)`` product. Measured against the batched torch path it
 replaced: 1.3x faster at n = 40, 1.7-1.9x at n = 200, 1.3x at n = 400 (where the inverse's
-``2 n^3 / 3`` flops dominate); ``BENCHMARKS.md``.
+``2 n^3 / 3`` flops dominate); docs/benchmarks.md.
+
+Every row is computed alone, with vector-matrix products, so that its bits do not depend on the
+other rows of the batch: a chain's draws are then the same whether it runs alone, in a group or
+with all the others (one ``B x n^2`` matrix product for the batch took 0.80 to 0.93 of the time
+of the rows' products, and gave other rounding for other batches).
 """
 
 from __future__ import annotations
@@ -125,24 +130,29 @@ class GPPotential:
         e = np.exp(theta * self.exponents)  # B x (d + 1)
         kf, g = self._buffers(batch)
         flat = kf.reshape(batch, n * n)
-        np.matmul(e[:, :d], self.neg_half_dist, out=flat)
-        np.exp(flat, out=flat)
         value = np.empty(batch)
         ok = np.ones(batch, dtype=bool)
+        products = np.empty((batch, d + 1))
         for b in range(batch):
+            # row by row (vector-matrix products): a row's bits do not depend on the batch it
+            # came in, so a chain's draws are the same in any group of chains
+            np.matmul(e[b, :d], self.neg_half_dist, out=flat[b])
+            np.exp(flat[b], out=flat[b])
             gb = g[b].T  # Fortran order: LAPACK works on it in place
             half_log_det, alpha, ok[b] = self._factor(kf[b], self.noise_floor + e[b, d], gb)
             if not ok[b]:
                 gb[:] = 0.0
                 value[b] = np.inf
+                products[b] = 0.0
                 continue
             lapack.dpotri(gb, lower=1, overwrite_c=1)
             gb *= -1.0
             blas.dsyr(1.0, alpha, lower=1, a=gb, overwrite_a=1)  # a a^T - K^-1
             value[b] = 0.5 * (alpha @ self.z) + half_log_det
-        np.multiply(g, kf, out=g)
+            np.multiply(g[b], kf[b], out=g[b])
+            np.matmul(g[b].reshape(-1), self.derivatives, out=products[b])
         centred = theta - self.prior_mean
-        grad = centred / PRIOR_VARIANCE - 0.5 * (g.reshape(batch, -1) @ self.derivatives) * e
+        grad = centred / PRIOR_VARIANCE - 0.5 * products * e
         value += (centred * centred).sum(-1) / (2 * PRIOR_VARIANCE) + self.constant
         ok &= np.isfinite(value) & np.isfinite(grad).all(-1)
         return value, grad, ok

@@ -147,9 +147,11 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None,
            peers=None):  # fmt: skip
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
-    target, a group runs to its share of it; or, given ``peers`` (the other groups' draws as
-    they go: :class:`worker.fanout.Peers`), to the target judged on all the chains together
-    (:meth:`worker.mcmc.Target.more_together`) once every other group has said where it is."""
+    target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
+    refit: :class:`worker.fanout.Peers`), to the target judged at each check on all the chains
+    together (:meth:`worker.mcmc.Target.more_of`), as one process running every chain judges it,
+    so that the merged draws are that process's. Raises :class:`worker.fanout.PeersLost` when
+    the others cannot be heard."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
     whole = Target.of(mcmc)
@@ -159,16 +161,7 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
 
         def more(draws) -> int:
             peers.publish(draws.theta, stopped=False)
-            while True:
-                others = peers.latest()
-                if others is None:  # a group has not said where it is: this one's share, alone,
-                    # in short steps, so that the target together is judged soon after it does
-                    extra = min(target.more(draws), max(1, draws.theta.shape[1] // 4))
-                    break
-                extra = whole.more_together(draws.theta, others)
-                if extra is not None:
-                    break
-                peers.wait()  # ahead of the others: judge again when they have caught up
+            extra = whole.more_of(peers.together(draws.theta))
             if extra == 0:
                 peers.publish(draws.theta, stopped=True)
             return extra

@@ -76,14 +76,28 @@ def test_batch_and_chunking_do_not_change_predictions(data, monkeypatch):
     noise = torch.tensor([0.01, 0.3, 0.05], dtype=D)
     cand = torch.rand(101, 2, generator=torch.Generator().manual_seed(3), dtype=D)
     mean, var = gp.predict(u, z, ls, noise, cand)
-    monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 3 * 15 * 7)  # chunks of 7 candidates
-    assert gp.Conditioned.fit(u, z, ls, noise).chunk_size() == 7
+    monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 3 * 15 * 7)  # chunks of 4 (a power of two <= 7)
+    assert gp.Conditioned.fit(u, z, ls, noise).chunk_size() == 4
     mean_c, var_c = gp.predict(u, z, ls, noise, cand)
     assert torch.allclose(mean, mean_c, atol=1e-12) and torch.allclose(var, var_c, atol=1e-12)
     for b in range(3):
         mean_b, var_b = gp.predict(u, z, ls[b : b + 1], noise[b : b + 1], cand)
         assert torch.allclose(mean[b], mean_b[0], atol=1e-12)
         assert torch.allclose(var[b], var_b[0], atol=1e-12)
+
+
+def test_chunks_are_powers_of_two_up_to_the_alignment():
+    assert [gp.aligned(k) for k in (0, 1, 2, 3, 7, 8, 1023, 1024, 10**6)] == [
+        1,
+        1,
+        2,
+        2,
+        4,
+        8,
+        512,
+        1024,
+        gp.SCORE_ALIGN,
+    ]
 
 
 def test_joint_covariance_diagonal_is_the_predictive_variance(data):

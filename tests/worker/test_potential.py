@@ -95,3 +95,17 @@ def test_a_covariance_that_needs_jitter_gets_the_gps_jitter():
     value, grad = GPPotential(u, z)(theta.numpy())
     assert np.isfinite(value).all() and np.isfinite(grad).all()
     assert torch.allclose(torch.from_numpy(value), _reference(u, z, theta), rtol=1e-9)
+
+
+@pytest.mark.parametrize("n,d", [(7, 1), (40, 2), (120, 6)])
+def test_a_rows_bits_do_not_depend_on_the_batch_it_comes_in(n, d):
+    """A chain's potential is the same to the bit alone, in any group of chains, or with all of
+    them: chain groups on several workers then draw what one process draws."""
+    rng = np.random.default_rng(n + d)
+    potential = GPPotential(rng.random((n, d)), rng.standard_normal(n), noise_floor=1e-6)
+    theta = rng.normal(size=(5, d + 1)) * 0.5 - 1.0
+    value, grad = potential(theta)
+    for groups in ([[0], [1], [2], [3], [4]], [[0, 1, 2], [3, 4]], [[4, 0], [2, 3, 1]]):
+        for rows in groups:
+            v, g = potential(theta[rows])
+            assert v.tobytes() == value[rows].tobytes() and g.tobytes() == grad[rows].tobytes()
