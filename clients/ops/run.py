@@ -41,6 +41,7 @@ from collections.abc import Collection
 
 import httpx
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from clients.client import ApiError, CampaignStatus, FbgpClient
 from clients.ops import described
@@ -275,17 +276,19 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
         runner.stop()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        threads = [threading.Thread(target=slot, name=f"slot-{k}", daemon=True)
-                   for k in range(parallel)]  # fmt: skip
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads):
+    # a failed run's log line prints above the bar, not through it
+    with logging_redirect_tqdm(loggers=[logging.getLogger()]):
+        try:
+            threads = [threading.Thread(target=slot, name=f"slot-{k}", daemon=True)
+                       for k in range(parallel)]  # fmt: skip
             for thread in threads:
-                thread.join(timeout=0.2)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+                thread.start()
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(timeout=0.2)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     bar.close()
     tally = f"{counts['labels']} labels posted, {counts['failures']} runs failed"
     if signalled:
