@@ -46,6 +46,11 @@ JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 CHUNK_ELEMENTS = 1 << 22
 FIT_ELEMENTS = 1 << 24
 BLOCK_ELEMENTS = 1 << 21
+# The memory a loaded model may hold for its factors, by default: each GP's ``L^-1`` (``n x n``
+# float64, the mode's and every draw's), factorized once per load, plus the work of fitting
+# them in groups. A model that needs more is refused at load with what it needs (pass
+# ``memory=`` or ``draws=``): 150 draws at 1,000 labels need 1.2 GB, at 2,000 labels 4.8 GB.
+MEMORY_BUDGET = 2 << 30
 
 
 def _rbf(u1: np.ndarray, u2: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
@@ -91,20 +96,26 @@ def _cholesky(K: np.ndarray) -> np.ndarray:
 
 class _Fitted:
     """GPs of ``B`` hyperparameter sets conditioned on the labels (``u``, ``z``, known noise
-    ``noise_z``, all in the GP's units)."""
+    ``noise_z``, all in the GP's units), factorized once: in groups of sets whose work fits
+    ``FIT_ELEMENTS``, each group's ``L^-1`` kept (``B x n x n`` in all)."""
 
     def __init__(self, u, z, noise_z, lengthscale, s2):
         self.u, self.lengthscale, self.s2 = u, lengthscale, s2
-        n = len(z)
-        K = _rbf(u, u, lengthscale)
-        K += np.diag(noise_z)[None] if noise_z is not None else 0.0
-        K += s2[:, None, None] * np.eye(n)[None]
-        chol = _cholesky(K)
-        eye = np.broadcast_to(np.eye(n), chol.shape)
-        self.chol_inv = np.linalg.solve(chol, eye)  # L^-1, so that variances are one product
-        rhs = np.broadcast_to(z[None, :, None], (len(s2), n, 1))
-        w = np.linalg.solve(chol, rhs)
-        self.alpha = np.linalg.solve(chol.transpose(0, 2, 1), w)[..., 0]  # K^-1 z
+        n, batch = len(z), len(s2)
+        self.chol_inv = np.empty((batch, n, n))
+        self.alpha = np.empty((batch, n))
+        per = max(1, FIT_ELEMENTS // max(1, n * n))
+        for g in range(0, batch, per):
+            rows = slice(g, g + per)
+            K = _rbf(u, u, lengthscale[rows])
+            K += np.diag(noise_z)[None] if noise_z is not None else 0.0
+            K += s2[rows, None, None] * np.eye(n)[None]
+            chol = _cholesky(K)
+            del K
+            eye = np.broadcast_to(np.eye(n), chol.shape)
+            self.chol_inv[rows] = np.linalg.solve(chol, eye)  # L^-1: variances in one product
+            w = np.linalg.solve(chol, np.broadcast_to(z[None, :, None], (len(chol), n, 1)))
+            self.alpha[rows] = np.linalg.solve(chol.transpose(0, 2, 1), w)[..., 0]  # K^-1 z
 
     def predict(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of z (nugget included) at ``cand`` (``c x d``): ``B x c`` each."""
@@ -122,15 +133,39 @@ class _Fitted:
         return np.concatenate(means, -1), np.concatenate(variances, -1)
 
 
+def _parsed(f: IO) -> Any:
+    """The JSON document in ``f``; one nested too deeply for the parser is a ValueError."""
+    try:
+        return json.load(f)
+    except RecursionError:
+        raise ValueError("the document is nested too deeply to be an exported model") from None
+
+
 def _typed(inputs: list[dict]) -> bool:
     """Whether any input is an int, log or choice one (mapped by :mod:`worker.space`)."""
     return any(i.get("type", "float") != "float" for i in inputs)
 
 
+def _numbers(value: Any, what: str, depth: int) -> np.ndarray:
+    """``value`` as a float array, if it holds JSON numbers alone (no strings, booleans or
+    nulls, which numpy would read as numbers or objects) nested at most ``depth`` lists deep."""
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, tuple)):
+            if level >= depth:
+                raise ValueError(f"the document's {what} is nested deeper than {depth} lists")
+            stack.extend((v, level + 1) for v in item)
+        elif isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise ValueError(f"the document's {what} must hold numbers, not "
+                             f"{type(item).__name__} {item!r:.40}")  # fmt: skip
+    return np.asarray(value, dtype=float)
+
+
 def _draws(block: Any, d: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     try:
-        lengthscale = np.asarray(block["lengthscale"], dtype=float).reshape(-1, d)
-        noise = np.asarray(block["noise"], dtype=float).reshape(-1)
+        lengthscale = _numbers(block["lengthscale"], what, 2).reshape(-1, d)
+        noise = _numbers(block["noise"], what, 1).reshape(-1)
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"the document's {what} are malformed: {error}") from None
     if len(lengthscale) != len(noise) or not len(noise):
@@ -146,7 +181,7 @@ class Metamodel:
     export. ``inputs`` (``[{"name", "lower", "upper"}, ...]``), ``version``, ``n_labeled`` and
     ``campaign`` (``{"id", "name"}``) are the document's."""
 
-    def __init__(self, document: dict):
+    def __init__(self, document: dict, *, memory: int = MEMORY_BUDGET, draws: int | None = None):
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"not an exported model: its 'format' is not {FORMAT!r}")
         version = document.get("format_version")
@@ -159,10 +194,10 @@ class Metamodel:
         self.document = document
         self.outputs: dict[str, Metamodel] | None = None
         if several:
-            self._read_outputs(document)
+            self._read_outputs(document, memory, draws)
             return
         try:
-            self._read(document)
+            self._read(document, memory, draws)
         except KeyError as error:
             raise ValueError(f"the document lacks {error}: not a whole exported model") from None
         except (TypeError, ValueError) as error:
@@ -170,7 +205,7 @@ class Metamodel:
                 raise
             raise ValueError(f"the document is malformed: {error}") from None
 
-    def _read_outputs(self, document: dict) -> None:
+    def _read_outputs(self, document: dict, memory: int, draws: int | None) -> None:
         """A multi-output document: one single-output :class:`Metamodel` per output
         (``outputs``), each on its own draws, mode, output transform and values of the labels."""
         try:
@@ -190,21 +225,28 @@ class Metamodel:
                               data={"x": data["x"], "y": [row[name] for row in rows]})  # fmt: skip
                 if noise is not None:
                     single["data"]["noise"] = [row[name] for row in noise]
-                self.outputs[name] = Metamodel(single)
+                self.outputs[name] = Metamodel(single, memory=memory, draws=draws)
             first = next(iter(self.outputs.values()))
+            self.memory = sum(model.memory for model in self.outputs.values())
             self.lower, self.upper, self.space = first.lower, first.upper, first.space
         except (KeyError, TypeError) as error:
             raise ValueError(f"the document's outputs are malformed: {error!r}") from None
+        if self.memory > memory:
+            raise ValueError(f"this model needs {self.memory / 2**30:.2f} GiB to predict from "
+                             f"({len(self.outputs)} outputs), over the budget of "
+                             f"{memory / 2**30:.2f} GiB: pass memory= (bytes) or draws= (fewer "
+                             "draws, evenly spread) to load it")  # fmt: skip
 
-    def _read(self, document: dict) -> None:
+    def _read(self, document: dict, memory: int, draws: int | None) -> None:
         self.campaign = dict(document.get("campaign", {}))
         self.version = int(document["version"])
         self.n_labeled = int(document["n_labeled"])
         self.inputs = [dict(i) for i in document["inputs"]]
         t = document["transform"]
-        self.lower = np.asarray(t["lower"], dtype=float).reshape(-1)
-        self.upper = np.asarray(t["upper"], dtype=float).reshape(-1)
-        self.y_mean, self.y_std = float(t["y_mean"]), float(t["y_std"])
+        self.lower = _numbers(t["lower"], "transform", 1).reshape(-1)
+        self.upper = _numbers(t["upper"], "transform", 1).reshape(-1)
+        self.y_mean = float(_numbers(t["y_mean"], "transform", 0))
+        self.y_std = float(_numbers(t["y_std"], "transform", 0))
         d = self.dim
         finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
         if not (finite and self.y_std > 0 and np.all(self.lower < self.upper)):
@@ -213,14 +255,14 @@ class Metamodel:
         if self.lower.shape != (d,) or self.upper.shape != (d,) or len(self.inputs) != d:
             raise ValueError("the document's transform and inputs disagree on the dimension")
         data = document["data"]
-        y = np.asarray(data["y"], dtype=float).reshape(-1)
+        y = _numbers(data["y"], "data.y", 1).reshape(-1)
         self.space = Space.of(self.inputs) if _typed(self.inputs) else None
         if self.space is not None:  # int, log and choice inputs: the service's feature map
             self._features = self.space.n_features
             x = self.space.codes(data["x"], check=False)
         else:
             self._features = d
-            x = np.asarray(data["x"], dtype=float)
+            x = _numbers(data["x"], "data.x", 2)
         if x.shape != (len(y), d):
             raise ValueError(f"the document's data.x is {x.shape}, not {len(y)} points of {d}")
         if len(y) != self.n_labeled:
@@ -231,7 +273,7 @@ class Metamodel:
         self.x, self.y = x, y
         self.noise = None
         if data.get("noise") is not None:
-            self.noise = np.asarray(data["noise"], dtype=float).reshape(-1)
+            self.noise = _numbers(data["noise"], "data.noise", 1).reshape(-1)
             if len(self.noise) != len(y) or not np.all(np.isfinite(self.noise) & (self.noise >= 0)):
                 raise ValueError("the document's data.noise needs one variance >= 0 per label")
         mode = document["mode"]
@@ -242,12 +284,35 @@ class Metamodel:
         self.draw_lengthscale, self.draw_noise = _draws(
             document["acquisition_samples"], f, "acquisition_samples"
         )
+        if draws is not None:  # a subset, evenly spread over the draws (chain by chain)
+            if isinstance(draws, bool) or not (isinstance(draws, int) and draws >= 1):
+                raise ValueError("draws must be an integer >= 1")
+            keep = np.unique(np.linspace(0, len(self.draw_noise) - 1, draws).round().astype(int))
+            self.draw_lengthscale = self.draw_lengthscale[keep]
+            self.draw_noise = self.draw_noise[keep]
         # the labels in the GP's units
         self._u = self._gp(x)
-        self._z = (y - self.y_mean) / self.y_std
-        self._noise_z = None if self.noise is None else self.noise / self.y_std**2
-        self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
-                             self.mode_noise)  # fmt: skip
+        with np.errstate(all="ignore"):
+            self._z = (y - self.y_mean) / self.y_std
+            self._noise_z = None if self.noise is None else self.noise / self.y_std**2
+        # the service standardizes by the labels' own mean and sd, so that no label lies more
+        # than sqrt(n) sds from 0; far beyond it the squares overflow and answers are NaN
+        spread = float(np.abs(self._z).max()) if len(self._z) else 0.0
+        fits = np.isfinite(spread) and spread <= max(10.0, len(self._z))
+        if not (fits and (self._noise_z is None or np.isfinite(self._noise_z).all())):
+            raise ValueError(f"the document's transform (y_mean {self.y_mean:g}, y_std "
+                             f"{self.y_std:g}) does not standardize its labels: they lie up to "
+                             f"{spread:.3g} sds from the mean in the GP's units")  # fmt: skip
+        n, kept = len(y), len(self.draw_noise) + 1
+        self.memory = kept * n * n * 8 + min(kept * n * n, FIT_ELEMENTS) * 8 * 3
+        if self.memory > memory:
+            raise ValueError(
+                f"this model needs {self.memory / 2**30:.2f} GiB to predict from ({kept - 1} "
+                f"draws and the mode at {n} labels, each GP's factor kept once per load), over "
+                f"the budget of {memory / 2**30:.2f} GiB: pass memory= (bytes) or draws= (fewer "
+                "draws, evenly spread) to load it"
+            )
+        self._mode = None
         self._draws_fitted = None
 
     @property
@@ -255,16 +320,20 @@ class Metamodel:
         return len(self.lower)
 
     @classmethod
-    def load(cls, source: str | os.PathLike | IO | dict) -> Metamodel:
+    def load(cls, source: str | os.PathLike | IO | dict, *, memory: int = MEMORY_BUDGET,
+             draws: int | None = None) -> Metamodel:  # fmt: skip
         """From a path to the exported JSON file, an open file (text or binary) or the
-        document already parsed."""
+        document already parsed. ``memory``: the bytes its factors may take (``MEMORY_BUDGET``,
+        2 GiB, by default; a model that needs more is refused, saying what it needs);
+        ``draws``: predict from that many of the draws, evenly spread (fewer bytes). Each GP is
+        factorized once, at the first prediction."""
         if isinstance(source, dict):
-            return cls(source)
+            return cls(source, memory=memory, draws=draws)
         if isinstance(source, (str, os.PathLike)):
             with open(source, "rb") as f:
-                return cls(json.load(f))
+                return cls(_parsed(f), memory=memory, draws=draws)
         if hasattr(source, "read"):
-            return cls(json.load(source))
+            return cls(_parsed(source), memory=memory, draws=draws)
         raise TypeError(f"load takes a path, a file or a dict, not {type(source).__name__}")
 
     def _points(self, x) -> np.ndarray:
@@ -311,6 +380,11 @@ class Metamodel:
         if self.outputs is not None:
             return {name: model.predict(x) for name, model in self.outputs.items()}
         cand = self._gp(self._points(x))
+        if self._mode is None:  # factorized once, at the first prediction
+            self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
+                                 self.mode_noise)  # fmt: skip
+            self._draws_fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale,
+                                         self.draw_noise)  # fmt: skip
         mean, var = self._mode.predict(cand)
         mixture_mean, mixture_var = self._mixture(cand)
         return Prediction(
@@ -323,29 +397,12 @@ class Metamodel:
 
     def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The mixture's mean and variance of z at ``cand``, block by block of candidates
-        (``BLOCK_ELEMENTS`` predictions of the draws at a time); the draws' GPs are fitted once
-        when their factors fit ``FIT_ELEMENTS``, else in groups for each block."""
+        (``BLOCK_ELEMENTS`` predictions of the draws at a time), from the draws' factors."""
         batch = len(self.draw_noise)
-        per = max(1, FIT_ELEMENTS // max(1, self.n_labeled**2))
-        groups = [slice(g, g + per) for g in range(0, batch, per)]
-        whole = None
-        if len(groups) == 1:  # fitted once, at the first call
-            if self._draws_fitted is None:
-                self._draws_fitted = _Fitted(self._u, self._z, self._noise_z,
-                                             self.draw_lengthscale, self.draw_noise)  # fmt: skip
-            whole = self._draws_fitted
         mixture_mean, mixture_var = np.empty(len(cand)), np.empty(len(cand))
         step = max(1, BLOCK_ELEMENTS // batch)
         for i in range(0, len(cand), step):
-            block = cand[i : i + step]
-            if whole is not None:
-                means, variances = whole.predict(block)
-            else:
-                means, variances = np.empty((batch, len(block))), np.empty((batch, len(block)))
-                for g in groups:
-                    fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale[g],
-                                     self.draw_noise[g])  # fmt: skip
-                    means[g], variances[g] = fitted.predict(block)
+            means, variances = self._draws_fitted.predict(cand[i : i + step])
             mixture_mean[i : i + step] = means.mean(0)
             # QB-MGP's score: the draws' mean variance plus their means' population variance
             mixture_var[i : i + step] = variances.mean(0) + means.var(0)

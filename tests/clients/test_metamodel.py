@@ -246,3 +246,56 @@ def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
 def test_a_malformed_document_is_refused(document, change, message):
     with pytest.raises(ValueError, match=message):
         Metamodel.load(dict(document, **change))
+
+
+def test_each_gp_is_factorized_once_per_load(document, monkeypatch):
+    """The mode's and the draws' factors are made at the first prediction and kept: later
+    predictions factorize nothing (they took 24 to 240 s each at 1,000 to 2,000 labels when
+    every call factorized the draws again)."""
+    calls = []
+    real = metamodel._cholesky
+    monkeypatch.setattr(metamodel, "_cholesky", lambda K: calls.append(len(K)) or real(K))
+    monkeypatch.setattr(metamodel, "FIT_ELEMENTS", 3 * 8**2)  # the draws in groups of 3
+    model = Metamodel.load(document)
+    assert calls == []  # loading factorizes nothing
+    first = model.predict([[0.5, 2.0]])
+    draws = len(document["acquisition_samples"]["noise"])
+    assert sum(calls) == draws + 1 and max(calls) <= 3
+    calls.clear()
+    again = model.predict([[0.5, 2.0]])
+    assert calls == [] and again["mixture_mean"][0] == first["mixture_mean"][0]
+
+
+def test_a_model_over_the_memory_budget_is_refused_with_what_it_needs(document):
+    draws = len(document["acquisition_samples"]["noise"])
+    need = Metamodel.load(document).memory
+    assert need == (draws + 1) * 8 * 8 * 8 + (draws + 1) * 8 * 8 * 8 * 3  # n = 8 labels
+    with pytest.raises(ValueError, match=r"needs 0\.00 GiB .* over the budget .* draws="):
+        Metamodel.load(document, memory=need - 1)
+    fewer = Metamodel.load(document, memory=need - 1, draws=draws // 2)
+    assert len(fewer.draw_noise) == draws // 2 and fewer.memory < need
+    whole = Metamodel.load(document).predict([[0.5, 2.0]])
+    assert fewer.predict([[0.5, 2.0]])["mean"][0] == whole["mean"][0]  # the mode is the mode
+    with pytest.raises(ValueError, match="draws must be an integer"):
+        Metamodel.load(document, draws=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [(lambda d: d["transform"].update(y_std=1e-300), "does not standardize its labels"),
+     (lambda d: d["data"].update(y=[str(v) for v in d["data"]["y"]]), "must hold numbers, not str"),
+     (lambda d: d["transform"].update(y_mean="0.5"), "must hold numbers, not str"),
+     (lambda d: d["mode"].update(noise=True), "must hold numbers, not bool"),
+     (lambda d: d["acquisition_samples"].update(noise=[[[0.1]]]), "nested deeper")],
+)  # fmt: skip
+def test_numbers_that_are_not_numbers_or_do_not_fit_are_refused(document, change, message):
+    bad = json.loads(json.dumps(document))
+    change(bad)
+    with pytest.raises(ValueError, match=message):
+        Metamodel.load(bad)
+
+
+def test_a_document_nested_too_deeply_for_the_parser_is_a_value_error():
+    deep = io.StringIO("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        Metamodel.load(deep)
