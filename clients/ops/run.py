@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,12 +71,11 @@ def command_for(
     values = {"{json}": json.dumps(point),
               **{"{" + n + "}": v if isinstance(v, str) else repr(v)
                  for n, v in point.items()}}  # fmt: skip
-    used = any(p in arg for arg in template for p in values)
-    argv = []
-    for arg in template:
-        for placeholder, value in values.items():
-            arg = arg.replace(placeholder, value)
-        argv.append(arg)
+    # one pass over each argument: a value that reads like a placeholder (a choice "{n}") is
+    # put in as it is, never expanded in turn
+    pattern = re.compile("|".join(re.escape(p) for p in sorted(values, key=len, reverse=True)))
+    used = any(pattern.search(arg) for arg in template)
+    argv = [pattern.sub(lambda match: values[match.group(0)], arg) for arg in template]
     return argv, None if used else json.dumps(point)
 
 

@@ -45,6 +45,11 @@ def test_placeholders_stdin_and_output():
     template = ["sim", "{m}", "{n}", "{json}"]
     argv, stdin = command_for(template, ["m", "n", "r"], ["al 6061", 3.0, 1e-3], integers={"n"})
     assert argv == ["sim", "al 6061", "3", '{"m": "al 6061", "n": 3, "r": 0.001}'] and stdin is None
+    # a value that reads like a placeholder is put in as it is, not expanded again
+    argv, _ = command_for(["sim", "{m}", "{n}", "{m}{n}"], ["m", "n"], ["{n}", 4.0], integers={"n"})
+    assert argv == ["sim", "{n}", "4", "{n}4"]
+    argv, _ = command_for(["sim", "{json}"], ["m"], ["{json}"])
+    assert argv == ["sim", '{"m": "{json}"}']
     assert parse_y("starting\n  \n3.25\n\n") == 3.25
     assert parse_y("3.25 0.5\n") == (3.25, 0.5)  # y and its noise variance
     for bad in ("", "done\n", "nan\n", "1 2 3\n", "1.0 -0.5\n", "1.0 inf\n"):
