@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import math
+import re
 import time
 from typing import Annotated
 
@@ -113,19 +114,24 @@ def _offer_locked(
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+# a formula's start after a character that a reader might split cells on
+SPLIT_FORMULA = re.compile(r"([,;|\t]\s*)([=+\-@])")
 
 
 def _text_cell(text: str) -> str:
     """A CSV cell for text a user wrote (an input's name, a failure's reason): one that a
-    spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice).
-    Numbers are written as they are."""
+    spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice), and
+    so does every part of it that a reader splitting on ``,``, ``;``, ``|`` or a tab would
+    make a cell of (``ok;=cmd|...`` reads ``ok;'=cmd|...``). The writer quotes every text
+    cell; numbers are written as they are."""
+    text = SPLIT_FORMULA.sub(r"\1'\2", text)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def _value_cell(value) -> str:
-    """A CSV cell for a coordinate: a number as Python writes it, a choice's text value as
-    :func:`_text_cell` does."""
-    return _text_cell(value) if isinstance(value, str) else repr(value)
+def _value_cell(value):
+    """A CSV cell for a coordinate: a number as it is (the writer writes it as Python does,
+    unquoted), a choice's text value as :func:`_text_cell` does."""
+    return _text_cell(value) if isinstance(value, str) else value
 
 
 def _key_header(description: str):
@@ -474,7 +480,9 @@ def export_observations(campaign_id: CampaignId, store: StoreDep,
     names = output_names(spec)
     if accept and "text/csv" in accept:
         out = io.StringIO()
-        writer = csv.writer(out)
+        # every text cell in double quotes, numbers bare: a reader that splits on another
+        # separator (a spreadsheet set to ";") cannot cut a cell open into a formula
+        writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC)
         if names is None:
             columns, extra = ["y"], ["noise"] if noise is not None else []
         else:  # y_<name> for each output, then noise_<name> for each
@@ -488,7 +496,7 @@ def export_observations(campaign_id: CampaignId, store: StoreDep,
                 known = []
             else:
                 known = [noise[k]] if names is None else [noise[k][name] for name in names]
-            writer.writerow([_value_cell(v) for v in xi] + [repr(v) for v in values + known]
+            writer.writerow([_value_cell(v) for v in xi] + [float(v) for v in values + known]
                             + ["ok", ""])  # fmt: skip
         for f in failures:
             empty = [""] * (len(columns) + len(extra))  # y, and its noise

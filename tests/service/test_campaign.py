@@ -60,7 +60,9 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
     assert sorted(x[0] for x in obs["x"]) == sorted(xs) and len(obs["y"]) == 6
     csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
     assert csv.headers["content-type"].startswith("text/csv")
-    assert csv.text.splitlines()[0] == "x,y,status,reason" and len(csv.text.splitlines()) == 7
+    lines = csv.text.splitlines()  # text cells quoted, numbers bare
+    assert lines[0] == '"x","y","status","reason"' and len(lines) == 7
+    assert lines[1].endswith(',"ok",""') and lines[1].split(",")[0][0].isdigit()
 
     # model-based answers run on the worker
     grid = [[0.5], [1.5], [2.5]]

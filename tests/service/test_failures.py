@@ -63,9 +63,9 @@ def test_a_failure_frees_a_sequential_campaign_at_once_and_its_point_is_not_offe
     ]
     csv = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
     lines = csv.text.splitlines()
-    assert lines[0] == "x,y,status,reason" and len(lines) == 6
-    assert lines[-1] == f"{held['x'][0]!r},,failed,mesh broke"
-    assert all(line.split(",")[2] == "ok" for line in lines[1:5])
+    assert lines[0] == '"x","y","status","reason"' and len(lines) == 6
+    assert lines[-1] == f'{held["x"][0]!r},"","failed","mesh broke"'
+    assert all(line.split(",")[2] == '"ok"' for line in lines[1:5])
     events = [e for e in client.get(f"/campaigns/{campaign}/history").json()
               if e["event"] == "run_failed"]  # fmt: skip
     assert [(e["ticket"], e["reason"]) for e in events] == [(held["ticket"], "mesh broke")]
@@ -203,6 +203,20 @@ def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
     assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
     assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
     assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]
+    # a reason that a reader splitting on ";" would cut into a formula: every part defused,
+    # and the cell quoted
+    third = _next(client, campaign)
+    reason = "ok;=cmd|' /C calc'!A0"
+    r = client.post(
+        f"/campaigns/{campaign}/fail", json={"ticket": third["ticket"], "reason": reason}
+    )
+    assert r.status_code == 201
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
+    assert list(csv.reader(io.StringIO(text)))[3][-1] == "ok;'=cmd|' /C calc'!A0"
+    for separator in (";", "|", ",", "\t"):
+        for line in text.splitlines():
+            for cell in line.split(separator):
+                assert not cell.strip().lstrip('"').startswith(("=", "+", "@")), (separator, cell)
 
 
 def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(

@@ -132,7 +132,7 @@ def test_a_learned_noise_campaign_refuses_noise_and_keeps_its_bodies(client, mak
     observed = client.get(imports).json()
     assert set(observed) == {"x", "y", "failures"} and observed["y"] == [1.0]
     header = client.get(imports, headers={"Accept": "text/csv"}).text.splitlines()[0]
-    assert header == "x,y,status,reason"
+    assert header == '"x","y","status","reason"'
 
 
 @pytest.mark.parametrize("noise", [{"type": "known", "nugget": False}, {"type": "other"},
