@@ -5,7 +5,7 @@ or abandoned (or renewing its lease) does.
 No Redis, no FastAPI, no torch: the store reads a :class:`Snapshot` (one MULTI/EXEC) and the
 routes and the workers act on the decisions. The Lua scripts in :mod:`service.store` stay the
 ones that write, atomically; they apply the same rules as :func:`label_outcome`,
-:func:`fail_outcome`, :func:`abandon_outcome`, :func:`renew_outcome`, :func:`exhausts`,
+:func:`fail_outcome`, :func:`abandon_outcome`, :func:`renew_outcome`,
 :func:`refit_due` and :func:`refit_again` (``tests/service/test_loop_store.py`` replays random
 operations against both and checks that they agree).
 """
@@ -165,7 +165,8 @@ class Refit:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A campaign's labeling state at one instant (:meth:`service.store.CampaignStore.snapshot`)."""
+    """A campaign's labeling state at one instant
+    (:meth:`service.store.tickets.Tickets.snapshot`)."""
 
     n_labeled: int
     n_pending: int  # tickets out under a live lease
@@ -303,11 +304,6 @@ def failed_for_good(rules: Rules, snap: Snapshot) -> frozenset[int]:
     return frozenset(i for i, count in snap.failures.items() if count > rules.max_retries)
 
 
-def exhausts(rules: Rules, failures_of_point: int) -> bool:
-    """Whether a point with this many failed runs is failed for good (FAIL_SCRIPT's test)."""
-    return failures_of_point > rules.max_retries
-
-
 def design_points(rules: Rules, snap: Snapshot) -> list[int]:
     """The initial design as it stands: its points in order, those failed for good (and
     unlabeled) replaced by the next of the reserve's."""
@@ -373,7 +369,7 @@ def label_outcome(
     (``y`` and ``noise``) changes nothing; another conflicts. A pending ticket whose label
     conflicts because its point has a label (without repeats: another ticket's, or an import's)
     can never be labeled: it ends :data:`SUPERSEDED` (a pending ticket's CONFLICT), so its
-    lease holds no place among the tickets out. The store's LABEL_SCRIPT applies this rule
+    lease holds no place among the tickets out. The store's ``label.lua`` applies this rule
     atomically."""
     if ticket_state is None:
         return LabelOutcome.UNKNOWN_TICKET
@@ -396,7 +392,7 @@ def failed_state(reason: str) -> str:
 def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
     """Reporting that a ticket's run failed with ``reason``: stored while the ticket is
     ``pending`` (its lease expired or not); the same report again changes nothing; any other
-    end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically.
+    end of the ticket conflicts. The store's ``fail_run.lua`` applies this rule atomically.
     (A ticket that failed before its state held a digest holds ``failed:<reason>``.)"""
     if ticket_state == f"failed:{reason}":
         return RunOutcome.SAME_AGAIN
@@ -404,7 +400,7 @@ def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
 
 
 def abandon_outcome(ticket_state: str | None) -> RunOutcome:
-    """Abandoning a ticket: its point goes back to the pool (ABANDON_SCRIPT)."""
+    """Abandoning a ticket: its point goes back to the pool (``abandon.lua``)."""
     return _end_outcome(ticket_state, "abandoned")
 
 
@@ -424,15 +420,6 @@ def renew_outcome(ticket_state: str | None, lease_live: bool) -> RenewOutcome:
     if ticket_state != "pending":
         return RenewOutcome.ENDED
     return RenewOutcome.RENEWED if lease_live else RenewOutcome.EXPIRED
-
-
-def import_outcome(rules: Rules, n_labeled: int, count: int, repeated: bool) -> ImportOutcome:
-    """Imported observations are stored all or none (the store's IMPORT_SCRIPT): none if they
-    would exceed max_labels, nor, unless the campaign allows repeats, if one is a pool point
-    with a label already or appears twice among them (``repeated``)."""
-    if n_labeled + count > rules.max_labels:
-        return ImportOutcome.TOO_MANY
-    return ImportOutcome.REPEATED if repeated and not rules.allow_repeats else ImportOutcome.STORED
 
 
 def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase, failed: bool = False) -> bool:

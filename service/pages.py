@@ -26,6 +26,7 @@ from service.deps import (
     team_of,
 )
 from service.errors import NotFound
+from service.routes import bodies
 from service.routes.models import run_job
 from service.store import CampaignStore
 from worker.defaults import output_names
@@ -70,7 +71,7 @@ def list_page(store: CampaignStore, cursor: str | None = None,
     with a link to the next."""
     rows = []
     ids, following = store.ids_page(cursor, INDEX_PAGE, team)
-    for s in store.statuses(ids):
+    for s in bodies.statuses(store, ids):
         link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
@@ -95,7 +96,7 @@ def list_page(store: CampaignStore, cursor: str | None = None,
 
 
 def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
-    s = store.status(campaign_id)
+    s = bodies.status(store, campaign_id)
     spec = store.spec(campaign_id)
     history = store.history(campaign_id)
     version = s["model_version"]
@@ -241,7 +242,7 @@ def view(campaign_id: str, request: Request, store: StoreDep):
 async def plot(campaign_id: str, kind: str, request: Request, store: StoreDep, redis: RedisDep,
                settings: SettingsDep, output: str | None = None):  # fmt: skip
     """A picture of the page. It is drawn by a worker once per change of the campaign (its
-    :meth:`~service.store.CampaignStore.plot_stamp`) and kept: every page that shows it
+    :meth:`~service.store.plots.Plots.plot_stamp`) and kept: every page that shows it
     meanwhile, and every poll of this process asking at once, gets the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)

@@ -16,6 +16,7 @@ import torch
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
+from service import keys
 from service.queues import QUEUES, REFIT, ordinary
 from worker.nuts import Draws
 
@@ -40,7 +41,7 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that no
     chain group goes ahead of another campaign's waiting refit), and no more than the
     campaign's fair share of those workers among the campaigns that want one
-    (:meth:`service.store.CampaignStore.wanting_workers`), so that a campaign whose simulators
+    (:meth:`service.store.jobs.Jobs.wanting_workers`), so that a campaign whose simulators
     are out still finds a worker when their labels come."""
     connection = store.r
     job = get_current_job()
@@ -175,8 +176,7 @@ class Peers:
 
 def peers_keys(token: str) -> tuple[str, str]:
     """The Redis keys of refit ``token``'s groups: their notes, and their draws."""
-    key = f"fbgp:chain-groups:{token}"
-    return key, f"{key}:draws"
+    return keys.chain_groups(token)
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:

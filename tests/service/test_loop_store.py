@@ -10,6 +10,7 @@ from redis import Redis
 
 from service import loop
 from service.pool import grid_point
+from service.routes import bodies
 from service.routes.labeling import offer
 from service.schemas import CampaignCreate
 from service.settings import Settings
@@ -146,7 +147,7 @@ def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
                 assert real.renew(ticket) == model.renew(ticket), op
         snap = store.snapshot(spec["id"], real.now)
         assert snap == model.snapshot() or _same(snap, model.snapshot()), op
-        status = store.status(spec["id"], real.now)
+        status = bodies.status(store, spec["id"], real.now)
         assert status["state"] == loop.phase(model.rules, len(model.labels))
         assert status["refit"] == model.refit
         assert status["n_failed"] == len(model.failures)

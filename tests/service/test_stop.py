@@ -13,7 +13,8 @@ import pytest
 from redis import Redis
 
 from service import loop
-from service.store import PHASES, CampaignStore
+from service.keys import PHASES
+from service.store import CampaignStore
 from tests.service.conftest import label_design
 from worker.defaults import STOP_TARGETS
 
