@@ -84,7 +84,7 @@ script that checks its ticket and appends it has run, so a label is stored exact
 Shared counters (:mod:`service.observability`): ``fbgp:metrics:labels`` (labels stored),
 ``fbgp:metrics:runs`` (hash: ``failed``, ``abandoned`` -> runs reported so) and
 ``fbgp:metrics:refit_seconds`` (hash: a histogram's buckets, sum and count). A fanned-out
-refit's chain groups (:mod:`worker.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
+refit's chain groups (:mod:`worker.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
 and ``fbgp:chain-groups:{token}:draws`` (hash: their draws).
 """
 

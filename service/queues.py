@@ -21,6 +21,7 @@ from rq.utils import utcparse
 from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
 from service.limits import pool_size, scoring_draws
 from service.loop import JobFacts
+from service.settings import get_settings
 from worker.defaults import MCMC_DEFAULTS
 from worker.space import Space
 
@@ -173,7 +174,7 @@ MODEL_CALLS = ("predict", "acquisition", "evaluate")  # counted against limit_mo
 PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
 
 
-def run_short(connection, name: str, *args, wait_seconds: float, retry_after: int):
+def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     """Run a short job (:func:`enqueue_short`) about campaign ``args[0]`` on a worker and wait
     for its answer: its return value; :class:`JobFailed` if it failed (:class:`TooLarge` if it
     ran out of memory), :class:`Busy` (and the job stopped) if no worker answered within
@@ -181,12 +182,10 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     stops it; a model call (:data:`MODEL_CALLS`) beyond the campaign's ``limit_model_calls``
     short jobs out at once, or a plot beyond that many and :data:`PAGE_PLOTS` more, is
     :class:`TooMany`, so that one campaign's calls cannot keep the workers from every other
-    campaign's refits (workers serve the high queue first)."""
-    from service.settings import get_settings
-    from service.store import CampaignStore
-
+    campaign's refits (workers serve the high queue first). ``store``: the campaign store
+    (:class:`service.store.CampaignStore`) on the queues' connection."""
     settings = get_settings()
-    store = CampaignStore(connection)
+    connection = store.r
     campaign_id = args[0]
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
     with contextlib.suppress(NotFound):  # each output answers

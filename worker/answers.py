@@ -13,10 +13,10 @@ import torch
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
 from worker.defaults import output_labels, output_names, output_spec, output_weights
+from worker.fitting import label_noise
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.potential import PRIOR_VARIANCE
-from worker.refit import label_noise
 from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
@@ -104,7 +104,7 @@ def _paper_log_prior(mode: Posterior, input_scale) -> float:
     gpytorch 1.5.1's ``ExactMarginalLogLikelihood`` on the mode GP's predictive distribution of
     y, which holds the likelihood already, so the noise counts twice): the LogNormal(0,
     sqrt(3)) densities at its lengthscales as the priors state them (divided by
-    ``input_scale``, see :func:`worker.refit.input_scale_prior`) and at its noise variance."""
+    ``input_scale``, see :func:`worker.fitting.input_scale_prior`) and at its noise variance."""
     lengthscale = mode.lengthscale[0].numpy()
     if input_scale is not None:
         lengthscale = lengthscale / np.asarray(input_scale, dtype=np.float64)

@@ -24,13 +24,9 @@ last fault (``progressing``); one that is neither gets up to 90 s more before it
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
-import logging
 import os
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -514,52 +510,3 @@ def summary(report: dict) -> str:
 
 def failed(report: dict) -> bool:
     return bool(report["lost"] or report["lost_y"] or report["stuck"] or report["unrecovered"])
-
-
-def _write(out: Path | None, report: dict, text: str) -> None:
-    """The summary and the figures as JSON on stdout, and the JSON into ``out`` if given."""
-    figures = json.dumps(report, indent=2)
-    print(text)
-    print(figures)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(figures + "\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fbgp-al soak", description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=180.0, help="labeling time")
-    parser.add_argument("--campaigns", type=int, default=3)
-    parser.add_argument("--simulators", type=int, default=2, help="per campaign")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--max-labels", type=int, help="per campaign (default: 1.5 * seconds)")
-    parser.add_argument("--faults", default=",".join(FAULT_KINDS),
-                        help="the fault kinds, in order (default: %(default)s)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", type=Path, help="the stack's data and logs (default: temp)")
-    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
-    parser.add_argument("--adversarial", action="store_true",
-                        help="instead: a well-behaved campaign alone, then beside a greedy "
-                        "tenant (clients/ops/adversarial.py); --seconds per phase")  # fmt: skip
-    args = parser.parse_args(argv)
-    logging.getLogger("fbgp.client").setLevel(logging.ERROR)  # retries are expected here
-    if args.adversarial:
-        from clients.ops.adversarial import run_adversarial
-        from clients.ops.adversarial import summary as adversarial_summary
-
-        report = run_adversarial(args.seconds, args.workers, args.seed, args.data_dir)
-        _write(args.out, report, adversarial_summary(report))
-        if not report["met"]:
-            raise SystemExit(1)
-        return 0
-    report = run_soak(args.seconds, args.campaigns, args.simulators, args.workers,
-                      args.data_dir, args.seed, max_labels=args.max_labels,
-                      faults=tuple(k for k in args.faults.split(",") if k))  # fmt: skip
-    _write(args.out, report, summary(report))
-    if failed(report):
-        raise SystemExit(1)
-    return 0
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

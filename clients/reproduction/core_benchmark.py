@@ -477,24 +477,25 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     gradient evaluations."""
     from redis import Redis
 
-    from worker import fanout, refit
+    from worker import fitting
+    from worker.jobs import fanout
 
     spec, labels, ids, redis_url, token, warm = args
     torch.set_num_threads(1)
-    data = refit.prepare(spec, labels)
+    data = fitting.prepare(spec, labels)
     peers = None
     if redis_url is not None:
         peers = fanout.Peers(Redis.from_url(redis_url), token, ids, spec["mcmc"]["chains"])
-    draws, _ = refit.chains(spec, data, ids, warm, peers=peers)
+    draws, _ = fitting.chains(spec, data, ids, warm, peers=peers)
     return draws.theta, draws.potential_calls
 
 
 def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
     """A refit with the defaults as one job (5 chains), and as two chain groups (chains 0-2 and
     3-4) run at once in two processes, each group sampling to its own share of the target (as
-    before) or judging the target on all chains together (:class:`worker.fanout.Peers` through a
-    redis-server of its own): gradient evaluations of all groups, draws per chain kept by the
-    merge, and whether the merged draws meet the target. Cold and warm (from a refit on the
+    before) or judging the target on all chains together (:class:`worker.jobs.fanout.Peers`
+    through a redis-server of its own): gradient evaluations of all groups, draws per chain kept
+    by the merge, and whether the merged draws meet the target. Cold and warm (from a refit on the
     first ``n - 1`` labels). Counts: the load does not change them (the groups' interleaving
     does, a little)."""
     import multiprocessing
@@ -502,7 +503,7 @@ def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
     import uuid
 
     from clients.ops.stack import free_port, start_redis
-    from worker import refit
+    from worker import fitting
 
     target = Target.of(MCMC_DEFAULTS)
     rows = []
@@ -518,8 +519,8 @@ def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
                 labels = [{"x": a.tolist(), "y": float(b)} for a, b in zip(u, z, strict=True)]
                 for seed in range(seeds):
                     spec = {"inputs": inputs, "mcmc": dict(MCMC_DEFAULTS), "seed": seed}
-                    before = refit.prepare(spec, labels[:-1])
-                    warm_from = refit.posterior(spec, before, None).adaptation
+                    before = fitting.prepare(spec, labels[:-1])
+                    warm_from = fitting.posterior(spec, before, None).adaptation
                     for start, warm in (("cold", None), ("warm", warm_from)):
                         one = _group_run((spec, labels, list(range(5)), None, "", warm))
                         results = {"one job": [one]}

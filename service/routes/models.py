@@ -112,7 +112,8 @@ def history(campaign_id: str, store: StoreDep):
 
 def run_job(redis, settings, name: str, *args):
     """Run a model job on a worker and wait for its answer (503 when all are busy)."""
-    return queues.run_short(redis, name, *args, wait_seconds=settings.job_wait_seconds,
+    return queues.run_short(CampaignStore(redis), name, *args,
+                            wait_seconds=settings.job_wait_seconds,
                             retry_after=settings.busy_retry_after_seconds)  # fmt: skip
 
 

@@ -14,8 +14,8 @@ from rq.registry import FinishedJobRegistry
 
 from service.queues import REFIT
 from service.store import CampaignStore
-from worker import fanout
 from worker.acquisition import evaluate
+from worker.jobs import fanout
 from worker.mcmc import Posterior
 
 

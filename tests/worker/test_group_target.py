@@ -1,6 +1,6 @@
 """Chain groups of one refit on several workers judge the sampling target on all their chains
 together (:meth:`worker.mcmc.Target.more_together`), telling each other where they are through
-Redis (:class:`worker.fanout.Peers`, a real redis-server)."""
+Redis (:class:`worker.jobs.fanout.Peers`, a real redis-server)."""
 
 import time
 
@@ -9,7 +9,8 @@ import pytest
 from redis import Redis
 
 from tests.worker.test_mcmc import DATASETS, _data
-from worker import fanout, refit
+from worker import fitting
+from worker.jobs import fanout
 from worker.mcmc import Target, convergence, run_chains
 
 
@@ -98,9 +99,9 @@ def test_a_group_stops_with_the_other_groups_chains_not_on_its_own_share(connect
     or to the first group's length (the merge keeps no more)."""
     u, z = _data(*DATASETS["one-mode"])
     labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
-    data = refit.prepare(SPEC, labels)
+    data = fitting.prepare(SPEC, labels)
     token = f"t{time.time_ns()}"
-    first, _ = refit.chains(
+    first, _ = fitting.chains(
         SPEC, data, [2, 3, 4], peers=fanout.Peers(connection, token, [2, 3, 4], 5)
     )
     # no peer yet: its own share of the target (90 of 150 draws' ESS), in short steps
@@ -108,14 +109,14 @@ def test_a_group_stops_with_the_other_groups_chains_not_on_its_own_share(connect
     assert max(rhat.values()) <= 1.01 and min(ess.values()) >= 90
     [(published, stopped)] = fanout.Peers(connection, token, [0, 1], 5).latest()
     assert stopped and np.array_equal(published, first.theta)
-    second, _ = refit.chains(SPEC, data, [0, 1], peers=fanout.Peers(connection, token, [0, 1], 5))
+    second, _ = fitting.chains(SPEC, data, [0, 1], peers=fanout.Peers(connection, token, [0, 1], 5))
     have, length = second.theta.shape[1], first.theta.shape[1]
     together = np.concatenate([second.theta[:, :have], first.theta[:, :have]])
     rhat, ess = convergence(together)
     assert have == length or (max(rhat.values()) <= 1.01 and min(ess.values()) >= 150)
     assert have <= length
     # the same chains as on their own, up to the first check
-    on_its_own, _ = refit.chains(SPEC, data, [0, 1])
+    on_its_own, _ = fitting.chains(SPEC, data, [0, 1])
     first_check = SPEC["mcmc"]["samples"]
     assert np.array_equal(second.theta[:, :first_check], on_its_own.theta[:, :first_check])
     # what it was told it published, stopped
@@ -143,15 +144,15 @@ def test_a_group_ahead_waits_for_the_others_then_judges_them_together(connection
 
     u, z = _data(*DATASETS["one-mode"])
     labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
-    data = refit.prepare(SPEC, labels)
-    other, _ = refit.chains(SPEC, data, [2, 3, 4])  # the other group's chains, run alone
+    data = fitting.prepare(SPEC, labels)
+    other, _ = fitting.chains(SPEC, data, [2, 3, 4])  # the other group's chains, run alone
     token = f"t{time.time_ns()}"
     behind = fanout.Peers(connection, token, [2, 3, 4], 5)
     behind.publish(other.theta[:, :5], stopped=False)
     result = {}
     me = fanout.Peers(connection, token, [0, 1], 5, poll=0.01)
     thread = threading.Thread(
-        target=lambda: result.update(draws=refit.chains(SPEC, data, [0, 1], peers=me)[0])
+        target=lambda: result.update(draws=fitting.chains(SPEC, data, [0, 1], peers=me)[0])
     )
     thread.start()
     deadline = time.monotonic() + 120

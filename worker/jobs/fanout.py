@@ -101,7 +101,7 @@ class Peers:
     """The chain groups of one refit (``token``) telling each other where they are, in Redis:
     each group's note (the shape of its latest draws, whether it has stopped, and when it last
     said so) in one hash, and its latest draws (``C x S x P``, float64) in another.
-    :func:`worker.refit.chains` publishes this group's draws at each of the sampler's checks
+    :func:`worker.fitting.chains` publishes this group's draws at each of the sampler's checks
     and judges the target on all the chains together with :meth:`latest`; a group ahead of the
     others :meth:`wait` s for them, looking at their notes alone, still saying it is there."""
 
@@ -195,7 +195,7 @@ SHARE_POLL = 0.01
 
 
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
-    """A :data:`worker.refit.Share` for a refit's scoring: the candidates split into one part
+    """A :data:`worker.fitting.Share` for a refit's scoring: the candidates split into one part
     for this job and one for each worker of the refit's tenant's ordinary queue
     (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
     :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the

@@ -139,7 +139,7 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
            peers=None):  # fmt: skip
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
     target, a group runs to its share of it; or, given ``peers`` (the other groups' draws as
-    they go: :class:`worker.fanout.Peers`), to the target judged on all the chains together
+    they go: :class:`worker.jobs.fanout.Peers`), to the target judged on all the chains together
     (:meth:`worker.mcmc.Target.more_together`) once every other group has said where it is."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
@@ -187,7 +187,7 @@ def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: lis
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (worker.fanout.share_scoring)
+# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring)
 Share = Callable[[Callable[[torch.Tensor], torch.Tensor], torch.Tensor], torch.Tensor]
 
 
