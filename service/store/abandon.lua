@@ -1,4 +1,4 @@
--- Abandons a pending ticket (loop.abandon_outcome): its lease ends, its point is free again,
+-- Abandons a pending ticket (rules.abandon_outcome): its lease ends, its point is free again,
 -- the abandon is kept (keep_run.lua) and counted; once the design is labeled a refit is requested
 -- (the ranking takes the point back). KEYS: ticket_state, leases, state, abandons, labels,
 -- expired; ARGV: ticket, design size, now, record, keep. Returns {outcome, n_abandoned,

@@ -1,7 +1,7 @@
 -- Shared by the scripts that end a refit that failed (an error, or its job died): its failures
 -- in a row counted; at p.attempts the campaign fails (3: no refit in charge, counted as failed,
 -- p.reason recorded); else it is queued under job p.job at once (1: the first death in a row) or
--- left to its back-off (2: idle until retry_at, loop.backoff). keys: state, labels, PHASES,
+-- left to its back-off (2: idle until retry_at, rules.backoff). keys: state, labels, PHASES,
 -- history; p: job, now, attempts, base, cap, died, reason, design_size, max_labels.
 -- needs: count_phases
 local function after_failure(keys, p)

@@ -1,5 +1,5 @@
 -- Ends the refit ARGV[3] that saw ARGV[1] labels: 1 if another one must run (more labels came,
--- or runs failed or were abandoned since it started: loop.refit_again; it is queued with no job
+-- or runs failed or were abandoned since it started: rules.refit_again; it is queued with no job
 -- in charge until the caller's enqueue), else 0 (also when that refit is no longer in charge).
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[3] then return 0 end
 local n = redis.call('LLEN', KEYS[2])

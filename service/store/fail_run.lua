@@ -1,7 +1,7 @@
--- Ends a pending ticket's run as failed (loop.fail_outcome): its lease ends, the failure is
+-- Ends a pending ticket's run as failed (rules.fail_outcome): its lease ends, the failure is
 -- kept (keep_run.lua) and counted (``n_failed``; a store from before the count counts its list),
 -- its point's count of failures goes up, and once the design is labeled a refit is requested
--- (loop.refit_due) so that the ranking leaves the point out if it failed for good.
+-- (rules.refit_due) so that the ranking leaves the point out if it failed for good.
 -- KEYS: ticket_state, leases, failures, failed, state, expired, labels; ARGV: ticket,
 -- loop.failed_state, record, index, design size, now, keep, the reason. Returns {outcome, n_failed,
 -- enqueue_refit}, the outcome a loop.RunOutcome value.

@@ -1,4 +1,4 @@
--- Checks and records a label for a ticket, atomically (loop.label_outcome). Returns
+-- Checks and records a label for a ticket, atomically (rules.label_outcome). Returns
 -- {outcome, n_labeled, enqueue_refit}, the outcome a loop.LabelOutcome value.
 -- needs: request_refit count_phases end_ticket
 local n = redis.call('LLEN', KEYS[4])

@@ -34,7 +34,7 @@ class Labels:
     def record_label(
         self, campaign_id: str, ticket: str, y: float, now: float, noise: float | None = None
     ) -> tuple[LabelOutcome, int, bool]:
-        """Store the label of ``ticket`` (:func:`service.loop.label_outcome`, atomically):
+        """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically):
         ``(outcome, n_labeled, enqueue_refit)``. ``noise``: its known noise variance, kept in
         the record (and in the ticket's state, for a repeat to match)."""
         spec = self.spec(campaign_id)

@@ -194,8 +194,9 @@ class Refits:
     def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
                      current: str | None = None) -> bool:  # fmt: skip
         """Record why refit ``token`` failed (if it is in charge; False if not); the model
-        stays. The refit runs again after a back-off (:func:`service.loop.backoff`; sooner when
-        new data comes), and at ``refit_max_attempts`` failures in a row the campaign fails."""
+        stays. The refit runs again after a back-off (:func:`service.store.rules.backoff`;
+        sooner when new data comes), and at ``refit_max_attempts`` failures in a row the
+        campaign fails."""
         now = time.time()
         event = {"event": "refit_failed", "n_labeled": n_seen, "at": now,
                  "error": message[:2000]}  # fmt: skip

@@ -1,4 +1,4 @@
--- Extends a live lease to ARGV[3] (loop.renew_outcome). KEYS: ticket_state, leases; ARGV:
+-- Extends a live lease to ARGV[3] (rules.renew_outcome). KEYS: ticket_state, leases; ARGV:
 -- ticket, now, new expiry. Returns {outcome, expires_at}.
 local state = redis.call('HGET', KEYS[1], ARGV[1])
 if not state then return {'unknown_ticket', ''} end

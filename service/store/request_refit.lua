@@ -1,4 +1,4 @@
--- Shared by the scripts that add labels (loop.refit_due): once the design is labeled, mark a refit
+-- Shared by the scripts that add labels (rules.refit_due): once the design is labeled, mark a refit
 -- queued with no job in charge (1: the caller enqueues it, enqueue.lua; should the caller stop
 -- first, loop.refit_unenqueued). If one is queued or running already, nothing: when it ends it
 -- sees whether labels arrived after it read them, and runs once more if so (end_refit.lua).

@@ -50,8 +50,8 @@ class Runs:
     def fail_run(
         self, campaign_id: str, ticket: str, reason: str, now: float
     ) -> tuple[RunOutcome, int, bool]:
-        """Record that ``ticket``'s run failed (:func:`service.loop.fail_outcome`, atomically):
-        ``(outcome, n_failed, enqueue_refit)``."""
+        """Record that ``ticket``'s run failed (:func:`service.store.rules.fail_outcome`,
+        atomically): ``(outcome, n_failed, enqueue_refit)``."""
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
         if info is None:
@@ -70,8 +70,8 @@ class Runs:
         return RunOutcome(outcome.decode()), int(n), bool(enqueue)
 
     def abandon(self, campaign_id: str, ticket: str, now: float) -> tuple[RunOutcome, int, bool]:
-        """Abandon ``ticket`` (:func:`service.loop.abandon_outcome`, atomically): its point is
-        free again. ``(outcome, n_abandoned, enqueue_refit)``."""
+        """Abandon ``ticket`` (:func:`service.store.rules.abandon_outcome`, atomically): its
+        point is free again. ``(outcome, n_abandoned, enqueue_refit)``."""
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
         event = {"event": "run_abandoned", "ticket": ticket, "at": now,
@@ -86,7 +86,7 @@ class Runs:
 
     def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
         """Extend ``ticket``'s live lease by ``lease_seconds`` from now
-        (:func:`service.loop.renew_outcome`): ``(outcome, expires_at)``."""
+        (:func:`service.store.rules.renew_outcome`): ``(outcome, expires_at)``."""
         spec = self.spec(campaign_id)
         keys = [self.k(campaign_id, "ticket_state"), self.k(campaign_id, "leases")]
         outcome, expiry = self.s.renew(keys=keys, args=[ticket, now, now + spec["lease_seconds"]])

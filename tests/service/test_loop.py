@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from service import loop
 from service.loop import JobFacts, LabelOutcome, Refit, RefitPhase, RenewOutcome, RunOutcome
+from service.store import rules as store_rules
 from tests.service.loop_model import (
     LATE_LABEL,
     REASONS,
@@ -349,4 +350,4 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
 def test_a_refit_is_due_once_the_design_is_labeled_and_none_is_in_charge(n, design, phase):
     rules = loop.Rules(max_labels=20, design_index=tuple(range(design)), mode="sequential",
                        max_pending=1, allow_repeats=False)  # fmt: skip
-    assert loop.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)
+    assert store_rules.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)

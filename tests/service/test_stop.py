@@ -15,6 +15,7 @@ from redis import Redis
 from service import loop
 from service.keys import PHASES
 from service.store import CampaignStore
+from service.store import rules as store_rules
 from tests.service.conftest import label_design
 from worker.defaults import STOP_TARGETS
 
@@ -259,4 +260,4 @@ def test_a_stopped_campaign_is_done_in_the_loop_s_rules():
     assert loop.Refit.of({"stopped": verdict}).stopped == verdict
     assert loop.Refit.of({"stopped": ""}).stopped is None
     # a ticket of a stopped campaign still takes its label
-    assert loop.label_outcome(rules, "pending", 0.5, 5, False) == loop.LabelOutcome.STORED
+    assert store_rules.label_outcome(rules, "pending", 0.5, 5, False) == loop.LabelOutcome.STORED
