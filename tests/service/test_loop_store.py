@@ -4,9 +4,7 @@ start and end) replayed against both."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
-from redis import Redis
 
 from service import loop
 from service.pool import grid_point
@@ -27,14 +25,6 @@ from tests.service.loop_model import (
 
 POOL = 8
 LEASE = 5.0
-
-
-@pytest.fixture(scope="module")
-def store(redis_url):
-    redis = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/13")  # no worker serves it
-    redis.flushdb()
-    yield CampaignStore(redis)
-    redis.flushdb()
 
 
 class Replay:
@@ -111,7 +101,8 @@ class Replay:
 )
 @given(rules_strategy(POOL), operations(POOL, length=30))
 @example(*LATE_LABEL)
-def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
+def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
+    store = bare_store
     spec = store.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
     model = LoopModel(loop.Rules.of(spec), lease_seconds=LEASE)
     real = Replay(store, spec)

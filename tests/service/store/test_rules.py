@@ -10,20 +10,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis import Redis
 
 from service.keys import PHASES
-from service.store import CampaignStore, rules
+from service.store import rules
 
 NOW = 1_000_000.0
-
-
-@pytest.fixture(scope="module")
-def store(redis_url):
-    redis = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/12")  # no worker serves it
-    redis.flushdb()
-    yield CampaignStore(redis)
-    redis.flushdb()
 
 
 @settings(
@@ -32,8 +23,9 @@ def store(redis_url):
 @given(before=st.integers(0, 6), attempts=st.integers(1, 6), died=st.booleans(),
        base=st.floats(0.5, 30.0), cap=st.floats(1.0, 600.0),
        running=st.booleans())  # fmt: skip
-def test_a_failed_refit_backs_off_as_the_rule_says(store, before, attempts, died, base, cap,
+def test_a_failed_refit_backs_off_as_the_rule_says(bare_store, before, attempts, died, base, cap,
                                                     running):  # fmt: skip
+    store = bare_store
     state, labels, history = (store.k("c", p) for p in ("state", "labels", "history"))
     store.r.delete(state, labels, history, PHASES)
     store.r.hset(state, mapping={"refit": "running" if running else "queued", "refit_job": "old",
@@ -61,7 +53,8 @@ def test_a_failed_refit_backs_off_as_the_rule_says(store, before, attempts, died
         assert float(after["failed_refit_seconds"]) == pytest.approx(4.0 if died else 5.0)
 
 
-def test_a_refit_not_in_charge_changes_nothing(store):
+def test_a_refit_not_in_charge_changes_nothing(bare_store):
+    store = bare_store
     state = store.k("c", "state")
     store.r.delete(state)
     store.r.hset(state, mapping={"refit": "running", "refit_job": "other", "refit_failures": 0})
