@@ -11,7 +11,7 @@ ones that write, atomically; the rules they apply are stated in Python beside th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -404,6 +404,32 @@ class JobFacts:
     # a fanned-out refit's chain groups are done and their merge waits its turn in its queue, or
     # runs: the refit is silent, but alive
     merging: bool = False
+
+
+class RefitCondition(StrEnum):
+    """What a look at a campaign's refit finds (:func:`refit_condition`)."""
+
+    FINE = "fine"  # nothing to do: no refit wanted, or the one in charge is alive
+    RETRY_DUE = "retry_due"  # a failed refit's back-off ran out: it is queued again
+    UNENQUEUED = "unenqueued"  # queued, but its job never reached RQ: enqueued, no failure
+    DEAD = "dead"  # it will never end by itself: a failure of the refit, revived or failed
+
+
+def refit_condition(refit: Refit, now: float, lease: float,
+                    facts: Callable[[], JobFacts]) -> RefitCondition:  # fmt: skip
+    """The one decision on a campaign's refit that a look (``/next``, a worker's maintenance)
+    acts on: whether its back-off ran out (:func:`retry_due`), or, for a suspect
+    (:func:`refit_suspect`; only then is ``facts``, RQ's facts about its job, looked up, since
+    that costs Redis calls), whether its job never reached RQ (:func:`refit_unenqueued`) or it
+    is dead (:func:`refit_dead`)."""
+    if retry_due(refit, now):
+        return RefitCondition.RETRY_DUE
+    if not refit_suspect(refit, now, lease):
+        return RefitCondition.FINE
+    job = facts()
+    if refit_unenqueued(refit, now, job):
+        return RefitCondition.UNENQUEUED
+    return RefitCondition.DEAD if refit_dead(refit, now, lease, job) else RefitCondition.FINE
 
 
 def refit_suspect(refit: Refit, now: float, lease: float) -> bool:

@@ -1,6 +1,6 @@
 """Refit supervision: the refit in charge of a campaign (its job id fences off every other's
 writes), its heartbeat, its end, its failures and their back-off, a dead one revived, the
-owner's retry; and the one place that puts a refit on the queue (:meth:`Refits._refit_queued`)."""
+owner's retry; and the one place that puts a refit on the queue (:meth:`Refits._enqueue`)."""
 
 from __future__ import annotations
 
@@ -29,18 +29,29 @@ class Refits:
     (a part of :class:`service.store.CampaignStore`)."""
 
     def enqueue_refit(self, campaign_id: str) -> str | None:
-        """Put a refit on the queue and put it in charge (the state says ``queued`` already).
-        Its job id is written first, so the job finds itself in charge when it starts; nothing
-        is written or enqueued if the campaign was deleted or failed meanwhile (None)."""
-        job_id = uuid.uuid4().hex
+        """Put the campaign's queued refit (the state says ``queued`` already: a script
+        requested it) on the queue under a new job, in charge from now; None if the campaign
+        was deleted or failed meanwhile, or has no refit queued."""
+        return self._enqueue(campaign_id, uuid.uuid4().hex, time.time(), take_charge=True)
+
+    def _enqueue(self, campaign_id: str, job_id: str, now: float,
+                 take_charge: bool = False) -> str | None:  # fmt: skip
+        """The one place a refit goes on the queue: job ``job_id``, noted among the campaign's
+        jobs first (``enqueue.lua`` puts it in charge of the queued refit as well, with
+        ``take_charge``; else a script has put it in charge already), so that the job finds
+        itself in charge when it starts; nothing is enqueued if that fails (None)."""
         try:
             spec = self.spec(campaign_id)
         except NotFound:
             return None
-        now = time.time()
         timeout, queue = self._refit_job(campaign_id, spec)
-        keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
-        if not self.s.enqueue(keys=keys, args=[job_id, f"refit:{job_id}", now + timeout, now]):
+        member = f"refit:{job_id}"
+        if take_charge:
+            keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
+            noted = self.s.enqueue(keys=keys, args=[job_id, member, now + timeout, now])
+        else:
+            noted = self.track_jobs(campaign_id, [member], now, now + timeout)
+        if not noted:
             return None
         queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
         return job_id
@@ -55,16 +66,6 @@ class Refits:
         last_seconds = max(known) if known else None
         timeout = queues.refit_timeout(spec, n, settings)
         return timeout, queues.refit_queue(spec, n, last_seconds, settings)
-
-    def _refit_queued(self, campaign_id: str, job_id: str, now: float) -> None:
-        """Enqueue refit ``job_id``, which a script has put in charge of a queued refit."""
-        try:
-            spec = self.spec(campaign_id)
-        except NotFound:
-            return
-        timeout, queue = self._refit_job(campaign_id, spec)
-        if self.track_jobs(campaign_id, [f"refit:{job_id}"], now, now + timeout):
-            queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
 
     def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,
                  died: bool) -> tuple[list[str], str] | None:  # fmt: skip
@@ -94,7 +95,7 @@ class Refits:
         """Act on ``after_failure.lua``'s outcome: enqueue the new job (1), or stop the campaign's
         other refit jobs once it failed (3)."""
         if outcome == 1:
-            self._refit_queued(campaign_id, job_id, now)
+            self._enqueue(campaign_id, job_id, now)
         elif outcome == 3:
             log.error("campaign failed: %s", self.state(campaign_id).get("failed"),
                       extra={"campaign": campaign_id})  # fmt: skip
@@ -109,7 +110,7 @@ class Refits:
             return False
         log.warning("a queued refit's job never reached RQ (whoever was to enqueue it stopped "
                     "first): enqueued now", extra={"campaign": campaign_id})  # fmt: skip
-        self._refit_queued(campaign_id, job_id, now)
+        self._enqueue(campaign_id, job_id, now)
         self.wake(campaign_id)
         return True
 
@@ -120,27 +121,26 @@ class Refits:
         return bool(self.s.note_merge(keys=keys, args=[token, merge_id]))
 
     def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
-        """Enqueue the campaign's refit again if it is dead (:func:`service.loop.refit_dead`, with
-        RQ's facts about its job looked up only for a suspect), or if its back-off ran out
-        (:func:`service.loop.retry_due`); the old job, should it still run somewhere, is no
-        longer in charge and cannot write. A death counts as a failure of the refit: from the
-        second in a row on it backs off, and at ``refit_max_attempts`` in a row the campaign
-        fails. A refit queued whose enqueue never came (:func:`service.loop.refit_unenqueued`:
-        the API or worker that queued it stopped in between) is enqueued and counts as
-        nothing. True if this call acted (one caller wins when several look at once)."""
+        """Act on :func:`service.loop.refit_condition`: a failed refit whose back-off ran out is
+        queued again; a queued one whose enqueue never came (the API or worker that queued it
+        stopped in between) is enqueued, and counts as nothing; a dead one is queued again
+        under a new job (the old one, should it still run somewhere, is no longer in charge and
+        cannot write), and its death counts as a failure of the refit: from the second in a row
+        on it backs off, and at ``refit_max_attempts`` in a row the campaign fails. True if this
+        call acted (one caller wins when several look at once)."""
         refit = Refit.of(self.state(campaign_id))
-        if loop.retry_due(refit, now):
+        condition = loop.refit_condition(
+            refit, now, lease, lambda: queues.job_facts(self.r, refit.job, refit.merge)
+        )
+        if condition == loop.RefitCondition.RETRY_DUE:
             job_id = uuid.uuid4().hex
             if not self.s.retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
                 return False
             self._after_failure(campaign_id, 1, job_id, now)
             return True
-        if not loop.refit_suspect(refit, now, lease):
-            return False
-        facts = queues.job_facts(self.r, refit.job, refit.merge)
-        if loop.refit_unenqueued(refit, now, facts):
+        if condition == loop.RefitCondition.UNENQUEUED:
             return self._adopt_refit(campaign_id, refit.job, now)
-        if not loop.refit_dead(refit, now, lease, facts):
+        if condition != loop.RefitCondition.DEAD:
             return False
         job_id = uuid.uuid4().hex
         failure = self._failure(campaign_id, job_id, now, DIED, died=True)
@@ -149,8 +149,7 @@ class Refits:
         keys, params = failure
         event = {"event": "refit_failed", "n_labeled": self.n_labeled(campaign_id), "at": now,
                  "error": DIED}  # fmt: skip
-        args = [refit.job, params, json.dumps(event)]
-        outcome = self.s.revive(keys=keys, args=args)
+        outcome = self.s.revive(keys=keys, args=[refit.job, params, json.dumps(event)])
         if not outcome:
             return False
         self._after_failure(campaign_id, outcome, job_id, now)
@@ -181,7 +180,7 @@ class Refits:
                 rules.failure_limit, "1" if stalled else "0"]  # fmt: skip
         outcome = self.s.retry(keys=keys, args=args)
         if outcome == 2:
-            self._refit_queued(campaign_id, job_id, now)
+            self._enqueue(campaign_id, job_id, now)
         self.wake(campaign_id)
         return bool(outcome)
 

@@ -313,6 +313,36 @@ def test_done_answers_done_and_stores_nothing_more():
     assert loop.phase(rules, 2) == loop.Phase.DONE
 
 
+def test_one_function_decides_what_a_look_at_a_refit_does():
+    """loop.refit_condition: a back-off run out, a queued refit never enqueued, a dead one, or
+    nothing; RQ's facts are looked up only for a suspect."""
+    now, lease = 100.0, 15.0
+    looked: list[str] = []
+
+    def facts(found: JobFacts):
+        return lambda: looked.append("rq") or found
+
+    C = loop.RefitCondition
+    gone, alive = JobFacts(False, False), JobFacts(True, False)
+    unpushed = JobFacts(False, False, exists=False)
+    assert loop.refit_condition(Refit(), now, lease, facts(gone)) == C.FINE
+    beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
+    assert loop.refit_condition(beating, now, lease, facts(gone)) == C.FINE
+    assert looked == []  # the clock alone tells: no Redis call
+    backed_off = Refit(retry_at=now - 1.0)
+    assert loop.refit_condition(backed_off, now, lease, facts(gone)) == C.RETRY_DUE
+    assert loop.refit_condition(Refit(retry_at=now + 1.0), now, lease, facts(gone)) == C.FINE
+    failed = Refit(retry_at=now - 1.0, failed="why")  # waits for its owner's retry
+    assert loop.refit_condition(failed, now, lease, facts(gone)) == C.FINE
+    late = Refit(phase=RefitPhase.QUEUED, job="j", queued_at=now - 10.0)
+    assert loop.refit_condition(late, now, lease, facts(unpushed)) == C.UNENQUEUED
+    assert loop.refit_condition(late, now, lease, facts(gone)) == C.DEAD
+    assert loop.refit_condition(late, now, lease, facts(alive)) == C.FINE
+    silent = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 20.0)
+    assert loop.refit_condition(silent, now, lease, facts(alive)) == C.DEAD
+    assert looked == ["rq"] * 4
+
+
 def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     alive, gone, failed = JobFacts(True, False), JobFacts(False, False), JobFacts(False, True)
     now, lease = 100.0, 15.0
