@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     maintenance_interval: int = 20
 
     # A campaign whose last refit took more than long_refit_seconds, or, before its first model,
-    # whose refit would run more than long_refit_work NUTS iterations (queues.refit_work: twice
+    # whose refit would run more than long_refit_work NUTS iterations (costs.refit_work: twice
     # the defaults' at 100 labels) or score more than long_refit_scoring_work predictions (twice
     # the defaults'), refits on the long queue, which light workers (`fbgp-al worker --light`;
     # worker 0 of `fbgp-al up` and of compose) never take: a small campaign always finds one.

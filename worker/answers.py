@@ -1,6 +1,7 @@
-"""What a stored model answers (CONTRACT.md's ``/predict``, ``/acquisition`` and ``/evaluate``),
-as pure functions of the campaign's spec, its model body and its labels: the posterior-mode GP's
-and the mixture's predictions, acquisition values, and the paper's test metrics.
+"""What a stored model answers (``/predict``, ``/acquisition`` and ``/evaluate`` of the OpenAPI
+document), as pure functions of the campaign's spec, its model body and its labels: the
+posterior-mode GP's and the mixture's predictions, acquisition values, and the paper's test
+metrics.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str)
 
 def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
             noise: list | None = None) -> dict:  # fmt: skip
-    """The paper's metrics on a test set (CONTRACT.md): joint NLML of the mode GP per point and
+    """The paper's metrics on a test set (``/evaluate``): joint NLML of the mode GP per point and
     the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
     mixture's NLPD runs chunk by chunk. ``noise``: the test points' known noise variances

@@ -3,7 +3,8 @@ fresh pool subsample, ranking, and the model body that holds it all. The answers
 gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
 
 Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
-:mod:`worker.jobs`. Campaign specs are the dicts of CONTRACT.md's campaign body.
+:mod:`worker.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
+OpenAPI document).
 """
 
 from __future__ import annotations
@@ -220,8 +221,8 @@ def model_and_ranking(
 ) -> tuple[dict, list]:  # fmt: skip
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
-    labeling) as fantasies. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
-    (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
+    labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
+    ranking (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
     ``share`` (a greedy batch's first scoring; its picks after that, here)."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]

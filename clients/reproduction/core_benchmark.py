@@ -103,7 +103,7 @@ def reference_posterior(u, z, chains=5, warmup=200, samples=300, seed=0) -> np.n
         kernel.lengthscale = pyro.nn.PyroSample(
             dist.LogNormal(zero.expand(d), scale.expand(d)).to_event(1)
         )
-        kernel.variance = torch.tensor(1.0, dtype=torch.float64)  # fixed, as in CONTRACT.md
+        kernel.variance = torch.tensor(1.0, dtype=torch.float64)  # fixed, as the service has it
         model = gp.models.GPRegression(u, z, kernel, noise=torch.tensor(0.1, dtype=torch.float64))
         model.noise = pyro.nn.PyroSample(dist.LogNormal(zero, scale))
         mcmc = MCMC(

@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 
-from service import loop, queues
+from service import costs, loop, queues
 from service.errors import NotFound
 from service.keys import PHASES
 from service.loop import Refit, Rules
@@ -64,7 +64,7 @@ class Refits:
                             "failed_refit_seconds")  # fmt: skip
         known = [float(t) for t in took if t and float(t) > 0]
         last_seconds = max(known) if known else None
-        timeout = queues.refit_timeout(spec, n, settings)
+        timeout = costs.refit_timeout(spec, n, settings)
         return timeout, queues.refit_queue(spec, n, last_seconds, settings)
 
     def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,

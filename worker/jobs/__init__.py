@@ -18,7 +18,7 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import limits, loop, queues
+from service import costs, limits, loop
 from service.errors import NotFound
 from service.observability import record_refit
 from service.settings import get_settings
@@ -58,7 +58,7 @@ def refit(campaign_id: str) -> dict:
     groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
     if len(groups) > 1:
         warm = _warm(store, campaign_id, spec)
-        timeout = queues.refit_timeout(spec, n, get_settings())
+        timeout = costs.refit_timeout(spec, n, get_settings())
 
         def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
             now = time.time()
@@ -232,7 +232,7 @@ def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
     queue (:func:`worker.jobs.fanout.share_scoring`), when the parts are worth it."""
     draws = limits.scoring_draws(spec["mcmc"], spec["acquisition"])
-    timeout = queues.refit_timeout(spec, n, get_settings())
+    timeout = costs.refit_timeout(spec, n, get_settings())
     return fanout.share_scoring(store, campaign_id, outputs * draws * n * n, timeout)
 
 
