@@ -7,7 +7,7 @@ TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test bench-core bench-service
+.PHONY: install demo test test-fast bench-core bench-service
 
 $(BIN)/fbgp-al: pyproject.toml
 	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
@@ -30,6 +30,12 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
+
+# the tests but the fault and soak ones (marked slow): what to run while changing the code
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -m "not slow"
 
 bench-core: install
 	$(BIN)/fbgp-al bench-core

@@ -6,12 +6,15 @@ import json
 import os
 
 import httpx
+import pytest
 from redis import Redis
 from rq.job import Job
 
 from service import costs
 from service.settings import Settings
 from tests.reliability.conftest import wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 
 def _one_d(api: httpx.Client) -> str:
