@@ -27,7 +27,7 @@ from service.deps import (
 )
 from service.errors import NotFound
 from service.routes import bodies
-from service.routes.models import run_job
+from service.routes.model_jobs import run_job
 from service.store import CampaignStore
 from worker.defaults import output_names
 
