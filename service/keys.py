@@ -20,7 +20,7 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   ``refit_failures`` (refits failed in a row since the last model: an error, or a job that
   died), ``retry_at`` (when a failed refit runs again: its back-off), ``failed`` (why the
   campaign failed: too many refits failed in a row; empty otherwise), ``stopped`` (the JSON of
-  the stopping rule's verdict once it stopped the campaign, :func:`service.loop.stop_verdict`;
+  the stopping rule's verdict once it stopped the campaign, :func:`service.stopping.stop_verdict`;
   empty otherwise);
 - ``jobs`` (sorted set): the campaign's RQ jobs (``refit:<id>`` for refits, chain groups and
   merges, ``short:<id>`` for predictions and the like), by when they may be forgotten: those

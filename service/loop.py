@@ -130,7 +130,7 @@ class Refit:
     failures: int = 0  # refits failed in a row (an error, or its job died) since the last model
     retry_at: float = 0.0  # a failed refit runs again from then (0: none waits)
     failed: str | None = None  # why the campaign failed (too many refits failed in a row)
-    stopped: str | None = None  # the JSON of its stopping rule's verdict (stop_verdict), if met
+    stopped: str | None = None  # its stopping rule's verdict, as JSON (service.stopping), if met
     n_failed: int = 0  # runs reported failed so far
     n_forgiven: int = 0  # ... of them forgiven by the owner's retries (they count no more)
 
@@ -198,7 +198,7 @@ class Wait:
 @dataclass(frozen=True)
 class Done:
     """The campaign has max_labels labels, or its stopping rule was met (``stopped``: the JSON
-    of :func:`stop_verdict`'s verdict)."""
+    of :func:`service.stopping.stop_verdict`'s verdict)."""
 
     stopped: str | None = None
 
@@ -365,33 +365,6 @@ def failed_state(reason: str) -> str:
 def retry_due(refit: Refit, now: float) -> bool:
     """Whether a failed refit's back-off has run out (it is queued then)."""
     return refit.phase == RefitPhase.IDLE and not refit.failed and 0 < refit.retry_at <= now
-
-
-def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: int,
-                 targets: Sequence[str]) -> dict | None:  # fmt: skip
-    """Whether a campaign's stopping rule (its spec's ``stop``) is met by its history's latest
-    model: ``{rule, value, target, version}`` for the first of ``targets`` that the rule names
-    whose value is at or below it on each of the ``patience`` latest models (those since the
-    owner last resumed the campaign, with at least ``min_labels`` labels: default the design's
-    size + 1); None if none is."""
-    if not rule:
-        return None
-    min_labels = rule.get("min_labels") or design_size + 1
-    patience = int(rule.get("patience") or 1)
-    resumed = [i for i, e in enumerate(history) if e.get("event") == "resumed"]
-    since = resumed[-1] + 1 if resumed else 0
-    models = [e for e in history[since:] if e.get("event") == "model"
-              and e.get("accuracy") and e["version"] >= min_labels]  # fmt: skip
-    if len(models) < patience:
-        return None
-    window = models[-patience:]
-    for name in targets:
-        target = rule.get(name)
-        values = [e["accuracy"].get(name) for e in window]
-        if target is not None and all(v is not None and v <= target for v in values):
-            return {"rule": name, "value": values[-1], "target": target,
-                    "version": window[-1]["version"]}  # fmt: skip
-    return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 
-from service import loop
+from service import stopping
 from service.errors import NotFound
 from service.keys import PHASES
 from worker.defaults import STOP_TARGETS
@@ -43,7 +43,7 @@ class Models:
     def _stop_args(self, campaign_id: str, event: dict) -> list:
         """``save_model.lua``'s stop (its verdict, its history event, the design's size and
         max_labels) if the campaign's stopping rule is met once model ``event`` is in its
-        history (:func:`service.loop.stop_verdict`); blanks if not. The rule and the history
+        history (:func:`service.stopping.stop_verdict`); blanks if not. The rule and the history
         read here cannot change before the script runs unless the campaign is stopped (only a
         resume changes them), and then the script does not stop it again."""
         try:
@@ -53,7 +53,7 @@ class Models:
         if not spec.get("stop"):
             return ["", "", 0, 0]
         history = [*self.history(campaign_id), event]
-        verdict = loop.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
+        verdict = stopping.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
                                     STOP_TARGETS)  # fmt: skip
         if verdict is None or verdict["version"] != event["version"]:
             return ["", "", 0, 0]

@@ -1,6 +1,6 @@
 -- Stores the model of refit ARGV[1] if it is still in charge and the model is not older than
 -- the stored one: 1 stored, 0 older, -1 not in charge (or the campaign is gone).
--- With a stopping rule's verdict ARGV[7] (loop.stop_verdict met by this model; '' if none), the
+-- With a stopping rule's verdict ARGV[7] (stopping.stop_verdict met by this model; '' if none), the
 -- campaign stops in the same step, so that no /next sees the model without the stop: unless it
 -- has failed, stopped already, or has max_labels labels, its state's ``stopped`` is set, its
 -- history gets the event ARGV[8] and its count by phase moves to done (2: stored and stopped).

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from redis import Redis
 
-from service import loop
+from service import loop, stopping
 from service.keys import PHASES
 from service.store import CampaignStore
 from service.store import rules as store_rules
@@ -183,7 +183,7 @@ def _model_event(version, **accuracy):
 def test_the_rule_needs_patience_consecutive_models_of_min_labels():
     rule = {"loo_rmse": 0.1, "qbc": 0.5, "min_labels": 4, "patience": 2}
     good, bad = {"loo_rmse": 0.05, "qbc": 1.0}, {"loo_rmse": 0.2, "qbc": 1.0}
-    verdict = loop.stop_verdict
+    verdict = stopping.stop_verdict
     history = [_model_event(3, **good), _model_event(4, **good)]
     assert verdict(rule, history, 3, STOP_TARGETS) is None  # model 3 has too few labels
     history.append({"event": "run_failed"})

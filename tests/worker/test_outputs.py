@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from service import loop
+from service import stopping
 from worker import answers, fitting
 from worker.acquisition import evaluate, greedy_batch, greedy_batch_outputs
 from worker.defaults import STOP_TARGETS, output_labels, output_spec
@@ -113,10 +113,10 @@ def test_a_stopping_target_is_met_when_every_output_meets_it():
         return {"event": "model", "version": version, "accuracy": fitting.worst_accuracy(estimates)}
 
     rule = {"loo_rmse_relative": 0.1, "patience": 1}
-    met = loop.stop_verdict(rule, [event(5, 0.05, 0.09)], 3, STOP_TARGETS)
+    met = stopping.stop_verdict(rule, [event(5, 0.05, 0.09)], 3, STOP_TARGETS)
     assert met is not None and met["value"] == 0.09
-    assert loop.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
-    assert loop.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
+    assert stopping.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
+    assert stopping.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
 
 
 @pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "random"])
