@@ -220,7 +220,7 @@ def _team(argv: list[str]) -> None:
 
 
 def _up(argv: list[str]) -> None:
-    from clients.ops.stack import main
+    from clients.ops.up import main
 
     main(argv)
 
