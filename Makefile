@@ -13,7 +13,7 @@ PORT ?= 8000
 DOCS_PORT ?= 8001
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install demo test docs bench-core bench-service
+.PHONY: install demo test test-fast docs bench-core bench-service
 
 $(BIN)/fbgp-al: pyproject.toml
 	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
@@ -43,6 +43,11 @@ test: install
 # the manual, served at http://127.0.0.1:$(DOCS_PORT) while you edit docs/
 docs: install
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+# the tests but the fault and soak ones (marked slow): what to run while changing the code
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -m "not slow"
 
 bench-core: install
 	$(BIN)/fbgp-al bench-core

@@ -79,7 +79,7 @@ class Simulator:
         ]
 
     def to_unit(self, X) -> np.ndarray:
-        """``[m, d]`` original units -> ``[m, d]`` unit cube (CONTRACT: scaled by the bounds)."""
+        """``[m, d]`` original units -> ``[m, d]`` unit cube (scaled by the bounds)."""
         return (self.check_inputs(X) - self.lower) / (self.upper - self.lower)
 
     def from_unit(self, U) -> np.ndarray:

@@ -4,16 +4,14 @@ or abandoned (or renewing its lease) does.
 
 No Redis, no FastAPI, no torch: the store reads a :class:`Snapshot` (one MULTI/EXEC) and the
 routes and the workers act on the decisions. The Lua scripts in :mod:`service.store` stay the
-ones that write, atomically; they apply the same rules as :func:`label_outcome`,
-:func:`fail_outcome`, :func:`abandon_outcome`, :func:`renew_outcome`, :func:`exhausts`,
-:func:`refit_due` and :func:`refit_again` (``tests/service/test_loop_store.py`` replays random
-operations against both and checks that they agree).
+ones that write, atomically; the rules they apply are stated in Python beside them, in
+:mod:`service.store.rules`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -21,7 +19,7 @@ from enum import StrEnum
 FULL_RETRY_SECONDS = 5.0  # every label that max_labels allows is stored or out
 DESIGN_RETRY_SECONDS = 1.0  # the initial design is all out
 REFIT_RETRY_BOUNDS = (1.0, 30.0)  # about one refit's duration, within these bounds
-# the end of a ticket whose point was labeled under another ticket (loop.label_outcome)
+# the end of a ticket whose point was labeled under another ticket (rules.label_outcome)
 SUPERSEDED = "superseded"
 # a queued refit is given this long for its enqueue (after the label's script) to arrive
 ENQUEUE_GRACE_SECONDS = 2.0
@@ -132,7 +130,7 @@ class Refit:
     failures: int = 0  # refits failed in a row (an error, or its job died) since the last model
     retry_at: float = 0.0  # a failed refit runs again from then (0: none waits)
     failed: str | None = None  # why the campaign failed (too many refits failed in a row)
-    stopped: str | None = None  # the JSON of its stopping rule's verdict (stop_verdict), if met
+    stopped: str | None = None  # its stopping rule's verdict, as JSON (service.stopping), if met
     n_failed: int = 0  # runs reported failed so far
     n_forgiven: int = 0  # ... of them forgiven by the owner's retries (they count no more)
 
@@ -165,7 +163,8 @@ class Refit:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A campaign's labeling state at one instant (:meth:`service.store.CampaignStore.snapshot`)."""
+    """A campaign's labeling state at one instant
+    (:meth:`service.store.tickets.Tickets.snapshot`)."""
 
     n_labeled: int
     n_pending: int  # tickets out under a live lease
@@ -199,7 +198,7 @@ class Wait:
 @dataclass(frozen=True)
 class Done:
     """The campaign has max_labels labels, or its stopping rule was met (``stopped``: the JSON
-    of :func:`stop_verdict`'s verdict)."""
+    of :func:`service.stopping.stop_verdict`'s verdict)."""
 
     stopped: str | None = None
 
@@ -303,11 +302,6 @@ def failed_for_good(rules: Rules, snap: Snapshot) -> frozenset[int]:
     return frozenset(i for i, count in snap.failures.items() if count > rules.max_retries)
 
 
-def exhausts(rules: Rules, failures_of_point: int) -> bool:
-    """Whether a point with this many failed runs is failed for good (FAIL_SCRIPT's test)."""
-    return failures_of_point > rules.max_retries
-
-
 def design_points(rules: Rules, snap: Snapshot) -> list[int]:
     """The initial design as it stands: its points in order, those failed for good (and
     unlabeled) replaced by the next of the reserve's."""
@@ -362,132 +356,15 @@ def labeled_state(y: float | dict, noise: float | dict | None = None) -> str:
     return state if noise is None else f"{state}:{text(noise)}"
 
 
-def label_outcome(
-    rules: Rules, ticket_state: str | None, y: float, n_labeled: int, point_labeled: bool,
-    noise: float | None = None,
-) -> LabelOutcome:  # fmt: skip
-    """The outcome of posting ``y`` (and its ``noise`` variance, if known) for a ticket in
-    ``ticket_state`` (None: no such ticket; ``pending``; :func:`labeled_state`),
-    ``point_labeled``: its pool point has a label already. A ticket whose lease expired is
-    still ``pending``: its label is taken while its point has none. The same label again
-    (``y`` and ``noise``) changes nothing; another conflicts. A pending ticket whose label
-    conflicts because its point has a label (without repeats: another ticket's, or an import's)
-    can never be labeled: it ends :data:`SUPERSEDED` (a pending ticket's CONFLICT), so its
-    lease holds no place among the tickets out. The store's LABEL_SCRIPT applies this rule
-    atomically."""
-    if ticket_state is None:
-        return LabelOutcome.UNKNOWN_TICKET
-    if ticket_state != "pending":
-        same = ticket_state == labeled_state(y, noise)
-        return LabelOutcome.SAME_AGAIN if same else LabelOutcome.CONFLICT
-    if point_labeled and not rules.allow_repeats:
-        return LabelOutcome.CONFLICT
-    if n_labeled >= rules.max_labels:
-        return LabelOutcome.DONE
-    return LabelOutcome.STORED
-
-
 def failed_state(reason: str) -> str:
     """A failed ticket's state: ``failed:`` and a digest of its reason (the reason itself is
     kept once, in the failure's record), so that a repeat must give the same reason."""
     return "failed:" + hashlib.sha256(reason.encode()).hexdigest()[:32]
 
 
-def fail_outcome(ticket_state: str | None, reason: str) -> RunOutcome:
-    """Reporting that a ticket's run failed with ``reason``: stored while the ticket is
-    ``pending`` (its lease expired or not); the same report again changes nothing; any other
-    end of the ticket conflicts. The store's FAIL_RUN_SCRIPT applies this rule atomically.
-    (A ticket that failed before its state held a digest holds ``failed:<reason>``.)"""
-    if ticket_state == f"failed:{reason}":
-        return RunOutcome.SAME_AGAIN
-    return _end_outcome(ticket_state, failed_state(reason))
-
-
-def abandon_outcome(ticket_state: str | None) -> RunOutcome:
-    """Abandoning a ticket: its point goes back to the pool (ABANDON_SCRIPT)."""
-    return _end_outcome(ticket_state, "abandoned")
-
-
-def _end_outcome(ticket_state: str | None, end: str) -> RunOutcome:
-    if ticket_state is None:
-        return RunOutcome.UNKNOWN_TICKET
-    if ticket_state == "pending":
-        return RunOutcome.STORED
-    return RunOutcome.SAME_AGAIN if ticket_state == end else RunOutcome.CONFLICT
-
-
-def renew_outcome(ticket_state: str | None, lease_live: bool) -> RenewOutcome:
-    """Renewing a ticket's lease: only a pending ticket whose lease has not run out (once it
-    has, its point may be out again under another ticket; a late label is still taken)."""
-    if ticket_state is None:
-        return RenewOutcome.UNKNOWN_TICKET
-    if ticket_state != "pending":
-        return RenewOutcome.ENDED
-    return RenewOutcome.RENEWED if lease_live else RenewOutcome.EXPIRED
-
-
-def import_outcome(rules: Rules, n_labeled: int, count: int, repeated: bool) -> ImportOutcome:
-    """Imported observations are stored all or none (the store's IMPORT_SCRIPT): none if they
-    would exceed max_labels, nor, unless the campaign allows repeats, if one is a pool point
-    with a label already or appears twice among them (``repeated``)."""
-    if n_labeled + count > rules.max_labels:
-        return ImportOutcome.TOO_MANY
-    return ImportOutcome.REPEATED if repeated and not rules.allow_repeats else ImportOutcome.STORED
-
-
-def refit_due(rules: Rules, n_labeled: int, refit: RefitPhase, failed: bool = False) -> bool:
-    """After labels were stored, or a run failed or was abandoned (the ranking must leave out a
-    point failed for good, and take back one abandoned): a refit is queued once the design is
-    labeled, unless one is queued or running already (that one runs again at its end,
-    :func:`refit_again`), or the campaign failed (its owner's retry queues one). New data ends
-    a failed refit's back-off."""
-    return n_labeled >= rules.design_size and refit == RefitPhase.IDLE and not failed
-
-
-def backoff(failures: int, base: float, cap: float, died: bool) -> float:
-    """Seconds a refit waits before it runs again after its ``failures``-th failure in a row:
-    ``base``, doubling with each failure, at most ``cap``; a job that died (``died``: its worker
-    may have been killed for reasons of its own) is revived at once the first time."""
-    doublings = failures - 2 if died else failures - 1
-    return 0.0 if doublings < 0 else min(cap, base * 2.0**doublings)
-
-
 def retry_due(refit: Refit, now: float) -> bool:
     """Whether a failed refit's back-off has run out (it is queued then)."""
     return refit.phase == RefitPhase.IDLE and not refit.failed and 0 < refit.retry_at <= now
-
-
-def refit_again(n_labeled: int, n_seen: int, changed: bool = False) -> bool:
-    """At a refit's end: one more refit runs if labels arrived after it read them, or runs
-    failed or were abandoned after it started (its ranking may hold those points)."""
-    return n_labeled > n_seen or changed
-
-
-def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: int,
-                 targets: Sequence[str]) -> dict | None:  # fmt: skip
-    """Whether a campaign's stopping rule (its spec's ``stop``) is met by its history's latest
-    model: ``{rule, value, target, version}`` for the first of ``targets`` that the rule names
-    whose value is at or below it on each of the ``patience`` latest models (those since the
-    owner last resumed the campaign, with at least ``min_labels`` labels: default the design's
-    size + 1); None if none is."""
-    if not rule:
-        return None
-    min_labels = rule.get("min_labels") or design_size + 1
-    patience = int(rule.get("patience") or 1)
-    resumed = [i for i, e in enumerate(history) if e.get("event") == "resumed"]
-    since = resumed[-1] + 1 if resumed else 0
-    models = [e for e in history[since:] if e.get("event") == "model"
-              and e.get("accuracy") and e["version"] >= min_labels]  # fmt: skip
-    if len(models) < patience:
-        return None
-    window = models[-patience:]
-    for name in targets:
-        target = rule.get(name)
-        values = [e["accuracy"].get(name) for e in window]
-        if target is not None and all(v is not None and v <= target for v in values):
-            return {"rule": name, "value": values[-1], "target": target,
-                    "version": window[-1]["version"]}  # fmt: skip
-    return None
 
 
 @dataclass(frozen=True)
@@ -500,6 +377,32 @@ class JobFacts:
     # a fanned-out refit's chain groups are done and their merge waits its turn in its queue, or
     # runs: the refit is silent, but alive
     merging: bool = False
+
+
+class RefitCondition(StrEnum):
+    """What a look at a campaign's refit finds (:func:`refit_condition`)."""
+
+    FINE = "fine"  # nothing to do: no refit wanted, or the one in charge is alive
+    RETRY_DUE = "retry_due"  # a failed refit's back-off ran out: it is queued again
+    UNENQUEUED = "unenqueued"  # queued, but its job never reached RQ: enqueued, no failure
+    DEAD = "dead"  # it will never end by itself: a failure of the refit, revived or failed
+
+
+def refit_condition(refit: Refit, now: float, lease: float,
+                    facts: Callable[[], JobFacts]) -> RefitCondition:  # fmt: skip
+    """The one decision on a campaign's refit that a look (``/next``, a worker's maintenance)
+    acts on: whether its back-off ran out (:func:`retry_due`), or, for a suspect
+    (:func:`refit_suspect`; only then is ``facts``, RQ's facts about its job, looked up, since
+    that costs Redis calls), whether its job never reached RQ (:func:`refit_unenqueued`) or it
+    is dead (:func:`refit_dead`)."""
+    if retry_due(refit, now):
+        return RefitCondition.RETRY_DUE
+    if not refit_suspect(refit, now, lease):
+        return RefitCondition.FINE
+    job = facts()
+    if refit_unenqueued(refit, now, job):
+        return RefitCondition.UNENQUEUED
+    return RefitCondition.DEAD if refit_dead(refit, now, lease, job) else RefitCondition.FINE
 
 
 def refit_suspect(refit: Refit, now: float, lease: float) -> bool:

@@ -1,7 +1,7 @@
-"""The HTTP API of CONTRACT.md, assembled: error mapping, middleware, one router per resource.
-Routes are Redis reads and writes; model-based answers are short jobs that a worker runs while
-the request waits. ``fbgp-al api`` serves it (:mod:`service.server`: uvicorn, with a deadline on
-each request's headers)."""
+"""The HTTP API (its OpenAPI document at ``/openapi.json``), assembled: error mapping, middleware,
+one router per resource. Routes are Redis reads and writes; model-based answers are short jobs
+that a worker runs while the request waits. ``fbgp-al api`` serves it (:mod:`service.server`:
+uvicorn, with a deadline on each request's headers)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Metrics (Prometheus text format) and structured JSON log lines.
 
 Counters that several processes add to (labels stored, refit seconds) live in Redis under
-``fbgp:metrics:*``, so every API process reports the same totals and they survive restarts;
-request counts and latencies are per API process. Queue depths, failed jobs and the count of
-campaigns by state (kept by the store's scripts) are read from Redis when ``/metrics`` is
-scraped: a few keys, however many campaigns there are.
+``fbgp:metrics:*`` (:mod:`service.keys`), so every API process reports the same totals and they
+survive restarts; request counts and latencies are per API process. Queue depths, failed jobs
+and the count of campaigns by state (kept by the store's scripts) are read from Redis when
+``/metrics`` is scraped: a few keys, however many campaigns there are.
 """
 
 from __future__ import annotations
@@ -19,22 +19,20 @@ from redis import Redis
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
+from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 from service.queues import QUEUES
 
-LABELS_KEY = "fbgp:metrics:labels"
-RUNS_KEY = "fbgp:metrics:runs"  # hash: failed, abandoned -> tickets reported so
 RUN_KINDS = ("failed", "abandoned")
-REFIT_KEY = "fbgp:metrics:refit_seconds"  # hash: bucket upper bounds -> counts, plus sum, count
 REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 
 
 def record_labels(redis: Redis, count: int) -> None:
-    redis.incrby(LABELS_KEY, count)
+    redis.incrby(LABELS_METRIC, count)
 
 
 def record_runs(redis: Redis, kind: str) -> None:
     """One more ticket whose run was reported ``failed`` or ``abandoned``."""
-    redis.hincrby(RUNS_KEY, kind, 1)
+    redis.hincrby(RUNS_METRIC, kind, 1)
 
 
 def record_refit(redis: Redis, seconds: float) -> None:
@@ -42,9 +40,9 @@ def record_refit(redis: Redis, seconds: float) -> None:
     pipe = redis.pipeline()
     for bound in REFIT_BUCKETS:
         if seconds <= bound:
-            pipe.hincrby(REFIT_KEY, str(bound), 1)
-    pipe.hincrby(REFIT_KEY, "+Inf", 1)
-    pipe.hincrbyfloat(REFIT_KEY, "sum", seconds)
+            pipe.hincrby(REFIT_METRIC, str(bound), 1)
+    pipe.hincrby(REFIT_METRIC, "+Inf", 1)
+    pipe.hincrbyfloat(REFIT_METRIC, "sum", seconds)
     pipe.execute()
 
 
@@ -67,14 +65,14 @@ class RedisCollector:
         yield depth
         yield failed
         labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")
-        labels.add_metric([], float(redis.get(LABELS_KEY) or 0))
+        labels.add_metric([], float(redis.get(LABELS_METRIC) or 0))
         yield labels
-        runs = {k.decode(): float(v) for k, v in redis.hgetall(RUNS_KEY).items()}
+        runs = {k.decode(): float(v) for k, v in redis.hgetall(RUNS_METRIC).items()}
         for kind in RUN_KINDS:
             counter = CounterMetricFamily(f"fbgp_runs_{kind}", f"tickets whose run was {kind}")
             counter.add_metric([], runs.get(kind, 0.0))
             yield counter
-        raw = {k.decode(): float(v) for k, v in redis.hgetall(REFIT_KEY).items()}
+        raw = {k.decode(): float(v) for k, v in redis.hgetall(REFIT_METRIC).items()}
         buckets = [(str(b), raw.get(str(b), 0.0)) for b in REFIT_BUCKETS]
         buckets.append(("+Inf", raw.get("+Inf", 0.0)))
         refit = HistogramMetricFamily("fbgp_refit_seconds", "seconds per refit (NUTS and scoring)")

@@ -28,7 +28,8 @@ from service.deps import (
     team_of,
 )
 from service.errors import NotFound
-from service.routes.models import run_job
+from service.routes import bodies
+from service.routes.model_jobs import run_job
 from service.store import CampaignStore
 from worker.defaults import output_names
 
@@ -72,7 +73,7 @@ def list_page(store: CampaignStore, cursor: str | None = None,
     with a link to the next."""
     rows = []
     ids, following = store.ids_page(cursor, INDEX_PAGE, team)
-    for s in store.statuses(ids):
+    for s in bodies.statuses(store, ids):
         link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
@@ -97,7 +98,7 @@ def list_page(store: CampaignStore, cursor: str | None = None,
 
 
 def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
-    s = store.status(campaign_id)
+    s = bodies.status(store, campaign_id)
     spec = store.spec(campaign_id)
     history = store.history(campaign_id)
     version = s["model_version"]
@@ -259,7 +260,7 @@ async def plot(
     campaign and kept: every page that shows it meanwhile gets the one drawing. 404 when the
     campaign has no such picture yet.
     \f
-    A change: :meth:`~service.store.CampaignStore.plot_stamp`; the requests of this process
+    A change: :meth:`~service.store.plots.Plots.plot_stamp`; the requests of this process
     that ask while it is drawn wait for the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)

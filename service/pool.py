@@ -1,7 +1,7 @@
 """A campaign's pool and input scaling, from its spec, for the API (the geometry is the torch-free
-:mod:`worker.design`'s, the inputs' types :mod:`worker.space`'s). Inputs map to the unit cube by
-the declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (CONTRACT.md), on
-the log scale for a log input, by value index for a choice.
+:mod:`worker.design`'s, the inputs' types :mod:`worker.space`'s). Inputs map to the unit cube by the
+declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (the README's "How it
+works"), on the log scale for a log input, by value index for a choice.
 
 An explicit pool's points are kept apart from the spec (:class:`~service.store.CampaignStore`
 keeps them as raw float64 codes, :meth:`worker.space.Space.codes`: a value, or a choice's index,

@@ -1,11 +1,11 @@
-"""Queue names, enqueueing by dotted name, job timeouts, waiting for a short job, stopping jobs,
-and RQ's facts about a job and the workers; shared by the API and the workers (no torch)."""
+"""Queue names and the lane a refit takes, enqueueing by dotted name, waiting for a short job,
+stopping jobs, and RQ's facts about a job and the workers; shared by the API and the workers
+(no torch). What a job costs (its work, its timeout) is :mod:`service.costs`."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 import uuid
 import zlib
@@ -18,11 +18,10 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import utcparse
 
+from service import costs
 from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
-from service.limits import pool_size, scoring_draws
 from service.loop import JobFacts
-from worker.defaults import MCMC_DEFAULTS
-from worker.space import Space
+from service.settings import get_settings
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
@@ -88,69 +87,17 @@ class TooLarge(ServiceError):
     status = 413
 
 
-FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
-
-
-def refit_work(spec: dict, n: int) -> float:
-    """A refit's work in NUTS iterations of a campaign of at most 100 labels and at most
-    :data:`FEATURES_AT_UNIT_WORK` features: chains x (warm-up + the most samples a chain may
-    draw), twice (a warm start that did not mix is redone cold), times ``1 + (n / 100)^3`` for
-    ``n`` labels (a Cholesky factor per gradient), times the number of outputs (each has its
-    posterior), times ``features / 6`` beyond 6 features (a float or int input is one, a choice
-    input one per value): each feature adds a lengthscale to sample and a squared-distance
-    matrix to every gradient. Measured (one BLAS thread, as a worker runs): a gradient at
-    n = 200 took 0.70 ms with 2 features, 1.85 with 20, 9.1 with 100 and 12.9 with 300, and
-    NUTS took 606, 1,489, 1,658 and 1,749 of them in 120 iterations at n = 60. Against 6
-    features (interpolated) that is about 3.6x at 20 features and 19.6x at 100, where the
-    factor gives 3.3 and 16.7, and 29x at 300, where it gives 50: a wide campaign's first
-    refit goes to the long queue, and its timeout grows with it."""
-    mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
-    most = mcmc["samples"]
-    if mcmc.get("draws") is not None:  # sampling to a target: up to max_samples per chain
-        most = max(most, mcmc["max_samples"])
-    outputs = len(spec.get("outputs") or [None])
-    wide = max(1.0, Space.of(spec["inputs"]).n_features / FEATURES_AT_UNIT_WORK)
-    labels = 1.0 + (n / 100.0) ** 3
-    return 2.0 * mcmc["chains"] * (mcmc["warmup"] + most) * labels * outputs * wide
-
-
-def refit_timeout(spec: dict, n: int, settings) -> int:
-    """The RQ timeout of a refit (and of its chain groups and merge) on ``n`` labels, seconds."""
-    seconds = settings.job_timeout_seconds + settings.refit_iteration_seconds * refit_work(spec, n)
-    return math.ceil(min(seconds, settings.job_timeout_max_seconds))
-
-
-def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
-    """The RQ timeout of a short job asked about ``points`` points of a campaign with ``n``
-    labels: never longer than the API waits for its answer."""
-    work = points * (1.0 + (n / 100.0) ** 2)
-    seconds = settings.job_timeout_seconds + settings.short_point_seconds * work
-    return max(1, math.ceil(min(seconds, wait_seconds, settings.job_timeout_max_seconds)))
-
-
 def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str:
-    """The long lane (:data:`LONGS`) for a campaign whose last refit (``last_seconds``: the
-    last model's, or longer, one that failed since, a timeout above all) took more than
-    ``long_refit_seconds`` or, before its first model, whose refit's work (:func:`refit_work`,
-    or its scoring's) is beyond the ``long_refit_*`` bounds; else the ordinary one
-    (:data:`REFITS`); in either, its team's queue (:func:`campaign_tenant`; no team:
-    :data:`LONG` or :data:`REFIT`). Light workers never take the long lane, so a campaign of
-    long refits (one that is greedy, or just large) never holds every worker from the small
-    ones."""
-    lane = LONGS if _long(spec, n, last_seconds, settings) else REFITS
+    """The long lane (:data:`LONGS`) for a campaign whose last refit (``last_seconds``: the last
+    model's, or longer, one that failed since, a timeout above all) took more than
+    ``long_refit_seconds`` or, before its first model, whose refit's work
+    (:func:`service.costs.refit_work`, or its scoring's) is beyond the ``long_refit_*`` bounds
+    (:func:`service.costs.long_refit`); else the ordinary one (:data:`REFITS`); in either, its
+    team's queue (:func:`campaign_tenant`; no team: :data:`LONG` or :data:`REFIT`). Light workers
+    never take the long lane, so a campaign of long refits (one that is greedy, or just large) never
+    holds every worker from the small ones."""
+    lane = LONGS if costs.long_refit(spec, n, last_seconds, settings) else REFITS
     return lane[campaign_tenant(spec)]
-
-
-def _long(spec: dict, n: int, last_seconds: float | None, settings) -> bool:
-    if last_seconds is not None:
-        return last_seconds > settings.long_refit_seconds
-    # (a spec stored by an older version may lack what has a default now)
-    mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
-    subsample = int(spec.get("pool_subsample", 10_000))
-    candidates = min(subsample, pool_size(spec["pool"], spec["inputs"]))
-    scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
-    return (refit_work(spec, n) > settings.long_refit_work
-            or scoring > settings.long_refit_scoring_work)  # fmt: skip
 
 
 def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int = 3600,
@@ -173,7 +120,7 @@ MODEL_CALLS = ("predict", "acquisition", "evaluate")  # counted against limit_mo
 PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
 
 
-def run_short(connection, name: str, *args, wait_seconds: float, retry_after: int):
+def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     """Run a short job (:func:`enqueue_short`) about campaign ``args[0]`` on a worker and wait
     for its answer: its return value; :class:`JobFailed` if it failed (:class:`TooLarge` if it
     ran out of memory), :class:`Busy` (and the job stopped) if no worker answered within
@@ -181,17 +128,15 @@ def run_short(connection, name: str, *args, wait_seconds: float, retry_after: in
     stops it; a model call (:data:`MODEL_CALLS`) beyond the campaign's ``limit_model_calls``
     short jobs out at once, or a plot beyond that many and :data:`PAGE_PLOTS` more, is
     :class:`TooMany`, so that one campaign's calls cannot keep the workers from every other
-    campaign's refits (workers serve the high queue first)."""
-    from service.settings import get_settings
-    from service.store import CampaignStore
-
+    campaign's refits (workers serve the high queue first). ``store``: the campaign store
+    (:class:`service.store.CampaignStore`) on the queues' connection."""
     settings = get_settings()
-    store = CampaignStore(connection)
+    connection = store.r
     campaign_id = args[0]
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
     with contextlib.suppress(NotFound):  # each output answers
         points *= len(store.spec(campaign_id).get("outputs") or [None])
-    timeout = short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
+    timeout = costs.short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
     most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)

@@ -84,10 +84,11 @@ class Settings(BaseSettings):
     maintenance_interval: int = 20
     """Seconds between a worker's looks for stuck campaigns (refits to revive)."""
 
-    # Long refits: a campaign whose last refit took more than long_refit_seconds, or, before its
-    # first model, whose refit would run more than long_refit_work NUTS iterations or score more
-    # than long_refit_scoring_work predictions, refits on the long queue, which light workers
-    # (`fbgp-al worker --light`; worker 0 of `fbgp-al up` and of compose) never take
+    # A campaign whose last refit took more than long_refit_seconds, or, before its first model,
+    # whose refit would run more than long_refit_work NUTS iterations (costs.refit_work: twice
+    # the defaults' at 100 labels) or score more than long_refit_scoring_work predictions (twice
+    # the defaults'), refits on the long queue, which light workers (`fbgp-al worker --light`;
+    # worker 0 of `fbgp-al up` and of compose) never take: a small campaign always finds one.
     long_refit_seconds: float = 15.0
     """A campaign whose last refit took longer than this many seconds refits on the long queue,
     which light workers (`fbgp-al worker --light`) never take: a small campaign always finds

@@ -1,7 +1,7 @@
 """Long polls of ``/next`` that hold no thread.
 
 A poll waits on its campaign's :class:`Waiters` in this process, an asyncio future, not a
-thread. The store publishes the campaign's id on :data:`~service.store.WAKE_CHANNEL` whenever
+thread. The store publishes the campaign's id on :data:`~service.keys.WAKE_CHANNEL` whenever
 something changes what its ``/next`` may answer (a label, an import, a failed or abandoned run, a
 model, a refit's end), and one listener per process (a Redis pub/sub subscription) wakes the
 campaign's longest-waiting poll. Polls also look again after a fallback interval without a
@@ -31,7 +31,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
-from service.store import WAKE_CHANNEL
+from service.keys import WAKE_CHANNEL
 
 log = logging.getLogger("fbgp.api")
 T = TypeVar("T")

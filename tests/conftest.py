@@ -25,11 +25,18 @@ def _one_thread_and_seeded():
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A redis-server of the tests' own on a free loopback port, stopped afterwards."""
+    process, url = start_redis(tmp_path_factory.mktemp("redis"))
+    yield url
+    stop(process)
+
+
+def start_redis(data: Path) -> tuple[subprocess.Popen, str]:
+    """A redis-server on a free loopback port, its files in ``data``, answering when this
+    returns; and its URL."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server)")
     port = free_port()
-    data = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
          "--appendonly", "no", "--logfile", str(data / "redis.log")],
@@ -42,8 +49,7 @@ def redis_url(tmp_path_factory):
             break
         except Exception:
             time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    stop(process)
+    return process, f"redis://127.0.0.1:{port}/0"
 
 
 @pytest.fixture(scope="session")
@@ -67,11 +73,13 @@ def worker_process(redis_url, tmp_path_factory):
         process.kill()
 
 
-def start_worker(redis_url: str, log: Path | None = None, *options: str) -> subprocess.Popen:
-    """``fbgp-al worker`` (with ``options``) serving ``redis_url``, its output in ``log`` (or
-    discarded); it may still be starting when this returns."""
+def start_worker(redis_url: str, log: Path | None = None, *options: str,
+                 **settings) -> subprocess.Popen:  # fmt: skip
+    """``fbgp-al worker`` (with ``options``, and ``settings`` as ``FBGP_*`` variables) serving
+    ``redis_url``, its output in ``log`` (or discarded); it may still be starting when this
+    returns."""
     command = [sys.executable, "-m", "clients.ops.cli", "worker", *options]
-    env = fbgp_env(redis_url=redis_url)
+    env = fbgp_env(redis_url=redis_url, **settings)
     if log is None:
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)  # fmt: skip

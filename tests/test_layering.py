@@ -1,13 +1,15 @@
-"""The import directions: the SDK (clients/ proper) imports neither the service nor torch, and
-of the workers only their numpy-only input space; the service imports no torch, nothing of
-clients/ and of worker/ only its torch-free modules; worker math imports no web or queue code;
-the loop's rules are pure. The tooling (clients/reproduction, clients/ops, with the ``fbgp-al``
-command) sits on top and may import any of them."""
+"""The import directions: the graph of every product module keeps the rules of
+:mod:`clients.ops.imports` (no cycle; the math imports no web or queue code; the service loads no
+torch; the glue of worker/jobs/ is the one layer that imports both; the SDK needs only httpx and
+numpy; the tooling sits on top), and the processes load what those rules promise: the API no
+torch, the SDK nothing beyond httpx and numpy. The loop's rules are pure."""
 
 import ast
 import pathlib
 import subprocess
 import sys
+
+from clients.ops import imports
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -23,56 +25,10 @@ def _imports(path: pathlib.Path) -> set[str]:
     return names
 
 
-# -- the service and the workers ----------------------------------------------------------------
-# the worker's glue: RQ jobs, their fan-out, a refit's lease, the worker process; every other
-# module of worker/ is math
-WORKER_GLUE = {"jobs", "fanout", "lease", "runner"}
-# what the service may import from worker/: torch-free by their own rule (numpy and scipy only)
-WORKER_FOR_THE_SERVICE = {"worker.design", "worker.defaults", "worker.space"}
-
-
-def _modules(path: pathlib.Path) -> set[str]:
-    """Every module ``path`` imports, by its full dotted name (``from a import b``: ``a.b``)."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return names
-
-
-def test_worker_math_imports_no_web_or_queue_code():
-    for path in (ROOT / "worker").glob("*.py"):
-        if path.stem in WORKER_GLUE:
-            continue
-        assert not _imports(path) & {"service", "clients", "fastapi", "rq", "redis", "httpx"}, path
-
-
-def test_worker_imports_nothing_of_the_clients():
-    for path in (ROOT / "worker").glob("*.py"):
-        assert "clients" not in _imports(path), path
-
-
-def test_the_modules_the_service_shares_import_no_torch():
-    for name in WORKER_FOR_THE_SERVICE:
-        path = ROOT / (name.replace(".", "/") + ".py")
-        assert not _imports(path) & {"torch", "pyro", "gpytorch", "numba", "worker"}, path
-
-
-def test_service_modules_do_not_import_torch_or_the_clients():
-    for path in (ROOT / "service").rglob("*.py"):
-        assert not _imports(path) & {"torch", "pyro", "gpytorch", "numba", "clients"}, path
-
-
-def test_service_imports_from_worker_only_its_torch_free_modules():
-    for path in (ROOT / "service").rglob("*.py"):
-        for name in _modules(path):
-            if name == "worker" or name.startswith("worker."):
-                assert any(name == m or name.startswith(m + ".") for m in WORKER_FOR_THE_SERVICE), (
-                    path,
-                    name,
-                )
+# -- the import graph (clients/ops/imports.py holds its rules) ----------------------------------
+def test_the_import_graph_keeps_its_rules():
+    """No cycle, and no arrow against the layers' rules, among every product module."""
+    assert imports.violations(imports.read()) == []
 
 
 def test_the_api_never_imports_torch():
@@ -101,35 +57,6 @@ def test_cli_and_simulators_load_without_torch():
 
 
 # -- the SDK: clients/ proper (client, runner, simulators) needs only httpx and numpy ----------
-SDK_FORBIDDEN = {"service", "worker", "torch", "pyro", "gpytorch", "redis", "rq", "fastapi"}
-# what the SDK may import from worker/: the input space (numpy only, below), so that an exported
-# model maps int, log and choice inputs by the service's own code
-WORKER_FOR_THE_SDK = {"worker.space"}
-
-
-def _sdk_modules() -> list[pathlib.Path]:
-    """The modules of the ``clients`` package proper (not its subpackages) and of ``fbgp_al``,
-    the SDK's public name."""
-    return sorted((ROOT / "clients").glob("*.py")) + sorted(
-        (ROOT / "clients" / "fbgp_al").glob("*.py")
-    )
-
-
-def test_sdk_modules_import_neither_the_service_nor_the_workers_nor_torch():
-    modules = _sdk_modules()
-    assert {p.stem for p in modules} >= {"__init__", "client", "runner", "simulators", "metamodel"}
-    for path in modules:
-        tree = ast.parse(path.read_text())
-        inside = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        forbidden = _imports(path) & SDK_FORBIDDEN
-        if forbidden == {"worker"}:  # only its numpy-only modules
-            assert {m for m in inside if m.startswith("worker")} <= WORKER_FOR_THE_SDK, path
-            forbidden = set()
-        assert not forbidden, path
-        # and nothing of the tooling beside it, which needs the server's dependencies
-        assert not {m for m in inside if m.startswith(("clients.reproduction", "clients.ops"))}
-
-
 def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
     code = (
         "import sys, fbgp_al, clients.client, clients.runner, clients.simulators;"

@@ -1,4 +1,4 @@
-"""The acquisitions of CONTRACT.md, maximized over candidates.
+"""The acquisitions a campaign may name (``acquisition``), maximized over candidates.
 
 With ``M`` posterior draws of the hyperparameters, each GP ``m`` predicts ``y`` at a candidate with
 mean ``mu_m`` and variance ``s2_m`` (noise included):

@@ -1,6 +1,7 @@
-"""What a stored model answers (CONTRACT.md's ``/predict``, ``/acquisition`` and ``/evaluate``),
-as pure functions of the campaign's spec, its model body and its labels: the posterior-mode GP's
-and the mixture's predictions, acquisition values, and the paper's test metrics.
+"""What a stored model answers (``/predict``, ``/acquisition`` and ``/evaluate`` of the OpenAPI
+document), as pure functions of the campaign's spec, its model body and its labels: the
+posterior-mode GP's and the mixture's predictions, acquisition values, and the paper's test
+metrics.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import torch
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
 from worker.defaults import output_labels, output_names, output_spec, output_weights
+from worker.fitting import label_noise
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.potential import PRIOR_VARIANCE
-from worker.refit import label_noise
 from worker.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
@@ -67,7 +68,7 @@ def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str)
 
 def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
             noise: list | None = None) -> dict:  # fmt: skip
-    """The paper's metrics on a test set (CONTRACT.md): joint NLML of the mode GP per point and
+    """The paper's metrics on a test set (``/evaluate``): joint NLML of the mode GP per point and
     the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
     mixture's NLPD runs chunk by chunk. ``noise``: the test points' known noise variances
@@ -106,7 +107,7 @@ def _paper_log_prior(mode: Posterior, input_scale, noise_floor: float = 0.0) -> 
     gpytorch 1.5.1's ``ExactMarginalLogLikelihood`` on the mode GP's predictive distribution of
     y, which holds the likelihood already, so the noise counts twice): the LogNormal(0,
     sqrt(3)) densities at its lengthscales as the priors state them (divided by
-    ``input_scale``, see :func:`worker.refit.input_scale_prior`) and at its noise variance above
+    ``input_scale``, see :func:`worker.fitting.input_scale_prior`) and at its noise variance above
     the model's ``noise_floor`` (the paper's code, too, adds Pyro's jitter of 1e-6 to the noise
     its prior is stated for)."""
     lengthscale = mode.lengthscale[0].numpy()

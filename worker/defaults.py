@@ -6,8 +6,9 @@ Plain Python (no torch, no numpy), so the API imports it without the math's depe
 
 from __future__ import annotations
 
-# every acquisition a campaign may name (CONTRACT.md), and `bald-code`, BALD as the paper's code
-# computes it (the log of the mean latent standard deviation; `bald-std` is its earlier name)
+# every acquisition a campaign may name (the OpenAPI document's campaign body), and `bald-code`,
+# BALD as the paper's code computes it (the log of the mean latent standard deviation; `bald-std` is
+# its earlier name)
 ACQUISITIONS: tuple[str, ...] = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-code",
                                  "bald-std")  # fmt: skip
 # the five the paper compares, and the one its RD-AUC is relative to

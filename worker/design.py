@@ -20,8 +20,8 @@ from scipy.stats import qmc
 @dataclass(frozen=True)
 class Box:
     """A campaign's input box ``[lower, upper]`` (each of length ``d``), mapped affinely onto the
-    unit cube ``[0, 1]^d`` (CONTRACT.md: inputs scale by the declared bounds, never by the data,
-    so the scaling does not move as labels arrive)."""
+    unit cube ``[0, 1]^d`` (the README's "How it works": inputs scale by the declared bounds, never
+    by the data, so the scaling does not move as labels arrive)."""
 
     lower: tuple[float, ...]
     upper: tuple[float, ...]

@@ -18,7 +18,7 @@ Three representations of a point, per input:
 
 The GP's features of ``v``: ``v`` itself for a float, int or log input; for a choice, a one-hot
 block of ``k`` features (each with its own ARD lengthscale). A campaign of plain float inputs
-has ``features == v``: its GP sees the unit cube of CONTRACT.md's scaling.
+has ``features == v``: its GP sees the unit cube of the declared bounds' scaling.
 """
 
 from __future__ import annotations

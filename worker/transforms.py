@@ -1,4 +1,4 @@
-"""The GP's float64 tensors, and outputs in its units (see CONTRACT.md, "Units and conventions").
+"""The GP's float64 tensors, and outputs in its units (the README's "How it works").
 
 Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1`` (``ddof=0`` for a
 single label; a constant output keeps ``std = 1`` so that ``z = 0``). Inputs go to the unit cube

@@ -37,7 +37,8 @@ from redis import Redis
 from rq import Worker
 
 from clients.client import ApiError, FbgpClient, Pending
-from clients.ops.soak import MCMC, Labeler, Ledger, _check, _error_kind
+from clients.ops.labelers import Labeler, Ledger, error_kind
+from clients.ops.soak import MCMC, _check
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
 from service.settings import Settings
@@ -47,7 +48,7 @@ TARGET_RATIO = 2.0  # the well-behaved campaign's pace with the greedy tenant, a
 
 
 class TimedLabeler(Labeler):
-    """A :class:`clients.ops.soak.Labeler` that asks again soon after a 202, so that its waits
+    """A :class:`clients.ops.labelers.Labeler` that asks again soon after a 202, so that its waits
     measure the service, not its own sleeps."""
 
     pending_pause = 0.5
@@ -157,7 +158,7 @@ class Greedy:
                 try:
                     point = api.try_next(campaign, wait=2.0)
                 except (ApiError, httpx.HTTPError) as error:
-                    self.count(f"pool next {_error_kind(error)}")
+                    self.count(f"pool next {error_kind(error)}")
                     self.stop.wait(1.0)
                     continue
                 if point is None:

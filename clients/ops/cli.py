@@ -48,9 +48,15 @@ def _bench(argv: list[str]) -> None:
 
 
 def _soak(argv: list[str]) -> None:
-    from clients.ops.soak import main
+    from clients.ops.soak_command import main
 
     main(argv)
+
+
+def _imports(argv: list[str]) -> None:
+    from clients.ops.imports import main
+
+    raise SystemExit(main(argv))
 
 
 def _worker(argv: list[str]) -> None:
@@ -68,7 +74,7 @@ def _worker(argv: list[str]) -> None:
         os.sched_setaffinity(0, {args.cpu})
     for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
         os.environ[variable] = "1"
-    from worker.runner import run_worker  # imports torch: only now
+    from worker.jobs.process import run_worker  # imports torch: only now
 
     run_worker(name=args.name, burst=args.burst, light=args.light)
 
@@ -214,7 +220,7 @@ def _team(argv: list[str]) -> None:
 
 
 def _up(argv: list[str]) -> None:
-    from clients.ops.stack import main
+    from clients.ops.up import main
 
     main(argv)
 
@@ -233,6 +239,7 @@ COMMANDS = {
     "export": (_export, "a campaign's model as a file the SDK's Metamodel predicts from"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
+    "imports": (_imports, "the import graph of the product's modules, checked against its rules"),
 }
 
 

@@ -24,13 +24,9 @@ last fault (``progressing``); one that is neither gets up to 90 s more before it
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
-import logging
 import os
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -39,15 +35,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import numpy as np
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from clients.client import ApiError, FbgpClient, Pending, RefitFailed
-from clients.ops import described
+from clients.client import ApiError, FbgpClient, RefitFailed
+from clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
 from service.store import CampaignStore
@@ -56,120 +51,7 @@ FAULT_KINDS = ("worker", "horse", "redis", "api")
 MCMC = {"chains": 2, "warmup": 60, "samples": 40, "thinning": 2}
 RECOVERY_LIMIT = 120.0  # seconds a fault's recovery is waited for
 STUCK_GRACE = 90.0  # seconds more a campaign that is neither done nor progressing gets
-LABEL_PATIENCE = 90.0  # seconds a simulator keeps asking to store one label
 JUST_STARTED = 0.2  # seconds: a refit killed this soon after it began is killed mid-sampling
-
-
-class Ledger:
-    """The labels acknowledged by the service, per campaign and ticket (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.acked: dict[str, dict[str, float]] = {}
-        self.repeats = 0  # acknowledged by a 200: a repeat whose first answer was lost
-        self.rejected: Counter = Counter()  # label posts answered 404/409/410
-        self.unanswered = 0  # labels given up on without an answer
-        self.errors: Counter = Counter()  # transient errors the simulators rode out
-        self.last_ack = -1.0  # time.monotonic() of the latest acknowledgement
-
-    def ack(self, campaign: str, ticket: str, y: float, created: bool) -> None:
-        with self._lock:
-            labels = self.acked.setdefault(campaign, {})
-            if ticket not in labels:
-                labels[ticket] = y
-                self.repeats += not created
-            self.last_ack = time.monotonic()
-
-    def error(self, kind: str) -> None:
-        with self._lock:
-            self.errors[kind] += 1
-
-    def reject(self, code: int) -> None:
-        with self._lock:
-            self.rejected[str(code)] += 1
-
-    def give_up(self) -> None:
-        with self._lock:
-            self.unanswered += 1
-
-    def count(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self.acked.values())
-
-    def of(self, campaign: str) -> dict[str, float]:
-        with self._lock:
-            return dict(self.acked.get(campaign, {}))
-
-
-def _error_kind(error: Exception) -> str:
-    if isinstance(error, ApiError):
-        return f"http {error.status_code}"
-    return type(error).__name__
-
-
-class Labeler(threading.Thread):
-    """Labels one campaign: ``/next`` (long poll), ``y`` from the built-in simulator's mean plus
-    seeded noise, ``/label`` with the same ``y`` until an answer comes. Rides out transient
-    errors; stops when the campaign is done or ``stop`` is set. ``waits``: every wait for a
-    point, from the answer to a label (or the start) until ``/next`` hands one out, the one
-    still open when it stops included; ``pending_pause``: the longest sleep after a 202."""
-
-    pending_pause = 2.0
-
-    def __init__(self, url: str, campaign: str, simulator: str, seed: list[int],
-                 ledger: Ledger, stop: threading.Event):  # fmt: skip
-        super().__init__(name=f"sim-{campaign}-{seed[-1]}", daemon=True)
-        self.url, self.campaign, self.ledger, self.stop = url, campaign, ledger, stop
-        self.sim = get_simulator(simulator)
-        self.rng = np.random.default_rng(seed)
-        self.done = False
-        self.waits: list[float] = []
-
-    def run(self) -> None:
-        since = time.monotonic()
-        with FbgpClient(self.url, token="", timeout=30.0, retries=3) as api:
-            while not self.stop.is_set():
-                try:
-                    point = api.try_next(self.campaign, wait=5.0)
-                except (ApiError, httpx.HTTPError) as error:
-                    self.ledger.error(_error_kind(error))
-                    self.stop.wait(0.5)
-                    continue
-                if point is None:
-                    self.done = True
-                    return
-                if isinstance(point, Pending):
-                    self.stop.wait(min(point.retry_after, self.pending_pause))
-                    continue
-                self.waits.append(time.monotonic() - since)
-                y = float(self.sim.sample(np.array([point.x]), self.rng)[0])
-                if self._post(api, point.ticket, y) == 410:
-                    self.done = True
-                    return
-                since = time.monotonic()
-            self.waits.append(time.monotonic() - since)  # the wait the stop cut short
-
-    def _post(self, api: FbgpClient, ticket: str, y: float) -> int | None:
-        """Post one label until the service answers it (the same ``y`` every time, so that a
-        repeat of a label stored already is answered 200). Returns the status code, None if no
-        answer came within :data:`LABEL_PATIENCE` seconds."""
-        deadline = time.monotonic() + LABEL_PATIENCE
-        while time.monotonic() < deadline:
-            try:
-                result = api.label(self.campaign, ticket, y)
-            except ApiError as error:
-                if error.status_code in (404, 409, 410, 422):
-                    self.ledger.reject(error.status_code)
-                    return error.status_code
-                self.ledger.error(_error_kind(error))
-            except httpx.HTTPError as error:
-                self.ledger.error(_error_kind(error))
-            else:
-                self.ledger.ack(self.campaign, ticket, y, result.created)
-                return 201 if result.created else 200
-            time.sleep(0.5)
-        self.ledger.give_up()
-        return None
 
 
 def campaign_kind(index: int) -> tuple[str, str]:
@@ -515,52 +397,3 @@ def summary(report: dict) -> str:
 
 def failed(report: dict) -> bool:
     return bool(report["lost"] or report["lost_y"] or report["stuck"] or report["unrecovered"])
-
-
-def _write(out: Path | None, report: dict, text: str) -> None:
-    """The summary and the figures as JSON on stdout, and the JSON into ``out`` if given."""
-    figures = json.dumps(report, indent=2)
-    print(text)
-    print(figures)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(figures + "\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fbgp-al soak", description=described(__doc__))
-    parser.add_argument("--seconds", type=float, default=180.0, help="labeling time")
-    parser.add_argument("--campaigns", type=int, default=3)
-    parser.add_argument("--simulators", type=int, default=2, help="per campaign")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--max-labels", type=int, help="per campaign (default: 1.5 * seconds)")
-    parser.add_argument("--faults", default=",".join(FAULT_KINDS),
-                        help="the fault kinds, in order (default: %(default)s)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", type=Path, help="the stack's data and logs (default: temp)")
-    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
-    parser.add_argument("--adversarial", action="store_true",
-                        help="instead: a well-behaved campaign alone, then beside a greedy "
-                        "tenant (clients/ops/adversarial.py); --seconds per phase")  # fmt: skip
-    args = parser.parse_args(argv)
-    logging.getLogger("fbgp.client").setLevel(logging.ERROR)  # retries are expected here
-    if args.adversarial:
-        from clients.ops.adversarial import run_adversarial
-        from clients.ops.adversarial import summary as adversarial_summary
-
-        report = run_adversarial(args.seconds, args.workers, args.seed, args.data_dir)
-        _write(args.out, report, adversarial_summary(report))
-        if not report["met"]:
-            raise SystemExit(1)
-        return 0
-    report = run_soak(args.seconds, args.campaigns, args.simulators, args.workers,
-                      args.data_dir, args.seed, max_labels=args.max_labels,
-                      faults=tuple(k for k in args.faults.split(",") if k))  # fmt: skip
-    _write(args.out, report, summary(report))
-    if failed(report):
-        raise SystemExit(1)
-    return 0
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

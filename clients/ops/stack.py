@@ -1,10 +1,9 @@
-"""``fbgp-al up``: Redis with append-only persistence and a password, the API and one pinned
-worker per core, started as child processes, started again when one exits, and stopped together
-on Ctrl-C."""
+"""The local stack of ``fbgp-al up`` (its command line: :mod:`clients.ops.up`), the soak and the
+reliability tests: Redis with append-only persistence and a password, the API and one pinned
+worker per core, started as child processes, each of which can be killed and started again."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import re
@@ -20,9 +19,6 @@ from pathlib import Path
 import httpx
 from redis import Redis
 from redis.exceptions import RedisError
-
-from clients.ops import described
-from clients.simulators import MULTI_SIMULATORS, SIMULATORS
 
 
 def free_port() -> int:
@@ -233,7 +229,7 @@ class LocalStack:
         host = socket.gethostname()
         with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
             dead = [w for w in Worker.all(connection=connection)
-                    if w.hostname == host and w.pid and not _alive(w.pid)]  # fmt: skip
+                    if w.hostname == host and w.pid and not alive(w.pid)]  # fmt: skip
             for worker in dead:
                 worker.register_death()
         return len(dead)
@@ -360,10 +356,8 @@ class LocalStack:
         self.stop()
 
 
-RESTARTS_PER_MINUTE = 5  # more, and `fbgp-al up` gives up on a process that cannot run
-
-
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (someone else's too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -371,114 +365,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's
         return True
     return True
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
-def hold_data_dir(data_dir: Path):
-    """An exclusive lock on ``data_dir`` (its ``.lock`` file) for as long as the returned file
-    stays open: a second ``fbgp-al up`` on the same data would start a second Redis on the
-    same append-only file. The lock ends with the process, however it ends."""
-    import fcntl
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(data_dir / ".lock", "a+")  # noqa: SIM115 (held open on purpose)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "?"
-        handle.close()
-        raise SystemExit(f"fbgp-al: another fbgp-al up (pid {holder}) uses {data_dir}; stop it "
-                         "first, or give this one another --data-dir") from None  # fmt: skip
-    handle.truncate(0)
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
-
-
-def main(argv=None) -> None:
-    cores = sorted(os.sched_getaffinity(0))
-    parser = argparse.ArgumentParser(prog="fbgp-al up", description=described(__doc__))
-    parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
-    parser.add_argument("--port", type=int, default=8000, help="the API's port on loopback [8000]")
-    parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"),
-                        help="Redis's append-only file, its password and the logs "
-                             "[./fbgp-data]")  # fmt: skip
-    demos = SIMULATORS + MULTI_SIMULATORS
-    parser.add_argument(
-        "--demo",
-        metavar="SIMULATOR",
-        choices=demos,
-        help=f"then run a demo campaign: one of {', '.join(demos)}",
-    )
-    parser.add_argument("--demo-labels", type=int, default=15,
-                        help="labels of the demo campaign [15]")  # fmt: skip
-    parser.add_argument("--exit-after-demo", action="store_true",
-                        help="stop the stack once the demo campaign is done")  # fmt: skip
-    parser.add_argument("--redis-port", type=int, default=None, help="a free port by default")
-    parser.add_argument("--redis-bind", metavar="ADDR", default=LOOPBACK,
-                        help="Redis listens here too (a private interface, for workers on other "
-                             "machines); loopback only by default")  # fmt: skip
-    parser.add_argument("--print-redis-url", action="store_true",
-                        help="print the Redis URL for workers on other machines with its "
-                             "password (by default, the password's file is named)")  # fmt: skip
-    args = parser.parse_args(argv)
-    for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
-        signal.signal(stop, _interrupt)
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # a closed terminal; nohup stays
-        signal.signal(signal.SIGHUP, _interrupt)
-    if port_in_use(LOOPBACK, args.port):
-        raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
-    lock = hold_data_dir(args.data_dir)  # noqa: F841 (held while this process runs)
-    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores,
-                       redis_port=args.redis_port, redis_bind=args.redis_bind,
-                       tied=True)  # fmt: skip
-    exits: dict[str, list[float]] = {}
-    try:
-        stack.start(ready=False)
-        stack.wait_ready(
-            workers=1,
-            note="fbgp-al: waiting for a worker (a first start on this "
-            "machine compiles the sampler's kernels: a minute or more)",
-        )
-        print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
-              f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
-              f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip
-        # the password stays out of this output (and of logs of it) unless asked for
-        password = stack.redis_password if args.print_redis_url else "PASSWORD"
-        remote = f"redis://:{password}@{stack.remote_redis_host()}:{stack.redis_port}/0"
-        told = f"fbgp-al: Redis requires the password in {args.data_dir / PASSWORD_FILE}"
-        if stack.redis_bind == (LOOPBACK,):
-            print(f"{told} (FBGP_REDIS_URL={remote}); it listens on loopback only: "
-                  "--redis-bind ADDR lets workers on other machines join", flush=True)  # fmt: skip
-        else:
-            print(f"{told}; a worker on another machine joins with FBGP_REDIS_URL={remote} "
-                  "fbgp-al worker", flush=True)  # fmt: skip
-        if args.demo:
-            from clients.ops.http_demo import run_demo
-
-            run_demo(stack.url, args.demo, args.demo_labels,
-                     token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip
-            if args.exit_after_demo:
-                return
-        while True:  # keep it all running: what exits is started again, within reason
-            time.sleep(1.0)
-            now = time.monotonic()
-            for name in stack.restart_dead():
-                exits[name] = [t for t in exits.get(name, []) if now - t < 60.0] + [now]
-                if len(exits[name]) > RESTARTS_PER_MINUTE:
-                    print(f"fbgp-al: {name} exited {len(exits[name])} times in a minute; "
-                          f"stopping (see {args.data_dir / name}.log)", flush=True)  # fmt: skip
-                    raise SystemExit(1)
-                print(f"fbgp-al: {name} exited; started it again", flush=True)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        # a second Ctrl-C would break off the stop half-way; kill -9 still ends it all at once
-        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(stop, signal.SIG_IGN)
-        print("fbgp-al: stopping (a refit that runs may take up to a minute)", flush=True)
-        stack.stop()

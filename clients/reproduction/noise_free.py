@@ -32,7 +32,7 @@ def gramacy_lee(x: list) -> float:
 
 
 def offline(ns: list[int], floors: list[float]) -> None:
-    from worker import refit
+    from worker import fitting
     from worker.defaults import MCMC_DEFAULTS
 
     data = recorded()
@@ -42,7 +42,7 @@ def offline(ns: list[int], floors: list[float]) -> None:
         for floor in floors:
             spec = {**data["spec"], "mcmc": {**MCMC_DEFAULTS, "noise_floor": floor}}
             started = time.perf_counter()
-            post = refit.posterior(spec, refit.prepare(spec, labels), None)
+            post = fitting.posterior(spec, fitting.prepare(spec, labels), None)
             d = post.diagnostics
             print(f"{n}\t{floor:g}\t{time.perf_counter() - started:.1f}\t"
                   f"{d['gradient_evaluations']}\t{d['max_rhat']:.3f}\t{d['divergences']}\t"

@@ -156,7 +156,7 @@ def run_setup(simulator: str | Simulator, run: int, base_seed: int = 0,
 
 
 def campaign_body(simulator: str, acquisition: str, run: int, base_seed: int = 0) -> dict:
-    """The ``POST /campaigns`` body (CONTRACT.md) for one run of the paper's protocol.
+    """The ``POST /campaigns`` body (the OpenAPI document's) for one run of the paper's protocol.
 
     The ``seed`` is :func:`run_seed`, the seed :func:`run_setup` draws its initial design with.
     """

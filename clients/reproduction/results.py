@@ -8,7 +8,7 @@ Each line is a JSON object for one (simulator, acquisition, run, n_labeled):
 | ``acquisition`` | str | ``alm``, ``b-alm``, ``bald``, ``b-qbc``, ``qb-mgp``, ``random`` |
 | ``run`` | int | run index r (run r shares its initial design and test set across acquisitions) |
 | ``n_labeled`` | int | labels the scored model was fitted on (3 initial + iterations so far) |
-| ``nlml`` | float | NLML on the run's test set (CONTRACT ``/evaluate``), standardized units |
+| ``nlml`` | float | NLML on the run's test set (``/evaluate``), standardized units |
 | ``rmse`` | float | RMSE of the mode's mean against the true mean, original units |
 
 Optional fields: ``nlpd_mixture`` (float); ``x`` (list of input vectors, original units: the

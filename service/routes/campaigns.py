@@ -19,6 +19,7 @@ from service.deps import (
     team_of,
 )
 from service.errors import Conflict, Unauthorized, Unprocessable
+from service.routes import bodies
 from service.store import TeamFull, TeamGone
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
@@ -44,7 +45,7 @@ def create(body: schemas.CampaignCreate, store: StoreDep, request: Request, resp
                            {"WWW-Authenticate": "Bearer"}) from None  # fmt: skip
     token, owner_token = store.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
-    return dict(spec, status=store.status(spec["id"]), token=token, owner_token=owner_token)
+    return dict(spec, status=bodies.status(store, spec["id"]), token=token, owner_token=owner_token)
 
 
 LIST_RESPONSES = {200: {"headers": {
@@ -71,7 +72,7 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
         response.headers["X-Next-Cursor"] = following
         url = request.url.include_query_params(cursor=following, limit=limit)
         response.headers["Link"] = f'<{url}>; rel="next"'
-    return store.statuses(ids)
+    return bodies.statuses(store, ids)
 
 
 @router.get("/{campaign_id}", response_model=schemas.CampaignStatus,
@@ -79,7 +80,7 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
 def status(campaign_id: CampaignId, store: StoreDep):
     """Where the campaign stands: its state, counts of labels, tickets out, failed and
     abandoned runs, its refit, and its inputs. The simulator token opens it too."""
-    return store.status(campaign_id)
+    return bodies.status(store, campaign_id)
 
 
 @router.delete("/{campaign_id}", status_code=204, response_class=Response,
@@ -103,7 +104,7 @@ def retry(campaign_id: CampaignId, store: StoreDep):
     if not store.retry(campaign_id, time.time()):
         raise Conflict("the campaign has not failed, is not failing and has not stalled: "
                        "there is nothing to retry")  # fmt: skip
-    return store.status(campaign_id)
+    return bodies.status(store, campaign_id)
 
 
 @router.post("/{campaign_id}/resume", response_model=schemas.CampaignStatus,
@@ -123,4 +124,4 @@ def resume(campaign_id: CampaignId, store: StoreDep, body: schemas.Resume | None
     rule = stop.model_dump() if stop is not None else None
     if not store.resume(campaign_id, rule, replace):
         raise Conflict("the campaign was not stopped by its stopping rule: nothing to resume")
-    return store.status(campaign_id)
+    return bodies.status(store, campaign_id)

@@ -8,10 +8,11 @@ import time
 
 from fastapi import APIRouter, Response
 
-from service import limits, queues, schemas
+from service import limits, schemas
 from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound, Unprocessable
-from service.routes.labeling import LEARNED_NOISE, check_outputs, spec_with_points
+from service.routes.checks import LEARNED_NOISE, check_outputs, spec_with_points
+from service.routes.model_jobs import run_job
 from service.store import CampaignStore
 from worker.defaults import known_noise, output_names
 
@@ -111,12 +112,6 @@ def history(campaign_id: CampaignId, store: StoreDep):
     """One entry per model version stored, evaluation, refit failed, stop and resume, and per
     failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
     return store.events(campaign_id)
-
-
-def run_job(redis, settings, name: str, *args):
-    """Run a model job on a worker and wait for its answer (503 when all are busy)."""
-    return queues.run_short(redis, name, *args, wait_seconds=settings.job_wait_seconds,
-                            retry_after=settings.busy_retry_after_seconds)  # fmt: skip
 
 
 def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:

@@ -15,8 +15,8 @@ from clients import metamodel
 from clients.metamodel import Metamodel
 from service.routes.models import export_document
 from worker import answers, gp
+from worker.fitting import prepare
 from worker.mcmc import Posterior, sample_posterior
-from worker.refit import prepare
 
 SPEC_MCMC = {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2}
 RTOL = 1e-10

@@ -5,12 +5,15 @@ once, and no key of the deleted campaign is left."""
 import time
 
 import httpx
+import pytest
 from redis import Redis
 from rq import Queue
 from rq.job import Job
 
 from service.queues import LONG
 from tests.reliability.conftest import slow_campaign, wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 # one chain per worker of 6000 + 6000 iterations on 150 labels: the whole refit takes 34 s on
 # this stack when nothing stops it

@@ -6,12 +6,15 @@ import json
 import os
 
 import httpx
+import pytest
 from redis import Redis
 from rq.job import Job
 
-from service import queues
+from service import costs
 from service.settings import Settings
 from tests.reliability.conftest import wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 
 def _one_d(api: httpx.Client) -> str:
@@ -55,7 +58,7 @@ def test_a_job_over_the_memory_bound_fails_cleanly_and_the_worker_keeps_serving(
         # the refit's RQ timeout is the one its work gives
         job = redis.hget(f"fbgp:c:{campaign}:state", "refit_job").decode()
         spec = json.loads(redis.get(f"fbgp:c:{campaign}:spec"))
-        assert Job.fetch(job, connection=redis).timeout == queues.refit_timeout(spec, 4, Settings())
+        assert Job.fetch(job, connection=redis).timeout == costs.refit_timeout(spec, 4, Settings())
 
 
 def test_job_timeouts_scale_with_the_work():
@@ -66,7 +69,7 @@ def test_job_timeouts_scale_with_the_work():
 
     def refit(n: int = 10, inputs=one, **changes) -> int:
         spec = {"inputs": inputs, "mcmc": dict(mcmc, **changes)}
-        return queues.refit_timeout(spec, n, settings)
+        return costs.refit_timeout(spec, n, settings)
 
     base = refit()
     assert refit(chains=8) > base and refit(warmup=1000) > base and refit(samples=1000) > base
@@ -78,7 +81,7 @@ def test_job_timeouts_scale_with_the_work():
     assert refit(draws=100, max_samples=5000) > refit(draws=100, max_samples=500)
     longest = refit(chains=32, warmup=10_000, samples=10_000, n=2000)
     assert longest == settings.job_timeout_max_seconds
-    short = queues.short_timeout
+    short = costs.short_timeout
     assert short(10, 10, 120.0, settings) < short(20_000, 10, 120.0, settings) <= 120
     assert short(5_000, 10, 120.0, settings) < short(5_000, 300, 120.0, settings)
     assert short(10**7, 10, 120.0, settings) == 120  # never past the API's wait

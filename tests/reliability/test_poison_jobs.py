@@ -9,9 +9,12 @@ import signal
 import time
 
 import httpx
+import pytest
 from redis import Redis
 
 from tests.reliability.conftest import slow_campaign, wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 # maintenance every second: an idle worker's dequeue waits worker_ttl - 15 s
 # one chain of 6000 + 6000 iterations on 60 labels: a refit of about 15 s here

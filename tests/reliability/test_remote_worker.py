@@ -29,6 +29,8 @@ from service.app import app
 from service.queues import REFIT
 from service.settings import Settings, get_settings
 
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
+
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "remote-worker-test-password-0123"
 REFUSED = re.compile(r"NOAUTH|WRONGPASS|authenticat|invalid username-password", re.I)

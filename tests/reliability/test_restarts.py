@@ -4,8 +4,11 @@ says so on /readyz meanwhile and recovers by itself, and tickets stay valid."""
 import time
 
 import httpx
+import pytest
 
 from tests.reliability.conftest import wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 BODY = {
     "name": "restarts",

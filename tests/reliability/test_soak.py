@@ -2,7 +2,11 @@
 started again, a work horse is killed, Redis is killed and started again, and the API is killed
 and started again. Every acknowledged label is stored and every campaign recovers."""
 
+import pytest
+
 from clients.ops.soak import FAULT_KINDS, run_soak
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 
 def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):

@@ -2,8 +2,11 @@
 tenant, and another team's refit, queued after all of them, runs next rather than last."""
 
 import httpx
+import pytest
 
 from tests.reliability.conftest import slow_campaign, wait_for
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 ADMIN = "service-token-for-the-tenant-tests"
 # one chain of 6,000 steps on 40 labels: about 2 s, so every refit below is queued before the

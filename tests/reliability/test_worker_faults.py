@@ -14,6 +14,8 @@ import pytest
 
 from tests.reliability.conftest import slow_campaign, wait_for
 
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
+
 SLOW_MCMC = {"chains": 1, "warmup": 5000, "samples": 5000, "thinning": 50}
 ARTIFACTS = Path(__file__).resolve().parents[2] / "results" / "test-artifacts"
 

@@ -9,6 +9,7 @@ from rq import Worker
 
 from service.app import app
 from service.settings import Settings, get_settings
+from service.store import CampaignStore
 from tests.conftest import start_worker
 
 
@@ -28,6 +29,16 @@ def client(settings, worker_process):
     with TestClient(app) as c:
         yield c
     app.dependency_overrides.clear()
+
+
+@pytest.fixture(scope="module")
+def bare_store(redis_url):
+    """A store on a database of the tests' Redis that no worker serves, empty at the start and
+    at the end of the module: for the store's scripts alone."""
+    redis = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/13")
+    redis.flushdb()
+    yield CampaignStore(redis)
+    redis.flushdb()
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from service import loop
 from service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
+from service.store import rules as store_rules
 
 START = 1_000_000.0  # the clock at the start of a run
 YS = (0.0, 1.0, 2.5)  # few values, so that a ticket's label comes again, or differs
@@ -70,7 +71,7 @@ class LoopModel:
         known = ticket is not None and ticket < len(self.tickets)
         t = self.tickets[ticket] if known else None
         point_labeled = t is not None and t.index in self.labeled
-        outcome = loop.label_outcome(self.rules, t.state if t else None, y, n, point_labeled)
+        outcome = store_rules.label_outcome(self.rules, t.state if t else None, y, n, point_labeled)
         if outcome == LabelOutcome.CONFLICT and t.state == "pending":
             t.state = loop.SUPERSEDED
         if outcome != LabelOutcome.STORED:
@@ -78,7 +79,7 @@ class LoopModel:
         t.state = f"labeled:{float(y)!r}"
         self.labels.append((ticket, t.index, y))
         self.labeled.add(t.index)
-        due = loop.refit_due(self.rules, len(self.labels), self.refit)
+        due = store_rules.refit_due(self.rules, len(self.labels), self.refit)
         if due:
             self.refit = RefitPhase.QUEUED
         return outcome, len(self.labels), due
@@ -86,7 +87,7 @@ class LoopModel:
     def fail(self, ticket: int | None, reason: str) -> tuple[RunOutcome, int, bool]:
         """``/fail`` of ticket number ``ticket``."""
         t = self._ticket(ticket)
-        outcome = loop.fail_outcome(t.state if t else None, reason)
+        outcome = store_rules.fail_outcome(t.state if t else None, reason)
         if outcome != RunOutcome.STORED:
             return outcome, len(self.failures), False
         t.state = loop.failed_state(reason)
@@ -97,7 +98,7 @@ class LoopModel:
     def abandon(self, ticket: int | None) -> tuple[RunOutcome, int, bool]:
         """``/abandon`` of ticket number ``ticket``."""
         t = self._ticket(ticket)
-        outcome = loop.abandon_outcome(t.state if t else None)
+        outcome = store_rules.abandon_outcome(t.state if t else None)
         if outcome != RunOutcome.STORED:
             return outcome, self.abandoned, False
         t.state = "abandoned"
@@ -108,7 +109,7 @@ class LoopModel:
         """``/renew`` of ticket number ``ticket``."""
         t = self._ticket(ticket)
         live = t is not None and t.expires_at >= self.now
-        outcome = loop.renew_outcome(t.state if t else None, live)
+        outcome = store_rules.renew_outcome(t.state if t else None, live)
         if outcome == RenewOutcome.RENEWED:
             t.expires_at = self.now + self.lease_seconds
             return outcome, t.expires_at
@@ -118,9 +119,9 @@ class LoopModel:
         return self.tickets[ticket] if ticket is not None and ticket < len(self.tickets) else None
 
     def _changed(self) -> bool:
-        """A failure or abandon was stored: a refit is requested (loop.refit_due)."""
+        """A failure or abandon was stored: a refit is requested (rules.refit_due)."""
         self.changes += 1
-        due = loop.refit_due(self.rules, len(self.labels), self.refit)
+        due = store_rules.refit_due(self.rules, len(self.labels), self.refit)
         if due:
             self.refit = RefitPhase.QUEUED
         return due
@@ -139,7 +140,8 @@ class LoopModel:
         if self.refit != RefitPhase.RUNNING:
             return None
         self.version, self.ranking = self.seen, ranking
-        again = loop.refit_again(len(self.labels), self.seen, self.changes != self.changes_seen)
+        changed = self.changes != self.changes_seen
+        again = store_rules.refit_again(len(self.labels), self.seen, changed)
         self.refit = RefitPhase.QUEUED if again else RefitPhase.IDLE
         return again
 

@@ -14,9 +14,9 @@ from rq.registry import FinishedJobRegistry
 
 from service.queues import REFIT
 from service.store import CampaignStore
-from worker import fanout
-from worker import refit as math_
+from worker import fitting
 from worker.acquisition import evaluate
+from worker.jobs import fanout
 from worker.mcmc import Posterior
 
 
@@ -42,12 +42,12 @@ def test_chains_are_split_over_two_workers_and_reproducible(client, make_body, s
         assert model["diagnostics"]["chain_groups"] == 2 and model["chains"] == 4
         assert len(model["samples"]["noise"]) == 4 * 30
     # the same seed: the same draws, whichever worker ran which group, and those of one
-    # process running every chain (worker.refit.posterior)
+    # process running every chain (worker.fitting.posterior)
     assert first["samples"] == second["samples"]
     store = CampaignStore(Redis.from_url(redis_url))
     campaign = client.get("/campaigns").json()[-1]["id"]
     spec, labels = store.spec(campaign), store.labels(campaign)
-    alone = math_.posterior(spec, math_.prepare(spec, labels), None)
+    alone = fitting.posterior(spec, fitting.prepare(spec, labels), None)
     assert (
         alone.to_dict()["samples"] == first["samples"]
         and alone.mode_noise == first["mode"]["noise"]

@@ -12,6 +12,7 @@ from rq import Worker
 from rq.job import Job
 
 from clients.client import FbgpClient
+from service.costs import refit_work
 from service.queues import (
     HIGH,
     LIGHT,
@@ -23,7 +24,6 @@ from service.queues import (
     TENANTS,
     ordinary,
     refit_queue,
-    refit_work,
     take_turns,
     tenant,
 )

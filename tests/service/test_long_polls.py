@@ -12,7 +12,7 @@ import httpx
 import pytest
 from redis import Redis
 
-from clients.ops.service_benchmark import probe_healthz
+from clients.ops.load_benchmark import probe_healthz
 from service.store import CampaignStore
 from tests.conftest import start_api, stop
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from service import loop
 from service.loop import JobFacts, LabelOutcome, Refit, RefitPhase, RenewOutcome, RunOutcome
+from service.store import rules as store_rules
 from tests.service.loop_model import (
     LATE_LABEL,
     REASONS,
@@ -312,6 +313,36 @@ def test_done_answers_done_and_stores_nothing_more():
     assert loop.phase(rules, 2) == loop.Phase.DONE
 
 
+def test_one_function_decides_what_a_look_at_a_refit_does():
+    """loop.refit_condition: a back-off run out, a queued refit never enqueued, a dead one, or
+    nothing; RQ's facts are looked up only for a suspect."""
+    now, lease = 100.0, 15.0
+    looked: list[str] = []
+
+    def facts(found: JobFacts):
+        return lambda: looked.append("rq") or found
+
+    C = loop.RefitCondition
+    gone, alive = JobFacts(False, False), JobFacts(True, False)
+    unpushed = JobFacts(False, False, exists=False)
+    assert loop.refit_condition(Refit(), now, lease, facts(gone)) == C.FINE
+    beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
+    assert loop.refit_condition(beating, now, lease, facts(gone)) == C.FINE
+    assert looked == []  # the clock alone tells: no Redis call
+    backed_off = Refit(retry_at=now - 1.0)
+    assert loop.refit_condition(backed_off, now, lease, facts(gone)) == C.RETRY_DUE
+    assert loop.refit_condition(Refit(retry_at=now + 1.0), now, lease, facts(gone)) == C.FINE
+    failed = Refit(retry_at=now - 1.0, failed="why")  # waits for its owner's retry
+    assert loop.refit_condition(failed, now, lease, facts(gone)) == C.FINE
+    late = Refit(phase=RefitPhase.QUEUED, job="j", queued_at=now - 10.0)
+    assert loop.refit_condition(late, now, lease, facts(unpushed)) == C.UNENQUEUED
+    assert loop.refit_condition(late, now, lease, facts(gone)) == C.DEAD
+    assert loop.refit_condition(late, now, lease, facts(alive)) == C.FINE
+    silent = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 20.0)
+    assert loop.refit_condition(silent, now, lease, facts(alive)) == C.DEAD
+    assert looked == ["rq"] * 4
+
+
 def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     alive, gone, failed = JobFacts(True, False), JobFacts(False, False), JobFacts(False, True)
     now, lease = 100.0, 15.0
@@ -349,4 +380,4 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
 def test_a_refit_is_due_once_the_design_is_labeled_and_none_is_in_charge(n, design, phase):
     rules = loop.Rules(max_labels=20, design_index=tuple(range(design)), mode="sequential",
                        max_pending=1, allow_repeats=False)  # fmt: skip
-    assert loop.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)
+    assert store_rules.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)

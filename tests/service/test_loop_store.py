@@ -4,12 +4,11 @@ start and end) replayed against both."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
-from redis import Redis
 
 from service import loop
 from service.pool import grid_point
+from service.routes import bodies
 from service.routes.labeling import offer
 from service.schemas import CampaignCreate
 from service.settings import Settings
@@ -26,14 +25,6 @@ from tests.service.loop_model import (
 
 POOL = 8
 LEASE = 5.0
-
-
-@pytest.fixture(scope="module")
-def store(redis_url):
-    redis = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/13")  # no worker serves it
-    redis.flushdb()
-    yield CampaignStore(redis)
-    redis.flushdb()
 
 
 class Replay:
@@ -110,7 +101,8 @@ class Replay:
 )
 @given(rules_strategy(POOL), operations(POOL, length=30))
 @example(*LATE_LABEL)
-def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
+def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
+    store = bare_store
     spec = store.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
     model = LoopModel(loop.Rules.of(spec), lease_seconds=LEASE)
     real = Replay(store, spec)
@@ -146,7 +138,7 @@ def test_the_store_agrees_with_the_pure_model(store, campaign, ops):
                 assert real.renew(ticket) == model.renew(ticket), op
         snap = store.snapshot(spec["id"], real.now)
         assert snap == model.snapshot() or _same(snap, model.snapshot()), op
-        status = store.status(spec["id"], real.now)
+        status = bodies.status(store, spec["id"], real.now)
         assert status["state"] == loop.phase(model.rules, len(model.labels))
         assert status["refit"] == model.refit
         assert status["n_failed"] == len(model.failures)

@@ -7,7 +7,7 @@ import time
 import pytest
 from redis import Redis
 
-from tests.worker.test_refit import CASES
+from tests.worker.test_fitting import CASES
 
 
 def _wait(predicate, seconds=60):

@@ -12,8 +12,10 @@ import httpx
 import pytest
 from redis import Redis
 
-from service import loop
-from service.store import PHASES, CampaignStore
+from service import loop, stopping
+from service.keys import PHASES
+from service.store import CampaignStore
+from service.store import rules as store_rules
 from tests.service.conftest import label_design
 from worker.defaults import STOP_TARGETS
 
@@ -181,7 +183,7 @@ def _model_event(version, **accuracy):
 def test_the_rule_needs_patience_consecutive_models_of_min_labels():
     rule = {"loo_rmse": 0.1, "qbc": 0.5, "min_labels": 4, "patience": 2}
     good, bad = {"loo_rmse": 0.05, "qbc": 1.0}, {"loo_rmse": 0.2, "qbc": 1.0}
-    verdict = loop.stop_verdict
+    verdict = stopping.stop_verdict
     history = [_model_event(3, **good), _model_event(4, **good)]
     assert verdict(rule, history, 3, STOP_TARGETS) is None  # model 3 has too few labels
     history.append({"event": "run_failed"})
@@ -258,4 +260,4 @@ def test_a_stopped_campaign_is_done_in_the_loop_s_rules():
     assert loop.Refit.of({"stopped": verdict}).stopped == verdict
     assert loop.Refit.of({"stopped": ""}).stopped is None
     # a ticket of a stopped campaign still takes its label
-    assert loop.label_outcome(rules, "pending", 0.5, 5, False) == loop.LabelOutcome.STORED
+    assert store_rules.label_outcome(rules, "pending", 0.5, 5, False) == loop.LabelOutcome.STORED

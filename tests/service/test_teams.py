@@ -13,9 +13,10 @@ import pytest
 from redis import Redis
 
 from clients.ops.stack import fbgp_env
+from service.keys import TEAM_DIGESTS, TEAMS
 from service.queues import REFITS, TENANTS, campaign_tenant, refit_queue, tenant
 from service.settings import Settings
-from service.store import TEAM_DIGESTS, TEAMS, CampaignStore
+from service.store import CampaignStore
 from tests.conftest import ROOT, start_api, stop
 from tests.service.test_access import _as, _campaign_calls
 

@@ -1,6 +1,6 @@
 """Expired tickets are pruned, against the real Redis: a ticket whose lease ran out is kept
 ``expired_ticket_seconds`` (a late label for it is taken while its point has none, as
-CONTRACT.md says), then dropped by the next look at the campaign or by a worker's maintenance,
+the README says), then dropped by the next look at the campaign or by a worker's maintenance,
 so a campaign whose simulators take points and vanish does not grow without bound."""
 
 import time
@@ -45,7 +45,7 @@ def test_expired_tickets_are_kept_for_late_labels_then_pruned(client, make_body,
     # the leases ran out: the points are offered again under new tickets
     again = _design_tickets(client, campaign)
     assert {tuple(t["x"]) for t in again} == {tuple(t["x"]) for t in first}
-    # a late label for an expired ticket whose point has no label is taken (CONTRACT.md)
+    # a late label for an expired ticket whose point has no label is taken (the README says so)
     r = client.post(f"/campaigns/{campaign}/label", json={"ticket": first[0]["ticket"], "y": 0.5})
     assert r.status_code == 201, r.text
     # simulators that take points and vanish: many rounds of tickets, all expired

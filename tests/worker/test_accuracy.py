@@ -108,7 +108,7 @@ def test_one_draw_has_no_disagreement():
 def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypatch):
     from types import SimpleNamespace
 
-    from worker import refit
+    from worker import fitting
     from worker.design import GridPool
     from worker.space import Space
 
@@ -120,9 +120,9 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
     space = Space.of([{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}])
     for n in (4, 9):
-        data = refit.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), space,
-                          refit.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
-        refit.accuracy_of(spec, pool, data, thin)
+        data = fitting.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), space,
+                          fitting.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
+        fitting.accuracy_of(spec, pool, data, thin)
     assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
-    refit.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)
+    fitting.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)
     assert len(seen[2]) == 100 and len(torch.unique(seen[2], dim=0)) == 100

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from clients.reproduction.core_benchmark import campaign_data
+from clients.reproduction.core_data import campaign_data
 from worker.mcmc import _initial_points, sample_posterior
 from worker.potential import GPPotential
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from worker.fanout import aligned_parts
 from worker.gp import SCORE_ALIGN
+from worker.jobs.fanout import aligned_parts
 
 
 @pytest.mark.parametrize("m,parts", [(1, 3), (700, 2), (5000, 3), (10_000, 2), (10_000, 7),

@@ -2,7 +2,7 @@
 chain, bit for bit: each chain's numbers do not depend on its group (its own random streams, a
 potential computed row by row), and the groups judge the sampling target at each check on all
 the chains together (:meth:`worker.mcmc.Target.more_of`), telling each other where they are
-through Redis (:class:`worker.fanout.Peers`, a real redis-server)."""
+through Redis (:class:`worker.jobs.fanout.Peers`, a real redis-server)."""
 
 import threading
 import time
@@ -12,7 +12,8 @@ import pytest
 from redis import Redis
 
 from tests.worker.test_mcmc import DATASETS, _data
-from worker import fanout, refit
+from worker import fitting
+from worker.jobs import fanout
 from worker.mcmc import Target, assemble, run_chains
 from worker.nuts import Draws
 
@@ -32,12 +33,12 @@ def connection(redis_url):
 def _prepared(n=None):
     u, z = _data(*DATASETS["one-mode"])
     labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
-    return refit.prepare(SPEC, labels[:n] if n else labels)
+    return fitting.prepare(SPEC, labels[:n] if n else labels)
 
 
 def _grouped(connection, data, groups, warm=None, delays=None) -> Draws:
     """The refit's chains run as ``groups``, each in a thread of its own (as on workers: each
-    with its :class:`worker.fanout.Peers`), started ``delays`` seconds apart; their draws put
+    with its :class:`worker.jobs.fanout.Peers`), started ``delays`` seconds apart; their draws put
     together as the merge does."""
     token = f"t{time.time_ns()}"
     results, errors = {}, []
@@ -46,7 +47,7 @@ def _grouped(connection, data, groups, warm=None, delays=None) -> Draws:
         time.sleep((delays or [0.0] * len(groups))[i])
         try:
             peers = fanout.Peers(connection, token, ids, SPEC["mcmc"]["chains"], poll=0.01)
-            results[i] = refit.chains(SPEC, data, ids, warm, peers=peers)[0]
+            results[i] = fitting.chains(SPEC, data, ids, warm, peers=peers)[0]
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -71,9 +72,9 @@ def test_a_refit_split_over_1_2_and_3_groups_gives_the_same_bytes(connection, st
     data = _prepared()
     warm = None
     if start == "warm":
-        previous = refit.posterior(SPEC, _prepared(len(data.z) - 1), None)
+        previous = fitting.posterior(SPEC, _prepared(len(data.z) - 1), None)
         warm = previous.adaptation
-    alone, how = refit.chains(SPEC, data, warm=warm)
+    alone, how = fitting.chains(SPEC, data, warm=warm)
     assert how == start and alone.theta.shape[1] > SPEC["mcmc"]["samples"]
     mode = assemble(alone, 1, 0.0, how, data.seed)
     for k, groups in GROUPINGS.items():
@@ -88,7 +89,7 @@ def test_groups_that_start_apart_still_give_one_process_draws(connection):
     """A group that starts late (its worker was busy): the others wait for it at their first
     check, and the draws are the same."""
     data = _prepared()
-    alone, _ = refit.chains(SPEC, data)
+    alone, _ = fitting.chains(SPEC, data)
     _same(_grouped(connection, data, GROUPINGS[3], delays=[0.0, 1.5, 0.5]), alone)
 
 
@@ -100,13 +101,13 @@ def test_a_group_gives_up_when_another_never_starts_or_stops_short(connection):
     lonely = fanout.Peers(connection, token, [0, 1, 2], 5, poll=0.01, patience=0.2)
     lonely.started = time.monotonic()  # its patience: 0.2 s, or twice its time so far
     with pytest.raises(fanout.PeersLost, match="started"):
-        refit.chains(SPEC, data, [0, 1, 2], peers=lonely)
+        fitting.chains(SPEC, data, [0, 1, 2], peers=lonely)
     token = f"t{time.time_ns()}"
     failed = fanout.Peers(connection, token, [3, 4], 5)
     failed.publish(np.zeros((2, 5, 2)), stopped=False)
     failed.abandon()  # its sampling failed at 5 draws
     with pytest.raises(fanout.PeersLost, match="short"):
-        refit.chains(SPEC, data, [0, 1, 2], peers=fanout.Peers(connection, token, [0, 1, 2], 5))
+        fitting.chains(SPEC, data, [0, 1, 2], peers=fanout.Peers(connection, token, [0, 1, 2], 5))
 
 
 def test_together_puts_every_chain_in_order_once_all_have_as_many(connection):

@@ -12,7 +12,7 @@ import torch
 from scipy.stats import multivariate_normal, norm
 
 from clients.simulators import get_simulator
-from worker import answers, refit, views
+from worker import answers, fitting, views
 from worker.acquisition import greedy_batch
 from worker.design import GridPool
 from worker.gp import Conditioned, log_marginal_likelihood
@@ -108,14 +108,13 @@ SPEC = {
 
 def test_prepare_puts_the_noise_in_the_gps_units():
     x, y, noise = [1.0, 4.0, 6.0, 9.0], [3.0, -1.0, 2.0, 0.5], [0.5, 0.0, 2.0, 0.1]
-    data = refit.prepare(SPEC, _labels(x, y, noise))
+    data = fitting.prepare(SPEC, _labels(x, y, noise))
     assert np.allclose(data.noise.numpy(), np.array(noise) / np.std(y, ddof=1) ** 2)
-    assert refit.prepare({**SPEC, "noise": {"type": "learned"}}, _labels(x, y)).noise is None
-    assert (
-        refit.prepare({k: v for k, v in SPEC.items() if k != "noise"}, _labels(x, y)).noise is None
-    )
+    assert fitting.prepare({**SPEC, "noise": {"type": "learned"}}, _labels(x, y)).noise is None
+    unset = {k: v for k, v in SPEC.items() if k != "noise"}
+    assert fitting.prepare(unset, _labels(x, y)).noise is None
     # a variance too large for float64 in the GP's units is capped, finite
-    tiny = refit.prepare(SPEC, _labels(x, [1e-200, 2e-200, 3e-200, 0.0], [1e150] * 4))
+    tiny = fitting.prepare(SPEC, _labels(x, [1e-200, 2e-200, 3e-200, 0.0], [1e150] * 4))
     assert torch.isfinite(tiny.noise).all()
 
 
@@ -207,7 +206,7 @@ def test_known_noise_beats_one_learned_level_on_motorcycle():
         ("known", spec, _labels(x[:, 0], y, var), vt),
         ("learned", learned_spec, _labels(x[:, 0], y), None),
     ):
-        model, _ = refit.fit(s, grid, labels, exclude=set(train.tolist()))
+        model, _ = fitting.fit(s, grid, labels, exclude=set(train.tolist()))
         pred = answers.predict(s, model, labels, xt.tolist())
         sd = np.sqrt(np.array(pred["variance"]) + (0 if test_noise is None else test_noise))
         nlpd[name] = -norm(pred["mean"], sd).logpdf(yt).mean()
@@ -226,11 +225,11 @@ def test_every_sampler_path_of_a_refit_sees_the_noise():
     ``chains`` are those of ``posterior``."""
     x, y = [1.0, 3.0, 4.5, 6.0, 8.5], [0.3, 1.2, -0.4, 0.8, -1.0]
     spec = dict(SPEC, mcmc={"chains": 2, "warmup": 8, "samples": 6, "thinning": 2})
-    data = refit.prepare(spec, _labels(x, y, [0.5, 0.0, 0.2, 1.0, 0.1]))
+    data = fitting.prepare(spec, _labels(x, y, [0.5, 0.0, 0.2, 1.0, 0.1]))
     plain = dataclasses.replace(data, noise=None)
-    draws, _ = refit.chains(spec, data)
-    assert not np.allclose(draws.theta, refit.chains(spec, plain)[0].theta)
-    post = refit.posterior(spec, data, None)
+    draws, _ = fitting.chains(spec, data)
+    assert not np.allclose(draws.theta, fitting.chains(spec, plain)[0].theta)
+    post = fitting.posterior(spec, data, None)
     theta = draws.theta.reshape(-1, 2)
     noise = post.diagnostics["noise_floor"] + np.exp(theta[:, 1])
     assert np.allclose(post.log_draws().numpy(), np.column_stack([theta[:, 0], np.log(noise)]))
@@ -241,6 +240,6 @@ def test_the_campaign_page_draws_a_known_noise_model():
     x, y, noise = [1.0, 3.0, 4.5, 6.0, 8.5], [0.3, 1.2, -0.4, 0.8, -1.0], [0.5, 0.0, 0.2, 1, 0.1]
     labels = _labels(x, y, noise)
     spec = dict(SPEC, mcmc={"chains": 2, "warmup": 8, "samples": 6, "thinning": 2})
-    model, _ = refit.fit(spec, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
+    model, _ = fitting.fit(spec, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
     for png in (views.model_png(spec, model, labels), views.posterior_png(spec, model)):
         assert png.startswith(b"\x89PNG")

@@ -468,9 +468,9 @@ def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
 
 
 def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
-    """worker.refit as the service calls it: a campaign's `draws` make a target (a chain group
+    """worker.fitting as the service calls it: a campaign's `draws` make a target (a chain group
     runs to its share), and its model scores with that many draws spread over the chains."""
-    from worker import refit
+    from worker import fitting
     from worker.design import GridPool
 
     mcmc = {"chains": 2, "warmup": 60, "samples": 20, "thinning": 2, "draws": 40,
@@ -481,19 +481,19 @@ def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     u, z = _data(*DATASETS["one-mode"])
     labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
     pool = GridPool(dim=1, points_per_dim=21)
-    model, _ = refit.fit(spec, pool, labels, exclude=set())
+    model, _ = fitting.fit(spec, pool, labels, exclude=set())
     d = model["diagnostics"]
     assert d["target"]["draws"] == 40 and d["target"]["met"]
     assert d["samples_per_chain"] > 20 and d["min_ess_bulk"] >= 40
     assert len(model["acquisition_samples"]["noise"]) == 40
     assert np.asarray(model["adaptation"]["inverse_mass"]).shape == (2, 2, 2)
-    warm, _ = refit.fit(spec, pool, labels, exclude=set(), previous=model)
+    warm, _ = fitting.fit(spec, pool, labels, exclude=set(), previous=model)
     assert warm["diagnostics"]["warm_start"] == "warm"
-    group, how = refit.chains(spec, refit.prepare(spec, labels), [1])
+    group, how = fitting.chains(spec, fitting.prepare(spec, labels), [1])
     assert how == "cold" and group.theta.shape[0] == 1
     assert min(convergence(group.theta)[1].values()) >= 20  # its share: half of 40
     # a campaign that names no draws samples its count, every thinning-th draw scored
     fixed = {**spec, "mcmc": {"chains": 2, "warmup": 40, "samples": 20, "thinning": 2}}
-    model, _ = refit.fit(fixed, pool, labels, exclude=set())
+    model, _ = fitting.fit(fixed, pool, labels, exclude=set())
     assert "target" not in model["diagnostics"] and model["diagnostics"]["samples_per_chain"] == 20
     assert len(model["acquisition_samples"]["noise"]) == 20

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from clients.reproduction.noise_free import recorded
-from worker import refit
+from worker import fitting
 from worker.defaults import MCMC_DEFAULTS
 from worker.gp import log_marginal_likelihood
 from worker.mcmc import sample_posterior
@@ -35,7 +35,7 @@ def test_a_default_refit_on_noise_free_labels_is_quick_and_mixes(n):
     9,321 gradient evaluations; at 80, one chain's step size went to about 0 at tree depth 10
     (51 s cold, R-hat 1.18); at 81, three 903 s timeouts. With it: about 3,000 here."""
     spec, labels = _campaign(n)
-    post = refit.posterior(spec, refit.prepare(spec, labels), None)
+    post = fitting.posterior(spec, fitting.prepare(spec, labels), None)
     d = post.diagnostics
     assert (post.noise.numpy() >= FLOOR).all() and d["noise_floor"] == FLOOR
     assert d["max_rhat"] <= 1.05 and d["divergences"] == 0
@@ -47,8 +47,8 @@ def test_a_default_refit_on_noise_free_labels_is_quick_and_mixes(n):
 def test_old_specs_get_the_floor_and_a_campaign_may_set_its_own():
     spec, _ = _campaign(3)
     old = {**spec, "mcmc": {k: v for k, v in spec["mcmc"].items() if k != "noise_floor"}}
-    assert refit.noise_floor(old) == FLOOR
-    assert refit.noise_floor({**spec, "mcmc": {**spec["mcmc"], "noise_floor": 0.0}}) == 0.0
+    assert fitting.noise_floor(old) == FLOOR
+    assert fitting.noise_floor({**spec, "mcmc": {**spec["mcmc"], "noise_floor": 0.0}}) == 0.0
     with pytest.raises(ValueError, match="noise_floor"):
         GPPotential(np.zeros((2, 1)), np.zeros(2), noise_floor=-1e-6)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from service import loop
-from worker import answers, refit
+from service import stopping
+from worker import answers, fitting
 from worker.acquisition import evaluate, greedy_batch, greedy_batch_outputs
 from worker.defaults import STOP_TARGETS, output_labels, output_spec
 from worker.design import GridPool
@@ -31,10 +31,10 @@ def _labels():
 
 def test_output_k_has_the_seed_of_its_single_output_campaign():
     labels = _labels()
-    parts = refit.prepare_outputs(SPEC, labels)
+    parts = fitting.prepare_outputs(SPEC, labels)
     single = {k: v for k, v in SPEC.items() if k != "outputs"}
     # output 0's seed is the campaign's own: a single-output campaign's on the same labels
-    assert parts[0][3].seed == refit.prepare(single, output_labels(labels, "stress")).seed
+    assert parts[0][3].seed == fitting.prepare(single, output_labels(labels, "stress")).seed
     for k, (_, weight, spec, data) in enumerate(parts):
         assert spec["seed"] == SPEC["seed"] + k and "outputs" not in spec
         assert weight == (3.0 if k == 0 else 1.0)
@@ -44,7 +44,7 @@ def test_output_k_has_the_seed_of_its_single_output_campaign():
 
 
 def test_each_output_is_standardized_on_its_own():
-    for name, _, _, data in refit.prepare_outputs(SPEC, _labels()):
+    for name, _, _, data in fitting.prepare_outputs(SPEC, _labels()):
         values = np.array([label["y"][name] for label in _labels()])
         assert data.scale_y.mean == pytest.approx(values.mean(), rel=1e-12)
         assert data.scale_y.std == pytest.approx(values.std(ddof=1), rel=1e-12)
@@ -54,10 +54,11 @@ def test_each_output_is_standardized_on_its_own():
 
 def test_each_posterior_is_its_single_output_campaigns():
     labels = _labels()
-    fits = refit.fit_outputs(SPEC, labels)
+    fits = fitting.fit_outputs(SPEC, labels)
     for k, fit in enumerate(fits):
         spec = output_spec(SPEC, k)
-        alone = refit.posterior(spec, refit.prepare(spec, output_labels(labels, fit.name)), None)
+        data = fitting.prepare(spec, output_labels(labels, fit.name))
+        alone = fitting.posterior(spec, data, None)
         assert torch.equal(fit.post.lengthscale, alone.lengthscale)
         assert torch.equal(fit.post.noise, alone.noise)
         assert torch.equal(fit.post.mode_lengthscale, alone.mode_lengthscale)
@@ -66,16 +67,16 @@ def test_each_posterior_is_its_single_output_campaigns():
 
 @pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "alm", "bald"])
 def test_the_combined_score_is_the_weighted_sum_of_each_outputs(name):
-    fits = refit.fit_outputs(SPEC, _labels())
+    fits = fitting.fit_outputs(SPEC, _labels())
     candidates = torch.linspace(0, 1, 30, dtype=torch.float64)[:, None]
     parts = [(f.weight, f.post.thinned(2), f.data) for f in fits]
-    combined = refit.combined_scores(name, parts, candidates)
+    combined = fitting.combined_scores(name, parts, candidates)
     direct = sum(w * evaluate(name, t, d.u, d.z, candidates, seed=d.seed) for w, t, d in parts)
     torch.testing.assert_close(combined, direct, rtol=1e-14, atol=0)
     # in standardized units: the outputs' scales (1e5 and 1e-4) do not weigh
     each = [evaluate(name, t, d.u, d.z, candidates, seed=d.seed) for _, t, d in parts]
     assert 1e-3 < float(each[0].abs().max() / each[1].abs().max()) < 1e3
-    random = refit.combined_scores("random", parts, candidates)
+    random = fitting.combined_scores("random", parts, candidates)
     d0 = parts[0][2]
     torch.testing.assert_close(random, evaluate("random", parts[0][1], d0.u, d0.z, candidates,
                                                 seed=d0.seed))  # fmt: skip
@@ -83,9 +84,9 @@ def test_the_combined_score_is_the_weighted_sum_of_each_outputs(name):
 
 def test_a_model_and_its_answers_cover_every_output():
     labels = _labels()
-    fits = refit.fit_outputs(SPEC, labels)
+    fits = fitting.fit_outputs(SPEC, labels)
     pool = GridPool(dim=1, points_per_dim=51)
-    model, ranking = refit.multi_model_and_ranking(SPEC, pool, fits, set(), [], 0.0)
+    model, ranking = fitting.multi_model_and_ranking(SPEC, pool, fits, set(), [], 0.0)
     assert list(model["outputs"]) == ["stress", "disp"] and len(ranking) > 0
     scores = [r["score"] for r in ranking]
     assert scores == sorted(scores, reverse=True)
@@ -109,18 +110,18 @@ def test_a_model_and_its_answers_cover_every_output():
 def test_a_stopping_target_is_met_when_every_output_meets_it():
     def event(version, *values):
         estimates = [{"loo_rmse_relative": v} for v in values]
-        return {"event": "model", "version": version, "accuracy": refit.worst_accuracy(estimates)}
+        return {"event": "model", "version": version, "accuracy": fitting.worst_accuracy(estimates)}
 
     rule = {"loo_rmse_relative": 0.1, "patience": 1}
-    met = loop.stop_verdict(rule, [event(5, 0.05, 0.09)], 3, STOP_TARGETS)
+    met = stopping.stop_verdict(rule, [event(5, 0.05, 0.09)], 3, STOP_TARGETS)
     assert met is not None and met["value"] == 0.09
-    assert loop.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
-    assert loop.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
+    assert stopping.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
+    assert stopping.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
 
 
 @pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "random"])
 def test_a_batch_of_one_output_is_greedy_batchs(name):
-    fits = refit.fit_outputs(SPEC, _labels())
+    fits = fitting.fit_outputs(SPEC, _labels())
     f = fits[0]
     thin = f.post.thinned(2)
     candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
@@ -133,12 +134,12 @@ def test_a_batch_of_one_output_is_greedy_batchs(name):
 
 
 def test_a_batch_of_several_outputs_starts_with_the_best_combined_score():
-    fits = refit.fit_outputs(SPEC, _labels())
+    fits = fitting.fit_outputs(SPEC, _labels())
     candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
     thins = [f.post.thinned(2) for f in fits]
     parts = [(f.weight, t, f.data.u, f.data.z, None) for f, t in zip(fits, thins, strict=True)]
     order, scores = greedy_batch_outputs("qb-mgp", parts, candidates, 5)
-    combined = refit.combined_scores(
+    combined = fitting.combined_scores(
         "qb-mgp", [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)], candidates
     )
     assert int(order[0]) == int(torch.argmax(combined))

@@ -10,7 +10,7 @@ import torch
 from scipy.special import logsumexp
 from scipy.stats import lognorm, multivariate_normal, norm
 
-from worker import answers, refit
+from worker import answers, fitting
 from worker.acquisition import evaluate
 from worker.design import GridPool
 from worker.mcmc import Posterior, mode_index, raw_kde_mode_index, sample_posterior
@@ -93,33 +93,33 @@ def test_a_refit_with_inputs_scaled_by_the_labels_samples_the_scaled_posterior()
     uniform start moves with the priors' means."""
     x, y = _data()
     spec = dict(SPEC, input_scaling="labels")
-    data = refit.prepare(spec, _labels(x, y))
+    data = fitting.prepare(spec, _labels(x, y))
     u = data.u.numpy()
     span = u.max(0) - u.min(0)
     np.testing.assert_allclose(data.input_scale, span, rtol=1e-12)
-    post = refit.posterior(spec, data, None)
+    post = fitting.posterior(spec, data, None)
     plain = sample_posterior((u - u.min(0)) / span, data.z, 2, 40, 30, seed=data.seed,
                              init="uniform")  # fmt: skip
     np.testing.assert_allclose(post.lengthscale.numpy(), plain.lengthscale.numpy() * span,
                                rtol=1e-6)  # fmt: skip
     np.testing.assert_allclose(post.noise.numpy(), plain.noise.numpy(), rtol=1e-6)
-    model, _ = refit.fit(spec, GridPool(dim=2, points_per_dim=11), _labels(x, y), exclude=set())
+    model, _ = fitting.fit(spec, GridPool(dim=2, points_per_dim=11), _labels(x, y), exclude=set())
     assert model["input_scale"] == pytest.approx(span.tolist(), rel=1e-12)
-    assert "input_scale" not in refit.fit(SPEC, GridPool(dim=2, points_per_dim=11),
+    assert "input_scale" not in fitting.fit(SPEC, GridPool(dim=2, points_per_dim=11),
                                           _labels(x, y), exclude=set())[0]  # fmt: skip
 
 
 def test_inputs_that_do_not_vary_keep_the_box():
     spec = dict(SPEC, input_scaling="labels")
-    data = refit.prepare(spec, _labels(np.array([[3.0, 0.2], [5.0, 0.2]]), np.array([1.0, 2.0])))
+    data = fitting.prepare(spec, _labels(np.array([[3.0, 0.2], [5.0, 0.2]]), np.array([1.0, 2.0])))
     assert data.input_scale == pytest.approx([0.2, 1.0])
 
 
 def test_the_paper_code_preset_picks_the_raw_kde_mode_of_all_draws():
     x, y = _data()
     spec = dict(SPEC, input_scaling="labels", mcmc=dict(SPEC["mcmc"], mode_rule="kde-raw"))
-    data = refit.prepare(spec, _labels(x, y))
-    post = refit.posterior(spec, data, None)
+    data = fitting.prepare(spec, _labels(x, y))
+    post = fitting.posterior(spec, data, None)
     raw = np.column_stack([post.lengthscale.numpy() / data.input_scale, post.noise.numpy()])
     best = int(np.argmax(_reference_kde_scores(raw)))
     assert post.mode_lengthscale.numpy() == pytest.approx(post.lengthscale.numpy()[best])
@@ -153,7 +153,7 @@ def test_the_paper_nlml_counts_the_noise_twice_and_adds_the_modes_log_prior(scal
     x, y = _data(12, seed=3)
     spec = dict(SPEC, input_scaling=scaling)
     labels = _labels(x, y)
-    model, _ = refit.fit(spec, GridPool(dim=2, points_per_dim=11), labels, exclude=set())
+    model, _ = fitting.fit(spec, GridPool(dim=2, points_per_dim=11), labels, exclude=set())
     rng = np.random.default_rng(8)
     xt = np.column_stack([rng.uniform(0, 10, 40), rng.uniform(-1, 1, 40)])
     yt = np.sin(xt[:, 0]) + xt[:, 1] ** 2 + 0.05 * rng.standard_normal(40)

@@ -170,7 +170,7 @@ def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
-    from worker import refit
+    from worker import fitting
     from worker.design import GridPool
 
     spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
@@ -180,18 +180,18 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     g = torch.Generator().manual_seed(3)
     x = torch.rand(12, 2, generator=g, dtype=D)
     labels = [{"x": a.tolist(), "y": float(torch.sin(4 * a).sum())} for a in x]
-    data = refit.prepare(spec, labels)
-    post = refit.posterior(spec, data, None)
+    data = fitting.prepare(spec, labels)
+    post = fitting.posterior(spec, data, None)
     pool = GridPool(dim=2, points_per_dim=30)
-    _, alone = refit.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)
+    _, alone = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)
     share, calls = _in_parts(4)
-    _, shared = refit.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
+    _, shared = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
     assert calls == [600]  # every candidate (the subsample) through the share, once
     assert [r["index"] for r in shared] == [r["index"] for r in alone]
     np.testing.assert_allclose([r["score"] for r in shared], [r["score"] for r in alone],
                                rtol=1e-10)  # fmt: skip
     # random's scores are drawn for all candidates at once: never shared
     share, calls = _in_parts(4)
-    refit.model_and_ranking(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0,
+    fitting.model_and_ranking(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0,
                             share)  # fmt: skip
     assert calls == []

@@ -3,7 +3,8 @@ modes on, and a tiny run of both samplers), and the label-to-next-point case (``
 
 import numpy as np
 
-from clients.reproduction.core_benchmark import chain_modes, gramacy_data, mode_gap, time_next_point
+from clients.reproduction.core_benchmark import chain_modes, gramacy_data, mode_gap
+from clients.reproduction.large_benchmark import time_next_point
 
 
 def test_the_short_lengthscale_mode_wins_only_with_many_labels():

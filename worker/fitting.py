@@ -3,7 +3,8 @@ fresh pool subsample, ranking, and the model body that holds it all. The answers
 gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
 
 Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
-:mod:`worker.jobs`. Campaign specs are the dicts of CONTRACT.md's campaign body.
+:mod:`worker.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
+OpenAPI document).
 """
 
 from __future__ import annotations
@@ -148,9 +149,9 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
            peers=None):  # fmt: skip
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
     target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
-    refit: :class:`worker.fanout.Peers`), to the target judged at each check on all the chains
+    refit: :class:`worker.jobs.fanout.Peers`), to the target judged at each check on all the chains
     together (:meth:`worker.mcmc.Target.more_of`), as one process running every chain judges it,
-    so that the merged draws are that process's. Raises :class:`worker.fanout.PeersLost` when
+    so that the merged draws are that process's. Raises :class:`worker.jobs.fanout.PeersLost` when
     the others cannot be heard."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
@@ -189,7 +190,7 @@ def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: lis
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (worker.fanout.share_scoring)
+# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring)
 Share = Callable[[Callable[[torch.Tensor], torch.Tensor], torch.Tensor], torch.Tensor]
 
 
@@ -222,8 +223,8 @@ def model_and_ranking(
 ) -> tuple[dict, list]:  # fmt: skip
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
-    labeling) as fantasies. Returns the model (CONTRACT.md's ``/model`` body) and the ranking
-    (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
+    labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
+    ranking (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
     ``share`` (a greedy batch's first scoring; its picks after that, here)."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]

@@ -1,12 +1,12 @@
-"""RQ jobs: the glue between the campaign store and the math (:mod:`worker.refit`,
+"""RQ jobs: the glue between the campaign store and the math (:mod:`worker.fitting`,
 :mod:`worker.answers`, :mod:`worker.views`).
 
 Jobs are top-level functions taking a campaign id and plain values; they load their own data,
 can run again safely, and write a model only when it is complete. The service enqueues them by
 dotted name (``worker.jobs.refit``, ``.refit_chains``, ``.refit_merge``, ``.predict``,
 ``.acquisition``, ``.evaluate``, ``.plot``) and never imports this module. The chains' fan-out
-is :mod:`worker.fanout`, a refit's heartbeat :mod:`worker.lease`, the worker
-:mod:`worker.runner`.
+is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`, the worker
+:mod:`worker.jobs.process`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import limits, loop, queues
+from service import costs, limits, loop
 from service.errors import NotFound
 from service.observability import record_refit
 from service.settings import get_settings
 from service.store import CampaignStore
-from worker import answers, fanout, views
-from worker import refit as math_
+from worker import answers, fitting, views
 from worker.defaults import output_labels, output_names, output_spec
-from worker.lease import lease, log_ids
+from worker.jobs import fanout
+from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble, judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
@@ -58,7 +58,7 @@ def refit(campaign_id: str) -> dict:
     groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
     if len(groups) > 1:
         warm = _warm(store, campaign_id, spec)
-        timeout = queues.refit_timeout(spec, n, get_settings())
+        timeout = costs.refit_timeout(spec, n, get_settings())
 
         def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
             now = time.time()
@@ -73,7 +73,7 @@ def refit(campaign_id: str) -> dict:
     started = time.perf_counter()
 
     def posterior(data):
-        post = math_.posterior(spec, data, _warm(store, campaign_id, spec),
+        post = fitting.posterior(spec, data, _warm(store, campaign_id, spec),
                                get_settings().limit_mode_draws)  # fmt: skip
         post.diagnostics["chain_groups"] = 1
         return post
@@ -89,7 +89,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
     failure = None
     with lease(store, campaign_id, token):
         try:
-            data = math_.prepare(spec, store.labels(campaign_id)[:n])
+            data = fitting.prepare(spec, store.labels(campaign_id)[:n])
             post = posterior(data)
             share = _share(store, campaign_id, spec, data.n)
             result = _store_model(
@@ -99,7 +99,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
                 data.n,
                 token,
                 began,
-                lambda pool, exclude, pending: math_.model_and_ranking(
+                lambda pool, exclude, pending: fitting.model_and_ranking(
                     spec, pool, data, post, exclude, pending, started, share
                 ),
             )
@@ -114,7 +114,7 @@ def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> 
 
 
 def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
-    """A multi-output campaign's refit (:func:`worker.refit.fit_outputs`), under its lease, as
+    """A multi-output campaign's refit (:func:`worker.fitting.fit_outputs`), under its lease, as
     :func:`_complete` does a single output's."""
     started = time.perf_counter()
     failure = None
@@ -123,7 +123,7 @@ def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
             previous = None
             with contextlib.suppress(NotFound):
                 previous = store.model(campaign_id)
-            fits = math_.fit_outputs(spec, store.labels(campaign_id)[:n], previous,
+            fits = fitting.fit_outputs(spec, store.labels(campaign_id)[:n], previous,
                                      get_settings().limit_mode_draws)  # fmt: skip
             share = _share(store, campaign_id, spec, n, len(fits))
             result = _store_model(
@@ -133,7 +133,7 @@ def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
                 n,
                 token,
                 began,
-                lambda pool, exclude, pending: math_.multi_model_and_ranking(
+                lambda pool, exclude, pending: fitting.multi_model_and_ranking(
                     spec, pool, fits, exclude, pending, started, share
                 ),
             )
@@ -155,10 +155,10 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
         return None  # another refit is in charge
     with lease(store, campaign_id, token):
         spec = store.spec(campaign_id)
-        data = math_.prepare(spec, store.labels(campaign_id)[:n])
+        data = fitting.prepare(spec, store.labels(campaign_id)[:n])
         peers = fanout.Peers(store.r, token, chain_ids, spec["mcmc"]["chains"])
         try:
-            draws, how = math_.chains(spec, data, chain_ids, warm, peers=peers)
+            draws, how = fitting.chains(spec, data, chain_ids, warm, peers=peers)
         except BaseException:  # RQ's timeout and a stop included: the others must not wait
             with contextlib.suppress(RedisError):
                 peers.abandon()
@@ -181,19 +181,19 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         if groups is None:  # a group failed or its worker died: redo all here
             log.warning("a chain group is missing; running all chains here",
                         extra=log_ids(campaign_id))  # fmt: skip
-            draws, how = math_.chains(spec, data)
+            draws, how = fitting.chains(spec, data)
             warm = None
         else:
             draws, how, warm = groups
         how, redo = judge_warm_start(draws, how, warm, Target.of(spec["mcmc"]))
         if redo:
-            draws, _ = math_.chains(spec, data)
+            draws, _ = fitting.chains(spec, data)
         seconds = time.perf_counter() - started  # the chain groups' time included
         post = assemble(draws, data.u.shape[1], seconds, how, data.seed,
                         get_settings().limit_mode_draws,
                         mode_rule=spec["mcmc"].get("mode_rule", "kde"),
                         prior_mean=data.prior_mean,
-                        noise_floor=math_.noise_floor(spec))  # fmt: skip
+                        noise_floor=fitting.noise_floor(spec))  # fmt: skip
         post.diagnostics["chain_groups"] = len(job_ids)
         return post
 
@@ -202,7 +202,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
 
 def _warm(store, campaign_id: str, spec: dict) -> dict | None:
     try:
-        return math_.warm_start_of(spec, store.model(campaign_id))
+        return fitting.warm_start_of(spec, store.model(campaign_id))
     except NotFound:
         return None
 
@@ -231,15 +231,15 @@ def _store_model(store, campaign_id, spec, n, token, began, build) -> dict:
 
 def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
-    queue (:func:`worker.fanout.share_scoring`), when the parts are worth it."""
+    queue (:func:`worker.jobs.fanout.share_scoring`), when the parts are worth it."""
     draws = limits.scoring_draws(spec["mcmc"], spec["acquisition"])
-    timeout = queues.refit_timeout(spec, n, get_settings())
+    timeout = costs.refit_timeout(spec, n, get_settings())
     return fanout.share_scoring(store, campaign_id, outputs * draws * n * n, timeout)
 
 
 def score_part(fn, candidates):
-    """A part of a refit's scoring that an idle worker took (:func:`worker.fanout.share_scoring`):
-    ``fn``'s scores of ``candidates``."""
+    """A part of a refit's scoring that an idle worker took
+    (:func:`worker.jobs.fanout.share_scoring`): ``fn``'s scores of ``candidates``."""
     return fn(candidates).numpy()
 
 

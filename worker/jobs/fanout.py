@@ -17,6 +17,7 @@ import torch
 from rq import Queue, Worker, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
+from service import keys
 from service.queues import QUEUES, REFIT, ordinary
 from worker.gp import SCORE_ALIGN
 from worker.nuts import Draws
@@ -42,7 +43,7 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that no
     chain group goes ahead of another campaign's waiting refit), and no more than the
     campaign's fair share of those workers among the campaigns that want one
-    (:meth:`service.store.CampaignStore.wanting_workers`), so that a campaign whose simulators
+    (:meth:`service.store.jobs.Jobs.wanting_workers`), so that a campaign whose simulators
     are out still finds a worker when their labels come."""
     connection = store.r
     job = get_current_job()
@@ -112,7 +113,7 @@ class Peers:
     each group's note (the shape of its latest draws, whether it has stopped, and when it last
     said so) in one hash, and its latest draws (``C x S x P``, float64) in another.
 
-    :func:`worker.refit.chains` publishes this group's draws at each of the sampler's checks and
+    :func:`worker.fitting.chains` publishes this group's draws at each of the sampler's checks and
     waits (:meth:`together`) until every other group has published as many, then judges the
     target on all the chains in chain order. Every group so takes the same decision at the same
     check, the one a single process running every chain takes: the merged draws are those of
@@ -206,8 +207,7 @@ class Peers:
 
 def peers_keys(token: str) -> tuple[str, str]:
     """The Redis keys of refit ``token``'s groups: their notes, and their draws."""
-    key = f"fbgp:chain-groups:{token}"
-    return key, f"{key}:draws"
+    return keys.chain_groups(token)
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
@@ -226,7 +226,7 @@ SHARE_POLL = 0.01
 
 
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
-    """A :data:`worker.refit.Share` for a refit's scoring: the candidates split into one part
+    """A :data:`worker.fitting.Share` for a refit's scoring: the candidates split into one part
     for this job and one for each worker of the refit's tenant's ordinary queue
     (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
     :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the

@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy.stats import gaussian_kde
 
-from worker import answers, refit
+from worker import answers, fitting
 from worker.design import GridPool
 from worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
 from worker.space import Space
@@ -44,7 +44,7 @@ CASES = {
 def test_refit_on_awkward_data_is_finite(case):
     x, y = CASES[case]
     labels = _labels(x, y)
-    model, ranking = refit.fit(SPEC, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
+    model, ranking = fitting.fit(SPEC, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
     draws = np.array(model["samples"]["lengthscale"]), np.array(model["samples"]["noise"])
     assert all(np.isfinite(d).all() and (d > 0).all() for d in draws)
     assert math.isfinite(model["mode"]["noise"]) and model["transform"]["y_std"] > 0
@@ -106,7 +106,7 @@ def test_a_refit_over_typed_inputs_learns_each_choice_and_ranks_values():
         return 3.0 * (p[0] == "direct") + 0.2 * p[1] + 0.3 * math.log10(p[2])
 
     labels = [{"x": p, "y": f(p), "index": None, "ticket": None} for p in x]
-    model, ranking = refit.fit(spec, pool, labels, exclude=set())
+    model, ranking = fitting.fit(spec, pool, labels, exclude=set())
     assert model["features"] == ["solver=cg", "solver=direct", "mesh", "rate"]
     assert np.array(model["samples"]["lengthscale"]).shape[1] == 4
     assert all(r["x"][0] in ("cg", "direct") and type(r["x"][1]) is int for r in ranking)

@@ -1,0 +1,64 @@
+"""What a job costs: a refit's work in NUTS iterations, whether it is long (a lane of its own,
+:func:`service.queues.refit_queue`), and the RQ timeouts of refits and short jobs."""
+
+from __future__ import annotations
+
+import math
+
+from service.limits import pool_size, scoring_draws
+from worker.defaults import MCMC_DEFAULTS
+from worker.space import Space
+
+FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
+
+
+def refit_work(spec: dict, n: int) -> float:
+    """A refit's work in NUTS iterations of a campaign of at most 100 labels and at most
+    :data:`FEATURES_AT_UNIT_WORK` features: chains x (warm-up + the most samples a chain may
+    draw), twice (a warm start that did not mix is redone cold), times ``1 + (n / 100)^3`` for
+    ``n`` labels (a Cholesky factor per gradient), times the number of outputs (each has its
+    posterior), times ``features / 6`` beyond 6 features (a float or int input is one, a choice
+    input one per value): each feature adds a lengthscale to sample and a squared-distance
+    matrix to every gradient. Measured (one BLAS thread, as a worker runs): a gradient at
+    n = 200 took 0.70 ms with 2 features, 1.85 with 20, 9.1 with 100 and 12.9 with 300, and
+    NUTS took 606, 1,489, 1,658 and 1,749 of them in 120 iterations at n = 60. Against 6
+    features (interpolated) that is about 3.6x at 20 features and 19.6x at 100, where the
+    factor gives 3.3 and 16.7, and 29x at 300, where it gives 50: a wide campaign's first
+    refit goes to the long queue, and its timeout grows with it."""
+    mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
+    most = mcmc["samples"]
+    if mcmc.get("draws") is not None:  # sampling to a target: up to max_samples per chain
+        most = max(most, mcmc["max_samples"])
+    outputs = len(spec.get("outputs") or [None])
+    wide = max(1.0, Space.of(spec["inputs"]).n_features / FEATURES_AT_UNIT_WORK)
+    labels = 1.0 + (n / 100.0) ** 3
+    return 2.0 * mcmc["chains"] * (mcmc["warmup"] + most) * labels * outputs * wide
+
+
+def refit_timeout(spec: dict, n: int, settings) -> int:
+    """The RQ timeout of a refit (and of its chain groups and merge) on ``n`` labels, seconds."""
+    seconds = settings.job_timeout_seconds + settings.refit_iteration_seconds * refit_work(spec, n)
+    return math.ceil(min(seconds, settings.job_timeout_max_seconds))
+
+
+def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
+    """The RQ timeout of a short job asked about ``points`` points of a campaign with ``n``
+    labels: never longer than the API waits for its answer."""
+    work = points * (1.0 + (n / 100.0) ** 2)
+    seconds = settings.job_timeout_seconds + settings.short_point_seconds * work
+    return max(1, math.ceil(min(seconds, wait_seconds, settings.job_timeout_max_seconds)))
+
+
+def long_refit(spec: dict, n: int, last_seconds: float | None, settings) -> bool:
+    """Whether a campaign's refit is long: its last one (``last_seconds``) took more than
+    ``long_refit_seconds``, or, before its first model, its work (:func:`refit_work`) or its
+    scoring's is beyond the ``long_refit_*`` bounds."""
+    if last_seconds is not None:
+        return last_seconds > settings.long_refit_seconds
+    # (a spec stored by an older version may lack what has a default now)
+    mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
+    subsample = int(spec.get("pool_subsample", 10_000))
+    candidates = min(subsample, pool_size(spec["pool"], spec["inputs"]))
+    scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
+    return (refit_work(spec, n) > settings.long_refit_work
+            or scoring > settings.long_refit_scoring_work)  # fmt: skip

@@ -1,0 +1,49 @@
+"""The bodies of HTTP answers that several routes and pages send, built from the store's facts:
+a campaign's status (``schemas.CampaignStatus``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+
+from service import loop
+from service.errors import NotFound
+from service.loop import Refit, Rules
+from service.store import CampaignStore
+
+
+def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> dict:
+    """Campaign ``campaign_id``'s status, as ``GET /campaigns/{id}`` answers it."""
+    spec = store.spec(campaign_id)
+    now = time.time() if now is None else now
+    rules = Rules.of(spec)
+    state = store.state(campaign_id)
+    refit = Refit.of(state)
+    n = store.n_labeled(campaign_id)
+    pending = store.n_pending(campaign_id, now)
+    n_failed = store.n_failed(campaign_id, state)
+    # only runs that failed can stall a campaign: the whole snapshot is read only then
+    stalled = n_failed > 0 and loop.stalled(rules, store.snapshot(campaign_id, now, False))
+    return {
+        "id": campaign_id, "name": spec["name"], "team": spec.get("team"),
+        "state": str(loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))),
+        "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
+        "model_version": refit.model_version, "last_error": refit.last_error,
+        "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
+        "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
+        "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
+        "n_forgiven": refit.n_forgiven, "max_failures": rules.failure_limit,
+        "failing": loop.failing(rules, n_failed, refit.n_forgiven),
+        "stalled": stalled,
+        "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
+    }  # fmt: skip
+
+
+def statuses(store: CampaignStore, ids: list[str]) -> list[dict]:
+    """The status of each campaign of ``ids`` that still exists (deleted meanwhile: left out)."""
+    out = []
+    for campaign_id in ids:
+        with contextlib.suppress(NotFound):
+            out.append(status(store, campaign_id))
+    return out

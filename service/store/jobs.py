@@ -1,0 +1,55 @@
+"""A campaign's RQ jobs, noted (``track.lua``, ``admit_short.lua``) so that a delete or a
+failure can stop them; which campaigns want a worker."""
+
+from __future__ import annotations
+
+import logging
+
+from service import queues
+
+log = logging.getLogger("fbgp.store")
+
+
+class Jobs:
+    """A campaign's RQ jobs, noted for a delete or a failure to stop
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def wanting_workers(self, now: float) -> set[str]:
+        """The campaigns that hold or will soon want a worker: a refit queued or running, or a
+        ticket out (its label brings a refit). One pipelined read per campaign: the chains'
+        fan-out asks it only when a worker is idle."""
+        ids = self.ids()
+        pipe = self.r.pipeline(transaction=False)
+        for campaign_id in ids:
+            pipe.hget(self.k(campaign_id, "state"), "refit")
+            pipe.zcount(self.k(campaign_id, "leases"), now, "+inf")
+        answers = pipe.execute()
+        return {
+            campaign_id
+            for campaign_id, refit, out in zip(ids, answers[::2], answers[1::2], strict=True)
+            if refit in (b"queued", b"running") or out
+        }
+
+    def track_jobs(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
+        """Note jobs (``refit:<id>``, ``short:<id>``) among the campaign's, for a delete or a
+        failure to stop, until ``until``; False if the campaign is gone (noted nowhere)."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
+        return bool(self.s.track(keys=keys, args=[now, until, *members]))
+
+    def admit_short(self, campaign_id: str, member: str, now: float, until: float,
+                    most: int) -> int:  # fmt: skip
+        """Note model call ``member`` among the campaign's jobs until ``until`` unless ``most``
+        are out already: 1 noted, 0 the campaign is gone, -1 too many out."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
+        return int(self.s.admit_short(keys=keys, args=[now, until, member, most]))
+
+    def forget_jobs(self, campaign_id: str, members: list[str]) -> None:
+        """Jobs that ended, no longer the campaign's to stop or count."""
+        self.r.zrem(self.k(campaign_id, "jobs"), *members)
+
+    def stop_refits(self, campaign_id: str, but: str | None = None) -> None:
+        """Stop the campaign's refit jobs (refits, chain groups, merges) but ``but``: those
+        running are killed, those queued canceled."""
+        members = self.r.zrange(self.k(campaign_id, "jobs"), 0, -1)
+        ids = [m.decode().partition(":")[2] for m in members if m.startswith(b"refit:")]
+        queues.stop_jobs(self.r, [i for i in ids if i != but])

@@ -1,0 +1,102 @@
+"""Labels: one posted for a ticket (``label.lua``), and observations imported
+(``import.lua``) with their Idempotency-Key."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from service import loop
+from service import pool as pools
+from service.errors import NotFound
+from service.keys import PHASES
+from service.loop import ImportOutcome, LabelOutcome
+from service.observability import record_labels
+
+log = logging.getLogger("fbgp.store")
+
+
+def _held_import(held: bytes, digest: str) -> tuple[ImportOutcome, int, int]:
+    """An import's record under its Idempotency-Key (``digest n count``), as
+    :meth:`Labels.imported` answers it."""
+    stored, n, count = held.decode().split()
+    outcome = ImportOutcome.SAME_AGAIN if stored == digest else ImportOutcome.KEY_REUSED
+    return outcome, int(n), int(count)
+
+
+class Labels:
+    """Labels posted and observations imported
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def labels(self, campaign_id: str) -> list[dict]:
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
+
+    def record_label(
+        self, campaign_id: str, ticket: str, y: float, now: float, noise: float | None = None
+    ) -> tuple[LabelOutcome, int, bool]:
+        """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically):
+        ``(outcome, n_labeled, enqueue_refit)``. ``noise``: its known noise variance, kept in
+        the record (and in the ticket's state, for a repeat to match)."""
+        spec = self.spec(campaign_id)
+        raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
+        if raw is None:
+            return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
+        info = json.loads(raw)
+        fields = {"x": info["x"], "y": y, "index": info["index"], "ticket": ticket}
+        if noise is not None:
+            fields["noise"] = noise
+        record = json.dumps(fields)
+        index = "" if info["index"] is None else str(info["index"])
+        keys = [self.k(campaign_id, p) for p in
+                ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
+        keys += [PHASES, self.k(campaign_id, "expired")]
+        repeats = "1" if spec["allow_repeats"] else "0"
+        state = loop.labeled_state(y, noise).removeprefix("labeled:")
+        args = [ticket, state, record, index, spec["max_labels"], repeats,
+                spec["initial_design"]["size"], now]  # fmt: skip
+        outcome, n, enqueue = self.s.label(keys=keys, args=args)
+        self.wake(campaign_id)
+        return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def imported(self, campaign_id: str, key: str, digest: str) -> tuple[ImportOutcome, int,
+                                                                         int] | None:  # fmt: skip
+        """What became of the import with Idempotency-Key ``key``: None if none was stored;
+        else ``(SAME_AGAIN, n_labeled after it, its count)``, or ``KEY_REUSED`` if it had other
+        observations than those of SHA-256 ``digest``."""
+        held = self.r.hget(self.k(campaign_id, "imports"), key)
+        return None if held is None else _held_import(held, digest)
+
+    def import_observations(
+        self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None,
+        key: str | None = None, digest: str = "",
+    ) -> tuple[ImportOutcome, int, bool]:  # fmt: skip
+        """Store imported observations, all or none (``import_observations.lua``):
+        ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances. With
+        an Idempotency-Key ``key`` (and the SHA-256 ``digest`` of the observations), an import
+        whose key was stored before is :meth:`imported`'s answer instead, nothing stored."""
+        spec = self.spec(campaign_id)
+        n = self.n_labeled(campaign_id)
+        if n + len(x) > spec["max_labels"]:  # before the look-up (the script checks again)
+            return ImportOutcome.TOO_MANY, n, False
+        index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
+        args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
+        noises = [None] * len(y) if noise is None else noise
+        for xi, yi, ii, ni in zip(x, y, index, noises, strict=True):
+            record = {"x": xi, "y": yi, "index": ii, "ticket": None}
+            if ni is not None:
+                record["noise"] = ni
+            args += [json.dumps(record), "" if ii is None else str(ii)]
+        args += [now, "1" if spec["allow_repeats"] else "0", key or "", digest]
+        keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
+        keys += [self.k(campaign_id, "spec"), self.k(campaign_id, "imports")]
+        outcome, n, enqueue, *held = self.s.import_observations(keys=keys, args=args)
+        if outcome == b"gone":
+            raise NotFound(f"no campaign {campaign_id!r}")
+        if outcome == b"held":  # the same key, stored between imported() and here
+            return _held_import(held[0], digest)[:2] + (False,)
+        self.wake(campaign_id)
+        return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def count_labels(self, count: int) -> None:
+        """Add stored labels to the shared metric."""
+        record_labels(self.r, count)

@@ -1,0 +1,112 @@
+"""Models and the stopping rule: a refit's model stored and the campaign stopped by its rule
+in one step (``save_model.lua``), the owner's resume (``resume.lua``), evaluations."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from service import stopping
+from service.errors import NotFound
+from service.keys import PHASES
+from worker.defaults import STOP_TARGETS
+
+log = logging.getLogger("fbgp.store")
+
+
+class Models:
+    """Models, evaluations, and the stopping rule's stop and the owner's resume
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
+        """Store the model of refit ``token`` unless another refit is in charge now or a newer
+        model is there already; True if stored."""
+        d = model["diagnostics"]
+        event = {"event": "model", "version": model["version"], "at": time.time()}
+        for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences", "started_at"):
+            event[key] = d.get(key)
+        if "accuracy" in model:
+            event["accuracy"] = model["accuracy"]
+        keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
+        keys += [self.k(campaign_id, "labels"), PHASES]
+        args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
+                d.get("refit_seconds", 0.0)]  # fmt: skip
+        args += self._stop_args(campaign_id, event)
+        outcome = self.s.save_model(keys=keys, args=args)
+        if outcome == 2:
+            log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
+        if outcome >= 1:
+            self.wake(campaign_id)
+        return outcome >= 1
+
+    def _stop_args(self, campaign_id: str, event: dict) -> list:
+        """``save_model.lua``'s stop (its verdict, its history event, the design's size and
+        max_labels) if the campaign's stopping rule is met once model ``event`` is in its
+        history (:func:`service.stopping.stop_verdict`); blanks if not. The rule and the history
+        read here cannot change before the script runs unless the campaign is stopped (only a
+        resume changes them), and then the script does not stop it again."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return ["", "", 0, 0]  # deleted meanwhile: the script finds no refit in charge
+        if not spec.get("stop"):
+            return ["", "", 0, 0]
+        history = [*self.history(campaign_id), event]
+        verdict = stopping.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
+                                    STOP_TARGETS)  # fmt: skip
+        if verdict is None or verdict["version"] != event["version"]:
+            return ["", "", 0, 0]
+        verdict["at"] = event["at"]
+        stopped = dict(verdict, event="stopped", n_labeled=event["version"])
+        return [json.dumps(verdict), json.dumps(stopped), spec["initial_design"]["size"],
+                spec["max_labels"]]  # fmt: skip
+
+    def model(self, campaign_id: str) -> dict:
+        raw = self.r.get(self.k(campaign_id, "model"))
+        if raw is None:
+            self.spec(campaign_id)
+            raise NotFound(f"campaign {campaign_id!r} has no model yet")
+        return json.loads(raw)
+
+    def ranking(self, campaign_id: str) -> list[dict]:
+        raw = self.r.get(self.k(campaign_id, "ranking"))
+        return [] if raw is None else json.loads(raw)
+
+    def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
+        event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
+        kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper")
+        if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
+            event["outputs"] = {name: {k: m[k] for k in kept if k in m}
+                                for name, m in metrics["outputs"].items()}  # fmt: skip
+            for k in ("nlml", "nlpd_mixture", "nlml_paper"):
+                values = [m[k] for m in event["outputs"].values() if k in m]
+                if len(values) == len(event["outputs"]):
+                    event[k] = sum(values) / len(values)
+        else:
+            event.update({k: metrics[k] for k in kept if k in metrics})
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
+        self.s.write_if_campaign(keys=keys, args=["RPUSH", json.dumps(event)])
+
+    def resume(self, campaign_id: str, stop: dict | None = None, replace: bool = False) -> bool:
+        """The owner's resume of a campaign its stopping rule stopped: it goes on, the rule's
+        patience counted again from the next model; with ``replace``, under rule ``stop``
+        (None: none). False if it was not stopped."""
+        for _ in range(10):
+            raw = self.r.get(self.k(campaign_id, "spec"))
+            if raw is None:
+                raise NotFound(f"no campaign {campaign_id!r}")
+            spec = json.loads(raw)
+            new = json.dumps(dict(spec, stop=stop)) if replace else ""
+            event = {"event": "resumed", "at": time.time(),
+                     "n_labeled": self.n_labeled(campaign_id),
+                     "stop": stop if replace else spec.get("stop")}  # fmt: skip
+            keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+            keys += [self.k(campaign_id, "history"), self.k(campaign_id, "spec")]
+            args = [json.dumps(event), spec["initial_design"]["size"], spec["max_labels"], raw,
+                    new]  # fmt: skip
+            outcome = int(self.s.resume(keys=keys, args=args))
+            if outcome >= 0:
+                self.wake(campaign_id)
+                return bool(outcome)
+        raise RuntimeError("the campaign's spec kept changing during its resume")

@@ -1,0 +1,220 @@
+"""Refit supervision: the refit in charge of a campaign (its job id fences off every other's
+writes), its heartbeat, its end, its failures and their back-off, a dead one revived, the
+owner's retry; and the one place that puts a refit on the queue (:meth:`Refits._enqueue`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import uuid
+
+from service import costs, loop, queues
+from service.errors import NotFound
+from service.keys import PHASES
+from service.loop import Refit, Rules
+from service.settings import get_settings
+from service.store.runs import MAX_REASON
+
+log = logging.getLogger("fbgp.store")
+
+# a refit whose job died (its history's error, and the campaign's if it failed so)
+DIED = ("its job ended without a result (its work horse was killed, or ran out of time or "
+        "memory, or its worker died)")  # fmt: skip
+
+
+class Refits:
+    """The refit in charge of a campaign: its enqueue, heartbeat, end and failures
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def enqueue_refit(self, campaign_id: str) -> str | None:
+        """Put the campaign's queued refit (the state says ``queued`` already: a script
+        requested it) on the queue under a new job, in charge from now; None if the campaign
+        was deleted or failed meanwhile, or has no refit queued."""
+        return self._enqueue(campaign_id, uuid.uuid4().hex, time.time(), take_charge=True)
+
+    def _enqueue(self, campaign_id: str, job_id: str, now: float,
+                 take_charge: bool = False) -> str | None:  # fmt: skip
+        """The one place a refit goes on the queue: job ``job_id``, noted among the campaign's
+        jobs first (``enqueue.lua`` puts it in charge of the queued refit as well, with
+        ``take_charge``; else a script has put it in charge already), so that the job finds
+        itself in charge when it starts; nothing is enqueued if that fails (None)."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return None
+        timeout, queue = self._refit_job(campaign_id, spec)
+        member = f"refit:{job_id}"
+        if take_charge:
+            keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
+            noted = self.s.enqueue(keys=keys, args=[job_id, member, now + timeout, now])
+        else:
+            noted = self.track_jobs(campaign_id, [member], now, now + timeout)
+        if not noted:
+            return None
+        queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
+        return job_id
+
+    def _refit_job(self, campaign_id: str, spec: dict) -> tuple[int, str]:
+        """A refit job's timeout and queue (:func:`service.queues.refit_queue`)."""
+        settings = get_settings()
+        n = self.n_labeled(campaign_id)
+        took = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
+                            "failed_refit_seconds")  # fmt: skip
+        known = [float(t) for t in took if t and float(t) > 0]
+        last_seconds = max(known) if known else None
+        timeout = costs.refit_timeout(spec, n, settings)
+        return timeout, queues.refit_queue(spec, n, last_seconds, settings)
+
+    def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,
+                 died: bool) -> tuple[list[str], str] | None:  # fmt: skip
+        """``after_failure.lua``'s keys and its ``p`` (as JSON) for a refit that failed of
+        ``cause`` (``died``: its job died), the next one to run as ``job_id``; None if the
+        campaign is gone."""
+        try:
+            spec = self.spec(campaign_id)
+        except NotFound:
+            return None
+        settings = get_settings()
+        reason = (f"the refit failed {settings.refit_max_attempts} times in a row; the last "
+                  f"time: {cause}")  # fmt: skip
+        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+        keys.append(self.k(campaign_id, "history"))
+        params = json.dumps({
+            "job": job_id, "now": now, "attempts": settings.refit_max_attempts,
+            "base": settings.refit_backoff_seconds, "cap": settings.refit_backoff_max_seconds,
+            "died": died,
+            "reason": reason[:MAX_REASON], "design_size": spec["initial_design"]["size"],
+            "max_labels": spec["max_labels"],
+        })  # fmt: skip
+        return keys, params
+
+    def _after_failure(self, campaign_id: str, outcome: int, job_id: str, now: float,
+                       but: str | None = None) -> None:  # fmt: skip
+        """Act on ``after_failure.lua``'s outcome: enqueue the new job (1), or stop the campaign's
+        other refit jobs once it failed (3)."""
+        if outcome == 1:
+            self._enqueue(campaign_id, job_id, now)
+        elif outcome == 3:
+            log.error("campaign failed: %s", self.state(campaign_id).get("failed"),
+                      extra={"campaign": campaign_id})  # fmt: skip
+            self.stop_refits(campaign_id, but)
+        self.wake(campaign_id)
+
+    def _adopt_refit(self, campaign_id: str, old: str, now: float) -> bool:
+        """Enqueue a queued refit whose job ``old`` ('' for none) never reached RQ under a new
+        job (a new id, so that a late push of the old one cannot run a job twice)."""
+        job_id = uuid.uuid4().hex
+        if not self.s.adopt(keys=[self.k(campaign_id, "state")], args=[job_id, now, old]):
+            return False
+        log.warning("a queued refit's job never reached RQ (whoever was to enqueue it stopped "
+                    "first): enqueued now", extra={"campaign": campaign_id})  # fmt: skip
+        self._enqueue(campaign_id, job_id, now)
+        self.wake(campaign_id)
+        return True
+
+    def note_merge(self, campaign_id: str, token: str, merge_id: str) -> bool:
+        """Note ``merge_id`` as the job that merges refit ``token``'s chain groups (while it waits
+        or runs, the silent refit is alive); False when another refit is in charge."""
+        keys = [self.k(campaign_id, "state")]
+        return bool(self.s.note_merge(keys=keys, args=[token, merge_id]))
+
+    def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
+        """Act on :func:`service.loop.refit_condition`: a failed refit whose back-off ran out is
+        queued again; a queued one whose enqueue never came (the API or worker that queued it
+        stopped in between) is enqueued, and counts as nothing; a dead one is queued again
+        under a new job (the old one, should it still run somewhere, is no longer in charge and
+        cannot write), and its death counts as a failure of the refit: from the second in a row
+        on it backs off, and at ``refit_max_attempts`` in a row the campaign fails. True if this
+        call acted (one caller wins when several look at once)."""
+        refit = Refit.of(self.state(campaign_id))
+        condition = loop.refit_condition(
+            refit, now, lease, lambda: queues.job_facts(self.r, refit.job, refit.merge)
+        )
+        if condition == loop.RefitCondition.RETRY_DUE:
+            job_id = uuid.uuid4().hex
+            if not self.s.retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
+                return False
+            self._after_failure(campaign_id, 1, job_id, now)
+            return True
+        if condition == loop.RefitCondition.UNENQUEUED:
+            return self._adopt_refit(campaign_id, refit.job, now)
+        if condition != loop.RefitCondition.DEAD:
+            return False
+        job_id = uuid.uuid4().hex
+        failure = self._failure(campaign_id, job_id, now, DIED, died=True)
+        if failure is None:
+            return False  # deleted meanwhile
+        keys, params = failure
+        event = {"event": "refit_failed", "n_labeled": self.n_labeled(campaign_id), "at": now,
+                 "error": DIED}  # fmt: skip
+        outcome = self.s.revive(keys=keys, args=[refit.job, params, json.dumps(event)])
+        if not outcome:
+            return False
+        self._after_failure(campaign_id, outcome, job_id, now)
+        return True
+
+    def revive_all(self, now: float, lease: float) -> list[str]:
+        """:meth:`revive_refit` for every campaign (and its expired tickets pruned): the ids
+        revived."""
+        revived = []
+        for campaign_id in self.ids():
+            with contextlib.suppress(NotFound):
+                self._expire_tickets(campaign_id, now)
+                if self.revive_refit(campaign_id, now, lease):
+                    revived.append(campaign_id)
+        return revived
+
+    def retry(self, campaign_id: str, now: float) -> bool:
+        """The owner's retry (``retry.lua``): a failed campaign's failed state cleared;
+        a failing or stalled one's failed runs forgiven, their points offered again; then a
+        refit enqueued where one is due. False if there was nothing to retry."""
+        spec = self.spec(campaign_id)
+        rules = Rules.of(spec)
+        job_id = uuid.uuid4().hex
+        stalled = loop.stalled(rules, self.snapshot(campaign_id, now, False))
+        keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
+        keys += [self.k(campaign_id, p) for p in ("failed", "failures")]
+        args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"],
+                rules.failure_limit, "1" if stalled else "0"]  # fmt: skip
+        outcome = self.s.retry(keys=keys, args=args)
+        if outcome == 2:
+            self._enqueue(campaign_id, job_id, now)
+        self.wake(campaign_id)
+        return bool(outcome)
+
+    def beat(self, campaign_id: str, token: str, now: float, start: bool = False) -> bool:
+        """The heartbeat of refit ``token`` (``start``: it begins now); False when another
+        refit is in charge."""
+        keys = [self.k(campaign_id, "state")]
+        return bool(self.s.beat(keys=keys, args=[token, now, "1" if start else "0"]))
+
+    def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
+                     current: str | None = None) -> bool:  # fmt: skip
+        """Record why refit ``token`` failed (if it is in charge; False if not); the model
+        stays. The refit runs again after a back-off (:func:`service.store.rules.backoff`;
+        sooner when new data comes), and at ``refit_max_attempts`` failures in a row the
+        campaign fails."""
+        now = time.time()
+        event = {"event": "refit_failed", "n_labeled": n_seen, "at": now,
+                 "error": message[:2000]}  # fmt: skip
+        job_id = uuid.uuid4().hex
+        failure = self._failure(campaign_id, job_id, now, message, died=False)
+        if failure is None:
+            return False  # deleted meanwhile
+        keys, params = failure
+        args = [token, message[:2000], json.dumps(event), params]
+        outcome = self.s.fail_refit(keys=keys, args=args)
+        if outcome:  # the job reporting (``current``) is not stopped: it ends by itself
+            self._after_failure(campaign_id, outcome, job_id, now, but=current or token)
+        else:
+            self.wake(campaign_id)
+        return bool(outcome)
+
+    def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
+        """True when another refit must run (labels came in meanwhile)."""
+        keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
+        again = bool(self.s.end_refit(keys=keys, args=[n_seen, now, token]))
+        self.wake(campaign_id)
+        return again

@@ -1,0 +1,97 @@
+"""Runs without a label: failed (``fail_run.lua``) and abandoned (``abandon.lua``) runs, kept
+and counted, and the renewal of a ticket's lease (``renew.lua``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from service import loop
+from service.loop import RenewOutcome, RunOutcome
+from service.observability import record_runs
+from service.settings import get_settings
+
+log = logging.getLogger("fbgp.store")
+MAX_REASON = 2000  # characters of a failure's reason kept
+
+
+class Runs:
+    """Failed and abandoned runs, and the renewal of a ticket's lease
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def failures(self, campaign_id: str, last: int | None = None) -> list[dict]:
+        """The failed runs kept (the latest ``keep_runs``), oldest first; with ``last``, only
+        the last ``last`` of them."""
+        start = 0 if last is None else -last
+        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "failures"), start, -1)]
+
+    def n_failed(self, campaign_id: str, state: dict | None = None) -> int:
+        """The campaign's failed runs, all counted (``state``: its state hash, if read)."""
+        state = self.state(campaign_id) if state is None else state
+        if "n_failed" in state:
+            return int(state["n_failed"])
+        return int(self.r.llen(self.k(campaign_id, "failures")))  # stored before the count
+
+    def run_events(self, campaign_id: str) -> list[dict]:
+        """The failed and abandoned runs kept, as ``/history`` events, oldest first (each kind
+        the latest ``keep_runs``)."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.lrange(self.k(campaign_id, "failures"), 0, -1)
+        pipe.lrange(self.k(campaign_id, "abandons"), 0, -1)
+        failures, abandons = pipe.execute()
+        events = [dict(json.loads(v), event="run_failed") for v in failures]
+        events += [json.loads(v) for v in abandons]
+        return sorted(events, key=lambda e: e["at"])
+
+    def _ticket(self, campaign_id: str, ticket: str) -> dict | None:
+        raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
+        return None if raw is None else json.loads(raw)
+
+    def fail_run(
+        self, campaign_id: str, ticket: str, reason: str, now: float
+    ) -> tuple[RunOutcome, int, bool]:
+        """Record that ``ticket``'s run failed (:func:`service.store.rules.fail_outcome`,
+        atomically): ``(outcome, n_failed, enqueue_refit)``."""
+        spec = self.spec(campaign_id)
+        info = self._ticket(campaign_id, ticket)
+        if info is None:
+            return RunOutcome.UNKNOWN_TICKET, self.n_failed(campaign_id), False
+        reason = reason[:MAX_REASON]
+        record = {"x": info["x"], "index": info["index"], "ticket": ticket, "reason": reason,
+                  "at": now}  # fmt: skip
+        keys = [self.k(campaign_id, p) for p in ("ticket_state", "leases", "failures", "failed",
+                                                 "state", "expired", "labels")]  # fmt: skip
+        index = "" if info["index"] is None else str(info["index"])
+        args = [ticket, loop.failed_state(reason), json.dumps(record), index,
+                spec["initial_design"]["size"], now, get_settings().keep_runs,
+                reason]  # fmt: skip
+        outcome, n, enqueue = self.s.fail_run(keys=keys, args=args)
+        self.wake(campaign_id)
+        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def abandon(self, campaign_id: str, ticket: str, now: float) -> tuple[RunOutcome, int, bool]:
+        """Abandon ``ticket`` (:func:`service.store.rules.abandon_outcome`, atomically): its
+        point is free again. ``(outcome, n_abandoned, enqueue_refit)``."""
+        spec = self.spec(campaign_id)
+        info = self._ticket(campaign_id, ticket)
+        event = {"event": "run_abandoned", "ticket": ticket, "at": now,
+                 "x": None if info is None else info["x"]}  # fmt: skip
+        keys = [self.k(campaign_id, p) for p in
+                ("ticket_state", "leases", "state", "abandons", "labels", "expired")]  # fmt: skip
+        args = [ticket, spec["initial_design"]["size"], now, json.dumps(event),
+                get_settings().keep_runs]  # fmt: skip
+        outcome, n, enqueue = self.s.abandon(keys=keys, args=args)
+        self.wake(campaign_id)
+        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+
+    def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
+        """Extend ``ticket``'s live lease by ``lease_seconds`` from now
+        (:func:`service.store.rules.renew_outcome`): ``(outcome, expires_at)``."""
+        spec = self.spec(campaign_id)
+        keys = [self.k(campaign_id, "ticket_state"), self.k(campaign_id, "leases")]
+        outcome, expiry = self.s.renew(keys=keys, args=[ticket, now, now + spec["lease_seconds"]])
+        return RenewOutcome(outcome.decode()), float(expiry) if expiry else None
+
+    def count_runs(self, kind: str) -> None:
+        """Add a failed or abandoned run to the shared metric."""
+        record_runs(self.r, kind)

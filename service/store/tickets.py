@@ -1,0 +1,121 @@
+"""Tickets: issued for ``/next`` (``issue.lua``), bound to its Idempotency-Key
+(``claim.lua``, ``replay.lua``), withdrawn, expired and pruned (``expire.lua``); the
+snapshot ``/next`` decides from."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+
+from service.errors import NotFound
+from service.loop import Refit, Snapshot
+from service.settings import get_settings
+
+log = logging.getLogger("fbgp.store")
+EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
+
+
+def _ticket_answer(found: list) -> dict:
+    """A ticket as ``/next`` answers it, from a script's ``{ticket, info, expiry}``."""
+    ticket, info, expiry = found
+    info = json.loads(info)
+    return {"ticket": ticket.decode(), "x": info["x"], "expires_at": float(expiry),
+            "model_version": info["model_version"]}  # fmt: skip
+
+
+class Tickets:
+    """Tickets out, their Idempotency-Keys and their expiry; ``/next``'s snapshot
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def issue(self, campaign_id: str, offers: list[tuple[int | None, list[float], int | None]],
+              lease: float, now: float) -> list[dict]:  # fmt: skip
+        """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
+        one round trip; the tickets as ``/next`` answers them."""
+        args: list = []
+        out = []
+        for index, x, version in offers:
+            ticket = uuid.uuid4().hex
+            info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
+                    "model_version": version}  # fmt: skip
+            args += [ticket, json.dumps(info), now + lease]
+            out.append({"ticket": ticket, "x": x, "expires_at": now + lease,
+                        "model_version": version})  # fmt: skip
+        keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
+        if args and not self.s.issue(keys=keys, args=args):  # deleted meanwhile: nothing written
+            raise NotFound(f"no campaign {campaign_id!r}")
+        return out
+
+    def replay(self, campaign_id: str, key: str, now: float) -> dict | None:
+        """The ticket that answered the ``/next`` with Idempotency-Key ``key``, as ``/next``
+        answers it (with its lease as renewed), while it is out; None otherwise."""
+        found = self.s.replay(keys=self._request_keys(campaign_id), args=[key, now])
+        return None if found is None else _ticket_answer(found)
+
+    def claim(self, campaign_id: str, key: str, ticket: dict, now: float) -> dict:
+        """Bind Idempotency-Key ``key`` to ``ticket`` (an answer of :meth:`issue`), and return
+        the ticket the key answers: ``ticket``, or one issued for the same key before and still
+        out, in which case ``ticket`` is withdrawn (``claim.lua``)."""
+        keys = self._request_keys(campaign_id) + [self.k(campaign_id, "spec")]
+        found = self.s.claim(keys=keys, args=[key, ticket["ticket"], now])
+        if found is None:
+            raise NotFound(f"no campaign {campaign_id!r}")
+        winner = _ticket_answer(found)
+        if winner["ticket"] != ticket["ticket"]:
+            self.withdraw(campaign_id, [ticket["ticket"]])
+        return winner
+
+    def _request_keys(self, campaign_id: str) -> list[str]:
+        return [self.k(campaign_id, p) for p in ("requests", "ticket_state", "leases", "tickets")]
+
+    def withdraw(self, campaign_id: str, tickets: list[str]) -> None:
+        """Take back tickets that no simulator received (their poll ended before it could be
+        answered): gone as if never issued, their points free again at once."""
+        pipe = self.r.pipeline()
+        for part in ("tickets", "ticket_state"):
+            pipe.hdel(self.k(campaign_id, part), *tickets)
+        pipe.zrem(self.k(campaign_id, "leases"), *tickets)
+        pipe.execute()
+        self.wake(campaign_id)
+
+    def snapshot(self, campaign_id: str, now: float, expire: bool = True) -> Snapshot:
+        """The labels, the tickets out, the refit state, the latest ranking and the failed
+        points as of one instant (one MULTI/EXEC; expired leases are dropped first, or with
+        ``expire=False`` only left out), for :func:`service.loop.next_answer`. Read one at a
+        time, a label stored in between would count neither as labeled nor as out, and one
+        ticket too many could be handed out."""
+        leases = self.k(campaign_id, "leases")
+        pipe = self.r.pipeline(transaction=True)
+        if expire:
+            self._expire_tickets(campaign_id, now, pipe)
+        pipe.zrangebyscore(leases, now, "+inf")
+        pipe.llen(self.k(campaign_id, "labels"))
+        pipe.smembers(self.k(campaign_id, "labeled"))
+        pipe.hgetall(self.k(campaign_id, "state"))
+        pipe.get(self.k(campaign_id, "ranking"))
+        pipe.hgetall(self.k(campaign_id, "failed"))
+        pipe.llen(self.k(campaign_id, "failures"))
+        *_, tickets, n, labeled, state, ranking, failed, kept = pipe.execute()
+        infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
+        state = {k.decode(): v.decode() for k, v in state.items()}
+        state.setdefault("n_failed", str(kept))  # stored before the count: its list counts
+        return Snapshot(
+            n_labeled=int(n),
+            n_pending=len(tickets),
+            pending=frozenset(json.loads(i)["index"] for i in infos if i is not None) - {None},
+            labeled=frozenset(int(i) for i in labeled),
+            refit=Refit.of(state),
+            ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
+            failures={int(i): int(c) for i, c in failed.items()},
+        )
+
+    def _expire_tickets(self, campaign_id: str, now: float, client=None) -> int:
+        """Expired leases leave ``leases`` for ``expired``; tickets expired more than
+        ``expired_ticket_seconds`` ago and still unlabeled are pruned (``expire.lua``)."""
+        keep = get_settings().expired_ticket_seconds
+        keys = [self.k(campaign_id, p) for p in ("leases", "expired", "tickets", "ticket_state")]
+        return self.s.expire(keys=keys, args=[now, now - keep, EXPIRED_PRUNE_BATCH], client=client)
+
+    def n_pending(self, campaign_id: str, now: float) -> int:
+        """How many tickets are out now (their lease not run out)."""
+        return int(self.r.zcount(self.k(campaign_id, "leases"), now, "+inf"))
