@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic import Strict as StrictValue
 from typing_extensions import TypedDict
 
+from service.names import look_alikes, visible
 from worker.defaults import (
     ACQUISITIONS,
     DEFAULT_ACQUISITION,
@@ -38,7 +39,8 @@ MAX_POOL = 2**62  # pool indices are 64-bit integers
 Finite = Annotated[float, StrictValue(), Field(allow_inf_nan=False)]
 # a choice input's value: a string or a number (an integer stays one)
 MAX_TEXT = 200
-Text = Annotated[str, Field(max_length=MAX_TEXT)]
+# text a user wrote and people read: NFKC, nothing hidden (service.names)
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(visible)]
 ChoiceValue = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)] | Finite | Text
 # a point's coordinate: a number, or a choice input's value (checked per input by
 # check_points); a campaign of float inputs reads and writes numbers only, as floats
@@ -148,8 +150,9 @@ class InputSpec(Strict):
     """An input: ``{name, lower, upper}`` (a float), with ``"type": "int"`` (integral bounds) or
     ``"type": "log"`` (``lower > 0``), or ``{name, "type": "choice", "values": [...]}``."""
 
-    name: str = Field(min_length=1, max_length=100)
-    """The input's name, used in `{name}` placeholders of `fbgp-al run` and in the CSV export."""
+    name: Annotated[str, AfterValidator(visible)] = Field(min_length=1, max_length=100)
+    """The input's name, used in `{name}` placeholders of `fbgp-al run` and in the CSV export
+    (stored in Unicode's NFKC form; no invisible or bidirectional characters, one script)."""
     type: Literal["float", "int", "log", "choice"] = "float"
     """`float` (any number between the bounds), `int` (the integers between integral bounds), `log`
     (a positive number, spread evenly on the log scale) or `choice` (one of `values`)."""
@@ -379,8 +382,11 @@ class KnownNoise(Strict):
 class OutputSpec(Strict):
     """A named output of a multi-output campaign, and its weight in the acquisition."""
 
-    name: str = Field(min_length=1, max_length=MAX_TEXT, pattern=r"^[^=\s,]+$")
-    """The output's name (no spaces, `=` or `,`): the key of `y` in labels and answers."""
+    name: Annotated[str, AfterValidator(visible)] = Field(
+        min_length=1, max_length=MAX_TEXT, pattern=r"^[^=\s,]+$"
+    )
+    """The output's name (no spaces, `=` or `,`; NFKC, nothing invisible, one script): the key of
+    `y` in labels and answers."""
     weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
     """The output's weight in the acquisition: points are ranked by the weighted sum of each
     output's standardized score."""
@@ -389,8 +395,12 @@ class OutputSpec(Strict):
 class CampaignFields(Strict):
     """A campaign's settings as posted, with their defaults."""
 
-    name: str = Field(default="campaign", min_length=1, max_length=200)
-    """A name for people (pages, listings); need not be unique."""
+    name: Annotated[str, AfterValidator(visible)] = Field(
+        default="campaign", min_length=1, max_length=200
+    )
+    """A name for people (pages, listings); need not be unique. Stored in Unicode's NFKC form;
+    one with an invisible or bidirectional character, or mixing Latin, Greek and Cyrillic
+    letters, is a 422."""
     inputs: list[InputSpec] = Field(min_length=1, max_length=50)
     """The simulator's inputs, in the order of a point's coordinates."""
     pool: GridPoolSpec | PointsPoolSpec = Field(discriminator="type")
@@ -493,6 +503,13 @@ class CampaignCreate(CampaignFields):
             outputs = [o.name for o in self.outputs]
             if len(set(outputs)) != len(outputs):
                 raise ValueError("outputs: their names must be distinct")
+            names += outputs
+        same = look_alikes(names)
+        for spec in self.inputs:
+            same = same or look_alikes([v for v in spec.values or () if isinstance(v, str)])
+        if same:
+            raise ValueError(f"{same[0]!r} and {same[1]!r} look alike (Latin beside Greek or "
+                             "Cyrillic letters): name them apart")  # fmt: skip
         if self.max_labels < self.initial_design.size:
             raise ValueError(
                 f"max_labels ({self.max_labels}) is smaller than the initial design "

@@ -21,6 +21,24 @@ BAD_BODIES = {
     "unknown pool type": {"pool": {"type": "sobol"}},
     "unknown field": {"colour": "red"},
     "thinning above samples": {"mcmc": {"chains": 2, "warmup": 10, "samples": 5, "thinning": 10}},
+    "an input name with a right-to-left override": {
+        "inputs": [{"name": "load\u202e", "lower": 0, "upper": 1}]
+    },
+    "an input name with a zero-width space": {
+        "inputs": [{"name": "lo\u200bad", "lower": 0, "upper": 1}]
+    },
+    "a campaign name mixing Latin and Cyrillic letters": {"name": "b\u0435am"},
+    "input names that look alike": {
+        "inputs": [
+            {"name": "y", "lower": 0, "upper": 1},
+            {"name": "\u0443", "lower": 0, "upper": 1},
+        ],
+        "pool": {"type": "grid", "points_per_dim": 5},
+    },
+    "choice values that look alike": {
+        "inputs": [{"name": "m", "type": "choice", "values": ["c", "\u0441"]}],
+        "pool": {"type": "grid", "points_per_dim": 5},
+    },
     "a negative noise floor": {"mcmc": {"noise_floor": -1e-6}},
     "a noise floor above a tenth of the labels' variance": {"mcmc": {"noise_floor": 0.5}},
     "a noise floor as text": {"mcmc": {"noise_floor": "1e-6"}},
@@ -199,3 +217,14 @@ def test_mcmc_samples_to_a_target_unless_a_count_is_named(client, make_body):
     assert len(model["acquisition_samples"]["noise"]) == 150
     assert min(model["samples"]["noise"]) >= 1e-6 and model["diagnostics"]["noise_floor"] == 1e-6
     assert "target" in model["diagnostics"], model["diagnostics"]
+
+
+def test_names_are_stored_in_nfkc_form(client, make_body):
+    """Compatibility characters (a ligature, full-width letters) are stored as the letters they
+    stand for, so a name reads and matches one way."""
+    body = make_body(name="\ufb01ne beam", inputs=[{"name": "\uff4c\uff4f\uff41\uff44", "lower": 0,
+                                                    "upper": 1}])  # fmt: skip
+    created = client.post("/campaigns", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "fine beam"
+    assert [i["name"] for i in created.json()["inputs"]] == ["load"]
