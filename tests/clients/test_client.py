@@ -64,7 +64,7 @@ def test_a_whole_campaign(api, api_url):
     data = api.observations(campaign.id)
     assert len(data.x) == len(data.y) == 5 and len({x[0] for x in data.x}) == 5
     csv = api.observations_csv(campaign.id).splitlines()
-    assert csv[0] == "x1,y,status,reason" and len(csv) == 6
+    assert csv[0] == '"x1","y","status","reason"' and len(csv) == 6
 
     model = api.model(campaign.id)
     assert model.version == model.n_labeled == 5
