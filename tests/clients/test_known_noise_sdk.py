@@ -74,7 +74,7 @@ def test_a_known_noise_campaign_through_the_sdk(api, api_url):
     observed = api.observations(campaign.id)
     assert len(observed.noise) == 6 and observed.noise[0] == pytest.approx(result.noise)
     assert observed.noise[4:] == [0.01, 0.3] and all(v > 0 for v in observed.noise)
-    assert "\"noise\"" in api.observations_csv(campaign.id).splitlines()[0].split(",")
+    assert '"noise"' in api.observations_csv(campaign.id).splitlines()[0].split(",")
     api.wait_for_model(campaign.id, 6, timeout=120)
     x = [[20.0], [60.0]]
     y = [float(v) for v in sim.mean(np.array(x))]
