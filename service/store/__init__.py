@@ -1,4 +1,4 @@
-"""The campaign store: one module per noun (its Redis keys in :mod:`service.store.keys`, its Lua
+"""The campaign store: one module per noun (its Redis keys in :mod:`service.keys`, its Lua
 scripts beside the module that runs each, :mod:`service.store.scripts`), composed into the one
 object the routes and the jobs use, :class:`CampaignStore`."""
 
