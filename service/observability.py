@@ -100,11 +100,23 @@ class Metrics:
                                           30, 60))  # fmt: skip
 
 
+def cut(text: str, most: int) -> str:
+    """``text``, or its first ``most`` characters and how many more there were."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text) - most} more)"
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message and any of :attr:`FIELDS`
-    passed in ``extra`` (``waited``: the seconds a long poll of ``/next`` spent waiting)."""
+    passed in ``extra`` (``waited``: the seconds a long poll of ``/next`` spent waiting).
+
+    A line's size is bounded whatever a client sends: a text field (an id, a route, a method)
+    is cut at ``FIELD_CHARS`` characters, the message (which may quote a path or a reason) at
+    ``MESSAGE_CHARS``, a traceback at ``ERROR_CHARS`` (a 60,000-character id was logged whole)."""
 
     FIELDS = ("campaign", "job", "method", "route", "status", "seconds", "waited", "version")
+    FIELD_CHARS = 100
+    MESSAGE_CHARS = 2_000
+    ERROR_CHARS = 20_000
 
     def format(self, record: logging.LogRecord) -> str:
         out = {
@@ -112,13 +124,14 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": cut(record.getMessage(), self.MESSAGE_CHARS),
         }
         for name in self.FIELDS:
             if hasattr(record, name):
-                out[name] = getattr(record, name)
+                value = getattr(record, name)
+                out[name] = cut(value, self.FIELD_CHARS) if isinstance(value, str) else value
         if record.exc_info:
-            out["error"] = self.formatException(record.exc_info)
+            out["error"] = cut(self.formatException(record.exc_info), self.ERROR_CHARS)
         return json.dumps(out)
 
 

@@ -68,6 +68,21 @@ def test_request_log_lines_are_json_with_the_campaign(client, make_body, caplog)
     assert 0.5 <= line["waited"] <= line["seconds"] < line["waited"] + 0.5
 
 
+def test_a_log_line_stays_short_whatever_a_client_sends(client, caplog):
+    """A 60,000-character id is cut in the line that logs its request (it was logged whole)."""
+    with caplog.at_level(logging.INFO, logger="fbgp.api"):
+        r = client.get(f"/campaigns/{'x' * 60_000}")
+    assert r.status_code in (404, 414, 422)
+    text = JsonFormatter().format(caplog.records[-1])
+    line = json.loads(text)
+    assert len(text) < 3_000 and line["campaign"].startswith("x" * 100)
+    assert line["campaign"].endswith("(59900 more)")
+    record = logging.makeLogRecord({"msg": "reason: " + "y" * 10_000, "levelno": logging.INFO,
+                                    "levelname": "INFO", "job": "j" * 500})  # fmt: skip
+    out = json.loads(JsonFormatter().format(record))
+    assert len(out["message"]) < 2_100 and len(out["job"]) < 120
+
+
 def _by_state(client) -> dict[str, float]:
     samples = _scrape(client)
     return {s: _value(samples, "fbgp_campaigns", state=s) for s in ("design", "active", "done")}
