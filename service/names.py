@@ -26,8 +26,7 @@ LOOK_ALIKE = str.maketrans(
     "\u0422\u0423\u0425\u0405"
     "\u03b1\u03b9\u03ba\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7\u0391\u0392\u0395\u0396\u0397\u0399"
     "\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
-    "aBe3ijkMHopcTyxsdhABE3IJKMHOPCTYXS"
-    "aikvoptuxABEZHIKMNOPTYX",
+    "aBe3ijkMHopcTyxsdhABE3IJKMHOPCTYXSaikvoptuxABEZHIKMNOPTYX",
 )
 
 
