@@ -51,22 +51,33 @@ def quadrature(data_1d):
     return _quadrature(*data_1d)
 
 
-def _log_posterior_grid(u, z, log_l, log_s2):
+def _log_posterior_grid(u, z, log_l, log_s2, noise_floor=0.0):
+    """The unnormalized log posterior on a grid of ``log l`` and ``log (s2 - noise_floor)``."""
     a, b = torch.meshgrid(log_l, log_s2, indexing="ij")
-    lml = log_marginal_likelihood(u, z, a.reshape(-1, 1).exp(), b.reshape(-1).exp())
+    lml = log_marginal_likelihood(u, z, a.reshape(-1, 1).exp(), noise_floor + b.reshape(-1).exp())
     prior = torch.distributions.Normal(0.0, math.sqrt(3.0))
     log_post = lml + prior.log_prob(a.reshape(-1)) + prior.log_prob(b.reshape(-1))
     return log_post.reshape(len(log_l), len(log_s2))
 
 
-def _quadrature(u, z, size=300):
-    """Means, sds and quantiles of (log l, log s2) under the exact posterior: a coarse grid finds
-    where the mass is, a fine ``size x size`` grid over that box integrates it."""
+def _moments(marginal: np.ndarray, values: np.ndarray) -> dict:
+    """Mean, sd and :data:`QUANTILES` of a marginal on a grid (midpoint rule)."""
+    cdf = np.cumsum(marginal) - 0.5 * marginal
+    mean = float((marginal * values).sum())
+    sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
+    return {"mean": mean, "sd": sd, "quantiles": [float(np.interp(q, cdf, values))
+                                                   for q in QUANTILES]}  # fmt: skip
+
+
+def _quadrature(u, z, size=300, noise_floor=0.0):
+    """Means, sds and quantiles of (log l, log s2) under the exact posterior (``log_s2``: of the
+    noise above ``noise_floor``): a coarse grid finds where the mass is, a fine ``size x size``
+    grid over that box integrates it."""
     log_l, log_s2 = (
         torch.linspace(-24.0, 14.0, 250, dtype=D),
         torch.linspace(-25.0, 12.0, 200, dtype=D),
     )
-    coarse = _log_posterior_grid(u, z, log_l, log_s2)
+    coarse = _log_posterior_grid(u, z, log_l, log_s2, noise_floor)
     assert (
         coarse[[0, -1]].max() < coarse.max() - 25 and coarse[:, [0, -1]].max() < coarse.max() - 25
     )
@@ -74,17 +85,11 @@ def _quadrature(u, z, size=300):
     lo, hi = mass.min(0).values - 1, mass.max(0).values + 1
     log_l = torch.linspace(float(log_l[lo[0]]), float(log_l[hi[0]]), size, dtype=D)
     log_s2 = torch.linspace(float(log_s2[lo[1]]), float(log_s2[hi[1]]), size, dtype=D)
-    weights = torch.exp(_log_posterior_grid(u, z, log_l, log_s2) - coarse.max())
+    weights = torch.exp(_log_posterior_grid(u, z, log_l, log_s2, noise_floor) - coarse.max())
     weights /= weights.sum()
-    out = {}
-    for name, axis, values in (("log_l", 1, log_l.numpy()), ("log_s2", 0, log_s2.numpy())):
-        marginal = weights.sum(axis).numpy()
-        cdf = np.cumsum(marginal) - 0.5 * marginal  # midpoint rule
-        mean = float((marginal * values).sum())
-        sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
-        quantiles = [float(np.interp(q, cdf, values)) for q in QUANTILES]
-        out[name] = {"mean": mean, "sd": sd, "quantiles": quantiles}
-    return out
+    return {name: _moments(weights.sum(axis).numpy(), values)
+            for name, axis, values in (("log_l", 1, log_l.numpy()),
+                                       ("log_s2", 0, log_s2.numpy()))}  # fmt: skip
 
 
 def _assert_matches(log_draws: np.ndarray, quadrature: dict, tol_mean: float, tol_q: float):
@@ -300,13 +305,8 @@ def _quadrature_two_inputs(u, z, size=72, cut=15.0):
     weights /= weights.sum()
     out = {}
     for j, name in enumerate(("log_l1", "log_l2", "log_s2")):
-        marginal = weights.sum([k for k in range(3) if k != j]).numpy()
-        values = fine[j].numpy()
-        cdf = np.cumsum(marginal) - 0.5 * marginal
-        mean = float((marginal * values).sum())
-        sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
-        quantiles = [float(np.interp(q, cdf, values)) for q in QUANTILES]
-        out[name] = {"mean": mean, "sd": sd, "quantiles": quantiles}
+        out[name] = _moments(weights.sum([k for k in range(3) if k != j]).numpy(),
+                             fine[j].numpy())  # fmt: skip
     return out
 
 

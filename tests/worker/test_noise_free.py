@@ -9,15 +9,13 @@ import pytest
 import torch
 
 from clients.reproduction.noise_free import recorded
+from tests.worker.test_mcmc import _assert_matches, _quadrature
 from worker import fitting
 from worker.defaults import MCMC_DEFAULTS
-from worker.gp import log_marginal_likelihood
 from worker.mcmc import sample_posterior
 from worker.potential import GPPotential
 
-D = torch.float64
 FLOOR = MCMC_DEFAULTS["noise_floor"]
-QUANTILES = (0.05, 0.5, 0.95)
 
 
 def _campaign(n: int) -> tuple[dict, list[dict]]:
@@ -60,53 +58,10 @@ def _noise_free(n: int = 40, seed: int = 5):
     return torch.from_numpy(x[:, None]), torch.from_numpy((y - y.mean()) / y.std(ddof=1))
 
 
-def _log_posterior(u, z, log_l, theta_noise, floor):
-    a, b = torch.meshgrid(log_l, theta_noise, indexing="ij")
-    noise = floor + b.reshape(-1).exp()
-    lml = log_marginal_likelihood(u, z, a.reshape(-1, 1).exp(), noise)
-    prior = torch.distributions.Normal(0.0, math.sqrt(3.0))
-    log_post = lml + prior.log_prob(a.reshape(-1)) + prior.log_prob(b.reshape(-1))
-    return log_post.reshape(len(log_l), len(theta_noise))
-
-
-def _quadrature(u, z, floor, size=200):
-    """Marginal means, sds and quantiles of ``(log l, log (s2 - floor))`` under the exact
-    posterior: a coarse grid finds the mass (density above e^-25 of the peak, which must lie
-    inside it), a fine ``size x size`` grid integrates it."""
-    log_l = torch.linspace(-12.0, 8.0, 201, dtype=D)
-    theta_noise = torch.linspace(-40.0, 8.0, 241, dtype=D)
-    coarse = _log_posterior(u, z, log_l, theta_noise, floor)
-    top = coarse.max()
-    assert coarse[[0, -1]].max() < top - 25 and coarse[:, [0, -1]].max() < top - 25
-    mass = (coarse > top - 25).nonzero()
-    lo, hi = mass.min(0).values - 1, mass.max(0).values + 1
-    fine_l = torch.linspace(float(log_l[lo[0]]), float(log_l[hi[0]]), size, dtype=D)
-    fine_s = torch.linspace(float(theta_noise[lo[1]]), float(theta_noise[hi[1]]), size, dtype=D)
-    weights = torch.exp(_log_posterior(u, z, fine_l, fine_s, floor) - top)
-    weights /= weights.sum()
-    out = {}
-    for name, axis, values in (("log_l", 1, fine_l.numpy()), ("theta_noise", 0, fine_s.numpy())):
-        marginal = weights.sum(axis).numpy()
-        cdf = np.cumsum(marginal) - 0.5 * marginal
-        mean = float((marginal * values).sum())
-        sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
-        quantiles = [float(np.interp(q, cdf, values)) for q in QUANTILES]
-        out[name] = {"mean": mean, "sd": sd, "quantiles": quantiles}
-    return out
-
-
 def _theta(post, floor) -> np.ndarray:
     """The sampled parameters: log lengthscale and log of the noise above the floor."""
     noise = post.noise.numpy() - floor
     return np.column_stack([np.log(post.lengthscale.numpy()[:, 0]), np.log(noise)])
-
-
-def _assert_matches(theta: np.ndarray, exact: dict, tol_mean=0.1, tol_q=0.2):
-    for j, name in enumerate(("log_l", "theta_noise")):
-        x, e = theta[:, j], exact[name]
-        assert abs(x.mean() - e["mean"]) < tol_mean * e["sd"], name
-        for q, value in zip(QUANTILES, e["quantiles"], strict=True):
-            assert abs(np.quantile(x, q) - value) < tol_q * e["sd"], (name, q)
 
 
 @pytest.fixture(scope="module")
@@ -121,15 +76,16 @@ def test_the_floored_posterior_of_noise_free_data_matches_quadrature(floored):
     marginals of both parameters agree with the quadrature's to a tenth of an sd (means) and a
     fifth (5%, 50%, 95% quantiles)."""
     u, z, post = floored
-    exact = _quadrature(u, z, FLOOR)
-    assert exact["theta_noise"]["quantiles"][1] < math.log(FLOOR)  # the mass is at the floor
+    exact = _quadrature(u, z, size=200, noise_floor=FLOOR)
+    assert exact["log_s2"]["quantiles"][1] < math.log(FLOOR)  # the mass is at the floor
     d = post.diagnostics
     assert d["max_rhat"] < 1.02 and d["min_ess_bulk"] > 800 and d["divergences"] == 0
-    _assert_matches(_theta(post, FLOOR), exact)
+    _assert_matches(_theta(post, FLOOR), exact, tol_mean=0.1, tol_q=0.2)
 
 
 def test_the_quadrature_check_tells_one_floor_from_another(floored):
     """The check has teeth: the same draws against the model with a floor 100 times higher."""
     u, z, post = floored
     with pytest.raises(AssertionError):
-        _assert_matches(_theta(post, FLOOR), _quadrature(u, z, 100 * FLOOR))
+        _assert_matches(_theta(post, FLOOR), _quadrature(u, z, size=200, noise_floor=100 * FLOOR),
+                        tol_mean=0.1, tol_q=0.2)  # fmt: skip
