@@ -205,6 +205,20 @@ def _scores(name: str, fn, candidates, share: Share) -> torch.Tensor:
     return fn(candidates) if name == "random" else share(fn, candidates)
 
 
+def _best(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the ``RANKING_SIZE`` highest scores, best first (ties in candidate order),
+    and those scores."""
+    best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+    return best, scores[best]
+
+
+def _ranking(space: Space, pool, candidates, best, best_scores) -> list[dict]:
+    """The ranking a model keeps: ``[{index, x, score}]`` of the candidates' rows ``best``."""
+    points = space.from_pool(pool.points(candidates[best]))
+    return [{"index": int(candidates[b]), "x": p, "score": float(v)}
+            for b, p, v in zip(best, points, best_scores, strict=True)]  # fmt: skip
+
+
 def _batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: int,
            share: Share) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
@@ -238,14 +252,8 @@ def model_and_ranking(
                                        pending_u, seed, share)  # fmt: skip
         else:
             fn = partial(acquisition_values, name, thin, u, z, seed=seed, label_noise=data.noise)
-            scores = _scores(name, fn, cand_u, share).numpy()
-            best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
-            best_scores = scores[best]
-        points = data.space.from_pool(pool.points(candidates[best]))
-        ranking = [
-            {"index": int(candidates[b]), "x": p, "score": float(v)}
-            for b, p, v in zip(best, points, best_scores, strict=True)
-        ]
+            best, best_scores = _best(_scores(name, fn, cand_u, share).numpy())
+        ranking = _ranking(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
     model = {
@@ -363,14 +371,8 @@ def multi_model_and_ranking(
         else:
             parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
             fn = partial(combined_scores, spec["acquisition"], parts)
-            scores = _scores(spec["acquisition"], fn, cand_u, share).numpy()
-            best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
-            best_scores = scores[best]
-        points = first.space.from_pool(pool.points(candidates[best]))
-        ranking = [
-            {"index": int(candidates[b]), "x": p, "score": float(v)}
-            for b, p, v in zip(best, points, best_scores, strict=True)
-        ]
+            best, best_scores = _best(_scores(spec["acquisition"], fn, cand_u, share).numpy())
+        ranking = _ranking(first.space, pool, candidates, best, best_scores)
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):
         body = f.post.to_dict()
