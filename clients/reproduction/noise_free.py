@@ -26,6 +26,13 @@ def recorded() -> dict:
     return json.loads(DATA.read_text())
 
 
+def campaign(n: int, mcmc: dict) -> tuple[dict, list[dict]]:
+    """The recorded campaign's spec with ``mcmc``, and its first ``n`` labels."""
+    data = recorded()
+    labels = [{"x": x, "y": y} for x, y in zip(data["x"][:n], data["y"][:n], strict=True)]
+    return {**data["spec"], "mcmc": mcmc}, labels
+
+
 def gramacy_lee(x: list) -> float:
     """The noise-free Gramacy & Lee (2012) function on [0.5, 2.5]."""
     return float(np.sin(10 * np.pi * x[0]) / (2 * x[0]) + (x[0] - 1) ** 4)
@@ -35,12 +42,10 @@ def offline(ns: list[int], floors: list[float]) -> None:
     from worker import fitting
     from worker.defaults import MCMC_DEFAULTS
 
-    data = recorded()
     print("n\tfloor\tseconds\tgradients\tmax R-hat\tdivergences\tmin step\tmax depth\tmedian noise")
     for n in ns:
-        labels = [{"x": x, "y": y} for x, y in zip(data["x"][:n], data["y"][:n], strict=True)]
         for floor in floors:
-            spec = {**data["spec"], "mcmc": {**MCMC_DEFAULTS, "noise_floor": floor}}
+            spec, labels = campaign(n, {**MCMC_DEFAULTS, "noise_floor": floor})
             started = time.perf_counter()
             post = fitting.posterior(spec, fitting.prepare(spec, labels), None)
             d = post.diagnostics
@@ -50,7 +55,7 @@ def offline(ns: list[int], floors: list[float]) -> None:
                   f"{float(post.noise.median()):.3g}", flush=True)  # fmt: skip
 
 
-def campaign(url: str, max_labels: int) -> None:
+def run_campaign(url: str, max_labels: int) -> None:
     """A default campaign on the function, labeled to its end; each model's refit time."""
     import httpx
 
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-labels", type=int, default=200)
     args = parser.parse_args(argv)
     if args.url:
-        campaign(args.url.rstrip("/"), args.max_labels)
+        run_campaign(args.url.rstrip("/"), args.max_labels)
     else:
         offline(args.n, args.floors)
 

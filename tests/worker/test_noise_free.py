@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from clients.reproduction.noise_free import recorded
+from clients.reproduction.noise_free import campaign
 from tests.worker.test_mcmc import _assert_matches, _quadrature
 from worker import fitting
 from worker.defaults import MCMC_DEFAULTS
@@ -21,10 +21,7 @@ FLOOR = MCMC_DEFAULTS["noise_floor"]
 def _campaign(n: int) -> tuple[dict, list[dict]]:
     """The first ``n`` labels of a default campaign on noise-free Gramacy & Lee 1-D whose refit
     at 81 labels never finished before the floor (903 s timeouts), and its spec."""
-    data = recorded()
-    spec = {**data["spec"], "mcmc": dict(MCMC_DEFAULTS)}
-    labels = [{"x": x, "y": y} for x, y in zip(data["x"][:n], data["y"][:n], strict=True)]
-    return spec, labels
+    return campaign(n, dict(MCMC_DEFAULTS))
 
 
 @pytest.mark.parametrize("n", [75, 81])
