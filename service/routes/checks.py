@@ -47,6 +47,26 @@ def check_outputs(spec: dict, value, field: str):
     return {n: float(value[n]) for n in names}
 
 
+class LabelValues:
+    """A posted label's values checked against its campaign's spec, as the store reads it
+    (:meth:`service.store.labels.Labels.record_label` calls it): ``y`` (or ``y_replicates``)
+    and ``noise`` as stored, or 422."""
+
+    def __init__(self, body):
+        self.body = body
+        self.y = self.noise = None
+
+    def __call__(self, spec: dict) -> tuple:
+        body = self.body
+        field = "y_replicates" if body.y_replicates is not None else "noise"
+        check_noise(spec, body.noise is not None, field,
+                    "noise (the variance of y) or y_replicates")  # fmt: skip
+        self.y = check_outputs(spec, body.y, "y_replicates" if body.y_replicates is not None
+                               else "y")  # fmt: skip
+        self.noise = None if body.noise is None else check_outputs(spec, body.noise, field)
+        return self.y, self.noise
+
+
 def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[dict, list]:
     """The campaign's spec and ``x`` with each value as its input keeps it, once ``x`` is known
     to fit its inputs (422 otherwise)."""

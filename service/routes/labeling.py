@@ -18,14 +18,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
-from redis.exceptions import LockError, RedisError
+from redis.exceptions import LockError
 from starlette.concurrency import run_in_threadpool
 
 from service import limits, loop, schemas, wakeups
 from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
-from service.routes.checks import check_noise, check_outputs, spec_with_points
+from service.routes.checks import LabelValues, check_noise, check_outputs, spec_with_points
 from service.settings import Settings
 from service.store import CampaignStore
 from worker.defaults import known_noise, output_names
@@ -262,20 +262,10 @@ LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas
              dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
-    field = "y_replicates" if body.y_replicates is not None else "noise"
-    spec = store.spec(campaign_id)
-    check_noise(spec, body.noise is not None, field,
-                "noise (the variance of y) or y_replicates")  # fmt: skip
-    y = check_outputs(spec, body.y, "y_replicates" if body.y_replicates is not None else "y")
-    noise = None if body.noise is None else check_outputs(spec, body.noise, field)
-    outcome, n, enqueue = store.record_label(campaign_id, body.ticket, y, time.time(),
-                                             noise)  # fmt: skip
-    if enqueue:
-        _enqueue_refit(store, campaign_id)
+    values = LabelValues(body)  # checked against the spec the store reads
+    outcome, n, _ = store.record_label(campaign_id, body.ticket, None, time.time(), values=values)
     response.status_code = label_status(outcome, body.ticket)
-    if outcome == LabelOutcome.STORED:
-        store.count_labels(1)
-    return {"ticket": body.ticket, "y": y, "noise": noise, "n_labeled": n}
+    return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
 
 
 RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
@@ -287,12 +277,8 @@ RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.
 def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
-    outcome, n, enqueue = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
-    if enqueue:
-        _enqueue_refit(store, campaign_id)
+    outcome, n, _ = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
     response.status_code = run_status(outcome, body.ticket)
-    if outcome == RunOutcome.STORED:
-        store.count_runs("failed")
     return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
 
 
@@ -301,12 +287,8 @@ def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, respo
 def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
-    outcome, n, enqueue = store.abandon(campaign_id, body.ticket, time.time())
-    if enqueue:
-        _enqueue_refit(store, campaign_id)
+    outcome, n, _ = store.abandon(campaign_id, body.ticket, time.time())
     response.status_code = run_status(outcome, body.ticket)
-    if outcome == RunOutcome.STORED:
-        store.count_runs("abandoned")
     return {"ticket": body.ticket, "status": "abandoned", "count": n}
 
 
@@ -326,16 +308,6 @@ def renew(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep):
             raise Conflict("the lease has expired: its point may be out again (a label for it "
                            "is still taken while the point has none)")  # fmt: skip
     return {"ticket": body.ticket, "expires_at": expires_at}
-
-
-def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
-    """The labels are stored already, so the answer stays a success even if the refit cannot
-    be enqueued now: the state says it is queued, and it is revived once Redis answers."""
-    try:
-        store.enqueue_refit(campaign_id)
-    except RedisError as error:
-        log.warning("refit not enqueued (%s); it will be revived", error,
-                    extra={"campaign": campaign_id})  # fmt: skip
 
 
 @router.post("/observations", status_code=201, response_model=schemas.Imported,
@@ -363,10 +335,8 @@ def import_observations(campaign_id: CampaignId, body: schemas.Observations, sto
         if held is not None:
             return _imported_again(held[:2], len(body.y), response)
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, enqueue = store.import_observations(campaign_id, x, y, time.time(), noise,
-                                                    idempotency_key, digest)  # fmt: skip
-    if enqueue:
-        _enqueue_refit(store, campaign_id)
+    outcome, n, _ = store.import_observations(campaign_id, x, y, time.time(), noise,
+                                              idempotency_key, digest)  # fmt: skip
     if outcome in (ImportOutcome.SAME_AGAIN, ImportOutcome.KEY_REUSED):
         return _imported_again((outcome, n), len(body.y), response)
     if outcome == ImportOutcome.TOO_MANY:
@@ -376,7 +346,6 @@ def import_observations(campaign_id: CampaignId, body: schemas.Observations, sto
         raise Conflict("a pool point among them has a label already, or appears twice, and "
                        "the campaign does not allow repeats (allow_repeats): none was "
                        "stored")  # fmt: skip
-    store.count_labels(len(body.y))
     return {"n_labeled": n, "imported": len(body.y)}
 
 

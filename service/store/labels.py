@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from service import loop
 from service import pool as pools
@@ -32,12 +33,18 @@ class Labels:
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
 
     def record_label(
-        self, campaign_id: str, ticket: str, y: float, now: float, noise: float | None = None
-    ) -> tuple[LabelOutcome, int, bool]:
-        """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically):
-        ``(outcome, n_labeled, enqueue_refit)``. ``noise``: its known noise variance, kept in
-        the record (and in the ticket's state, for a repeat to match)."""
+        self, campaign_id: str, ticket: str, y, now: float, noise=None,
+        values: Callable[[dict], tuple] | None = None, enqueue: bool = True,
+    ) -> tuple[LabelOutcome, int, bool]:  # fmt: skip
+        """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically),
+        enqueue the refit it makes due and count it: ``(outcome, n_labeled, refit_due)``.
+        ``noise``: its known noise variance, kept in the record (and in the ticket's state, for
+        a repeat to match). ``values(spec)``: ``(y, noise)`` checked against the campaign's
+        spec (it raises what to answer otherwise), instead of ``y`` and ``noise`` as given.
+        ``enqueue=False``: the refit due is left queued for the caller."""
         spec = self.spec(campaign_id)
+        if values is not None:
+            y, noise = values(spec)
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         if raw is None:
             return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
@@ -54,9 +61,12 @@ class Labels:
         state = loop.labeled_state(y, noise).removeprefix("labeled:")
         args = [ticket, state, record, index, spec["max_labels"], repeats,
                 spec["initial_design"]["size"], now]  # fmt: skip
-        outcome, n, enqueue = self.s.label(keys=keys, args=args)
+        outcome, n, due = self.s.label(keys=keys, args=args)
         self.wake(campaign_id)
-        return LabelOutcome(outcome.decode()), int(n), bool(enqueue)
+        outcome = LabelOutcome(outcome.decode())
+        if outcome == LabelOutcome.STORED:
+            record_labels(self.r, 1)
+        return outcome, int(n), self.requested(campaign_id, bool(due)) if enqueue else bool(due)
 
     def imported(self, campaign_id: str, key: str, digest: str) -> tuple[ImportOutcome, int,
                                                                          int] | None:  # fmt: skip
@@ -68,10 +78,11 @@ class Labels:
 
     def import_observations(
         self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None,
-        key: str | None = None, digest: str = "",
+        key: str | None = None, digest: str = "", enqueue: bool = True,
     ) -> tuple[ImportOutcome, int, bool]:  # fmt: skip
-        """Store imported observations, all or none (``import_observations.lua``):
-        ``(outcome, n_labeled, enqueue_refit)``; ``noise``: their known noise variances. With
+        """Store imported observations, all or none (``import_observations.lua``), enqueue the
+        refit they make due and count them: ``(outcome, n_labeled, refit_due)``; ``noise``:
+        their known noise variances. With
         an Idempotency-Key ``key`` (and the SHA-256 ``digest`` of the observations), an import
         whose key was stored before is :meth:`imported`'s answer instead, nothing stored."""
         spec = self.spec(campaign_id)
@@ -89,14 +100,13 @@ class Labels:
         args += [now, "1" if spec["allow_repeats"] else "0", key or "", digest]
         keys = [self.k(campaign_id, p) for p in ("labels", "labeled", "state")] + [PHASES]
         keys += [self.k(campaign_id, "spec"), self.k(campaign_id, "imports")]
-        outcome, n, enqueue, *held = self.s.import_observations(keys=keys, args=args)
+        outcome, n, due, *held = self.s.import_observations(keys=keys, args=args)
         if outcome == b"gone":
             raise NotFound(f"no campaign {campaign_id!r}")
         if outcome == b"held":  # the same key, stored between imported() and here
             return _held_import(held[0], digest)[:2] + (False,)
         self.wake(campaign_id)
-        return ImportOutcome(outcome.decode()), int(n), bool(enqueue)
-
-    def count_labels(self, count: int) -> None:
-        """Add stored labels to the shared metric."""
-        record_labels(self.r, count)
+        if outcome == ImportOutcome.STORED.value.encode():
+            record_labels(self.r, len(y))
+        due = self.requested(campaign_id, bool(due)) if enqueue else bool(due)
+        return ImportOutcome(outcome.decode()), int(n), due

@@ -10,6 +10,8 @@ import logging
 import time
 import uuid
 
+from redis.exceptions import RedisError
+
 from service import costs, loop, queues
 from service.errors import NotFound
 from service.keys import PHASES
@@ -27,6 +29,19 @@ DIED = ("its job ended without a result (its work horse was killed, or ran out o
 class Refits:
     """The refit in charge of a campaign: its enqueue, heartbeat, end and failures
     (a part of :class:`service.store.CampaignStore`)."""
+
+    def requested(self, campaign_id: str, enqueue: bool) -> bool:
+        """After a script stored something and said a refit is due (``enqueue``): put it on the
+        queue. What was stored stays stored even if the refit cannot be enqueued now: the
+        state says it is queued, and it is revived once Redis answers (logged, never raised).
+        ``enqueue`` again, for the caller's answer."""
+        if enqueue:
+            try:
+                self.enqueue_refit(campaign_id)
+            except RedisError as error:
+                log.warning("refit not enqueued (%s); it will be revived", error,
+                            extra={"campaign": campaign_id})  # fmt: skip
+        return enqueue
 
     def enqueue_refit(self, campaign_id: str) -> str | None:
         """Put the campaign's queued refit (the state says ``queued`` already: a script

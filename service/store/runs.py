@@ -48,10 +48,11 @@ class Runs:
         return None if raw is None else json.loads(raw)
 
     def fail_run(
-        self, campaign_id: str, ticket: str, reason: str, now: float
+        self, campaign_id: str, ticket: str, reason: str, now: float, enqueue: bool = True
     ) -> tuple[RunOutcome, int, bool]:
         """Record that ``ticket``'s run failed (:func:`service.store.rules.fail_outcome`,
-        atomically): ``(outcome, n_failed, enqueue_refit)``."""
+        atomically), enqueue the refit it makes due and count it:
+        ``(outcome, n_failed, refit_due)``."""
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
         if info is None:
@@ -65,13 +66,15 @@ class Runs:
         args = [ticket, loop.failed_state(reason), json.dumps(record), index,
                 spec["initial_design"]["size"], now, get_settings().keep_runs,
                 reason]  # fmt: skip
-        outcome, n, enqueue = self.s.fail_run(keys=keys, args=args)
-        self.wake(campaign_id)
-        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+        outcome, n, due = self.s.fail_run(keys=keys, args=args)
+        return self._ended(campaign_id, RunOutcome(outcome.decode()), int(n), bool(due),
+                           "failed", enqueue)  # fmt: skip
 
-    def abandon(self, campaign_id: str, ticket: str, now: float) -> tuple[RunOutcome, int, bool]:
+    def abandon(self, campaign_id: str, ticket: str, now: float,
+                enqueue: bool = True) -> tuple[RunOutcome, int, bool]:  # fmt: skip
         """Abandon ``ticket`` (:func:`service.store.rules.abandon_outcome`, atomically): its
-        point is free again. ``(outcome, n_abandoned, enqueue_refit)``."""
+        point is free again; the refit it makes due is enqueued, the run counted.
+        ``(outcome, n_abandoned, refit_due)``."""
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
         event = {"event": "run_abandoned", "ticket": ticket, "at": now,
@@ -80,9 +83,18 @@ class Runs:
                 ("ticket_state", "leases", "state", "abandons", "labels", "expired")]  # fmt: skip
         args = [ticket, spec["initial_design"]["size"], now, json.dumps(event),
                 get_settings().keep_runs]  # fmt: skip
-        outcome, n, enqueue = self.s.abandon(keys=keys, args=args)
+        outcome, n, due = self.s.abandon(keys=keys, args=args)
+        return self._ended(campaign_id, RunOutcome(outcome.decode()), int(n), bool(due),
+                           "abandoned", enqueue)  # fmt: skip
+
+    def _ended(self, campaign_id: str, outcome: RunOutcome, n: int, due: bool, kind: str,
+               enqueue: bool) -> tuple[RunOutcome, int, bool]:  # fmt: skip
+        """After a run ended without a label: the pollers woken, the run counted, the refit
+        due enqueued (unless ``enqueue`` is False: left queued for the caller)."""
         self.wake(campaign_id)
-        return RunOutcome(outcome.decode()), int(n), bool(enqueue)
+        if outcome == RunOutcome.STORED:
+            record_runs(self.r, kind)
+        return outcome, n, self.requested(campaign_id, due) if enqueue else due
 
     def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
         """Extend ``ticket``'s live lease by ``lease_seconds`` from now
@@ -91,7 +103,3 @@ class Runs:
         keys = [self.k(campaign_id, "ticket_state"), self.k(campaign_id, "leases")]
         outcome, expiry = self.s.renew(keys=keys, args=[ticket, now, now + spec["lease_seconds"]])
         return RenewOutcome(outcome.decode()), float(expiry) if expiry else None
-
-    def count_runs(self, kind: str) -> None:
-        """Add a failed or abandoned run to the shared metric."""
-        record_runs(self.r, kind)

@@ -36,7 +36,7 @@ def test_writes_that_come_after_a_delete_leave_no_key(client, make_body, setting
     store = CampaignStore(redis)
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     last = _labeled_design_but_one(client, campaign)
-    outcome, n, enqueue = store.record_label(campaign, last, 0.25, time.time())
+    outcome, n, enqueue = store.record_label(campaign, last, 0.25, time.time(), enqueue=False)
     assert n == 3 and enqueue
     store.delete(campaign)
     assert _keys(redis, campaign) == []

@@ -49,28 +49,17 @@ class Replay:
     def label(self, ticket: int | None, y: float):
         known = ticket is not None and ticket < len(self.tickets)
         name = self.tickets[ticket] if known else "never-issued"
-        outcome, n, enqueue = self.store.record_label(self.id, name, y, self.now)
-        if enqueue:
-            self.store.enqueue_refit(self.id)
-        return outcome, n, enqueue
+        return self.store.record_label(self.id, name, y, self.now)
 
     def _name(self, ticket: int | None) -> str:
         known = ticket is not None and ticket < len(self.tickets)
         return self.tickets[ticket] if known else "never-issued"
 
-    def _refit_requested(self, enqueue: bool) -> None:
-        if enqueue:
-            self.store.enqueue_refit(self.id)
-
     def fail(self, ticket: int | None, reason: str):
-        outcome, n, enqueue = self.store.fail_run(self.id, self._name(ticket), reason, self.now)
-        self._refit_requested(enqueue)
-        return outcome, n, enqueue
+        return self.store.fail_run(self.id, self._name(ticket), reason, self.now)
 
     def abandon(self, ticket: int | None):
-        outcome, n, enqueue = self.store.abandon(self.id, self._name(ticket), self.now)
-        self._refit_requested(enqueue)
-        return outcome, n, enqueue
+        return self.store.abandon(self.id, self._name(ticket), self.now)
 
     def renew(self, ticket: int | None):
         return self.store.renew(self.id, self._name(ticket), self.now)

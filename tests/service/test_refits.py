@@ -92,7 +92,7 @@ def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
     campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
 
     def label_then_stop(ticket: str, y: float) -> None:  # the label route without its enqueue
-        assert store.record_label(campaign, ticket, y, time.time())[0] == "stored"
+        assert store.record_label(campaign, ticket, y, time.time(), enqueue=False)[0] == "stored"
 
     for y in (0.1, 0.9, -0.4):  # the third labels the design: a refit is queued, not enqueued
         label_then_stop(client.get(f"/campaigns/{campaign}/next").json()["ticket"], y)
@@ -164,7 +164,7 @@ def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_no
     from service.loop import ENQUEUE_GRACE_SECONDS
 
     redis, store, campaign = _idle_store(settings)
-    assert store.import_observations(campaign, [[0.5]], [0.1], time.time())[2]  # refit queued
+    assert store.import_observations(campaign, [[0.5]], [0.1], time.time(), enqueue=False)[2]
     push = queues.enqueue_refit
     monkeypatch.setattr(queues, "enqueue_refit", lambda *args, **kwargs: None)  # stops first
     written = store.enqueue_refit(campaign)
