@@ -41,6 +41,14 @@ def refit_timeout(spec: dict, n: int, settings) -> int:
     return math.ceil(min(seconds, settings.job_timeout_max_seconds))
 
 
+def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:
+    """A refit's scoring on ``n`` labels: its work per candidate (draws x n^2, for each of
+    ``outputs``), and the timeout of the refit's job (:func:`refit_timeout`), which its parts
+    share (:func:`worker.jobs.fanout.share_scoring`)."""
+    draws = scoring_draws(spec["mcmc"], spec["acquisition"])
+    return outputs * draws * n * n, refit_timeout(spec, n, settings)
+
+
 def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
     """The RQ timeout of a short job asked about ``points`` points of a campaign with ``n``
     labels: never longer than the API waits for its answer."""

@@ -7,9 +7,10 @@ import json
 import logging
 import time
 
-from service import stopping
+from service import loop, stopping
 from service.errors import NotFound
 from service.keys import PHASES
+from service.observability import record_refit
 from worker.defaults import STOP_TARGETS
 
 log = logging.getLogger("fbgp.store")
@@ -19,9 +20,19 @@ class Models:
     """Models, evaluations, and the stopping rule's stop and the owner's resume
     (a part of :class:`service.store.CampaignStore`)."""
 
+    def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
+        """What a refit ranks, as of ``now``: ``(pool, exclude, pending)``: the pool
+        (:func:`service.pool.pool_of`), the indices never to offer again (labeled, unless the
+        campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), and
+        the points out now (for the batch's pending points)."""
+        snap = self.snapshot(campaign_id, now)
+        exclude = set() if spec["allow_repeats"] else set(snap.labeled)
+        exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)
+        return self.pool(campaign_id, spec), exclude, sorted(snap.pending)
+
     def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer
-        model is there already; True if stored."""
+        model is there already, and count its time in the shared metric; True if stored."""
         d = model["diagnostics"]
         event = {"event": "model", "version": model["version"], "at": time.time()}
         for key in ("refit_seconds", "max_rhat", "min_ess_bulk", "divergences", "started_at"):
@@ -38,6 +49,7 @@ class Models:
             log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
         if outcome >= 1:
             self.wake(campaign_id)
+            record_refit(self.r, d["refit_seconds"])
         return outcome >= 1
 
     def _stop_args(self, campaign_id: str, event: dict) -> list:

@@ -9,6 +9,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
@@ -24,6 +25,20 @@ log = logging.getLogger("fbgp.store")
 # a refit whose job died (its history's error, and the campaign's if it failed so)
 DIED = ("its job ended without a result (its work horse was killed, or ran out of time or "
         "memory, or its worker died)")  # fmt: skip
+
+
+@dataclass
+class RefitInputs:
+    """What a refit reads as it starts (:meth:`Refits.refit_inputs`): the spec, the labels (the
+    refit's ``n``), and the latest model (for a warm start), of one instant."""
+
+    spec: dict
+    labels: list[dict]
+    previous: dict | None
+
+    @property
+    def n(self) -> int:
+        return len(self.labels)
 
 
 class Refits:
@@ -205,6 +220,23 @@ class Refits:
         keys = [self.k(campaign_id, "state")]
         return bool(self.s.beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
+    def refit_inputs(self, campaign_id: str, token: str, now: float,
+                     start: bool = False) -> RefitInputs | None:  # fmt: skip
+        """Refit ``token``'s beat (``start``: it begins now) and, if it is in charge, what it
+        reads, in one round trip (:class:`RefitInputs`); None if another refit is in charge or
+        the campaign was deleted."""
+        if not self.beat(campaign_id, token, now, start=start):
+            return None
+        pipe = self.r.pipeline(transaction=True)
+        pipe.get(self.k(campaign_id, "spec"))
+        pipe.lrange(self.k(campaign_id, "labels"), 0, -1)
+        pipe.get(self.k(campaign_id, "model"))
+        spec, labels, model = pipe.execute()
+        if spec is None:
+            return None
+        return RefitInputs(json.loads(spec), [json.loads(v) for v in labels],
+                           None if model is None else json.loads(model))  # fmt: skip
+
     def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
                      current: str | None = None) -> bool:  # fmt: skip
         """Record why refit ``token`` failed (if it is in charge; False if not); the model
@@ -227,9 +259,11 @@ class Refits:
             self.wake(campaign_id)
         return bool(outcome)
 
-    def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str) -> bool:
-        """True when another refit must run (labels came in meanwhile)."""
+    def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str,
+                  enqueue: bool = True) -> bool:  # fmt: skip
+        """The end of refit ``token`` on ``n_seen`` labels; True when another refit must run
+        (labels came in meanwhile), which is enqueued (``enqueue=False``: left queued)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
         again = bool(self.s.end_refit(keys=keys, args=[n_seen, now, token]))
         self.wake(campaign_id)
-        return again
+        return self.requested(campaign_id, again) if enqueue else again

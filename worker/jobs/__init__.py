@@ -18,9 +18,8 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import costs, limits, loop
+from service import costs
 from service.errors import NotFound
-from service.observability import record_refit
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fitting, views
@@ -48,16 +47,16 @@ def refit(campaign_id: str) -> dict:
     store = _store()
     token = get_current_job().id
     began = time.time()
-    if not store.beat(campaign_id, token, began, start=True):
+    inputs = store.refit_inputs(campaign_id, token, began, start=True)
+    if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
-    spec = store.spec(campaign_id)
-    n = store.n_labeled(campaign_id)
+    spec, n = inputs.spec, inputs.n
     if output_names(spec):  # several outputs: their posteriors one after the other, here
-        return _refit_outputs(store, campaign_id, spec, n, token, began)
+        return _refit_outputs(store, campaign_id, inputs, token, began)
     free = fanout.free_workers(store, campaign_id, began)
     groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
     if len(groups) > 1:
-        warm = _warm(store, campaign_id, spec)
+        warm = fitting.warm_start_of(spec, inputs.previous)
         timeout = costs.refit_timeout(spec, n, get_settings())
 
         def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
@@ -73,77 +72,64 @@ def refit(campaign_id: str) -> dict:
     started = time.perf_counter()
 
     def posterior(data):
-        post = fitting.posterior(spec, data, _warm(store, campaign_id, spec),
-                               get_settings().limit_mode_draws)  # fmt: skip
+        warm = fitting.warm_start_of(spec, inputs.previous)
+        post = fitting.posterior(spec, data, warm, get_settings().limit_mode_draws)
         post.diagnostics["chain_groups"] = 1
         return post
 
-    return _complete(store, campaign_id, spec, n, token, began, started, posterior)
+    return _complete(store, campaign_id, inputs, token, began, started, posterior)
 
 
-def _complete(store, campaign_id, spec, n, token, began, started, posterior) -> dict:
-    """The end every refit shares, under its lease: ``posterior(data)`` on the first ``n``
-    labels, then the model stored and one more refit enqueued if labels arrived meanwhile; or
-    the failure recorded (an error, out of memory or time): the campaign keeps its previous
-    model, and the refit runs again, after a back-off, until it fails too often in a row."""
+def _complete(store, campaign_id, inputs, token, began, started, posterior) -> dict:
+    """The end every refit shares, under its lease: ``posterior(data)`` on the refit's labels
+    (``inputs``: :class:`service.store.refits.RefitInputs`), then the model stored and one more
+    refit enqueued if labels arrived meanwhile; or the failure recorded (an error, out of
+    memory or time): the campaign keeps its previous model, and the refit runs again, after a
+    back-off, until it fails too often in a row."""
+    spec, n = inputs.spec, inputs.n
+
+    def fit():
+        data = fitting.prepare(spec, inputs.labels)
+        post = posterior(data)
+        share = _share(store, campaign_id, spec, n)
+        return lambda pool, exclude, pending: fitting.model_and_ranking(
+            spec, pool, data, post, exclude, pending, started, share)  # fmt: skip
+
+    return _under_lease(store, campaign_id, spec, n, token, began, fit)
+
+
+def _refit_outputs(store, campaign_id, inputs, token, began) -> dict:
+    """A multi-output campaign's refit (:func:`worker.fitting.fit_outputs`), under its lease, as
+    :func:`_complete` does a single output's."""
+    started = time.perf_counter()
+    spec, n = inputs.spec, inputs.n
+
+    def fit():
+        fits = fitting.fit_outputs(spec, inputs.labels, inputs.previous,
+                                 get_settings().limit_mode_draws)  # fmt: skip
+        share = _share(store, campaign_id, spec, n, len(fits))
+        return lambda pool, exclude, pending: fitting.multi_model_and_ranking(
+            spec, pool, fits, exclude, pending, started, share)  # fmt: skip
+
+    return _under_lease(store, campaign_id, spec, n, token, began, fit)
+
+
+def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
+    """Under the refit's lease, ``fit()`` (the posterior: a function that ranks the candidates
+    read after it, :func:`_store_model`), its model and ranking stored; then, out of the lease,
+    the refit ended (the next enqueued if labels came meanwhile), or its failure recorded (the
+    failure hands the refit on)."""
     failure = None
     with lease(store, campaign_id, token):
         try:
-            data = fitting.prepare(spec, store.labels(campaign_id)[:n])
-            post = posterior(data)
-            share = _share(store, campaign_id, spec, data.n)
-            result = _store_model(
-                store,
-                campaign_id,
-                spec,
-                data.n,
-                token,
-                began,
-                lambda pool, exclude, pending: fitting.model_and_ranking(
-                    spec, pool, data, post, exclude, pending, started, share
-                ),
-            )
+            result = _store_model(store, campaign_id, spec, n, token, began, fit())
         except RedisError:
             raise  # the store is out of reach: nothing can be recorded; the refit is revived
         except Exception as error:  # MemoryError and RQ's JobTimeoutException included
             failure = error
-    if failure is not None:  # out of the lease: the failure hands the refit on
-        return _failed(store, campaign_id, n, failure, token)
-    _next_refit(store, campaign_id, n, token)
-    return result
-
-
-def _refit_outputs(store, campaign_id, spec, n, token, began) -> dict:
-    """A multi-output campaign's refit (:func:`worker.fitting.fit_outputs`), under its lease, as
-    :func:`_complete` does a single output's."""
-    started = time.perf_counter()
-    failure = None
-    with lease(store, campaign_id, token):
-        try:
-            previous = None
-            with contextlib.suppress(NotFound):
-                previous = store.model(campaign_id)
-            fits = fitting.fit_outputs(spec, store.labels(campaign_id)[:n], previous,
-                                     get_settings().limit_mode_draws)  # fmt: skip
-            share = _share(store, campaign_id, spec, n, len(fits))
-            result = _store_model(
-                store,
-                campaign_id,
-                spec,
-                n,
-                token,
-                began,
-                lambda pool, exclude, pending: fitting.multi_model_and_ranking(
-                    spec, pool, fits, exclude, pending, started, share
-                ),
-            )
-        except RedisError:
-            raise
-        except Exception as error:  # MemoryError and RQ's JobTimeoutException included
-            failure = error
     if failure is not None:
         return _failed(store, campaign_id, n, failure, token)
-    _next_refit(store, campaign_id, n, token)
+    store.end_refit(campaign_id, n, time.time(), token)  # enqueues the next if one is due
     return result
 
 
@@ -151,11 +137,12 @@ def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | No
                  token: str) -> dict | None:  # fmt: skip
     """One group of refit ``token``'s chains (on whichever worker takes it)."""
     store = _store()
-    if not store.beat(campaign_id, token, time.time()):
+    inputs = store.refit_inputs(campaign_id, token, time.time())
+    if inputs is None:
         return None  # another refit is in charge
     with lease(store, campaign_id, token):
-        spec = store.spec(campaign_id)
-        data = fitting.prepare(spec, store.labels(campaign_id)[:n])
+        spec = inputs.spec
+        data = fitting.prepare(spec, inputs.labels[:n])
         peers = fanout.Peers(store.r, token, chain_ids, spec["mcmc"]["chains"])
         try:
             draws, how = fitting.chains(spec, data, chain_ids, warm, peers=peers)
@@ -171,9 +158,11 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     here if it did not mix), then scoring, ranking and the new model."""
     store = _store()
     started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
-    if not store.beat(campaign_id, token, time.time()):
+    inputs = store.refit_inputs(campaign_id, token, time.time())
+    if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
-    spec = store.spec(campaign_id)
+    spec = inputs.spec
+    inputs.labels = inputs.labels[:n]  # the labels the chain groups sampled on
 
     def posterior(data):
         groups = fanout.merged(store.r, job_ids)
@@ -197,31 +186,21 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         post.diagnostics["chain_groups"] = len(job_ids)
         return post
 
-    return _complete(store, campaign_id, spec, n, token, began, started, posterior)
+    return _complete(store, campaign_id, inputs, token, began, started, posterior)
 
 
-def _warm(store, campaign_id: str, spec: dict) -> dict | None:
-    try:
-        return fitting.warm_start_of(spec, store.model(campaign_id))
-    except NotFound:
-        return None
-
-
-def _store_model(store, campaign_id, spec, n, token, began, build) -> dict:
-    """Store the model and ranking that ``build(pool, exclude, pending)`` makes."""
-    snap = store.snapshot(campaign_id, time.time())
-    exclude = set() if spec["allow_repeats"] else set(snap.labeled)
-    exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)  # never offered again
-    pending = sorted(snap.pending)
-    pool = store.pool(campaign_id, spec)
-    model, ranking = build(pool, exclude, pending)
+def _store_model(store, campaign_id, spec, n, token, began, rank) -> dict:
+    """Store the model and ranking that ``rank(pool, exclude, pending)`` makes of the candidates
+    as they are now, once the posterior is sampled (points labeled or out meanwhile left out
+    or pending)."""
+    pool, exclude, pending = store.candidates(campaign_id, spec, time.time())
+    model, ranking = rank(pool, exclude, pending)
     model["diagnostics"]["started_at"] = began
     if not store.save_model(campaign_id, model, ranking, token):
         log.warning("model %d not stored: another refit is in charge or newer", n,
                     extra=log_ids(campaign_id, version=n))  # fmt: skip
         return {"campaign": campaign_id, "n_labeled": n, "skipped": "not stored"}
     d = model["diagnostics"]
-    record_refit(store.r, d["refit_seconds"])
     log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", n, d["refit_seconds"],
              d["max_rhat"], d["divergences"], d["warm_start"],
              extra=log_ids(campaign_id, version=n))  # fmt: skip
@@ -232,9 +211,8 @@ def _store_model(store, campaign_id, spec, n, token, began, build) -> dict:
 def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
     queue (:func:`worker.jobs.fanout.share_scoring`), when the parts are worth it."""
-    draws = limits.scoring_draws(spec["mcmc"], spec["acquisition"])
-    timeout = costs.refit_timeout(spec, n, get_settings())
-    return fanout.share_scoring(store, campaign_id, outputs * draws * n * n, timeout)
+    work, timeout = costs.scoring(spec, n, get_settings(), outputs)
+    return fanout.share_scoring(store, campaign_id, work, timeout)
 
 
 def score_part(fn, candidates):
@@ -250,11 +228,6 @@ def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> di
         store.refit_failed(campaign_id, message, n, token, get_current_job().id)
     log.error("refit failed: %s", error, exc_info=error, extra=log_ids(campaign_id))
     return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
-
-
-def _next_refit(store, campaign_id: str, n: int, token: str) -> None:
-    if store.end_refit(campaign_id, n, time.time(), token):
-        store.enqueue_refit(campaign_id)
 
 
 def _with_model(campaign_id: str):
