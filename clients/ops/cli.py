@@ -53,6 +53,12 @@ def _soak(argv: list[str]) -> None:
     main(argv)
 
 
+def _label_path(argv: list[str]) -> None:
+    from clients.ops.label_path import main
+
+    sys.exit(main(argv))
+
+
 def _imports(argv: list[str]) -> None:
     from clients.ops.imports import main
 
@@ -240,6 +246,7 @@ COMMANDS = {
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
     "imports": (_imports, "the import graph of the product's modules, checked against its rules"),
+    "label-path": (_label_path, "the modules one label goes through, to its next model, traced"),
 }
 
 
