@@ -21,11 +21,25 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import LockError, RedisError
 from starlette.concurrency import run_in_threadpool
 
-from service import limits, loop, schemas, wakeups
+from service import limits, loop, wakeups
 from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.routes.checks import check_noise, check_outputs, spec_with_points
+from service.schemas.labeling import (
+    FailPost,
+    Imported,
+    LabelAnswer,
+    LabelPost,
+    NextPoint,
+    NotYet,
+    ObservationList,
+    Observations,
+    Renewed,
+    RunAnswer,
+    TicketPost,
+)
+from service.schemas.problems import problem_responses
 from service.settings import Settings
 from service.store import CampaignStore
 from worker.defaults import known_noise, output_names
@@ -146,11 +160,11 @@ IDEMPOTENCY_KEY = _key_header("the same key sent again gets the same ticket whil
 IMPORT_KEY = _key_header("the same import sent again with its key is stored once")
 REPLAYED = "Idempotent-Replayed"
 
-NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
-                  **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+NEXT_RESPONSES = {202: {"description": "no point yet", "model": NotYet},
+                  **problem_responses(404, 409, 410)}  # fmt: skip
 
 
-@router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES,
+@router.get("/next", response_model=NextPoint, responses=NEXT_RESPONSES,
             dependencies=[SimulatorScope])  # fmt: skip
 async def next_point(campaign_id: CampaignId, request: Request, response: Response, store: StoreDep,
                      settings: SettingsDep,
@@ -253,14 +267,14 @@ def _next_response(answer: dict | loop.Answer, campaign_id: str):
                         status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
 
 
-LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas.LabelAnswer},
-                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+LABEL_RESPONSES = {200: {"description": "the same label again", "model": LabelAnswer},
+                   **problem_responses(404, 409, 410)}  # fmt: skip
 
 
-@router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
+@router.post("/label", status_code=201, response_model=LabelAnswer,
              response_model_exclude_none=True, responses=LABEL_RESPONSES,
              dependencies=[SimulatorScope])  # fmt: skip
-def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, response: Response):
+def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     field = "y_replicates" if body.y_replicates is not None else "noise"
     spec = store.spec(campaign_id)
@@ -278,13 +292,13 @@ def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, res
     return {"ticket": body.ticket, "y": y, "noise": noise, "n_labeled": n}
 
 
-RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
-                 **schemas.problem_responses(404, 409)}  # fmt: skip
+RUN_RESPONSES = {200: {"description": "the same report again", "model": RunAnswer},
+                 **problem_responses(404, 409)}  # fmt: skip
 
 
-@router.post("/fail", status_code=201, response_model=schemas.RunAnswer,
+@router.post("/fail", status_code=201, response_model=RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, response: Response):
+def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
     outcome, n, enqueue = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
@@ -296,9 +310,9 @@ def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, respo
     return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
 
 
-@router.post("/abandon", status_code=201, response_model=schemas.RunAnswer,
+@router.post("/abandon", status_code=201, response_model=RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, response: Response):
+def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
     outcome, n, enqueue = store.abandon(campaign_id, body.ticket, time.time())
@@ -310,10 +324,10 @@ def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, 
     return {"ticket": body.ticket, "status": "abandoned", "count": n}
 
 
-@router.post("/renew", response_model=schemas.Renewed,
-             responses=schemas.problem_responses(404, 409),
+@router.post("/renew", response_model=Renewed,
+             responses=problem_responses(404, 409),
              dependencies=[SimulatorScope])  # fmt: skip
-def renew(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep):
+def renew(campaign_id: CampaignId, body: TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
     outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
     match outcome:
@@ -338,11 +352,11 @@ def _enqueue_refit(store: CampaignStore, campaign_id: str) -> None:
                     extra={"campaign": campaign_id})  # fmt: skip
 
 
-@router.post("/observations", status_code=201, response_model=schemas.Imported,
+@router.post("/observations", status_code=201, response_model=Imported,
              responses={200: {"description": "the same import again (its Idempotency-Key)",
-                              "model": schemas.Imported},
-                        **schemas.problem_responses(404, 409)})  # fmt: skip
-def import_observations(campaign_id: CampaignId, body: schemas.Observations, store: StoreDep,
+                              "model": Imported},
+                        **problem_responses(404, 409)})  # fmt: skip
+def import_observations(campaign_id: CampaignId, body: Observations, store: StoreDep,
                         settings: SettingsDep, response: Response,
                         idempotency_key: Annotated[str | None, IMPORT_KEY] = None):  # fmt: skip
     """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
@@ -410,11 +424,11 @@ def input_columns(spec: dict, service_columns: list[str]) -> list[str]:
 
 OBSERVATIONS_RESPONSES = {
     200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}}},
-    **schemas.problem_responses(404),
+    **problem_responses(404),
 }
 
 
-@router.get("/observations", response_model=schemas.ObservationList,
+@router.get("/observations", response_model=ObservationList,
             response_model_exclude_none=True, responses=OBSERVATIONS_RESPONSES)  # fmt: skip
 def export_observations(campaign_id: CampaignId, store: StoreDep,
                         accept: Annotated[str | None, Header(description=(
