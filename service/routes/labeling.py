@@ -1,18 +1,16 @@
 """The labeling loop over HTTP: ``/next`` hands out points, ``/label`` takes their labels,
 ``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
-``/observations`` imports and exports labels (and failures). The rules are :mod:`service.loop`'s;
-here they meet Redis (:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
+``/observations`` imports and exports labels (and failures; as CSV by
+:mod:`service.routes.csv_export`). The rules are :mod:`service.loop`'s; here they meet Redis
+(:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
-import io
 import json
 import logging
 import math
-import re
 import time
 from typing import Annotated
 
@@ -26,6 +24,7 @@ from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, St
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.routes.checks import check_noise, check_outputs, spec_with_points
+from service.routes.csv_export import observations_csv
 from service.schemas.labeling import (
     FailPost,
     Imported,
@@ -42,7 +41,7 @@ from service.schemas.labeling import (
 from service.schemas.problems import problem_responses
 from service.settings import Settings
 from service.store import CampaignStore
-from worker.defaults import known_noise, output_names
+from worker.defaults import known_noise
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
@@ -126,27 +125,6 @@ def _offer_locked(
     points = store.pool_points(campaign_id, spec, [a.index for a in answers])
     offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
     return store.issue(campaign_id, offers, spec["lease_seconds"], now)
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
-# a formula's start after a character that a reader might split cells on
-SPLIT_FORMULA = re.compile(r"([,;|\t]\s*)([=+\-@])")
-
-
-def _text_cell(text: str) -> str:
-    """A CSV cell for text a user wrote (an input's name, a failure's reason): one that a
-    spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice), and
-    so does every part of it that a reader splitting on ``,``, ``;``, ``|`` or a tab would
-    make a cell of (``ok;=cmd|...`` reads ``ok;'=cmd|...``). The writer quotes every text
-    cell; numbers are written as they are."""
-    text = SPLIT_FORMULA.sub(r"\1'\2", text)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def _value_cell(value):
-    """A CSV cell for a coordinate: a number as it is (the writer writes it as Python does,
-    unquoted), a choice's text value as :func:`_text_cell` does."""
-    return _text_cell(value) if isinstance(value, str) else value
 
 
 def _key_header(description: str):
@@ -406,22 +384,6 @@ def _imported_again(held: tuple[ImportOutcome, int], count: int, response: Respo
     return {"n_labeled": n, "imported": count}
 
 
-def input_columns(spec: dict, service_columns: list[str]) -> list[str]:
-    """The CSV export's input columns: each input's name (as :func:`_text_cell` writes it),
-    but for one that a column of the service's (``y``, ``y_<output>``, ``noise``,
-    ``status``, ``reason``) or another input's column has taken, ``input:<name>`` (prefixed
-    again while that is taken too): a reader by column name never gets one for another."""
-    taken = set(service_columns)
-    out = []
-    for spec_input in spec["inputs"]:
-        column = _text_cell(spec_input["name"])
-        while column in taken:
-            column = "input:" + column
-        taken.add(column)
-        out.append(column)
-    return out
-
-
 OBSERVATIONS_RESPONSES = {
     200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}}},
     **problem_responses(404),
@@ -443,30 +405,6 @@ def export_observations(campaign_id: CampaignId, store: StoreDep,
                 for f in store.failures(campaign_id)]  # fmt: skip
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
-    names = output_names(spec)
     if accept and "text/csv" in accept:
-        out = io.StringIO()
-        # every text cell in double quotes, numbers bare: a reader that splits on another
-        # separator (a spreadsheet set to ";") cannot cut a cell open into a formula
-        writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC)
-        if names is None:
-            columns, extra = ["y"], ["noise"] if noise is not None else []
-        else:  # y_<name> for each output, then noise_<name> for each
-            columns = [f"y_{name}" for name in names]
-            extra = [f"noise_{name}" for name in names] if noise is not None else []
-        service_columns = [_text_cell(c) for c in [*columns, *extra, "status", "reason"]]
-        writer.writerow(input_columns(spec, service_columns) + service_columns)
-        for k, (xi, yi) in enumerate(zip(x, y, strict=True)):
-            values = [yi] if names is None else [yi[name] for name in names]
-            if noise is None:
-                known = []
-            else:
-                known = [noise[k]] if names is None else [noise[k][name] for name in names]
-            writer.writerow([_value_cell(v) for v in xi] + [float(v) for v in values + known]
-                            + ["ok", ""])  # fmt: skip
-        for f in failures:
-            empty = [""] * (len(columns) + len(extra))  # y, and its noise
-            writer.writerow([_value_cell(v) for v in f["x"]]
-                            + [*empty, "failed", _text_cell(f["reason"])])  # fmt: skip
-        return Response(out.getvalue(), media_type="text/csv")
+        return Response(observations_csv(spec, x, y, noise, failures), media_type="text/csv")
     return {"x": x, "y": y, "noise": noise, "failures": failures}
