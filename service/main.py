@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from service import apidocs, errors, pages, schemas
+from service import apidocs, errors, pages
 from service.middleware import BodyAfterToken, BodyDeadline, BodyLimit, CloseAfterError, Observe
 from service.routes import campaigns, health, labeling, models, teams
+from service.schemas.problems import problem_responses
 
 
 class App(FastAPI):
@@ -35,8 +36,8 @@ app.add_middleware(Observe)
 
 # every /campaigns and /teams call may be malformed, unauthorized, slow, too large, invalid,
 # or meet no Redis
-CAMPAIGN_ERRORS = schemas.problem_responses(400, 401, 403, 408, 413, 422, 503)
+CAMPAIGN_ERRORS = problem_responses(400, 401, 403, 408, 413, 422, 503)
 app.include_router(health.router)
 for resource in (campaigns, labeling, models, teams):
     app.include_router(resource.router, responses=CAMPAIGN_ERRORS)
-app.include_router(pages.router, responses=schemas.problem_responses(401, 403, 404, 422, 500, 503))
+app.include_router(pages.router, responses=problem_responses(401, 403, 404, 422, 500, 503))

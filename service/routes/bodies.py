@@ -1,5 +1,5 @@
 """The bodies of HTTP answers that several routes and pages send, built from the store's facts:
-a campaign's status (``schemas.CampaignStatus``)."""
+a campaign's status (:class:`service.schemas.campaigns.CampaignStatus`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from service import limits, schemas
+from service import limits
 from service.deps import (
     Authorized,
     CampaignId,
@@ -20,14 +20,17 @@ from service.deps import (
 )
 from service.errors import Conflict, Unauthorized, Unprocessable
 from service.routes import bodies
+from service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
+from service.schemas.problems import problem_responses
+from service.schemas.stop_rule import Resume, check_stop
 from service.store import TeamFull, TeamGone
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
 
 
-@router.post("", status_code=201, response_model=schemas.Campaign, dependencies=[TeamScope])
-def create(body: schemas.CampaignCreate, store: StoreDep, request: Request, response: Response,
+@router.post("", status_code=201, response_model=Campaign, dependencies=[TeamScope])
+def create(body: CampaignCreate, store: StoreDep, request: Request, response: Response,
            settings: SettingsDep):  # fmt: skip
     """The campaign, with its two tokens: ``token`` for its simulators (points, labels, failed
     runs, status) and ``owner_token`` for everything else of it. Created with a team's token,
@@ -55,7 +58,7 @@ LIST_RESPONSES = {200: {"headers": {
 }}}  # fmt: skip
 
 
-@router.get("", response_model=list[schemas.CampaignStatus], responses=LIST_RESPONSES,
+@router.get("", response_model=list[CampaignStatus], responses=LIST_RESPONSES,
             dependencies=[TeamScope])  # fmt: skip
 def list_campaigns(store: StoreDep, request: Request, response: Response,
                    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description=(
@@ -75,8 +78,8 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
     return bodies.statuses(store, ids)
 
 
-@router.get("/{campaign_id}", response_model=schemas.CampaignStatus,
-            responses=schemas.problem_responses(404), dependencies=[SimulatorScope])  # fmt: skip
+@router.get("/{campaign_id}", response_model=CampaignStatus,
+            responses=problem_responses(404), dependencies=[SimulatorScope])  # fmt: skip
 def status(campaign_id: CampaignId, store: StoreDep):
     """Where the campaign stands: its state, counts of labels, tickets out, failed and
     abandoned runs, its refit, and its inputs. The simulator token opens it too."""
@@ -84,15 +87,15 @@ def status(campaign_id: CampaignId, store: StoreDep):
 
 
 @router.delete("/{campaign_id}", status_code=204, response_class=Response,
-               responses=schemas.problem_responses(404))  # fmt: skip
+               responses=problem_responses(404))  # fmt: skip
 def delete(campaign_id: CampaignId, store: StoreDep):
     """The campaign and all its data; its jobs, running or queued, are stopped."""
     store.delete(campaign_id)
     return Response(status_code=204)
 
 
-@router.post("/{campaign_id}/retry", status_code=202, response_model=schemas.CampaignStatus,
-             responses=schemas.problem_responses(404, 409))  # fmt: skip
+@router.post("/{campaign_id}/retry", status_code=202, response_model=CampaignStatus,
+             responses=problem_responses(404, 409))  # fmt: skip
 def retry(campaign_id: CampaignId, store: StoreDep):
     """The owner's word that what stopped the campaign is fixed. A failed campaign (its refit
     failed ``refit_max_attempts`` times in a row): its failed state cleared and a refit
@@ -107,9 +110,9 @@ def retry(campaign_id: CampaignId, store: StoreDep):
     return bodies.status(store, campaign_id)
 
 
-@router.post("/{campaign_id}/resume", response_model=schemas.CampaignStatus,
-             responses=schemas.problem_responses(404, 409, 422))  # fmt: skip
-def resume(campaign_id: CampaignId, store: StoreDep, body: schemas.Resume | None = None):
+@router.post("/{campaign_id}/resume", response_model=CampaignStatus,
+             responses=problem_responses(404, 409, 422))  # fmt: skip
+def resume(campaign_id: CampaignId, store: StoreDep, body: Resume | None = None):
     """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
     points again, and the rule's ``patience`` counts from the next model. With a body
     ``{"stop": {...}}`` the rule is replaced (``{"stop": null}``: removed); without one it is
@@ -118,7 +121,7 @@ def resume(campaign_id: CampaignId, store: StoreDep, body: schemas.Resume | None
     stop = body.stop if replace else None
     if replace:
         try:
-            schemas.check_stop(stop, store.spec(campaign_id)["max_labels"])
+            check_stop(stop, store.spec(campaign_id)["max_labels"])
         except ValueError as error:
             raise Unprocessable(str(error)) from None
     rule = stop.model_dump() if stop is not None else None

@@ -3,8 +3,8 @@ inputs, its outputs and noise variances the campaign's outputs and noise model (
 
 from __future__ import annotations
 
-from service import schemas
 from service.errors import Unprocessable
+from service.schemas.inputs import check_points
 from service.store import CampaignStore
 from worker.defaults import known_noise, output_names
 
@@ -72,6 +72,6 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[d
     to fit its inputs (422 otherwise)."""
     spec = store.spec(campaign_id)
     try:
-        return spec, schemas.check_points(x, spec["inputs"])
+        return spec, check_points(x, spec["inputs"])
     except ValueError as error:
         raise Unprocessable(str(error)) from None

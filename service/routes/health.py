@@ -7,28 +7,30 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from redis.exceptions import RedisError
 
-from service import queues, schemas
+from service import queues
 from service.deps import RedisDep, StoreDep
 from service.middleware import metrics
 from service.observability import RedisCollector
+from service.schemas.health import Health, Readiness
+from service.schemas.problems import problem_responses
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=schemas.Health)
+@router.get("/healthz", response_model=Health)
 async def healthz():
     """200 whenever the process runs (the same as `/livez`)."""
     return {"status": "ok"}
 
 
-@router.get("/livez", response_model=schemas.Health)
+@router.get("/livez", response_model=Health)
 async def livez():
     """200 whenever the process runs (readiness, with its dependencies, is /readyz)."""
     return {"status": "ok"}
 
 
 @router.get("/metrics", response_class=PlainTextResponse,
-            responses=schemas.problem_responses(503))  # fmt: skip
+            responses=problem_responses(503))  # fmt: skip
 def prometheus_metrics(redis: RedisDep, store: StoreDep):
     """Prometheus metrics (text format): requests and latencies, queue depths, failed jobs,
     refit seconds, labels stored, runs failed and abandoned, campaigns by state."""
@@ -38,9 +40,9 @@ def prometheus_metrics(redis: RedisDep, store: StoreDep):
     return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@router.get("/readyz", response_model=schemas.Readiness, response_model_exclude_none=True,
+@router.get("/readyz", response_model=Readiness, response_model_exclude_none=True,
             responses={503: {"description": "Redis unreachable, or no worker",
-                             "model": schemas.Readiness}})  # fmt: skip
+                             "model": Readiness}})  # fmt: skip
 def readyz(redis: RedisDep, response: Response):
     """200 when Redis answers and a worker is registered; 503 otherwise, saying which."""
     try:

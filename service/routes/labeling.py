@@ -1,18 +1,16 @@
 """The labeling loop over HTTP: ``/next`` hands out points, ``/label`` takes their labels,
 ``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
-``/observations`` imports and exports labels (and failures). The rules are :mod:`service.loop`'s;
-here they meet Redis (:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
+``/observations`` imports and exports labels (and failures; as CSV by
+:mod:`service.routes.csv_export`). The rules are :mod:`service.loop`'s; here they meet Redis
+(:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
-import io
 import json
 import logging
 import math
-import re
 import time
 from typing import Annotated
 
@@ -21,14 +19,29 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import LockError
 from starlette.concurrency import run_in_threadpool
 
-from service import limits, loop, schemas, wakeups
+from service import limits, loop, wakeups
 from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.routes.checks import LabelValues, check_noise, check_outputs, spec_with_points
+from service.routes.csv_export import observations_csv
+from service.schemas.labeling import (
+    FailPost,
+    Imported,
+    LabelAnswer,
+    LabelPost,
+    NextPoint,
+    NotYet,
+    ObservationList,
+    Observations,
+    Renewed,
+    RunAnswer,
+    TicketPost,
+)
+from service.schemas.problems import problem_responses
 from service.settings import Settings
 from service.store import CampaignStore
-from worker.defaults import known_noise, output_names
+from worker.defaults import known_noise
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
@@ -114,27 +127,6 @@ def _offer_locked(
     return store.issue(campaign_id, offers, spec["lease_seconds"], now)
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
-# a formula's start after a character that a reader might split cells on
-SPLIT_FORMULA = re.compile(r"([,;|\t]\s*)([=+\-@])")
-
-
-def _text_cell(text: str) -> str:
-    """A CSV cell for text a user wrote (an input's name, a failure's reason): one that a
-    spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice), and
-    so does every part of it that a reader splitting on ``,``, ``;``, ``|`` or a tab would
-    make a cell of (``ok;=cmd|...`` reads ``ok;'=cmd|...``). The writer quotes every text
-    cell; numbers are written as they are."""
-    text = SPLIT_FORMULA.sub(r"\1'\2", text)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def _value_cell(value):
-    """A CSV cell for a coordinate: a number as it is (the writer writes it as Python does,
-    unquoted), a choice's text value as :func:`_text_cell` does."""
-    return _text_cell(value) if isinstance(value, str) else value
-
-
 def _key_header(description: str):
     """An ``Idempotency-Key`` header: up to 200 visible ASCII characters (a UUID, usually)."""
     return Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$",
@@ -146,11 +138,11 @@ IDEMPOTENCY_KEY = _key_header("the same key sent again gets the same ticket whil
 IMPORT_KEY = _key_header("the same import sent again with its key is stored once")
 REPLAYED = "Idempotent-Replayed"
 
-NEXT_RESPONSES = {202: {"description": "no point yet", "model": schemas.NotYet},
-                  **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+NEXT_RESPONSES = {202: {"description": "no point yet", "model": NotYet},
+                  **problem_responses(404, 409, 410)}  # fmt: skip
 
 
-@router.get("/next", response_model=schemas.NextPoint, responses=NEXT_RESPONSES,
+@router.get("/next", response_model=NextPoint, responses=NEXT_RESPONSES,
             dependencies=[SimulatorScope])  # fmt: skip
 async def next_point(campaign_id: CampaignId, request: Request, response: Response, store: StoreDep,
                      settings: SettingsDep,
@@ -253,14 +245,14 @@ def _next_response(answer: dict | loop.Answer, campaign_id: str):
                         status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
 
 
-LABEL_RESPONSES = {200: {"description": "the same label again", "model": schemas.LabelAnswer},
-                   **schemas.problem_responses(404, 409, 410)}  # fmt: skip
+LABEL_RESPONSES = {200: {"description": "the same label again", "model": LabelAnswer},
+                   **problem_responses(404, 409, 410)}  # fmt: skip
 
 
-@router.post("/label", status_code=201, response_model=schemas.LabelAnswer,
+@router.post("/label", status_code=201, response_model=LabelAnswer,
              response_model_exclude_none=True, responses=LABEL_RESPONSES,
              dependencies=[SimulatorScope])  # fmt: skip
-def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, response: Response):
+def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     values = LabelValues(body)  # checked against the spec the store reads
     outcome, n, _ = store.record_label(campaign_id, body.ticket, None, time.time(), values=values)
@@ -268,13 +260,13 @@ def label(campaign_id: CampaignId, body: schemas.LabelPost, store: StoreDep, res
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
 
 
-RUN_RESPONSES = {200: {"description": "the same report again", "model": schemas.RunAnswer},
-                 **schemas.problem_responses(404, 409)}  # fmt: skip
+RUN_RESPONSES = {200: {"description": "the same report again", "model": RunAnswer},
+                 **problem_responses(404, 409)}  # fmt: skip
 
 
-@router.post("/fail", status_code=201, response_model=schemas.RunAnswer,
+@router.post("/fail", status_code=201, response_model=RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, response: Response):
+def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
     outcome, n, _ = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
@@ -282,9 +274,9 @@ def fail(campaign_id: CampaignId, body: schemas.FailPost, store: StoreDep, respo
     return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
 
 
-@router.post("/abandon", status_code=201, response_model=schemas.RunAnswer,
+@router.post("/abandon", status_code=201, response_model=RunAnswer,
              responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
-def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, response: Response):
+def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
     outcome, n, _ = store.abandon(campaign_id, body.ticket, time.time())
@@ -292,10 +284,10 @@ def abandon(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep, 
     return {"ticket": body.ticket, "status": "abandoned", "count": n}
 
 
-@router.post("/renew", response_model=schemas.Renewed,
-             responses=schemas.problem_responses(404, 409),
+@router.post("/renew", response_model=Renewed,
+             responses=problem_responses(404, 409),
              dependencies=[SimulatorScope])  # fmt: skip
-def renew(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep):
+def renew(campaign_id: CampaignId, body: TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
     outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
     match outcome:
@@ -310,11 +302,11 @@ def renew(campaign_id: CampaignId, body: schemas.TicketPost, store: StoreDep):
     return {"ticket": body.ticket, "expires_at": expires_at}
 
 
-@router.post("/observations", status_code=201, response_model=schemas.Imported,
+@router.post("/observations", status_code=201, response_model=Imported,
              responses={200: {"description": "the same import again (its Idempotency-Key)",
-                              "model": schemas.Imported},
-                        **schemas.problem_responses(404, 409)})  # fmt: skip
-def import_observations(campaign_id: CampaignId, body: schemas.Observations, store: StoreDep,
+                              "model": Imported},
+                        **problem_responses(404, 409)})  # fmt: skip
+def import_observations(campaign_id: CampaignId, body: Observations, store: StoreDep,
                         settings: SettingsDep, response: Response,
                         idempotency_key: Annotated[str | None, IMPORT_KEY] = None):  # fmt: skip
     """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
@@ -361,29 +353,13 @@ def _imported_again(held: tuple[ImportOutcome, int], count: int, response: Respo
     return {"n_labeled": n, "imported": count}
 
 
-def input_columns(spec: dict, service_columns: list[str]) -> list[str]:
-    """The CSV export's input columns: each input's name (as :func:`_text_cell` writes it),
-    but for one that a column of the service's (``y``, ``y_<output>``, ``noise``,
-    ``status``, ``reason``) or another input's column has taken, ``input:<name>`` (prefixed
-    again while that is taken too): a reader by column name never gets one for another."""
-    taken = set(service_columns)
-    out = []
-    for spec_input in spec["inputs"]:
-        column = _text_cell(spec_input["name"])
-        while column in taken:
-            column = "input:" + column
-        taken.add(column)
-        out.append(column)
-    return out
-
-
 OBSERVATIONS_RESPONSES = {
     200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}}},
-    **schemas.problem_responses(404),
+    **problem_responses(404),
 }
 
 
-@router.get("/observations", response_model=schemas.ObservationList,
+@router.get("/observations", response_model=ObservationList,
             response_model_exclude_none=True, responses=OBSERVATIONS_RESPONSES)  # fmt: skip
 def export_observations(campaign_id: CampaignId, store: StoreDep,
                         accept: Annotated[str | None, Header(description=(
@@ -398,30 +374,6 @@ def export_observations(campaign_id: CampaignId, store: StoreDep,
                 for f in store.failures(campaign_id)]  # fmt: skip
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
-    names = output_names(spec)
     if accept and "text/csv" in accept:
-        out = io.StringIO()
-        # every text cell in double quotes, numbers bare: a reader that splits on another
-        # separator (a spreadsheet set to ";") cannot cut a cell open into a formula
-        writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC)
-        if names is None:
-            columns, extra = ["y"], ["noise"] if noise is not None else []
-        else:  # y_<name> for each output, then noise_<name> for each
-            columns = [f"y_{name}" for name in names]
-            extra = [f"noise_{name}" for name in names] if noise is not None else []
-        service_columns = [_text_cell(c) for c in [*columns, *extra, "status", "reason"]]
-        writer.writerow(input_columns(spec, service_columns) + service_columns)
-        for k, (xi, yi) in enumerate(zip(x, y, strict=True)):
-            values = [yi] if names is None else [yi[name] for name in names]
-            if noise is None:
-                known = []
-            else:
-                known = [noise[k]] if names is None else [noise[k][name] for name in names]
-            writer.writerow([_value_cell(v) for v in xi] + [float(v) for v in values + known]
-                            + ["ok", ""])  # fmt: skip
-        for f in failures:
-            empty = [""] * (len(columns) + len(extra))  # y, and its noise
-            writer.writerow([_value_cell(v) for v in f["x"]]
-                            + [*empty, "failed", _text_cell(f["reason"])])  # fmt: skip
-        return Response(out.getvalue(), media_type="text/csv")
+        return Response(observations_csv(spec, x, y, noise, failures), media_type="text/csv")
     return {"x": x, "y": y, "noise": noise, "failures": failures}

@@ -8,24 +8,42 @@ import time
 
 from fastapi import APIRouter, Response
 
-from service import limits, schemas
+from service import limits
 from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound, Unprocessable
 from service.routes.checks import LEARNED_NOISE, check_outputs, spec_with_points
 from service.routes.model_jobs import run_job
+from service.schemas.labeling import Observations
+from service.schemas.models import (
+    HistoryEvent,
+    MetamodelExport,
+    Model,
+    MultiMetamodelExport,
+    MultiModel,
+)
+from service.schemas.predictions import (
+    AcquisitionRequest,
+    AcquisitionValues,
+    Evaluation,
+    MultiEvaluation,
+    MultiPrediction,
+    Points,
+    Prediction,
+)
+from service.schemas.problems import problem_responses
 from service.store import CampaignStore
 from worker.defaults import known_noise, output_names
 
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
 
 # a model-based answer: 404 before the first model; 500 if the job failed, 503 if none answered
-MODEL_RESPONSES = schemas.problem_responses(404, 500)
+MODEL_RESPONSES = problem_responses(404, 500)
 
 
 @router.get(
     "/model",
-    response_model=schemas.Model | schemas.MultiModel,
-    responses=schemas.problem_responses(404),
+    response_model=Model | MultiModel,
+    responses=problem_responses(404),
 )
 def model(campaign_id: CampaignId, store: StoreDep):
     """The latest model: its posterior draws, the thinned draws the acquisition uses, the
@@ -90,9 +108,9 @@ def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list
     return document
 
 
-@router.get("/model/export", response_model=schemas.MetamodelExport | schemas.MultiMetamodelExport,
+@router.get("/model/export", response_model=MetamodelExport | MultiMetamodelExport,
             response_model_exclude_unset=True,
-            responses=schemas.problem_responses(404))  # fmt: skip
+            responses=problem_responses(404))  # fmt: skip
 def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     """The latest model as a self-contained JSON file (a download): its draws, mode, transforms
     and the labeled data it saw, which the SDK's ``Metamodel`` predicts from as ``/predict``
@@ -106,8 +124,8 @@ def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     return export_document(campaign_id, spec, model, labels, time.time())
 
 
-@router.get("/history", response_model=list[schemas.HistoryEvent],
-            responses=schemas.problem_responses(404))  # fmt: skip
+@router.get("/history", response_model=list[HistoryEvent],
+            responses=problem_responses(404))  # fmt: skip
 def history(campaign_id: CampaignId, store: StoreDep):
     """One entry per model version stored, evaluation, refit failed, stop and resume, and per
     failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
@@ -124,10 +142,10 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
 
 @router.post(
     "/predict",
-    response_model=schemas.Prediction | schemas.MultiPrediction,
+    response_model=Prediction | MultiPrediction,
     responses=MODEL_RESPONSES,
 )
-def predict(campaign_id: CampaignId, body: schemas.Points, store: StoreDep, redis: RedisDep,
+def predict(campaign_id: CampaignId, body: Points, store: StoreDep, redis: RedisDep,
             settings: SettingsDep):  # fmt: skip
     """The latest model's predictions at `x` (points within the inputs' bounds): the mode
     GP's mean and variance of y and the mixture's, original units."""
@@ -135,8 +153,8 @@ def predict(campaign_id: CampaignId, body: schemas.Points, store: StoreDep, redi
     return run_job(redis, settings, "predict", campaign_id, x)
 
 
-@router.post("/acquisition", response_model=schemas.AcquisitionValues, responses=MODEL_RESPONSES)
-def acquisition(campaign_id: CampaignId, body: schemas.AcquisitionRequest, store: StoreDep,
+@router.post("/acquisition", response_model=AcquisitionValues, responses=MODEL_RESPONSES)
+def acquisition(campaign_id: CampaignId, body: AcquisitionRequest, store: StoreDep,
                 redis: RedisDep, settings: SettingsDep):  # fmt: skip
     """The acquisition's scores at `x` under the latest model (the campaign's acquisition,
     or `acquisition`)."""
@@ -146,10 +164,10 @@ def acquisition(campaign_id: CampaignId, body: schemas.AcquisitionRequest, store
 
 @router.post(
     "/evaluate",
-    response_model=schemas.Evaluation | schemas.MultiEvaluation,
+    response_model=Evaluation | MultiEvaluation,
     responses=MODEL_RESPONSES,
 )
-def evaluate(campaign_id: CampaignId, body: schemas.Observations, store: StoreDep, redis: RedisDep,
+def evaluate(campaign_id: CampaignId, body: Observations, store: StoreDep, redis: RedisDep,
              settings: SettingsDep):  # fmt: skip
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""

@@ -9,9 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from service import schemas
 from service.deps import Authorized, SettingsDep, StoreDep
 from service.errors import Conflict, NotFound
+from service.schemas.problems import problem_responses
+from service.schemas.teams import Team, TeamCreate, TeamToken
 
 TeamName = Annotated[str, Path(description="The team's name.")]
 
@@ -25,9 +26,9 @@ def _guarded(settings) -> None:
         raise Conflict(OPEN)
 
 
-@router.post("", status_code=201, response_model=schemas.TeamToken,
-             responses=schemas.problem_responses(409))  # fmt: skip
-def create(body: schemas.TeamCreate, store: StoreDep, settings: SettingsDep, response: Response):
+@router.post("", status_code=201, response_model=TeamToken,
+             responses=problem_responses(409))  # fmt: skip
+def create(body: TeamCreate, store: StoreDep, settings: SettingsDep, response: Response):
     """A new team and its token, shown once (only its SHA-256 is kept); 409 if the name is
     taken."""
     _guarded(settings)
@@ -43,14 +44,14 @@ def create(body: schemas.TeamCreate, store: StoreDep, settings: SettingsDep, res
     return {"name": body.name, "token": token}
 
 
-@router.get("", response_model=list[schemas.Team])
+@router.get("", response_model=list[Team])
 def list_teams(store: StoreDep):
     """Every team, by name, with its campaigns' count."""
     return store.teams()
 
 
-@router.post("/{name}/token", response_model=schemas.TeamToken,
-             responses=schemas.problem_responses(404, 409))  # fmt: skip
+@router.post("/{name}/token", response_model=TeamToken,
+             responses=problem_responses(404, 409))  # fmt: skip
 def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Response):
     """A new token for the team, shown once; its old token stops working at once. A deleted
     team that still holds campaigns is live again."""
@@ -63,7 +64,7 @@ def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Res
 
 
 @router.delete("/{name}", status_code=204, response_class=Response,
-               responses=schemas.problem_responses(404))  # fmt: skip
+               responses=problem_responses(404))  # fmt: skip
 def delete(name: TeamName, store: StoreDep):
     """The team's token ends at once; its campaigns stay (the service token and their own
     tokens open them). A team that holds campaigns stays listed, not live, and its name cannot

@@ -7,7 +7,8 @@ import pytest
 from clients.ops import adversarial, soak
 from clients.reproduction.protocol import ITERATIONS, campaign_body
 from clients.reproduction.runs import paper_body
-from service import limits, schemas
+from service import limits
+from service.schemas.campaigns import CampaignCreate
 from service.settings import Settings
 from worker.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
 
@@ -46,7 +47,7 @@ def test_what_the_protocol_and_the_tooling_send_is_within_the_limits():
     bodies += [soak.campaign_body(i, 2, 0, 270) for i in range(3)]
     bodies += [adversarial.well_behaved_body(0), *adversarial.greedy_bodies(settings, 0).values()]
     for body in bodies:
-        limits.check_campaign(schemas.CampaignCreate(**body).model_dump(), settings)
+        limits.check_campaign(CampaignCreate(**body).model_dump(), settings)
 
 
 def test_labels_beyond_the_limit_are_refused(client, make_body):

@@ -10,7 +10,7 @@ from service import loop
 from service.pool import grid_point
 from service.routes import bodies
 from service.routes.labeling import offer
-from service.schemas import CampaignCreate
+from service.schemas.campaigns import CampaignCreate
 from service.settings import Settings
 from service.store import CampaignStore
 from tests.service.loop_model import (

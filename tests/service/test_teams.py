@@ -149,7 +149,7 @@ def test_a_campaign_is_not_created_with_a_team_token_replaced_meanwhile(
     is still the team's: a rotation or delete while the request ran leaves nothing behind."""
     from redis import Redis
 
-    from service.schemas import CampaignCreate
+    from service.schemas.campaigns import CampaignCreate
     from service.store import CampaignStore, TeamGone
     from service.tokens import token_digest
 

@@ -1,0 +1,257 @@
+"""A campaign: its settings as posted (checked against each other), as stored and answered
+with its tokens, and its status."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_validator
+
+from service.names import look_alikes, visible
+from service.schemas.fields import Acquisition, Body, Strict
+from service.schemas.inputs import (
+    MAX_POOL,
+    GridPoolSpec,
+    InitialDesign,
+    InputSpec,
+    PointsPoolSpec,
+    canonical_points,
+    check_distinguishable,
+    space_of,
+)
+from service.schemas.mcmc import McmcSettings
+from service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec
+from service.schemas.stop_rule import StoppedBy, StopRule, check_stop
+from worker.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+
+
+class CampaignFields(Strict):
+    """A campaign's settings as posted, with their defaults."""
+
+    name: Annotated[str, AfterValidator(visible)] = Field(
+        default="campaign", min_length=1, max_length=200
+    )
+    """A name for people (pages, listings); need not be unique. Stored in Unicode's NFKC form;
+    one with an invisible or bidirectional character, or mixing Latin, Greek and Cyrillic
+    letters, is a 422."""
+    inputs: list[InputSpec] = Field(min_length=1, max_length=50)
+    """The simulator's inputs, in the order of a point's coordinates."""
+    pool: GridPoolSpec | PointsPoolSpec = Field(discriminator="type")
+    """The candidate points: a `grid` over the inputs or an explicit list of `points`."""
+    pool_subsample: int = Field(default=POOL_SUBSAMPLE, ge=1, le=1_000_000)
+    """Candidates scored per refit: a fresh random subset of a larger pool."""
+    acquisition: Acquisition = DEFAULT_ACQUISITION
+    """How the next point is chosen: `qb-mgp`, `b-qbc` (the paper's), `alm`, `b-alm`, `bald`,
+    `random`, or `bald-code` (alias `bald-std`: BALD as the paper's code computes it)."""
+    initial_design: InitialDesign = InitialDesign()
+    """The first labels, before any model chooses."""
+    max_labels: int = Field(ge=1, le=1_000_000)
+    """The campaign is done after this many labels (at most `FBGP_LIMIT_LABELS`, 2,000 by
+    default)."""
+    mcmc: McmcSettings = McmcSettings()
+    """The NUTS settings of each refit."""
+    mode: Literal["sequential", "parallel"] = "sequential"
+    """`sequential`: one point out at a time, each chosen by a model that saw every label;
+    `parallel`: up to `max_pending` points out at once, chosen as a greedy batch."""
+    max_pending: int = Field(default=1, ge=1, le=10_000)
+    """Points out at once in a `parallel` campaign."""
+    lease_seconds: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
+    """Seconds a ticket holds its point before the point is offered again (`/renew` extends it), in
+    seconds."""
+    allow_repeats: bool = False
+    """Keep labeled points in the pool, so the model may choose one again (the paper's code); the
+    initial design still labels distinct points."""
+    # the GP's inputs: the unit cube of the declared bounds ("box"), or as if min-max scaled by
+    # the labeled inputs at every refit, as the paper's code scales them ("labels": the
+    # lengthscales' priors are stated for those units; the model reports lengthscales in the box's)
+    input_scaling: Literal["box", "labels"] = "box"
+    """The GP's inputs: `box`, the unit cube of the declared bounds; `labels`, as if min-max scaled
+    by the labeled inputs at every refit (the paper's code)."""
+    # a failed run's point is offered again up to this many times (0: never)
+    max_retries: int = Field(default=0, ge=0, le=1000)
+    """Times a failed run's point is offered again (0: never)."""
+    # more failed runs than this (since the owner's last retry) and the campaign is failing:
+    # /next hands out no point until its owner retries it [max_labels]
+    max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
+    """More failed runs than this (since the owner's last retry) make the campaign `failing`:
+    `/next` hands out no point until the owner retries (default: `max_labels`)."""
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    """Seeds the initial design, the pool subsamples and the sampler."""
+    # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
+    stop: StopRule | None = None
+    """A stopping rule: done before `max_labels` once the model's accuracy estimates meet a
+    target."""
+    # "learned" (one noise level) or "known" (each label's own noise variance, and a nugget)
+    noise: LearnedNoise | KnownNoise = Field(default_factory=LearnedNoise, discriminator="type")
+    """`{"type": "learned"}` (one noise level) or `{"type": "known"}` (each label's own noise
+    variance)."""
+    # named outputs of one simulation, each with its own GP (absent: one output, y a number)
+    outputs: list[OutputSpec] | None = Field(default=None, min_length=2, max_length=MAX_OUTPUTS)
+    """Named outputs of one simulation (2 to 16), each with its own GP; absent: one output, `y` a
+    number."""
+
+    @model_serializer(mode="wrap")
+    def _learned_noise_unsaid(self, handler):
+        """A campaign that learns its noise (the default) is written as before the option
+        existed: without ``noise``."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("noise") == {"type": "learned"}:
+            del data["noise"]
+        if isinstance(data, dict) and data.get("outputs", ()) is None:
+            del data["outputs"]
+        return data
+
+
+class CampaignCreate(CampaignFields):
+    """``POST /campaigns``: the settings, checked against each other."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "beam",
+                    "inputs": [
+                        {"name": "load", "lower": 0, "upper": 1},
+                        {"name": "layers", "type": "int", "lower": 1, "upper": 4},
+                        {"name": "alloy", "type": "choice", "values": ["steel", "titanium"]},
+                    ],
+                    "pool": {"type": "grid", "points_per_dim": 21},
+                    "max_labels": 30,
+                    "mode": "parallel",
+                    "max_pending": 4,
+                    "stop": {"loo_rmse_relative": 0.05},
+                }
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        names = [i.name for i in self.inputs]
+        if len(set(names)) != len(names):
+            raise ValueError("input names must be distinct")
+        for spec in self.inputs:
+            check_distinguishable(spec)
+        if self.outputs is not None:
+            outputs = [o.name for o in self.outputs]
+            if len(set(outputs)) != len(outputs):
+                raise ValueError("outputs: their names must be distinct")
+            names += outputs
+        same = look_alikes(names)
+        for spec in self.inputs:
+            same = same or look_alikes([v for v in spec.values or () if isinstance(v, str)])
+        if same:
+            raise ValueError(f"{same[0]!r} and {same[1]!r} look alike (Latin beside Greek or "
+                             "Cyrillic letters): name them apart")  # fmt: skip
+        if self.max_labels < self.initial_design.size:
+            raise ValueError(
+                f"max_labels ({self.max_labels}) is smaller than the initial design "
+                f"({self.initial_design.size})"
+            )
+        check_stop(self.stop, self.max_labels)
+        space = space_of(self.inputs)
+        features = space.feature_names
+        if len(set(features)) != len(features):
+            same = next(f for f in features if features.count(f) > 1)
+            raise ValueError(f"two of the model's features read {same!r} (a choice's value "
+                             "reads '<input>=<value>'); rename an input")  # fmt: skip
+        if isinstance(self.pool, GridPoolSpec):
+            size = space.grid_size(self.pool.points_per_dim)
+            if size > MAX_POOL:
+                shape = space.grid_shape(self.pool.points_per_dim)
+                raise ValueError(f"the grid has {shape} points, more than 2^62: too many to "
+                                 "index")  # fmt: skip
+        else:
+            size = len(self.pool.points)
+            self.pool.points = canonical_points(self.pool.points, space, "pool point")
+            if len({tuple(p) for p in self.pool.points}) < size:
+                why = " (an int input's values are integers)" if space.typed else ""
+                raise ValueError(f"the pool's points must be distinct{why}")
+        if size < self.initial_design.size:
+            raise ValueError(f"the pool ({size} points) is smaller than the initial design")
+        if not self.allow_repeats and size < self.max_labels:
+            raise ValueError(
+                f"max_labels ({self.max_labels}) exceeds the pool ({size} points) and "
+                "allow_repeats is false"
+            )
+        return self
+
+
+class CampaignStatus(Body):
+    """``GET /campaigns/{id}``: where the campaign stands."""
+
+    id: str
+    """The campaign's id."""
+    name: str
+    """Its name."""
+    team: str | None = None  # the team whose token created it (None: the service token's)
+    """The team whose token created it (`null`: the service token's)."""
+    state: Literal["design", "active", "done", "failed"]  # failed: see last_error, retry
+    """`design` (the initial design is being labeled), `active`, `done` (max_labels, its stopping
+    rule, or the pool used up) or `failed` (refits kept failing: see `last_error`, then `POST
+    .../retry`)."""
+    n_labeled: int
+    """Labels stored."""
+    n_pending: int  # tickets out under a live lease
+    """Tickets out under a live lease."""
+    max_labels: int
+    """The campaign is done after this many labels."""
+    model_version: int | None
+    """The latest model's version (`null` before the first)."""
+    last_error: str | None
+    """Why the last refit failed (`null` if it did not)."""
+    refit: Literal["idle", "queued", "running"]
+    """`idle`, `queued` or `running`."""
+    refit_failures: int = 0  # refits failed in a row since the last model
+    """Refits failed in a row since the last model."""
+    refit_retry_at: float | None = None  # a failed refit waits until then to run again
+    """A failed refit waits until then to run again, unix seconds."""
+    acquisition: str
+    """The campaign's acquisition."""
+    mode: str
+    """`sequential` or `parallel`."""
+    inputs: list[InputSpec]  # x's coordinates, in order: names, types, bounds or values
+    """The inputs, in the order of a point's coordinates: names, types, bounds or values."""
+    n_failed: int = 0  # runs reported failed
+    """Runs reported failed."""
+    n_abandoned: int = 0  # tickets abandoned
+    """Tickets abandoned."""
+    n_forgiven: int = 0  # failed runs forgiven by the owner's retries (POST .../retry)
+    """Failed runs forgiven by the owner's retries (`POST .../retry`)."""
+    max_failures: int | None = None  # the limit ``failing`` is about
+    """The limit `failing` is about."""
+    # more failed runs than max_failures, but for those forgiven: /next answers 409 (no point
+    # is handed out) until the owner retries the campaign
+    failing: bool = False
+    """More failed runs than `max_failures` (but for those forgiven): `/next` answers 409 until the
+    owner retries."""
+    stalled: bool = False  # runs failed, and no point is left to offer: /next answers 409
+    """Runs failed and no point is left to offer: `/next` answers 409."""
+    stopped_by: StoppedBy | None = None  # done by its stopping rule: /next answers 410
+    """Done by its stopping rule: which target was met (`/next` answers 410)."""
+
+
+class Campaign(CampaignFields):
+    """``POST /campaigns``'s answer: the campaign as stored, its status, and its two access
+    tokens (shown once)."""
+
+    id: str
+    """The campaign's id."""
+    created_at: float
+    """When it was created, unix seconds."""
+    team: str | None = None  # the team whose token created it (None: the service token's)
+    """The team whose token created it (`null`: the service token or an open service)."""
+    tenant: int = 0  # its team's tenant: the queue of each lane its refits wait in (0: no team)
+    """Its team's tenant: which of the refit queues its refits wait in (0: no team)."""
+    design_index: list[int]  # the initial design's pool indices
+    """The initial design's pool indices."""
+    # pool indices that stand in, in order, for design points whose runs failed for good
+    design_reserve: list[int] = []
+    """Pool indices that stand in, in order, for design points that failed for good."""
+    status: CampaignStatus
+    """Where the campaign stands."""
+    token: str  # its simulators': /next, /label, /fail, /abandon, /renew and its status
+    """The simulator token, shown once: it opens `/next`, `/label`, `/fail`, `/abandon`, `/renew`
+    and the status of this campaign."""
+    owner_token: str  # its owner's: everything of this campaign
+    """The owner token, shown once: it opens every call of this campaign."""

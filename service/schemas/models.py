@@ -1,0 +1,227 @@
+"""A campaign's model as answered: its posterior draws, mode, transforms and diagnostics (of one
+output, or of each of several), the model exported to predict without the service, and the
+campaign's history of models and runs."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from service.schemas.fields import Body, Free, Value
+
+
+class Draws(Body):
+    # draws x the GP's features (an input, or a choice's value: the model's ``features``), in
+    # unit-cube units
+    """Posterior draws of the GP's hyperparameters."""
+
+    lengthscale: list[list[float]]
+    """Per draw, one lengthscale per GP feature (an input, or a choice's value: the model's
+    `features`), in unit-cube units."""
+    noise: list[float]  # noise variance, standardized units
+    """Per draw, the noise variance (with known noise: the nugget), in standardized units."""
+
+
+class ModeDraw(Body):
+    """The posterior-mode GP's hyperparameters."""
+
+    lengthscale: list[float]
+    """One lengthscale per GP feature, in unit-cube units."""
+    noise: float
+    """Its noise variance, in standardized units."""
+
+
+class Transform(Free):
+    """Inputs to the unit cube by ``lower`` and ``upper`` (a choice: its value index, 0 to
+    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std``."""
+
+    lower: list[float]
+    """Each input's lower bound (a choice: 0)."""
+    upper: list[float]
+    """Each input's upper bound (a choice: its number of values - 1)."""
+    y_mean: float
+    """The labels' mean: y is standardized as (y - y_mean) / y_std."""
+    y_std: float
+    """The labels' standard deviation (1 for constant labels)."""
+
+
+class Model(Free):
+    """``GET /campaigns/{id}/model``: the posterior draws, the thinned ones acquisitions use,
+    the mode, the transforms and the refit's diagnostics (R-hat, ESS, divergences, seconds)."""
+
+    version: int
+    """The model's version (one per refit that stored a model)."""
+    n_labeled: int
+    """Labels the model saw."""
+    samples: Draws
+    """All the posterior draws kept."""
+    acquisition_samples: Draws
+    """The thinned draws the acquisition and `/predict`'s mixture use."""
+    mode: ModeDraw
+    """The posterior-mode GP."""
+    transform: Transform
+    """How inputs and outputs are scaled for the GP."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics: largest R-hat, smallest bulk ESS, divergences, seconds, warm start,
+    target met."""
+
+
+class OutputTransform(Free):
+    """How an output is standardized."""
+
+    y_mean: float
+    """The output's labels' mean."""
+    y_std: float
+    """The output's labels' standard deviation."""
+
+
+class OutputModel(Free):
+    """One output's part of a multi-output model: its draws, mode, output transform,
+    diagnostics and accuracy."""
+
+    samples: Draws
+    """The output's posterior draws."""
+    acquisition_samples: Draws
+    """Its thinned draws."""
+    mode: ModeDraw
+    """Its posterior-mode GP."""
+    transform: OutputTransform
+    """How the output is standardized."""
+    diagnostics: dict[str, Any]
+    """Its refit's diagnostics."""
+
+
+class InputTransform(Free):
+    """How the inputs are scaled to the unit cube."""
+
+    lower: list[float]
+    """Each input's lower bound (a choice: 0)."""
+    upper: list[float]
+    """Each input's upper bound (a choice: its number of values - 1)."""
+
+
+class MultiModel(Free):
+    """A multi-output campaign's model: each output's (``outputs``, by name), the inputs'
+    transform, and the refit's diagnostics over all outputs."""
+
+    version: int
+    """The model's version."""
+    n_labeled: int
+    """Labels the model saw."""
+    outputs: dict[str, OutputModel]
+    """Each output's model, by name."""
+    transform: InputTransform
+    """How the inputs are scaled."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics over all outputs (largest R-hat, smallest ESS, all divergences)."""
+
+
+class CampaignRef(Body):
+    """The campaign a model came from."""
+
+    id: str
+    """The campaign's id."""
+    name: str
+    """The campaign's name."""
+
+
+class LabeledData(Body):
+    """The labels a model saw, original units; ``noise``: each label's known noise variance,
+    only when the labels carry it."""
+
+    x: list[list[Value]]
+    """The labeled points."""
+    y: list[float] | list[dict[str, float]]
+    """Their labels, original units (objects with several outputs)."""
+    noise: list[float] | list[dict[str, float]] | None = None
+    """Their known noise variances, when the labels carry them."""
+
+
+class MetamodelExport(Free):
+    """``GET /campaigns/{id}/model/export``: a model with everything it needs to predict without
+    the service (the SDK's ``clients.metamodel.Metamodel`` loads it): the draws, the mode, the
+    transforms and the labeled data it saw. ``format_version`` changes when a reader must."""
+
+    format: Literal["fbgp-al-metamodel"]
+    """`fbgp-al-metamodel`."""
+    format_version: int
+    """1 for one output (2: several); changes when a reader must."""
+    campaign: CampaignRef
+    """The campaign it came from."""
+    version: int
+    """The model's version."""
+    n_labeled: int
+    """Labels the model saw."""
+    inputs: list[dict[str, Any]]
+    """The campaign's inputs, as declared."""
+    kernel: Literal["rbf-ard"]
+    """`rbf-ard`: squared exponential with one lengthscale per feature, unit output scale."""
+    transform: Transform
+    """How inputs and outputs are scaled for the GP."""
+    samples: Draws
+    """All the posterior draws kept."""
+    acquisition_samples: Draws
+    """The thinned draws of the mixture."""
+    mode: ModeDraw
+    """The posterior-mode GP."""
+    data: LabeledData
+    """The labeled data the model saw."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics."""
+    exported_at: float
+    """When it was exported, unix seconds."""
+
+
+class ExportedOutput(Free):
+    """One output's part of an exported model."""
+
+    transform: OutputTransform
+    """How the output is standardized."""
+    samples: Draws
+    """Its posterior draws."""
+    acquisition_samples: Draws
+    """Its thinned draws."""
+    mode: ModeDraw
+    """Its posterior-mode GP."""
+
+
+class MultiMetamodelExport(Free):
+    """A multi-output campaign's exported model (``format_version`` 2): each output's draws,
+    mode and output transform under ``outputs``; ``data.y`` (and ``noise``) objects
+    ``{name: value}``."""
+
+    format: Literal["fbgp-al-metamodel"]
+    """`fbgp-al-metamodel`."""
+    format_version: Literal[2]
+    """2: several outputs."""
+    campaign: CampaignRef
+    """The campaign it came from."""
+    version: int
+    """The model's version."""
+    n_labeled: int
+    """Labels the model saw."""
+    inputs: list[dict[str, Any]]
+    """The campaign's inputs, as declared."""
+    kernel: Literal["rbf-ard"]
+    """`rbf-ard`."""
+    transform: InputTransform
+    """How the inputs are scaled."""
+    outputs: dict[str, ExportedOutput]
+    """Each output's draws, mode and transform, by name."""
+    data: LabeledData
+    """The labeled data the model saw (`y` objects)."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics."""
+    exported_at: float
+    """When it was exported, unix seconds."""
+
+
+class HistoryEvent(Free):
+    """One model stored (``model``), refit failed (``refit_failed``), ``evaluate`` call, run
+    failed (``run_failed``: ``ticket``, ``x``, ``reason``) or run abandoned
+    (``run_abandoned``)."""
+
+    event: str
+    """`model`, `refit_failed`, `evaluate`, `run_failed`, `run_abandoned`, `stopped` or
+    `resumed`."""
+    at: float
+    """When, unix seconds."""

@@ -1,0 +1,50 @@
+"""A campaign's outputs (several, by name, each with its weight in the acquisition) and how the
+noise of its labels is modeled: one learned variance, or each label's known one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from service.names import visible
+from service.schemas.fields import MAX_TEXT, Strict
+
+
+class LearnedNoise(Strict):
+    """One noise variance ``s2`` for every label, sampled with the lengthscales (the default)."""
+
+    type: Literal["learned"] = "learned"
+    """`learned`: one noise variance for all labels, sampled with the lengthscales."""
+
+
+class KnownNoise(Strict):
+    """Each label carries its noise variance (``noise``, or ``y_replicates``); the GP's
+    covariance of the labels is ``Kf + diag(noise / y_std^2) + s2 I`` with ``s2`` a learned
+    nugget on top."""
+
+    type: Literal["known"]
+    """`known`: each label carries its own noise variance."""
+    nugget: bool = True
+    """A learned nugget on top of the known variances; `true` is the only choice."""
+
+    @model_validator(mode="after")
+    def _with_nugget(self):
+        if not self.nugget:
+            raise ValueError("nugget: false is not supported: the sampler's parameters are the "
+                             "lengthscales and the nugget s2 (give nugget: true; with accurate "
+                             "noise variances its posterior stays small)")  # fmt: skip
+        return self
+
+
+class OutputSpec(Strict):
+    """A named output of a multi-output campaign, and its weight in the acquisition."""
+
+    name: Annotated[str, AfterValidator(visible)] = Field(
+        min_length=1, max_length=MAX_TEXT, pattern=r"^[^=\s,]+$"
+    )
+    """The output's name (no spaces, `=` or `,`; NFKC, nothing invisible, one script): the key of
+    `y` in labels and answers."""
+    weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    """The output's weight in the acquisition: points are ranked by the weighted sum of each
+    output's standardized score."""
