@@ -19,7 +19,7 @@ posterior-mode GP's, of y (``s2`` included), in original units; ``mixture_mean``
 ``mixture_variance`` are the moments of the equal-weight mixture of the GPs of the
 ``acquisition_samples`` draws (mean of their means; mean of their variances plus the population
 variance of their means). Int, log and choice inputs map to the GP's features as the service
-maps them (:mod:`worker.space`, numpy only): a choice's value is given as itself.
+maps them (:mod:`worker.spec.space`, numpy only): a choice's value is given as itself.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import IO, Any
 import numpy as np
 
 from clients.prediction import Prediction
-from worker.space import Space
+from worker.spec.space import Space
 
 FORMAT = "fbgp-al-metamodel"
 FORMAT_VERSION = 2  # 1: one output; 2: several (``outputs``), each read as a version 1 model
@@ -142,7 +142,7 @@ def _parsed(f: IO) -> Any:
 
 
 def _typed(inputs: list[dict]) -> bool:
-    """Whether any input is an int, log or choice one (mapped by :mod:`worker.space`)."""
+    """Whether any input is an int, log or choice one (mapped by :mod:`worker.spec.space`)."""
     return any(i.get("type", "float") != "float" for i in inputs)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from service.limits import pool_size, scoring_draws
-from worker.defaults import MCMC_DEFAULTS
-from worker.space import Space
+from worker.spec.defaults import MCMC_DEFAULTS
+from worker.spec.space import Space
 
 FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
 

@@ -8,7 +8,7 @@ import math
 
 from service.errors import Unprocessable
 from service.settings import Settings
-from worker.space import Space
+from worker.spec.space import Space
 
 
 def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:

@@ -16,7 +16,6 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from service import pool as pools
 from service.deps import (
     PAGE_COOKIE,
     CampaignId,
@@ -31,7 +30,8 @@ from service.errors import NotFound
 from service.routes import bodies
 from service.routes.model_jobs import run_job
 from service.store import CampaignStore
-from worker.defaults import output_names
+from worker.spec import pools
+from worker.spec.defaults import output_names
 
 PLOTS = ("model", "posterior", "curve", "accuracy")
 INDEX_PAGE = 50  # campaigns on a page of the index

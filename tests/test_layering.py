@@ -50,7 +50,7 @@ def test_the_loop_rules_are_pure():
 def test_cli_and_simulators_load_without_torch():
     code = (
         "import sys, clients.ops.cli, clients.simulators, clients.reproduction.protocol;"
-        "import worker.design, worker.defaults;"
+        "import worker.spec.design, worker.spec.defaults;"
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -66,13 +66,13 @@ def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
         " & {m.split('.')[0] for m in sys.modules};"
         "assert not loaded, loaded;"
         "workers = {m for m in sys.modules if m.split('.')[0] == 'worker'};"
-        "assert workers <= {'worker', 'worker.space'}, workers"
+        "assert workers <= {'worker', 'worker.spec', 'worker.spec.space'}, workers"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_the_input_space_needs_only_numpy():
-    """worker/space.py maps inputs for the service, the workers and the SDK's numpy-only
+    """worker/spec/space.py maps inputs for the service, the workers and the SDK's numpy-only
     metamodel: the standard library and numpy only."""
-    assert _imports(ROOT / "worker" / "space.py") <= {"__future__", "dataclasses", "functools",
-                                                       "math", "numpy"}  # fmt: skip
+    allowed = {"__future__", "dataclasses", "functools", "math", "numpy"}
+    assert _imports(ROOT / "worker" / "spec" / "space.py") <= allowed

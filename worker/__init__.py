@@ -1,10 +1,11 @@
-"""The computational core: transforms, the GP, NUTS over its hyperparameters, acquisitions, designs;
-and, in :mod:`worker.jobs`, the RQ glue that runs it for the service.
+"""The computational core: transforms, the GP, NUTS over its hyperparameters, acquisitions;
+the vocabulary of a campaign's spec, in :mod:`worker.spec`; and, in :mod:`worker.jobs`, the RQ
+glue that runs the math for the service.
 
 The modules of ``worker/`` itself are math: they import only torch, pyro, gpytorch, numpy and
-scipy, and nothing of the service, the queue or the clients. Among them the vocabulary every
-layer shares loads no torch: ``worker.space`` (the inputs and their mapping, numpy only),
-``worker.design`` (pools and designs) and ``worker.defaults`` (plain Python), so that the API and
-the SDK import them. ``worker.jobs`` is the one layer that imports both the store and the math
-(``fbgp-al imports`` checks every rule).
+scipy, and nothing of the service, the queue or the clients. :mod:`worker.spec` (the inputs
+and their mapping, pools and designs, defaults) loads no torch and imports nothing of the
+product beyond itself, so that the API, the workers and the SDK all import it.
+``worker.jobs`` is the one layer that imports both the store and the math (``fbgp-al imports``
+checks every rule).
 """

@@ -30,8 +30,8 @@ import time
 import torch
 
 from worker.acquisition import FIT_ELEMENTS
-from worker.defaults import STOP_TARGETS
 from worker.gp import Conditioned, cholesky, rbf
+from worker.spec.defaults import STOP_TARGETS
 from worker.transforms import DTYPE
 
 POOL_POINTS = 2000  # pool points the integrated variances average over, at most

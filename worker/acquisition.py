@@ -27,9 +27,9 @@ from collections.abc import Callable
 
 import torch
 
-from worker.defaults import ACQUISITIONS
 from worker.gp import Conditioned, aligned
 from worker.mcmc import Posterior
+from worker.spec.defaults import ACQUISITIONS
 from worker.transforms import DTYPE, as_tensor
 
 # BALD's quadrature: each candidate integrates over [min(mu - 8 s), max(mu + 8 s)] with a spacing

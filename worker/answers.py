@@ -13,12 +13,12 @@ import torch
 
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
-from worker.defaults import output_labels, output_names, output_spec, output_weights
 from worker.fitting import label_noise
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.potential import PRIOR_VARIANCE
-from worker.space import Space
+from worker.spec.defaults import output_labels, output_names, output_spec, output_weights
+from worker.spec.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
 

@@ -20,7 +20,8 @@ import torch
 from worker import accuracy
 from worker.acquisition import batch_scores, greedy_batch_outputs
 from worker.acquisition import evaluate as acquisition_values
-from worker.defaults import (
+from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from worker.spec.defaults import (
     MAX_BATCH,
     MCMC_DEFAULTS,
     RANKING_SIZE,
@@ -31,9 +32,8 @@ from worker.defaults import (
     output_spec,
     output_weights,
 )
-from worker.design import GridPool, PointPool
-from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
-from worker.space import Space
+from worker.spec.design import GridPool, PointPool
+from worker.spec.space import Space
 from worker.transforms import OutputStandardization, as_tensor
 
 
@@ -292,7 +292,7 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
 @dataclass(frozen=True)
 class OutputFit:
     """One output of a multi-output campaign: its name, weight in the acquisition, its
-    single-output campaign (:func:`worker.defaults.output_spec`), labels in its GP's units and
+    single-output campaign (:func:`worker.spec.defaults.output_spec`), labels in its GP's units and
     posterior."""
 
     name: str

@@ -23,8 +23,8 @@ from scipy.special import logsumexp, ndtri
 from scipy.stats import gaussian_kde, qmc
 
 from worker import nuts
-from worker.defaults import MCMC_DEFAULTS
 from worker.potential import PRIOR_VARIANCE, GPPotential
+from worker.spec.defaults import MCMC_DEFAULTS
 from worker.transforms import DTYPE, as_tensor
 
 # Where cold chains start. "uniform": uniformly in [-2, 2] on every log-hyperparameter (Stan's

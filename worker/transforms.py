@@ -1,8 +1,8 @@
-"""The GP's float64 tensors, and outputs in its units (the README's "How it works").
+"""The GP's float64 tensors, and outputs in its units (docs/concepts/how-it-works.md).
 
 Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1`` (``ddof=0`` for a
 single label; a constant output keeps ``std = 1`` so that ``z = 0``). Inputs go to the unit cube
-by the declared bounds: :class:`worker.design.Box`, which the API shares.
+by the declared bounds: :class:`worker.spec.design.Box`, which the API shares.
 """
 
 from __future__ import annotations

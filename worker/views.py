@@ -11,8 +11,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from worker import answers
-from worker.defaults import known_noise
-from worker.space import Space
+from worker.spec.defaults import known_noise
+from worker.spec.space import Space
 
 
 def _plain(text: str) -> str:

@@ -13,7 +13,7 @@ from clients.client import FbgpClient
 from clients.reproduction.protocol import run_setup
 from clients.runner import run_simulator
 from clients.simulators import MultiSimulator, get_simulator
-from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 
 def run_demo(url: str, simulator: str = "gramacy1d", labels: int = 15, acquisition: str = "qb-mgp",

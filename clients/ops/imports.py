@@ -4,18 +4,20 @@
 The modules fall into layers by where they live:
 
 - ``service``: ``service/`` (the API, the store, the loop's rules, the queues);
-- ``math``: the modules of ``worker/`` itself (the GP, NUTS, acquisitions, and the vocabulary
-  every layer shares: inputs and their mapping, designs, defaults);
+- ``vocabulary``: ``worker/spec/`` (what a campaign's spec means, which every layer shares:
+  inputs and their mapping, pools and designs, defaults);
+- ``math``: the other modules of ``worker/`` itself (the GP, NUTS, acquisitions, a refit);
 - ``glue``: ``worker/jobs/`` (the RQ jobs, their fan-out, a refit's lease, the worker process);
 - ``sdk``: the modules of ``clients/`` itself (``pip install fbgp-al``);
 - ``tooling``: ``clients/ops/`` and ``clients/reproduction/`` (the ``fbgp-al`` command).
 
-The rules: no module imports itself again through others (no cycle); the math imports nothing of
-the service, the glue or the clients, nor a queue or web library; the service imports no glue
-and no clients, and of the math only what imports no torch, however indirectly (the API process
-never loads torch); the glue imports no clients; the SDK imports of the math only what needs
-nothing beyond numpy, and no tooling; only the tooling imports the tooling. So the glue is the
-one layer below the tooling that imports both the store and the torch math.
+The rules: no module imports itself again through others (no cycle); the vocabulary imports
+nothing of the product beyond itself, and no torch; the math imports nothing of the service, the
+glue or the clients, nor a queue or web library; the service imports no glue and no clients,
+and of ``worker/`` only the vocabulary (the API process never loads torch); the glue imports no
+clients; the SDK imports of ``worker/`` only the vocabulary that needs nothing beyond numpy, and
+no tooling; only the tooling imports the tooling. So the glue is the one layer below the
+tooling that imports both the store and the torch math.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def layer(module: str) -> str:
     if parts[0] == "service":
         return "service"
     if parts[0] == "worker":
-        return "glue" if parts[1:2] == ["jobs"] else "math"
+        return {"jobs": "glue", "spec": "vocabulary"}.get(parts[1] if parts[1:] else "", "math")
     if parts[1:2] in (["ops"], ["reproduction"]):
         return "tooling"
     return "sdk"
@@ -168,8 +170,11 @@ def violations(graph: Graph) -> list[str]:
             if why:
                 out.append(f"{module} -> {other}: {why}")
         libraries = graph.libraries[module]
-        if mine == "math" and libraries & QUEUE_AND_WEB:
+        if mine in ("math", "vocabulary") and libraries & QUEUE_AND_WEB:
             out.append(f"{module} imports {sorted(libraries & QUEUE_AND_WEB)}: the math is pure")
+        if mine == "vocabulary" and libraries & TORCH:
+            out.append(f"{module} imports {sorted(libraries & TORCH)}: the vocabulary loads no "
+                       "torch")  # fmt: skip
         if mine == "service" and libraries & TORCH:
             out.append(f"{module} imports {sorted(libraries & TORCH)}: the API never loads torch")
         if mine == "sdk" and libraries - SDK_LIBRARIES:
@@ -181,18 +186,22 @@ def violations(graph: Graph) -> list[str]:
 def _arrow_against(graph: Graph, mine: str, other: str, theirs: str) -> str | None:
     if theirs == "tooling" and mine != "tooling":
         return "only the tooling imports the tooling"
-    if mine == "math" and theirs != "math":
+    if mine == "vocabulary" and theirs != "vocabulary":
+        return "the vocabulary imports nothing of the product beyond itself"
+    if mine == "math" and theirs not in ("math", "vocabulary"):
         return "the math imports nothing of the service, the glue or the clients"
     if mine in ("service", "glue") and theirs in ("sdk", "tooling"):
         return "the service and the workers import nothing of the clients"
     if mine == "service" and theirs == "glue":
         return "the service enqueues the jobs by name and never imports them"
+    if mine == "service" and theirs == "math":
+        return "the service imports of worker/ only the vocabulary (worker/spec/)"
     if mine == "service" and libraries_reached(graph, other) & TORCH:
         return "it loads torch, which the API process never does"
     if mine == "sdk" and theirs != "sdk" and libraries_reached(graph, other) - SDK_LIBRARIES:
         return "the SDK imports of the math only what needs nothing beyond numpy"
-    if mine == "sdk" and theirs in ("service", "glue"):
-        return "the SDK imports neither the service nor the workers' glue"
+    if mine == "sdk" and theirs in ("service", "glue", "math"):
+        return "the SDK imports of the service and the workers only the vocabulary"
     return None
 
 

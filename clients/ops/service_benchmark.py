@@ -32,7 +32,7 @@ from clients.ops.bench_stack import campaign_body, import_random, sdk_client, se
 from clients.ops.load_benchmark import concurrency, pool_cost
 from clients.ops.stack import LocalStack
 from clients.simulators import get_simulator
-from worker.defaults import MCMC_DEFAULTS
+from worker.spec.defaults import MCMC_DEFAULTS
 
 
 def latency(client, sim, rng, requests: int) -> dict:

@@ -54,7 +54,7 @@ from clients.reproduction.runs import (
     run_campaign,
 )
 from clients.simulators import SIMULATORS
-from worker.defaults import ACQUISITIONS, INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPER_ACQUISITIONS
+from worker.spec.defaults import ACQUISITIONS, INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPER_ACQUISITIONS
 
 # what --acquisitions also takes beyond the paper's five: random, and BALD as the paper's code
 # computes it

@@ -41,9 +41,9 @@ from clients.reproduction.large_benchmark import (
 from clients.reproduction.protocol import pool_points
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
-from worker.defaults import PAPER_ACQUISITIONS
 from worker.gp import Conditioned, rbf
 from worker.mcmc import Posterior, sample_posterior
+from worker.spec.defaults import PAPER_ACQUISITIONS
 from worker.transforms import OutputStandardization
 
 CASES = [("gramacy1d", n) for n in (10, 40, 100)] + [

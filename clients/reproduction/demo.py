@@ -20,9 +20,9 @@ from clients.reproduction.plots import plot_simulator
 from clients.reproduction.protocol import grid_pool, run_setup
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
-from worker.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
 from worker.gp import predict
 from worker.mcmc import sample_posterior
+from worker.spec.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
 from worker.transforms import OutputStandardization
 
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from clients.reproduction.protocol import pool_points
 from clients.reproduction.results import METRICS, labeled_points, learning_curves
 from clients.simulators import Simulator, get_simulator
-from worker.defaults import INITIAL_DESIGN_SIZE
+from worker.spec.defaults import INITIAL_DESIGN_SIZE
 
 _LABELS = {"nlml": "NLML (test set)", "rmse": "RMSE (true mean)"}
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from clients.reproduction.results import METRICS, Curves, learning_curves, read_results
 from clients.simulators import SIMULATORS
-from worker.defaults import BASELINE, PAPER_ACQUISITIONS
+from worker.spec.defaults import BASELINE, PAPER_ACQUISITIONS
 
 # NLML has no lower bound, RMSE has 0
 BOUNDED = {"nlml": False, "nlml_paper": False, "rmse": True}

@@ -34,7 +34,7 @@ from clients.client import ApiError, FbgpClient, Pending, check_refit
 from clients.reproduction.protocol import ITERATIONS, PROTOCOLS, campaign_body, run_setup
 from clients.reproduction.results import run_key
 from clients.simulators import get_simulator
-from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 log = logging.getLogger("fbgp.bench")
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from clients.reproduction.rdauc import BOUNDED, rd_auc_curves
 from clients.reproduction.results import Curves, finished, learning_curves, read_results
-from worker.defaults import BASELINE
+from worker.spec.defaults import BASELINE
 
 
 def _only(curves: dict[str, Curves], runs: list[int]) -> dict[str, Curves]:

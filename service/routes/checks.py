@@ -6,7 +6,7 @@ from __future__ import annotations
 from service.errors import Unprocessable
 from service.schemas.inputs import check_points
 from service.store import CampaignStore
-from worker.defaults import known_noise, output_names
+from worker.spec.defaults import known_noise, output_names
 
 KNOWN_NOISE = ('this campaign\'s labels carry their noise variance (its "noise" is '
                '{"type": "known"})')  # fmt: skip

@@ -41,7 +41,7 @@ from service.schemas.labeling import (
 from service.schemas.problems import problem_responses
 from service.settings import Settings
 from service.store import CampaignStore
-from worker.defaults import known_noise
+from worker.spec.defaults import known_noise
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])

@@ -32,7 +32,7 @@ from service.schemas.predictions import (
 )
 from service.schemas.problems import problem_responses
 from service.store import CampaignStore
-from worker.defaults import known_noise, output_names
+from worker.spec.defaults import known_noise, output_names
 
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
 

@@ -22,7 +22,7 @@ from service.schemas.inputs import (
 from service.schemas.mcmc import McmcSettings
 from service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec
 from service.schemas.stop_rule import StoppedBy, StopRule, check_stop
-from worker.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from worker.spec.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
 
 
 class CampaignFields(Strict):

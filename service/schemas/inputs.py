@@ -1,5 +1,5 @@
 """A campaign's inputs, its pool of candidate points and its initial design, as posted, and the
-points a client sends, checked against the inputs (:class:`worker.space.Space`)."""
+points a client sends, checked against the inputs (:class:`worker.spec.space.Space`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from typing_extensions import TypedDict
 
 from service.names import visible
 from service.schemas.fields import ChoiceValue, Finite, Point, Strict
-from worker.defaults import INITIAL_DESIGN_SIZE
-from worker.space import Space
+from worker.spec.defaults import INITIAL_DESIGN_SIZE
+from worker.spec.space import Space
 
 MAX_POOL = 2**62  # pool indices are 64-bit integers
 MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64
@@ -165,7 +165,7 @@ class InitialDesign(Strict):
 
 
 def space_of(inputs: list[InputSpec] | list[dict]) -> Space:
-    """The inputs' :class:`worker.space.Space`."""
+    """The inputs' :class:`worker.spec.space.Space`."""
     return Space.of([i if isinstance(i, dict) else i.model_dump() for i in inputs])
 
 

@@ -1,5 +1,5 @@
 """How each refit samples the GP's hyperparameters by NUTS (:class:`McmcSettings`), with the
-defaults of :data:`worker.defaults.MCMC_DEFAULTS`."""
+defaults of :data:`worker.spec.defaults.MCMC_DEFAULTS`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from pydantic import Strict as StrictValue
 
 from service.schemas.fields import Strict
-from worker.defaults import MCMC_DEFAULTS
+from worker.spec.defaults import MCMC_DEFAULTS
 
 
 class McmcSettings(Strict):

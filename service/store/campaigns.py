@@ -15,12 +15,12 @@ import numpy as np
 from redis.exceptions import RedisError, WatchError
 
 from service import loop, queues
-from service import pool as pools
 from service.errors import NotFound
 from service.keys import CAMPAIGNS, PARTS, PHASES, PREFIX, TEAM_DIGESTS, TOKENS, WAKE_CHANNEL
 from service.loop import Rules
 from service.store.teams import TeamFull, TeamGone
-from worker.design import initial_design
+from worker.spec import pools
+from worker.spec.design import initial_design
 
 log = logging.getLogger("fbgp.store")
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
@@ -98,7 +98,7 @@ class Campaigns:
         return json.loads(raw)
 
     def points(self, campaign_id: str, spec: dict) -> np.ndarray | None:
-        """An explicit pool's points (``m x d`` codes, :meth:`worker.space.Space.codes`: for
+        """An explicit pool's points (``m x d`` codes, :meth:`worker.spec.space.Space.codes`: for
         float inputs, their values); None for a grid or a pool kept in the spec itself (as
         campaigns created before the points were kept apart)."""
         if not pools.explicit(spec) or "points" in spec["pool"]:
@@ -109,7 +109,7 @@ class Campaigns:
         return np.frombuffer(raw, dtype=ROW_TYPE).reshape(-1, len(spec["inputs"]))
 
     def pool(self, campaign_id: str, spec: dict):
-        """The campaign's pool in the unit cube (:func:`service.pool.pool_of`)."""
+        """The campaign's pool in the unit cube (:func:`worker.spec.pools.pool_of`)."""
         return pools.pool_of(spec, self.points(campaign_id, spec))
 
     def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list]:

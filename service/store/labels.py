@@ -8,11 +8,11 @@ import logging
 from collections.abc import Callable
 
 from service import loop
-from service import pool as pools
 from service.errors import NotFound
 from service.keys import PHASES
 from service.loop import ImportOutcome, LabelOutcome
 from service.observability import record_labels
+from worker.spec import pools
 
 log = logging.getLogger("fbgp.store")
 

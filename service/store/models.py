@@ -11,7 +11,7 @@ from service import loop, stopping
 from service.errors import NotFound
 from service.keys import PHASES
 from service.observability import record_refit
-from worker.defaults import STOP_TARGETS
+from worker.spec.defaults import STOP_TARGETS
 
 log = logging.getLogger("fbgp.store")
 
@@ -22,7 +22,7 @@ class Models:
 
     def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
         """What a refit ranks, as of ``now``: ``(pool, exclude, pending)``: the pool
-        (:func:`service.pool.pool_of`), the indices never to offer again (labeled, unless the
+        (:func:`worker.spec.pools.pool_of`), the indices never to offer again (labeled, unless the
         campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), and
         the points out now (for the batch's pending points)."""
         snap = self.snapshot(campaign_id, now)

@@ -31,7 +31,7 @@ from service.settings import Settings, get_settings
 from service.store import CampaignStore
 from tests.conftest import start_worker
 from tests.service.conftest import label_design, wait_for_model
-from worker.defaults import MCMC_DEFAULTS
+from worker.spec.defaults import MCMC_DEFAULTS
 
 BIG = {"chains": 2, "warmup": 2000, "samples": 10_000, "thinning": 100}
 

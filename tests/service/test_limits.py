@@ -10,7 +10,7 @@ from clients.reproduction.runs import paper_body
 from service import limits
 from service.schemas.campaigns import CampaignCreate
 from service.settings import Settings
-from worker.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
+from worker.spec.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
 
 
 def _rejected(r, name: str) -> str:

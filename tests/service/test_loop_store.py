@@ -7,7 +7,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 
 from service import loop
-from service.pool import grid_point
 from service.routes import bodies
 from service.routes.labeling import offer
 from service.schemas.campaigns import CampaignCreate
@@ -22,6 +21,7 @@ from tests.service.loop_model import (
     resolve,
     rules_strategy,
 )
+from worker.spec.pools import grid_point
 
 POOL = 8
 LEASE = 5.0

@@ -7,7 +7,7 @@ import pytest
 
 from tests.service.conftest import wait_for_model
 from worker import answers
-from worker.defaults import MCMC_PRESETS
+from worker.spec.defaults import MCMC_PRESETS
 
 
 def test_a_paper_code_campaign_end_to_end(client, make_body):

@@ -17,7 +17,7 @@ from service.keys import PHASES
 from service.store import CampaignStore
 from service.store import rules as store_rules
 from tests.service.conftest import label_design
-from worker.defaults import STOP_TARGETS
+from worker.spec.defaults import STOP_TARGETS
 
 YS = [0.3, 0.9, -0.2]
 

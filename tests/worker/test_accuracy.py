@@ -109,8 +109,8 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     from types import SimpleNamespace
 
     from worker import fitting
-    from worker.design import GridPool
-    from worker.space import Space
+    from worker.spec.design import GridPool
+    from worker.spec.space import Space
 
     seen = []
     monkeypatch.setattr(accuracy, "summary",

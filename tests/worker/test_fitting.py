@@ -9,9 +9,9 @@ import torch
 from scipy.stats import gaussian_kde
 
 from worker import answers, fitting
-from worker.design import GridPool
 from worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
-from worker.space import Space
+from worker.spec.design import GridPool
+from worker.spec.space import Space
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

@@ -14,10 +14,10 @@ from scipy.stats import multivariate_normal, norm
 from clients.simulators import get_simulator
 from worker import answers, fitting, views
 from worker.acquisition import greedy_batch
-from worker.design import GridPool
 from worker.gp import Conditioned, log_marginal_likelihood
 from worker.mcmc import Posterior
 from worker.potential import GPPotential
+from worker.spec.design import GridPool
 
 D = torch.float64
 

@@ -250,9 +250,9 @@ def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
         sample_posterior(u, z, chains=1, warmup=5, samples=5, init="prior")
 
 
-# the service's default settings (worker.defaults), sampling to a target
+# the service's default settings (worker.spec.defaults), sampling to a target
 def _default(**changes):
-    from worker.defaults import MCMC_DEFAULTS
+    from worker.spec.defaults import MCMC_DEFAULTS
 
     mcmc = {**MCMC_DEFAULTS, **changes}
     kw = {"warm_warmup": mcmc["warm_warmup"], "init": mcmc["init"], "metric": mcmc["metric"],
@@ -471,7 +471,7 @@ def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     """worker.fitting as the service calls it: a campaign's `draws` make a target (a chain group
     runs to its share), and its model scores with that many draws spread over the chains."""
     from worker import fitting
-    from worker.design import GridPool
+    from worker.spec.design import GridPool
 
     mcmc = {"chains": 2, "warmup": 60, "samples": 20, "thinning": 2, "draws": 40,
             "max_samples": 200, "metric": "dense", "warm_start": True}  # fmt: skip

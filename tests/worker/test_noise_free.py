@@ -11,9 +11,9 @@ import torch
 from clients.reproduction.noise_free import campaign
 from tests.worker.test_mcmc import _assert_matches, _quadrature
 from worker import fitting
-from worker.defaults import MCMC_DEFAULTS
 from worker.mcmc import sample_posterior
 from worker.potential import GPPotential
+from worker.spec.defaults import MCMC_DEFAULTS
 
 FLOOR = MCMC_DEFAULTS["noise_floor"]
 

@@ -9,8 +9,8 @@ import torch
 from service import stopping
 from worker import answers, fitting
 from worker.acquisition import evaluate, greedy_batch, greedy_batch_outputs
-from worker.defaults import STOP_TARGETS, output_labels, output_spec
-from worker.design import GridPool
+from worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
+from worker.spec.design import GridPool
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

@@ -171,7 +171,7 @@ def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     from worker import fitting
-    from worker.design import GridPool
+    from worker.spec.design import GridPool
 
     spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
             "pool": {"type": "grid", "points_per_dim": 30}, "pool_subsample": 600,

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from worker.design import Box
+from worker.spec.design import Box
 from worker.transforms import OutputStandardization
 
 

@@ -23,10 +23,10 @@ from service.errors import NotFound
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fitting, views
-from worker.defaults import output_labels, output_names, output_spec
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble, judge_warm_start
+from worker.spec.defaults import output_labels, output_names, output_spec
 
 log = logging.getLogger("fbgp.worker")
 

@@ -39,11 +39,16 @@ def test_a_cycle_is_against_the_rules():
     ({"worker.gp": {"service.store"}, "service.store": set()}, {}, "worker.gp -> service.store"),
     ({"worker.gp": set()}, {"worker.gp": {"rq"}}, "worker.gp imports ['rq']"),
     ({"service.x": {"worker.jobs"}, "worker.jobs": set()}, {}, "service.x -> worker.jobs"),
-    ({"service.x": {"worker.space"}, "worker.space": {"worker.gp"}, "worker.gp": set()},
-     {"worker.gp": {"torch"}}, "service.x -> worker.space"),
+    ({"service.x": {"worker.views"}, "worker.views": set()}, {}, "service.x -> worker.views"),
+    ({"worker.spec.space": {"worker.gp"}, "worker.gp": set()}, {},
+     "worker.spec.space -> worker.gp"),
+    ({"worker.spec.design": set()}, {"worker.spec.design": {"torch"}},
+     "worker.spec.design imports ['torch']"),
+    ({"clients.metamodel": {"worker.gp"}, "worker.gp": set()}, {},
+     "clients.metamodel -> worker.gp"),
     ({"service.x": set()}, {"service.x": {"torch"}}, "service.x imports ['torch']"),
-    ({"clients.client": {"worker.design"}, "worker.design": set()},
-     {"worker.design": {"scipy"}}, "clients.client -> worker.design"),
+    ({"clients.client": {"worker.spec.design"}, "worker.spec.design": set()},
+     {"worker.spec.design": {"scipy"}}, "clients.client -> worker.spec.design"),
     ({"clients.client": {"clients.ops.cli"}, "clients.ops.cli": set()}, {},
      "clients.client -> clients.ops.cli"),
     ({"worker.jobs.fanout": {"clients.client"}, "clients.client": set()}, {},
@@ -56,11 +61,11 @@ def test_an_arrow_against_a_rule_is_caught(edges, libraries, wrong):
 
 def test_the_rules_allow_what_the_layers_may_do():
     graph = _graph({"worker.jobs": {"service.store", "worker.gp"},
-                    "service.store": {"worker.space"}, "worker.gp": {"worker.space"},
-                    "worker.space": set(),
-                    "clients.metamodel": {"worker.space"},
+                    "service.store": {"worker.spec.space"}, "worker.gp": {"worker.spec.space"},
+                    "worker.spec.space": set(),
+                    "clients.metamodel": {"worker.spec.space"},
                     "clients.ops.cli": {"worker.jobs", "clients.client"}, "clients.client": set()},
-                   {"worker.gp": {"torch"}, "worker.space": {"numpy"},
+                   {"worker.gp": {"torch"}, "worker.spec.space": {"numpy"},
                     "worker.jobs": {"rq", "redis"}})  # fmt: skip
     assert imports.violations(graph) == []
 

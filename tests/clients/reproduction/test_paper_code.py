@@ -20,8 +20,8 @@ from clients.reproduction.report import dominant_markdown, dominant_models, writ
 from clients.reproduction.runs import RunSpec, resumable, setup_for, spec_body
 from clients.simulators import get_simulator
 from tests.clients.reproduction.made_up import run_records
-from worker.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
-from worker.design import maximin_lhs
+from worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from worker.spec.design import maximin_lhs
 
 BASE = ["--simulators", "gramacy1d", "--acquisitions", "alm,bald", "--runs", "1"]
 SETTINGS = ("allow_repeats", "bald", "mcmc", "input_scaling", "initial_design")

@@ -7,7 +7,7 @@ from clients.reproduction import protocol
 from clients.reproduction.protocol import campaign_body, grid_pool, pool_points, run_seed, run_setup
 from clients.reproduction.rdauc import load_paper_table
 from clients.simulators import SIMULATORS, get_simulator
-from worker import defaults
+from worker.spec import defaults
 
 
 def test_constants_match_the_paper():

@@ -1,19 +1,19 @@
-"""A campaign's pool and input scaling, from its spec, for the API (the geometry is the torch-free
-:mod:`worker.design`'s, the inputs' types :mod:`worker.space`'s). Inputs map to the unit cube by the
-declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (the README's "How it
-works"), on the log scale for a log input, by value index for a choice.
+"""A campaign's pool and input scaling, from its spec (the geometry is
+:mod:`worker.spec.design`'s, the inputs' types :mod:`worker.spec.space`'s). Inputs map to the
+unit cube by the declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (the
+manual's "How it works"), on the log scale for a log input, by value index for a choice.
 
-An explicit pool's points are kept apart from the spec (:class:`~service.store.CampaignStore`
-keeps them as raw float64 codes, :meth:`worker.space.Space.codes`: a value, or a choice's index,
-and reads one row for ``/next``): the spec as stored names only their count, :func:`stored_pool`,
-so reading a campaign's spec costs the same for a pool of ten points as for one of a million."""
+An explicit pool's points are kept apart from the spec (the store keeps them as raw float64
+codes, :meth:`worker.spec.space.Space.codes`: a value, or a choice's index, and reads one row
+for ``/next``): the spec as stored names only their count, :func:`stored_pool`, so reading a
+campaign's spec costs the same for a pool of ten points as for one of a million."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from worker.design import GridPool, PointPool
-from worker.space import Space
+from worker.spec.design import GridPool, PointPool
+from worker.spec.space import Space
 
 
 def space_of(spec: dict) -> Space:
@@ -45,8 +45,8 @@ def stored_pool(pool: dict) -> dict:
 
 def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
     """The campaign's pool in the unit cube. ``codes``: an explicit pool's points as stored
-    (``m x d`` codes, :meth:`worker.space.Space.codes`) where the spec keeps only their count.
-    A grid holds each input's distinct levels (:meth:`worker.space.Space.axes`)."""
+    (``m x d`` codes, :meth:`worker.spec.space.Space.codes`) where the spec keeps only their count.
+    A grid holds each input's distinct levels (:meth:`worker.spec.space.Space.axes`)."""
     space = space_of(spec)
     pool = spec["pool"]
     if pool["type"] == "grid":

@@ -20,8 +20,8 @@ from scipy.stats import qmc
 @dataclass(frozen=True)
 class Box:
     """A campaign's input box ``[lower, upper]`` (each of length ``d``), mapped affinely onto the
-    unit cube ``[0, 1]^d`` (the README's "How it works": inputs scale by the declared bounds, never
-    by the data, so the scaling does not move as labels arrive)."""
+    unit cube ``[0, 1]^d`` (docs/concepts/how-it-works.md: inputs scale by the declared bounds,
+    never by the data, so the scaling does not move as labels arrive)."""
 
     lower: tuple[float, ...]
     upper: tuple[float, ...]
@@ -54,7 +54,7 @@ class GridPool:
     """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index
     (row-major). ``axes``: per input, None for those ``k`` levels, or the input's own levels
     (ascending pool coordinates: an int input's snapped integers, a choice's values,
-    :meth:`worker.space.Space.axes`), so that a grid of typed inputs holds each point once."""
+    :meth:`worker.spec.space.Space.axes`), so that a grid of typed inputs holds each point once."""
 
     dim: int
     points_per_dim: int
@@ -204,7 +204,7 @@ def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) 
     """Flat pool indices of a maximin LHS of ``size`` points snapped to the pool, all distinct.
 
     A design point whose nearest pool point is already taken moves to its nearest free one.
-    ``warp``: a map of the LHS's points before they snap (:meth:`worker.space.Space.stratify`:
+    ``warp``: a map of the LHS's points before they snap (:meth:`worker.spec.space.Space.stratify`:
     each value of a choice or an int input equally likely).
     """
     if size > pool.size:

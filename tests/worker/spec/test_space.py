@@ -1,4 +1,4 @@
-"""Input types (worker.space): values <-> pool coordinates <-> the GP's features, and grids of
+"""Input types (worker.spec.space): values <-> pool coordinates <-> the GP's features, and grids of
 typed inputs."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from worker.design import Box, GridPool, initial_design
-from worker.space import Space
+from worker.spec.design import Box, GridPool, initial_design
+from worker.spec.space import Space
 
 TYPED = [
     {"name": "a", "lower": -1.0, "upper": 3.0},
