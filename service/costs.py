@@ -1,15 +1,47 @@
-"""What a job costs: a refit's work in NUTS iterations, whether it is long (a lane of its own,
-:func:`service.queues.refit_queue`), and the RQ timeouts of refits and short jobs."""
+"""What a job costs: a refit's iterations and scoring draws, a pool's size, a refit's work in
+NUTS iterations, whether it is long (a lane of its own, :func:`service.queues.refit_queue`), and
+the RQ timeouts of refits and short jobs. :mod:`service.limits` bounds some of them."""
 
 from __future__ import annotations
 
 import math
 
-from service.limits import pool_size, scoring_draws
 from worker.spec.defaults import MCMC_DEFAULTS
 from worker.spec.space import Space
 
 FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
+
+
+def mcmc_iterations(mcmc: dict) -> tuple[int, int, int]:
+    """``(chains, warm-up, draws)`` of one refit at its most: the longer warm-up (a warm start's
+    or a cold one's) and the most draws a chain may run (``max_samples`` when sampling to a
+    target, else ``samples``)."""
+    warmup = int(mcmc["warmup"])
+    if mcmc.get("warm_start"):
+        warmup = max(warmup, int(mcmc.get("warm_warmup", 0)))
+    most = int(mcmc["max_samples"]) if mcmc.get("draws") else int(mcmc["samples"])
+    return int(mcmc["chains"]), warmup, most
+
+
+def scoring_draws(mcmc: dict, acquisition: str) -> int:
+    """The posterior draws one scoring predicts with: the target's ``draws`` spread over the
+    chains, or every ``thinning``-th draw; one for ``alm`` (the mode), none for ``random``."""
+    if acquisition == "random":
+        return 0
+    if acquisition == "alm":
+        return 1
+    chains = int(mcmc["chains"])
+    if mcmc.get("draws"):
+        per = min(math.ceil(int(mcmc["draws"]) / chains), int(mcmc["max_samples"]))
+        return chains * per
+    return chains * (int(mcmc["samples"]) // int(mcmc["thinning"]))
+
+
+def pool_size(pool: dict, inputs: list[dict]) -> int:
+    """The pool's number of points; a grid's, from each input's number of levels."""
+    if pool["type"] == "grid":
+        return Space.of(inputs).grid_size(int(pool["points_per_dim"]))
+    return len(pool["points"]) if "points" in pool else int(pool["size"])
 
 
 def refit_work(spec: dict, n: int) -> float:
@@ -39,6 +71,12 @@ def refit_timeout(spec: dict, n: int, settings) -> int:
     """The RQ timeout of a refit (and of its chain groups and merge) on ``n`` labels, seconds."""
     seconds = settings.job_timeout_seconds + settings.refit_iteration_seconds * refit_work(spec, n)
     return math.ceil(min(seconds, settings.job_timeout_max_seconds))
+
+
+def refit_job(spec: dict, n: int, last_seconds: float | None, settings) -> tuple[int, bool]:
+    """A refit job's timeout (:func:`refit_timeout`) and whether it is long
+    (:func:`long_refit`: its lane, :func:`service.queues.refit_queue`)."""
+    return refit_timeout(spec, n, settings), long_refit(spec, n, last_seconds, settings)
 
 
 def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:

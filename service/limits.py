@@ -4,8 +4,7 @@ takes a worker (or the machine's memory) for longer than a stated amount of work
 
 from __future__ import annotations
 
-import math
-
+from service.costs import mcmc_iterations, pool_size, scoring_draws
 from service.errors import Unprocessable
 from service.settings import Settings
 from worker.spec.space import Space
@@ -14,38 +13,6 @@ from worker.spec.space import Space
 def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:
     return Unprocessable(f"{what} = {value:,} exceeds the limit of {limit:,} "
                          f"({name}, env FBGP_{name.upper()})")  # fmt: skip
-
-
-def mcmc_iterations(mcmc: dict) -> tuple[int, int, int]:
-    """``(chains, warm-up, draws)`` of one refit at its most: the longer warm-up (a warm start's
-    or a cold one's) and the most draws a chain may run (``max_samples`` when sampling to a
-    target, else ``samples``)."""
-    warmup = int(mcmc["warmup"])
-    if mcmc.get("warm_start"):
-        warmup = max(warmup, int(mcmc.get("warm_warmup", 0)))
-    most = int(mcmc["max_samples"]) if mcmc.get("draws") else int(mcmc["samples"])
-    return int(mcmc["chains"]), warmup, most
-
-
-def scoring_draws(mcmc: dict, acquisition: str) -> int:
-    """The posterior draws one scoring predicts with: the target's ``draws`` spread over the
-    chains, or every ``thinning``-th draw; one for ``alm`` (the mode), none for ``random``."""
-    if acquisition == "random":
-        return 0
-    if acquisition == "alm":
-        return 1
-    chains = int(mcmc["chains"])
-    if mcmc.get("draws"):
-        per = min(math.ceil(int(mcmc["draws"]) / chains), int(mcmc["max_samples"]))
-        return chains * per
-    return chains * (int(mcmc["samples"]) // int(mcmc["thinning"]))
-
-
-def pool_size(pool: dict, inputs: list[dict]) -> int:
-    """The pool's number of points; a grid's, from each input's number of levels."""
-    if pool["type"] == "grid":
-        return Space.of(inputs).grid_size(int(pool["points_per_dim"]))
-    return len(pool["points"]) if "points" in pool else int(pool["size"])
 
 
 def check_campaign(body: dict, settings: Settings) -> None:

@@ -302,6 +302,14 @@ def failed_for_good(rules: Rules, snap: Snapshot) -> frozenset[int]:
     return frozenset(i for i, count in snap.failures.items() if count > rules.max_retries)
 
 
+def never_offered(spec: dict, snap: Snapshot) -> frozenset[int]:
+    """Pool points a ranking leaves out: those labeled (unless the campaign allows repeats) and
+    those failed for good (:func:`failed_for_good`)."""
+    rules = Rules.of(spec)
+    labeled = frozenset() if rules.allow_repeats else frozenset(snap.labeled)
+    return labeled | failed_for_good(rules, snap)
+
+
 def design_points(rules: Rules, snap: Snapshot) -> list[int]:
     """The initial design as it stands: its points in order, those failed for good (and
     unlabeled) replaced by the next of the reserve's."""

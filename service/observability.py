@@ -1,8 +1,8 @@
 """Metrics (Prometheus text format) and structured JSON log lines.
 
-Counters that several processes add to (labels stored, refit seconds) live in Redis under
-``fbgp:metrics:*`` (:mod:`service.keys`), so every API process reports the same totals and they
-survive restarts; request counts and latencies are per API process. Queue depths, failed jobs
+Counters that several processes add to (labels stored, runs, refit seconds) live in Redis
+(:mod:`service.store.counters`), so every API process reports the same totals and they survive
+restarts; request counts and latencies are per API process. Queue depths, failed jobs
 and the count of campaigns by state (kept by the store's scripts) are read from Redis when
 ``/metrics`` is scraped: a few keys, however many campaigns there are.
 """
@@ -21,29 +21,7 @@ from rq.registry import FailedJobRegistry
 
 from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 from service.queues import QUEUES
-
-RUN_KINDS = ("failed", "abandoned")
-REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
-
-
-def record_labels(redis: Redis, count: int) -> None:
-    redis.incrby(LABELS_METRIC, count)
-
-
-def record_runs(redis: Redis, kind: str) -> None:
-    """One more ticket whose run was reported ``failed`` or ``abandoned``."""
-    redis.hincrby(RUNS_METRIC, kind, 1)
-
-
-def record_refit(redis: Redis, seconds: float) -> None:
-    """Add one refit's duration to the shared histogram (cumulative buckets, as Prometheus)."""
-    pipe = redis.pipeline()
-    for bound in REFIT_BUCKETS:
-        if seconds <= bound:
-            pipe.hincrby(REFIT_METRIC, str(bound), 1)
-    pipe.hincrby(REFIT_METRIC, "+Inf", 1)
-    pipe.hincrbyfloat(REFIT_METRIC, "sum", seconds)
-    pipe.execute()
+from service.store.counters import REFIT_BUCKETS, RUN_KINDS
 
 
 class RedisCollector:

@@ -96,13 +96,17 @@ def refit_queue(spec: dict, n: int, last_seconds: float | None, settings) -> str
     team's queue (:func:`campaign_tenant`; no team: :data:`LONG` or :data:`REFIT`). Light workers
     never take the long lane, so a campaign of long refits (one that is greedy, or just large) never
     holds every worker from the small ones."""
-    lane = LONGS if costs.long_refit(spec, n, last_seconds, settings) else REFITS
-    return lane[campaign_tenant(spec)]
+    return lane(spec, costs.long_refit(spec, n, last_seconds, settings))
 
 
-def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int = 3600,
-                  queue: str = REFIT):  # fmt: skip
-    return Queue(queue, connection=connection).enqueue_call(
+def lane(spec: dict, long: bool) -> str:
+    return (LONGS if long else REFITS)[campaign_tenant(spec)]
+
+
+def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int, spec: dict,
+                  long: bool = False):  # fmt: skip
+    """A refit job on the campaign's lane (:func:`refit_queue`: ``long`` or not, its team's)."""
+    return Queue(lane(spec, long), connection=connection).enqueue_call(
         "worker.jobs.refit", args=(campaign_id,), timeout=timeout, result_ttl=600,
         failure_ttl=86400, job_id=job_id,
     )  # fmt: skip

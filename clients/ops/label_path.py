@@ -31,25 +31,27 @@ PACKAGES = ("service", "worker", "clients")
 MATH_ENTRY = "worker.fitting"
 MATH, OUTSIDE = "<math>", "<outside>"
 PLUMBING = {"service.middleware", "service.deps"}
-VOCABULARY = ("worker.spec",)
-ROOMS = {"service.store": ("service.store.", "service.keys"), "worker.jobs": ("worker.jobs.",)}
 SUSPENDABLE = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 @functools.lru_cache(maxsize=4096)
 def room_of(filename: str) -> str | None:
-    """The room of a frame's file: its product module, but a layer's package is one room (the
-    store's nouns with its key schema, :class:`service.store.CampaignStore`, the one object the
-    routes and the jobs use; the RQ glue of ``worker/jobs/``); and none, as a library's, for
-    the HTTP plumbing every request passes (middleware, dependencies) and the vocabulary every
-    layer shares (:data:`VOCABULARY`), which call no product code."""
+    """The room of a frame's file: a module of a package's own (``service/loop.py``), or the
+    subpackage a module is in, whose modules are one room behind one face (``service/store/``
+    and ``service/keys.py``: :class:`service.store.CampaignStore`, the one object the routes and
+    the jobs use; ``service/routes/``, ``service/schemas/``, the RQ glue of ``worker/jobs/``);
+    and none, as a library's, for the HTTP plumbing every request passes (middleware,
+    dependencies) and the vocabulary every layer shares (``worker/spec/``), which call no
+    product code."""
     module = module_of(filename)
-    if module is None or module in PLUMBING or module.startswith(VOCABULARY):
+    if module is None or module in PLUMBING:
         return None
-    for room, members in ROOMS.items():
-        if module == room or module.startswith(members):
-            return room
-    return module
+    if module == "service.keys":
+        return "service.store"
+    parts = module.split(".")
+    if parts[:2] == ["worker", "spec"]:
+        return None
+    return ".".join(parts[:2])
 
 
 def module_of(filename: str, root: Path = ROOT) -> str | None:
@@ -65,10 +67,10 @@ def module_of(filename: str, root: Path = ROOT) -> str | None:
 
 @dataclass
 class Trace:
-    """The entries from one module into another, in order (``thread``, ``from``, ``into``), and
-    the math modules the refit ran below :data:`MATH_ENTRY`."""
+    """The entries from one room into another, in order (``thread``, ``from``, ``into``, and the
+    module entered), and the math modules the refit ran below :data:`MATH_ENTRY`."""
 
-    entries: list[tuple[int, str, str]] = field(default_factory=list)
+    entries: list[tuple[int, str, str, str]] = field(default_factory=list)
     math: set[str] = field(default_factory=set)
 
 
@@ -100,10 +102,12 @@ class Tracer:
             self.suspendable[id(frame)] = frame  # held, so that no other frame takes its id
         if caller in (MATH, self.math_entry) and module not in (caller, self.math_entry):
             if self.recording:
-                self._note(self.trace.math.add, module)
+                self._note(self.trace.math.add, module_of(frame.f_code.co_filename) or module)
             module = MATH  # the refit's math: its own work, not the path's
         elif module not in (caller, OUTSIDE) and self.recording and not resumed:
-            self._note(self.trace.entries.append, (threading.get_ident(), caller, module))
+            actual = f"{module_of(frame.f_code.co_filename) or module}:{frame.f_code.co_name}"
+            self._note(self.trace.entries.append,
+                       (threading.get_ident(), caller, module, actual))  # fmt: skip
         stack.append(module)
 
     def _note(self, add, item) -> None:
@@ -129,15 +133,16 @@ class Tracer:
 
 
 def summary(trace: Trace) -> dict:
-    """The path's modules in the order first entered, how often each was entered, the modules
-    re-entered, and the refit's math. The heartbeat beside a refit (a thread whose first entry
-    is into its lease) is counted apart: it is not the label's path."""
+    """The path's modules in the order first entered, how often each was entered from another
+    (the framework's calls into the path, a route or a validator, are its start, not counted),
+    the modules re-entered, and the refit's math. The heartbeat beside a refit (a thread whose
+    first entry is into its lease) is counted apart: it is not the label's path."""
     first: dict[int, str] = {}
-    for thread, _, target in trace.entries:
-        first.setdefault(thread, target)
-    beside = {t for t, target in first.items() if target.endswith(".lease")}
-    path = [(s, t) for thread, s, t in trace.entries if thread not in beside]
-    entered: Counter = Counter(target for _, target in path)
+    for thread, _, _, module in trace.entries:
+        first.setdefault(thread, module)
+    beside = {t for t, module in first.items() if module.split(":")[0].endswith(".lease")}
+    path = [(s, t) for thread, s, t, _ in trace.entries if thread not in beside]
+    entered: Counter = Counter(target for source, target in path if source != OUTSIDE)
     return {
         "modules": list(dict.fromkeys(target for _, target in path)),
         "entries": len(path),
@@ -145,7 +150,8 @@ def summary(trace: Trace) -> dict:
         "reentered": sorted(m for m, k in entered.items() if k > 1),
         "math": sorted(trace.math),
         "sequence": [f"{source} -> {target}" for source, target in path],
-        "heartbeat": [f"{s} -> {t}" for thread, s, t in trace.entries if thread in beside],
+        "calls": [f"{s} -> {m}" for thread, s, _, m in trace.entries if thread not in beside],
+        "heartbeat": [f"{s} -> {t}" for thread, s, t, _ in trace.entries if thread in beside],
     }
 
 
@@ -227,11 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = run(args.json, args.math)
-    print(f"{len(out['modules'])} modules, {out['entries']} entries, "
+    print(f"{len(out['modules'])} rooms, {out['entries']} entries, "
           f"{len(out['reentered'])} re-entered")  # fmt: skip
     for module in out["modules"]:
-        k = out["entered"][module]
-        print(f"  {module}{'' if k == 1 else f'  (entered {k} times)'}")
+        k = out["entered"].get(module, 0)
+        times = "entered by the framework" if k == 0 else f"entered {k} time{'s' * (k > 1)}"
+        print(f"  {module}  ({times})")
     print(f"the refit's math (below {args.math}): {', '.join(out['math'])}")
     print(f"beside it, the refit's heartbeat: {len(out['heartbeat'])} entries")
     return 0 if not out["reentered"] and len(out["modules"]) <= 8 else 1

@@ -9,6 +9,7 @@ from redis import Redis
 from service import keys
 from service.store import scripts
 from service.store.campaigns import Campaigns
+from service.store.counters import Counters
 from service.store.history import History
 from service.store.jobs import Jobs
 from service.store.labels import Labels
@@ -22,7 +23,8 @@ from service.store.tickets import Tickets
 __all__ = ["CampaignStore", "TeamFull", "TeamGone"]
 
 
-class CampaignStore(Campaigns, Teams, Labels, Runs, Tickets, Models, Refits, Jobs, History, Plots):
+class CampaignStore(Campaigns, Teams, Labels, Runs, Tickets, Models, Refits, Jobs, History, Plots,
+                    Counters):  # fmt: skip
     """Every noun of the store on one Redis client. Cheap to build: the scripts are registered
     once per client (:func:`service.store.scripts.on`)."""
 

@@ -11,7 +11,6 @@ from service import loop
 from service.errors import NotFound
 from service.keys import PHASES
 from service.loop import ImportOutcome, LabelOutcome
-from service.observability import record_labels
 from worker.spec import pools
 
 log = logging.getLogger("fbgp.store")
@@ -65,7 +64,7 @@ class Labels:
         self.wake(campaign_id)
         outcome = LabelOutcome(outcome.decode())
         if outcome == LabelOutcome.STORED:
-            record_labels(self.r, 1)
+            self.count_labels(1)
         return outcome, int(n), self.requested(campaign_id, bool(due)) if enqueue else bool(due)
 
     def imported(self, campaign_id: str, key: str, digest: str) -> tuple[ImportOutcome, int,
@@ -107,6 +106,6 @@ class Labels:
             return _held_import(held[0], digest)[:2] + (False,)
         self.wake(campaign_id)
         if outcome == ImportOutcome.STORED.value.encode():
-            record_labels(self.r, len(y))
+            self.count_labels(len(y))
         due = self.requested(campaign_id, bool(due)) if enqueue else bool(due)
         return ImportOutcome(outcome.decode()), int(n), due

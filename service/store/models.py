@@ -10,7 +10,6 @@ import time
 from service import loop, stopping
 from service.errors import NotFound
 from service.keys import PHASES
-from service.observability import record_refit
 from worker.spec.defaults import STOP_TARGETS
 
 log = logging.getLogger("fbgp.store")
@@ -26,8 +25,7 @@ class Models:
         campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), and
         the points out now (for the batch's pending points)."""
         snap = self.snapshot(campaign_id, now)
-        exclude = set() if spec["allow_repeats"] else set(snap.labeled)
-        exclude |= loop.failed_for_good(loop.Rules.of(spec), snap)
+        exclude = set(loop.never_offered(spec, snap))
         return self.pool(campaign_id, spec), exclude, sorted(snap.pending)
 
     def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
@@ -49,7 +47,7 @@ class Models:
             log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
         if outcome >= 1:
             self.wake(campaign_id)
-            record_refit(self.r, d["refit_seconds"])
+            self.count_refit(d["refit_seconds"])
         return outcome >= 1
 
     def _stop_args(self, campaign_id: str, event: dict) -> list:

@@ -9,7 +9,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
@@ -35,10 +35,10 @@ class RefitInputs:
     spec: dict
     labels: list[dict]
     previous: dict | None
+    n: int = field(init=False)
 
-    @property
-    def n(self) -> int:
-        return len(self.labels)
+    def __post_init__(self):
+        self.n = len(self.labels)
 
 
 class Refits:
@@ -74,7 +74,7 @@ class Refits:
             spec = self.spec(campaign_id)
         except NotFound:
             return None
-        timeout, queue = self._refit_job(campaign_id, spec)
+        timeout, long = self._refit_job(campaign_id, spec)
         member = f"refit:{job_id}"
         if take_charge:
             keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
@@ -83,19 +83,18 @@ class Refits:
             noted = self.track_jobs(campaign_id, [member], now, now + timeout)
         if not noted:
             return None
-        queues.enqueue_refit(self.r, campaign_id, job_id, timeout, queue)
+        queues.enqueue_refit(self.r, campaign_id, job_id, timeout, spec, long)
         return job_id
 
-    def _refit_job(self, campaign_id: str, spec: dict) -> tuple[int, str]:
-        """A refit job's timeout and queue (:func:`service.queues.refit_queue`)."""
+    def _refit_job(self, campaign_id: str, spec: dict) -> tuple[int, bool]:
+        """A refit job's timeout and whether it is long (:func:`service.costs.refit_job`)."""
         settings = get_settings()
         n = self.n_labeled(campaign_id)
         took = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
                             "failed_refit_seconds")  # fmt: skip
         known = [float(t) for t in took if t and float(t) > 0]
         last_seconds = max(known) if known else None
-        timeout = costs.refit_timeout(spec, n, settings)
-        return timeout, queues.refit_queue(spec, n, last_seconds, settings)
+        return costs.refit_job(spec, n, last_seconds, settings)
 
     def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,
                  died: bool) -> tuple[list[str], str] | None:  # fmt: skip

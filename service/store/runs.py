@@ -8,7 +8,6 @@ import logging
 
 from service import loop
 from service.loop import RenewOutcome, RunOutcome
-from service.observability import record_runs
 from service.settings import get_settings
 
 log = logging.getLogger("fbgp.store")
@@ -93,7 +92,7 @@ class Runs:
         due enqueued (unless ``enqueue`` is False: left queued for the caller)."""
         self.wake(campaign_id)
         if outcome == RunOutcome.STORED:
-            record_runs(self.r, kind)
+            self.count_run(kind)
         return outcome, n, self.requested(campaign_id, due) if enqueue else due
 
     def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:

@@ -22,6 +22,7 @@ from service.queues import (
     REFIT,
     REFITS,
     TENANTS,
+    lane,
     ordinary,
     refit_queue,
     take_turns,
@@ -163,14 +164,14 @@ def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(clien
     redis = Redis.from_url(redis_url)
     store = CampaignStore(redis)
     spec = store.spec(campaign)
-    assert store._refit_job(campaign, spec)[1] == REFIT
+    assert lane(spec, store._refit_job(campaign, spec)[1]) == REFIT
     started = time.time() - get_settings().long_refit_seconds - 5
     redis.hset(
         f"fbgp:c:{campaign}:state",
         mapping={"refit": "running", "refit_job": "job-1", "started_at": started},
     )
     assert store.refit_failed(campaign, "killed: its timeout", 3, token="job-1")
-    assert store._refit_job(campaign, spec)[1] == LONG
+    assert lane(spec, store._refit_job(campaign, spec)[1]) == LONG
     assert store.state(campaign)["refit"] == "idle"  # backing off: nothing enqueued yet
     client.delete(f"/campaigns/{campaign}")
 
@@ -194,7 +195,8 @@ def test_a_refit_that_died_counts_until_its_last_heartbeat(client, make_body, re
                         "heartbeat": started + ran, "queued_at": started})  # fmt: skip
     # taken for dead: its job is unknown to RQ and its heartbeat a minute old
     assert store.revive_refit(campaign, now, lease=15)
-    assert store._refit_job(campaign, store.spec(campaign))[1] == queue
+    spec = store.spec(campaign)
+    assert lane(spec, store._refit_job(campaign, spec)[1]) == queue
     client.delete(f"/campaigns/{campaign}")
 
 

@@ -162,7 +162,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
-    inputs.labels = inputs.labels[:n]  # the labels the chain groups sampled on
+    inputs.labels, inputs.n = inputs.labels[:n], n  # the labels the chain groups sampled on
 
     def posterior(data):
         groups = fanout.merged(store.r, job_ids)

@@ -1,0 +1,33 @@
+"""The counters every process adds to and ``/metrics`` reports (:mod:`service.observability`):
+labels stored, failed and abandoned runs, and the refits' durations, kept in Redis under
+``fbgp:metrics:*`` (:mod:`service.keys`) so that every API process reports the same totals and
+they survive restarts."""
+
+from __future__ import annotations
+
+from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
+
+RUN_KINDS = ("failed", "abandoned")
+REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)  # seconds
+
+
+class Counters:
+    """The shared counters, added to as the store records what they count
+    (a part of :class:`service.store.CampaignStore`)."""
+
+    def count_labels(self, count: int) -> None:
+        self.r.incrby(LABELS_METRIC, count)
+
+    def count_run(self, kind: str) -> None:
+        """One more ticket whose run was reported ``failed`` or ``abandoned``."""
+        self.r.hincrby(RUNS_METRIC, kind, 1)
+
+    def count_refit(self, seconds: float) -> None:
+        """One refit's duration in the shared histogram (cumulative buckets, as Prometheus)."""
+        pipe = self.r.pipeline()
+        for bound in REFIT_BUCKETS:
+            if seconds <= bound:
+                pipe.hincrby(REFIT_METRIC, str(bound), 1)
+        pipe.hincrby(REFIT_METRIC, "+Inf", 1)
+        pipe.hincrbyfloat(REFIT_METRIC, "sum", seconds)
+        pipe.execute()
