@@ -53,7 +53,7 @@ _PAPER = {
 MCMC_PRESETS: dict[str, dict] = {
     "paper": {**_PAPER, "init": "uniform"},
     # the paper's settings with the mode picked as the paper's code picks it: the densest draw
-    # under a KDE of bandwidth 0.3 on the raw hyperparameters (worker.mcmc.mode_index)
+    # under a KDE of bandwidth 0.3 on the raw hyperparameters (worker.mode.mode_index)
     "paper-code": {**_PAPER, "init": "uniform", "mode_rule": "kde-raw"},
     # the paper's settings with the chains started where the service starts them by default:
     # spread over the modes of a coarse posterior grid (worker.mcmc), not in Pyro's [-2, 2] box
