@@ -17,8 +17,8 @@ from worker.mcmc import (
     Target,
     posterior_mode_index,
     sample_posterior,
-    warm_min_ess,
 )
+from worker.warm_start import warm_min_ess
 
 D = torch.float64
 QUANTILES = (0.05, 0.5, 0.95)
