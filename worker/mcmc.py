@@ -2,11 +2,16 @@
 
 ``sample_posterior(u, z, chains, warmup, samples, seed)`` returns a :class:`Posterior` holding
 ``chains * samples`` draws of the ARD lengthscales and the noise variance (scaled units, see
-CONTRACT.md), the posterior mode used by ALM and predictions, and per-refit diagnostics.
+docs/concepts/index.md), the posterior mode used by ALM and predictions, and per-refit
+diagnostics.
 
 With a :class:`Target` the chains run past ``samples`` until the draws used for scoring are
 backed by enough effective draws (bulk ESS >= their number) and the chains agree (split R-hat
 <= ``target.rhat``), or until ``target.max_samples`` per chain.
+
+Its parts live beside it: where cold chains start (:mod:`worker.cold_start`), when a warm start
+is kept (:mod:`worker.warm_start`), R-hat, ESS, the diagnostics and the :class:`Target`
+(:mod:`worker.convergence`), and the mode (:mod:`worker.mode`).
 """
 
 from __future__ import annotations
@@ -95,7 +100,8 @@ class Posterior:
         )  # fmt: skip
 
     def to_dict(self) -> dict:
-        """Plain lists and numbers, as a model body (CONTRACT.md's ``/model``) holds them:
+        """Plain lists and numbers, as a model body (``GET /campaigns/{id}/model``,
+        docs/reference/http.md) holds them:
         ``samples`` (``lengthscale``, ``noise``), ``mode``, ``chains``, ``diagnostics`` and
         ``adaptation``."""
         return {
