@@ -50,6 +50,7 @@ from urllib.parse import quote
 
 import httpx
 
+from clients.errors import ApiError, check_refit
 from clients.prediction import Prediction
 from clients.responses import (
     Campaign,
@@ -71,20 +72,6 @@ log = logging.getLogger("fbgp.client")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 _LONGEST_RETRY_AFTER = 60.0  # seconds; a larger Retry-After is capped
 MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
-
-
-class ApiError(Exception):
-    """A non-2xx answer: ``status_code`` and the server's ``detail`` (its message)."""
-
-    def __init__(self, status_code: int, detail: str, body: Any = None):
-        super().__init__(f"HTTP {status_code}: {detail}")
-        self.status_code = status_code
-        self.detail = detail
-        self.body = body
-
-
-class RefitFailed(RuntimeError):
-    """The campaign's refit failed and none is running: the model wanted will not come."""
 
 
 def _points(x) -> list[list]:
@@ -462,11 +449,3 @@ def _numbers(value, kind=float):
     if isinstance(value, dict):
         return {str(k): _numbers(v, kind) for k, v in value.items()}
     return [float(v) for v in value] if kind is list else float(value)
-
-
-def check_refit(status: CampaignStatus, version: int) -> None:
-    """Raise :class:`RefitFailed` if ``status`` shows that model ``version`` will not come: the
-    last refit failed and no refit is queued or running."""
-    stuck = status.model_version is None or status.model_version < version
-    if stuck and status.last_error and status.refit == "idle":
-        raise RefitFailed(f"campaign {status.id}: refit failed: {status.last_error}")
