@@ -37,15 +37,12 @@ Retries, and why they are safe where they happen:
 
 from __future__ import annotations
 
-import logging
 import math
 import os
-import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from types import EllipsisType
-from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -64,13 +61,8 @@ from clients.responses import (
     Readiness,
     RunReport,
 )
+from clients.transport import LONGEST_RETRY_AFTER, answer_detail, call
 
-log = logging.getLogger("fbgp.client")
-
-# an idempotent call may be retried after any transport error; any other only after these, which
-# mean the request was never sent
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
-_LONGEST_RETRY_AFTER = 60.0  # seconds; a larger Retry-After is capped
 MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
 
 
@@ -78,21 +70,6 @@ def _points(x) -> list[list]:
     """``x`` ``[m, d]`` (a list or a numpy array) as plain lists for JSON: numbers as floats,
     text (a choice input's value) as it is."""
     return [[str(v) if isinstance(v, str) else float(v) for v in row] for row in x]
-
-
-def _detail(response: httpx.Response) -> tuple[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text or response.reason_phrase, response.text
-    detail = body.get("detail") if isinstance(body, dict) else None
-    return (detail if isinstance(detail, str) else str(detail or body)), body
-
-
-def jittered(seconds: float) -> float:
-    """A wait up to a quarter longer at random: many clients that hear the same 503, or lose the
-    same connection, do not all come back at the same instant."""
-    return seconds * random.uniform(1.0, 1.25)
 
 
 class FbgpClient:
@@ -126,38 +103,11 @@ class FbgpClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- transport -------------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, idempotent: bool, **kw) -> httpx.Response:
-        """One call, retried after connection errors as the module docstring says."""
-        retryable = httpx.TransportError if idempotent else _NOT_SENT
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.request(method, path, **kw)
-            except retryable as error:
-                if attempt == self.retries:
-                    raise
-                delay = jittered(min(5.0, self.backoff * 2**attempt))
-                log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
-                time.sleep(delay)
-                continue
-            # 503 with Retry-After: the store is out of reach, or every worker is busy; 429: the
-            # campaign has as many model calls out as it may (another thread's, or client's)
-            if (response.status_code not in (429, 503) or "Retry-After" not in response.headers
-                    or not idempotent or attempt == self.retries):  # fmt: skip
-                return response
-            delay = jittered(min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"])))
-            log.warning("%s %s: %d %s; retrying in %.2f s", method, path, response.status_code,
-                        _detail(response)[0], delay)  # fmt: skip
-            time.sleep(delay)
-        raise AssertionError("unreachable")
-
+    # -- transport (clients.transport: retried as the module docstring says) ---------------------
     def _call(self, method: str, path: str, *, idempotent: bool = True, ok=(200,),
               **kw) -> httpx.Response:  # fmt: skip
-        response = self._send(method, path, idempotent=idempotent, **kw)
-        if response.status_code not in ok:
-            detail, body = _detail(response)
-            raise ApiError(response.status_code, detail, body)
-        return response
+        return call(self._http, method, path, idempotent=idempotent, ok=ok, retries=self.retries,
+                    backoff=self.backoff, **kw)  # fmt: skip
 
     # -- service ---------------------------------------------------------------------------------
     def healthz(self) -> dict:
@@ -269,7 +219,7 @@ class FbgpClient:
         if response.status_code == 410:
             return None
         if response.status_code == 202:
-            detail, _ = _detail(response)
+            detail, _ = answer_detail(response)
             return Pending(float(response.headers.get("Retry-After", "1")), detail)
         return NextPoint(**response.json())
 
@@ -297,7 +247,7 @@ class FbgpClient:
             now = time.monotonic()
             if now >= deadline:
                 raise ApiError(202, f"no point within {timeout} s: {answer.detail}")
-            pause = min(answer.retry_after, _LONGEST_RETRY_AFTER) - (now - asked)
+            pause = min(answer.retry_after, LONGEST_RETRY_AFTER) - (now - asked)
             time.sleep(max(0.0, min(pause, deadline - now)))
 
     def label(self, campaign_id: str, ticket: str, y: float | dict | None = None, *,
