@@ -113,7 +113,8 @@ class Observations:
 
 @dataclass(frozen=True)
 class Model:
-    """``GET /campaigns/{id}/model``; the dicts are as CONTRACT.md gives them."""
+    """``GET /campaigns/{id}/model``; the dicts are as the manual's HTTP API reference
+    (docs/reference/http.md) gives them."""
 
     version: int
     n_labeled: int
