@@ -1,7 +1,9 @@
 """The Python SDK of the fbgp-al labeling service: what a user's code may rely on.
 
 - :mod:`clients.client`: :class:`~clients.client.FbgpClient`, a typed HTTP client for the whole
-  API (retries where they are safe, long-polling ``/next``, ``wait_for_model``);
+  API (retries where they are safe, long-polling ``/next``, ``wait_for_model``), with what it
+  answers (:mod:`clients.responses`), its errors (:mod:`clients.errors`) and its retrying
+  transport (:mod:`clients.transport`);
 - :mod:`clients.runner`: :func:`~clients.runner.run_simulator`, a remote simulator in one call;
 - :mod:`clients.simulators`: the paper's seven built-in simulators (``get_simulator``);
 - :mod:`clients.metamodel`: :class:`~clients.metamodel.Metamodel`, a campaign's exported model

@@ -37,236 +37,39 @@ Retries, and why they are safe where they happen:
 
 from __future__ import annotations
 
-import logging
 import math
 import os
-import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from types import EllipsisType
-from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from clients.errors import ApiError, check_refit
 from clients.prediction import Prediction
+from clients.responses import (
+    Campaign,
+    CampaignStatus,
+    Evaluation,
+    LabelResult,
+    Model,
+    NextPoint,
+    Observations,
+    Pending,
+    Readiness,
+    RunReport,
+)
+from clients.transport import LONGEST_RETRY_AFTER, answer_detail, call
 
-log = logging.getLogger("fbgp.client")
-
-# an idempotent call may be retried after any transport error; any other only after these, which
-# mean the request was never sent
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
-_LONGEST_RETRY_AFTER = 60.0  # seconds; a larger Retry-After is capped
 MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
-
-
-class ApiError(Exception):
-    """A non-2xx answer: ``status_code`` and the server's ``detail`` (its message)."""
-
-    def __init__(self, status_code: int, detail: str, body: Any = None):
-        super().__init__(f"HTTP {status_code}: {detail}")
-        self.status_code = status_code
-        self.detail = detail
-        self.body = body
-
-
-class RefitFailed(RuntimeError):
-    """The campaign's refit failed and none is running: the model wanted will not come."""
-
-
-@dataclass(frozen=True)
-class CampaignStatus:
-    """``GET /campaigns/{id}``; ``raw`` keeps every field the server sent."""
-
-    id: str
-    state: str  # design | active | done
-    n_labeled: int
-    n_pending: int
-    max_labels: int
-    model_version: int | None
-    last_error: str | None
-    refit: str | None = None  # idle | queued | running
-    n_failed: int = 0  # runs reported failed
-    n_abandoned: int = 0
-    failing: bool = False  # more failed runs than max_failures: /next hands out no point
-    n_forgiven: int = 0  # failed runs forgiven by the owner's retries
-    stalled: bool = False  # runs failed and no point is left to offer
-    # done by its stopping rule: {rule, value, target, version, at}; None otherwise
-    stopped_by: dict | None = None
-    team: str | None = None  # the team whose token created it
-    inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # as declared
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, data: dict) -> CampaignStatus:
-        return cls(id=data["id"], state=data["state"], n_labeled=data["n_labeled"],
-                   n_pending=data["n_pending"], max_labels=data["max_labels"],
-                   model_version=data["model_version"], last_error=data.get("last_error"),
-                   refit=data.get("refit"), n_failed=data.get("n_failed", 0),
-                   n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
-                   n_forgiven=data.get("n_forgiven", 0),
-                   stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
-                   inputs=data.get("inputs", []), team=data.get("team"), raw=data)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Campaign:
-    """``POST /campaigns``: the stored spec (the body with defaults, ``id``, ``seed``, ...) and
-    the campaign's two access tokens, shown once. ``token`` is its simulators' (give it to
-    them): it gets points, posts labels, reports failed or abandoned runs, renews leases and
-    reads the campaign's status. ``owner_token`` opens everything of this campaign (delete,
-    import and export, the model and its answers, the pages); keep it."""
-
-    id: str
-    spec: dict
-    status: CampaignStatus
-    token: str | None = field(default=None, repr=False)
-    owner_token: str | None = field(default=None, repr=False)
-
-
-@dataclass(frozen=True)
-class NextPoint:
-    """A point to label: post its label with ``ticket`` before ``expires_at`` (unix seconds)."""
-
-    ticket: str
-    x: list  # one value per input: a float, an int input's integer, a choice input's value
-    expires_at: float
-    model_version: int | None
-
-
-@dataclass(frozen=True)
-class Pending:
-    """``/next`` answered 202: ask again after ``retry_after`` seconds."""
-
-    retry_after: float
-    detail: str
-
-
-@dataclass(frozen=True)
-class LabelResult:
-    """``created`` is False when the same label had been stored before (200, not 201)."""
-
-    ticket: str
-    y: float | dict  # with several outputs, {name: value}
-    n_labeled: int
-    created: bool
-    noise: float | dict | None = None  # the label's noise variance, in a campaign with known noise
-
-
-@dataclass(frozen=True)
-class RunReport:
-    """``/fail`` or ``/abandon``: ``status`` ``failed`` or ``abandoned``; ``count`` the
-    campaign's failed (or abandoned) runs; ``created`` False for the same report again."""
-
-    ticket: str
-    status: str
-    count: int
-    created: bool
-
-
-@dataclass(frozen=True)
-class Observations:
-    """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
-    reported failed, the latest ``FBGP_KEEP_RUNS`` of them, ``{x, ticket, reason, at}`` each (no
-    model sees them; the status's ``n_failed`` counts them all); ``noise`` ``[n]``
-    the labels' noise variances in a campaign with known noise (else None)."""
-
-    x: list[list]
-    y: list[float]
-    failures: list[dict] = field(default_factory=list)
-    noise: list[float] | None = None
-
-
-@dataclass(frozen=True)
-class Model:
-    """``GET /campaigns/{id}/model``; the dicts are as CONTRACT.md gives them."""
-
-    version: int
-    n_labeled: int
-    samples: dict | None  # None with several outputs: each one's are in ``outputs``
-    acquisition_samples: dict | None
-    mode: dict | None
-    transform: dict
-    diagnostics: dict
-    # estimates without a test set (LOO RMSE, integrated variances; README); empty from servers
-    # before them
-    accuracy: dict = field(default_factory=dict)
-    # the lengthscales' columns by name (an input, or ``name=value`` of a choice input's value);
-    # None for a campaign of float inputs, whose columns are its inputs
-    features: list[str] | None = None
-    # a multi-output campaign's outputs by name, each a dict with its samples,
-    # acquisition_samples, mode, transform (y_mean, y_std), diagnostics and accuracy
-    outputs: dict[str, dict] | None = None
-
-    @classmethod
-    def from_json(cls, data: dict) -> Model:
-        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "accuracy"}
-        for k in ("samples", "acquisition_samples", "mode"):
-            fields.setdefault(k, None)
-        return cls(**fields, accuracy=data.get("accuracy") or {})
-
-    @property
-    def max_rhat(self) -> float:
-        return float(self.diagnostics.get("max_rhat", math.nan))
-
-    @property
-    def min_ess(self) -> float:
-        """The smallest bulk effective sample size over the hyperparameters."""
-        return float(self.diagnostics.get("min_ess_bulk", math.nan))
-
-    @property
-    def divergences(self) -> int:
-        return int(self.diagnostics.get("divergences", 0))
-
-    @property
-    def refit_seconds(self) -> float:
-        return float(self.diagnostics.get("refit_seconds", math.nan))
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """``/evaluate``: ``nlml`` (per point, standardized), ``rmse`` against the y passed
-    (original units), ``nlpd_mixture`` (standardized); ``model_version`` where the server says;
-    ``nlml_paper``: the test NLML as the paper's code computes it (standardized), None where
-    the server does not send it."""
-
-    nlml: float
-    rmse: float
-    nlpd_mixture: float
-    model_version: int | None = None
-    nlml_paper: float | None = None
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """``/readyz``: ``ready`` with Redis reachable and at least one worker."""
-
-    ready: bool
-    workers: int
-    detail: str | None
 
 
 def _points(x) -> list[list]:
     """``x`` ``[m, d]`` (a list or a numpy array) as plain lists for JSON: numbers as floats,
     text (a choice input's value) as it is."""
     return [[str(v) if isinstance(v, str) else float(v) for v in row] for row in x]
-
-
-def _detail(response: httpx.Response) -> tuple[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text or response.reason_phrase, response.text
-    detail = body.get("detail") if isinstance(body, dict) else None
-    return (detail if isinstance(detail, str) else str(detail or body)), body
-
-
-def jittered(seconds: float) -> float:
-    """A wait up to a quarter longer at random: many clients that hear the same 503, or lose the
-    same connection, do not all come back at the same instant."""
-    return seconds * random.uniform(1.0, 1.25)
 
 
 class FbgpClient:
@@ -300,38 +103,11 @@ class FbgpClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- transport -------------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, idempotent: bool, **kw) -> httpx.Response:
-        """One call, retried after connection errors as the module docstring says."""
-        retryable = httpx.TransportError if idempotent else _NOT_SENT
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.request(method, path, **kw)
-            except retryable as error:
-                if attempt == self.retries:
-                    raise
-                delay = jittered(min(5.0, self.backoff * 2**attempt))
-                log.warning("%s %s: %s; retrying in %.2f s", method, path, error, delay)
-                time.sleep(delay)
-                continue
-            # 503 with Retry-After: the store is out of reach, or every worker is busy; 429: the
-            # campaign has as many model calls out as it may (another thread's, or client's)
-            if (response.status_code not in (429, 503) or "Retry-After" not in response.headers
-                    or not idempotent or attempt == self.retries):  # fmt: skip
-                return response
-            delay = jittered(min(_LONGEST_RETRY_AFTER, float(response.headers["Retry-After"])))
-            log.warning("%s %s: %d %s; retrying in %.2f s", method, path, response.status_code,
-                        _detail(response)[0], delay)  # fmt: skip
-            time.sleep(delay)
-        raise AssertionError("unreachable")
-
+    # -- transport (clients.transport: retried as the module docstring says) ---------------------
     def _call(self, method: str, path: str, *, idempotent: bool = True, ok=(200,),
               **kw) -> httpx.Response:  # fmt: skip
-        response = self._send(method, path, idempotent=idempotent, **kw)
-        if response.status_code not in ok:
-            detail, body = _detail(response)
-            raise ApiError(response.status_code, detail, body)
-        return response
+        return call(self._http, method, path, idempotent=idempotent, ok=ok, retries=self.retries,
+                    backoff=self.backoff, **kw)  # fmt: skip
 
     # -- service ---------------------------------------------------------------------------------
     def healthz(self) -> dict:
@@ -443,7 +219,7 @@ class FbgpClient:
         if response.status_code == 410:
             return None
         if response.status_code == 202:
-            detail, _ = _detail(response)
+            detail, _ = answer_detail(response)
             return Pending(float(response.headers.get("Retry-After", "1")), detail)
         return NextPoint(**response.json())
 
@@ -471,7 +247,7 @@ class FbgpClient:
             now = time.monotonic()
             if now >= deadline:
                 raise ApiError(202, f"no point within {timeout} s: {answer.detail}")
-            pause = min(answer.retry_after, _LONGEST_RETRY_AFTER) - (now - asked)
+            pause = min(answer.retry_after, LONGEST_RETRY_AFTER) - (now - asked)
             time.sleep(max(0.0, min(pause, deadline - now)))
 
     def label(self, campaign_id: str, ticket: str, y: float | dict | None = None, *,
@@ -623,11 +399,3 @@ def _numbers(value, kind=float):
     if isinstance(value, dict):
         return {str(k): _numbers(v, kind) for k, v in value.items()}
     return [float(v) for v in value] if kind is list else float(value)
-
-
-def check_refit(status: CampaignStatus, version: int) -> None:
-    """Raise :class:`RefitFailed` if ``status`` shows that model ``version`` will not come: the
-    last refit failed and no refit is queued or running."""
-    stuck = status.model_version is None or status.model_version < version
-    if stuck and status.last_error and status.refit == "idle":
-        raise RefitFailed(f"campaign {status.id}: refit failed: {status.last_error}")

@@ -2,11 +2,16 @@
 
 ``sample_posterior(u, z, chains, warmup, samples, seed)`` returns a :class:`Posterior` holding
 ``chains * samples`` draws of the ARD lengthscales and the noise variance (scaled units, see
-CONTRACT.md), the posterior mode used by ALM and predictions, and per-refit diagnostics.
+docs/concepts/index.md), the posterior mode used by ALM and predictions, and per-refit
+diagnostics.
 
 With a :class:`Target` the chains run past ``samples`` until the draws used for scoring are
 backed by enough effective draws (bulk ESS >= their number) and the chains agree (split R-hat
 <= ``target.rhat``), or until ``target.max_samples`` per chain.
+
+Its parts live beside it: where cold chains start (:mod:`worker.cold_start`), when a warm start
+is kept (:mod:`worker.warm_start`), R-hat, ESS, the diagnostics and the :class:`Target`
+(:mod:`worker.convergence`), and the mode (:mod:`worker.mode`).
 """
 
 from __future__ import annotations
@@ -17,90 +22,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
-from pyro.ops.stats import effective_sample_size, split_gelman_rubin
-from scipy.optimize import minimize
-from scipy.special import logsumexp, ndtri
-from scipy.stats import gaussian_kde, qmc
 
 from worker import nuts
-from worker.potential import PRIOR_VARIANCE, GPPotential
+from worker.cold_start import initial_points
+from worker.convergence import Target, diagnose
+from worker.mode import MODE_DRAWS, mode_index, posterior_mode_index
+from worker.potential import GPPotential
 from worker.spec.defaults import MCMC_DEFAULTS
 from worker.transforms import DTYPE, as_tensor
+from worker.warm_start import judge_warm_start, usable
 
-# Where cold chains start. "uniform": uniformly in [-2, 2] on every log-hyperparameter (Stan's
-# and Pyro's default). "grid": from the posterior's modes in proportion to their mass. Candidates
-# are a coarse grid (one lengthscale shared by all inputs, and the noise) and a Latin hypercube of
-# per-input lengthscales over the same box (seeded); L-BFGS from the best distinct ones finds
-# local modes; each is weighed by its Laplace mass (e^-U / sqrt(det H)), and each chain starts at
-# a draw of that Laplace mixture: in the modes in proportion to their mass, dispersed as the
-# posterior is, so that R-hat sees modes that chains split over. With one input the grid is the
-# whole space, and chains start from its cells in proportion to their mass (exact where Laplace's
-# approximation is not, for a skewed mode or a heavy tail). The uniform box can miss the
-# main mode: with 60 Gramacy & Lee points the oscillating fit (log l = -3.2, log s2 = -5.3) has
-# e^15.7 times the density of the smooth, noisy one near log l = -1.6, yet all 5 chains started
-# in [-2, 2] stayed in the smooth one (R-hat 1.004: no warning). A shared lengthscale can miss it
-# too: with the reproduction's first 100 Ishigami points the grid's best cells lead every chain
-# into a mode with about 1/100 of the mass of one where the second input's lengthscale is long.
-INIT_RADIUS = 2.0
-INITS = ("grid", "uniform")
-GRID_LOG_LENGTHSCALE = np.linspace(-6.0, 3.0, 25)
-GRID_LOG_NOISE = np.linspace(-12.0, 3.0, 25)
-START_CANDIDATES = 128  # Latin hypercube points beside the grid
-START_CELLS = 2  # the grid's best cells, each input's lengthscale moved over the grid alone
-START_OPTIMA = 12  # L-BFGS runs, from the best candidates at least START_SPACING apart
-START_SPACING = 2.0  # in every log-hyperparameter
-START_ITERATIONS = 40  # L-BFGS iterations per run
 METRICS = ("diag", "dense")
-# The mode's KDE looks at this many draws at most (the service's ``limit_mode_draws``): its cost
-# is quadratic in the draws (320,000 draws took 24 minutes), so more are subsampled, seeded.
-MODE_DRAWS = 5_000
-
-
-@dataclass(frozen=True)
-class Target:
-    """Sample to a target: ``draws`` draws are used for scoring (spread evenly over the chains),
-    so the chains run until their bulk ESS (every hyperparameter's) is at least ``draws`` and
-    their split R-hat at most ``rhat``, or ``max_samples`` kept draws per chain."""
-
-    draws: int
-    rhat: float = 1.01
-    max_samples: int = 1000
-
-    @classmethod
-    def of(cls, mcmc: dict) -> Target | None:
-        """The target a campaign's ``mcmc`` settings ask for (None: a fixed count)."""
-        if not mcmc.get("draws"):
-            return None
-        return cls(draws=int(mcmc["draws"]), rhat=float(mcmc.get("target_rhat", 1.01)),
-                   max_samples=int(mcmc.get("max_samples", 1000)))  # fmt: skip
-
-    def share(self, chains: int, of: int) -> Target:
-        """The part of the target that ``chains`` of ``of`` chains must reach on their own."""
-        return replace(self, draws=max(1, math.ceil(self.draws * chains / of)))
-
-    def met(self, d: dict) -> bool:
-        return bool(d["max_rhat"] <= self.rhat and d["min_ess_bulk"] >= self.draws)
-
-    def more(self, draws: nuts.Draws) -> int:
-        """How many more draws per chain to run after ``draws`` (0: the target is met or the
-        cap reached). The ESS grows about linearly with the draws: ask for what it projects,
-        10% over, at least a quarter and at most as many again as there are."""
-        return self.more_of(draws.theta)
-
-    def more_of(self, theta: np.ndarray) -> int:
-        """:meth:`more` of draws ``C x S x P``: chain groups on several workers ask it of all
-        the posterior's chains at each check, in chain order, and so decide as one process
-        running every chain would."""
-        have = theta.shape[1]
-        if have >= self.max_samples:
-            return 0
-        rhat, ess = convergence(theta)
-        if self.met({"max_rhat": max(rhat.values()), "min_ess_bulk": min(ess.values())}):
-            return 0
-        ess = min(ess.values())
-        need = have * self.draws / ess * 1.1 if ess > 0 else 2 * have  # NaN: stuck, double
-        extra = int(min(max(need - have, have / 4), have)) if np.isfinite(need) else have
-        return max(1, min(extra, self.max_samples - have))
 
 
 @dataclass
@@ -168,7 +100,8 @@ class Posterior:
         )  # fmt: skip
 
     def to_dict(self) -> dict:
-        """Plain lists and numbers, as a model body (CONTRACT.md's ``/model``) holds them:
+        """Plain lists and numbers, as a model body (``GET /campaigns/{id}/model``,
+        docs/reference/http.md) holds them:
         ``samples`` (``lengthscale``, ``noise``), ``mode``, ``chains``, ``diagnostics`` and
         ``adaptation``."""
         return {
@@ -192,22 +125,6 @@ class Posterior:
             diagnostics=data.get("diagnostics", {}),
             adaptation=data.get("adaptation", {}),
         )
-
-
-# A warm start is trusted only when its previous posterior mixed, and is redone cold when its own
-# draws do not: R-hat above 1.05, any divergence, or fewer effective draws than it must show. That
-# is 100 for the paper's 1,500 draws, and scales with what was asked for: a tenth of the kept
-# draws (a run of 2 x 50 draws can never show 100), or the target's draws.
-WARM_MAX_RHAT = 1.05
-WARM_MIN_ESS = 100.0
-WARM_MIN_ESS_PER_DRAW = 0.1
-
-
-def warm_min_ess(draws: nuts.Draws, target: Target | None = None) -> float:
-    """The bulk ESS a warm start's ``draws`` must show to be kept."""
-    if target is not None:
-        return float(min(WARM_MIN_ESS, target.draws))
-    return min(WARM_MIN_ESS, WARM_MIN_ESS_PER_DRAW * draws.theta.shape[0] * draws.theta.shape[1])
 
 
 def sample_posterior(
@@ -238,9 +155,10 @@ def sample_posterior(
     ``warm_start``: the ``adaptation`` of an earlier posterior of the same campaign (last draws,
     step sizes, inverse mass matrices; with its ``max_rhat``). The chains then start from those
     draws with that mass matrix and ``warm_warmup`` iterations of step-size adaptation; if the
-    result does not mix (see ``WARM_*``), it is redone cold with the full warm-up.
+    result does not mix (see :mod:`worker.warm_start`), it is redone cold with the full warm-up.
     ``diagnostics["warm_start"]`` says which happened. ``init``: where cold chains start (see
-    ``INITS``). ``target``: run past ``samples`` draws per chain to it (see :class:`Target`).
+    ``INITS`` in :mod:`worker.cold_start`). ``target``: run past ``samples`` draws per chain to
+    it (see :class:`Target`).
     ``metric``: the mass matrix, ``"diag"`` or ``"dense"`` (Stan's ``diag_e``, ``dense_e``).
     ``mode_draws``: the most draws the mode's KDE looks at (see :func:`posterior_mode_index`).
     ``label_noise``: the labels' known noise variances (``n``, standardized units), added to the
@@ -316,35 +234,19 @@ def run_chains(
     if more is None and target is not None:
         more = target.more
     ids = np.asarray(chain_ids, dtype=np.int64)
-    if _usable(warm_start, ids, potential):
+    if usable(warm_start, ids, potential):
         rows = {k: np.asarray(warm_start[k], dtype=np.float64)[ids]
                 for k in ("last", "step_size", "inverse_mass")}  # fmt: skip
         draws = nuts.sample(potential, rows["last"], warm_warmup, samples, seed, settings,
                             step_size=rows["step_size"], inverse_mass=rows["inverse_mass"],
                             chain_ids=ids, more=more)  # fmt: skip
         return draws, "warm"
-    start, guess = _initial_points(potential, ids, seed, init)
+    start, guess = initial_points(potential, ids, seed, init)
     if not start_metric:
         guess = None
     draws = nuts.sample(potential, start, warmup, samples, seed, settings, chain_ids=ids,
                         more=more, inverse_mass=guess, adapt_mass=True)  # fmt: skip
     return draws, "cold"
-
-
-def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
-                     target: Target | None = None) -> tuple[str, bool]:  # fmt: skip
-    """What to report of the start, and whether warm draws must be redone cold: they must show
-    the bulk ESS of :func:`warm_min_ess` (of the draws, or of the ``target`` sampled to)."""
-    if how == "warm":
-        d = diagnose(draws, 0.0, 0)
-        floor = warm_min_ess(draws, target)
-        if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < floor or d["divergences"]:
-            return (f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
-                    f"{d['divergences']} divergences)"), True  # fmt: skip
-        return "warm", False
-    if warm_start is not None:
-        return "cold (the previous posterior did not mix or does not fit)", False
-    return "cold", False
 
 
 def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
@@ -372,299 +274,6 @@ def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
             "seed": seed,
         },
     )
-
-
-def _usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
-    """A warm start fits (it has these chains and parameters, finite) and its posterior mixed."""
-    if not warm or not all(k in warm for k in ("last", "step_size", "inverse_mass")):
-        return False
-    last = np.asarray(warm["last"], dtype=np.float64)
-    if last.ndim != 2 or last.shape[1] != potential.dim or len(last) <= int(ids.max()):
-        return False
-    mass = np.asarray(warm["inverse_mass"], dtype=np.float64)
-    if mass.shape[0] != len(last) or mass.shape[1:] not in ((last.shape[1],), (last.shape[1],) * 2):
-        return False
-    if (
-        len(warm["step_size"]) != len(last)
-        or not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT
-    ):
-        return False
-    # every chain's last draw, not only these chains': each group of a posterior's chains then
-    # decides as one process running them all would (all warm, or all cold)
-    return bool(np.isfinite(potential(last)[0]).all())
-
-
-def _initial_points(potential: GPPotential, chain_ids, seed: int,
-                    how: str) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
-    """Per chain, a starting point with a finite potential (see ``INITS``), drawn from a stream
-    of its own (keyed by the chain's number, as in the sampler); the modes it is drawn from
-    depend only on the data and ``seed``. And per chain a first guess of the posterior's
-    covariance, its mode's Laplace covariance (``C x P x P``), where chains start from the
-    modes (None for the grid of one input and the uniform start)."""
-    if how not in INITS:
-        raise ValueError(f"unknown init {how!r}; known: {', '.join(INITS)}")
-    grid = _init_grid(potential) if how == "grid" and potential.dim == 2 else None
-    modes = _start_modes(potential, seed) if how == "grid" and grid is None else None
-    init = np.empty((len(chain_ids), potential.dim))
-    guess = None if modes is None else np.empty((len(chain_ids),) + (potential.dim,) * 2)
-    for row, c in enumerate(chain_ids):
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(c), 1)))
-        if grid is not None:
-            points, weights, half = grid
-            init[row] = points[rng.choice(len(points), p=weights)]
-            init[row] += rng.uniform(-half, half, potential.dim)
-            if np.isfinite(potential(init[row : row + 1])[0]).all():
-                continue
-        if modes is not None:
-            points, weights, scales = modes
-            k = rng.choice(len(points), p=weights)
-            guess[row] = scales[k] @ scales[k].T
-            for _ in range(10):
-                init[row] = points[k] + scales[k] @ rng.standard_normal(potential.dim)
-                if np.isfinite(potential(init[row : row + 1])[0]).all():
-                    break
-            else:
-                init[row] = points[k]
-            continue
-        for _ in range(100):
-            init[row] = potential.prior_mean + rng.uniform(-INIT_RADIUS, INIT_RADIUS, potential.dim)
-            if np.isfinite(potential(init[row : row + 1])[0]).all():
-                break
-    return init, guess
-
-
-def _init_grid(potential: GPPotential):
-    """Grid points (one lengthscale for all inputs, and the noise), their posterior weights,
-    and the half-widths of a cell; None if no point has a finite potential."""
-    a, b = np.meshgrid(GRID_LOG_LENGTHSCALE, GRID_LOG_NOISE, indexing="ij")
-    d = potential.dim - 1
-    points = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)])
-    points += potential.prior_mean  # the grid is laid around the priors' means
-    values = np.concatenate([potential(chunk)[0] for chunk in np.array_split(points, 4)])
-    if not np.isfinite(values).any():
-        return None
-    weights = np.exp(-(values - values[np.isfinite(values)].min()))
-    weights = np.where(np.isfinite(weights), weights, 0.0)
-    half = np.array([(GRID_LOG_LENGTHSCALE[1] - GRID_LOG_LENGTHSCALE[0]) / 2] * d
-                    + [(GRID_LOG_NOISE[1] - GRID_LOG_NOISE[0]) / 2])  # fmt: skip
-    return points, weights / weights.sum(), half
-
-
-def _start_modes(potential: GPPotential, seed: int):
-    """Local modes of the posterior (``K x P``), their Laplace masses (normalized), and
-    per mode a matrix ``L`` with ``L L^T`` the inverse Hessian; None if no candidate has a finite
-    potential. See ``INITS``."""
-    d = potential.dim - 1
-    # the search box and grid are laid around the priors' means
-    centre = potential.prior_mean
-    lo = centre + np.array([GRID_LOG_LENGTHSCALE[0]] * d + [GRID_LOG_NOISE[0]])
-    hi = centre + np.array([GRID_LOG_LENGTHSCALE[-1]] * d + [GRID_LOG_NOISE[-1]])
-    # every other grid value: the searches refine what the grid finds
-    a, b = np.meshgrid(GRID_LOG_LENGTHSCALE[::2], GRID_LOG_NOISE[::2], indexing="ij")
-    grid = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)]) + centre
-    grid_values = np.concatenate([potential(c)[0] for c in np.array_split(grid, 4)])
-    # one input's lengthscale at a time away from the grid's best cells
-    axes = []
-    for i in np.argsort(grid_values, kind="stable")[:START_CELLS]:
-        for j in range(d):
-            moved = np.repeat(grid[i][None], len(GRID_LOG_LENGTHSCALE[::2]), 0)
-            moved[:, j] = centre[j] + GRID_LOG_LENGTHSCALE[::2]
-            axes.append(moved)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3,)))
-    cube = lo + (hi - lo) * qmc.LatinHypercube(d=d + 1, rng=rng).random(START_CANDIDATES)
-    extra = np.concatenate([cube, *axes])
-    points = np.concatenate([grid, extra])
-    values = np.concatenate([grid_values, *(potential(c)[0] for c in np.array_split(extra, 4))])
-    order = [i for i in np.argsort(values, kind="stable") if np.isfinite(values[i])]
-    if not order:
-        return None
-    starts: list[np.ndarray] = []
-    for i in order:
-        if all(np.abs(points[i] - s).max() >= START_SPACING for s in starts):
-            starts.append(points[i])
-            if len(starts) == START_OPTIMA:
-                break
-    bounds = list(zip(lo - 3.0, hi + 3.0, strict=True))
-    found = sorted((_descend(potential, x, bounds) for x in starts), key=lambda m: m[0])
-    modes, masses, scales, hessians = [], [], [], []
-    for value, x in found:
-        # the same mode as a better one when within 3 of its sds
-        if any((x - y) @ h @ (x - y) < 9.0 for y, h in zip(modes, hessians, strict=True)):
-            continue
-        h = _hessian(potential, x)
-        # no direction wider than the prior (where the likelihood is flat, or the search stopped
-        # short of the mode)
-        eig, vec = np.linalg.eigh(h) if np.isfinite(h).all() else (np.zeros(len(x)), np.eye(len(x)))
-        eig = np.maximum(eig, 1.0 / PRIOR_VARIANCE)
-        modes.append(x)
-        hessians.append((vec * eig) @ vec.T)
-        masses.append(-value - 0.5 * np.log(eig).sum())
-        scales.append(vec / np.sqrt(eig))
-    weights = np.exp(np.array(masses) - max(masses))
-    return np.array(modes), weights / weights.sum(), np.array(scales)
-
-
-def _descend(potential: GPPotential, x0: np.ndarray, bounds) -> tuple[float, np.ndarray]:
-    """A local minimum of the potential from ``x0`` by L-BFGS (``START_ITERATIONS`` at most):
-    ``(U, theta)``, or ``x0`` where the search found nothing better."""
-
-    def f(x):
-        value, grad = potential(x[None])
-        return (float(value[0]), grad[0]) if np.isfinite(value[0]) else (1e300, grad[0] * 0.0)
-
-    start = f(x0)[0]
-    with np.errstate(all="ignore"):
-        result = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": START_ITERATIONS})  # fmt: skip
-    value = f(result.x)[0]
-    return (value, result.x) if value <= start else (start, x0)
-
-
-def _hessian(potential: GPPotential, x: np.ndarray, step: float = 1e-4) -> np.ndarray:
-    """The potential's Hessian at ``x`` by central differences of its gradient (one call)."""
-    p = len(x)
-    grad = potential(x + step * np.concatenate([np.eye(p), -np.eye(p)]))[1]
-    h = (grad[:p] - grad[p:]).T / (2 * step)
-    return (h + h.T) / 2
-
-
-MODE_RULES = ("kde", "kde-raw")
-RAW_KDE_BANDWIDTH = 0.3
-
-
-def mode_index(log_draws: np.ndarray, rule: str = "kde", limit: int = MODE_DRAWS, seed: int = 0,
-               prior_mean=None) -> int:  # fmt: skip
-    """Index of the draw (``S x P``, log space) that stands for the posterior's mode.
-
-    - ``kde``: :func:`posterior_mode_index`, the densest draw under scipy's Gaussian KDE of the
-      log-hyperparameters (Scott's bandwidth).
-    - ``kde-raw``: the paper's code's rule (``models/base_pyro_gp.py``): the densest of all draws
-      under an isotropic Gaussian KDE of bandwidth 0.3 on the raw values (lengthscales, noise
-      variance), as scikit-learn's ``KernelDensity(kernel="gaussian", bandwidth=0.3)`` scores
-      them. The lengthscales are those of the inputs the priors are stated for: ``exp(theta -
-      prior_mean)`` (see :class:`~worker.potential.GPPotential`).
-
-    Either rule looks at ``limit`` draws at most (its cost grows as their square): of more, a
-    seeded sample without replacement.
-    """
-    if rule == "kde":
-        return posterior_mode_index(log_draws, limit, seed)
-    if rule != "kde-raw":
-        raise ValueError(f"unknown mode rule {rule!r}; known: {', '.join(MODE_RULES)}")
-    shift = 0.0 if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
-    rows = _mode_rows(len(log_draws), limit, seed)
-    return int(rows[raw_kde_mode_index(np.exp(log_draws[rows] - shift))])
-
-
-def raw_kde_mode_index(values: np.ndarray, bandwidth: float = RAW_KDE_BANDWIDTH) -> int:
-    """Index of the row of ``values`` (``S x P``) with the highest isotropic Gaussian KDE
-    density of all rows (bandwidth ``bandwidth``); the first of ties. Non-finite rows never win."""
-    values = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(values).all(1)
-    if not finite.any():
-        return 0
-    points = values[finite]
-    scores = np.empty(len(points))
-    for start in range(0, len(points), 256):  # bounded memory: 256 x S x P at a time
-        diff = points[start : start + 256, None, :] - points[None, :, :]
-        dist = (diff * diff).sum(-1)
-        scores[start : start + 256] = logsumexp(-0.5 * dist / bandwidth**2, axis=1)
-    return int(np.flatnonzero(finite)[np.argmax(scores)])
-
-
-def posterior_mode_index(log_draws: np.ndarray, limit: int = MODE_DRAWS, seed: int = 0) -> int:
-    """Index of the draw (``S x P``, log space) with the highest Gaussian-KDE density
-    (scipy.stats.gaussian_kde, Scott's bandwidth). Of more than ``limit`` draws, ``limit`` drawn
-    without replacement (seeded by ``seed``) make the KDE and the mode is the densest of them.
-    Draws too degenerate for a KDE (all equal, or a singular covariance) fall back to the first
-    draw of the most frequent value."""
-    rows = _mode_rows(len(log_draws), limit, seed)
-    return int(rows[_densest(log_draws[rows])])
-
-
-def _mode_rows(size: int, limit: int, seed: int) -> np.ndarray:
-    """All ``size`` rows, or of more than ``limit``, ``limit`` drawn without replacement (seeded
-    by ``seed``), in order."""
-    if size <= max(1, limit):
-        return np.arange(size)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
-    return np.sort(rng.choice(size, size=max(1, limit), replace=False))
-
-
-def _densest(log_draws: np.ndarray) -> int:
-    try:
-        density = gaussian_kde(log_draws.T)(log_draws.T)
-    except (np.linalg.LinAlgError, ValueError):
-        values, counts = np.unique(log_draws, axis=0, return_counts=True)
-        most = values[np.argmax(counts)]
-        return int(np.flatnonzero((log_draws == most).all(1))[0])
-    return int(np.argmax(density))
-
-
-def _rank_normalized(x: np.ndarray) -> np.ndarray:
-    """Rank-normalized draws (Vehtari et al. 2021), ``C x S`` -> ``C x S``."""
-    ranks = np.argsort(np.argsort(x, axis=None, kind="stable"), kind="stable").reshape(x.shape)
-    return ndtri((ranks + 1 - 0.375) / (x.size + 0.25))
-
-
-def _split(x: np.ndarray) -> np.ndarray:
-    """Each chain cut in two halves: ``C x S x ...`` -> ``2C x S//2 x ...``."""
-    half = x.shape[1] // 2
-    return np.concatenate([x[:, :half], x[:, half : 2 * half]], 0)
-
-
-def bounded_ess(ess: float, draws: int) -> float:
-    """An ESS estimate held to ``(0, N log10 N]`` for ``N`` draws, as Stan holds it (its
-    autocorrelation time at least ``1 / log10 N``). Pyro's estimate has no such floor: short
-    or antithetic chains give a negative time, so a negative ESS, or one far above N."""
-    most = draws * math.log10(draws)
-    return most if not 0 < ess <= most else ess
-
-
-def convergence(theta: np.ndarray) -> tuple[dict, dict]:
-    """Bulk R-hat (split, rank-normalized, pyro.ops.stats.split_gelman_rubin) and bulk ESS
-    (split chains, rank-normalized, pyro.ops.stats.effective_sample_size, held to
-    :func:`bounded_ess`) of each hyperparameter (``lengthscale_i``, ``noise``) of draws
-    ``C x S x P``; NaN when there are fewer than 4 draws per chain or all are equal."""
-    names = [f"lengthscale_{i}" for i in range(theta.shape[2] - 1)] + ["noise"]
-    rhat, ess = {}, {}
-    for j, name in enumerate(names):
-        x = theta[:, :, j]
-        if theta.shape[1] >= 4 and np.ptp(x) > 0:
-            z = torch.from_numpy(_rank_normalized(x))
-            rhat[name] = float(split_gelman_rubin(z, chain_dim=0, sample_dim=1))
-            split = _split(z.numpy())
-            ess[name] = bounded_ess(
-                float(effective_sample_size(torch.from_numpy(split), 0, 1)), split.size
-            )
-        else:
-            rhat[name], ess[name] = float("nan"), float("nan")
-    return rhat, ess
-
-
-def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> dict:
-    """Per hyperparameter (``lengthscale_i``, ``noise``): bulk R-hat and bulk ESS (see
-    :func:`convergence`); and divergences, mean acceptance, step sizes, tree
-    depths, gradient evaluations and seconds."""
-    theta = draws.theta  # C x S x P
-    rhat, ess = convergence(theta)
-    return {
-        "rhat": rhat,
-        "ess_bulk": ess,
-        "max_rhat": max(rhat.values()),
-        "min_ess_bulk": min(ess.values()),
-        "divergences": int(draws.diverging.sum()),
-        "warmup_divergences": int(draws.warmup_divergences.sum()),
-        "accept_mean": float(draws.accept_stat.mean()),
-        "step_size": [float(s) for s in draws.step_size],
-        "tree_depth_mean": float(draws.tree_depth.mean()),
-        "tree_depth_max": int(draws.tree_depth.max()),
-        "leapfrogs_per_draw": float(draws.n_leapfrog.mean()),
-        "gradient_evaluations": gradient_evaluations,
-        "seconds": seconds,
-        "chains": int(theta.shape[0]),
-        "samples_per_chain": int(theta.shape[1]),
-    }
 
 
 __all__ = [

@@ -27,18 +27,11 @@ service.
 - :func:`get_simulator`: the paper's seven built-in test simulators (and a two-output one).
 """
 
-from clients.client import (
-    ApiError,
-    Campaign,
-    CampaignStatus,
-    Evaluation,
-    Model,
-    NextPoint,
-    RefitFailed,
-)
 from clients.client import FbgpClient as Client
+from clients.errors import ApiError, RefitFailed
 from clients.metamodel import Metamodel
 from clients.prediction import Prediction
+from clients.responses import Campaign, CampaignStatus, Evaluation, Model, NextPoint
 from clients.runner import run_simulator
 from clients.simulators import get_simulator
 

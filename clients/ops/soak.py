@@ -41,7 +41,8 @@ from rq import Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from clients.client import ApiError, FbgpClient, RefitFailed
+from clients.client import FbgpClient
+from clients.errors import ApiError, RefitFailed
 from clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator

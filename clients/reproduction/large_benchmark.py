@@ -12,7 +12,8 @@ import torch
 
 from clients.reproduction.core_data import agreement, campaign_data, data, fit, reference_posterior
 from worker.acquisition import evaluate
-from worker.mcmc import Target, convergence, sample_posterior
+from worker.convergence import convergence
+from worker.mcmc import Target, sample_posterior
 from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 from worker.transforms import OutputStandardization
 

@@ -1,12 +1,13 @@
-"""Cold starts (worker.mcmc, init "grid"): chains begin in the posterior's major mode, also where
-a lengthscale shared by all inputs points to a minor one."""
+"""Cold starts (worker.cold_start, init "grid"): chains begin in the posterior's major mode,
+also where a lengthscale shared by all inputs points to a minor one."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
 from clients.reproduction.core_data import campaign_data
-from worker.mcmc import _initial_points, sample_posterior
+from worker.cold_start import initial_points
+from worker.mcmc import sample_posterior
 from worker.potential import GPPotential
 
 # The reproduction's first 100 Ishigami points (its QB-MGP campaign of run 0): two modes of
@@ -42,7 +43,7 @@ def test_cold_chains_find_the_major_mode_that_a_shared_lengthscale_misses(ishiga
     assert (-potential(medians)[0] > (major + minor) / 2).all()
     assert (medians[:, 1] > 1.0).all()
     # a chain's start depends on the seed and its number only (chain groups over workers)
-    both, guess = _initial_points(potential, [0, 1, 2], 2, "grid")
-    some, some_guess = _initial_points(potential, [1, 2], 2, "grid")
+    both, guess = initial_points(potential, [0, 1, 2], 2, "grid")
+    some, some_guess = initial_points(potential, [1, 2], 2, "grid")
     assert np.array_equal(both[1:], some) and np.array_equal(guess[1:], some_guess)
     assert np.isfinite(potential(both)[0]).all() and len(np.unique(both, axis=0)) == 3

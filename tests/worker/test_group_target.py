@@ -1,7 +1,7 @@
 """Chain groups of one refit on several workers give the draws of one process running every
 chain, bit for bit: each chain's numbers do not depend on its group (its own random streams, a
 potential computed row by row), and the groups judge the sampling target at each check on all
-the chains together (:meth:`worker.mcmc.Target.more_of`), telling each other where they are
+the chains together (:meth:`worker.convergence.Target.more_of`), telling each other where they are
 through Redis (:class:`worker.jobs.fanout.Peers`, a real redis-server)."""
 
 import threading

@@ -10,15 +10,15 @@ import torch
 from scipy.stats import gaussian_kde
 
 from worker import nuts
+from worker.convergence import convergence
 from worker.gp import log_marginal_likelihood
 from worker.mcmc import (
     Posterior,
     Target,
-    convergence,
     posterior_mode_index,
     sample_posterior,
-    warm_min_ess,
 )
+from worker.warm_start import warm_min_ess
 
 D = torch.float64
 QUANTILES = (0.05, 0.5, 0.95)
@@ -447,7 +447,7 @@ def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
     the draws. Held as Stan holds it, it is N log10 N there, and pyro's own elsewhere."""
     from pyro.ops.stats import effective_sample_size
 
-    from worker.mcmc import _rank_normalized, _split, bounded_ess
+    from worker.convergence import _rank_normalized, _split, bounded_ess
 
     rng = np.random.default_rng(0)
     t = np.arange(60)

@@ -12,7 +12,8 @@ from scipy.stats import lognorm, multivariate_normal, norm
 
 from worker import answers, fitting
 from worker.acquisition import evaluate
-from worker.mcmc import Posterior, mode_index, raw_kde_mode_index, sample_posterior
+from worker.mcmc import Posterior, sample_posterior
+from worker.mode import mode_index, raw_kde_mode_index
 from worker.potential import PRIOR_VARIANCE, GPPotential
 from worker.spec.design import GridPool
 

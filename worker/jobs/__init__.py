@@ -25,8 +25,9 @@ from service.store import CampaignStore
 from worker import answers, fitting, views
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
-from worker.mcmc import Target, assemble, judge_warm_start
+from worker.mcmc import Target, assemble
 from worker.spec.defaults import output_labels, output_names, output_spec
+from worker.warm_start import judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
 

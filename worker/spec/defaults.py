@@ -53,10 +53,11 @@ _PAPER = {
 MCMC_PRESETS: dict[str, dict] = {
     "paper": {**_PAPER, "init": "uniform"},
     # the paper's settings with the mode picked as the paper's code picks it: the densest draw
-    # under a KDE of bandwidth 0.3 on the raw hyperparameters (worker.mcmc.mode_index)
+    # under a KDE of bandwidth 0.3 on the raw hyperparameters (worker.mode.mode_index)
     "paper-code": {**_PAPER, "init": "uniform", "mode_rule": "kde-raw"},
     # the paper's settings with the chains started where the service starts them by default:
-    # spread over the modes of a coarse posterior grid (worker.mcmc), not in Pyro's [-2, 2] box
+    # spread over the modes of a coarse posterior grid (worker.cold_start), not in Pyro's
+    # [-2, 2] box
     "paper-grid": {**_PAPER, "init": "grid"},
     # the service's defaults before sampling to a target: the paper's fixed count, warm-started
     "fixed": {**_PAPER, "warm_start": True, "warm_warmup": 50, "init": "grid"},
