@@ -20,8 +20,8 @@ from rq.utils import utcparse
 
 from service import costs
 from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
-from service.loop import JobFacts
 from service.settings import get_settings
+from service.supervision import JobFacts
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 REFIT = "fbgp-refit"  # NUTS refits and scoring
@@ -222,7 +222,7 @@ def worker_count(connection) -> int:
 
 
 def job_facts(connection, job_id: str, merge_id: str = "") -> JobFacts:
-    """What :func:`service.loop.refit_dead` needs to know of a refit's job (and of the job
+    """What :func:`service.supervision.refit_dead` needs to know of a refit's job (and of the job
     that merges its chain groups, if it fanned out), each job read once. A merge counts as
     ``merging`` once past its groups (no longer deferred) and alive: while it is deferred its
     groups beat for the refit; should one's worker die, RQ's cleanup fails it and queues the

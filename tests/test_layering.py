@@ -41,10 +41,21 @@ def test_the_api_never_imports_torch():
 
 
 def test_the_loop_rules_are_pure():
-    """service/loop.py decides; it reads no Redis, serves no HTTP, fits nothing."""
-    assert _imports(ROOT / "service" / "loop.py") <= {"__future__", "collections", "dataclasses",
-                                                       "enum", "hashlib", "math",
-                                                       "typing"}  # fmt: skip
+    """service/loop.py and service/supervision.py decide; they read no Redis, serve no HTTP,
+    fit nothing (the supervision rule reads the loop's state types, nothing else)."""
+    pure = {"__future__", "collections", "dataclasses", "enum", "hashlib", "math", "typing"}
+    assert _imports(ROOT / "service" / "loop.py") <= pure
+    assert _imports(ROOT / "service" / "supervision.py") <= pure | {"service"}
+
+
+def test_no_module_is_over_450_lines_nor_a_store_module_over_300():
+    """A module holds one thing: none of the product's is over 450 lines, none of the store's
+    nouns over 300."""
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text().splitlines())
+             for package in ("service", "worker", "clients")
+             for p in (ROOT / package).rglob("*.py")}  # fmt: skip
+    assert {p: n for p, n in sizes.items() if n > 450} == {}
+    assert {p: n for p, n in sizes.items() if p.startswith("service/store/") and n > 300} == {}
 
 
 def test_cli_and_simulators_load_without_torch():

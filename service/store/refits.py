@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
-from service import costs, loop, queues
+from service import costs, loop, queues, supervision
 from service.errors import NotFound
 from service.keys import PHASES
 from service.loop import Refit, Rules
@@ -150,26 +150,26 @@ class Refits:
         return bool(self.s.note_merge(keys=keys, args=[token, merge_id]))
 
     def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
-        """Act on :func:`service.loop.refit_condition`: a failed refit whose back-off ran out is
-        queued again; a queued one whose enqueue never came (the API or worker that queued it
+        """Act on :func:`service.supervision.refit_condition`: a failed refit whose back-off ran
+        out is queued again; a queued one whose enqueue never came (the API or worker that queued it
         stopped in between) is enqueued, and counts as nothing; a dead one is queued again
         under a new job (the old one, should it still run somewhere, is no longer in charge and
         cannot write), and its death counts as a failure of the refit: from the second in a row
         on it backs off, and at ``refit_max_attempts`` in a row the campaign fails. True if this
         call acted (one caller wins when several look at once)."""
         refit = Refit.of(self.state(campaign_id))
-        condition = loop.refit_condition(
+        condition = supervision.refit_condition(
             refit, now, lease, lambda: queues.job_facts(self.r, refit.job, refit.merge)
         )
-        if condition == loop.RefitCondition.RETRY_DUE:
+        if condition == supervision.RefitCondition.RETRY_DUE:
             job_id = uuid.uuid4().hex
             if not self.s.retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
                 return False
             self._after_failure(campaign_id, 1, job_id, now)
             return True
-        if condition == loop.RefitCondition.UNENQUEUED:
+        if condition == supervision.RefitCondition.UNENQUEUED:
             return self._adopt_refit(campaign_id, refit.job, now)
-        if condition != loop.RefitCondition.DEAD:
+        if condition != supervision.RefitCondition.DEAD:
             return False
         job_id = uuid.uuid4().hex
         failure = self._failure(campaign_id, job_id, now, DIED, died=True)

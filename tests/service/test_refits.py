@@ -161,7 +161,7 @@ def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_no
     from rq.job import Job
 
     from service import queues
-    from service.loop import ENQUEUE_GRACE_SECONDS
+    from service.supervision import ENQUEUE_GRACE_SECONDS
 
     redis, store, campaign = _idle_store(settings)
     assert store.import_observations(campaign, [[0.5]], [0.1], time.time(), enqueue=False)[2]

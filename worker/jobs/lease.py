@@ -1,5 +1,5 @@
 """A refit's lease: its heartbeat, kept fresh in its campaign's state while it runs, so that a
-refit whose worker died is taken for dead (:func:`service.loop.refit_dead`) and revived."""
+refit whose worker died is taken for dead (:func:`service.supervision.refit_dead`) and revived."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The worker process: an RQ worker serving the queues (high priority first) with one torch
 thread, whose maintenance also revives dead refits (the same rule as ``/next``'s,
-:func:`service.loop.refit_dead`, through :meth:`service.store.refits.Refits.revive_all`)."""
+:func:`service.supervision.refit_dead`, through :meth:`service.store.refits.Refits.revive_all`)."""
 
 from __future__ import annotations
 
