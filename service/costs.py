@@ -73,10 +73,12 @@ def refit_timeout(spec: dict, n: int, settings) -> int:
     return math.ceil(min(seconds, settings.job_timeout_max_seconds))
 
 
-def refit_job(spec: dict, n: int, last_seconds: float | None, settings) -> tuple[int, bool]:
+def refit_job(spec: dict, n: int, last_seconds: float | None, settings,
+              last_n: int | None = None) -> tuple[int, bool]:  # fmt: skip
     """A refit job's timeout (:func:`refit_timeout`) and whether it is long
     (:func:`long_refit`: its lane, :func:`service.queues.refit_queue`)."""
-    return refit_timeout(spec, n, settings), long_refit(spec, n, last_seconds, settings)
+    return (refit_timeout(spec, n, settings),
+            long_refit(spec, n, last_seconds, settings, last_n))  # fmt: skip
 
 
 def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:
@@ -95,12 +97,16 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
     return max(1, math.ceil(min(seconds, wait_seconds, settings.job_timeout_max_seconds)))
 
 
-def long_refit(spec: dict, n: int, last_seconds: float | None, settings) -> bool:
-    """Whether a campaign's refit is long: its last one (``last_seconds``) took more than
-    ``long_refit_seconds``, or, before its first model, its work (:func:`refit_work`) or its
-    scoring's is beyond the ``long_refit_*`` bounds."""
+def long_refit(spec: dict, n: int, last_seconds: float | None, settings,
+               last_n: int | None = None) -> bool:  # fmt: skip
+    """Whether a campaign's refit on ``n`` labels is long. Once a refit's time is known
+    (``last_seconds``, on ``last_n`` labels), by that time scaled to the work now
+    (:func:`refit_work` on ``n`` over on ``last_n``: labels imported since count), against
+    ``long_refit_seconds``; before, by its work or its scoring's against the ``long_refit_*``
+    bounds."""
     if last_seconds is not None:
-        return last_seconds > settings.long_refit_seconds
+        scale = refit_work(spec, n) / refit_work(spec, last_n if last_n is not None else n)
+        return last_seconds * max(1.0, scale) > settings.long_refit_seconds
     # (a spec stored by an older version may lack what has a default now)
     mcmc = dict(MCMC_DEFAULTS, **spec.get("mcmc", {}))
     subsample = int(spec.get("pool_subsample", 10_000))

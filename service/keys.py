@@ -93,6 +93,7 @@ CAMPAIGN_PREFIX = PREFIX + "c:"  # then the campaign's id, a colon and the part
 # the pub/sub channel on which a campaign's id is published whenever something changes what its
 # /next may answer (a label, an import, a failed or abandoned run, a model, a refit's end)
 WAKE_CHANNEL = PREFIX + "wake"
+SHORTS = PREFIX + "shorts"  # sorted set: the stack's model calls out -> when they time out
 CAMPAIGNS = PREFIX + "campaigns"
 TOKENS = PREFIX + "tokens"
 TEAMS = PREFIX + "teams"

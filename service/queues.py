@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 import uuid
 import zlib
@@ -131,8 +132,9 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     ``wait_seconds``. The job is noted among the campaign's while it runs, so that a delete
     stops it; a model call (:data:`MODEL_CALLS`) beyond the campaign's ``limit_model_calls``
     short jobs out at once, or a plot beyond that many and :data:`PAGE_PLOTS` more, is
-    :class:`TooMany`, so that one campaign's calls cannot keep the workers from every other
-    campaign's refits (workers serve the high queue first). ``store``: the campaign store
+    :class:`TooMany`, and one beyond the stack's ``model_call_share`` of its workers (across
+    campaigns and teams) :class:`Busy`, so that model calls cannot keep the workers from the
+    campaigns' refits (workers serve the high queue first). ``store``: the campaign store
     (:class:`service.store.CampaignStore`) on the queues' connection."""
     settings = get_settings()
     connection = store.r
@@ -144,9 +146,16 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
     most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)
-    admitted = store.admit_short(campaign_id, member, now, now + timeout + 60, most)
+    workers = worker_count(connection)
+    share = max(1, math.floor(workers * settings.model_call_share))
+    stack = share if name in MODEL_CALLS else None  # a page's plots: bounded per campaign
+    admitted = store.admit_short(campaign_id, member, now, now + timeout + 60, most, stack)
     if admitted == 0:
         raise NotFound(f"no campaign {campaign_id!r}")
+    if admitted == -2:
+        raise Busy(f"model calls hold {share} of the stack's {workers} worker(s), their share "
+                   "(model_call_share, env FBGP_MODEL_CALL_SHARE): the others refit; ask again "
+                   "shortly", retry_after)  # fmt: skip
     if admitted < 0:
         raise TooMany(f"campaign {campaign_id!r} has {most} model call(s) running, as many as "
                       "it may (limit_model_calls, env FBGP_LIMIT_MODEL_CALLS); ask again when "
@@ -218,7 +227,7 @@ def _cancel(connection, job: Job) -> None:
 
 def worker_count(connection) -> int:
     """The workers registered with RQ."""
-    return len(Worker.all(connection=connection))
+    return Worker.count(connection=connection)
 
 
 def job_facts(connection, job_id: str, merge_id: str = "") -> JobFacts:

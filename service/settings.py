@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     """Model calls (`/predict`, `/acquisition`, `/evaluate`) of one campaign out at once; more
     are 429. Workers serve these first, so a campaign that kept several out could hold them
     from every other campaign's refits."""
+    model_call_share: float = Field(0.5, gt=0, le=1)
+    """The share of the stack's workers that model calls (`/predict`, `/acquisition`,
+    `/evaluate`) may hold at once, across all campaigns and teams, at least
+    one call; beyond it a call is 503 with Retry-After. Workers serve these first, so without
+    a bound a few campaigns' calls could hold every worker from every campaign's refits."""
     limit_grid_points: int = 2**62
     """Points of a grid pool (`points_per_dim^inputs` for float inputs); at most 2^62, the range
     of its indices."""
@@ -84,15 +89,17 @@ class Settings(BaseSettings):
     maintenance_interval: int = 20
     """Seconds between a worker's looks for stuck campaigns (refits to revive)."""
 
-    # A campaign whose last refit took more than long_refit_seconds, or, before its first model,
+    # A campaign whose last refit's time, scaled to its labels now, is more than
+    # long_refit_seconds, or, before its first model,
     # whose refit would run more than long_refit_work NUTS iterations (costs.refit_work: twice
     # the defaults' at 100 labels) or score more than long_refit_scoring_work predictions (twice
     # the defaults'), refits on the long queue, which light workers (`fbgp-al worker --light`;
     # worker 0 of `fbgp-al up` and of compose) never take: a small campaign always finds one.
     long_refit_seconds: float = 15.0
-    """A campaign whose last refit took longer than this many seconds refits on the long queue,
-    which light workers (`fbgp-al worker --light`) never take: a small campaign always finds
-    one."""
+    """A campaign whose last refit's time, scaled to the labels it has now (a refit's work grows
+    as n^3: an import of many labels counts at once), is longer than this many seconds refits on
+    the long queue, which light workers (`fbgp-al worker --light`) never take: a small campaign
+    always finds one."""
     long_refit_work: float = 48_000
     """Before its first model, a campaign whose refit would run more NUTS iterations than this
     (twice the defaults' at 100 labels) refits on the long queue."""

@@ -36,8 +36,17 @@ from worker.spec.defaults import known_noise, output_names
 
 router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
 
-# a model-based answer: 404 before the first model; 500 if the job failed, 503 if none answered
-MODEL_RESPONSES = problem_responses(404, 500)
+# a model-based answer: 404 before the first model; 500 if the job failed; 429 and 503 ask
+# again after Retry-After
+MODEL_RESPONSES = problem_responses(404, 500, 429, 503)
+MODEL_RESPONSES[429]["description"] = (
+    "the campaign has as many model calls out as it may (FBGP_LIMIT_MODEL_CALLS): ask again "
+    "after Retry-After"
+)
+MODEL_RESPONSES[503]["description"] = (
+    "no worker answered in time, or all campaigns' model calls hold their share of the workers "
+    "(FBGP_MODEL_CALL_SHARE): ask again after Retry-After"
+)
 
 
 @router.get(

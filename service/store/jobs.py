@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from service import queues
+from service.keys import SHORTS
 
 log = logging.getLogger("fbgp.store")
 
@@ -37,15 +38,22 @@ class Jobs:
         return bool(self.s.track(keys=keys, args=[now, until, *members]))
 
     def admit_short(self, campaign_id: str, member: str, now: float, until: float,
-                    most: int) -> int:  # fmt: skip
-        """Note model call ``member`` among the campaign's jobs until ``until`` unless ``most``
-        are out already: 1 noted, 0 the campaign is gone, -1 too many out."""
-        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
-        return int(self.s.admit_short(keys=keys, args=[now, until, member, most]))
+                    most: int, most_of_stack: int | None = None) -> int:  # fmt: skip
+        """Note model call ``member`` among the campaign's jobs and the stack's until ``until``
+        unless ``most`` of the campaign's or ``most_of_stack`` of all campaigns' are out already
+        (None: a call the stack's share does not count, a plot): 1 noted, 0 the campaign is
+        gone, -1 too many of the campaign's out, -2 too many of the stack's."""
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs"), SHORTS]
+        stack = "" if most_of_stack is None else most_of_stack
+        return int(self.s.admit_short(keys=keys, args=[now, until, member, most, stack]))
 
     def forget_jobs(self, campaign_id: str, members: list[str]) -> None:
-        """Jobs that ended, no longer the campaign's to stop or count."""
-        self.r.zrem(self.k(campaign_id, "jobs"), *members)
+        """Jobs that ended, no longer the campaign's (nor, for model calls, the stack's) to stop
+        or count."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.zrem(self.k(campaign_id, "jobs"), *members)
+        pipe.zrem(SHORTS, *members)
+        pipe.execute()
 
     def stop_refits(self, campaign_id: str, but: str | None = None) -> None:
         """Stop the campaign's refit jobs (refits, chain groups, merges) but ``but``: those

@@ -90,11 +90,14 @@ class Refits:
         """A refit job's timeout and whether it is long (:func:`service.costs.refit_job`)."""
         settings = get_settings()
         n = self.n_labeled(campaign_id)
-        took = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
-                            "failed_refit_seconds")  # fmt: skip
+        *took, version = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
+                                      "failed_refit_seconds", "model_version")  # fmt: skip
         known = [float(t) for t in took if t and float(t) > 0]
         last_seconds = max(known) if known else None
-        return costs.refit_job(spec, n, last_seconds, settings)
+        # the time is scaled from the last model's labels to the labels now (a failed refit's
+        # ran on at least as many: scaled from the model's, it errs towards the long lane)
+        last_n = int(version) if version else None
+        return costs.refit_job(spec, n, last_seconds, settings, last_n)
 
     def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,
                  died: bool) -> tuple[list[str], str] | None:  # fmt: skip

@@ -12,7 +12,7 @@ from rq import Worker
 from rq.job import Job
 
 from clients.client import FbgpClient
-from service.costs import refit_work
+from service.costs import long_refit, refit_work
 from service.queues import (
     HIGH,
     LIGHT,
@@ -225,3 +225,52 @@ def test_a_worker_takes_the_tenants_queues_in_turn():
     assert take_turns(order, HIGH, name=str) == order
     light = take_turns(list(LIGHT), LONGS[1], name=str)  # a lane it does not serve: unchanged
     assert light == list(LIGHT)
+
+
+def test_a_quick_first_refit_does_not_keep_a_campaign_grown_by_an_import_in_the_short_lane(
+    make_body, bare_store
+):
+    """The lane follows the work now: a refit's time is scaled from the labels it ran on to the
+    labels there are (an import of 1,500 after a 0.4 s refit on 3 is a long refit); a time
+    measured on as many labels as now still decides against a pessimistic estimate."""
+    settings = Settings()
+    small, big = _spec(make_body), _spec(make_body, mcmc=BIG)
+    campaign = bare_store.create(make_body(max_labels=2000))["id"]
+    spec = bare_store.spec(campaign)
+    bare_store.r.hset(f"fbgp:c:{campaign}:state",
+                      mapping={"model_version": 3, "last_refit_seconds": 0.4})  # fmt: skip
+    labels = f"fbgp:c:{campaign}:labels"
+    bare_store.r.rpush(labels, *['{"x": [1.0], "y": 0.0}'] * 4)
+    assert lane(spec, bare_store._refit_job(campaign, spec)[1]) == REFIT  # 4 labels: quick
+    bare_store.r.rpush(labels, *['{"x": [1.0], "y": 0.0}'] * 1496)
+    assert lane(spec, bare_store._refit_job(campaign, spec)[1]) == LONG  # was REFIT: 0.4 s
+    bare_store.delete(campaign)
+    assert long_refit(small, 1500, 0.4, settings, last_n=3)
+    assert not long_refit(small, 4, 0.4, settings, last_n=3)  # one more label: still quick
+    assert not long_refit(big, 3, 1.0, settings, last_n=3)  # measured quick: quick
+    assert long_refit(small, 3, settings.long_refit_seconds + 1, settings, last_n=3)
+
+
+def test_the_stacks_model_calls_hold_at_most_their_share_of_the_workers(client, make_body,
+                                                                         redis_url):  # fmt: skip
+    """Across campaigns, model calls out at once are at most model_call_share of the workers
+    (at least one): one more is 503 with Retry-After until one ends; a page's plots are
+    bounded per campaign, not by the share."""
+    store = CampaignStore(Redis.from_url(redis_url))
+    ids = [client.post("/campaigns", json=make_body(max_labels=10)).json()["id"] for _ in "ab"]
+    for campaign in ids:
+        label_design(client, campaign, [0.1, 0.4, -0.3])
+        wait_for_model(client, campaign, 3)
+    now = time.time()
+    share = max(1, int(Worker.count(connection=store.r) * Settings().model_call_share))
+    others = [f"short:other-{i}" for i in range(share)]  # other campaigns' calls, out now
+    for member in others:
+        assert store.admit_short(ids[0], member, now, now + 60, 100, share) == 1
+    assert store.admit_short(ids[1], "short:one-more", now, now + 60, 100, share) == -2
+    r = client.post(f"/campaigns/{ids[1]}/predict", json={"x": [[1.0]]})
+    assert r.status_code == 503 and "Retry-After" in r.headers, r.text
+    assert "model_call_share" in r.json()["detail"]
+    assert client.get(f"/campaigns/{ids[1]}/plots/curve.png").status_code in (200, 404)
+    store.forget_jobs(ids[0], others)
+    assert client.post(f"/campaigns/{ids[1]}/predict", json={"x": [[1.0]]}).status_code == 200
+    assert store.r.zcard("fbgp:shorts") == 0  # the answered call's note is gone
