@@ -12,7 +12,11 @@ tenant works beside it, within every limit the service states (:class:`service.s
 - ``evaluate``: several threads posting ``/evaluate`` with the most test points allowed, back to
   back, to one campaign;
 - ``pool``: a parallel 10-D campaign with the largest grid, the most points out at once, BALD and
-  the largest pool subsample that scoring allows, whose simulator takes every point it can.
+  the largest pool subsample that scoring allows, whose simulator takes every point it can;
+- ``calls``: four campaigns, each keeping one ``/predict`` of 100,000 points out, back to back
+  (each within its own ``limit_model_calls``: together they would hold four workers);
+- ``imports``: two campaigns whose first model is quick (3 labels), then 1,500 labels imported
+  at once each (a refit judged by its last time would take the short lane, the light worker's).
 
 At the end of the second phase the greedy campaigns are deleted, and the seconds until no job of
 theirs runs on a worker are reported. Every label the service acknowledged must be stored.
@@ -44,6 +48,10 @@ from clients.simulators import get_simulator
 from service.settings import Settings
 
 EVALUATE_THREADS = 4
+CALL_CAMPAIGNS = 4  # campaigns each keeping one /predict of PREDICT_POINTS out
+PREDICT_POINTS = 100_000
+IMPORT_CAMPAIGNS = 2  # campaigns each importing IMPORT_LABELS labels after a 3-label model
+IMPORT_LABELS = 1_500
 TARGET_RATIO = 2.0  # the well-behaved campaign's pace with the greedy tenant, at most this worse
 
 
@@ -77,7 +85,14 @@ def greedy_bodies(limits: Settings, seed: int) -> dict[str, dict]:
     pending = min(limits.limit_pending, 1000)
     draws = 2 * 50  # the pool campaign's acquisition draws: chains x samples / thinning
     subsample = max(1, min(1_000_000, limits.limit_scoring_work // draws))
+    small = {"inputs": _inputs(2), "max_labels": 2000, "mcmc": dict(MCMC), "seed": seed,
+             "pool": {"type": "grid", "points_per_dim": 100}}  # fmt: skip
+    calls = {f"calls-{k}": dict(small, name=f"greedy-calls-{k}") for k in range(CALL_CAMPAIGNS)}
+    imports = {f"imports-{k}": dict(small, name=f"greedy-imports-{k}")
+               for k in range(IMPORT_CAMPAIGNS)}  # fmt: skip
     return {
+        **calls,
+        **imports,
         "mcmc": {"name": "greedy-mcmc", "inputs": _inputs(2), "max_labels": 1000,
                  "pool": {"type": "grid", "points_per_dim": 100}, "mcmc": mcmc, "seed": seed},
         "evaluate": {"name": "greedy-evaluate", "inputs": _inputs(2), "max_labels": 1000,
@@ -113,9 +128,16 @@ class Greedy:
             for kind, body in self.bodies.items():
                 self.ids[kind] = api.create_campaign(body).id
             x = self.rng.uniform(size=(8, 2))
-            for kind in ("mcmc", "evaluate"):
-                api.import_observations(self.ids[kind], x.tolist(), np.sin(6 * x).sum(1).tolist())
+            for kind in self.ids:
+                if kind == "mcmc" or kind == "evaluate" or kind.startswith("calls-"):
+                    api.import_observations(self.ids[kind], x.tolist(),
+                                            np.sin(6 * x).sum(1).tolist())  # fmt: skip
+                elif kind.startswith("imports-"):
+                    api.import_observations(self.ids[kind], x[:3].tolist(),
+                                            np.sin(6 * x[:3]).sum(1).tolist())  # fmt: skip
         runs = [self._mcmc, self._pool] + [self._evaluate] * EVALUATE_THREADS
+        runs += [lambda k=k: self._calls(f"calls-{k}") for k in range(CALL_CAMPAIGNS)]
+        runs += [lambda k=k: self._imports(f"imports-{k}") for k in range(IMPORT_CAMPAIGNS)]
         self.threads = [threading.Thread(target=run, daemon=True) for run in runs]
         for thread in self.threads:
             thread.start()
@@ -148,6 +170,36 @@ class Greedy:
                     self.stop.wait(1.0)
                 except httpx.HTTPError as error:
                     self.count(f"evaluate {type(error).__name__}")
+
+    def _calls(self, kind: str) -> None:
+        """One ``/predict`` of :data:`PREDICT_POINTS` points out at a time, back to back."""
+        campaign = self.ids[kind]
+        rng = np.random.default_rng(self.rng.integers(2**32))
+        with FbgpClient(self.url, token="", timeout=300.0, retries=0) as api:
+            while not self.stop.is_set():
+                try:
+                    api.predict(campaign, rng.uniform(size=(PREDICT_POINTS, 2)).tolist())
+                    self.count("predict 200")
+                except ApiError as error:
+                    self.count(f"predict {error.status_code}")
+                    self.stop.wait(1.0)
+                except httpx.HTTPError as error:
+                    self.count(f"predict {type(error).__name__}")
+
+    def _imports(self, kind: str) -> None:
+        """Once its 3-label model is stored, :data:`IMPORT_LABELS` labels imported at once."""
+        campaign = self.ids[kind]
+        rng = np.random.default_rng(self.rng.integers(2**32))
+        with FbgpClient(self.url, token="", timeout=60.0) as api:
+            while not self.stop.is_set():
+                with contextlib.suppress(ApiError, httpx.HTTPError):
+                    if api.campaign(campaign).model_version == 3:
+                        x = rng.uniform(size=(IMPORT_LABELS, 2))
+                        api.import_observations(campaign, x.tolist(),
+                                                np.sin(6 * x).sum(1).tolist())  # fmt: skip
+                        self.count("import 201")
+                        return
+                self.stop.wait(0.5)
 
     def _pool(self) -> None:
         """Takes every point it can; labels one in four of them, a second later."""
