@@ -1,4 +1,6 @@
-"""The refit pipeline: failures are recorded and survived, lost jobs are enqueued again."""
+"""Refit supervision (:mod:`service.store.refits`): failures are recorded and survived, lost jobs
+are enqueued again, a superseded refit cannot write, and ill-conditioned data refits through the
+service."""
 
 import json
 import math
@@ -231,69 +233,3 @@ def test_ill_conditioned_data_refits_through_the_service(client, make_body, case
     pred = client.post(f"/campaigns/{campaign}/predict", json={"x": [[0.0], [5.0], [10.0]]})
     assert pred.status_code == 200, pred.text
     assert all(math.isfinite(v) for k in ("mean", "variance") for v in pred.json()[k])
-
-
-def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
-    """A queued job must be in its queue, a started one on a worker that still beats; else the
-    campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job). A job a
-    worker has just taken off the queue is alive until its work horse starts it."""
-    from rq import Queue, Worker
-
-    from service.queues import REFIT, job_alive
-
-    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
-    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
-    assert job_alive(redis, "refit-1")
-    # a worker's dequeue: off the queue, but its work horse has not started it yet
-    assert Queue.dequeue_any([queue], None, connection=redis)[0].id == "refit-1"
-    assert job.get_status() == "queued" and queue.get_job_position("refit-1") is None
-    assert job_alive(redis, "refit-1")
-    transit = queue.intermediate_queue
-    redis.set(transit.get_first_seen_key("refit-1"), time.time() - 61)  # it never starts
-    assert not job_alive(redis, "refit-1")
-    transit.remove("refit-1")  # taken off the queue, and off the way to a worker
-    assert not job_alive(redis, "refit-1")
-    worker = Worker([queue], connection=redis, name="beating")
-    worker.register_birth()
-    job.set_status("started")
-    job.worker_name = "beating"
-    job.save()
-    assert job_alive(redis, "refit-1")
-    redis.hset(worker.key, "last_heartbeat", "2020-01-01T00:00:00.000000Z")  # silent since
-    assert not job_alive(redis, "refit-1")
-    assert not job_alive(redis, "no-such-job")
-    redis.flushdb()
-
-
-def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
-    """The status is read first, then the queue and the way to a work horse: a job a worker
-    took and started in between is on neither, and its status says queued no longer. It is
-    alive (judged dead, its refit would be enqueued again and the running one superseded)."""
-    from rq import Queue, Worker
-
-    from service import queues
-    from service.queues import REFIT, job_alive
-
-    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
-    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
-    worker = Worker([queue], connection=redis, name="starts-it")
-    worker.register_birth()
-    position = Queue.get_job_position
-
-    def taken_and_started(self, job_id):
-        """A worker dequeues the job and its work horse starts it, right after the status was
-        read: off the queue, off the way to the work horse, started."""
-        assert Queue.dequeue_any([queue], None, connection=redis)[0].id == job_id
-        queue.intermediate_queue.remove(job_id)
-        job.set_status("started")
-        job.worker_name = "starts-it"
-        job.save()
-        monkeypatch.setattr(Queue, "get_job_position", position)
-        return position(self, job_id)
-
-    monkeypatch.setattr(Queue, "get_job_position", taken_and_started)
-    assert job_alive(redis, "refit-2")
-    assert queues.job_facts(redis, "refit-2").alive
-    redis.flushdb()

@@ -1,17 +1,51 @@
-"""A delete racing the calls that write a campaign's keys, against the real Redis: whatever
-comes after the delete writes nothing, so no key of the campaign is left behind."""
+"""A campaign's spec, pool and delete (:mod:`service.store.campaigns`), against the real Redis: an
+explicit pool is kept apart from the spec, and a delete racing the calls that write a campaign's
+keys leaves none behind (whatever comes after the delete writes nothing)."""
 
 import threading
 import time
 
+import numpy as np
 import pytest
 from redis import Redis
 from rq import Queue
-from rq.job import Job, JobStatus
 
 from service.errors import NotFound
 from service.queues import REFIT
 from service.store import CampaignStore
+from tests.service.conftest import wait_for_model
+
+
+def test_an_explicit_pool_is_stored_apart_from_the_spec(client, make_body, redis_url):
+    """A pool of points is kept as raw rows beside a spec that names only their count: the spec
+    read on every call stays small, /next hands out the posted points exactly, imports find
+    their pool index, the worker ranks the pool, and a delete leaves no key behind."""
+    rng = np.random.default_rng(4)
+    points = (0.5 + 2 * rng.random((20_000, 1))).tolist()
+    r = client.post("/campaigns", json=make_body(pool={"type": "points", "points": points}))
+    assert r.status_code == 201, r.text
+    created = r.json()
+    campaign = created["id"]
+    assert created["pool"]["points"] == points  # the answer shows the campaign as posted
+    redis = Redis.from_url(redis_url)
+    assert redis.strlen(f"fbgp:c:{campaign}:spec") < 2_000
+    assert redis.strlen(f"fbgp:c:{campaign}:points") == 8 * len(points)
+
+    handed = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(2)]
+    assert [t["x"] for t in handed] == [points[i] for i in created["design_index"][:2]]
+    for t in handed:
+        assert client.post(f"/campaigns/{campaign}/label", json={"ticket": t["ticket"], "y": 0.3})
+    k = 12_345
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [points[k]], "y": [0.1]})
+    assert r.status_code == 201, r.text
+    assert int(k) in {int(i) for i in redis.smembers(f"fbgp:c:{campaign}:labeled")}
+
+    wait_for_model(client, campaign, 3)
+    offered = client.get(f"/campaigns/{campaign}/next").json()["x"]
+    assert offered in points  # the model's choice is a pool point, as posted
+
+    assert client.delete(f"/campaigns/{campaign}").status_code == 204
+    assert not list(redis.scan_iter(f"fbgp:c:{campaign}:*"))
 
 
 def _keys(redis: Redis, campaign: str) -> list[bytes]:
@@ -79,22 +113,3 @@ def test_labels_racing_deletes_over_http_leave_no_key(client, make_body, setting
     time.sleep(1.0)  # a refit enqueued before a delete finds itself not in charge and ends
     for campaign, _ in campaigns:
         assert _keys(redis, campaign) == [], campaign
-
-
-def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
-    """A DELETE answered 500 when a worker took one of the campaign's jobs between the look at
-    its status (queued) and the cancel: RQ 3's cancel then raises ValueError (the run's
-    execution record is not there yet). The job is taken off its queue and stopped instead."""
-    from service.queues import _cancel
-
-    connection = Redis.from_url(redis_url)
-    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=connection)
-    job = queue.enqueue_call("worker.jobs.refit", args=("gone",))
-    job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
-    connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
-    with pytest.raises(ValueError):
-        Job.fetch(job.id, connection=connection).cancel()  # what RQ does
-    assert queue.count == 1
-    _cancel(connection, job)
-    assert queue.count == 0
-    queue.delete(delete_jobs=True)

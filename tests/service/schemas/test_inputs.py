@@ -1,6 +1,7 @@
-"""Input types over the real stack: int, log and choice inputs from the campaign body to the
-model, /next, /label, /predict, the observations (JSON and CSV) and the page; and a 422 for
-every input that does not fit."""
+"""A campaign's inputs (:mod:`service.schemas.inputs`) over the real stack: int, log and choice
+inputs from the campaign body to the model, /next, /label, /predict, the observations (JSON and
+CSV) and the page; a 422 for every input that does not fit, and for inputs whose values cannot
+be told apart; a narrow range that float64 resolves is taken."""
 
 import csv
 import io
@@ -269,29 +270,54 @@ def test_a_grid_too_large_counts_each_inputs_levels(client, make_body):
     assert r.status_code == 422 and "100 x 100" in r.text
 
 
-def test_each_csv_column_is_named_once(client, make_body):
-    """Inputs named like the export's own columns (``y``, ``status``, ``y_<output>``) are
-    written as ``input:<name>``, so that a reader by column name gets each value under its own
-    name; before, inputs ``x``, ``y`` gave the header ``x,y,y,status,reason``."""
-    plane = [{"name": "x", "lower": 0, "upper": 1}, {"name": "y", "lower": 0, "upper": 1},
-             {"name": "status", "lower": 0, "upper": 1}]  # fmt: skip
-    campaign = client.post("/campaigns", json=make_body(inputs=plane, max_labels=10)).json()["id"]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[0.1, 0.9, 0.5]], "y": [100.0]})  # fmt: skip
+UNREADABLE = {
+    "a float range too narrow for float64": (
+        [{"name": "x", "lower": 1.0, "upper": 1.0000000000000002}], "upper - lower must exceed"),
+    "a range of subnormal floats": (
+        [{"name": "x", "lower": 5e-324, "upper": 1e-323}], "too narrow"),
+    "a log range too narrow for float64": (
+        [{"name": "r", "type": "log", "lower": 1e10, "upper": 10000000000.000002}],
+        "log(upper) - log(lower) must exceed"),
+    "choice values that read the same as text": (
+        [{"name": "c", "type": "choice", "values": [10, "10", 2]}], "10 and '10' read the same"),
+    "features that read the same": (
+        [{"name": "m=steel", "lower": 0, "upper": 1},
+         {"name": "m", "type": "choice", "values": ["steel", "al"]}], "read 'm=steel'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_inputs_whose_values_cannot_be_told_apart_are_422(client, make_body, case):
+    """Inputs the GP, the CSV export or the model's features could not tell apart: before,
+    a log range of equal logarithms made every prediction NaN, and a choice of 10 and "10"
+    wrote both as 10."""
+    inputs, message = UNREADABLE[case]
+    r = client.post(
+        "/campaigns", json=make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 5})
+    )
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+
+
+def test_a_narrow_range_that_float64_resolves_is_taken(client, make_body):
+    inputs = [{"name": "x", "lower": 1.0, "upper": 1.000001},
+              {"name": "r", "type": "log", "lower": 1e-9, "upper": 1.000001e-9}]  # fmt: skip
+    r = client.post(
+        "/campaigns", json=make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 11})
+    )
     assert r.status_code == 201, r.text
-    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == ["x", "input:y", "input:status", "y", "status", "reason"]
-    assert rows[0] == {"x": "0.1", "input:y": "0.9", "input:status": "0.5", "y": "100.0",
-                       "status": "ok", "reason": ""}  # fmt: skip
-    outputs = [{"name": "stress"}, {"name": "disp"}]
-    inputs = [{"name": "y_stress", "lower": 0, "upper": 1},
-              {"name": "input:y_stress", "lower": 0, "upper": 1}]  # fmt: skip
-    body = make_body(inputs=inputs, outputs=outputs, max_labels=10)
-    campaign = client.post("/campaigns", json=body).json()["id"]
-    client.post(f"/campaigns/{campaign}/observations",
-                json={"x": [[0.2, 0.3]], "y": [{"stress": 1.5, "disp": 2.5}]})  # fmt: skip
-    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
-    header = next(csv.reader(io.StringIO(text)))
-    assert header == ["input:y_stress", "input:input:y_stress", "y_stress", "y_disp", "status",
-                      "reason"]  # fmt: skip
+    points = {tuple(client.get(f"/campaigns/{r.json()['id']}/next").json()["x"]) for _ in "abc"}
+    assert len(points) == 3 and all(1.0 <= x <= 1.000001 for x, _ in points)
+
+
+@pytest.mark.parametrize("raw", ["NaN", "Infinity"])
+def test_non_finite_bounds_are_422(client, make_body, raw):
+    body = make_body()
+    text = (
+        str(body)
+        .replace("'", '"')
+        .replace("2.5", raw)
+        .replace("True", "true")
+        .replace("False", "false")
+    )
+    r = client.post("/campaigns", content=text, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text

@@ -1,6 +1,6 @@
-"""The OpenAPI document is the contract: every operation, parameter, schema and field has a
-description, every request body an example that the service itself accepts, and no description
-carries notes about the code."""
+"""The request and response bodies (:mod:`service.schemas`) as the OpenAPI document, the contract:
+every operation, parameter, schema and field has a description, every request body an example
+that the service itself accepts, and no description carries notes about the code."""
 
 import importlib
 import json

@@ -1,7 +1,8 @@
-"""A store written by the service at d84e063 (``tests/data/store_d84e063.json``, written by
-``tests/data/write_store_d84e063.py``: a refit running when its worker was killed, a refit queued
-in RQ, tickets out, a failed and an abandoned run, a team's campaign) is read by today's code,
-on a real redis-server with a real API and a real worker, and its campaigns run to the end."""
+"""The campaign store (:class:`service.store.CampaignStore`) as written by the service at d84e063
+(``tests/data/store_d84e063.json``, written by ``tests/data/write_store_d84e063.py``: a refit
+running when its worker was killed, a refit queued in RQ, tickets out, a failed and an abandoned
+run, a team's campaign) is read by today's code, on a real redis-server with a real API and a
+real worker, and its campaigns run to the end."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from redis import Redis
 
 from tests.conftest import start_api, start_redis, start_worker, stop
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "store_d84e063.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "store_d84e063.json"
 
 
 def f(x: list[float]) -> float:

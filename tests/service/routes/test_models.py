@@ -1,7 +1,7 @@
-"""``GET /campaigns/{id}/model/export`` on a real API server with a service token, Redis and
-worker: 404 before the first model, the owner's call only (403 for the simulator token), a
-JSON download of the model with the labels it saw, from which the SDK's ``Metamodel`` predicts
-what ``/predict`` answers, to 1e-10, also after the campaign is deleted."""
+"""``GET /campaigns/{id}/model/export`` (:mod:`service.routes.models`) on a real API server with a
+service token, Redis and worker: 404 before the first model, the owner's call only (403 for the
+simulator token), a JSON download of the model with the labels it saw, from which the SDK's
+``Metamodel`` predicts what ``/predict`` answers, to 1e-10, also after the campaign is deleted."""
 
 import json
 import math
@@ -17,7 +17,7 @@ from clients.client import ApiError, FbgpClient
 from clients.metamodel import Metamodel
 from tests.conftest import start_api, stop
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ADMIN = "service-token-for-the-export-tests"
 RTOL = 1e-10
 BODY = {

@@ -1,13 +1,144 @@
-"""Failed and abandoned runs over HTTP, against the real Redis and worker: a failure frees a
-sequential campaign at once and its point is not offered again (unless ``max_retries``
-allows), an abandon gives the point back, both are idempotent like labels, failures are
-exported, counted and shown, and a campaign whose points all failed says so."""
+"""The labeling loop over HTTP (:mod:`service.routes.labeling`), against the real Redis and worker.
+Labels: idempotent by ticket, exactly one 201 under concurrency, never lost. Failed and abandoned
+runs: a failure frees a sequential campaign at once and its point is not offered again (unless
+``max_retries`` allows), an abandon gives the point back, both are idempotent like labels,
+failures are exported, counted and shown, and a campaign whose points all failed says so (the
+SDK too). Imported observations start the model; a malformed ``Idempotency-Key`` is a 422; a
+campaign lock not acquired is named as such."""
 
-import csv
-import io
 import math
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from redis import Redis
+
+from service.store import CampaignStore
+from tests.service.conftest import wait_for_model
+
+
+def _ticket(client, campaign):
+    r = client.get(f"/campaigns/{campaign}/next")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_repeat_is_200_conflict_is_409_unknown_is_404(client, make_body):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    t = _ticket(client, campaign)["ticket"]
+    url = f"/campaigns/{campaign}/label"
+    assert client.post(url, json={"ticket": t, "y": 1.25}).status_code == 201
+    again = client.post(url, json={"ticket": t, "y": 1.25})
+    assert again.status_code == 200 and again.json()["n_labeled"] == 1
+    assert client.post(url, json={"ticket": t, "y": 1.5}).status_code == 409
+    assert client.post(url, json={"ticket": "nope", "y": 1.0}).status_code == 404
+    assert client.get(f"/campaigns/{campaign}/observations").json()["y"] == [1.25]
+
+
+def test_nan_and_infinite_labels_are_422_not_500(client, make_body):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    t = _ticket(client, campaign)["ticket"]
+    for raw in ("NaN", "Infinity", "-Infinity", "1e309", "-1e309", '"abc"', "null"):
+        r = client.post(f"/campaigns/{campaign}/label", content=f'{{"ticket": "{t}", "y": {raw}}}',
+                        headers={"Content-Type": "application/json"})  # fmt: skip
+        assert r.status_code == 422, (raw, r.text)
+        assert "y" in r.json()["detail"]
+    assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 0
+
+
+def test_concurrent_posts_of_one_ticket_store_it_once(client, make_body):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    same = _ticket(client, campaign)["ticket"]
+    other = _ticket(client, campaign)["ticket"]
+    url = f"/campaigns/{campaign}/label"
+
+    def post(ticket, y):
+        return client.post(url, json={"ticket": ticket, "y": y}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda _: post(same, 0.5), range(16)))
+        mixed = list(pool.map(lambda k: post(other, 0.1 * k), range(16)))
+    assert codes.count(201) == 1 and codes.count(200) == 15
+    assert mixed.count(201) == 1 and mixed.count(409) + mixed.count(200) == 15
+    assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 2
+
+
+def test_expired_lease_returns_the_point_and_a_late_label_is_still_taken(client, make_body):
+    # long enough that the design is still out when the fourth call comes, on a loaded machine
+    campaign = client.post("/campaigns", json=make_body(lease_seconds=3.0)).json()["id"]
+    first = [_ticket(client, campaign) for _ in range(3)]  # the whole design is out
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 202
+    time.sleep(max(0.0, max(t["expires_at"] for t in first) - time.time()) + 0.05)
+    again = _ticket(client, campaign)  # an expired point comes back under a new ticket
+    assert again["x"] in [t["x"] for t in first] and again["ticket"] not in [
+        t["ticket"] for t in first
+    ]
+    late = next(t for t in first if t["x"] == again["x"])
+    url = f"/campaigns/{campaign}/label"
+    assert client.post(url, json={"ticket": late["ticket"], "y": 0.7}).status_code == 201
+    # its point has a label now: the newer ticket for the same point cannot label it again
+    assert client.post(url, json={"ticket": again["ticket"], "y": 0.9}).status_code == 409
+    assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 1
+
+
+def test_done_campaign_answers_410(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(max_labels=3)).json()["id"]
+    tickets = [_ticket(client, campaign)["ticket"] for _ in range(3)]
+    for k, t in enumerate(tickets):
+        assert (
+            client.post(
+                f"/campaigns/{campaign}/label", json={"ticket": t, "y": float(k)}
+            ).status_code
+            == 201
+        )
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 410
+    assert client.get(f"/campaigns/{campaign}").json()["state"] == "done"
+
+
+def test_twenty_simultaneous_posts_of_one_ticket_over_http(api_url, make_body):
+    """Exactly one 201; the others with the winner's y get 200, those with another y 409."""
+    import threading
+
+    import httpx
+
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        campaign = api.post("/campaigns", json=make_body()).json()["id"]
+        ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
+    values = [0.5 if k % 2 else -1.5 for k in range(20)]
+    start = threading.Barrier(20)
+    codes: list[int | None] = [None] * 20
+
+    def post(k: int) -> None:
+        with httpx.Client(base_url=api_url, timeout=30) as own:
+            start.wait()
+            body = {"ticket": ticket, "y": values[k]}
+            codes[k] = own.post(f"/campaigns/{campaign}/label", json=body).status_code
+
+    threads = [threading.Thread(target=post, args=(k,)) for k in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes.count(201) == 1, codes
+    winner = values[codes.index(201)]
+    for k, code in enumerate(codes):
+        if k != codes.index(201):
+            assert code == (200 if values[k] == winner else 409), (k, values[k], code)
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        assert api.get(f"/campaigns/{campaign}/observations").json()["y"] == [winner]
+
+
+def test_a_ticket_of_another_campaign_is_404_there(client, make_body):
+    mine = client.post("/campaigns", json=make_body()).json()["id"]
+    theirs = client.post("/campaigns", json=make_body()).json()["id"]
+    ticket = _ticket(client, theirs)["ticket"]
+    r = client.post(f"/campaigns/{mine}/label", json={"ticket": ticket, "y": 1.0})
+    assert r.status_code == 404 and "ticket" in r.json()["detail"]
+    assert client.get(f"/campaigns/{mine}").json()["n_labeled"] == 0
+    assert (
+        client.post(f"/campaigns/{theirs}/label", json={"ticket": ticket, "y": 1.0}).status_code
+        == 201
+    )
 
 
 def _next(client, campaign, wait=0.0):
@@ -187,69 +318,6 @@ def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client,
     assert [f["ticket"] for f in failures] == [a["ticket"], b["ticket"]]  # kept, not erased
 
 
-def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
-    """Text a user wrote (an input's name, a failure's reason) that a spreadsheet would run as
-    a formula is exported with a leading ', while numbers, negative ones too, stay numbers."""
-    inputs = [{"name": '=HYPERLINK("http://x","y")', "lower": -2.0, "upper": -1.0}]
-    body = make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 11})
-    campaign = client.post("/campaigns", json=body).json()["id"]
-    first, second = (_next(client, campaign) for _ in range(2))
-    _label(client, campaign, first["ticket"], first["x"])
-    r = client.post(f"/campaigns/{campaign}/fail",
-                    json={"ticket": second["ticket"], "reason": "@SUM(A1:A2)"})  # fmt: skip
-    assert r.status_code == 201
-    rows = list(csv.reader(io.StringIO(client.get(
-        f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text)))  # fmt: skip
-    assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
-    assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
-    assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]
-    # a reason that a reader splitting on ";" would cut into a formula: every part defused,
-    # and the cell quoted
-    third = _next(client, campaign)
-    reason = "ok;=cmd|' /C calc'!A0"
-    r = client.post(
-        f"/campaigns/{campaign}/fail", json={"ticket": third["ticket"], "reason": reason}
-    )
-    assert r.status_code == 201
-    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
-    assert list(csv.reader(io.StringIO(text)))[3][-1] == "ok;'=cmd|' /C calc'!A0"
-    for separator in (";", "|", ",", "\t"):
-        for line in text.splitlines():
-            for cell in line.split(separator):
-                assert not cell.strip().lstrip('"').startswith(("=", "+", "@")), (separator, cell)
-
-
-def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(
-    client, make_body, settings
-):
-    """A store written before failures were counted in the state and kept apart from the
-    history (its failures' list is their count, and its history holds each as ``run_failed``)
-    reads the same: the count goes on from the list's length, and ``/history`` shows each
-    failure once."""
-    import json
-
-    from redis import Redis
-
-    redis = Redis.from_url(settings.redis_url)
-    campaign = client.post("/campaigns", json=make_body()).json()["id"]
-    old = {"x": [1.0], "index": 7, "ticket": "t-old", "reason": "old mesh", "at": 1.0}
-    redis.rpush(f"fbgp:c:{campaign}:failures", json.dumps(old))
-    redis.rpush(f"fbgp:c:{campaign}:history", json.dumps(dict(old, event="run_failed")))
-    assert client.get(f"/campaigns/{campaign}").json()["n_failed"] == 1
-    ticket = _next(client, campaign)["ticket"]
-    assert _fail(client, campaign, ticket).json()["count"] == 2
-    assert client.get(f"/campaigns/{campaign}").json()["n_failed"] == 2
-    events = client.get(f"/campaigns/{campaign}/history").json()
-    assert [(e["event"], e["ticket"]) for e in events] == [("run_failed", "t-old"),
-                                                           ("run_failed", ticket)]  # fmt: skip
-    # a ticket whose state holds its reason itself (stored before the digest): a repeat with
-    # that reason is the same report again, another reason a conflict
-    stale = _next(client, campaign)["ticket"]
-    redis.hset(f"fbgp:c:{campaign}:ticket_state", stale, "failed:old mesh")
-    assert _fail(client, campaign, stale, "old mesh").status_code == 200
-    assert _fail(client, campaign, stale, "new mesh").status_code == 409
-
-
 def test_the_sdk_sees_a_failing_campaign_and_retries_it(api_url, make_body):
     from clients.client import ApiError, FbgpClient
 
@@ -302,3 +370,44 @@ def test_many_simulators_failing_at_once_pause_the_campaign_without_an_error(api
     assert codes.count(201) == status["n_failed"] and status["n_pending"] == 0
     r = httpx.get(f"{api_url}/campaigns/{campaign}/next", timeout=30)
     assert r.status_code == 409 and "failing" in r.json()["detail"]
+
+
+def test_imported_observations_start_the_model(client, make_body):
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    assert client.get(f"/campaigns/{campaign}/model").status_code == 404
+    assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 404
+    x = [[0.6], [1.1], [1.7], [2.3]]
+    r = client.post(f"/campaigns/{campaign}/observations",
+                    json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]})  # fmt: skip
+    assert r.status_code == 201 and r.json()["n_labeled"] == 4
+    status = wait_for_model(client, campaign, 4)
+    assert status["state"] == "active"
+    point = client.get(f"/campaigns/{campaign}/next").json()
+    assert point["model_version"] == 4 and point["x"] not in x
+    too_many = {"x": [[1.0]] * 7, "y": [0.0] * 7}
+    assert client.post(f"/campaigns/{campaign}/observations", json=too_many).status_code == 409
+
+
+@pytest.mark.parametrize("key", ["", "has space", "x" * 201, "caf\u00e9"])
+def test_a_malformed_key_is_422(client, make_body, key):
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    r = client.get(f"/campaigns/{campaign}/next",
+                   headers=[("Idempotency-Key", key.encode())])  # fmt: skip
+    assert r.status_code == 422, r.text
+    assert "idempotency-key" in r.text.lower()
+
+
+def test_a_campaign_lock_not_acquired_is_named_as_such(client, settings, make_body):
+    """503 for a campaign whose lock another process holds says so (not "store unreachable")."""
+    settings.lock_timeout_seconds = 0.3
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    lock = CampaignStore(Redis.from_url(settings.redis_url)).lock(campaign, timeout=10)
+    assert lock.acquire()
+    try:
+        answer = client.get(f"/campaigns/{campaign}/next", params={"wait": 1})
+    finally:
+        lock.release()
+    assert answer.status_code == 503, answer.text
+    assert "lock was not acquired" in answer.json()["detail"]
+    assert "Retry-After" in answer.headers
+    assert client.get(f"/campaigns/{campaign}/next").status_code == 200

@@ -1,24 +1,19 @@
-"""Teams on one shared stack, on a real API with ``FBGP_API_TOKEN`` set: a team's token creates
-campaigns, lists its own and opens those, and gets 403 on every call of another team's campaign
-and on the service token's calls; a rotation or a delete ends the old token at once; a team
-holds at most ``limit_team_campaigns`` campaigns, however many requests race."""
+"""Teams (:mod:`service.routes.teams`) on one shared stack, on a real API with ``FBGP_API_TOKEN``
+set: a team's token creates campaigns, lists its own and opens those, and gets 403 on every call
+of another team's campaign and on the service token's calls; a rotation or a delete ends the old
+token at once; a team holds at most ``limit_team_campaigns`` campaigns, however many requests
+race; ``fbgp-al team`` makes, lists and deletes teams."""
 
-import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from redis import Redis
 
 from clients.ops.stack import fbgp_env
-from service.keys import TEAM_DIGESTS, TEAMS
-from service.queues import REFITS, TENANTS, campaign_tenant, refit_queue, tenant
-from service.settings import Settings
-from service.store import CampaignStore
 from tests.conftest import ROOT, start_api, stop
-from tests.service.test_access import _as, _campaign_calls
+from tests.service.test_deps import _as, _campaign_calls
 
 ADMIN = "service-token-for-the-team-tests"
 LIMIT = 3  # limit_team_campaigns of the tests' API
@@ -225,23 +220,3 @@ def test_the_team_command_makes_lists_and_deletes_teams(shared):
 def test_an_open_service_makes_no_teams(client):
     r = client.post("/teams", json={"name": "nobody"})
     assert r.status_code == 409 and "FBGP_API_TOKEN" in r.json()["detail"]
-
-
-def test_teams_are_given_the_tenants_fewest_teams_have(client, settings, make_body):
-    """Seven teams, seven tenants; the eighth shares the lowest; a deleted team's tenant is
-    free for the next; a team's campaign records its tenant and refits in its queue."""
-    store = CampaignStore(Redis.from_url(settings.redis_url))
-    for k in range(TENANTS):
-        assert isinstance(store.create_team(f"team-{k}", float(k)), str)
-    tenants = {t["name"]: t["tenant"] for t in store.teams()}
-    assert [tenants[f"team-{k}"] for k in range(TENANTS)] == [*range(1, TENANTS), 1]
-    assert store.delete_team("team-2")  # tenant 3; it held no campaign: its record goes
-    store.create_team("late", 9.0)
-    assert {t["name"]: t["tenant"] for t in store.teams()}["late"] == 3
-    spec = store.create(make_body(), ("late", store.r.hget(TEAM_DIGESTS, "late").decode()), 10)
-    assert spec["tenant"] == 3 and store.spec(spec["id"])["tenant"] == 3
-    assert refit_queue(spec, 3, None, Settings()) == REFITS[3]
-    # a team made before tenants were given: its name's, for it and its campaigns
-    store.r.hset(TEAMS, "old", json.dumps({"created_at": 0.0}))
-    assert store.team_tenant("old") == tenant("old")
-    assert campaign_tenant({"team": "old"}) == tenant("old") and campaign_tenant({}) == 0

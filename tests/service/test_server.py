@@ -1,21 +1,13 @@
-"""The API's connections, over raw sockets to ``fbgp-al api`` (with either HTTP parser): request
-headers sent a byte at a time are cut off after ``header_timeout_seconds``, a body sent so is
-answered 408 after ``body_timeout_seconds``, a request that takes long once its headers are in
-is not cut off, and a 500 says ``Connection: close``."""
+"""The API's HTTP server (:mod:`service.server`), over raw sockets to ``fbgp-al api`` (with either
+HTTP parser): request headers sent a byte at a time are cut off after
+``header_timeout_seconds``, and a request that takes long once its headers are in is not."""
 
 import socket
-import threading
 import time
 
 import httpx
 import pytest
-import uvicorn
-from fastapi.responses import JSONResponse
 
-from clients.ops.stack import free_port
-from service import errors, server
-from service.errors import JobFailed
-from service.main import App
 from tests.conftest import start_api, stop
 
 HEADERS, BODY = 2.0, 2.0  # the deadlines of the API under test, in seconds
@@ -91,65 +83,3 @@ def test_slow_headers_are_cut_off_and_slow_answers_are_not(api, make_body):
         assert waited.status_code == 202 and time.monotonic() - began > HEADERS + 1
         assert client.get(f"/campaigns/{campaign}").status_code == 200  # the same connection
         client.delete(f"/campaigns/{campaign}")
-
-
-def test_a_slow_body_is_answered_408_and_closed(api):
-    head = (b"POST /campaigns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 400\r\n\r\n")  # fmt: skip
-    with _connect(api) as sock:
-        took, answer = _trickle(sock, head, b" " * 60, 0.5)
-        assert answer.startswith(b"HTTP/1.1 408"), answer
-        assert BODY - 0.5 < took < BODY + SLACK, took
-        sock.settimeout(5)
-        try:
-            while chunk := sock.recv(65536):  # the rest, then the connection ends
-                answer += chunk
-        except ConnectionResetError:  # it ends with a reset when a trickled byte came after the
-            pass  # server's last read (TCP resets a close with unread data): ended all the same
-    assert b"\r\nconnection: close\r\n" in answer.lower() and b"FBGP_BODY_TIMEOUT_SECONDS" in answer
-
-
-@pytest.mark.parametrize("http", ["httptools", "h11"])
-def test_a_500_says_connection_close(http):
-    """A small app built as the API is (:class:`service.main.App`, its error handlers), served
-    as ``fbgp-al api`` serves it: an unhandled error and a failed job each answer 500 with
-    ``Connection: close``, and the connection then ends; other answers keep it open."""
-    app = App()
-    errors.install(app)
-
-    @app.get("/unhandled")
-    def unhandled():
-        raise RuntimeError("a bug")
-
-    @app.get("/job")
-    def job():
-        raise JobFailed("the job failed")
-
-    @app.get("/ok")
-    def ok():
-        return JSONResponse({"ok": True})
-
-    port = free_port()
-    served = uvicorn.Server(server.config(app, port=port, http=http))
-    thread = threading.Thread(target=served.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not served.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-            time.sleep(0.05)
-        for path in ("/unhandled", "/job"):
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-                sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-                answer = b""
-                while chunk := sock.recv(65536):  # the server closes the connection
-                    answer += chunk
-            head = answer.split(b"\r\n\r\n")[0].lower()
-            assert head.startswith(b"http/1.1 500") and b"\r\nconnection: close" in head, head
-            assert b"problem+json" in head
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
-            r = client.get("/ok")
-            assert r.status_code == 200 and "connection" not in r.headers
-    finally:
-        served.should_exit = True
-        thread.join(timeout=10)

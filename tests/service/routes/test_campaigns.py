@@ -1,9 +1,9 @@
-"""A whole campaign over HTTP against a real Redis and a real worker."""
+"""Campaigns over HTTP (:mod:`service.routes.campaigns`) against a real Redis and a real worker: a
+whole campaign created, labeled to its end, read and deleted; the campaigns listed in pages."""
 
 import math
 
 import numpy as np
-from redis import Redis
 
 from clients.simulators import get_simulator
 from tests.service.conftest import wait_for_model
@@ -81,41 +81,6 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
     assert client.get(f"/campaigns/{campaign}").status_code == 404
 
 
-def test_imported_observations_start_the_model(client, make_body):
-    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
-    assert client.get(f"/campaigns/{campaign}/model").status_code == 404
-    assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 404
-    x = [[0.6], [1.1], [1.7], [2.3]]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]})  # fmt: skip
-    assert r.status_code == 201 and r.json()["n_labeled"] == 4
-    status = wait_for_model(client, campaign, 4)
-    assert status["state"] == "active"
-    point = client.get(f"/campaigns/{campaign}/next").json()
-    assert point["model_version"] == 4 and point["x"] not in x
-    too_many = {"x": [[1.0]] * 7, "y": [0.0] * 7}
-    assert client.post(f"/campaigns/{campaign}/observations", json=too_many).status_code == 409
-
-
-def test_imports_do_not_repeat_a_pool_point_unless_allowed(client, make_body):
-    """Without repeats, an import that holds a pool point labeled already, or one point twice,
-    is a 409 and stores nothing; points off the pool may repeat; with repeats, all may."""
-    url = "/campaigns/{}/observations"
-    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
-    first = client.post(url.format(campaign), json={"x": [[0.6], [1.1]], "y": [0.1, 0.2]})
-    assert first.status_code == 201
-    for x in ([[1.3], [0.6]], [[1.3], [1.3]]):  # labeled already; twice in one import
-        r = client.post(url.format(campaign), json={"x": x, "y": [0.0, 0.0]})
-        assert r.status_code == 409 and "allow_repeats" in r.json()["detail"], r.text
-    assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 2  # nothing stored
-    off_pool = {"x": [[1.301], [1.301]], "y": [0.0, 0.1]}
-    assert client.post(url.format(campaign), json=off_pool).status_code == 201
-    again = client.post("/campaigns", json=make_body(max_labels=10, allow_repeats=True)).json()
-    twice = {"x": [[0.6], [0.6], [1.1]], "y": [0.1, 0.2, 0.3]}
-    assert client.post(url.format(again["id"]), json=twice).status_code == 201
-    assert client.post(url.format(again["id"]), json=twice).status_code == 201
-
-
 def test_campaigns_list_in_pages(client, make_body, monkeypatch):
     ids = sorted(client.post("/campaigns", json=make_body()).json()["id"] for _ in range(5))
     everything = client.get("/campaigns")
@@ -148,35 +113,3 @@ def test_campaigns_list_in_pages(client, make_body, monkeypatch):
     assert f"/?cursor={ids[1]}" in first
     second = client.get("/", params={"cursor": ids[1]}).text
     assert ids[2] in second and ids[3] in second and ids[0] not in second
-
-
-def test_an_explicit_pool_is_stored_apart_from_the_spec(client, make_body, redis_url):
-    """A pool of points is kept as raw rows beside a spec that names only their count: the spec
-    read on every call stays small, /next hands out the posted points exactly, imports find
-    their pool index, the worker ranks the pool, and a delete leaves no key behind."""
-    rng = np.random.default_rng(4)
-    points = (0.5 + 2 * rng.random((20_000, 1))).tolist()
-    r = client.post("/campaigns", json=make_body(pool={"type": "points", "points": points}))
-    assert r.status_code == 201, r.text
-    created = r.json()
-    campaign = created["id"]
-    assert created["pool"]["points"] == points  # the answer shows the campaign as posted
-    redis = Redis.from_url(redis_url)
-    assert redis.strlen(f"fbgp:c:{campaign}:spec") < 2_000
-    assert redis.strlen(f"fbgp:c:{campaign}:points") == 8 * len(points)
-
-    handed = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(2)]
-    assert [t["x"] for t in handed] == [points[i] for i in created["design_index"][:2]]
-    for t in handed:
-        assert client.post(f"/campaigns/{campaign}/label", json={"ticket": t["ticket"], "y": 0.3})
-    k = 12_345
-    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [points[k]], "y": [0.1]})
-    assert r.status_code == 201, r.text
-    assert int(k) in {int(i) for i in redis.smembers(f"fbgp:c:{campaign}:labeled")}
-
-    wait_for_model(client, campaign, 3)
-    offered = client.get(f"/campaigns/{campaign}/next").json()["x"]
-    assert offered in points  # the model's choice is a pool point, as posted
-
-    assert client.delete(f"/campaigns/{campaign}").status_code == 204
-    assert not list(redis.scan_iter(f"fbgp:c:{campaign}:*"))

@@ -1,17 +1,18 @@
-"""A campaign of long refits refits on the long queue, which a light worker never takes, so a
-small campaign keeps a worker; and one campaign's model calls are limited (429 beyond)."""
+"""Queues and lanes (:mod:`service.queues`): a campaign of long refits refits on the long queue,
+which a light worker never takes, so a small campaign keeps a worker; a team's refits queue under
+its tenant, whose queues a worker takes in turn; a job is alive while it is in its queue, on its
+way to a work horse or on a worker that beats; a job canceled as it starts is stopped; and
+campaigns share the workers: a busy campaign's next refit queues behind the others'."""
 
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 from redis import Redis
-from rq import Worker
-from rq.job import Job
+from rq import Queue, Worker
+from rq.job import Job, JobStatus
 
-from clients.client import FbgpClient
 from service.costs import refit_work
 from service.queues import (
     HIGH,
@@ -113,47 +114,6 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
     assert client.delete(f"/campaigns/{big}").status_code == 204  # stops its refit
 
 
-def test_a_model_call_beyond_the_campaigns_limit_is_429_and_the_sdk_waits(
-    client, make_body, redis_url, api_url
-):
-    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
-    label_design(client, campaign, [0.1, 0.4, -0.3])
-    wait_for_model(client, campaign, 3)
-    store = CampaignStore(Redis.from_url(redis_url))
-    now = time.time()
-    # another client's call is out (limit_model_calls = 1)
-    assert store.admit_short(campaign, "short:other", now, now + 60, 1) == 1
-    body = {"x": [[1.0], [2.0]], "y": [0.1, 0.2]}
-    r = client.post(f"/campaigns/{campaign}/evaluate", json=body)
-    assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
-    assert "limit_model_calls" in r.json()["detail"]
-    assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 429
-    threading.Timer(1.5, store.forget_jobs, (campaign, ["short:other"])).start()
-    with FbgpClient(api_url, token="") as sdk:
-        result = sdk.evaluate(campaign, body["x"], body["y"])  # retried after the 429s
-    assert result.rmse >= 0
-    # the call's own note is gone once it answered: the next is admitted at once
-    assert client.post(f"/campaigns/{campaign}/evaluate", json=body).status_code == 200
-
-
-def test_a_campaign_s_plots_out_at_once_are_bounded(client, make_body, redis_url):
-    """A page's plots fit beside a model call; more at once are 429, so that no campaign can
-    hold every worker with plots."""
-    from service.queues import PAGE_PLOTS
-
-    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
-    store = CampaignStore(Redis.from_url(redis_url))
-    now = time.time()
-    out = [f"short:other-{i}" for i in range(PAGE_PLOTS)]  # limit_model_calls = 1, + 4 plots
-    for member in out:
-        assert store.admit_short(campaign, member, now, now + 60, 100) == 1
-    assert client.get(f"/campaigns/{campaign}/plots/curve.png").status_code != 429
-    assert store.admit_short(campaign, "short:one-more", now, now + 60, 100) == 1
-    r = client.get(f"/campaigns/{campaign}/plots/curve.png")
-    assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
-    store.forget_jobs(campaign, out + ["short:one-more"])
-
-
 def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(client, make_body,
                                                                            redis_url):  # fmt: skip
     """A refit killed by its timeout leaves no refit time behind (only a model does); its
@@ -223,3 +183,123 @@ def test_a_worker_takes_the_tenants_queues_in_turn():
     assert take_turns(order, HIGH, name=str) == order
     light = take_turns(list(LIGHT), LONGS[1], name=str)  # a lane it does not serve: unchanged
     assert light == list(LIGHT)
+
+
+def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
+    """A queued job must be in its queue, a started one on a worker that still beats; else the
+    campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job). A job a
+    worker has just taken off the queue is alive until its work horse starts it."""
+    from rq import Queue, Worker
+
+    from service.queues import REFIT, job_alive
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
+    queue = Queue(REFIT, connection=redis)
+    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
+    assert job_alive(redis, "refit-1")
+    # a worker's dequeue: off the queue, but its work horse has not started it yet
+    assert Queue.dequeue_any([queue], None, connection=redis)[0].id == "refit-1"
+    assert job.get_status() == "queued" and queue.get_job_position("refit-1") is None
+    assert job_alive(redis, "refit-1")
+    transit = queue.intermediate_queue
+    redis.set(transit.get_first_seen_key("refit-1"), time.time() - 61)  # it never starts
+    assert not job_alive(redis, "refit-1")
+    transit.remove("refit-1")  # taken off the queue, and off the way to a worker
+    assert not job_alive(redis, "refit-1")
+    worker = Worker([queue], connection=redis, name="beating")
+    worker.register_birth()
+    job.set_status("started")
+    job.worker_name = "beating"
+    job.save()
+    assert job_alive(redis, "refit-1")
+    redis.hset(worker.key, "last_heartbeat", "2020-01-01T00:00:00.000000Z")  # silent since
+    assert not job_alive(redis, "refit-1")
+    assert not job_alive(redis, "no-such-job")
+    redis.flushdb()
+
+
+def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
+    """The status is read first, then the queue and the way to a work horse: a job a worker
+    took and started in between is on neither, and its status says queued no longer. It is
+    alive (judged dead, its refit would be enqueued again and the running one superseded)."""
+    from rq import Queue, Worker
+
+    from service import queues
+    from service.queues import REFIT, job_alive
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
+    queue = Queue(REFIT, connection=redis)
+    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
+    worker = Worker([queue], connection=redis, name="starts-it")
+    worker.register_birth()
+    position = Queue.get_job_position
+
+    def taken_and_started(self, job_id):
+        """A worker dequeues the job and its work horse starts it, right after the status was
+        read: off the queue, off the way to the work horse, started."""
+        assert Queue.dequeue_any([queue], None, connection=redis)[0].id == job_id
+        queue.intermediate_queue.remove(job_id)
+        job.set_status("started")
+        job.worker_name = "starts-it"
+        job.save()
+        monkeypatch.setattr(Queue, "get_job_position", position)
+        return position(self, job_id)
+
+    monkeypatch.setattr(Queue, "get_job_position", taken_and_started)
+    assert job_alive(redis, "refit-2")
+    assert queues.job_facts(redis, "refit-2").alive
+    redis.flushdb()
+
+
+def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
+    """A DELETE answered 500 when a worker took one of the campaign's jobs between the look at
+    its status (queued) and the cancel: RQ 3's cancel then raises ValueError (the run's
+    execution record is not there yet). The job is taken off its queue and stopped instead."""
+    from service.queues import _cancel
+
+    connection = Redis.from_url(redis_url)
+    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=connection)
+    job = queue.enqueue_call("worker.jobs.refit", args=("gone",))
+    job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
+    connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
+    with pytest.raises(ValueError):
+        Job.fetch(job.id, connection=connection).cancel()  # what RQ does
+    assert queue.count == 1
+    _cancel(connection, job)
+    assert queue.count == 0
+    queue.delete(delete_jobs=True)
+
+
+POINTS = [[0.6], [1.1], [1.7], [2.3]]
+
+
+def test_a_campaigns_next_refit_waits_behind_other_campaigns(client, make_body):
+    mcmc = {"chains": 2, "warmup": 150, "samples": 100, "thinning": 5}
+    a = client.post("/campaigns", json=make_body(max_labels=20, mcmc=mcmc)).json()["id"]
+    b = client.post("/campaigns", json=make_body(max_labels=20, mcmc=mcmc)).json()["id"]
+
+    def add(campaign, x, y):
+        r = client.post(f"/campaigns/{campaign}/observations", json={"x": x, "y": y})
+        assert r.status_code == 201
+
+    def wait(predicate):
+        deadline = time.monotonic() + 120
+        while not predicate():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+    def model_times(campaign):
+        history = client.get(f"/campaigns/{campaign}/history").json()
+        return [e["at"] for e in history if e["event"] == "model"]
+
+    add(a, POINTS, [0.1, 0.3, -0.2, 0.5])
+    # A's first refit starts (the worker may finish other tests' jobs first)
+    wait(lambda: client.get(f"/campaigns/{a}").json()["refit"] != "queued")
+    add(b, POINTS, [0.1, 0.3, -0.2, 0.5])  # B's first refit queues
+    for k in range(4):  # A keeps getting labels: its next refit queues behind B's
+        add(a, [[0.9 + 0.3 * k]], [0.2 * k])
+    wait(lambda: client.get(f"/campaigns/{a}").json()["model_version"] == 8)
+    wait(lambda: client.get(f"/campaigns/{b}").json()["model_version"] == 4)
+    times_a, times_b = model_times(a), model_times(b)
+    assert times_b[0] < times_a[-1]  # B was not starved by A's stream of labels
+    assert len(times_a) <= 3  # A's four labels were coalesced, not four more refits
