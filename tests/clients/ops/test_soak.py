@@ -1,6 +1,7 @@
-"""A bounded soak test: simulators label two campaigns over HTTP while a worker is killed and
-started again, a work horse is killed, Redis is killed and started again, and the API is killed
-and started again. Every acknowledged label is stored and every campaign recovers."""
+"""``fbgp-al soak`` (:mod:`clients.ops.soak`), a bounded soak test: simulators label two campaigns
+over HTTP while a worker is killed and started again, a work horse is killed, Redis is killed and
+started again, and the API is killed and started again. Every acknowledged label is stored and
+every campaign recovers."""
 
 import pytest
 

@@ -1,7 +1,8 @@
-"""`pip install fbgp-al` (no extras) is the SDK alone: in a fresh virtual environment it brings
-httpx and numpy but not torch; ``from fbgp_al import Client, run_simulator, Metamodel`` labels a
-campaign on a running service to the end (``api_url``: a real API server, Redis and worker),
-and the exported model's ``Metamodel`` predicts what ``/predict`` answers, in the same shape."""
+"""`pip install fbgp-al` (no extras) is the SDK alone (:mod:`fbgp_al`): in a fresh virtual
+environment it brings httpx and numpy but not torch; ``from fbgp_al import Client,
+run_simulator, Metamodel`` labels a campaign on a running service to the end (``api_url``: a real
+API server, Redis and worker), and the exported model's ``Metamodel`` predicts what ``/predict``
+answers, in the same shape."""
 
 import json
 import shutil
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # what the package is built from (a copy: pip would write build/ and *.egg-info into the checkout)
 SOURCES = ("pyproject.toml", "README.md", "clients", "service", "worker")
 
