@@ -1,9 +1,8 @@
 """The rules the store's Lua scripts apply atomically, each stated once in Python beside the
 scripts (its script names it; it names its script): what a label, a failed or abandoned run and
 a lease's renewal come to, when a refit is requested, when one runs again at its end, and how
-long a failed one waits. The service runs the scripts, not these: ``tests/service/
-test_loop_store.py`` and ``tests/service/store/test_rules.py`` run both on random states and
-require the same outcome."""
+long a failed one waits. The service runs the scripts, not these: ``tests/service/store/
+test_rules.py`` runs both on random states and requires the same outcome."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The seven simulators against their published definitions (VLSE, Surjanovic & Bingham; the
-paper's appendix for Motorcycle), their noise, and their pools."""
+paper's appendix for Motorcycle), their noise, and their pools; and the two-output ``branin2``."""
 
 import math
 import time
@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize, minimize_scalar
 
 from clients.reproduction.protocol import grid_pool, pool_points
-from clients.simulators import SIMULATORS, get_simulator
+from clients.simulators import MULTI_SIMULATORS, SIMULATORS, MultiSimulator, get_simulator
 
 PI = math.pi
 
@@ -192,3 +192,16 @@ def test_hartmann_pool_is_sampled_without_materializing():
     assert X.shape == (10_000, 6)
     # on the grid: every coordinate is a multiple of 1/99
     np.testing.assert_allclose(X * 99, np.rint(X * 99), atol=1e-9)
+
+
+def test_the_two_output_simulator():
+    sim = get_simulator("branin2")
+    assert isinstance(sim, MultiSimulator) and "branin2" in MULTI_SIMULATORS
+    assert "branin2" not in SIMULATORS  # not among the paper's benchmarks
+    x = np.array([[1.0, 2.0], [9.0, 14.0]])
+    means = sim.means(x)
+    np.testing.assert_array_equal(means["branin"], get_simulator("branin").mean(x))
+    assert np.abs(means["wave"]).max() < 0.011
+    label = sim.label([1.0, 2.0], np.random.default_rng(0), known_noise=True)
+    assert set(label["y"]) == set(label["noise"]) == {"branin", "wave"}
+    assert label["noise"]["branin"] == pytest.approx(11.32**2)

@@ -1,5 +1,5 @@
 """Writes ``store_d84e063.json``: a store written by the service at commit d84e063, for
-``tests/service/test_stored_before.py`` to read with the code of today.
+``tests/service/store/test_store.py`` to read with the code of today.
 
 Run it in a checkout of d84e063 (``git archive d84e063 | tar -x -C DIR``) with this tree's
 ``tests/conftest.py`` copied over its own (for its helpers), with the project's virtual

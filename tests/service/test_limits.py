@@ -2,8 +2,6 @@
 422 that names the limit and its variable, and nothing is stored; what the presets, the paper's
 protocol and the tooling send stays within them."""
 
-import pytest
-
 from clients.ops import adversarial, soak
 from clients.reproduction.protocol import ITERATIONS, campaign_body
 from clients.reproduction.runs import paper_body
@@ -122,9 +120,3 @@ def test_a_grid_too_large_is_refused(client, make_body, settings):
     )
     _rejected(r, "limit_grid_points")
     _no_campaign(client)
-
-
-@pytest.mark.parametrize("limit", ["limit_mcmc_iterations", "limit_labels", "limit_pending"])
-def test_a_limit_is_read_from_the_environment(monkeypatch, limit):
-    monkeypatch.setenv(f"FBGP_{limit.upper()}", "7")
-    assert getattr(Settings(), limit) == 7

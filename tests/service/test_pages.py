@@ -1,14 +1,20 @@
-"""The campaign pages, over HTTP and in a real headless Chromium."""
+"""The campaign pages, over HTTP and in a real headless Chromium; with ``FBGP_API_TOKEN`` set,
+``?token=`` is taken on the pages only, which keep it as an HttpOnly cookie and never in a link,
+send security headers and run no script."""
 
 import json
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import start_api, stop
 from tests.service.conftest import label_design, wait_for_model
+from tests.service.test_deps import ADMIN, _as, _create
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "results" / "test-artifacts"
@@ -133,3 +139,112 @@ def test_a_picture_is_drawn_once_per_change_however_many_ask(client, make_body, 
     assert redis.hlen(f"fbgp:c:{campaign}:plots") == 2
     client.delete(f"/campaigns/{campaign}")
     assert not redis.exists(f"fbgp:c:{campaign}:plots")
+
+
+@pytest.fixture(scope="module")
+def guarded(redis_url, worker_process, tmp_path_factory):
+    """An API with a service token, on the tests' Redis and worker; its log file."""
+    log = tmp_path_factory.mktemp("access") / "api.log"
+    process, url = start_api(redis_url, log, api_token=ADMIN, max_wait_seconds=2)
+    yield url, log
+    stop(process)
+
+
+def test_a_query_token_is_taken_on_the_pages_only_and_kept_as_a_cookie(guarded, make_body):
+    url, log = guarded
+    campaign = _create(url, make_body, name="cookie")
+    owner, sim = campaign["owner_token"], campaign["token"]
+    view = f"/campaigns/{campaign['id']}/view"
+    with httpx.Client(base_url=url, timeout=60) as browser:
+        r = browser.get(f"/campaigns/{campaign['id']}/observations", params={"token": owner})
+        assert r.status_code == 401 and "pages only" in r.json()["detail"]
+        assert browser.get(f"/campaigns/{campaign['id']}", params={"token": sim}).status_code == 401
+        assert browser.get(view).status_code == 401
+        bad = browser.get(view, params={"token": "not-a-token"})
+        assert bad.status_code == 401 and "set-cookie" not in bad.headers
+        assert browser.get(view, params={"token": sim}).status_code == 403  # the owner's page
+        assert not browser.cookies
+
+        r = browser.get(view, params={"token": owner, "x": "1"})
+        assert r.status_code == 303 and r.headers["Location"] == f"{view}?x=1"
+        cookie = r.headers["set-cookie"]
+        assert cookie.startswith(f"fbgp_token={owner};") and "HttpOnly" in cookie
+        assert "SameSite=strict" in cookie and "Path=/" in cookie
+        assert r.headers["Cache-Control"] == "no-store"
+        page = browser.get(view)  # the cookie, from here on
+        assert page.status_code == 200 and "cookie" in page.text and owner not in page.text
+        assert browser.get(f"/campaigns/{campaign['id']}/plots/model.png").status_code == 404
+        # the cookie opens the pages, not the API
+        assert browser.get(f"/campaigns/{campaign['id']}/observations").status_code == 401
+        assert browser.get("/").status_code == 403  # the index is the service's
+
+    with httpx.Client(base_url=url, timeout=60) as browser:
+        r = browser.get("/", params={"cursor": campaign["id"], "token": ADMIN})
+        assert r.status_code == 303 and r.headers["Location"] == f"/?cursor={campaign['id']}"
+        index = browser.get("/")
+        assert index.status_code == 200 and f"{view}'" in index.text
+        assert "token" not in index.text and ADMIN not in index.text
+    text = log.read_text()
+    assert owner not in text and ADMIN not in text and sim not in text
+
+
+def test_the_pages_send_security_headers_and_run_no_script(guarded, make_body):
+    url, _ = guarded
+    campaign = _create(url, make_body, name="headers")
+    with _as(url, ADMIN) as api:
+        for path in ("/", f"/campaigns/{campaign['id']}/view"):
+            r = api.get(path)
+            assert r.status_code == 200
+            policy = r.headers["Content-Security-Policy"]
+            assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+            assert "script-src" not in policy and "unsafe" not in policy
+            assert r.headers["X-Content-Type-Options"] == "nosniff"
+            assert r.headers["Referrer-Policy"] == "no-referrer"
+            assert r.headers["X-Frame-Options"] == "DENY"
+            assert r.headers["Cache-Control"] == "no-store"
+            assert "<script" not in r.text and not re.search(r"\son\w+=", r.text)
+
+
+def test_a_browser_opens_a_campaign_page_with_its_owner_token(guarded, make_body, tmp_path):
+    """Headless Chromium opens the page once with ``?token=``: it is sent on to the page without
+    it, and fetches the plots with the cookie (the API's log shows each answered 200)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is missing (make test installs Debian's chromium)"
+    url, log = guarded
+    campaign = _create(url, make_body, name="browser", max_labels=4)
+    with _as(url, campaign["owner_token"]) as owner:
+        label_design(owner, campaign["id"], (0.1, 0.9, -0.4))
+        t = owner.get(f"/campaigns/{campaign['id']}/next", params={"wait": 30}).json()["ticket"]
+        owner.post(f"/campaigns/{campaign['id']}/label", json={"ticket": t, "y": 0.3})
+        wait_for_model(owner, campaign["id"], 4)
+    seen = len(log.read_text().splitlines())
+    page = f"{url}/campaigns/{campaign['id']}/view?token={campaign['owner_token']}"
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update",
+               f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page]  # fmt: skip
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert "browser" in dom.stdout and 'id="plot-posterior"' in dom.stdout, dom.stderr[-2000:]
+    browser = ("/campaigns/{campaign_id}/view", "/campaigns/{campaign_id}/plots/{kind}.png")
+
+    def fetched():
+        # the API writes a request's log line after its answer is sent: the lines of the last
+        # requests before the browser's (and the browser's last ones) may come a moment late
+        lines = [
+            json.loads(line) for line in log.read_text().splitlines()[seen:] if line.startswith("{")
+        ]
+        return [
+            (e["route"], e["status"])
+            for e in lines
+            if e.get("campaign") == campaign["id"] and e["route"] in browser
+        ]
+
+    deadline = time.monotonic() + 10
+    while len(mine := fetched()) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mine[:2] == [
+        ("/campaigns/{campaign_id}/view", 303),
+        ("/campaigns/{campaign_id}/view", 200),
+    ]
+    plots = [s for route, s in mine if route.endswith("/plots/{kind}.png")]
+    # the model, the posterior and the accuracy estimates, fetched with the cookie
+    assert plots == [200, 200, 200], mine

@@ -1,11 +1,7 @@
 """Scoring, predictions and test metrics in blocks of candidates and groups of draws give what
-one pass over everything gives, and a batch over many candidates keeps its memory bounded."""
+one pass over everything gives."""
 
 import math
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +13,6 @@ from worker.gp import Conditioned, predictive_covariance
 from worker.mcmc import Posterior
 
 D = torch.float64
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -131,31 +126,3 @@ def _model_of(post: Posterior) -> dict:
         "mode": {"lengthscale": post.mode_lengthscale.tolist(), "noise": post.mode_noise},
         "transform": {"lower": [0.0] * 3, "upper": [1.0] * 3, "y_mean": 0.0, "y_std": 1.0},
     }
-
-
-BATCH_MEMORY = """
-import resource, torch
-torch.set_num_threads(1)
-from worker.acquisition import greedy_batch
-from worker.mcmc import Posterior
-g = torch.Generator().manual_seed(0)
-D = torch.float64
-u, z = torch.rand(10, 2, generator=g, dtype=D), torch.randn(10, generator=g, dtype=D)
-post = Posterior(lengthscale=torch.full((150, 2), 0.3, dtype=D), noise=torch.full((150,), 0.01,
-                 dtype=D), chains=5, mode_lengthscale=torch.full((2,), 0.3, dtype=D),
-                 mode_noise=0.01)
-candidates = torch.rand(400_000, 2, generator=g, dtype=D)
-greedy_batch("b-qbc", post, u, z, candidates[:1000], 2)  # allocations of a first call
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-greedy_batch("qb-mgp", post, u, z, candidates, 2)
-print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
-"""
-
-
-def test_a_batch_over_many_candidates_keeps_its_memory_bounded():
-    # 150 draws x 400,000 candidates: 480 MB for each of the means and the variances at once
-    # (1.85 GB in all when they were held at once; about 170 MB block by block)
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(BATCH_MEMORY)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
-    grew_mb = float(out.stdout.split()[-1])
-    assert grew_mb < 400, f"peak memory grew by {grew_mb:.0f} MB"

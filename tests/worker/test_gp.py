@@ -1,10 +1,13 @@
-"""The GP against GPyTorch's ExactGP with the same hyperparameters."""
+"""The GP against GPyTorch's ExactGP with the same hyperparameters; with known label noise, its
+predictions against the formula written out in numpy."""
 
 import gpytorch
+import numpy as np
 import pytest
 import torch
 
 from worker import gp
+from worker.gp import Conditioned
 
 D = torch.float64
 
@@ -139,3 +142,34 @@ def test_rbf_is_the_contract_kernel():
     direct = torch.exp(-0.5 * (((u1[:, None] - u2[None]) / ls[0]) ** 2).sum(-1))
     assert torch.allclose(gp.rbf(u1, u2, ls)[0], direct, atol=1e-14)
     assert torch.allclose(gp.rbf(u1, u1, ls)[0].diagonal(), torch.ones(6, dtype=D))
+
+
+def _kernel(a, b, lengthscale):
+    """The ARD RBF kernel written out in numpy."""
+    diff = (a[:, None, :] - b[None, :, :]) / lengthscale
+    return np.exp(-0.5 * (diff**2).sum(-1))
+
+
+def _data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    u, z = rng.random((n, d)), rng.standard_normal(n)
+    noise = rng.uniform(0.0, 0.5, n)
+    noise[0] = 0.0  # an exact label among them
+    return u, z, noise
+
+
+def test_predictions_with_known_noise_match_the_formula():
+    u, z, noise = _data(10, 2, 3)
+    cand = np.random.default_rng(4).random((7, 2))
+    ls = np.array([[0.3, 0.8], [0.5, 0.2]])
+    s2 = np.array([0.01, 0.2])
+    gp = Conditioned.fit(torch.tensor(u), torch.tensor(z), torch.tensor(ls), torch.tensor(s2),
+                         torch.tensor(noise))  # fmt: skip
+    mean, var = gp.predict(torch.tensor(cand))
+    for b in range(2):
+        K = _kernel(u, u, ls[b]) + np.diag(noise) + s2[b] * np.eye(10)
+        k = _kernel(u, cand, ls[b])
+        ref_mean = k.T @ np.linalg.solve(K, z)
+        ref_var = 1.0 - np.einsum("ij,ij->j", k, np.linalg.solve(K, k)) + s2[b]
+        assert np.allclose(mean[b].numpy(), ref_mean, atol=1e-10)
+        assert np.allclose(var[b].numpy(), ref_var, atol=1e-10)

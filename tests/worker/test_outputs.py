@@ -1,14 +1,13 @@
 """Several outputs as math: each output's seed, standardization and posterior are its
-single-output campaign's; the acquisition is the weighted sum of each output's scores; a
-stopping rule's target is met when every output meets it."""
+single-output campaign's; the acquisition is the weighted sum of each output's scores; a model
+and its answers cover every output."""
 
 import numpy as np
 import pytest
 import torch
 
-from service import stopping
 from worker import answers, fitting
-from worker.acquisition import evaluate, greedy_batch, greedy_batch_outputs
+from worker.acquisition import evaluate
 from worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
 from worker.spec.design import GridPool
 
@@ -105,47 +104,3 @@ def test_a_model_and_its_answers_cover_every_output():
     # the model's accuracy is each estimate's worst over the outputs
     for key in STOP_TARGETS:
         assert model["accuracy"][key] == max(o["accuracy"][key] for o in model["outputs"].values())
-
-
-def test_a_stopping_target_is_met_when_every_output_meets_it():
-    def event(version, *values):
-        estimates = [{"loo_rmse_relative": v} for v in values]
-        return {"event": "model", "version": version, "accuracy": fitting.worst_accuracy(estimates)}
-
-    rule = {"loo_rmse_relative": 0.1, "patience": 1}
-    met = stopping.stop_verdict(rule, [event(5, 0.05, 0.09)], 3, STOP_TARGETS)
-    assert met is not None and met["value"] == 0.09
-    assert stopping.stop_verdict(rule, [event(5, 0.01, 0.2)], 3, STOP_TARGETS) is None
-    assert stopping.stop_verdict(rule, [event(5, 0.2, 0.01)], 3, STOP_TARGETS) is None
-
-
-@pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "random"])
-def test_a_batch_of_one_output_is_greedy_batchs(name):
-    fits = fitting.fit_outputs(SPEC, _labels())
-    f = fits[0]
-    thin = f.post.thinned(2)
-    candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
-    pending = torch.tensor([[0.5]], dtype=torch.float64)
-    one = greedy_batch_outputs(name, [(1.0, thin, f.data.u, f.data.z, None)], candidates, 4,
-                               pending, seed=f.data.seed)  # fmt: skip
-    alone = greedy_batch(name, thin, f.data.u, f.data.z, candidates, 4, pending,
-                         seed=f.data.seed)  # fmt: skip
-    assert torch.equal(one[0], alone[0]) and torch.equal(one[1], alone[1])
-
-
-def test_a_batch_of_several_outputs_starts_with_the_best_combined_score():
-    fits = fitting.fit_outputs(SPEC, _labels())
-    candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
-    thins = [f.post.thinned(2) for f in fits]
-    parts = [(f.weight, t, f.data.u, f.data.z, None) for f, t in zip(fits, thins, strict=True)]
-    order, scores = greedy_batch_outputs("qb-mgp", parts, candidates, 5)
-    combined = fitting.combined_scores(
-        "qb-mgp", [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)], candidates
-    )
-    assert int(order[0]) == int(torch.argmax(combined))
-    assert float(scores[0]) == pytest.approx(float(combined.max()), rel=1e-12)
-    assert len(set(order.tolist())) == 5
-    # a fantasy lowers the scores near it: each later pick scores at most its score before
-    assert all(
-        float(s) <= float(combined[i]) * (1 + 1e-12) for i, s in zip(order, scores, strict=True)
-    )

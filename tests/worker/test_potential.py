@@ -1,8 +1,14 @@
+"""The NUTS target (:mod:`worker.potential`): the value and analytic gradient against autograd,
+unusable and extreme parameters, batches in chunks, jitter, and a row's bits independent of its
+batch; with known noise (labels that carry their own noise variances, ``Kf + diag(noise_z) + s2
+I``), against autograd and scipy."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
+from scipy.stats import multivariate_normal
 
 from worker.gp import log_marginal_likelihood
 from worker.potential import GPPotential
@@ -109,3 +115,51 @@ def test_a_rows_bits_do_not_depend_on_the_batch_it_comes_in(n, d):
         for rows in groups:
             v, g = potential(theta[rows])
             assert v.tobytes() == value[rows].tobytes() and g.tobytes() == grad[rows].tobytes()
+
+
+def _kernel(a, b, lengthscale):
+    """The ARD RBF kernel written out in numpy."""
+    diff = (a[:, None, :] - b[None, :, :]) / lengthscale
+    return np.exp(-0.5 * (diff**2).sum(-1))
+
+
+def _data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    u, z = rng.random((n, d)), rng.standard_normal(n)
+    noise = rng.uniform(0.0, 0.5, n)
+    noise[0] = 0.0  # an exact label among them
+    return u, z, noise
+
+
+@pytest.mark.parametrize("n,d", [(1, 1), (9, 1), (15, 3)])
+def test_the_potential_with_known_noise_matches_autograd_and_scipy(n, d):
+    u, z, noise = _data(n, d, n + d)
+    theta = np.random.default_rng(d).normal(-0.5, 0.7, (5, d + 1))
+    value, grad = GPPotential(u, z, noise)(theta)
+    # autograd through the torch GP's likelihood and the LogNormal(0, sqrt 3) priors
+    t = torch.tensor(theta, requires_grad=True)
+    zero, scale = torch.tensor(0.0, dtype=D), torch.tensor(math.sqrt(3.0), dtype=D)
+    prior = torch.distributions.Normal(zero, scale).log_prob(t).sum(-1)
+    lml = log_marginal_likelihood(torch.tensor(u), torch.tensor(z), t[:, :d].exp(),
+                                  t[:, d].exp(), torch.tensor(noise))  # fmt: skip
+    (-(lml + prior)).sum().backward()
+    assert np.allclose(value, (-(lml + prior)).detach().numpy(), rtol=1e-10, atol=1e-9)
+    assert np.allclose(grad, t.grad.numpy(), rtol=1e-7, atol=1e-7)
+    # and the likelihood itself against scipy with the covariance written out
+    for row in range(len(theta)):
+        ls, s2 = np.exp(theta[row, :d]), np.exp(theta[row, d])
+        cov = _kernel(u, u, ls) + np.diag(noise) + s2 * np.eye(n)
+        ref = multivariate_normal(np.zeros(n), cov).logpdf(z)
+        assert lml[row].item() == pytest.approx(ref, rel=1e-10, abs=1e-9)
+
+
+def test_the_noise_changes_the_potential_and_zero_noise_changes_nothing():
+    u, z, noise = _data(12, 2, 0)
+    theta = np.array([[-1.0, -0.5, -2.0], [0.3, -1.2, -4.0]])
+    plain = GPPotential(u, z)(theta)
+    zeros = GPPotential(u, z, np.zeros(12))(theta)
+    known = GPPotential(u, z, noise)(theta)
+    assert np.allclose(plain[0], zeros[0], rtol=1e-13) and np.allclose(plain[1], zeros[1])
+    assert np.all(np.abs(plain[0] - known[0]) > 0.1)
+    with pytest.raises(ValueError, match="one variance per label"):
+        GPPotential(u, z, noise[:5])

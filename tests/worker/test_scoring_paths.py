@@ -1,10 +1,9 @@
 """The fast scoring paths give what the plain formulas give: variances by a triangular solve
-against a product with the explicit inverse factor, B-QBC from the means alone, and BALD's
-mixture density evaluated in place against the densities written out one by one."""
+against a product with the explicit inverse factor, B-QBC from the means alone, and candidates
+scored in parts (on other workers) the scores of the whole."""
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
@@ -15,7 +14,6 @@ from worker.acquisition import (
     evaluate,
     greedy_batch,
     greedy_batch_outputs,
-    mixture_entropy,
 )
 from worker.mcmc import Posterior
 
@@ -92,21 +90,6 @@ def test_each_acquisition_equals_its_plain_formula(setting):
         assert torch.allclose(got, values, rtol=0, atol=1e-10), name
 
 
-def test_mixture_entropy_equals_its_plain_quadrature_at_every_node_count():
-    # spreads from overlapping components (32 nodes) to a narrow one far out (the 16384 cap)
-    g = torch.Generator().manual_seed(4)
-    cases = []
-    for spread, narrow in ((0.1, 1.0), (3.0, 1.0), (30.0, 0.5), (300.0, 0.3), (1e4, 1e-2)):
-        mean = spread * torch.randn(25, 6, generator=g, dtype=D)
-        sd = torch.exp(torch.randn(25, 6, generator=g, dtype=D) * 0.3)
-        sd[0] *= narrow
-        cases.append((mean, sd**2))
-    for mean, var in cases:
-        want = _plain_mixture_entropy(mean, var)
-        got = mixture_entropy(mean, var)
-        assert torch.allclose(got, want, rtol=1e-12, atol=1e-10)
-
-
 def test_means_only_acquisitions_never_compute_a_variance(setting, monkeypatch):
     post, u, z, cand = setting
     asked = []
@@ -133,19 +116,6 @@ def test_means_only_acquisitions_never_compute_a_variance(setting, monkeypatch):
     assert none is None and torch.allclose(mean_only, mean, rtol=0, atol=1e-10)
 
 
-def _in_parts(k):
-    """A share that scores the candidates in ``k`` parts, one after another, and says how many
-    parts it was asked to score."""
-    calls = []
-
-    def share(fn, candidates):
-        calls.append(len(candidates))
-        parts = torch.tensor_split(candidates, k)
-        return torch.cat([fn(part) for part in parts])
-
-    return share, calls
-
-
 @pytest.mark.parametrize("name", ["alm", "b-alm", "b-qbc", "qb-mgp", "bald", "bald-code"])
 def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
     """Each candidate's score depends on it alone, so candidates scored in parts (on other
@@ -166,32 +136,3 @@ def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
     given = greedy_batch_outputs(name, parts, candidates, 5, pending, scores=split)
     assert batch[0].tolist() == given[0].tolist()
     torch.testing.assert_close(given[1], batch[1], rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("mode", ["sequential", "parallel"])
-def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
-    from worker import fitting
-    from worker.spec.design import GridPool
-
-    spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
-            "pool": {"type": "grid", "points_per_dim": 30}, "pool_subsample": 600,
-            "acquisition": "qb-mgp", "mode": mode, "max_pending": 4, "seed": 2,
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}}  # fmt: skip
-    g = torch.Generator().manual_seed(3)
-    x = torch.rand(12, 2, generator=g, dtype=D)
-    labels = [{"x": a.tolist(), "y": float(torch.sin(4 * a).sum())} for a in x]
-    data = fitting.prepare(spec, labels)
-    post = fitting.posterior(spec, data, None)
-    pool = GridPool(dim=2, points_per_dim=30)
-    _, alone = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)
-    share, calls = _in_parts(4)
-    _, shared = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
-    assert calls == [600]  # every candidate (the subsample) through the share, once
-    assert [r["index"] for r in shared] == [r["index"] for r in alone]
-    np.testing.assert_allclose([r["score"] for r in shared], [r["score"] for r in alone],
-                               rtol=1e-10)  # fmt: skip
-    # random's scores are drawn for all candidates at once: never shared
-    share, calls = _in_parts(4)
-    fitting.model_and_ranking(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0,
-                            share)  # fmt: skip
-    assert calls == []

@@ -1,6 +1,6 @@
 """``fbgp-al run``: any executable as a simulator, against a real API server, Redis and worker.
 A command that fails for some points reports failures and the campaign still reaches ``done``;
-SIGINT kills the command and abandons its ticket."""
+SIGINT kills the command and abandons its ticket; a command may print several outputs."""
 
 import json
 import signal
@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from clients.client import CampaignStatus
+from clients.client import CampaignStatus, FbgpClient
 from clients.ops.run import (
     CommandFailed,
     CommandRunner,
@@ -124,3 +124,32 @@ def test_sigint_kills_the_command_and_abandons_its_ticket(api_url, make_body):
         assert "stopped by SIGINT" in out.strip().splitlines()[-1]
         status = api.get(f"/campaigns/{campaign}").json()
     assert status["n_abandoned"] == 1 and status["n_pending"] == 0 and status["n_failed"] == 0
+
+
+def test_a_command_may_print_several_outputs():
+    assert parse_y("log\nstress=1.5 disp=2e-3\n") == {"stress": 1.5, "disp": 0.002}
+    assert parse_y('{"stress": 1.5, "disp": 0.002}') == {"stress": 1.5, "disp": 0.002}
+    assert parse_y("1.5") == 1.5 and parse_y("1.5 0.1") == (1.5, 0.1)
+    for bad in ("stress=a", "{not json", "[1, 2]"):
+        with pytest.raises(CommandFailed):
+            parse_y(bad)
+
+
+def test_fbgp_al_run_reads_several_outputs_from_a_command(api_url, make_body):
+    body = make_body(name="run-outputs", outputs=[{"name": "stress"}, {"name": "disp"}],
+                     max_labels=4, mcmc=FAST)  # fmt: skip
+    with FbgpClient(api_url, token="") as api:
+        campaign = api.create_campaign(body).id
+        process = _run_command(
+            api_url,
+            campaign,
+            "sh",
+            "-c",
+            'echo working; echo "stress={x} disp=$(echo {x} | cut -c1-3)"',
+        )
+        out, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, out
+        observed = api.observations(campaign)
+    assert len(observed.y) == 4 and not observed.failures
+    for x, y in zip(observed.x, observed.y, strict=True):
+        assert y["stress"] == x[0] and y["disp"] == float(repr(x[0])[:3])

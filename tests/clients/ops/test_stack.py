@@ -1,59 +1,130 @@
-"""`fbgp-al up`: the whole stack as a new user starts it, with the demo campaign over real HTTP."""
+"""The local stack of ``fbgp-al up`` (:mod:`clients.ops.stack`). Its Redis requires a password:
+made once per data dir, kept there with mode 0600, given to Redis and to the API and workers
+without a command line showing it, and the same after a restart, so that the data kept stays
+reachable. Waiting for a server or for the workers stops as soon as they exit."""
 
+import contextlib
 import os
+import signal
+import socket
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
+from redis import Redis
+from redis.exceptions import AuthenticationError, ResponseError
 
 from clients.ops.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
+FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
 
-def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(tmp_path):
-    """As a newcomer runs it: the default, relative ``--data-dir`` under a working directory
-    whose path has a space (Redis changes into its --dir before it opens its log)."""
-    fresh = tmp_path / "a fresh clone"
-    fresh.mkdir()
-    port = free_port()
+def _up(data: Path, out: Path, *args: str) -> tuple[subprocess.Popen, int, int]:
+    """``fbgp-al up`` with one worker until /readyz says yes: the process, API and Redis ports."""
+    port, redis_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
-         "--demo", "gramacy1d", "--demo-labels", "6", "--exit-after-demo"],
-        cwd=fresh, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out
-    assert f"API on http://127.0.0.1:{port}" in out
-    assert "label   6" in out and "demo: done" in out and "RMSE" in out
-    # Redis kept its append-only file and its log in ./fbgp-data, not in fbgp-data/fbgp-data
-    data = fresh / "fbgp-data"
-    assert (data / "redis.log").is_file() and (data / "api.log").is_file()
-    assert any(p.name.startswith("appendonly") for p in data.rglob("*")), list(data.rglob("*"))
-    assert not (data / "fbgp-data").exists()
-    # and nothing is left listening
-    import socket
-
-    with socket.socket() as s:
-        assert s.connect_ex(("127.0.0.1", port)) != 0
-
-
-def test_up_refuses_a_port_in_use(tmp_path):
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        result = subprocess.run(
+    with open(out, "w") as log:
+        process = subprocess.Popen(
             [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
-             "--data-dir", str(tmp_path / "data")],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+             "--redis-port", str(redis_port), "--data-dir", str(data), *args],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
-    assert result.returncode != 0
-    assert f"port {port} is in use" in result.stdout + result.stderr
+    deadline = time.monotonic() + 180
+    while "requires the password" not in out.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"fbgp-al up did not start:\n{out.read_text()}")
+        time.sleep(0.2)
+    return process, port, redis_port
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGINT)  # Ctrl-C: it stops its children
+    try:
+        process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _ping(port: int) -> bytes:
+    """Redis's answer to a PING from a client that gave no password."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"PING\r\n")
+        return s.recv(200)
+
+
+def _command_lines() -> list[bytes]:
+    lines = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                lines.append((proc / "cmdline").read_bytes())
+    return lines
+
+
+def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tmp_path):
+    data = tmp_path / "data"
+    process, port, redis_port = _up(data, tmp_path / "up-1.out")
+    try:
+        secret = data / "redis-password"
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+        password = secret.read_text().strip()
+        assert len(password) >= 32
+
+        assert _ping(redis_port).startswith(b"-NOAUTH")
+        with pytest.raises(AuthenticationError):
+            Redis(port=redis_port).ping()
+        with pytest.raises((AuthenticationError, ResponseError)):
+            Redis(port=redis_port, password="not-the-password").ping()
+        redis = Redis(port=redis_port, password=password, decode_responses=True)
+        assert redis.ping()
+        assert redis.config_get("protected-mode") == {"protected-mode": "yes"}
+        assert redis.config_get("bind") == {"bind": "127.0.0.1"}
+        # in no process's command line (`ps`), nor in up's output
+        assert not [line for line in _command_lines() if password.encode() in line]
+        assert password not in (tmp_path / "up-1.out").read_text()
+        assert "PASSWORD@127.0.0.1" in (tmp_path / "up-1.out").read_text()
+
+        # the API and the worker reach it: a campaign gets its first model
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
+            body = {"name": "up", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+                    "pool": {"type": "grid", "points_per_dim": 51}, "max_labels": 5,
+                    "initial_design": {"type": "maximin-lhs", "size": 3}, "mcmc": FAST,
+                    "seed": 1}  # fmt: skip
+            r = api.post("/campaigns", json=body)
+            assert r.status_code == 201, r.text
+            campaign = r.json()["id"]
+            for y in (0.1, -0.3, 0.7):
+                ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
+                r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
+                assert r.status_code == 201, r.text
+            deadline = time.monotonic() + 120
+            while not api.get(f"/campaigns/{campaign}").json()["model_version"]:
+                assert time.monotonic() < deadline, "no model from the worker"
+                time.sleep(0.2)
+    finally:
+        _stop(process)
+    assert process.returncode == 0, (tmp_path / "up-1.out").read_text()
+
+    # started again on the same data dir: the same password, the campaign still there, and the
+    # whole URL printed when asked for
+    process, port, redis_port = _up(data, tmp_path / "up-2.out", "--print-redis-url")
+    try:
+        assert secret.read_text().strip() == password
+        assert (
+            f"redis://:{password}@127.0.0.1:{redis_port}/0" in (tmp_path / "up-2.out").read_text()
+        )
+        r = httpx.get(f"http://127.0.0.1:{port}/campaigns/{campaign}", timeout=30)
+        assert r.status_code == 200 and r.json()["n_labeled"] == 3, r.text
+        assert _ping(redis_port).startswith(b"-NOAUTH")
+    finally:
+        _stop(process)
 
 
 def test_waiting_for_a_server_stops_as_soon_as_it_exits(tmp_path):
@@ -83,44 +154,3 @@ def test_waiting_for_workers_stops_as_soon_as_every_worker_exits(tmp_path):
     finally:
         stack.api.kill()
         stack.api.wait()
-
-
-def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refused(tmp_path):
-    """A second ``fbgp-al up`` on the same data folder is refused while the first runs (two
-    Redis servers would share one append-only file); ``kill -9`` of the first stops its Redis,
-    API and worker too (none is left running on the data)."""
-    import re
-    import signal
-    import socket
-    import time
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
-    port = free_port()
-    first = subprocess.Popen(
-        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        line = ""
-        deadline = time.monotonic() + 240
-        while "API on" not in line and time.monotonic() < deadline:
-            line = first.stdout.readline()
-            assert line or first.poll() is None, "fbgp-al up exited"
-        redis_port = int(re.search(r"Redis on 127\.0\.0\.1:(\d+)", line).group(1))
-        second = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "up", "--port", str(free_port())],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert second.returncode != 0 and "another fbgp-al up" in second.stderr, second.stderr
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-
-    def listening(p: int) -> bool:
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", p)) == 0
-
-    deadline = time.monotonic() + 60
-    while (listening(port) or listening(redis_port)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not listening(port) and not listening(redis_port)

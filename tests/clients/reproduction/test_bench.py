@@ -1,7 +1,8 @@
-"""``fbgp-al bench`` end to end against a real API, Redis and worker, with a tiny setting; and
-the check of the paper's claims on made-up summaries."""
+"""``fbgp-al bench`` (:mod:`clients.reproduction.bench`): end to end against a real API, Redis and
+worker, with a tiny setting (today's protocol, ``--allow-repeats``, ``--protocol paper-code`` and
+a continuous initial design alone); its options (the protocol and each setting, parsed); and
+resuming, which refuses to mix protocols."""
 
-import dataclasses
 import json
 import time
 
@@ -9,12 +10,14 @@ import numpy as np
 import pytest
 
 from clients.ops.cli import main as cli
-from clients.reproduction.claims import check_claims
-from clients.reproduction.protocol import run_setup
+from clients.reproduction import bench
+from clients.reproduction.bench import parse_args, plan, resume
+from clients.reproduction.protocol import PROTOCOLS, run_setup
 from clients.reproduction.results import read_results
-from clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable
+from clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable, spec_body
 from clients.simulators import get_simulator
 from tests.clients.reproduction.made_up import run_records
+from worker.spec.defaults import MCMC_PRESETS
 
 ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
         "--iterations", "3", "--mcmc", "fast", "--no-progress"]  # fmt: skip
@@ -113,86 +116,146 @@ def test_allow_repeats_reaches_the_campaign_and_the_records(api_url, tmp_path):
     assert "pool points may be labeled again" in (out / "summary.md").read_text()
 
 
-def _records(spec: RunSpec, labels: int) -> list[dict]:
-    """Records as the bench wrote them before they carried the protocol's other fields."""
-    return run_records(spec, labels, mcmc=spec.mcmc)
+BASE = ["--simulators", "gramacy1d", "--acquisitions", "alm,bald", "--runs", "1"]
+SETTINGS = ("allow_repeats", "bald", "mcmc", "input_scaling", "initial_design")
 
 
-def test_an_interrupted_run_goes_on_from_the_records_that_fit_it():
-    spec = RunSpec("gramacy1d", "alm", 0, iterations=5, mcmc="fast")
-    records = _records(spec, 8)
-    assert resumable(spec, records) == records
-    other_run = _records(RunSpec("gramacy1d", "alm", 1, 5, "fast"), 8)
-    assert resumable(spec, other_run + records[:2]) == records[:2]
-    # up to the first record that is missing or does not fit
-    assert resumable(spec, records[:2] + records[3:]) == records[:2]
-    tampered = [*records[:4], dict(records[4], y=[records[4]["y"][0] + 1e-3]), records[5]]
-    assert resumable(spec, tampered) == records[:4]
-    # labels drawn in another order are not the run's
-    swapped = [
-        *records[:3],
-        dict(records[3], y=records[4]["y"]),
-        dict(records[4], y=records[3]["y"]),
-    ]
-    assert resumable(spec, swapped) == records[:3]
-    assert resumable(spec, [dict(records[0], mcmc="paper"), *records[1:]]) == []
-    assert resumable(spec, [dict(records[0], y=[0.0, 0.0, 0.0]), *records[1:]]) == []
-    assert resumable(spec, [*records[:2], dict(records[2], x=[[0.5, 0.5]])]) == records[:2]
-    assert resumable(spec, [*records[:2], dict(records[2], x=[[2.0]])]) == records[:2]  # outside
-    # a run that may label pool points again is another protocol
-    repeats = dataclasses.replace(spec, allow_repeats=True)
-    assert resumable(repeats, records) == []
-    marked = [dict(r, allow_repeats=True) for r in records]
-    assert resumable(repeats, marked) == marked and resumable(spec, marked) == []
+def _settings(args) -> dict:
+    return {name: getattr(args, name) for name in SETTINGS}
 
 
-def _summary(nlml: dict, rmse: dict, motorcycle=None) -> dict:
-    def cells(overall: dict, metric: str) -> dict:
-        out = {}
-        for acq, value in overall.items():
-            out[acq] = {"branin": {"mean": value, "sd": 1.0, "runs": 3},
-                        "overall_mean": {"mean": value, "sd": 0.0}}  # fmt: skip
-            if motorcycle is not None:
-                out[acq]["motorcycle"] = {"mean": motorcycle[metric][acq], "sd": 1.0, "runs": 3}
-        return out
-
-    return {"nlml": cells(nlml, "nlml"), "rmse": cells(rmse, "rmse")}
-
-
-def test_claims_are_checked_against_the_summary():
-    acqs = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp")
-    nlml = dict(zip(acqs, (0.0, 16.0, -8.0, 41.0, 29.0), strict=True))
-    rmse = dict(zip(acqs, (0.0, 5.0, 3.0, 9.0, 12.0), strict=True))
-    moto = {"nlml": dict(zip(acqs, (0.0, 1.0, 2.0, -20.0, 10.0), strict=True)),
-            "rmse": dict(zip(acqs, (0.0, 1.0, 2.0, 30.0, 10.0), strict=True))}  # fmt: skip
-    verdicts = [c.verdict for c in check_claims(_summary(nlml, rmse, moto))]
-    assert verdicts == ["held", "held", "mixed", "mixed"]
-    nlml["qb-mgp"] = 50.0
-    moto["rmse"]["qb-mgp"] = 40.0
-    rmse["bald"] = -3.0
-    verdicts = [c.verdict for c in check_claims(_summary(nlml, rmse, moto))]
-    assert verdicts == ["not held", "held", "held", "held"]
-    # ALM against itself averages to a rounding residue, which reads 0.0, not -0.0
-    nlml["alm"] = -1e-17
-    assert "alm 0.0 %" in check_claims(_summary(nlml, rmse, moto))[0].evidence
-    only = {"alm": 0.0, "qb-mgp": 3.0}
-    verdicts = [c.verdict for c in check_claims(_summary(only, only))]
-    assert verdicts == ["not tested", "held", "not tested", "not tested"]
+def test_the_default_protocol_is_todays():
+    args = parse_args(BASE)
+    assert args.protocol == "paper"
+    assert _settings(args) == PROTOCOLS["paper"] == {
+        "allow_repeats": False, "bald": "bald", "mcmc": "paper", "input_scaling": "box",
+        "initial_design": "pool"}  # fmt: skip
+    bald = plan(args)[1]
+    assert bald.acquisition == bald.service_acquisition == "bald"
+    body = spec_body(bald)
+    # today's body: no input_scaling field, the paper's preset, no repeats
+    assert "input_scaling" not in body and body["acquisition"] == "bald"
+    assert body["mcmc"] == MCMC_PRESETS["paper"] and body["allow_repeats"] is False
 
 
-def test_the_nlml_claims_are_checked_again_with_the_paper_codes_nlml():
-    acqs = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp")
-    nlml = dict(zip(acqs, (0.0, 16.0, 30.0, 41.0, 29.0), strict=True))
-    paper = dict(zip(acqs, (0.0, 16.0, -8.0, 12.0, 29.0), strict=True))
-    rmse = dict(zip(acqs, (0.0, 5.0, -3.0, 9.0, 12.0), strict=True))
-    moto = {"nlml": dict(zip(acqs, (0.0, 1.0, 2.0, 20.0, 10.0), strict=True)),
-            "nlml_paper": dict(zip(acqs, (0.0, 1.0, 2.0, -20.0, 10.0), strict=True)),
-            "rmse": dict(zip(acqs, (0.0, 1.0, 2.0, 30.0, 40.0), strict=True))}  # fmt: skip
-    summary = _summary(nlml, rmse, moto)
-    assert len(check_claims(summary)) == 4  # no nlml_paper: the four claims alone
-    summary["nlml_paper"] = _summary(paper, paper, {**moto, "nlml": moto["nlml_paper"]})["nlml"]
-    claims = check_claims(summary)
-    assert [c.verdict for c in claims] == ["held", "held", "mixed", "mixed", "not held", "held",
-                                           "held"]  # fmt: skip
-    assert all("paper's code" in c.text for c in claims[4:])
-    assert "NLML (paper's code)" in claims[4].evidence
+def test_paper_code_sets_all_five():
+    args = parse_args([*BASE, "--protocol", "paper-code"])
+    assert _settings(args) == {
+        "allow_repeats": True, "bald": "bald-code", "mcmc": "paper-code",
+        "input_scaling": "labels", "initial_design": "continuous"}  # fmt: skip
+    alm, bald = plan(args)
+    assert (bald.acquisition, bald.service_acquisition) == ("bald", "bald-code")
+    assert alm.service_acquisition == "alm"
+    body = spec_body(bald)
+    assert body["acquisition"] == "bald-code" and body["input_scaling"] == "labels"
+    assert body["allow_repeats"] is True and body["mcmc"]["mode_rule"] == "kde-raw"
+    assert body["name"] == "bench-gramacy1d-bald-run0"
+    assert bald.record_fields() == {
+        "mcmc": "paper-code", "allow_repeats": True, "service_acquisition": "bald-code",
+        "input_scaling": "labels", "initial_design": "continuous",
+        "protocol": "paper-code"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("option", "setting", "value"),
+    [(["--allow-repeats"], "allow_repeats", True), (["--bald", "bald-code"], "bald", "bald-code"),
+     (["--mcmc", "fast"], "mcmc", "fast"),
+     (["--input-scaling", "labels"], "input_scaling", "labels"),
+     (["--initial-design", "continuous"], "initial_design", "continuous")],
+)  # fmt: skip
+def test_one_option_alone_changes_one_setting(option, setting, value):
+    args = parse_args([*BASE, *option])
+    assert _settings(args) == {**PROTOCOLS["paper"], setting: value}
+    assert plan(args)[0].protocol == "custom"  # no named protocol
+
+
+def test_options_given_override_the_protocols():
+    args = parse_args([*BASE, "--protocol", "paper-code", "--mcmc", "fast",
+                       "--no-allow-repeats", "--bald", "bald"])  # fmt: skip
+    assert _settings(args) == {**PROTOCOLS["paper-code"], "mcmc": "fast",
+                               "allow_repeats": False, "bald": "bald"}  # fmt: skip
+    # the five options spelled out are the protocol itself
+    spelled = parse_args([*BASE, "--allow-repeats", "--bald", "bald-code", "--mcmc",
+                          "paper-code", "--input-scaling", "labels", "--initial-design",
+                          "continuous"])  # fmt: skip
+    assert plan(spelled)[1].protocol == "paper-code"
+
+
+def test_an_unknown_preset_is_an_error(monkeypatch):
+    monkeypatch.setattr(bench, "MCMC_PRESETS", {k: v for k, v in MCMC_PRESETS.items()
+                                                if k != "paper-code"})  # fmt: skip
+    with pytest.raises(SystemExit):
+        parse_args([*BASE, "--protocol", "paper-code"])
+
+
+def _records(spec: RunSpec, labels: int, **fields) -> list[dict]:
+    """Made-up records of ``spec``'s run with its protocol fields (overridden by ``fields``)."""
+    return run_records(spec, labels, **{**spec.record_fields(), "max_labels": spec.max_labels,
+                                        **fields})  # fmt: skip
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_resume_refuses_to_mix_protocols(tmp_path):
+    path = tmp_path / "results.jsonl"
+    paper = RunSpec("gramacy1d", "bald", 0, 2)
+    code = RunSpec("gramacy1d", "bald", 0, 2, "paper-code", allow_repeats=True, bald="bald-code",
+                   input_scaling="labels", initial_design="continuous")  # fmt: skip
+    _write(path, _records(paper, 5))
+    assert resume(path, [paper]) == ([], {})  # complete, same protocol: nothing to do
+    with pytest.raises(SystemExit, match="use another --out"):
+        resume(path, [code])
+    # each setting alone is another protocol
+    for change, message in [({"bald": "bald-code"}, "service acquisition"),
+                            ({"input_scaling": "labels"}, "--input-scaling"),
+                            ({"initial_design": "continuous"}, "--initial-design"),
+                            ({"allow_repeats": True}, "without --allow-repeats")]:  # fmt: skip
+        other = RunSpec("gramacy1d", "bald", 0, 2, **change)
+        with pytest.raises(SystemExit, match=message):
+            resume(path, [other])
+    # records written before the fields existed read as the paper protocol
+    old = [{k: v for k, v in r.items() if k not in (*code.record_fields(), "allow_repeats")}
+           | {"mcmc": "paper"} for r in _records(paper, 5)]  # fmt: skip
+    _write(path, old)
+    assert resume(path, [paper]) == ([], {})
+    with pytest.raises(SystemExit, match="service acquisition"):
+        resume(path, [RunSpec("gramacy1d", "bald", 0, 2, bald="bald-code")])
+    # an interrupted run goes on only from the records of its own protocol
+    mine = _records(code, 4)
+    assert resumable(code, mine) == mine
+    assert resumable(code, _records(code, 4, input_scaling="box")) == []
+    assert resumable(code, _records(paper, 4)) == []  # another design, other settings
+    # the pool design's first record does not fit a continuous run even with its settings
+    assert resumable(code, [{**r, **code.record_fields()} for r in _records(paper, 4)]) == []
+
+
+def test_paper_code_end_to_end(api_url, tmp_path):
+    """Needs the service side: input_scaling, bald-code and nlml_paper. A tiny preset."""
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), *BASE, "--protocol", "paper-code",
+         "--mcmc", "fast", "--iterations", "2", "--no-progress"])  # fmt: skip
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 * 3
+    setup = run_setup("gramacy1d", 0, design="continuous")
+    for r in lines:
+        assert r["allow_repeats"] is True and r["input_scaling"] == "labels"
+        assert r["initial_design"] == "continuous" and r["mcmc"] == "fast"
+        assert r["service_acquisition"] == {"alm": "alm", "bald": "bald-code"}[r["acquisition"]]
+        assert np.isfinite(r["nlml_paper"]) and r["nlml_paper"] != r["nlml"]
+        if r["n_labeled"] == 3:
+            np.testing.assert_array_equal(r["x"], setup.initial_x)
+    assert "### NLML as the paper's code computes it" in (tmp_path / "rdauc.md").read_text()
+
+
+def test_a_continuous_design_alone_runs_on_todays_service(api_url, tmp_path):
+    """The off-grid initial design is imported into a grid-pool campaign and the run goes on."""
+    cli(["bench", "--url", api_url, "--out", str(tmp_path), "--simulators", "gramacy1d",
+         "--acquisitions", "alm", "--runs", "1", "--initial-design", "continuous", "--mcmc",
+         "fast", "--iterations", "1", "--no-progress"])  # fmt: skip
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["n_labeled"] for r in lines] == [3, 4]
+    setup = run_setup("gramacy1d", 0, design="continuous")
+    np.testing.assert_array_equal(lines[0]["x"], setup.initial_x)
+    assert {r["initial_design"] for r in lines} == {"continuous"}
+    assert {r["protocol"] for r in lines} == {"custom"}

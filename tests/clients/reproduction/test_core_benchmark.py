@@ -1,10 +1,9 @@
 """The Gramacy & Lee mode study of ``fbgp-al bench-core --modes`` (the grid it judges the two
-modes on, and a tiny run of both samplers), and the label-to-next-point case (``--cases next``)."""
+modes on, and a tiny run of both samplers)."""
 
 import numpy as np
 
 from clients.reproduction.core_benchmark import chain_modes, gramacy_data, mode_gap
-from clients.reproduction.large_benchmark import time_next_point
 
 
 def test_the_short_lengthscale_mode_wins_only_with_many_labels():
@@ -23,16 +22,3 @@ def test_chain_modes_counts_the_chains_of_both_samplers(capsys):
     out = capsys.readouterr().out
     assert "n=20 data set 0: short mode more probable by" in out
     assert f"ours {totals['ours']} of 2, reference {totals['reference']} of 2" in out
-
-
-def test_label_to_next_point_adds_up_its_parts_for_each_acquisition(capsys):
-    rows = time_next_point("branin", 12, "uniform", acquisitions=("b-qbc", "qb-mgp"),
-                           candidates=300)  # fmt: skip
-    assert [r["acquisition"] for r in rows] == ["b-qbc", "qb-mgp"]
-    for r in rows:
-        assert r["total_s"] == r["refit_s"] + r["scoring_s"] + r["accuracy_s"]
-        assert min(r["refit_s"], r["scoring_s"], r["accuracy_s"]) > 0
-        assert r["gradient_evaluations"] > 0 and r["rhat"] < 1.1 and r["ess"] > 0
-    assert rows[0]["refit_s"] == rows[1]["refit_s"]  # one refit, scored by each acquisition
-    out = capsys.readouterr().out
-    assert "branin n=12 uniform: warm refit" in out and "label to next point" in out

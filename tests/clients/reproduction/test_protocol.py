@@ -1,13 +1,23 @@
-"""The paper's protocol as data, and the seeded per-run setup shared across acquisitions."""
+"""The paper's protocol as data, and the seeded per-run setup shared across acquisitions; the
+continuous initial design is the run's Latin hypercube, not snapped."""
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import pdist
 
 from clients.reproduction import protocol
-from clients.reproduction.protocol import campaign_body, grid_pool, pool_points, run_seed, run_setup
+from clients.reproduction.protocol import (
+    campaign_body,
+    grid_pool,
+    pool_points,
+    run_seed,
+    run_setup,
+)
 from clients.reproduction.rdauc import load_paper_table
 from clients.simulators import SIMULATORS, get_simulator
 from worker.spec import defaults
+from worker.spec.defaults import INITIAL_DESIGN_SIZE
+from worker.spec.design import maximin_lhs
 
 
 def test_constants_match_the_paper():
@@ -80,3 +90,38 @@ def test_campaign_body():
     assert body["max_labels"] == 43
     assert body["seed"] == run_setup("branin", 3).seed
     assert body["mode"] == "sequential"
+
+
+def test_the_continuous_design_is_the_runs_lhs_not_snapped():
+    for name in ("gramacy1d", "branin", "hartmann6"):
+        sim = get_simulator(name)
+        setup = run_setup(name, 2, design="continuous")
+        pooled = run_setup(name, 2)
+        # seeded: the same every time; the test set and RMSE points are the pool design's
+        again = run_setup(name, 2, design="continuous")
+        np.testing.assert_array_equal(setup.initial_x, again.initial_x)
+        np.testing.assert_array_equal(setup.initial_y, again.initial_y)
+        np.testing.assert_array_equal(setup.test_x, pooled.test_x)
+        np.testing.assert_array_equal(setup.rmse_x, pooled.rmse_x)
+        assert setup.initial_x.shape == (INITIAL_DESIGN_SIZE, sim.dim)
+        assert len(setup.initial_index) == 0
+        # another repetition, another design
+        assert not np.allclose(run_setup(name, 3, design="continuous").initial_x, setup.initial_x)
+        # inside the box, off the grid
+        unit = sim.to_unit(setup.initial_x)
+        assert np.all((unit > 0) & (unit < 1))
+        steps = unit * (sim.points_per_dim - 1)
+        assert not np.any(np.isclose(steps, np.rint(steps), rtol=0, atol=1e-9))
+        # the maximin LHS the pool design snaps: one point per third of every input, and
+        # within the grid's spacing of the snapped points
+        np.testing.assert_allclose(unit, maximin_lhs(INITIAL_DESIGN_SIZE, sim.dim, setup.seed))
+        for j in range(sim.dim):
+            assert sorted(np.floor(unit[:, j] * INITIAL_DESIGN_SIZE)) == [0, 1, 2]
+        snapped = grid_pool(sim).points(pooled.initial_index)
+        assert np.abs(unit - snapped).max() <= 0.5 / (sim.points_per_dim - 1) + 1e-12
+        # maximin: at least as spread as any of a few other random Latin hypercubes
+        from scipy.stats import qmc
+
+        rng = np.random.default_rng(0)
+        others = [pdist(qmc.LatinHypercube(d=sim.dim, rng=rng).random(3)).min() for _ in range(50)]
+        assert pdist(unit).min() >= np.median(others)

@@ -1,4 +1,5 @@
-"""RD-AUC (the paper's Algorithm 1) on hand-computed cases, and the table beside the paper's."""
+"""RD-AUC (the paper's Algorithm 1) on hand-computed cases, the table beside the paper's, and the
+cells far from the paper's."""
 
 import json
 import math
@@ -9,6 +10,7 @@ import pytest
 from clients.reproduction.rdauc import (
     PAPER_SIMULATORS,
     auc,
+    far_from_paper,
     load_paper_table,
     overall,
     rd_auc,
@@ -18,6 +20,7 @@ from clients.reproduction.rdauc import (
     table_markdown,
     write_table,
 )
+from clients.reproduction.report import write_report
 from clients.reproduction.results import Curves, append_record, read_results
 
 
@@ -141,3 +144,67 @@ def test_summarize_and_tables(tmp_path):
     # strict JSON: the undefined sd of a single run is null, not NaN
     written = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(c))
     assert written["metrics"]["rmse"]["qb-mgp"]["motorcycle"]["ours"]["sd"] is None
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _synthetic(path):
+    """Two identical runs of gramacy1d for alm, b-qbc and qb-mgp, flat curves over 3..5
+    labels. RD-AUC (%): rmse b-qbc 50 (paper 20.8 ± 0.9: far), qb-mgp 20 (19.6 ± 0.8: near);
+    nlml b-qbc 100 (36.3 ± 1.0: far), qb-mgp 20.6 (20.6 ± 0.9); nlml_paper qb-mgp 100
+    (the paper's NLML 20.6 ± 0.9: far), b-qbc 36.3."""
+    values = {"alm": (1.0, 1.0, 1.0), "b-qbc": (0.5, 1 - 0.363, 0.5),
+              "qb-mgp": (1 - 0.103, 0.0, 0.8)}  # fmt: skip
+    records = []
+    for acq, (nlml, nlml_paper, rmse) in values.items():
+        for run in (0, 1):
+            for n in (3, 4, 5):
+                records.append({"simulator": "gramacy1d", "acquisition": acq, "run": run,
+                                "n_labeled": n, "nlml": nlml, "nlml_paper": nlml_paper,
+                                "rmse": rmse, "max_labels": 5, "refit_seconds": 1.0,
+                                "max_rhat": 1.0, "min_ess": 100.0,
+                                "divergences": 0})  # fmt: skip
+    _write(path, records)
+    return records
+
+
+def test_the_cells_far_from_the_paper(tmp_path):
+    records = _synthetic(tmp_path / "results.jsonl")
+    summary = summarize(records)
+    assert summary["nlml_paper"]["qb-mgp"]["gramacy1d"]["mean"] == pytest.approx(100)
+    far = far_from_paper(summary, load_paper_table())
+    assert [(c["metric"], c["acquisition"], c["simulator"]) for c in far] == [
+        ("nlml", "b-qbc", "gramacy1d"), ("rmse", "b-qbc", "gramacy1d"),
+        ("nlml_paper", "qb-mgp", "gramacy1d")]  # fmt: skip
+    nlml, rmse, paper = far
+    assert nlml["ours"] == pytest.approx(100) and nlml["paper"] == 36.3
+    assert nlml["gap"] == pytest.approx((100 - 36.3) / 1.0)
+    assert rmse["ours"] == pytest.approx(50) and rmse["gap"] == pytest.approx((50 - 20.8) / 0.9)
+    assert paper["paper"] == 20.6 and paper["gap"] == pytest.approx((100 - 20.6) / 0.9)
+    assert rmse["runs"] == 2 and rmse["sd"] == pytest.approx(0)
+    # our spread is 0 here: the joint gap is the gap in paper-sds
+    assert rmse["joint_gap"] == pytest.approx(rmse["gap"])
+    one_run = summarize([r for r in records if r["run"] == 0])
+    assert all(np.isnan(c["joint_gap"]) for c in far_from_paper(one_run, load_paper_table()))
+
+    # in the report: the nlml_paper table, the section, and the cells in rdauc.json
+    write_report(tmp_path / "results.jsonl", tmp_path)
+    md = (tmp_path / "rdauc.md").read_text()
+    assert "### NLML as the paper's code computes it" in md
+    row = "| nlml_paper | qb-mgp | gramacy1d | 100.0 ± 0.0 (2 runs) | 20.6 ± 0.9 | +88.2 | +88.2 |"
+    assert row in md
+    summary_md = (tmp_path / "summary.md").read_text()
+    assert "## Cells more than 2 paper-sds from the paper" in summary_md
+    row = "| rmse | b-qbc | gramacy1d | 50.0 ± 0.0 (2 runs) | 20.8 ± 0.9 | +32.4 | +32.4 |"
+    assert row in summary_md
+    table = json.loads((tmp_path / "rdauc.json").read_text())
+    assert len(table["far_from_paper"]) == 3
+    assert table["metrics"]["nlml_paper"]["qb-mgp"]["gramacy1d"]["paper"]["mean"] == 20.6
+
+
+def test_no_nlml_paper_table_without_it(tmp_path):
+    records = [{k: v for k, v in r.items() if k != "nlml_paper"}
+               for r in _synthetic(tmp_path / "results.jsonl")]  # fmt: skip
+    assert set(summarize(records)) == {"nlml", "rmse"}

@@ -1,18 +1,35 @@
 """The rules of :mod:`service.store.rules` against the scripts that apply them, on a real
-redis-server: a failed refit's back-off and the campaign's failure (``after_failure.lua``, through
-``fail_refit.lua``), on random states. The label, run and refit rules are replayed against their
-scripts in ``tests/service/test_loop_store.py``."""
+redis-server: a failed refit's back-off and the campaign's failure (``after_failure.lua``,
+through ``fail_refit.lua``), on random states; and the label, run and refit rules, replayed: the
+real store (Redis and its Lua scripts) agrees with the pure loop model on every outcome, random
+operations (``/next``, labels, failed, abandoned and renewed runs, the clock, a refit's start and
+end) replayed against both."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from service import loop
 from service.keys import PHASES
-from service.store import rules
+from service.routes import bodies
+from service.routes.labeling import offer
+from service.schemas.campaigns import CampaignCreate
+from service.settings import Settings
+from service.store import CampaignStore, rules
+from tests.service.loop_model import (
+    LATE_LABEL,
+    START,
+    LoopModel,
+    body,
+    operations,
+    resolve,
+    rules_strategy,
+)
+from worker.spec.pools import grid_point
 
 NOW = 1_000_000.0
 
@@ -61,3 +78,129 @@ def test_a_refit_not_in_charge_changes_nothing(bare_store):
     keys = [state, store.k("c", "labels"), PHASES, store.k("c", "history")]
     assert store.s.fail_refit(keys=keys, args=["old", "error", "{}", "{}"]) == 0
     assert store.r.hget(state, "refit_failures") == b"0"
+
+
+POOL = 8
+LEASE = 5.0
+
+
+class Replay:
+    """The same operations on the store, as the routes and the jobs do them."""
+
+    def __init__(self, store: CampaignStore, spec: dict):
+        self.store, self.spec, self.id = store, spec, spec["id"]
+        # refits never die here (their jobs wait in a queue no worker serves)
+        self.settings = Settings(refit_lease_seconds=1e9)
+        self.now = START
+        self.tickets: list[str] = []
+        self.token: str | None = None
+        self.seen = 0
+
+    def next(self):
+        answer = offer(self.store, self.id, self.now, self.settings)
+        if isinstance(answer, list):
+            (answer,) = answer
+            self.tickets.append(answer["ticket"])
+        return answer
+
+    def label(self, ticket: int | None, y: float):
+        known = ticket is not None and ticket < len(self.tickets)
+        name = self.tickets[ticket] if known else "never-issued"
+        return self.store.record_label(self.id, name, y, self.now)
+
+    def _name(self, ticket: int | None) -> str:
+        known = ticket is not None and ticket < len(self.tickets)
+        return self.tickets[ticket] if known else "never-issued"
+
+    def fail(self, ticket: int | None, reason: str):
+        return self.store.fail_run(self.id, self._name(ticket), reason, self.now)
+
+    def abandon(self, ticket: int | None):
+        return self.store.abandon(self.id, self._name(ticket), self.now)
+
+    def renew(self, ticket: int | None):
+        return self.store.renew(self.id, self._name(ticket), self.now)
+
+    def start_refit(self) -> bool:
+        state = self.store.state(self.id)
+        if state.get("refit") != "queued":
+            return False
+        self.token = state["refit_job"]
+        assert self.store.beat(self.id, self.token, self.now, start=True)
+        self.seen = self.store.n_labeled(self.id)
+        return True
+
+    def finish_refit(self, ranking: tuple[int, ...]) -> bool | None:
+        if self.store.state(self.id).get("refit") != "running":
+            return None
+        model = {"version": self.seen, "diagnostics": {"refit_seconds": 1.0}}
+        points = [{"index": i, "x": grid_point(self.spec, i), "score": 0.0} for i in ranking]
+        assert self.store.save_model(self.id, model, points, self.token)
+        again = self.store.end_refit(self.id, self.seen, self.now, self.token)
+        if again:
+            self.store.enqueue_refit(self.id)
+        return again
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rules_strategy(POOL), operations(POOL, length=30))
+@example(*LATE_LABEL)
+def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
+    store = bare_store
+    spec = store.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
+    model = LoopModel(loop.Rules.of(spec), lease_seconds=LEASE)
+    real = Replay(store, spec)
+    for op in ops:
+        match op:
+            case ("next",):
+                expected, got = model.next(), real.next()
+                if isinstance(expected, loop.Offer):
+                    assert isinstance(got, dict), (op, expected, got)
+                    assert got["x"] == grid_point(spec, expected.index)
+                    assert got["model_version"] == expected.version
+                    assert got["expires_at"] == real.now + LEASE
+                else:
+                    assert got == expected, op
+            case ("label", ref, y):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.label(ticket, y) == model.label(ticket, y), op
+            case ("tick", seconds):
+                model.tick(seconds)
+                real.now += seconds
+            case ("start",):
+                assert real.start_refit() == model.start_refit(), op
+            case ("finish", ranking):
+                assert real.finish_refit(ranking) == model.finish_refit(ranking), op
+            case ("fail", ref, reason):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.fail(ticket, reason) == model.fail(ticket, reason), op
+            case ("abandon", ref):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.abandon(ticket) == model.abandon(ticket), op
+            case ("renew", ref):
+                ticket = resolve(ref, len(model.tickets))
+                assert real.renew(ticket) == model.renew(ticket), op
+        snap = store.snapshot(spec["id"], real.now)
+        assert snap == model.snapshot() or _same(snap, model.snapshot()), op
+        status = bodies.status(store, spec["id"], real.now)
+        assert status["state"] == loop.phase(model.rules, len(model.labels))
+        assert status["refit"] == model.refit
+        assert status["n_failed"] == len(model.failures)
+        assert status["n_abandoned"] == model.abandoned
+        assert status["stalled"] == loop.stalled(model.rules, model.snapshot())
+    stored = [(label["ticket"], label["y"]) for label in store.labels(spec["id"])]
+    assert stored == [(real.tickets[t], y) for t, _, y in model.labels]
+    failed = [(f["ticket"], f["index"], f["reason"]) for f in store.failures(spec["id"])]
+    assert failed == [(real.tickets[t], i, r) for t, i, r in model.failures]
+    store.delete(spec["id"])
+
+
+def _same(real: loop.Snapshot, model: loop.Snapshot) -> bool:
+    """The store's refit state has more in it (its job, times): compare what the model has."""
+    return (real.n_labeled, real.n_pending, real.pending, real.labeled, real.ranking,
+            real.refit.phase, real.refit.model_version, real.failures, real.refit.changed) == (
+            model.n_labeled, model.n_pending, model.pending, model.labeled, model.ranking,
+            model.refit.phase, model.refit.model_version, model.failures,
+            model.refit.changed)  # fmt: skip

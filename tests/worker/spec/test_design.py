@@ -1,9 +1,11 @@
+"""The input box, pools of candidate inputs and the initial design (:mod:`worker.spec.design`)."""
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import qmc
 
-from worker.spec.design import GridPool, PointPool, initial_design, maximin_lhs
+from worker.spec.design import Box, GridPool, PointPool, initial_design, maximin_lhs
 
 
 def test_grid_pool_addresses_points_without_building_them():
@@ -82,3 +84,18 @@ def test_a_large_maximin_design_tries_fewer_hypercubes():
     x = maximin_lhs(size, dim, seed=4)
     assert np.array_equal(x, maximin_lhs(size, dim, seed=4, tries=tries))
     assert not np.array_equal(x, maximin_lhs(size, dim, seed=4, tries=1000))
+
+
+def test_inputs_map_to_unit_cube_by_declared_bounds_and_back():
+    box = Box.of([{"lower": -5, "upper": 10}, {"lower": 0, "upper": 15}])
+    x = [[-5.0, 0.0], [10.0, 15.0], [2.5, 7.5]]
+    u = box.to_unit(x)
+    assert np.array_equal(u, [[0.0, 0.0], [1.0, 1.0], [0.5, 0.5]])
+    assert np.allclose(box.from_unit(u), x)
+    assert u.dtype == np.float64
+
+
+@pytest.mark.parametrize("lower,upper", [((0.0,), (0.0,)), ((1.0, 0.0), (0.0, 1.0)), ((), ())])
+def test_bad_bounds_are_rejected(lower, upper):
+    with pytest.raises(ValueError):
+        Box(lower=lower, upper=upper)

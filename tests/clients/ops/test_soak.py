@@ -1,0 +1,47 @@
+"""``fbgp-al soak`` (:mod:`clients.ops.soak`), a bounded soak test: simulators label two campaigns
+over HTTP while a worker is killed and started again, a work horse is killed, Redis is killed and
+started again, and the API is killed and started again. Every acknowledged label is stored and
+every campaign recovers."""
+
+import pytest
+
+from clients.ops.soak import FAULT_KINDS, run_soak
+
+pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
+
+
+def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):
+    lines = []
+    report = run_soak(seconds=60, campaigns=2, simulators_per_campaign=2, workers=2,
+                      data_dir=tmp_path, seed=0, progress=lines.append)  # fmt: skip
+    figures = "\n".join(lines)
+    assert report["lost"] == 0 and report["lost_y"] == 0, report
+    assert report["stuck"] == 0, report
+    assert report["extra"] == 0, report  # every lost answer was asked again
+    assert report["labels_acknowledged"] == report["labels_stored"] > 0, report
+    faults = report["faults"]
+    assert [f["kind"] for f in faults] == list(FAULT_KINDS), figures
+    assert len(faults) >= 4
+    for fault in faults:
+        assert fault["recovery_seconds"] is not None, (fault, figures)
+        assert fault["recovery_seconds"] < 120, (fault, figures)
+    for campaign in report["campaign_details"]:
+        assert campaign["state"] == "done" or campaign["progressing"], campaign
+        assert campaign["stored"] == campaign["n_labeled"] == campaign["observations"], campaign
+
+
+def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(tmp_path):
+    """Short phases: the figures are the benchmark's (docs/benchmarks.md); here, that the greedy
+    tenant's campaigns at every stated limit are admitted and run, its model calls beyond one at
+    a time are refused with 429, a delete frees the workers, and no acknowledged label is lost."""
+    from clients.ops.adversarial import run_adversarial
+
+    report = run_adversarial(seconds=20, workers=2, seed=0, data_dir=tmp_path, progress=print)
+    alone, beside = report["alone"], report["beside_greedy"]
+    assert report["lost"] == 0, report
+    assert alone["labels"] > 0 and beside["labels"] > 0, report
+    answers = beside["greedy_answers"]
+    assert answers.get("evaluate 200", 0) > 0 and answers.get("evaluate 429", 0) > 0, answers
+    assert answers.get("pool next 200", 0) > 0, answers
+    assert beside["workers_free_after_delete_seconds"] is not None, report
+    assert beside["workers_free_after_delete_seconds"] < 10, report

@@ -1,0 +1,97 @@
+"""`fbgp-al up` (:mod:`clients.ops.up`): the whole stack as a new user starts it, with the demo
+campaign over real HTTP; a port in use is refused; a killed ``up`` takes its parts with it and a
+second ``up`` on its data is refused."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from clients.ops.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(tmp_path):
+    """As a newcomer runs it: the default, relative ``--data-dir`` under a working directory
+    whose path has a space (Redis changes into its --dir before it opens its log)."""
+    fresh = tmp_path / "a fresh clone"
+    fresh.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
+         "--demo", "gramacy1d", "--demo-labels", "6", "--exit-after-demo"],
+        cwd=fresh, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert f"API on http://127.0.0.1:{port}" in out
+    assert "label   6" in out and "demo: done" in out and "RMSE" in out
+    # Redis kept its append-only file and its log in ./fbgp-data, not in fbgp-data/fbgp-data
+    data = fresh / "fbgp-data"
+    assert (data / "redis.log").is_file() and (data / "api.log").is_file()
+    assert any(p.name.startswith("appendonly") for p in data.rglob("*")), list(data.rglob("*"))
+    assert not (data / "fbgp-data").exists()
+    # and nothing is left listening
+    import socket
+
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_up_refuses_a_port_in_use(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
+             "--data-dir", str(tmp_path / "data")],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert f"port {port} is in use" in result.stdout + result.stderr
+
+
+def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refused(tmp_path):
+    """A second ``fbgp-al up`` on the same data folder is refused while the first runs (two
+    Redis servers would share one append-only file); ``kill -9`` of the first stops its Redis,
+    API and worker too (none is left running on the data)."""
+    import re
+    import signal
+    import socket
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    port = free_port()
+    first = subprocess.Popen(
+        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = ""
+        deadline = time.monotonic() + 240
+        while "API on" not in line and time.monotonic() < deadline:
+            line = first.stdout.readline()
+            assert line or first.poll() is None, "fbgp-al up exited"
+        redis_port = int(re.search(r"Redis on 127\.0\.0\.1:(\d+)", line).group(1))
+        second = subprocess.run(
+            [sys.executable, "-m", "clients.ops.cli", "up", "--port", str(free_port())],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert second.returncode != 0 and "another fbgp-al up" in second.stderr, second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+
+    def listening(p: int) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", p)) == 0
+
+    deadline = time.monotonic() + 60
+    while (listening(port) or listening(redis_port)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not listening(port) and not listening(redis_port)

@@ -1,0 +1,235 @@
+"""Refit supervision (:mod:`service.store.refits`): failures are recorded and survived, lost jobs
+are enqueued again, a superseded refit cannot write, and ill-conditioned data refits through the
+service."""
+
+import json
+import math
+import time
+
+import pytest
+from redis import Redis
+
+from tests.worker.test_fitting import CASES
+
+
+def _wait(predicate, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _design(client, campaign, ys=(0.1, 0.9, -0.4)):
+    for y in ys:
+        t = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        assert (
+            client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": y}).status_code
+            == 201
+        )
+
+
+def test_failed_refit_records_the_error_and_keeps_the_previous_model(client, make_body, settings):
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+    _design(client, campaign)
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["model_version"] == 3)
+    # break the campaign behind the API's back: the next refit fails in the worker
+    redis = Redis.from_url(settings.redis_url)
+    key = f"fbgp:c:{campaign}:spec"
+    spec = json.loads(redis.get(key))
+    redis.set(key, json.dumps(dict(spec, acquisition="no-such-acquisition")))
+    point = client.get(f"/campaigns/{campaign}/next").json()
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": 0.3}
+        ).status_code
+        == 201
+    )
+    status = _wait(lambda: (s := client.get(f"/campaigns/{campaign}").json())["last_error"] and s)
+    assert "no-such-acquisition" in status["last_error"]
+    assert status["model_version"] == 3 and status["n_labeled"] == 4
+    assert client.get(f"/campaigns/{campaign}/model").json()["version"] == 3
+    # repaired, the next label's refit succeeds and clears the error
+    redis.set(key, json.dumps(spec))
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["refit"] == "idle")
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[1.234]], "y": [0.5]})
+    assert r.status_code == 201
+    status = _wait(
+        lambda: (s := client.get(f"/campaigns/{campaign}").json())["model_version"] == 5 and s
+    )
+    assert status["last_error"] is None
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["model", "refit_failed", "model"]
+    assert [e.get("version") for e in events] == [3, None, 5] and events[0]["max_rhat"] > 0
+
+
+def test_a_lost_refit_job_is_enqueued_again(client, make_body, settings):
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+    redis = Redis.from_url(settings.redis_url)
+    state = f"fbgp:c:{campaign}:state"
+    # the state says a refit is queued under a job that vanished (say, Redis lost its queue)
+    redis.hset(
+        state, mapping={"refit": "queued", "refit_job": "gone", "queued_at": time.time() - 60}
+    )
+    x = [[0.7], [1.4], [2.2]]
+    labels = f"fbgp:c:{campaign}:labels"
+    for xi, yi in zip(x, [0.2, -0.1, 0.8], strict=True):
+        redis.rpush(labels, json.dumps({"x": xi, "y": yi, "index": None, "ticket": None}))
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+    assert r.status_code == 200, r.text
+    assert r.json()["model_version"] == 3
+
+
+def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
+    client, make_body, settings
+):
+    """The API stopped between storing a label (which queued a refit) and enqueuing its job:
+    the first refit of a campaign, and a later one. Whoever looks next enqueues it; nothing
+    failed, so no failure is counted or written to the history."""
+    from service.store import CampaignStore
+
+    store = CampaignStore(Redis.from_url(settings.redis_url))
+    campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
+
+    def label_then_stop(ticket: str, y: float) -> None:  # the label route without its enqueue
+        assert store.record_label(campaign, ticket, y, time.time(), enqueue=False)[0] == "stored"
+
+    for y in (0.1, 0.9, -0.4):  # the third labels the design: a refit is queued, not enqueued
+        label_then_stop(client.get(f"/campaigns/{campaign}/next").json()["ticket"], y)
+    r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+    assert r.status_code == 200, r.text
+    assert r.json()["model_version"] == 3
+    label_then_stop(r.json()["ticket"], 0.3)  # a later refit, queued after the first one ended
+    _wait(lambda: client.get(f"/campaigns/{campaign}").json()["model_version"] == 4)
+    events = client.get(f"/campaigns/{campaign}/history").json()
+    assert [e["event"] for e in events] == ["model", "model"]
+    assert store.state(campaign).get("refit_failures", "0") == "0"
+
+
+def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
+    """The fence: once a refit is taken for dead and revived, the old one's model, failure and
+    end are refused; of several processes reviving at once, exactly one enqueues a job."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from service.store import CampaignStore
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")  # no worker serves it
+    store = CampaignStore(redis)
+    body = {"name": "fence", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
+            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    campaign = store.create(body)["id"]
+    state = store.k(campaign, "state")
+    now = time.time()
+    redis.hset(state, mapping={"refit": "running", "refit_job": "old", "heartbeat": now - 60})
+    with ThreadPoolExecutor(8) as pool:
+        revived = list(pool.map(lambda _: store.revive_refit(campaign, now, 15.0), range(8)))
+    assert revived.count(True) == 1
+    new = store.state(campaign)["refit_job"]
+    assert new != "old" and store.state(campaign)["refit"] == "queued"
+    model = {"version": 1, "diagnostics": {"refit_seconds": 1.0}}
+    assert not store.save_model(campaign, model, [], "old")
+    assert not store.refit_failed(campaign, "boom", 1, "old")
+    assert not store.end_refit(campaign, 1, now, "old")
+    assert not store.beat(campaign, "old", now)
+    assert store.state(campaign).get("model_version") is None
+    assert store.state(campaign)["refit"] == "queued"
+    assert not store.state(campaign).get("last_error")
+    assert store.beat(campaign, new, now, start=True)
+    assert store.save_model(campaign, model, [], new) and store.model(campaign)["version"] == 1
+    redis.flushdb()
+
+
+def _idle_store(settings):
+    """A store on a database that no worker serves, and a fresh 1-D campaign of design size 1."""
+    from service.store import CampaignStore
+
+    redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")
+    store = CampaignStore(redis)
+    body = {"name": "idle", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
+            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    return redis, store, store.create(body)["id"]
+
+
+def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_nothing(
+    settings, monkeypatch
+):
+    """The enqueuer wrote its job's id into the state, then stopped before RQ's push: after the
+    grace the refit is enqueued under a new id, with no failure counted and none in the
+    history."""
+    from rq.job import Job
+
+    from service import queues
+    from service.supervision import ENQUEUE_GRACE_SECONDS
+
+    redis, store, campaign = _idle_store(settings)
+    assert store.import_observations(campaign, [[0.5]], [0.1], time.time(), enqueue=False)[2]
+    push = queues.enqueue_refit
+    monkeypatch.setattr(queues, "enqueue_refit", lambda *args, **kwargs: None)  # stops first
+    written = store.enqueue_refit(campaign)
+    monkeypatch.setattr(queues, "enqueue_refit", push)
+    assert store.state(campaign)["refit_job"] == written and not Job.exists(written, redis)
+    now = time.time()
+    assert not store.revive_refit(campaign, now, 15.0)  # within the grace: its push may come
+    later = now + ENQUEUE_GRACE_SECONDS + 0.1
+    assert store.revive_refit(campaign, later, 15.0)
+    state = store.state(campaign)
+    assert state["refit"] == "queued" and state["refit_job"] not in ("", written)
+    assert Job.exists(state["refit_job"], redis)
+    assert state.get("refit_failures", "0") == "0" and store.history(campaign) == []
+    assert not store.revive_refit(campaign, later + 1.0, 15.0)  # it is in RQ now: alive
+    redis.flushdb()
+
+
+def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
+    """A fanned-out refit's chain groups are done and its merge waits in its queue behind other
+    jobs: nothing beats, but the refit is alive. Once its merge is gone, or while it still waits
+    for its groups (they beat for themselves), silence past the lease is a death."""
+    from rq import Queue
+
+    from service.queues import REFIT
+
+    redis, store, campaign = _idle_store(settings)
+    queue = Queue(REFIT, connection=redis)
+    state = store.k(campaign, "state")
+    now = time.time()
+    redis.hset(state, mapping={"refit": "running", "refit_job": "parent", "started_at": now - 60,
+                               "heartbeat": now - 60})  # fmt: skip
+    assert store.note_merge(campaign, "parent", "merge-1")
+    assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
+    group = queue.enqueue_call("worker.jobs.refit_chains", args=(campaign,), job_id="group-1")
+    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-1",
+                       depends_on=group)  # fmt: skip
+    # deferred behind a group that no longer beats: dead
+    assert store.revive_refit(campaign, now, 15.0)
+    redis.hset(state, mapping={"refit": "running", "refit_job": "parent2", "heartbeat": now - 60,
+                               "refit_merge": "merge-3"})  # fmt: skip
+    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
+    assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
+    queue.remove("merge-3")
+    assert store.revive_refit(campaign, now, 15.0)  # gone from its queue: dead
+    redis.flushdb()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ill_conditioned_data_refits_through_the_service(client, make_body, case):
+    """Duplicates, constant, huge and tiny outputs, a single label: imported, refitted by the
+    worker, and served without NaN."""
+    x, y = CASES[case]
+    body = make_body(inputs=[{"name": "x", "lower": 0.0, "upper": 10.0}],
+                     initial_design={"size": 1}, allow_repeats=True, max_labels=20)  # fmt: skip
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[v] for v in x], "y": y})
+    assert r.status_code == 201, r.text
+    status = _wait(lambda: (s := client.get(f"/campaigns/{campaign}").json())["refit"] == "idle"
+                   and s["model_version"] == len(x) and s)  # fmt: skip
+    assert status["last_error"] is None
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    draws = model["samples"]["lengthscale"] + [[v] for v in model["samples"]["noise"]]
+    assert all(math.isfinite(v) and v > 0 for row in draws for v in row)
+    pred = client.post(f"/campaigns/{campaign}/predict", json={"x": [[0.0], [5.0], [10.0]]})
+    assert pred.status_code == 200, pred.text
+    assert all(math.isfinite(v) for k in ("mean", "variance") for v in pred.json()[k])

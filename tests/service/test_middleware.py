@@ -1,0 +1,150 @@
+"""The API's middleware (:mod:`service.middleware`) on real servers: a body over the limit is 413
+whether announced or streamed, a body sent a byte at a time is answered 408 after
+``body_timeout_seconds`` and closed (with either HTTP parser), and a 500 says ``Connection:
+close``."""
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from fastapi.responses import JSONResponse
+
+from clients.ops.stack import free_port
+from service import errors, server
+from service.errors import JobFailed
+from service.main import App
+from tests.conftest import start_api, stop
+from tests.service.test_server import _connect, _trickle
+
+ADMIN = "admin-token-for-the-tests"
+LIMIT = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def guarded(redis_url, worker_process, tmp_path_factory):
+    """A second API with ``FBGP_API_TOKEN`` set and a small body limit; its log file. It uses
+    a Redis database of its own that no worker serves: fuzzed campaigns (up to 32 chains of
+    10,000 draws) must not keep the tests' worker busy, and no model is ever fitted there.
+    Long polls last at most a second: a fuzzed ``/next?wait=60`` would otherwise outlast
+    schemathesis's request timeout and count as a network error."""
+    log = tmp_path_factory.mktemp("guarded") / "api.log"
+    own_db = redis_url.rsplit("/", 1)[0] + "/1"
+    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT,
+                             max_wait_seconds=1)  # fmt: skip
+    yield url, log
+    stop(process)
+
+
+def _admin(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {ADMIN}"})
+
+
+def _body(**changes) -> dict:
+    body = {"name": "guarded", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+            "pool": {"type": "grid", "points_per_dim": 101}, "max_labels": 6,
+            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+            "seed": 1}  # fmt: skip
+    body.update(changes)
+    return body
+
+
+def test_oversized_bodies_are_413_whether_announced_or_streamed(guarded):
+    url, _ = guarded
+    with _admin(url) as api:
+        campaign = api.post("/campaigns", json=_body()).json()["id"]
+        big = b'{"x": [' + b"[1.0]," * (LIMIT // 6) + b"[1.0]]}"
+        r = api.post(f"/campaigns/{campaign}/predict", content=big,
+                     headers={"Content-Type": "application/json"})  # fmt: skip
+        assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+        assert str(LIMIT) in r.json()["detail"]
+
+        def chunks():  # no Content-Length: the limit is enforced while reading
+            yield b'{"x": ['
+            for _ in range(LIMIT // 600 + 10):
+                yield b"[1.0]," * 100
+            yield b"[1.0]]}"
+
+        r = api.post(f"/campaigns/{campaign}/predict", content=chunks(),
+                     headers={"Content-Type": "application/json"})  # fmt: skip
+        assert r.status_code == 413, r.text
+        small = api.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]})
+        assert small.status_code == 404  # under the limit it is read: no model yet
+
+
+HEADERS, BODY = 2.0, 2.0  # the deadlines of the API under test, in seconds
+SLACK = 1.5
+
+
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def api(request, redis_url, worker_process, tmp_path_factory):
+    """``fbgp-al api`` with short header and body deadlines, on one HTTP parser."""
+    log = tmp_path_factory.mktemp("transport") / "api.log"
+    process, url = start_api(redis_url, log, header_timeout_seconds=HEADERS,
+                             body_timeout_seconds=BODY, api_http=request.param)  # fmt: skip
+    yield url
+    stop(process)
+
+
+def test_a_slow_body_is_answered_408_and_closed(api):
+    head = (b"POST /campaigns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 400\r\n\r\n")  # fmt: skip
+    with _connect(api) as sock:
+        took, answer = _trickle(sock, head, b" " * 60, 0.5)
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert BODY - 0.5 < took < BODY + SLACK, took
+        sock.settimeout(5)
+        try:
+            while chunk := sock.recv(65536):  # the rest, then the connection ends
+                answer += chunk
+        except ConnectionResetError:  # it ends with a reset when a trickled byte came after the
+            pass  # server's last read (TCP resets a close with unread data): ended all the same
+    assert b"\r\nconnection: close\r\n" in answer.lower() and b"FBGP_BODY_TIMEOUT_SECONDS" in answer
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_500_says_connection_close(http):
+    """A small app built as the API is (:class:`service.main.App`, its error handlers), served
+    as ``fbgp-al api`` serves it: an unhandled error and a failed job each answer 500 with
+    ``Connection: close``, and the connection then ends; other answers keep it open."""
+    app = App()
+    errors.install(app)
+
+    @app.get("/unhandled")
+    def unhandled():
+        raise RuntimeError("a bug")
+
+    @app.get("/job")
+    def job():
+        raise JobFailed("the job failed")
+
+    @app.get("/ok")
+    def ok():
+        return JSONResponse({"ok": True})
+
+    port = free_port()
+    served = uvicorn.Server(server.config(app, port=port, http=http))
+    thread = threading.Thread(target=served.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not served.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+            time.sleep(0.05)
+        for path in ("/unhandled", "/job"):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                answer = b""
+                while chunk := sock.recv(65536):  # the server closes the connection
+                    answer += chunk
+            head = answer.split(b"\r\n\r\n")[0].lower()
+            assert head.startswith(b"http/1.1 500") and b"\r\nconnection: close" in head, head
+            assert b"problem+json" in head
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            r = client.get("/ok")
+            assert r.status_code == 200 and "connection" not in r.headers
+    finally:
+        served.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,57 @@
+"""The RQ jobs (:mod:`worker.jobs`), run by an RQ worker in this process (``SimpleWorker``) on a
+store that no other worker serves: a refit stores the model of its campaign's labels with its
+ranking and history; a prediction answers from that model; a refit no longer in charge of its
+campaign (another was enqueued in its place) writes nothing."""
+
+import time
+
+from rq import Queue, SimpleWorker
+from rq.job import Job
+
+from service.queues import QUEUES, enqueue_short
+from service.schemas.campaigns import CampaignCreate
+
+MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
+X, Y = [[0.6], [1.1], [1.7], [2.3]], [0.1, -0.2, 0.5, 2.0]
+
+
+def _work(store) -> None:
+    """Every job queued on the store's database, run here, until none is left."""
+    queues = [Queue(name, connection=store.r) for name in QUEUES]
+    SimpleWorker(queues, connection=store.r).work(burst=True, with_scheduler=False,
+                                                  logging_level="WARNING")  # fmt: skip
+
+
+def _campaign(store, make_body) -> str:
+    body = make_body(mcmc=MCMC, max_labels=10)
+    return store.create(CampaignCreate(**body).model_dump())["id"]
+
+
+def test_a_refit_stores_the_model_that_a_prediction_answers_from(bare_store, make_body):
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    assert store.import_observations(campaign, X, Y, time.time())[1] == 4
+    assert store.state(campaign)["refit"] == "queued"
+    _work(store)
+    state = store.state(campaign)
+    assert state["model_version"] == "4" and state["refit"] == "idle", state
+    model = store.model(campaign)
+    assert model["version"] == 4 and len(model["samples"]["noise"]) == 2 * 20
+    assert store.ranking(campaign) and [e["event"] for e in store.history(campaign)] == ["model"]
+    job = enqueue_short(store.r, "predict", campaign, [[1.0], [2.0]])
+    _work(store)
+    answer = Job.fetch(job.id, connection=store.r).return_value()
+    assert answer["model_version"] == 4 and len(answer["mean"]) == 2
+    assert all(v > 0 for v in answer["variance"])
+
+
+def test_a_refit_no_longer_in_charge_writes_nothing(bare_store, make_body):
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    store.import_observations(campaign, X, Y, time.time())
+    job_id = store.state(campaign)["refit_job"]
+    # taken for dead and revived elsewhere: another refit is in charge now
+    store.r.hset(store.k(campaign, "state"), "refit_job", "another-refit")
+    _work(store)
+    assert "skipped" in Job.fetch(job_id, connection=store.r).return_value()
+    assert store.state(campaign).get("model_version") is None and store.history(campaign) == []
