@@ -3,7 +3,6 @@ A refit's scoring is shared with idle workers, part by part, and never lost to o
 not take its part or dies with it."""
 
 import time
-from functools import partial
 
 import pytest
 import torch
@@ -15,9 +14,9 @@ from rq.registry import FinishedJobRegistry
 from service.queues import REFIT
 from service.store import CampaignStore
 from worker import fitting
-from worker.acquisition import evaluate
 from worker.jobs import fanout
 from worker.mcmc import Posterior
+from worker.scoring import Output, Scoring
 
 
 def _model_after_import(client, make_body):
@@ -66,7 +65,8 @@ def _scoring(n=200, draws=150, m=8000, seed=0):
     post = Posterior(lengthscale=torch.exp(torch.randn(draws, 6, generator=g, dtype=d) * 0.2),
                      noise=torch.full((draws,), 0.01, dtype=d), chains=5,
                      mode_lengthscale=torch.ones(6, dtype=d), mode_noise=0.01)  # fmt: skip
-    return partial(evaluate, "qb-mgp", post, u, z), torch.rand(m, 6, generator=g, dtype=d)
+    scoring = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    return scoring, torch.rand(m, 6, generator=g, dtype=d)
 
 
 def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker):
@@ -101,7 +101,7 @@ def nobody(redis_url):
 
 def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     scores = fanout._part(nobody, job, 60.0, lambda: fn(candidates))
     torch.testing.assert_close(scores, fn(candidates))
     assert nobody.count == 0  # off the queue: no worker will score it later
@@ -109,7 +109,7 @@ def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
 
 def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     nobody.remove(job)
     job.set_status(JobStatus.STARTED)  # as a worker that took it and died leaves it
     t = time.monotonic()

@@ -216,10 +216,11 @@ def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     return fanout.share_scoring(store, campaign_id, work, timeout)
 
 
-def score_part(fn, candidates):
+def score_part(key: str, start: int) -> dict:
     """A part of a refit's scoring that an idle worker took
-    (:func:`worker.jobs.fanout.share_scoring`): ``fn``'s scores of ``candidates``."""
-    return fn(candidates).numpy()
+    (:func:`worker.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
+    that are kept under ``key``, packed (:func:`worker.scoring.pack`)."""
+    return fanout.score_part(get_current_job().connection, key, start)
 
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:
