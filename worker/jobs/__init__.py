@@ -11,6 +11,7 @@ is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`, the 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import time
@@ -262,10 +263,15 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
     return dict(result, model_version=model["version"])
 
 
-def plot(campaign_id: str, kind: str, output: str | None = None) -> bytes | None:
-    """A PNG for the campaign page: ``posterior``, ``model``, ``curve`` or ``accuracy`` (None:
-    none to draw); with several outputs the ``posterior`` and ``model`` of ``output`` (default
-    the first)."""
+def plot(campaign_id: str, kind: str, output: str | None = None) -> str | None:
+    """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
+    ``curve`` or ``accuracy`` (None: none to draw); with several outputs the ``posterior`` and
+    ``model`` of ``output`` (default the first)."""
+    png = _png(campaign_id, kind, output)
+    return None if png is None else base64.b64encode(png).decode()
+
+
+def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
     store = _store()
     if kind == "curve":
         return views.curve_png(store.history(campaign_id))
