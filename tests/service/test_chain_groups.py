@@ -7,10 +7,10 @@ import time
 import pytest
 import torch
 from redis import Redis
-from rq import Queue
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
+from service import queues
 from service.queues import REFIT
 from service.store import CampaignStore
 from worker import fitting
@@ -94,7 +94,7 @@ def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker
 @pytest.fixture
 def nobody(redis_url):
     """A queue that no worker serves."""
-    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=Redis.from_url(redis_url))
+    queue = queues.queue(f"fbgp-test-nobody-{time.time_ns()}", Redis.from_url(redis_url))
     yield queue
     queue.delete(delete_jobs=True)
 

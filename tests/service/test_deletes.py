@@ -6,11 +6,10 @@ import time
 
 import pytest
 from redis import Redis
-from rq import Queue
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 
 from service.errors import NotFound
-from service.queues import REFIT
+from service.queues import REFIT, fetch_job, queue
 from service.store import CampaignStore
 
 
@@ -40,9 +39,9 @@ def test_writes_that_come_after_a_delete_leave_no_key(client, make_body, setting
     assert n == 3 and enqueue
     store.delete(campaign)
     assert _keys(redis, campaign) == []
-    queued = Queue(REFIT, connection=redis).count
+    queued = queue(REFIT, redis).count
     assert store.enqueue_refit(campaign) is None
-    assert Queue(REFIT, connection=redis).count == queued
+    assert queue(REFIT, redis).count == queued
     with pytest.raises(NotFound):
         store.issue(campaign, [(5, [1.0], None)], 60.0, time.time())
     store.record_evaluation(campaign, 3, {"nlml": 1.0, "rmse": 1.0, "nlpd_mixture": 1.0})
@@ -88,13 +87,13 @@ def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
     from service.queues import _cancel
 
     connection = Redis.from_url(redis_url)
-    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=connection)
-    job = queue.enqueue_call("worker.jobs.refit", args=("gone",))
+    nobody = queue(f"fbgp-test-nobody-{time.time_ns()}", connection)
+    job = nobody.enqueue_call("worker.jobs.refit", args=("gone",))
     job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
     connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
     with pytest.raises(ValueError):
-        Job.fetch(job.id, connection=connection).cancel()  # what RQ does
-    assert queue.count == 1
+        fetch_job(job.id, connection).cancel()  # what RQ does
+    assert nobody.count == 1
     _cancel(connection, job)
-    assert queue.count == 0
-    queue.delete(delete_jobs=True)
+    assert nobody.count == 0
+    nobody.delete(delete_jobs=True)

@@ -9,7 +9,6 @@ import time
 import pytest
 from redis import Redis
 from rq import Worker
-from rq.job import Job
 
 from clients.client import FbgpClient
 from service.costs import refit_work
@@ -22,6 +21,7 @@ from service.queues import (
     REFIT,
     REFITS,
     TENANTS,
+    fetch_job,
     lane,
     ordinary,
     refit_queue,
@@ -100,7 +100,7 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
         assert time.monotonic() < deadline
         time.sleep(0.02)
     store = CampaignStore(redis)
-    long_job = Job.fetch(store.state(big)["refit_job"], connection=redis)
+    long_job = fetch_job(store.state(big)["refit_job"], redis)
     assert long_job.origin == LONG and long_job.worker_name != light_worker
 
     small = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]

@@ -186,12 +186,11 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
     """A fanned-out refit's chain groups are done and its merge waits in its queue behind other
     jobs: nothing beats, but the refit is alive. Once its merge is gone, or while it still waits
     for its groups (they beat for themselves), silence past the lease is a death."""
-    from rq import Queue
-
+    from service import queues
     from service.queues import REFIT
 
     redis, store, campaign = _idle_store(settings)
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     state = store.k(campaign, "state")
     now = time.time()
     redis.hset(state, mapping={"refit": "running", "refit_job": "parent", "started_at": now - 60,
@@ -239,10 +238,11 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     worker has just taken off the queue is alive until its work horse starts it."""
     from rq import Queue, Worker
 
+    from service import queues
     from service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
     assert job_alive(redis, "refit-1")
     # a worker's dequeue: off the queue, but its work horse has not started it yet
@@ -276,7 +276,7 @@ def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
     from service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
     worker = Worker([queue], connection=redis, name="starts-it")
     worker.register_birth()

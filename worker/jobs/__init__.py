@@ -2,11 +2,13 @@
 :mod:`worker.answers`, :mod:`worker.views`).
 
 Jobs are top-level functions taking a campaign id and plain values; they load their own data,
-can run again safely, and write a model only when it is complete. The service enqueues them by
-dotted name (``worker.jobs.refit``, ``.refit_chains``, ``.refit_merge``, ``.predict``,
-``.acquisition``, ``.evaluate``, ``.plot``) and never imports this module. The chains' fan-out
-is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`, the worker
-:mod:`worker.jobs.process`.
+can run again safely, and write a model only when it is complete. Their arguments and results
+are plain JSON (ids, numbers, lists, dicts), as RQ keeps them (:data:`service.queues.SERIALIZER`).
+The service enqueues them by dotted name (``worker.jobs.refit``, ``.refit_chains``,
+``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``:
+:data:`service.queues.JOBS`, the only functions a worker runs) and never imports this module.
+The chains' fan-out is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`,
+the worker :mod:`worker.jobs.process`.
 """
 
 from __future__ import annotations

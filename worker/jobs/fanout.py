@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from rq import Queue, Worker, get_current_job
+from rq import Queue, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from service import keys
+from service import keys, queues
 from service.queues import QUEUES, REFIT, ordinary
 from worker.gp import SCORE_ALIGN
 from worker.nuts import Draws
@@ -50,9 +50,9 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     job = get_current_job()
     me = job.worker_name if job else None
     queue = queue or lane()
-    workers = [w for w in Worker.all(connection=connection) if queue in w.queue_names()]
+    workers = [w for w in queues.workers(connection) if queue in w.queue_names()]
     idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
-    waiting = sum(Queue(name, connection=connection).count for name in QUEUES)
+    waiting = sum(queues.queue(name, connection).count for name in QUEUES)
     free = 1 + max(0, idle - waiting)
     if free == 1:
         return 1
@@ -66,7 +66,7 @@ def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
     groups queue behind whatever was queued since the workers were counted, on the refit's own
     queue (:func:`lane`)."""
-    queue = Queue(lane(), connection=connection)
+    queue = queues.queue(lane(), connection)
     # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
     job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
     if track is not None and not track(job_ids):
@@ -87,7 +87,7 @@ def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | N
     """The groups' draws together, ``"warm"`` if every group started warm (else ``"cold"``),
     and ``{}`` if they were given a warm start (else None); None if a group is missing (it
     failed, or its worker died)."""
-    results = [Job.fetch(j, connection=connection).return_value() for j in job_ids]
+    results = [queues.fetch_job(j, connection).return_value() for j in job_ids]
     if any(r is None for r in results):
         return None
     draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
@@ -212,7 +212,9 @@ def peers_keys(token: str) -> tuple[str, str]:
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
-    """What a group's job returns, for :func:`merged`."""
+    """What a group's job returns, for :func:`merged`: plain JSON, its draws as lists of numbers
+    (which JSON carries exactly: a float is written as the shortest text that reads back as
+    the same double)."""
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
 
 
@@ -253,7 +255,7 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         if parts <= 1:
             return fn(candidates)
         pieces = aligned_parts(m, parts)
-        queue = Queue(name, connection=connection)
+        queue = queues.queue(name, connection)
         key = keys.scoring(uuid.uuid4().hex)
         kept = {f"candidates:{int(p[0])}": json.dumps(pack(candidates[p])) for p in pieces[1:]}
         with connection.pipeline() as pipe:
