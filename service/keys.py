@@ -85,7 +85,10 @@ Shared counters (:mod:`service.observability`): ``fbgp:metrics:labels`` (labels 
 ``fbgp:metrics:runs`` (hash: ``failed``, ``abandoned`` -> runs reported so) and
 ``fbgp:metrics:refit_seconds`` (hash: a histogram's buckets, sum and count). A fanned-out
 refit's chain groups (:mod:`worker.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
-and ``fbgp:chain-groups:{token}:draws`` (hash: their draws).
+and ``fbgp:chain-groups:{token}:draws`` (hash: their draws). A refit's scoring shared in parts
+(:func:`worker.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
+JSON of :class:`worker.scoring.Scoring`, and ``candidates:{start}``, the JSON of each part's
+candidates, :func:`worker.scoring.pack`), which the part jobs read; it expires by itself.
 """
 
 PREFIX = "fbgp:"
@@ -123,3 +126,9 @@ def chain_groups(token: str) -> tuple[str, str]:
     """The keys of refit ``token``'s chain groups: their notes, and their draws."""
     key = f"{PREFIX}chain-groups:{token}"
     return key, f"{key}:draws"
+
+
+def scoring(scoring_id: str) -> str:
+    """The key of a refit's scoring shared in parts (its :class:`worker.scoring.Scoring` and
+    each part's candidates)."""
+    return f"{PREFIX}scoring:{scoring_id}"

@@ -16,11 +16,10 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from redis import Redis
-from rq import Queue
 from rq.registry import FailedJobRegistry
 
 from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
-from service.queues import QUEUES
+from service.queues import QUEUES, queue
 from service.store.counters import REFIT_BUCKETS, RUN_KINDS
 
 
@@ -38,8 +37,8 @@ class RedisCollector:
             "fbgp_jobs_failed", "jobs in the failed registry", labels=["queue"]
         )
         for name in QUEUES:
-            depth.add_metric([name], Queue(name, connection=redis).count)
-            failed.add_metric([name], FailedJobRegistry(name, connection=redis).count)
+            depth.add_metric([name], queue(name, redis).count)
+            failed.add_metric([name], FailedJobRegistry(queue=queue(name, redis)).count)
         yield depth
         yield failed
         labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")

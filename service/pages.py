@@ -303,7 +303,8 @@ def _kept_plot(store: CampaignStore, campaign_id: str, kind: str,
 
 def _draw(store: CampaignStore, redis, settings, args: tuple, name: str,
           stamp: str) -> bytes | None:  # fmt: skip
-    png = run_job(redis, settings, "plot", *args)
+    drawn = run_job(redis, settings, "plot", *args)  # base64: a job's result is JSON
+    png = None if drawn is None else base64.b64decode(drawn)
     if png is not None:
         store.keep_plot(args[0], name, stamp, png)
     return png

@@ -1,6 +1,13 @@
 """Queue names and the lane a refit takes, enqueueing by dotted name, waiting for a short job,
 stopping jobs, and RQ's facts about a job and the workers; shared by the API and the workers
-(no torch). What a job costs (its work, its timeout) is :mod:`service.costs`."""
+(no torch). What a job costs (its work, its timeout) is :mod:`service.costs`.
+
+Every job, its arguments and its result are JSON (:data:`SERIALIZER`), never a pickle, and a
+worker runs a job only if it calls one of fbgp-al's jobs (:data:`JOBS`, :class:`PlainJob`):
+whoever can write to Redis (a worker on another host has its password) can put a job on a
+queue, but cannot make a worker run code of theirs. Every queue, job and worker the project
+makes goes through :func:`queue`, :func:`fetch_job` and :func:`workers`, or names
+:data:`SERIALIZER` and :class:`PlainJob` (the worker process)."""
 
 from __future__ import annotations
 
@@ -15,8 +22,9 @@ from datetime import UTC, datetime
 from redis.exceptions import RedisError
 from rq import Queue, Worker
 from rq.command import send_stop_job_command
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 from rq.utils import utcparse
 
 from service import costs
@@ -77,6 +85,89 @@ def take_turns(ordered: list, served: str, name=lambda queue: queue.name) -> lis
     return list(ordered)
 
 
+# Jobs and results as JSON: Python's json writes a float as the shortest text that reads back as
+# the same double (NaN and infinities as NaN, Infinity), so numbers cross exactly; big arrays
+# cross as the base64 of their float64 bytes (worker.scoring.pack)
+SERIALIZER = JSONSerializer
+# the functions a worker runs, by the dotted names they are enqueued under (worker/jobs/)
+JOBS = frozenset(f"worker.jobs.{name}" for name in (
+    "refit", "refit_chains", "refit_merge", "score_part", "predict", "acquisition", "evaluate",
+    "plot"))  # fmt: skip
+
+
+class Refused(DeserializationError):
+    """A job a worker does not run: its payload is not JSON, or not a call of one of
+    :data:`JOBS` with plain arguments, or it names a callback or a webhook."""
+
+
+class PlainJob(Job):
+    """RQ's job as fbgp-al reads it: always with :data:`SERIALIZER` (whatever a caller passes),
+    its call refused (:class:`Refused`, raised where RQ would read it: the work horse fails
+    the job before anything of it runs) unless it names one of :data:`JOBS`, on no instance,
+    with a list of arguments and a dict of keywords; and never a callback or a webhook, which
+    fbgp-al's jobs do not have: those a job names are neither imported nor sent."""
+
+    def __init__(self, id: str | None = None, connection=None, serializer=None):  # noqa: A002
+        super().__init__(id, connection=connection, serializer=SERIALIZER)
+
+    def _deserialize_data(self):
+        try:
+            call = self.serializer.loads(self.data)
+        except Exception as error:  # not JSON (a pickle, say): nothing of it is read
+            raise Refused(f"job {self.id}: its payload is not JSON "
+                          f"({type(error).__name__})") from error  # fmt: skip
+        why = _refusal(call, self)
+        if why:
+            raise Refused(f"job {self.id}: {why}")
+        self._func_name, self._instance, self._args, self._kwargs = call
+
+    @property
+    def success_callback(self):
+        return None
+
+    @property
+    def failure_callback(self):
+        return None
+
+    @property
+    def stopped_callback(self):
+        return None
+
+    def send_webhooks(self, status, *, exc_string=None) -> None:
+        return None
+
+
+def _refusal(call, job: Job) -> str | None:
+    """Why a job's call (its JSON payload, read) is not one a worker runs; None if it is."""
+    if not (isinstance(call, list) and len(call) == 4):
+        return "its payload is not a call (function, instance, arguments, keywords)"
+    name, instance, args, kwargs = call
+    if name not in JOBS:
+        return f"it calls {str(name)[:200]!r}, which is not one of fbgp-al's jobs"
+    if instance is not None or not isinstance(args, list) or not isinstance(kwargs, dict):
+        return "its call is not a function's, with a list of arguments and a dict of keywords"
+    if job._success_callback_name or job._failure_callback_name or job._stopped_callback_name:
+        return "it names a callback"
+    if job.webhooks:
+        return "it names a webhook"
+    return None
+
+
+def queue(name: str, connection) -> Queue:
+    """RQ's queue ``name``, its jobs JSON (:class:`PlainJob`)."""
+    return Queue(name, connection=connection, serializer=SERIALIZER, job_class=PlainJob)
+
+
+def fetch_job(job_id: str, connection) -> PlainJob:
+    """A job, read as JSON (:class:`PlainJob`); NoSuchJobError if there is none."""
+    return PlainJob.fetch(job_id, connection=connection, serializer=SERIALIZER)
+
+
+def workers(connection) -> list[Worker]:
+    """The workers registered with RQ."""
+    return Worker.all(connection=connection, job_class=PlainJob, serializer=SERIALIZER)
+
+
 # what a job that ran out of memory says (Python's MemoryError; torch's and numpy's allocators)
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
 log = logging.getLogger("fbgp.queues")
@@ -107,7 +198,7 @@ def lane(spec: dict, long: bool) -> str:
 def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int, spec: dict,
                   long: bool = False):  # fmt: skip
     """A refit job on the campaign's lane (:func:`refit_queue`: ``long`` or not, its team's)."""
-    return Queue(lane(spec, long), connection=connection).enqueue_call(
+    return queue(lane(spec, long), connection).enqueue_call(
         "worker.jobs.refit", args=(campaign_id,), timeout=timeout, result_ttl=600,
         failure_ttl=86400, job_id=job_id,
     )  # fmt: skip
@@ -115,7 +206,7 @@ def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int, spec:
 
 def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str | None = None):
     """A model-based answer (``predict``, ``acquisition``, ``evaluate``) on the high queue."""
-    return Queue(HIGH, connection=connection).enqueue_call(
+    return queue(HIGH, connection).enqueue_call(
         f"worker.jobs.{name}", args=args, timeout=timeout, result_ttl=120, failure_ttl=600,
         job_id=job_id,
     )  # fmt: skip
@@ -200,10 +291,10 @@ def stop_jobs(connection, job_ids: list[str]) -> None:
     stopped), one waiting is canceled; one gone or ended already is left alone."""
     for job_id in job_ids:
         try:
-            job = Job.fetch(job_id, connection=connection)
+            job = fetch_job(job_id, connection)
             status = job.get_status(refresh=False)
             if status == JobStatus.STARTED:
-                send_stop_job_command(connection, job_id)
+                send_stop_job_command(connection, job_id, serializer=SERIALIZER)
             elif status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
                 _cancel(connection, job)
         except (NoSuchJobError, InvalidJobOperation):
@@ -219,9 +310,9 @@ def _cancel(connection, job: Job) -> None:
     try:
         job.cancel()
     except ValueError as error:
-        Queue(job.origin, connection=connection).remove(job.id)
+        queue(job.origin, connection).remove(job.id)
         with contextlib.suppress(InvalidJobOperation, NoSuchJobError):  # not running (yet)
-            send_stop_job_command(connection, job.id)
+            send_stop_job_command(connection, job.id, serializer=SERIALIZER)
         log.warning("job %s started while it was canceled; stopping it: %s", job.id, error)
 
 
@@ -251,7 +342,7 @@ def _fetch(connection, job_id: str) -> Job | None:
     if not job_id:
         return None
     try:
-        return Job.fetch(job_id, connection=connection)
+        return fetch_job(job_id, connection)
     except NoSuchJobError:
         return None
 
@@ -272,13 +363,13 @@ def _alive(connection, job: Job, silent_seconds: float = 30.0) -> bool:
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return True
     if status == JobStatus.QUEUED:
-        queue = Queue(job.origin, connection=connection)
-        if queue.get_job_position(job_id) is not None:
+        waiting = queue(job.origin, connection)
+        if waiting.get_job_position(job_id) is not None:
             return True
         # A worker took it and its work horse has not started it yet: until then RQ keeps it on
         # the queue's intermediate list. One still there a minute after it was first seen there
         # was dropped mid-dequeue (RQ's own rule, whose marker RQ's cleanup shares).
-        transit = queue.intermediate_queue
+        transit = waiting.intermediate_queue
         if job_id in transit.get_job_ids():
             transit.set_first_seen(job_id)
             return not transit.should_be_cleaned_up(job_id)

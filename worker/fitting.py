@@ -12,15 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import torch
 
 from worker import accuracy
-from worker.acquisition import batch_scores, greedy_batch_outputs
-from worker.acquisition import evaluate as acquisition_values
+from worker.acquisition import greedy_batch_outputs
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from worker.scoring import Output, Scoring
 from worker.spec.defaults import (
     MAX_BATCH,
     MCMC_DEFAULTS,
@@ -190,16 +189,17 @@ def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: lis
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring)
-Share = Callable[[Callable[[torch.Tensor], torch.Tensor], torch.Tensor], torch.Tensor]
+# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring);
+# fn is a Scoring, which those workers rebuild from plain data
+Share = Callable[[Scoring, torch.Tensor], torch.Tensor]
 
 
-def here(fn: Callable[[torch.Tensor], torch.Tensor], candidates: torch.Tensor) -> torch.Tensor:
+def here(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
     """A :data:`Share` that scores every candidate in this process."""
     return fn(candidates)
 
 
-def _scores(name: str, fn, candidates, share: Share) -> torch.Tensor:
+def _scores(name: str, fn: Scoring, candidates, share: Share) -> torch.Tensor:
     """``fn``'s scores of ``candidates`` through ``share``, except ``random``'s, which are
     drawn for all the candidates at once (and cost nothing)."""
     return fn(candidates) if name == "random" else share(fn, candidates)
@@ -225,7 +225,8 @@ def _batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: in
     goes through ``share``: the picked candidates' rows and their scores."""
     first = None
     if name != "random":  # random's scores are drawn by the batch itself
-        first = share(partial(batch_scores, name, parts, pending=pending_u), cand_u)
+        outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
+        first = share(Scoring(name, outputs, "batch", pending_u), cand_u)
     order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
                                          scores=first)  # fmt: skip
     return order.numpy(), scores.numpy()
@@ -251,7 +252,7 @@ def model_and_ranking(
             best, best_scores = _batch(name, [(1.0, thin, u, z, data.noise)], cand_u, size,
                                        pending_u, seed, share)  # fmt: skip
         else:
-            fn = partial(acquisition_values, name, thin, u, z, seed=seed, label_noise=data.noise)
+            fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
             best, best_scores = _best(_scores(name, fn, cand_u, share).numpy())
         ranking = _ranking(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
@@ -331,31 +332,14 @@ def fit_outputs(spec: dict, labels: list[dict], previous: dict | None = None,
     return fits
 
 
-def combined_scores(name: str, parts: list[tuple[float, Posterior, Data]], candidates,
-                    version_seed: int | None = None) -> torch.Tensor:  # fmt: skip
-    """A multi-output acquisition: ``sum_k w_k * score_k``, each output's score in its own
-    standardized units (so no output dominates by its units). ``random``: output 0's random
-    scores alone. ``parts``: each output's ``(weight, thinned draws, data)``; the scores' seeds
-    are the outputs' (``version_seed + k`` instead when given)."""
-    total = None
-    for k, (weight, thin, data) in enumerate(parts):
-        seed = data.seed if version_seed is None else version_seed + k
-        scores = acquisition_values(name, thin, data.u, data.z, candidates, seed=seed,
-                                    label_noise=data.noise)  # fmt: skip
-        if name == "random":
-            return scores
-        total = weight * scores if total is None else total + weight * scores
-    return total
-
-
 def multi_model_and_ranking(
     spec: dict, pool: GridPool | PointPool, fits: list[OutputFit], exclude: set[int],
     pending: list[int], started: float, share: Share = here,
 ) -> tuple[dict, list]:  # fmt: skip
     """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
-    campaign's seed), ranked by :func:`combined_scores` (in parallel mode a greedy batch,
-    :func:`worker.acquisition.greedy_batch_outputs`); the model holds each output's draws,
-    mode, output transform, diagnostics and accuracy under ``outputs``."""
+    campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
+    greedy batch, :func:`worker.acquisition.greedy_batch_outputs`); the model holds each
+    output's draws, mode, output transform, diagnostics and accuracy under ``outputs``."""
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
@@ -369,8 +353,9 @@ def multi_model_and_ranking(
             best, best_scores = _batch(spec["acquisition"], parts, cand_u, size, pending_u,
                                        first.seed, share)  # fmt: skip
         else:
-            parts = [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)]
-            fn = partial(combined_scores, spec["acquisition"], parts)
+            outputs = tuple(Output(f.weight, t, f.data.u, f.data.z, f.data.noise, f.data.seed)
+                            for f, t in zip(fits, thins, strict=True))  # fmt: skip
+            fn = Scoring(spec["acquisition"], outputs, "combined")
             best, best_scores = _best(_scores(spec["acquisition"], fn, cand_u, share).numpy())
         ranking = _ranking(first.space, pool, candidates, best, best_scores)
     outputs = {}

@@ -38,13 +38,13 @@ from pathlib import Path
 import httpx
 import numpy as np
 from redis import Redis
-from rq import Worker
 
 from clients.client import ApiError, FbgpClient, Pending
 from clients.ops.labelers import Labeler, Ledger, error_kind
 from clients.ops.soak import MCMC, _check
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
+from service import queues
 from service.settings import Settings
 
 EVALUATE_THREADS = 4
@@ -278,7 +278,7 @@ def _workers_free(stack: LocalStack, campaigns: dict[str, str], since: float,
     ids = set(campaigns.values())
     while time.monotonic() - since < limit:
         busy = False
-        for worker in Worker.all(connection=redis):
+        for worker in queues.workers(redis):
             job = worker.get_current_job()
             if job is not None and job.args and job.args[0] in ids:
                 busy = True

@@ -129,15 +129,15 @@ def _healthcheck(argv: list[str]) -> None:
 
         from redis import Redis
         from redis.exceptions import RedisError
-        from rq import Worker
 
+        from service.queues import workers as registered
         from service.settings import get_settings
 
         connection = Redis.from_url(get_settings().redis_url, socket_timeout=2,
                                     socket_connect_timeout=2)  # fmt: skip
         fresh = datetime.now(UTC) - timedelta(seconds=120)
         try:
-            workers = Worker.all(connection=connection)
+            workers = registered(connection)
         except RedisError:
             return False
         mine = [w for w in workers if w.hostname == socket.gethostname()]

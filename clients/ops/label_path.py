@@ -166,7 +166,7 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
 
     from clients.ops.stack import free_port, start_redis
     from service.app import app
-    from service.queues import QUEUES
+    from service.queues import QUEUES, SERIALIZER, PlainJob
     from service.settings import Settings, get_settings
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,7 +179,9 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
             connection = Redis.from_url(url)
 
             def work() -> None:
-                worker = SimpleWorker(list(QUEUES), connection=connection)
+                worker = SimpleWorker(
+                    list(QUEUES), connection=connection, serializer=SERIALIZER, job_class=PlainJob
+                )
                 worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
 
             body = {"name": "label-path", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],

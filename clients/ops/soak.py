@@ -37,15 +37,14 @@ from pathlib import Path
 import httpx
 from redis import Redis
 from redis.exceptions import RedisError
-from rq import Worker
 from rq.exceptions import NoSuchJobError
-from rq.job import Job
 
 from clients.client import FbgpClient
 from clients.errors import ApiError, RefitFailed
 from clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
+from service import queues
 from service.store import CampaignStore
 
 FAULT_KINDS = ("worker", "horse", "redis", "api")
@@ -130,7 +129,7 @@ class Soak:
         if not running:
             return None
         pids = {p.pid: k for k, p in enumerate(self.stack.workers) if p is not None}
-        for worker in Worker.all(connection=self.redis):
+        for worker in queues.workers(self.redis):
             job, k = worker.get_current_job_id(), pids.get(worker.pid)
             if job in running and k is not None:
                 horse = self.stack.horse_of(k)
@@ -269,7 +268,7 @@ def _refit_state(soak: Soak, campaign: str) -> dict:
         if state.get(key):
             state[key + "_age"] = round(now - float(state[key]), 1)
     try:
-        job = Job.fetch(state.get("refit_job", ""), connection=soak.redis)
+        job = queues.fetch_job(state.get("refit_job", ""), soak.redis)
         state["job_status"], state["job_worker"] = str(job.get_status()), job.worker_name
     except NoSuchJobError:
         state["job_status"] = "missing"

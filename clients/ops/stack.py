@@ -224,11 +224,11 @@ class LocalStack:
         """Unregister the workers of this host whose process is gone (how many): a killed
         worker's RQ registration would otherwise count on /readyz until its key expires, and
         registrations persist across restarts of this stack's Redis."""
-        from rq import Worker
+        from service.queues import workers
 
         host = socket.gethostname()
         with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
-            dead = [w for w in Worker.all(connection=connection)
+            dead = [w for w in workers(connection)
                     if w.hostname == host and w.pid and not alive(w.pid)]  # fmt: skip
             for worker in dead:
                 worker.register_death()

@@ -7,10 +7,8 @@ import time
 import httpx
 import pytest
 from redis import Redis
-from rq import Queue
-from rq.job import Job
 
-from service.queues import LONG
+from service.queues import LONG, fetch_job, queue
 from tests.reliability.conftest import slow_campaign, wait_for
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
@@ -30,7 +28,7 @@ def test_a_delete_stops_the_campaigns_running_jobs_and_frees_the_workers(make_st
         time.sleep(3.0)  # the chains well under way on both workers
         busy = [k for k in range(2) if stack.horse_of(k)]
         assert busy, "no work horse runs the refit"
-        refit = Queue(LONG, connection=redis)  # 150 labels: a long refit
+        refit = queue(LONG, redis)  # 150 labels: a long refit
         jobs = refit.started_job_registry.get_job_ids() + refit.deferred_job_registry.get_job_ids()
         assert jobs
         deleted = time.monotonic()
@@ -38,7 +36,7 @@ def test_a_delete_stops_the_campaigns_running_jobs_and_frees_the_workers(make_st
         wait_for(lambda: not any(stack.horse_of(k) for k in range(2)), seconds=10, every=0.05)
         freed = time.monotonic() - deleted
         assert freed < 5.0, freed
-        statuses = {Job.fetch(j, connection=redis).get_status() for j in jobs}
+        statuses = {fetch_job(j, redis).get_status() for j in jobs}
         assert statuses <= {"stopped", "canceled", "finished"}, statuses
         assert statuses & {"stopped", "canceled"}, statuses
         assert list(redis.scan_iter(f"fbgp:c:{campaign}*")) == []

@@ -8,9 +8,9 @@ import os
 import httpx
 import pytest
 from redis import Redis
-from rq.job import Job
 
 from service import costs
+from service.queues import fetch_job
 from service.settings import Settings
 from tests.reliability.conftest import wait_for
 
@@ -58,7 +58,7 @@ def test_a_job_over_the_memory_bound_fails_cleanly_and_the_worker_keeps_serving(
         # the refit's RQ timeout is the one its work gives
         job = redis.hget(f"fbgp:c:{campaign}:state", "refit_job").decode()
         spec = json.loads(redis.get(f"fbgp:c:{campaign}:spec"))
-        assert Job.fetch(job, connection=redis).timeout == costs.refit_timeout(spec, 4, Settings())
+        assert fetch_job(job, redis).timeout == costs.refit_timeout(spec, 4, Settings())
 
 
 def test_job_timeouts_scale_with_the_work():

@@ -21,12 +21,11 @@ import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Worker
-from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
 from clients.ops.stack import fbgp_env, free_port, start_redis
 from service.app import app
-from service.queues import REFIT
+from service.queues import REFIT, fetch_job
 from service.settings import Settings, get_settings
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
@@ -181,7 +180,7 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
         app.dependency_overrides.clear()
     # RQ's records of the refits: all run by the worker in the namespace
     finished = FinishedJobRegistry(REFIT, connection=connection).get_job_ids()
-    jobs = [Job.fetch(job_id, connection=connection) for job_id in finished]
+    jobs = [fetch_job(job_id, connection) for job_id in finished]
     assert any(job.func_name == "worker.jobs.refit" for job in jobs), [j.func_name for j in jobs]
     assert {job.worker_name for job in jobs} == {"remote-worker"}
 

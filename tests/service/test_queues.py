@@ -11,7 +11,7 @@ import time
 import pytest
 from redis import Redis
 from rq import Queue, Worker
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 
 from service.costs import long_refit, refit_work
 from service.queues import (
@@ -23,8 +23,10 @@ from service.queues import (
     REFIT,
     REFITS,
     TENANTS,
+    fetch_job,
     lane,
     ordinary,
+    queue,
     refit_queue,
     take_turns,
     tenant,
@@ -101,7 +103,7 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
         assert time.monotonic() < deadline
         time.sleep(0.02)
     store = CampaignStore(redis)
-    long_job = Job.fetch(store.state(big)["refit_job"], connection=redis)
+    long_job = fetch_job(store.state(big)["refit_job"], redis)
     assert long_job.origin == LONG and long_job.worker_name != light_worker
 
     small = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
@@ -240,12 +242,13 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     """A queued job must be in its queue, a started one on a worker that still beats; else the
     campaign's refit is revived (a Redis killed mid-dequeue, a worker killed mid-job). A job a
     worker has just taken off the queue is alive until its work horse starts it."""
-    from rq import Queue, Worker
+    from rq import Worker
 
+    from service import queues
     from service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
     assert job_alive(redis, "refit-1")
     # a worker's dequeue: off the queue, but its work horse has not started it yet
@@ -273,13 +276,13 @@ def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
     """The status is read first, then the queue and the way to a work horse: a job a worker
     took and started in between is on neither, and its status says queued no longer. It is
     alive (judged dead, its refit would be enqueued again and the running one superseded)."""
-    from rq import Queue, Worker
+    from rq import Worker
 
     from service import queues
     from service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
     worker = Worker([queue], connection=redis, name="starts-it")
     worker.register_birth()
@@ -309,16 +312,16 @@ def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
     from service.queues import _cancel
 
     connection = Redis.from_url(redis_url)
-    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=connection)
-    job = queue.enqueue_call("worker.jobs.refit", args=("gone",))
+    nobody = queue(f"fbgp-test-nobody-{time.time_ns()}", connection)
+    job = nobody.enqueue_call("worker.jobs.refit", args=("gone",))
     job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
     connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
     with pytest.raises(ValueError):
-        Job.fetch(job.id, connection=connection).cancel()  # what RQ does
-    assert queue.count == 1
+        fetch_job(job.id, connection).cancel()  # what RQ does
+    assert nobody.count == 1
     _cancel(connection, job)
-    assert queue.count == 0
-    queue.delete(delete_jobs=True)
+    assert nobody.count == 0
+    nobody.delete(delete_jobs=True)
 
 
 POINTS = [[0.6], [1.1], [1.7], [2.3]]

@@ -14,7 +14,7 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-from worker import acquisition, fitting
+from worker import acquisition, fitting, scoring
 from worker.acquisition import (
     ACQUISITIONS,
     evaluate,
@@ -315,7 +315,7 @@ def test_a_batch_of_several_outputs_starts_with_the_best_combined_score():
     thins = [f.post.thinned(2) for f in fits]
     parts = [(f.weight, t, f.data.u, f.data.z, None) for f, t in zip(fits, thins, strict=True)]
     order, scores = greedy_batch_outputs("qb-mgp", parts, candidates, 5)
-    combined = fitting.combined_scores(
+    combined = scoring.combined_scores(
         "qb-mgp", [(f.weight, t, f.data) for f, t in zip(fits, thins, strict=True)], candidates
     )
     assert int(order[0]) == int(torch.argmax(combined))

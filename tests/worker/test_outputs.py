@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from worker import answers, fitting
+from worker import answers, fitting, scoring
 from worker.acquisition import evaluate
 from worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
 from worker.spec.design import GridPool
@@ -69,13 +69,13 @@ def test_the_combined_score_is_the_weighted_sum_of_each_outputs(name):
     fits = fitting.fit_outputs(SPEC, _labels())
     candidates = torch.linspace(0, 1, 30, dtype=torch.float64)[:, None]
     parts = [(f.weight, f.post.thinned(2), f.data) for f in fits]
-    combined = fitting.combined_scores(name, parts, candidates)
+    combined = scoring.combined_scores(name, parts, candidates)
     direct = sum(w * evaluate(name, t, d.u, d.z, candidates, seed=d.seed) for w, t, d in parts)
     torch.testing.assert_close(combined, direct, rtol=1e-14, atol=0)
     # in standardized units: the outputs' scales (1e5 and 1e-4) do not weigh
     each = [evaluate(name, t, d.u, d.z, candidates, seed=d.seed) for _, t, d in parts]
     assert 1e-3 < float(each[0].abs().max() / each[1].abs().max()) < 1e3
-    random = fitting.combined_scores("random", parts, candidates)
+    random = scoring.combined_scores("random", parts, candidates)
     d0 = parts[0][2]
     torch.testing.assert_close(random, evaluate("random", parts[0][1], d0.u, d0.z, candidates,
                                                 seed=d0.seed))  # fmt: skip

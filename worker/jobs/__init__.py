@@ -2,15 +2,18 @@
 :mod:`worker.answers`, :mod:`worker.views`).
 
 Jobs are top-level functions taking a campaign id and plain values; they load their own data,
-can run again safely, and write a model only when it is complete. The service enqueues them by
-dotted name (``worker.jobs.refit``, ``.refit_chains``, ``.refit_merge``, ``.predict``,
-``.acquisition``, ``.evaluate``, ``.plot``) and never imports this module. The chains' fan-out
-is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`, the worker
-:mod:`worker.jobs.process`.
+can run again safely, and write a model only when it is complete. Their arguments and results
+are plain JSON (ids, numbers, lists, dicts), as RQ keeps them (:data:`service.queues.SERIALIZER`).
+The service enqueues them by dotted name (``worker.jobs.refit``, ``.refit_chains``,
+``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``:
+:data:`service.queues.JOBS`, the only functions a worker runs) and never imports this module.
+The chains' fan-out is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`,
+the worker :mod:`worker.jobs.process`.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import time
@@ -216,10 +219,11 @@ def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     return fanout.share_scoring(store, campaign_id, work, timeout)
 
 
-def score_part(fn, candidates):
+def score_part(key: str, start: int) -> dict:
     """A part of a refit's scoring that an idle worker took
-    (:func:`worker.jobs.fanout.share_scoring`): ``fn``'s scores of ``candidates``."""
-    return fn(candidates).numpy()
+    (:func:`worker.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
+    that are kept under ``key``, packed (:func:`worker.scoring.pack`)."""
+    return fanout.score_part(get_current_job().connection, key, start)
 
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:
@@ -261,10 +265,15 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
     return dict(result, model_version=model["version"])
 
 
-def plot(campaign_id: str, kind: str, output: str | None = None) -> bytes | None:
-    """A PNG for the campaign page: ``posterior``, ``model``, ``curve`` or ``accuracy`` (None:
-    none to draw); with several outputs the ``posterior`` and ``model`` of ``output`` (default
-    the first)."""
+def plot(campaign_id: str, kind: str, output: str | None = None) -> str | None:
+    """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
+    ``curve`` or ``accuracy`` (None: none to draw); with several outputs the ``posterior`` and
+    ``model`` of ``output`` (default the first)."""
+    png = _png(campaign_id, kind, output)
+    return None if png is None else base64.b64encode(png).decode()
+
+
+def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
     store = _store()
     if kind == "curve":
         return views.curve_png(store.history(campaign_id))

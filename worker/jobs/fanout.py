@@ -14,13 +14,14 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from rq import Queue, Worker, get_current_job
+from rq import Queue, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from service import keys
+from service import keys, queues
 from service.queues import QUEUES, REFIT, ordinary
 from worker.gp import SCORE_ALIGN
 from worker.nuts import Draws
+from worker.scoring import Scoring, pack, unpack
 
 
 def chain_groups(chains: int, workers: int) -> list[list[int]]:
@@ -49,9 +50,9 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     job = get_current_job()
     me = job.worker_name if job else None
     queue = queue or lane()
-    workers = [w for w in Worker.all(connection=connection) if queue in w.queue_names()]
+    workers = [w for w in queues.workers(connection) if queue in w.queue_names()]
     idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
-    waiting = sum(Queue(name, connection=connection).count for name in QUEUES)
+    waiting = sum(queues.queue(name, connection).count for name in QUEUES)
     free = 1 + max(0, idle - waiting)
     if free == 1:
         return 1
@@ -65,7 +66,7 @@ def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
     groups queue behind whatever was queued since the workers were counted, on the refit's own
     queue (:func:`lane`)."""
-    queue = Queue(lane(), connection=connection)
+    queue = queues.queue(lane(), connection)
     # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
     job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
     if track is not None and not track(job_ids):
@@ -86,7 +87,7 @@ def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | N
     """The groups' draws together, ``"warm"`` if every group started warm (else ``"cold"``),
     and ``{}`` if they were given a warm start (else None); None if a group is missing (it
     failed, or its worker died)."""
-    results = [Job.fetch(j, connection=connection).return_value() for j in job_ids]
+    results = [queues.fetch_job(j, connection).return_value() for j in job_ids]
     if any(r is None for r in results):
         return None
     draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
@@ -211,18 +212,22 @@ def peers_keys(token: str) -> tuple[str, str]:
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
-    """What a group's job returns, for :func:`merged`."""
+    """What a group's job returns, for :func:`merged`: plain JSON, its draws as lists of numbers
+    (which JSON carries exactly: a float is written as the shortest text that reads back as
+    the same double)."""
     return {"draws": draws.to_dict(), "how": how, "warm": warm is not None}
 
 
 # Scoring in parts: only when the part is worth a job (candidates x draws x n^2 multiply-adds
 # of the predictive variances, about 0.1 s of scoring here), and a part that a worker took is
 # awaited for at most SHARE_PATIENCE times as long as this refit's own part took (its worker may
-# have died), then scored here.
+# have died), then scored here. What the parts score is kept in Redis for at most their timeout
+# and SHARE_KEEP seconds more (the refit deletes it once it has every part's scores).
 SHARE_MIN_WORK = 2e9
 SHARE_MIN_CANDIDATES = 500
 SHARE_PATIENCE = 5.0
 SHARE_POLL = 0.01
+SHARE_KEEP = 60
 
 
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
@@ -230,15 +235,17 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
     for this job and one for each worker of the refit's tenant's ordinary queue
     (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
     :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the
-    front of that queue. This job scores its own part meanwhile, then takes each other part's
-    result, or scores that part itself if no worker has taken it yet (it is taken off the
-    queue first: never scored twice over), if its job failed, or if it is overdue. Each
-    candidate's score depends on it alone, and the parts start where one job's chunks would
-    (:func:`aligned_parts`), so the scores are those of one job, bit for bit, in the same
-    order."""
+    front of that queue. The jobs' arguments are plain: the key under which the scoring
+    (:class:`worker.scoring.Scoring`, as JSON) and each part's candidates are kept
+    (:func:`service.keys.scoring`), and where the part starts. This job scores its own part
+    meanwhile, then takes each other part's result, or scores that part itself if no worker
+    has taken it yet (it is taken off the queue first: never scored twice over), if its job
+    failed, or if it is overdue. Each candidate's score depends on it alone, and the parts
+    start where one job's chunks would (:func:`aligned_parts`), so the scores are those of one
+    job, bit for bit, in the same order."""
     connection = store.r
 
-    def share(fn, candidates: torch.Tensor) -> torch.Tensor:
+    def share(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
         m = len(candidates)
         if m * work_per_candidate < SHARE_MIN_WORK:
             return fn(candidates)
@@ -248,19 +255,40 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         if parts <= 1:
             return fn(candidates)
         pieces = aligned_parts(m, parts)
-        queue = Queue(name, connection=connection)
-        jobs = [queue.enqueue_call("worker.jobs.score_part", args=(fn, candidates[p]),
-                                   timeout=timeout, result_ttl=600, failure_ttl=3600,
-                                   at_front=True)
-                for p in pieces[1:]]  # fmt: skip
-        started = time.perf_counter()
-        scores = [fn(candidates[pieces[0]])]
-        patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0
-        for job, piece in zip(jobs, pieces[1:], strict=True):
-            scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
+        queue = queues.queue(name, connection)
+        key = keys.scoring(uuid.uuid4().hex)
+        kept = {f"candidates:{int(p[0])}": json.dumps(pack(candidates[p])) for p in pieces[1:]}
+        with connection.pipeline() as pipe:
+            pipe.hset(key, mapping={"scoring": json.dumps(fn.to_plain()), **kept})
+            pipe.expire(key, timeout + SHARE_KEEP)
+            pipe.execute()
+        try:
+            jobs = [queue.enqueue_call("worker.jobs.score_part", args=(key, int(p[0])),
+                                       timeout=timeout, result_ttl=600, failure_ttl=3600,
+                                       at_front=True)
+                    for p in pieces[1:]]  # fmt: skip
+            started = time.perf_counter()
+            scores = [fn(candidates[pieces[0]])]
+            patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0
+            for job, piece in zip(jobs, pieces[1:], strict=True):
+                scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
+        finally:
+            connection.delete(key)
         return torch.cat(scores)
 
     return share
+
+
+def score_part(connection, key: str, start: int) -> dict:
+    """The scores of the part of a shared scoring that starts at candidate ``start``
+    (:func:`share_scoring`), from what is kept under ``key``, as :func:`worker.scoring.pack`
+    gives them. LookupError if that is gone (the refit has its scores already, or it
+    expired)."""
+    scoring, part = connection.hmget(key, "scoring", f"candidates:{int(start)}")
+    if scoring is None or part is None:
+        raise LookupError(f"no part at {start} of scoring {key!r}: its refit is done with it")
+    fn = Scoring.from_plain(json.loads(scoring))
+    return pack(fn(torch.from_numpy(unpack(json.loads(part)))))
 
 
 def aligned_parts(m: int, parts: int) -> list[np.ndarray]:
@@ -282,8 +310,8 @@ def _part(queue: Queue, job: Job, patience: float, here: Callable[[], torch.Tens
         status = job.get_status(refresh=True)
         if status == JobStatus.FINISHED:
             value = job.return_value(refresh=True)
-            if value is not None:
-                return torch.as_tensor(value)
+            if isinstance(value, dict):
+                return torch.from_numpy(unpack(value))
             break
         if status not in (JobStatus.STARTED, JobStatus.QUEUED):
             break  # failed, stopped, or gone

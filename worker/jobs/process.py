@@ -1,6 +1,7 @@
 """The worker process: an RQ worker serving the queues (high priority first) with one torch
 thread, whose maintenance also revives dead refits (the same rule as ``/next``'s,
-:func:`service.supervision.refit_dead`, through :meth:`service.store.refits.Refits.revive_all`)."""
+:func:`service.supervision.refit_dead`, through :meth:`service.store.refits.Refits.revive_all`).
+It reads jobs as JSON and runs only fbgp-al's own (:class:`service.queues.PlainJob`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import torch
 from redis import Redis
 from redis.exceptions import AuthenticationError, RedisError
 from rq import Worker
+from rq.exceptions import DeserializationError
 
 from service.observability import json_logging
-from service.queues import LIGHT, QUEUES, take_turns
+from service.queues import LIGHT, QUEUES, SERIALIZER, PlainJob, take_turns
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
@@ -52,7 +54,8 @@ class FbgpWorker(Worker):
     """An RQ worker whose maintenance also revives the refits of campaigns left stuck by a dead
     worker, so that a campaign recovers even when no simulator is polling it; each work horse
     (one forked per job) may map at most ``job_memory_mb`` more than the worker
-    (:func:`bound_memory`)."""
+    (:func:`bound_memory`); a job that is not one of fbgp-al's, or not JSON, fails there
+    before anything of it runs (:class:`service.queues.PlainJob`), and the worker goes on."""
 
     # SIGTERM or SIGINT came (RQ says so only when a job runs); on the class, since the handler
     # of a worker that lost Redis may be the one that hears it
@@ -73,6 +76,14 @@ class FbgpWorker(Worker):
         except (OSError, ValueError) as error:
             log.warning("the job's memory is not bounded: %s", error)
         super().main_work_horse(job, queue)
+
+    def perform_job(self, job, queue, execution):
+        try:
+            job.func_name  # noqa: B018  (reads its call: one not fbgp-al's is refused here)
+        except DeserializationError as refused:  # RQ fails it below, running nothing
+            log.error("a job on %s refused, nothing of it runs: %s", queue.name, refused,
+                      extra={"job": job.id})  # fmt: skip
+        return super().perform_job(job, queue, execution)
 
     def run_maintenance_tasks(self):
         super().run_maintenance_tasks()
@@ -112,6 +123,7 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
                 list(queues), connection=connection, log_job_description=False,
+                serializer=SERIALIZER, job_class=PlainJob,
                 name=name if attempt == 0 else None,  # a dead registration may hold the name
                 worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
                 job_monitoring_interval=settings.job_monitoring_interval,

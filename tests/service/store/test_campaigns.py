@@ -8,10 +8,9 @@ import time
 import numpy as np
 import pytest
 from redis import Redis
-from rq import Queue
 
 from service.errors import NotFound
-from service.queues import REFIT
+from service.queues import REFIT, queue
 from service.store import CampaignStore
 from tests.service.conftest import wait_for_model
 
@@ -74,9 +73,9 @@ def test_writes_that_come_after_a_delete_leave_no_key(client, make_body, setting
     assert n == 3 and enqueue
     store.delete(campaign)
     assert _keys(redis, campaign) == []
-    queued = Queue(REFIT, connection=redis).count
+    queued = queue(REFIT, redis).count
     assert store.enqueue_refit(campaign) is None
-    assert Queue(REFIT, connection=redis).count == queued
+    assert queue(REFIT, redis).count == queued
     with pytest.raises(NotFound):
         store.issue(campaign, [(5, [1.0], None)], 60.0, time.time())
     store.record_evaluation(campaign, 3, {"nlml": 1.0, "rmse": 1.0, "nlpd_mixture": 1.0})

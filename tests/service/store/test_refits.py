@@ -188,12 +188,11 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
     """A fanned-out refit's chain groups are done and its merge waits in its queue behind other
     jobs: nothing beats, but the refit is alive. Once its merge is gone, or while it still waits
     for its groups (they beat for themselves), silence past the lease is a death."""
-    from rq import Queue
-
+    from service import queues
     from service.queues import REFIT
 
     redis, store, campaign = _idle_store(settings)
-    queue = Queue(REFIT, connection=redis)
+    queue = queues.queue(REFIT, redis)
     state = store.k(campaign, "state")
     now = time.time()
     redis.hset(state, mapping={"refit": "running", "refit_job": "parent", "started_at": now - 60,

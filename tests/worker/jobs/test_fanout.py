@@ -12,27 +12,26 @@ Redis (:class:`worker.jobs.fanout.Peers`, a real redis-server)."""
 import random
 import threading
 import time
-from functools import partial
 
 import numpy as np
 import pytest
 import torch
 from redis import Redis
-from rq import Queue
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
+from service import queues
 from service.queues import REFIT
 from service.store import CampaignStore
 from tests.service.conftest import label_design, wait_for_model
 from tests.worker.test_mcmc import DATASETS, _data
 from worker import fitting
-from worker.acquisition import evaluate
 from worker.gp import SCORE_ALIGN
 from worker.jobs import fanout
 from worker.jobs.fanout import aligned_parts
 from worker.mcmc import Posterior, Target, assemble, run_chains
 from worker.nuts import Draws
+from worker.scoring import Output, Scoring
 
 
 @pytest.mark.parametrize("m,parts", [(1, 3), (700, 2), (5000, 3), (10_000, 2), (10_000, 7),
@@ -93,7 +92,8 @@ def _scoring(n=200, draws=150, m=8000, seed=0):
     post = Posterior(lengthscale=torch.exp(torch.randn(draws, 6, generator=g, dtype=d) * 0.2),
                      noise=torch.full((draws,), 0.01, dtype=d), chains=5,
                      mode_lengthscale=torch.ones(6, dtype=d), mode_noise=0.01)  # fmt: skip
-    return partial(evaluate, "qb-mgp", post, u, z), torch.rand(m, 6, generator=g, dtype=d)
+    scoring = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    return scoring, torch.rand(m, 6, generator=g, dtype=d)
 
 
 def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker):
@@ -121,14 +121,14 @@ def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker
 @pytest.fixture
 def nobody(redis_url):
     """A queue that no worker serves."""
-    queue = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=Redis.from_url(redis_url))
+    queue = queues.queue(f"fbgp-test-nobody-{time.time_ns()}", Redis.from_url(redis_url))
     yield queue
     queue.delete(delete_jobs=True)
 
 
 def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     scores = fanout._part(nobody, job, 60.0, lambda: fn(candidates))
     torch.testing.assert_close(scores, fn(candidates))
     assert nobody.count == 0  # off the queue: no worker will score it later
@@ -136,7 +136,7 @@ def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
 
 def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=(fn, candidates))
+    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     nobody.remove(job)
     job.set_status(JobStatus.STARTED)  # as a worker that took it and died leaves it
     t = time.monotonic()

@@ -5,10 +5,9 @@ campaign (another was enqueued in its place) writes nothing."""
 
 import time
 
-from rq import Queue, SimpleWorker
-from rq.job import Job
+from rq import SimpleWorker
 
-from service.queues import QUEUES, enqueue_short
+from service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
 from service.schemas.campaigns import CampaignCreate
 
 MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -17,9 +16,9 @@ X, Y = [[0.6], [1.1], [1.7], [2.3]], [0.1, -0.2, 0.5, 2.0]
 
 def _work(store) -> None:
     """Every job queued on the store's database, run here, until none is left."""
-    queues = [Queue(name, connection=store.r) for name in QUEUES]
-    SimpleWorker(queues, connection=store.r).work(burst=True, with_scheduler=False,
-                                                  logging_level="WARNING")  # fmt: skip
+    queues = [queue(name, store.r) for name in QUEUES]
+    worker = SimpleWorker(queues, connection=store.r, serializer=SERIALIZER, job_class=PlainJob)
+    worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
 
 
 def _campaign(store, make_body) -> str:
@@ -40,7 +39,7 @@ def test_a_refit_stores_the_model_that_a_prediction_answers_from(bare_store, mak
     assert store.ranking(campaign) and [e["event"] for e in store.history(campaign)] == ["model"]
     job = enqueue_short(store.r, "predict", campaign, [[1.0], [2.0]])
     _work(store)
-    answer = Job.fetch(job.id, connection=store.r).return_value()
+    answer = fetch_job(job.id, store.r).return_value()
     assert answer["model_version"] == 4 and len(answer["mean"]) == 2
     assert all(v > 0 for v in answer["variance"])
 
@@ -53,5 +52,5 @@ def test_a_refit_no_longer_in_charge_writes_nothing(bare_store, make_body):
     # taken for dead and revived elsewhere: another refit is in charge now
     store.r.hset(store.k(campaign, "state"), "refit_job", "another-refit")
     _work(store)
-    assert "skipped" in Job.fetch(job_id, connection=store.r).return_value()
+    assert "skipped" in fetch_job(job_id, store.r).return_value()
     assert store.state(campaign).get("model_version") is None and store.history(campaign) == []
