@@ -39,8 +39,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   is offered again) but may still be labeled while its point has no label; a failed,
   abandoned or superseded one leaves it at once; ``expired`` (sorted set): tickets whose lease
   ran out, by expiry, and tickets that failed, were abandoned or superseded, by when, kept
-  ``expired_ticket_seconds`` and then, unless labeled, pruned from ``tickets`` and
-  ``ticket_state`` (``expire.lua``); ``requests`` (hash): a
+  ``expired_ticket_seconds`` (and at most the latest ``keep_ended_tickets`` of them) and then,
+  unless labeled, pruned from ``tickets`` and ``ticket_state`` (``expire.lua``); ``requests``
+  (hash): a
   ``/next``'s ``Idempotency-Key`` -> the ticket it was answered with, so that the request
   sent again gets the same ticket while that is out (``claim.lua``); entries whose
   ticket is no longer out are pruned as the hash grows; ``imports`` (hash): an import's

@@ -129,6 +129,12 @@ class Settings(BaseSettings):
     """A ticket whose lease ran out, still without a label, is kept this long afterwards (a late
     label for it is taken while its point has none), then pruned; so is one whose run failed
     or was abandoned, or that was superseded (its report sent again is then a 404)."""
+    keep_ended_tickets: int = Field(default=10_000, ge=1)
+    """Of those tickets (lease run out, run failed or abandoned, superseded), one campaign keeps
+    at most this many, the latest: the oldest beyond are pruned before
+    `expired_ticket_seconds` runs out, so that a simulator that takes points and gives them
+    back, or fails them, as fast as it can costs a bounded amount of memory. A labeled ticket
+    is never pruned (its label sent again is still recognized)."""
     keep_runs: int = Field(default=1_000, ge=1)
     """Failed and abandoned runs of one campaign kept in full, the latest of each kind (all are
     counted), so that simulators that keep failing or giving points back cannot fill Redis."""
