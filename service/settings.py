@@ -138,6 +138,17 @@ class Settings(BaseSettings):
     keep_runs: int = Field(default=1_000, ge=1)
     """Failed and abandoned runs of one campaign kept in full, the latest of each kind (all are
     counted), so that simulators that keep failing or giving points back cannot fill Redis."""
+    keep_history: int = Field(default=10_000, ge=1)
+    """Events of one campaign's history kept, the latest (models, failed refits, stops,
+    resumes): a refit runs again after every failed or abandoned run, so churn adds models
+    without end. The stopping rule reads the latest `patience` models since the last resume,
+    so an older event dropped can delay a stop, never cause one; keep this above the largest
+    `patience` (1000)."""
+    keep_evaluations: int = Field(default=2_000, ge=1)
+    """`/evaluate` results of one campaign kept, the latest (in `/history` and the learning
+    curve), apart from the other events, so that evaluations never push out the models the
+    stopping rule reads. The default keeps one per label of the largest campaign
+    (`limit_labels`)."""
 
 
 @lru_cache
