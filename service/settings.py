@@ -150,6 +150,15 @@ class Settings(BaseSettings):
     stopping rule reads. The default keeps one per label of the largest campaign
     (`limit_labels`)."""
 
+    # Logs of `fbgp-al up`'s parts (docker compose: its logging options rotate them)
+    log_file_bytes: int = Field(default=20 * 2**20, ge=4096)
+    """`fbgp-al up` writes each part's output (the API, each worker, Redis) to `NAME.log` in its
+    data directory; past this many bytes it becomes `NAME.log.1` (the older ones `.2`, ...) and
+    a new one starts, between two lines."""
+    log_file_backups: int = Field(default=4, ge=0)
+    """Rotated log files kept per part (`NAME.log.1` to `NAME.log.N`; the oldest beyond is
+    deleted): a part's logs take at most (this + 1) x `log_file_bytes` of disk."""
+
 
 @lru_cache
 def get_settings() -> Settings:
