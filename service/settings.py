@@ -150,6 +150,19 @@ class Settings(BaseSettings):
     stopping rule reads. The default keeps one per label of the largest campaign
     (`limit_labels`)."""
 
+    # Room left: /readyz and /metrics (service/capacity.py)
+    data_dir: str | None = None
+    """The folder of Redis's append-only file, as this process sees it: `/readyz` and
+    `/metrics` report its disk's free space. `fbgp-al up` sets it to its data directory; docker
+    compose mounts Redis's volume in the API's container there. Unset: not reported."""
+    disk_free_min_bytes: int = Field(default=2**30, ge=0)
+    """`/readyz` says `degraded` (still 200) when `data_dir`'s disk has less free space than
+    this: Redis refuses writes, labels included, once it cannot append to its file."""
+    redis_memory_max_fraction: float = Field(default=0.9, gt=0, le=1)
+    """`/readyz` says `degraded` (still 200) when Redis's used memory passes this fraction of
+    its `maxmemory` (or of the machine's memory when it has none); at its `maxmemory` it refuses
+    writes, and `/readyz` answers 503."""
+
     # Logs of `fbgp-al up`'s parts (docker compose: its logging options rotate them)
     log_file_bytes: int = Field(default=20 * 2**20, ge=4096)
     """`fbgp-al up` writes each part's output (the API, each worker, Redis) to `NAME.log` in its

@@ -129,6 +129,14 @@ def test_every_containers_log_rotates_by_size():
         assert logging["options"]["max-size"] and int(logging["options"]["max-file"]) >= 1, name
 
 
+def test_the_api_sees_redis_data_volume_read_only_for_the_disk_check():
+    """/readyz and /metrics report the free disk of Redis's volume (FBGP_DATA_DIR)."""
+    api, redis = SERVICES["api"], SERVICES["redis"]
+    volume = redis["volumes"][0].split(":")[0]
+    folder = api["environment"]["FBGP_DATA_DIR"]
+    assert f"{volume}:{folder}:ro" in api["volumes"]
+
+
 def test_every_variable_the_compose_file_sets_is_one_the_code_reads():
     known = {f"FBGP_{field.upper()}" for field in Settings.model_fields}
     for name, service in LONG_RUNNING.items():

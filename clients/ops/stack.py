@@ -193,6 +193,7 @@ class LocalStack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.redis_url = self.redis_url_for(LOOPBACK)
         self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        self.env.setdefault("FBGP_DATA_DIR", str(self.data_dir.resolve()))  # for /readyz
         self.cores = cores or sorted(os.sched_getaffinity(0))
         self.redis: subprocess.Popen | None = None
         self.api: subprocess.Popen | None = None
