@@ -116,7 +116,9 @@ class FbgpClient:
     def readyz(self) -> Readiness:
         """Readiness; a 503 (not ready) is an answer here, not an error."""
         body = self._call("GET", "/readyz", ok=(200, 503)).json()
-        return Readiness(bool(body.get("ready")), int(body.get("workers", 0)), body.get("detail"))
+        ready = bool(body.get("ready"))
+        return Readiness(ready, int(body.get("workers", 0)), body.get("detail"),
+                         body.get("status", "ready" if ready else "unavailable"))  # fmt: skip
 
     def wait_ready(self, timeout: float = 60.0, poll: float = 0.5) -> Readiness:
         """Wait until ``/readyz`` says ready; TimeoutError with its last answer otherwise."""

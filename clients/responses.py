@@ -174,8 +174,11 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Readiness:
-    """``/readyz``: ``ready`` with Redis reachable and at least one worker."""
+    """``/readyz``: ``ready`` with Redis reachable and taking writes and at least one worker;
+    ``status`` ``ready``, ``degraded`` (ready, but Redis's memory or disk is nearly full:
+    ``detail`` says which) or ``unavailable``."""
 
     ready: bool
     workers: int
     detail: str | None
+    status: str = "ready"

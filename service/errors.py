@@ -10,7 +10,7 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from redis.exceptions import RedisError
+from redis.exceptions import OutOfMemoryError, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -128,6 +128,11 @@ def _invalid(request: Request, error: RequestValidationError):
 def _store_unreachable(request: Request, error: RedisError):
     log.error("Redis: %s", error)
     retry = str(get_settings().store_retry_after_seconds)
+    if isinstance(error, OutOfMemoryError) or str(error).startswith("MISCONF"):
+        # at its maxmemory, or unable to write its append-only file: nothing was stored
+        return problem(503, f"the store refuses writes ({type(error).__name__}: Redis's memory "
+                       "or disk is full, GET /readyz says which); nothing was stored, try again "
+                       "later", {"Retry-After": retry})  # fmt: skip
     return problem(503, f"the store is unreachable ({type(error).__name__}); try again shortly",
                    {"Retry-After": retry})  # fmt: skip
 

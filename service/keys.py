@@ -39,8 +39,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   is offered again) but may still be labeled while its point has no label; a failed,
   abandoned or superseded one leaves it at once; ``expired`` (sorted set): tickets whose lease
   ran out, by expiry, and tickets that failed, were abandoned or superseded, by when, kept
-  ``expired_ticket_seconds`` and then, unless labeled, pruned from ``tickets`` and
-  ``ticket_state`` (``expire.lua``); ``requests`` (hash): a
+  ``expired_ticket_seconds`` (and at most the latest ``keep_ended_tickets`` of them) and then,
+  unless labeled, pruned from ``tickets`` and ``ticket_state`` (``expire.lua``); ``requests``
+  (hash): a
   ``/next``'s ``Idempotency-Key`` -> the ticket it was answered with, so that the request
   sent again gets the same ticket while that is out (``claim.lua``); entries whose
   ticket is no longer out are pruned as the hash grows; ``imports`` (hash): an import's
@@ -54,9 +55,11 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   ``max_retries``: not offered again);
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
   best, best first; ``history`` (list): one JSON line per model version stored (version, time,
-  refit seconds, R-hat, ESS, divergences, its ``accuracy``), evaluation, refit failed,
-  campaign stopped by its rule (``stopped``) or resumed by its owner (``resumed``); ``/history``
-  adds the runs kept (``run_failed``, ``run_abandoned``;
+  refit seconds, R-hat, ESS, divergences, its ``accuracy``), refit failed, campaign stopped by
+  its rule (``stopped``) or resumed by its owner (``resumed``), the latest ``keep_history``
+  (``keep_event.lua``; a store from before ``evaluations`` holds its evaluations here too);
+  ``evaluations`` (list): one JSON line per ``/evaluate``, the latest ``keep_evaluations``;
+  ``/history`` adds the runs kept (``run_failed``, ``run_abandoned``;
   :meth:`service.store.history.History.events`).
 
 - ``plots`` (hash): ``{kind}:{output}`` -> the stamp it was drawn at (:meth:`service.store.plots.
@@ -109,7 +112,7 @@ REFIT_METRIC = PREFIX + "metrics:refit_seconds"  # hash: bucket upper bounds -> 
 # every key of a campaign that its delete removes, as the docstring lists them
 PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
          "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired", "requests", "plots", "imports", "abandons")  # fmt: skip
+         "expired", "requests", "plots", "imports", "abandons", "evaluations")  # fmt: skip
 
 
 def campaign(campaign_id: str, part: str) -> str:

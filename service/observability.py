@@ -18,17 +18,20 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from redis import Redis
 from rq.registry import FailedJobRegistry
 
+from service import capacity
 from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 from service.queues import QUEUES, queue
+from service.settings import Settings
 from service.store.counters import REFIT_BUCKETS, RUN_KINDS
 
 
 class RedisCollector:
     """What the store knows, read at scrape time."""
 
-    def __init__(self, redis: Redis, store):
+    def __init__(self, redis: Redis, store, settings: Settings):
         self.redis = redis
         self.store = store
+        self.settings = settings
 
     def collect(self):
         redis = self.redis
@@ -59,6 +62,30 @@ class RedisCollector:
         for state, count in self.store.count_by_phase().items():
             campaigns.add_metric([state], count)
         yield campaigns
+        yield from self._capacity()
+
+    def _capacity(self):
+        """Redis's memory and the data directory's disk (:mod:`service.capacity`)."""
+        room = capacity.read(self.redis, self.settings)
+        gauges = [("fbgp_redis_memory_bytes", "Redis's used memory", room.memory_bytes),
+                  ("fbgp_redis_memory_limit_bytes", "Redis's maxmemory, or the machine's "
+                   "memory when it has none", room.memory_limit),
+                  ("fbgp_redis_aof_write_ok", "1 while Redis's last write of its append-only "
+                   "file succeeded", int(room.aof_ok)),
+                  ("fbgp_data_disk_free_bytes", "free space on the disk of Redis's data "
+                   "directory (FBGP_DATA_DIR)", room.disk_free),
+                  ("fbgp_data_disk_size_bytes", "size of that disk", room.disk_total)]  # fmt: skip
+        for name, text, value in gauges:
+            if value is not None:
+                gauge = GaugeMetricFamily(name, text)
+                gauge.add_metric([], value)
+                yield gauge
+        state = GaugeMetricFamily("fbgp_capacity_state", "1 for the state /readyz reports for "
+                                  "Redis's memory and disk", labels=["state"])  # fmt: skip
+        now, _ = room.verdict(self.settings)
+        for name in (capacity.READY, capacity.DEGRADED, capacity.UNAVAILABLE):
+            state.add_metric([name], int(name == now))
+        yield state
 
 
 class Metrics:

@@ -102,7 +102,7 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
     spec = store.spec(campaign_id)
     history = store.history(campaign_id)
     version = s["model_version"]
-    stamp = store.stamp(version, s["n_labeled"], len(history))
+    stamp = store.plot_stamp(campaign_id)[1]
     facts = [
         f"state <b class='state-{s['state']}'>{s['state']}</b>",
         f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",

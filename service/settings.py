@@ -136,9 +136,48 @@ class Settings(BaseSettings):
     """A ticket whose lease ran out, still without a label, is kept this long afterwards (a late
     label for it is taken while its point has none), then pruned; so is one whose run failed
     or was abandoned, or that was superseded (its report sent again is then a 404)."""
+    keep_ended_tickets: int = Field(default=10_000, ge=1)
+    """Of those tickets (lease run out, run failed or abandoned, superseded), one campaign keeps
+    at most this many, the latest: the oldest beyond are pruned before
+    `expired_ticket_seconds` runs out, so that a simulator that takes points and gives them
+    back, or fails them, as fast as it can costs a bounded amount of memory. A labeled ticket
+    is never pruned (its label sent again is still recognized)."""
     keep_runs: int = Field(default=1_000, ge=1)
     """Failed and abandoned runs of one campaign kept in full, the latest of each kind (all are
     counted), so that simulators that keep failing or giving points back cannot fill Redis."""
+    keep_history: int = Field(default=10_000, ge=1)
+    """Events of one campaign's history kept, the latest (models, failed refits, stops,
+    resumes): a refit runs again after every failed or abandoned run, so churn adds models
+    without end. The stopping rule reads the latest `patience` models since the last resume,
+    so an older event dropped can delay a stop, never cause one; keep this above the largest
+    `patience` (1000)."""
+    keep_evaluations: int = Field(default=2_000, ge=1)
+    """`/evaluate` results of one campaign kept, the latest (in `/history` and the learning
+    curve), apart from the other events, so that evaluations never push out the models the
+    stopping rule reads. The default keeps one per label of the largest campaign
+    (`limit_labels`)."""
+
+    # Room left: /readyz and /metrics (service/capacity.py)
+    data_dir: str | None = None
+    """The folder of Redis's append-only file, as this process sees it: `/readyz` and
+    `/metrics` report its disk's free space. `fbgp-al up` sets it to its data directory; docker
+    compose mounts Redis's volume in the API's container there. Unset: not reported."""
+    disk_free_min_bytes: int = Field(default=2**30, ge=0)
+    """`/readyz` says `degraded` (still 200) when `data_dir`'s disk has less free space than
+    this: Redis refuses writes, labels included, once it cannot append to its file."""
+    redis_memory_max_fraction: float = Field(default=0.9, gt=0, le=1)
+    """`/readyz` says `degraded` (still 200) when Redis's used memory passes this fraction of
+    its `maxmemory` (or of the machine's memory when it has none); at its `maxmemory` it refuses
+    writes, and `/readyz` answers 503."""
+
+    # Logs of `fbgp-al up`'s parts (docker compose: its logging options rotate them)
+    log_file_bytes: int = Field(default=20 * 2**20, ge=4096)
+    """`fbgp-al up` writes each part's output (the API, each worker, Redis) to `NAME.log` in its
+    data directory; past this many bytes it becomes `NAME.log.1` (the older ones `.2`, ...) and
+    a new one starts, between two lines."""
+    log_file_backups: int = Field(default=4, ge=0)
+    """Rotated log files kept per part (`NAME.log.1` to `NAME.log.N`; the oldest beyond is
+    deleted): a part's logs take at most (this + 1) x `log_file_bytes` of disk."""
 
 
 @lru_cache

@@ -120,6 +120,23 @@ def test_every_service_has_a_health_check_and_waits_for_redis():
             assert service["depends_on"]["redis"]["condition"] == "service_healthy", name
 
 
+def test_every_containers_log_rotates_by_size():
+    """Docker's json-file driver keeps a container's output without bound unless told: each
+    service's is rotated (a size and a count of files)."""
+    for name, service in SERVICES.items():
+        logging = service.get("logging", {})
+        assert logging.get("driver") == "json-file", name
+        assert logging["options"]["max-size"] and int(logging["options"]["max-file"]) >= 1, name
+
+
+def test_the_api_sees_redis_data_volume_read_only_for_the_disk_check():
+    """/readyz and /metrics report the free disk of Redis's volume (FBGP_DATA_DIR)."""
+    api, redis = SERVICES["api"], SERVICES["redis"]
+    volume = redis["volumes"][0].split(":")[0]
+    folder = api["environment"]["FBGP_DATA_DIR"]
+    assert f"{volume}:{folder}:ro" in api["volumes"]
+
+
 def test_every_variable_the_compose_file_sets_is_one_the_code_reads():
     known = {f"FBGP_{field.upper()}" for field in Settings.model_fields}
     for name, service in LONG_RUNNING.items():

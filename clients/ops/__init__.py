@@ -4,7 +4,9 @@
   (``fbgp-al up``, the reliability tests, the soak test);
 - :mod:`~clients.ops.http_demo`: the demo campaign of ``fbgp-al up --demo``;
 - :mod:`~clients.ops.simulate`: ``fbgp-al simulate``, a built-in simulator as a remote labeler;
+- :mod:`~clients.ops.logs`: the stack's log files, one per part, rotated by size;
 - :mod:`~clients.ops.soak`: ``fbgp-al soak``, labeling while processes are killed;
+- :mod:`~clients.ops.churn`: ``fbgp-al soak --churn``, what a campaign keeps per ended ticket;
 - :mod:`~clients.ops.service_benchmark`: ``fbgp-al bench-service``, the loop's latencies.
 """
 

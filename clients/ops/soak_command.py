@@ -1,5 +1,6 @@
-"""``fbgp-al soak``'s command line: the soak of :mod:`clients.ops.soak`, or with
-``--adversarial`` the greedy tenant's test of :mod:`clients.ops.adversarial`."""
+"""``fbgp-al soak``'s command line: the soak of :mod:`clients.ops.soak`, with ``--adversarial``
+the greedy tenant's test of :mod:`clients.ops.adversarial`, or with ``--churn`` what a campaign
+keeps in Redis per ended ticket and evaluation (:mod:`clients.ops.churn`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from clients.ops import adversarial, described, soak
+from clients.ops import adversarial, churn, described, soak
 
 
 def _write(out: Path | None, report: dict, text: str) -> None:
@@ -36,8 +37,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adversarial", action="store_true",
                         help="instead: a well-behaved campaign alone, then beside a greedy "
                         "tenant (clients/ops/adversarial.py); --seconds per phase")  # fmt: skip
+    parser.add_argument("--churn", type=int, metavar="CYCLES",
+                        help="instead: CYCLES /next+/abandon and /next+/fail cycles and "
+                        "--evaluations /evaluate calls, and the bytes each keeps in Redis "
+                        "(clients/ops/churn.py)")  # fmt: skip
+    parser.add_argument("--evaluations", type=int, default=300,
+                        help="with --churn: /evaluate calls [300]")  # fmt: skip
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="with --churn: a setting for the stack (FBGP_NAME), e.g. "
+                        "keep_runs=100; repeatable")  # fmt: skip
     args = parser.parse_args(argv)
     logging.getLogger("fbgp.client").setLevel(logging.ERROR)  # retries are expected here
+    if args.churn is not None:
+        settings = dict(item.split("=", 1) for item in args.set)
+        report = churn.run_churn(args.churn, args.evaluations, args.data_dir, settings)
+        _write(args.out, report, churn.summary(report))
+        return 0
     if args.adversarial:
         report = adversarial.run_adversarial(args.seconds, args.workers, args.seed, args.data_dir)
         _write(args.out, report, adversarial.summary(report))

@@ -20,6 +20,8 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
+from clients.ops.logs import RotatingLog
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -78,11 +80,13 @@ def die_with_parent() -> None:
 
 
 def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
-                bind: tuple[str, ...] = (LOOPBACK,), preexec=None) -> subprocess.Popen:  # fmt: skip
+                bind: tuple[str, ...] = (LOOPBACK,), preexec=None,
+                rotating: RotatingLog | None = None) -> subprocess.Popen:  # fmt: skip
     """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
     append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
     it is on disk). The password goes to it on stdin, never on a command line. ``preexec``:
-    run in the child before it starts (:func:`die_with_parent`)."""
+    run in the child before it starts (:func:`die_with_parent`). It logs to ``log``, or with
+    ``rotating`` (whose file is ``log``) to its stdout, which that rotates."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
@@ -95,9 +99,11 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
     data_dir, log = data_dir.resolve(), log.resolve()
     command = [binary, "-", "--port", str(port), "--bind", *bind, "--protected-mode", "yes",
                "--dir", str(data_dir), "--appendonly", "yes", "--appendfsync", "always",
-               "--save", "", "--logfile", str(log)]  # fmt: skip
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                               preexec_fn=preexec)  # fmt: skip
+               "--save", "", "--logfile", "" if rotating else str(log)]  # fmt: skip
+    out = subprocess.DEVNULL if rotating is None else subprocess.PIPE
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, preexec_fn=preexec)
+    if rotating is not None:
+        rotating.pump(process.stdout)
     with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
         process.stdin.write(f"requirepass {password}\n".encode())  # "-": config from stdin
         process.stdin.close()
@@ -158,6 +164,8 @@ class LocalStack:
     of this one on loopback ports, each of which can be killed and started again: ``fbgp-al up``
     runs one and restarts what dies; the reliability tests and ``fbgp-al soak`` kill parts of it.
     Each worker leads its own process group (a signal to the stack's group does not reach it).
+    Each part's output goes to ``NAME.log`` in the data directory through this process, which
+    rotates it by size (:mod:`clients.ops.logs`).
     """
 
     def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
@@ -167,7 +175,8 @@ class LocalStack:
         """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
         never a long refit), so that small campaigns always find a worker. ``tied``: every
         part gets SIGTERM when this process dies (:func:`die_with_parent`; start them from one
-        thread, the main one: the signal follows the thread that started a part)."""
+        thread, the main one: the signal follows the thread that started a part). The logs'
+        size and count: this process's ``log_file_bytes`` and ``log_file_backups`` settings."""
         self.light = light
         self.preexec = die_with_parent if tied else None
         self.data_dir = Path(data_dir)
@@ -184,17 +193,32 @@ class LocalStack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.redis_url = self.redis_url_for(LOOPBACK)
         self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        self.env.setdefault("FBGP_DATA_DIR", str(self.data_dir.resolve()))  # for /readyz
         self.cores = cores or sorted(os.sched_getaffinity(0))
         self.redis: subprocess.Popen | None = None
         self.api: subprocess.Popen | None = None
         self.workers: list[subprocess.Popen | None] = [None] * workers
-        self._logs: list = []
+        self._logs: dict[str, RotatingLog] = {}
 
     # -- parts ---------------------------------------------------------------------------------
-    def _log(self, name: str):
-        log = open(self.data_dir / f"{name}.log", "a")  # noqa: SIM115 (closed in stop)
-        self._logs.append(log)
-        return log
+    def _log(self, name: str) -> RotatingLog:
+        """Part ``name``'s log, ``NAME.log`` (one per name, kept across the part's restarts)."""
+        if name not in self._logs:
+            from service.settings import get_settings
+
+            settings = get_settings()
+            self._logs[name] = RotatingLog(self.data_dir / f"{name}.log",
+                                           settings.log_file_bytes,
+                                           settings.log_file_backups)  # fmt: skip
+        return self._logs[name]
+
+    def _popen(self, command: list[str], log: str, **options) -> subprocess.Popen:
+        """Part ``log`` (its log's name) started: its stdout and stderr pumped into its log."""
+        process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, preexec_fn=self.preexec,
+                                   **options)  # fmt: skip
+        self._log(log).pump(process.stdout)
+        return process
 
     def redis_url_for(self, host: str) -> str:
         """``FBGP_REDIS_URL`` for a process that reaches this stack's Redis at ``host``."""
@@ -208,16 +232,13 @@ class LocalStack:
     def start_redis(self) -> None:
         self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log",
                                  password=self.redis_password, bind=self.redis_bind,
-                                 preexec=self.preexec)  # fmt: skip
+                                 preexec=self.preexec, rotating=self._log("redis"))  # fmt: skip
 
     def start_worker(self, k: int) -> subprocess.Popen:
         core = self.cores[k % len(self.cores)]
-        log = self._log(f"worker-{k}")
         light = ("--light",) if self.light and k == 0 and len(self.workers) > 1 else ()
         command = _fbgp("worker", "--cpu", str(core), *light)
-        self.workers[k] = subprocess.Popen(command, env=self.env, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True,
-                                           preexec_fn=self.preexec)  # fmt: skip
+        self.workers[k] = self._popen(command, f"worker-{k}", start_new_session=True)
         return self.workers[k]
 
     def forget_dead_workers(self) -> int:
@@ -235,10 +256,7 @@ class LocalStack:
         return len(dead)
 
     def start_api(self, wait: bool = True) -> None:
-        log = self._log("api")
-        self.api = subprocess.Popen(_fbgp("api", "--port", str(self.port)), env=self.env,
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=self.preexec)  # fmt: skip
+        self.api = self._popen(_fbgp("api", "--port", str(self.port)), "api")
         if wait:
             wait_http(f"{self.url}/healthz", process=self.api, log=self.data_dir / "api.log")
 
@@ -346,7 +364,7 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-        for log in self._logs:
+        for log in self._logs.values():
             log.close()
 
     def __enter__(self) -> LocalStack:

@@ -7,8 +7,8 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from redis.exceptions import RedisError
 
-from service import queues
-from service.deps import RedisDep, StoreDep
+from service import capacity, queues
+from service.deps import RedisDep, SettingsDep, StoreDep
 from service.middleware import metrics
 from service.observability import RedisCollector
 from service.schemas.health import Health, Readiness
@@ -31,27 +31,36 @@ async def livez():
 
 @router.get("/metrics", response_class=PlainTextResponse,
             responses=problem_responses(503))  # fmt: skip
-def prometheus_metrics(redis: RedisDep, store: StoreDep):
+def prometheus_metrics(redis: RedisDep, store: StoreDep, settings: SettingsDep):
     """Prometheus metrics (text format): requests and latencies, queue depths, failed jobs,
-    refit seconds, labels stored, runs failed and abandoned, campaigns by state."""
+    refit seconds, labels stored, runs failed and abandoned, campaigns by state, Redis's memory
+    and its data directory's free disk."""
     shared = CollectorRegistry()
-    shared.register(RedisCollector(redis, store))
+    shared.register(RedisCollector(redis, store, settings))
     text = generate_latest(metrics.registry) + generate_latest(shared)
     return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @router.get("/readyz", response_model=Readiness, response_model_exclude_none=True,
-            responses={503: {"description": "Redis unreachable, or no worker",
-                             "model": Readiness}})  # fmt: skip
-def readyz(redis: RedisDep, response: Response):
-    """200 when Redis answers and a worker is registered; 503 otherwise, saying which."""
+            responses={503: {"description": "Redis unreachable or refusing writes, or no "
+                             "worker", "model": Readiness}})  # fmt: skip
+def readyz(redis: RedisDep, settings: SettingsDep, response: Response):
+    """200 when Redis answers and takes writes and a worker is registered, with `status`
+    `degraded` and why when Redis's memory or its disk is nearly full (before it refuses the
+    writes labels need); 503 otherwise, saying which."""
     try:
         redis.ping()
         workers = queues.worker_count(redis)
+        status, detail = capacity.read(redis, settings).verdict(settings)
     except RedisError as error:
         response.status_code = 503
-        return {"ready": False, "detail": f"Redis unreachable: {error}"}
+        return {"ready": False, "status": capacity.UNAVAILABLE,
+                "detail": f"Redis unreachable: {error}"}  # fmt: skip
+    if status == capacity.UNAVAILABLE:
+        response.status_code = 503
+        return {"ready": False, "status": status, "detail": detail, "workers": workers}
     if workers == 0:
         response.status_code = 503
-        return {"ready": False, "detail": "no worker is running", "workers": 0}
-    return {"ready": True, "workers": workers}
+        return {"ready": False, "status": capacity.UNAVAILABLE, "detail": "no worker is running",
+                "workers": 0}  # fmt: skip
+    return {"ready": True, "status": status, "detail": detail, "workers": workers}

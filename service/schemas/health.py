@@ -16,11 +16,15 @@ class Health(Body):
 
 
 class Readiness(Body):
-    """Whether the service can serve campaigns."""
+    """Whether the service can serve campaigns, and whether it nears a limit."""
 
     ready: bool
-    """Redis reachable and a worker registered."""
+    """Redis reachable and taking writes, and a worker registered."""
+    status: Literal["ready", "degraded", "unavailable"]
+    """`ready`; `degraded`: ready, but Redis's memory or its data directory's disk is nearly
+    full (`FBGP_REDIS_MEMORY_MAX_FRACTION`, `FBGP_DISK_FREE_MIN_BYTES`), or Redis may evict
+    keys: act before Redis refuses the writes labels need; `unavailable`: not ready (503)."""
     workers: int | None = None
     """Workers registered."""
     detail: str | None = None
-    """What is missing, when not ready."""
+    """What is missing when not ready; what nears its limit when degraded."""

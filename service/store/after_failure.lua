@@ -2,8 +2,9 @@
 -- in a row counted; at p.attempts the campaign fails (3: no refit in charge, counted as failed,
 -- p.reason recorded); else it is queued under job p.job at once (1: the first death in a row) or
 -- left to its back-off (2: idle until retry_at, rules.backoff). keys: state, labels, PHASES,
--- history; p: job, now, attempts, base, cap, died, reason, design_size, max_labels.
--- needs: count_phases
+-- history; p: job, now, attempts, base, cap, died, reason, design_size, max_labels, keep (the
+-- history events kept, keep_event.lua).
+-- needs: count_phases keep_event
 local function after_failure(keys, p)
   if redis.call('HGET', keys[1], 'refit') == 'running' then  -- how long the failed one ran
     -- (one that died: until its last heartbeat, not until its death was noticed)
@@ -21,8 +22,8 @@ local function after_failure(keys, p)
     add_phase(keys[3], 'failed', 1)
     redis.call('HSET', keys[1], 'refit', 'idle', 'refit_job', '', 'retry_at', 0,
                'failed', p.reason, 'last_error', p.reason)
-    redis.call('RPUSH', keys[4], cjson.encode({event = 'failed', at = p.now, reason = p.reason,
-                                               n_labeled = n}))
+    keep_event(keys[4], cjson.encode({event = 'failed', at = p.now, reason = p.reason,
+                                      n_labeled = n}), p.keep)
     return 3
   end
   local delay = 0

@@ -1,27 +1,43 @@
 """A campaign's history: models, evaluations, failed refits, stops and resumes, and the runs
-kept, as ``/history`` answers them."""
+kept, as ``/history`` answers them. Each kind is kept to its latest: the history's events
+(``keep_history``), the evaluations (``keep_evaluations``, a list of their own, so that
+evaluations never push out the models the stopping rule reads) and the runs (``keep_runs``)."""
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 
 log = logging.getLogger("fbgp.store")
 
 
+def _at(event: dict) -> float:
+    return event.get("at", 0.0)
+
+
 class History:
     """A campaign's history of events
     (a part of :class:`service.store.CampaignStore`)."""
 
-    def history(self, campaign_id: str) -> list[dict]:
-        """The models, evaluations, failed refits, stops and resumes, oldest first (what the
-        stopping rule and the pictures read; :meth:`events` adds the runs)."""
+    def history(self, campaign_id: str, evaluations: bool = True) -> list[dict]:
+        """The models, evaluations (unless ``evaluations`` is False), failed refits, stops and
+        resumes kept, oldest first (what the stopping rule and the pictures read; :meth:`events`
+        adds the runs). The history's own order stands; the evaluations go in by time."""
         self.spec(campaign_id)
-        return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "history"), 0, -1)]
+        pipe = self.r.pipeline(transaction=True)
+        pipe.lrange(self.k(campaign_id, "history"), 0, -1)
+        if evaluations:
+            pipe.lrange(self.k(campaign_id, "evaluations"), 0, -1)
+        history, *kept = pipe.execute()
+        history = [json.loads(v) for v in history]
+        if not kept:
+            return history
+        return list(heapq.merge(history, [json.loads(v) for v in kept[0]], key=_at))
 
     def events(self, campaign_id: str) -> list[dict]:
         """``/history``: :meth:`history` and the runs kept (:meth:`run_events`), by time. A
         store from before the runs had lists of their own holds its failed runs in both: the
         history's copies are left out."""
         history = [e for e in self.history(campaign_id) if e.get("event") != "run_failed"]
-        return sorted(history + self.run_events(campaign_id), key=lambda e: e.get("at", 0.0))
+        return sorted(history + self.run_events(campaign_id), key=_at)

@@ -1,5 +1,6 @@
 """Models and the stopping rule: a refit's model stored and the campaign stopped by its rule
-in one step (``save_model.lua``), the owner's resume (``resume.lua``), evaluations."""
+in one step (``save_model.lua``), the owner's resume (``resume.lua``), evaluations
+(``add_evaluation.lua``); each kind of event keeps its latest (``keep_event.lua``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from service import loop, stopping
 from service.errors import NotFound
 from service.keys import PHASES
+from service.settings import get_settings
 from worker.spec.defaults import STOP_TARGETS
 
 log = logging.getLogger("fbgp.store")
@@ -42,6 +44,7 @@ class Models:
         args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
                 d.get("refit_seconds", 0.0)]  # fmt: skip
         args += self._stop_args(campaign_id, event)
+        args.append(get_settings().keep_history)
         outcome = self.s.save_model(keys=keys, args=args)
         if outcome == 2:
             log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
@@ -62,7 +65,7 @@ class Models:
             return ["", "", 0, 0]  # deleted meanwhile: the script finds no refit in charge
         if not spec.get("stop"):
             return ["", "", 0, 0]
-        history = [*self.history(campaign_id), event]
+        history = [*self.history(campaign_id, evaluations=False), event]
         verdict = stopping.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
                                     STOP_TARGETS)  # fmt: skip
         if verdict is None or verdict["version"] != event["version"]:
@@ -84,6 +87,8 @@ class Models:
         return [] if raw is None else json.loads(raw)
 
     def record_evaluation(self, campaign_id: str, version: int, metrics: dict) -> None:
+        """Keep an ``/evaluate``'s metrics as an ``evaluate`` event (the latest
+        ``keep_evaluations`` of them), unless the campaign was deleted meanwhile."""
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
         kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper")
         if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
@@ -95,8 +100,8 @@ class Models:
                     event[k] = sum(values) / len(values)
         else:
             event.update({k: metrics[k] for k in kept if k in metrics})
-        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "history")]
-        self.s.write_if_campaign(keys=keys, args=["RPUSH", json.dumps(event)])
+        keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "evaluations")]
+        self.s.add_evaluation(keys=keys, args=[json.dumps(event), get_settings().keep_evaluations])
 
     def resume(self, campaign_id: str, stop: dict | None = None, replace: bool = False) -> bool:
         """The owner's resume of a campaign its stopping rule stopped: it goes on, the rule's
@@ -114,7 +119,7 @@ class Models:
             keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
             keys += [self.k(campaign_id, "history"), self.k(campaign_id, "spec")]
             args = [json.dumps(event), spec["initial_design"]["size"], spec["max_labels"], raw,
-                    new]  # fmt: skip
+                    new, get_settings().keep_history]  # fmt: skip
             outcome = int(self.s.resume(keys=keys, args=args))
             if outcome >= 0:
                 self.wake(campaign_id)

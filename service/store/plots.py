@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import zlib
 
 log = logging.getLogger("fbgp.store")
 
@@ -11,21 +12,21 @@ class Plots:
     """The pages' pictures, kept per campaign
     (a part of :class:`service.store.CampaignStore`)."""
 
-    @staticmethod
-    def stamp(model_version: int | None, n_labeled: int, n_history: int) -> str:
-        """What a campaign's pictures are drawn from, as one word: its model, its labels and its
-        history's events (a model's accuracy, an evaluation, a failed run)."""
-        return f"{model_version}-{n_labeled}-{n_history}"
-
     def plot_stamp(self, campaign_id: str) -> tuple[int | None, str]:
-        """The campaign's model version and :meth:`stamp` now."""
+        """The campaign's model version, and what its pictures are drawn from as one word: its
+        model, its labels and its events (a model's accuracy, an evaluation, a stop): their
+        counts and a checksum of the latest of each kind, which changes with every event even
+        once their lists are kept to their latest (``keep_event.lua``)."""
         pipe = self.r.pipeline(transaction=True)
         pipe.hget(self.k(campaign_id, "state"), "model_version")
         pipe.llen(self.k(campaign_id, "labels"))
-        pipe.llen(self.k(campaign_id, "history"))
-        version, n, events = pipe.execute()
+        for part in ("history", "evaluations"):
+            pipe.llen(self.k(campaign_id, part))
+            pipe.lindex(self.k(campaign_id, part), -1)
+        version, n, n_history, last_event, n_evaluations, last_evaluation = pipe.execute()
         version = int(version) if version else None
-        return version, self.stamp(version, int(n), int(events))
+        latest = zlib.crc32((last_event or b"") + b"\n" + (last_evaluation or b""))
+        return version, f"{version}-{n}-{n_history}.{n_evaluations}-{latest:08x}"
 
     def cached_plot(self, campaign_id: str, name: str, stamp: str) -> bytes | None:
         """The picture ``name`` drawn at ``stamp``, if it is kept."""

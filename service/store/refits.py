@@ -118,7 +118,7 @@ class Refits:
             "base": settings.refit_backoff_seconds, "cap": settings.refit_backoff_max_seconds,
             "died": died,
             "reason": reason[:MAX_REASON], "design_size": spec["initial_design"]["size"],
-            "max_labels": spec["max_labels"],
+            "max_labels": spec["max_labels"], "keep": settings.keep_history,
         })  # fmt: skip
         return keys, params
 

@@ -4,5 +4,6 @@
 -- history event.
 -- needs: after_failure
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return 0 end
-redis.call('RPUSH', KEYS[4], ARGV[3])
-return after_failure(KEYS, cjson.decode(ARGV[2]))
+local p = cjson.decode(ARGV[2])
+keep_event(KEYS[4], ARGV[3], p.keep)
+return after_failure(KEYS, p)

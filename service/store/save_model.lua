@@ -5,12 +5,12 @@
 -- has failed, stopped already, or has max_labels labels, its state's ``stopped`` is set, its
 -- history gets the event ARGV[8] and its count by phase moves to done (2: stored and stopped).
 -- KEYS: state, history, model, ranking, labels, PHASES; ARGV[9], ARGV[10]: design size,
--- max_labels.
--- needs: count_phases
+-- max_labels; ARGV[11]: the history events kept (keep_event.lua).
+-- needs: count_phases keep_event
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return -1 end
 local current = redis.call('HGET', KEYS[1], 'model_version')
 if current and tonumber(current) > tonumber(ARGV[2]) then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[3])
+keep_event(KEYS[2], ARGV[3], ARGV[11])
 redis.call('SET', KEYS[3], ARGV[4])
 redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
@@ -22,5 +22,5 @@ if n >= tonumber(ARGV[10]) then return 1 end
 add_phase(KEYS[6], phase(n, ARGV[9], ARGV[10]), -1)
 add_phase(KEYS[6], 'done', 1)
 redis.call('HSET', KEYS[1], 'stopped', ARGV[7])
-redis.call('RPUSH', KEYS[2], ARGV[8])
+keep_event(KEYS[2], ARGV[8], ARGV[11])
 return 2

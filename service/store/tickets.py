@@ -110,11 +110,14 @@ class Tickets:
         )
 
     def _expire_tickets(self, campaign_id: str, now: float, client=None) -> int:
-        """Expired leases leave ``leases`` for ``expired``; tickets expired more than
-        ``expired_ticket_seconds`` ago and still unlabeled are pruned (``expire.lua``)."""
-        keep = get_settings().expired_ticket_seconds
+        """Expired leases leave ``leases`` for ``expired``; tickets expired or ended more than
+        ``expired_ticket_seconds`` ago, and the oldest beyond the latest
+        ``keep_ended_tickets``, are pruned unless labeled (``expire.lua``)."""
+        settings = get_settings()
         keys = [self.k(campaign_id, p) for p in ("leases", "expired", "tickets", "ticket_state")]
-        return self.s.expire(keys=keys, args=[now, now - keep, EXPIRED_PRUNE_BATCH], client=client)
+        args = [now, now - settings.expired_ticket_seconds, EXPIRED_PRUNE_BATCH,
+                settings.keep_ended_tickets]  # fmt: skip
+        return self.s.expire(keys=keys, args=args, client=client)
 
     def n_pending(self, campaign_id: str, now: float) -> int:
         """How many tickets are out now (their lease not run out)."""

@@ -45,3 +45,18 @@ def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(t
     assert answers.get("pool next 200", 0) > 0, answers
     assert beside["workers_free_after_delete_seconds"] is not None, report
     assert beside["workers_free_after_delete_seconds"] < 10, report
+
+
+def test_churn_measures_what_a_campaign_keeps_per_ended_ticket_and_evaluation(tmp_path):
+    """``fbgp-al soak --churn``'s phases on a stack of its own: each campaign's bytes at its
+    start, half-way and end, and the bytes per step (the figures are the benchmark's)."""
+    from clients.ops.churn import run_churn, summary
+
+    report = run_churn(cycles=40, evaluations=4, data_dir=tmp_path, progress=print)
+    phases = {p["phase"]: p for p in report["phases"]}
+    assert list(phases) == ["next+abandon", "next+fail", "evaluate"], report
+    for phase in phases.values():
+        assert len(phase["campaign_bytes"]) == 3 and phase["campaign_bytes"][0] > 0, phase
+        assert phase["steps"] == (4 if phase["phase"] == "evaluate" else 40), phase
+    assert phases["next+fail"]["campaign_bytes"][-1] > phases["next+fail"]["campaign_bytes"][0]
+    assert "bytes/step" in summary(report)

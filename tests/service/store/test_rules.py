@@ -50,7 +50,7 @@ def test_a_failed_refit_backs_off_as_the_rule_says(bare_store, before, attempts,
                                  "heartbeat": NOW - 1})  # fmt: skip
     store.r.rpush(labels, *["{}"] * 4)
     p = {"job": "new", "now": NOW, "attempts": attempts, "base": base, "cap": cap, "died": died,
-         "reason": "why", "design_size": 3, "max_labels": 10}  # fmt: skip
+         "reason": "why", "design_size": 3, "max_labels": 10, "keep": 100}  # fmt: skip
     outcome = store.s.fail_refit(keys=[state, labels, PHASES, history],
                                  args=["old", "error", "{}", json.dumps(p)])  # fmt: skip
     after = {k.decode(): v.decode() for k, v in store.r.hgetall(state).items()}

@@ -280,3 +280,73 @@ def test_the_client_s_retry_after_a_lost_answer_gets_the_same_ticket(api_url, ma
         assert api.label(campaign, point.ticket, 0.5).n_labeled == 1
         second = api.next_point(campaign)  # a new call: a new key, a new point
         assert second.ticket != point.ticket and lossy.keys[2] != lossy.keys[0]
+
+
+KEEP_ENDED = 20
+KEEP_RUNS = 5
+
+
+def _campaign_bytes(redis: Redis, campaign: str) -> int:
+    return sum(redis.memory_usage(key) or 0 for key in redis.scan_iter(f"fbgp:c:{campaign}:*"))
+
+
+@pytest.fixture
+def keep_few_ended(monkeypatch):
+    """The store's settings with expired tickets kept a day but at most KEEP_ENDED of them, and
+    KEEP_RUNS failed and abandoned runs kept in full."""
+    monkeypatch.setenv("FBGP_KEEP_ENDED_TICKETS", str(KEEP_ENDED))
+    monkeypatch.setenv("FBGP_KEEP_RUNS", str(KEEP_RUNS))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_ended_tickets_are_kept_up_to_a_count_whatever_the_churn(client, make_body, settings,
+                                                                 keep_few_ended):  # fmt: skip
+    """A simulator that takes points and gives them back (or fails them) as fast as it can: the
+    latest KEEP_ENDED ended tickets are kept (their reports sent again still answered as
+    before), older ones pruned at once rather than a day later; a labeled ticket is never
+    pruned. Before the bound every ended ticket was kept 24 h: about 500 bytes a cycle."""
+    redis = Redis.from_url(settings.redis_url)
+    body = make_body(lease_seconds=60, max_labels=50, max_retries=1000, max_failures=1000)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    url = f"/campaigns/{campaign}"
+    labeled = client.get(f"{url}/next").json()
+    assert client.post(f"{url}/label", json={"ticket": labeled["ticket"], "y": 0.5}).status_code \
+        == 201  # fmt: skip
+
+    def cycles(n: int) -> list[str]:
+        out = []
+        for i in range(n):
+            ticket = client.get(f"{url}/next", headers={"Idempotency-Key": f"k{i}-{len(out)}"})
+            ticket = ticket.json()["ticket"]
+            if i % 2:
+                r = client.post(f"{url}/abandon", json={"ticket": ticket})
+            else:
+                r = client.post(f"{url}/fail", json={"ticket": ticket, "reason": f"{i} {REASON}"})
+            assert r.status_code == 201, r.text
+            out.append(ticket)
+        return out
+
+    first = cycles(2 * KEEP_ENDED)
+    after_first = _campaign_bytes(redis, campaign)
+    last = cycles(10 * KEEP_ENDED)
+    client.get(f"{url}/next")  # a look prunes beyond the count
+    after_last = _campaign_bytes(redis, campaign)
+    assert after_last < 1.1 * after_first, (after_first, after_last)
+    ended = redis.zcard(f"fbgp:c:{campaign}:expired")
+    assert ended <= KEEP_ENDED, ended
+    # what is kept: the latest ended, the labeled one, the tickets out (the look's own)
+    assert redis.hlen(f"fbgp:c:{campaign}:tickets") <= KEEP_ENDED + 2
+    assert redis.hlen(f"fbgp:c:{campaign}:ticket_state") <= KEEP_ENDED + 2
+    # a recent ended ticket's report sent again gets the answer it got; an old one is unknown
+    assert client.post(f"{url}/abandon", json={"ticket": last[-1]}).status_code == 200
+    again = client.post(f"{url}/fail", json={"ticket": last[-2], "reason": f"{len(last) - 2} "
+                                             f"{REASON}"})  # fmt: skip
+    assert again.status_code == 200, again.text
+    assert client.post(f"{url}/abandon", json={"ticket": first[1]}).status_code == 404
+    # the labeled ticket stays: its label sent again is recognized
+    r = client.post(f"{url}/label", json={"ticket": labeled["ticket"], "y": 0.5})
+    assert r.status_code == 200, r.text
+    status = client.get(url).json()
+    assert (status["n_failed"], status["n_abandoned"], status["n_labeled"]) == (120, 120, 1)
