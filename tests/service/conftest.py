@@ -2,6 +2,7 @@ import signal
 import subprocess
 import time
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
@@ -10,7 +11,7 @@ from rq import Worker
 from service.app import app
 from service.settings import Settings, get_settings
 from service.store import CampaignStore
-from tests.conftest import start_worker
+from tests.conftest import start_api, start_worker, stop
 
 
 @pytest.fixture
@@ -76,3 +77,38 @@ def wait_for_model(client, campaign: str, version: int, seconds: float = 60) -> 
             return status
         time.sleep(0.05)
     raise AssertionError(f"no model {version}: {status}")
+
+
+# -- a second API with a service token and a small body limit (the middleware and errors tests)
+ADMIN = "admin-token-for-the-tests"
+LIMIT = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def guarded(redis_url, worker_process, tmp_path_factory):
+    """A second API with ``FBGP_API_TOKEN`` set and a small body limit; its log file. It uses
+    a Redis database of its own that no worker serves: fuzzed campaigns (up to 32 chains of
+    10,000 draws) must not keep the tests' worker busy, and no model is ever fitted there.
+    Long polls last at most a second: a fuzzed ``/next?wait=60`` would otherwise outlast
+    schemathesis's request timeout and count as a network error."""
+    log = tmp_path_factory.mktemp("guarded") / "api.log"
+    own_db = redis_url.rsplit("/", 1)[0] + "/1"
+    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT,
+                             max_wait_seconds=1)  # fmt: skip
+    yield url, log
+    stop(process)
+
+
+def admin_client(url: str, token: str = ADMIN) -> httpx.Client:
+    """A client of ``url`` with the service token ``token``."""
+    return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"})
+
+
+def guarded_body(**changes) -> dict:
+    """A small campaign for the guarded APIs, with changes."""
+    body = {"name": "guarded", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+            "pool": {"type": "grid", "points_per_dim": 101}, "max_labels": 6,
+            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+            "seed": 1}  # fmt: skip
+    body.update(changes)
+    return body

@@ -16,6 +16,7 @@ from clients.ops import run, simulate
 from clients.runner import run_simulator
 from service.settings import Settings, get_settings
 from tests.conftest import start_api, stop
+from tests.service.conftest import guarded_body as _body
 
 ADMIN = "service-token-for-the-access-tests"
 # what a simulator token opens: method and path under /campaigns/{campaign_id}
@@ -161,15 +162,6 @@ def test_a_body_without_a_valid_token_is_refused_before_it_is_read(guarded, auth
 
 def _admin(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {ADMIN}"})
-
-
-def _body(**changes) -> dict:
-    body = {"name": "guarded", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-            "pool": {"type": "grid", "points_per_dim": 101}, "max_labels": 6,
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-            "seed": 1}  # fmt: skip
-    body.update(changes)
-    return body
 
 
 def test_a_campaign_token_opens_its_campaign_only(guarded):

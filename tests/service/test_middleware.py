@@ -17,38 +17,10 @@ from service import errors, server
 from service.errors import JobFailed
 from service.main import App
 from tests.conftest import start_api, stop
+from tests.service.conftest import LIMIT
+from tests.service.conftest import admin_client as _admin
+from tests.service.conftest import guarded_body as _body
 from tests.service.test_server import _connect, _trickle
-
-ADMIN = "admin-token-for-the-tests"
-LIMIT = 64 * 1024
-
-
-@pytest.fixture(scope="module")
-def guarded(redis_url, worker_process, tmp_path_factory):
-    """A second API with ``FBGP_API_TOKEN`` set and a small body limit; its log file. It uses
-    a Redis database of its own that no worker serves: fuzzed campaigns (up to 32 chains of
-    10,000 draws) must not keep the tests' worker busy, and no model is ever fitted there.
-    Long polls last at most a second: a fuzzed ``/next?wait=60`` would otherwise outlast
-    schemathesis's request timeout and count as a network error."""
-    log = tmp_path_factory.mktemp("guarded") / "api.log"
-    own_db = redis_url.rsplit("/", 1)[0] + "/1"
-    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT,
-                             max_wait_seconds=1)  # fmt: skip
-    yield url, log
-    stop(process)
-
-
-def _admin(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {ADMIN}"})
-
-
-def _body(**changes) -> dict:
-    body = {"name": "guarded", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-            "pool": {"type": "grid", "points_per_dim": 101}, "max_labels": 6,
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-            "seed": 1}  # fmt: skip
-    body.update(changes)
-    return body
 
 
 def test_oversized_bodies_are_413_whether_announced_or_streamed(guarded):
