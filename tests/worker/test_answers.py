@@ -7,6 +7,8 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 from clients.simulators import get_simulator
+from tests.worker.known_noise import SPEC
+from tests.worker.known_noise import labels as _labels
 from worker import answers, fitting
 from worker.spec.design import GridPool
 
@@ -15,25 +17,6 @@ def _kernel(a, b, lengthscale):
     """The ARD RBF kernel written out in numpy."""
     diff = (a[:, None, :] - b[None, :, :]) / lengthscale
     return np.exp(-0.5 * (diff**2).sum(-1))
-
-
-def _labels(x, y, noise=None):
-    return [
-        {"x": [float(a)], "y": float(b), "index": None, "ticket": None,
-         **({} if noise is None else {"noise": float(noise[i])})}
-        for i, (a, b) in enumerate(zip(x, y, strict=True))
-    ]  # fmt: skip
-
-
-SPEC = {
-    "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],
-    "pool": {"type": "grid", "points_per_dim": 51},
-    "pool_subsample": 51,
-    "acquisition": "alm",
-    "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 3},
-    "seed": 2,
-    "noise": {"type": "known", "nugget": True},
-}
 
 
 def test_metrics_and_predictions_with_known_noise_match_the_formula():

@@ -1,27 +1,10 @@
 """A campaign's pictures (:mod:`worker.views`): a known-noise model is drawn with its labels'
 noise."""
 
+from tests.worker.known_noise import SPEC
+from tests.worker.known_noise import labels as _labels
 from worker import fitting, views
 from worker.spec.design import GridPool
-
-
-def _labels(x, y, noise=None):
-    return [
-        {"x": [float(a)], "y": float(b), "index": None, "ticket": None,
-         **({} if noise is None else {"noise": float(noise[i])})}
-        for i, (a, b) in enumerate(zip(x, y, strict=True))
-    ]  # fmt: skip
-
-
-SPEC = {
-    "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],
-    "pool": {"type": "grid", "points_per_dim": 51},
-    "pool_subsample": 51,
-    "acquisition": "alm",
-    "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 3},
-    "seed": 2,
-    "noise": {"type": "known", "nugget": True},
-}
 
 
 def test_the_campaign_page_draws_a_known_noise_model():
