@@ -96,10 +96,7 @@ async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
     request.state.credential = given
     known = getattr(request.state, "token_grant", None)  # the body's guard looked it up
     if known is not None and known[0] == given:
-        if _is_team(known[1]) and request.path_params.get("campaign_id") is not None:
-            await run_in_threadpool(_check_grant, request, store, known[1])  # a look-up
-        else:
-            _check_grant(request, store, known[1])
+        request.state.grant = known[1]  # and checked it against this route
         return
     # a campaign or team token is looked up in Redis: in the thread pool
     await run_in_threadpool(_check_token, request, settings, store, given)
@@ -154,22 +151,37 @@ def _is_team(grant: tuple[str, str] | None) -> bool:
 
 
 def _check_token(request: Request, settings: Settings, store: CampaignStore, given: str) -> None:
-    _check_grant(request, store, identify(settings, store, given))
+    grant = identify(settings, store, given)
+    check_grant(store, grant, request.scope.get("route"), request.path_params.get("campaign_id"))
+    request.state.grant = grant
 
 
-def _check_grant(request: Request, store: CampaignStore, grant: tuple[str, str] | None) -> None:
+def route_of(routes, scope) -> tuple[object, str | None] | None:
+    """Of ``routes`` (the app's, as its routers hold them), the one a request is for, and its
+    ``campaign_id`` path parameter (None where it has none), matched from the request line
+    alone, before the body is read; None for a path no route serves (the app answers it 404
+    or 405)."""
+    path, method = scope["path"], scope["method"]
+    for route in routes:
+        match = route.path_regex.match(path)
+        if match is not None and method in route.methods:
+            return route, match.groupdict().get("campaign_id")
+    return None
+
+
+def check_grant(store: CampaignStore, grant: tuple[str, str] | None, route,
+                campaign_id: str | None) -> None:  # fmt: skip
     """401 for no grant; 403 for a campaign token outside its campaign or its scope, and for a
     team token outside its campaigns and :data:`TeamScope` (a look-up in Redis when the call
-    is a campaign's); else the grant is kept for the route (:func:`team_of`)."""
+    is a campaign's). ``route`` is the call's route, ``campaign_id`` its path's campaign. The
+    body's guard (:class:`service.middleware.BodyAfterToken`) runs it before a body is read."""
     if grant is None:
         raise Unauthorized(INVALID, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
-    request.state.grant = grant
     if grant is SERVICE:
         return
     owner, scope = grant
-    campaign_id = request.path_params.get("campaign_id")
     if scope == "team":
-        if campaign_id is None and not _marked(request, team_scope):
+        if campaign_id is None and not _marked(route, team_scope):
             raise Forbidden(f"this call needs the service token; the token of team {owner!r} "
                             f"opens only {TEAM_CALLS}")  # fmt: skip
         if campaign_id is not None and not store.team_has(owner, campaign_id):
@@ -179,14 +191,13 @@ def _check_grant(request: Request, store: CampaignStore, grant: tuple[str, str] 
     if campaign_id != owner:
         where = f"campaign {campaign_id!r}" if campaign_id else "this call"
         raise Forbidden(f"the token is campaign {owner!r}'s: it does not open {where}")
-    if scope != "owner" and not _marked(request, simulator_scope):
+    if scope != "owner" and not _marked(route, simulator_scope):
         raise Forbidden(f"this call needs campaign {owner!r}'s owner token (or the service "
                         f"token); its simulator token opens only {SIMULATOR_CALLS}")  # fmt: skip
 
 
-def _marked(request: Request, scope) -> bool:
-    """Whether the call's route carries the dependency ``scope`` (a route's mark)."""
-    route = request.scope.get("route")
+def _marked(route, scope) -> bool:
+    """Whether ``route`` carries the dependency ``scope`` (a route's mark)."""
     return any(d.dependency is scope for d in getattr(route, "dependencies", ()))
 
 

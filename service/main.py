@@ -29,11 +29,6 @@ app = App(
 )
 errors.install(app)
 apidocs.install(app)
-app.add_middleware(BodyLimit)
-app.add_middleware(BodyAfterToken)
-app.add_middleware(BodyDeadline)
-app.add_middleware(Observe)
-
 # every /campaigns and /teams call may be malformed, unauthorized, slow, too large, invalid,
 # or meet no Redis
 CAMPAIGN_ERRORS = problem_responses(400, 401, 403, 408, 413, 422, 503)
@@ -41,3 +36,9 @@ app.include_router(health.router)
 for resource in (campaigns, labeling, models, teams):
     app.include_router(resource.router, responses=CAMPAIGN_ERRORS)
 app.include_router(pages.router, responses=problem_responses(401, 403, 404, 422, 500, 503))
+
+ROUTERS = (health, campaigns, labeling, models, teams, pages)
+app.add_middleware(BodyLimit)
+app.add_middleware(BodyAfterToken, routes=[r for m in ROUTERS for r in m.router.routes])
+app.add_middleware(BodyDeadline)
+app.add_middleware(Observe)

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from service import deps
-from service.errors import problem
+from service.errors import Forbidden, Unauthorized, problem
 from service.observability import Metrics
 from service.settings import get_settings
 from service.store import CampaignStore
@@ -51,14 +51,17 @@ class BodyLimit:
 
 
 class BodyAfterToken:
-    """With ``FBGP_API_TOKEN`` set, a request with a body is answered 401 before its body is
-    read unless it carries a token of this service (the service's, a team's or a campaign's:
-    which calls it opens is the routes' check, :func:`service.deps.authorized`). FastAPI reads and
-    parses a body before the dependencies that check the token, so without this anyone could
-    make the API parse 16 MiB bodies."""
+    """With ``FBGP_API_TOKEN`` set, a request with a body is answered before its body is read
+    unless its token opens the call: 401 without a token of this service, 403 for a token
+    that does not open this route of this campaign (the check of
+    :func:`service.deps.check_grant`, which the route's dependency then takes as done).
+    FastAPI reads and parses a body before the dependencies that check the token, so without
+    this anyone, or any campaign's simulator, could make the API parse 16 MiB bodies.
+    ``routes``: the app's routes (as its routers hold them), to match a request line to."""
 
-    def __init__(self, app):
+    def __init__(self, app, routes=()):
         self.app = app
+        self.routes = list(routes)
 
     async def __call__(self, scope, receive, send):
         settings = get_settings()
@@ -72,14 +75,23 @@ class BodyAfterToken:
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
             return await response(scope, receive, send)
         store = CampaignStore(deps.connection(settings.redis_url))
-        grant = await run_in_threadpool(deps.identify, settings, store, given)
-        if grant is None:
-            response = problem(401, deps.INVALID,
-                               {"WWW-Authenticate": 'Bearer error="invalid_token"'})  # fmt: skip
+        try:
+            grant = await run_in_threadpool(self._grant_for, scope, settings, store, given)
+        except (Unauthorized, Forbidden) as refused:
+            response = problem(refused.status, refused.detail, refused.headers)
             return await response(scope, receive, send)
-        # the routes' check (service.deps.authorized) takes this look-up, not a second one
-        scope.setdefault("state", {})["token_grant"] = (given, grant)
+        if grant is not None:  # the routes' check takes this one, not a second look-up
+            scope.setdefault("state", {})["token_grant"] = (given, grant)
         return await self.app(scope, receive, send)
+
+    def _grant_for(self, scope, settings, store: CampaignStore, given: str):
+        """Whose token ``given`` is, checked against the route the request line names; None
+        where no route serves it (the app answers it); 401 or 403 raised."""
+        grant = deps.identify(settings, store, given)
+        route = deps.route_of(self.routes, scope)
+        if grant is None or route is not None:
+            deps.check_grant(store, grant, *(route or (None, None)))
+        return None if route is None else grant
 
 
 def _has_body(scope) -> bool:
