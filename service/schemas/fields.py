@@ -60,7 +60,10 @@ class Body(BaseModel):
 
 
 class Strict(Body):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: no field beyond its own, and each of JSON's own type (no string taken
+    for a number or a boolean, no number for a boolean, no float for an integer)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Free(Body):

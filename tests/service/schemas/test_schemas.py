@@ -87,3 +87,54 @@ def test_a_field_says_its_units_and_its_default_and_bounds_are_in_the_schema():
     lease = DOCUMENT["components"]["schemas"]["CampaignCreate"]["properties"]["lease_seconds"]
     assert "seconds" in lease["description"]
     assert lease["default"] == 3600.0 and lease["exclusiveMinimum"] == 0
+
+
+def _retyped(node, path=()):
+    """Each (path, body) with one number or boolean of ``node`` given in another JSON type: a
+    number as its string, a boolean as its string and as 1 or 0."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            for where, changed in _retyped(value, (*path, key)):
+                yield where, {**node, key: changed}
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            for where, changed in _retyped(value, (*path, i)):
+                yield where, [*node[:i], changed, *node[i + 1 :]]
+    elif isinstance(node, bool):
+        yield path, str(node).lower()
+        yield path, int(node)
+    elif isinstance(node, int | float):
+        yield path, str(node)
+
+
+# bodies with more numbers and booleans than the examples have
+FULLER = {"POST /campaigns": [{
+    "name": "full", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}], "max_labels": 12,
+    "pool": {"type": "grid", "points_per_dim": 50}, "pool_subsample": 40, "seed": 3,
+    "allow_repeats": True, "initial_design": {"type": "maximin-lhs", "size": 4},
+    "mcmc": {"chains": 2, "warmup": 20, "samples": 20, "thinning": 2, "warm_start": False},
+    "lease_seconds": 120, "max_failures": 4}]}  # fmt: skip
+
+
+@pytest.mark.parametrize("name, operation",
+                         [(n, op) for n, op in _operations() if "requestBody" in op])  # fmt: skip
+def test_a_body_takes_numbers_and_booleans_only_as_json_numbers_and_booleans(name, operation):
+    """Every number and boolean of every request example, sent as a string (or a boolean as a
+    number), is refused: no ``"20"`` taken for 20 nor ``"true"`` or ``1`` for true. A point's
+    coordinates (``x``) may be text, a choice's value: the campaign's inputs decide, in the
+    route (a string for a numeric input is a 422 there: ``test_inputs.py``)."""
+    schema = _body_schema(operation)
+    model = _model(schema)
+    tried = []
+    examples = DOCUMENT["components"]["schemas"][schema].get("examples", [])
+    for example in examples + FULLER.get(name, []):
+        model.model_validate(example)
+        for where, body in _retyped(example):
+            if where[0] == "x":
+                continue
+            tried.append(where)
+            with pytest.raises(ValueError):
+                model.model_validate(body)
+                pytest.fail(f"{name}: {'.'.join(map(str, where))} taken in another type")
+    if name == "POST /campaigns":
+        assert len(tried) > 20, tried
