@@ -97,6 +97,29 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
     return max(1, math.ceil(min(seconds, wait_seconds, settings.job_timeout_max_seconds)))
 
 
+# a model call's seconds on a worker (one BLAS thread), measured on the 2-core VM against a
+# campaign of 8 and of 200 labels in 2-D: /predict of 1,000 to 100,000 points 0.18 to 4.4 s
+# (n = 8) and 0.40 to 22 s (n = 200), about CALL_POINT_SECONDS a point times 1 + (n / 100)^2;
+# /evaluate of 500 to 4,000 points 0.13 to 2.7 s, its joint covariance's m^2 on top
+CALL_POINT_SECONDS = 5e-5
+EVALUATE_PAIR_SECONDS = 2e-7
+
+
+def call_seconds(name: str, points: int, n: int) -> float:
+    """A model call's estimated seconds on a worker: ``points`` (each output's counted) at
+    :data:`CALL_POINT_SECONDS` times ``1 + (n / 100)^2`` for ``n`` labels, and an
+    ``evaluate``'s ``points^2`` pairs at :data:`EVALUATE_PAIR_SECONDS`."""
+    seconds = CALL_POINT_SECONDS * points * (1.0 + (n / 100.0) ** 2)
+    return seconds + (EVALUATE_PAIR_SECONDS * points * points if name == "evaluate" else 0.0)
+
+
+def long_call(name: str, points: int, n: int, settings) -> bool:
+    """Whether a model call is long (:func:`call_seconds` over ``long_call_seconds``): it
+    waits in a queue of its own, which light workers never take, so that a small campaign's
+    refit never waits behind it there."""
+    return call_seconds(name, points, n) > settings.long_call_seconds
+
+
 def long_refit(spec: dict, n: int, last_seconds: float | None, settings,
                last_n: int | None = None) -> bool:  # fmt: skip
     """Whether a campaign's refit on ``n`` labels is long. Once a refit's time is known

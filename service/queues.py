@@ -33,6 +33,7 @@ from service.settings import get_settings
 from service.supervision import JobFacts
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
+HIGH_LONG = "fbgp-high-long"  # model calls that take long (costs.long_call): no light worker's
 REFIT = "fbgp-refit"  # NUTS refits and scoring
 LONG = "fbgp-refit-long"  # the refits of campaigns whose refits take long (refit_queue)
 # Refits queue by tenant, so that a team that queues a thousand refits does not make another
@@ -45,8 +46,8 @@ LONG = "fbgp-refit-long"  # the refits of campaigns whose refits take long (refi
 TENANTS = 8
 REFITS = (REFIT, *(f"{REFIT}-tenant-{t}" for t in range(1, TENANTS)))
 LONGS = (LONG, *(f"{LONG}-tenant-{t}" for t in range(1, TENANTS)))
-QUEUES = (HIGH, *REFITS, *LONGS)  # workers serve the high queue first, the long ones last
-LIGHT = (HIGH, *REFITS)  # a light worker's: it keeps to short jobs and ordinary refits
+QUEUES = (HIGH, HIGH_LONG, *REFITS, *LONGS)  # workers serve model calls first, long refits last
+LIGHT = (HIGH, *REFITS)  # a light worker's: it keeps to short calls and ordinary refits
 
 
 def tenant(team: str | None) -> int:
@@ -204,9 +205,11 @@ def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int, spec:
     )  # fmt: skip
 
 
-def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str | None = None):
-    """A model-based answer (``predict``, ``acquisition``, ``evaluate``) on the high queue."""
-    return queue(HIGH, connection).enqueue_call(
+def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str | None = None,
+                  long: bool = False):  # fmt: skip
+    """A model-based answer (``predict``, ``acquisition``, ``evaluate``) on the high queue, or,
+    ``long`` (:func:`service.costs.long_call`), on the long calls' queue."""
+    return queue(HIGH_LONG if long else HIGH, connection).enqueue_call(
         f"worker.jobs.{name}", args=args, timeout=timeout, result_ttl=120, failure_ttl=600,
         job_id=job_id,
     )  # fmt: skip
@@ -233,7 +236,9 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
     with contextlib.suppress(NotFound):  # each output answers
         points *= len(store.spec(campaign_id).get("outputs") or [None])
-    timeout = costs.short_timeout(points, store.n_labeled(campaign_id), wait_seconds, settings)
+    n = store.n_labeled(campaign_id)
+    timeout = costs.short_timeout(points, n, wait_seconds, settings)
+    long = name in MODEL_CALLS and costs.long_call(name, points, n, settings)
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
     most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)
@@ -253,13 +258,14 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
                       "one has answered", retry_after=1)  # fmt: skip
     try:
         return _wait_short(connection, name, args, job_id, timeout, wait_seconds, retry_after,
-                           settings.job_memory_mb)  # fmt: skip
+                           settings.job_memory_mb, long)  # fmt: skip
     finally:
         store.forget_jobs(campaign_id, [member])
 
 
-def _wait_short(connection, name, args, job_id, timeout, wait_seconds, retry_after, memory_mb):
-    job = enqueue_short(connection, name, *args, timeout=timeout, job_id=job_id)
+def _wait_short(connection, name, args, job_id, timeout, wait_seconds, retry_after, memory_mb,
+                long):  # fmt: skip
+    job = enqueue_short(connection, name, *args, timeout=timeout, job_id=job_id, long=long)
     deadline = time.monotonic() + wait_seconds
     delay = 0.005
     while time.monotonic() < deadline:

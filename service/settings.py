@@ -114,6 +114,11 @@ class Settings(BaseSettings):
     refit_iteration_seconds: float = 0.05
     """A refit's estimated work: chains x (warmup + most samples) NUTS iterations at this many
     seconds each, times (1 + (n / 100)^3) for n labels, and features / 6 beyond 6 features."""
+    long_call_seconds: float = 1.0
+    """A model call (`/predict`, `/acquisition`, `/evaluate`) estimated to take longer than this
+    on a worker (a 20,000-point `/predict` at 8 labels, 4,000 at 200; a 2,000-point `/evaluate`)
+    waits in a queue of its own, which light workers never take: a small campaign's refit then
+    waits behind no such call on the light worker."""
     short_point_seconds: float = 0.002
     """A short job's estimated work: its points at this many seconds each, times
     (1 + (n / 100)^2) for n labels."""

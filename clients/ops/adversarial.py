@@ -159,7 +159,8 @@ class Greedy:
         campaign = self.ids["evaluate"]
         m = self.limits.limit_evaluate_points
         rng = np.random.default_rng(self.rng.integers(2**32))
-        with FbgpClient(self.url, token="", timeout=150.0) as api:
+        # no retries: each 429 or 503 is an answer to count, and the thread asks again
+        with FbgpClient(self.url, token="", timeout=150.0, retries=0) as api:
             while not self.stop.is_set():
                 x = rng.uniform(size=(m, 2))
                 try:

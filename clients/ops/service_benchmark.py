@@ -188,10 +188,19 @@ def main(argv=None) -> None:
     parser.add_argument("--pool-sizes", metavar="N,N,..",
                         help="instead: per-request cost against the size of an explicit pool, "
                              "among --campaigns small campaigns")  # fmt: skip
+    parser.add_argument("--large-bodies", type=int, metavar="N",
+                        help="instead: N campaigns with large explicit pools created at once, "
+                             "and /healthz meanwhile")  # fmt: skip
+    parser.add_argument("--points", type=int, default=700_000, help="each --large-bodies pool")
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0, help="per N (--concurrency)")
     parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
     args = parser.parse_args(argv)
+    if args.large_bodies:
+        from clients.ops.large_bodies import measure
+
+        measure(args.large_bodies, args.points)
+        return
     if args.concurrency:
         counts = [int(n) for n in args.concurrency.split(",")]
         with (tempfile.TemporaryDirectory() as tmp,

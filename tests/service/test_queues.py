@@ -16,6 +16,7 @@ from rq.job import JobStatus
 from service.costs import long_refit, refit_work
 from service.queues import (
     HIGH,
+    HIGH_LONG,
     LIGHT,
     LONG,
     LONGS,
@@ -117,6 +118,29 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
     assert client.delete(f"/campaigns/{big}").status_code == 204  # stops its refit
 
 
+def test_a_long_model_call_runs_where_no_light_worker_takes_it(client, make_body, light_worker,
+                                                                 redis_url):  # fmt: skip
+    """A /predict estimated over ``long_call_seconds`` waits in the long calls' queue, which
+    the light worker does not serve: the other worker answers it. A short one waits in the high
+    queue, which both serve."""
+    from rq.registry import FinishedJobRegistry
+
+    redis = Redis.from_url(redis_url)
+    campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
+    label_design(client, campaign, [0.1, 0.4, -0.3])
+    wait_for_model(client, campaign, 3)
+    points = int(1.5 * Settings().long_call_seconds / 5e-5)  # 1.5x the bound's points
+    finished = {q: FinishedJobRegistry(q, connection=redis) for q in (HIGH, HIGH_LONG)}
+    before = {q: set(r.get_job_ids()) for q, r in finished.items()}
+    for x in ([[1.0]] * points, [[1.0]]):
+        r = client.post(f"/campaigns/{campaign}/predict", json={"x": x})
+        assert r.status_code == 200, r.text[:300]
+    ran = {q: set(r.get_job_ids()) - before[q] for q, r in finished.items()}
+    assert len(ran[HIGH_LONG]) == 1 and len(ran[HIGH]) == 1, ran
+    job = fetch_job(ran[HIGH_LONG].pop(), redis)
+    assert job.origin == HIGH_LONG and job.worker_name != light_worker
+
+
 def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(client, make_body,
                                                                            redis_url):  # fmt: skip
     """A refit killed by its timeout leaves no refit time behind (only a model does); its
@@ -171,7 +195,8 @@ def test_a_teams_refits_queue_under_its_tenant(make_body):
     assert refit_queue(big, 3, None, settings) == LONGS[t] != LONG
     assert ordinary(LONGS[t]) == REFITS[t] and ordinary(REFITS[t]) == REFITS[t]
     assert ordinary(LONG) == REFIT
-    assert len(set(QUEUES)) == 2 * TENANTS + 1 and set(LIGHT) == {HIGH, *REFITS}
+    assert len(set(QUEUES)) == 2 * TENANTS + 2 and set(LIGHT) == {HIGH, *REFITS}
+    assert HIGH_LONG in QUEUES and HIGH_LONG not in LIGHT
 
 
 def test_a_worker_takes_the_tenants_queues_in_turn():
@@ -179,12 +204,13 @@ def test_a_worker_takes_the_tenants_queues_in_turn():
     lane stays after the ordinary one."""
     order = list(QUEUES)
     order = take_turns(order, REFITS[2], name=str)
-    assert order[0] == HIGH
-    assert order[1 : TENANTS + 1] == [*REFITS[3:], *REFITS[:3]]
-    assert order[TENANTS + 1 :] == list(LONGS)
+    assert order[:2] == [HIGH, HIGH_LONG]
+    assert order[2 : TENANTS + 2] == [*REFITS[3:], *REFITS[:3]]
+    assert order[TENANTS + 2 :] == list(LONGS)
     order = take_turns(order, REFITS[5], name=str)  # the rest keep their turns
-    assert order[1 : TENANTS + 1] == [*REFITS[6:], *REFITS[:6]]
+    assert order[2 : TENANTS + 2] == [*REFITS[6:], *REFITS[:6]]
     assert take_turns(order, HIGH, name=str) == order
+    assert take_turns(order, HIGH_LONG, name=str) == order
     light = take_turns(list(LIGHT), LONGS[1], name=str)  # a lane it does not serve: unchanged
     assert light == list(LIGHT)
 
