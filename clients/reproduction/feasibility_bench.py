@@ -201,7 +201,8 @@ def accuracy(ns: list[int], ds: list[int], seeds: int) -> None:
 
 
 def timing(ns: list[int], d: int, candidates: int = 10_000) -> None:
-    print("n\td\tfit s\tp_success s (10,000)\tfully Bayesian s per iteration (x1,500 x2 chains)")
+    print("n\td\tfit s\tEP at the end s\tp_success s (10,000)\tone evidence + gradient,"
+          " Laplace s\tEP s\tfully Bayesian s per iteration (x 1,500 x 2 chains)")  # fmt: skip
     for n in ns:
         u, success, _, _ = problem(n, d, 0)
         test = np.random.default_rng(0).random((candidates, d))
@@ -209,13 +210,23 @@ def timing(ns: list[int], d: int, candidates: int = 10_000) -> None:
         model = fe.fit(u, success)
         fitted = time.perf_counter() - started
         started = time.perf_counter()
+        fe.condition(u, success, model.lengthscale, model.variance, model.bias)
+        conditioned = time.perf_counter() - started
+        started = time.perf_counter()
         model.p_success(test)
         predicted = time.perf_counter() - started
+        evaluations = []
+        for inference in fe.INFERENCES:
+            started = time.perf_counter()
+            fe.log_marginal(u, success, model.lengthscale, model.variance, model.bias,
+                            gradient=True, inference=inference)  # fmt: skip
+            evaluations.append(time.perf_counter() - started)
         started = time.perf_counter()
         fully_bayesian(u, success, test[:1], 0, iterations=20, warmup=19, thin=1)
         per_iteration = (time.perf_counter() - started) / 20
-        print(f"{n}\t{d}\t{fitted:.2f}\t{predicted:.3f}\t{per_iteration:.4f}"
-              f" ({per_iteration * 3000:.0f} s)", flush=True)  # fmt: skip
+        print(f"{n}\t{d}\t{fitted:.2f}\t{conditioned:.2f}\t{predicted:.3f}\t{evaluations[0]:.3f}"
+              f"\t{evaluations[1]:.3f}\t{per_iteration:.4f} ({per_iteration * 3000:.0f} s)",
+              flush=True)  # fmt: skip
 
 
 def main(argv=None) -> None:
