@@ -223,10 +223,12 @@ class _Parser:
 
     def sum(self) -> Sum:
         at = self.tok.at
-        sign = 1.0
-        if self.is_("symbol", "+") or self.is_("symbol", "-"):
-            sign = -1.0 if self.take().value == "-" else 1.0
-        total = _scaled(self.term(), sign)
+        signed = self.is_("symbol", "+") or self.is_("symbol", "-")
+        sign = (-1.0 if self.take().value == "-" else 1.0) if signed else 1.0
+        total = self.term()
+        if signed:  # a sign makes a number of what follows
+            self._numeric(total, at)
+            total = _scaled(total, sign)
         while self.is_("symbol", "+") or self.is_("symbol", "-"):
             op = self.take()
             term = self.term()
