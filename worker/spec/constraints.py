@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -99,23 +100,41 @@ class Constraints:
             out &= _holds(tree, codes)
         return out
 
+    @cached_property
+    def columns(self) -> tuple[int, ...]:
+        """The inputs the constraints name (their positions)."""
+        named, nodes = set(), list(self.trees)
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, Linear):
+                named |= set(node.columns)
+            elif isinstance(node, Among):
+                named.add(node.column)
+            elif isinstance(node, Not):
+                nodes.append(node.node)
+            else:
+                nodes.extend(node.nodes)
+        return tuple(sorted(named))
+
     def holds_at(self, u) -> np.ndarray:
-        """:meth:`holds` at pool coordinates ``u`` (``m x d``, the unit cube)."""
-        return self.holds(pool_codes(self.space, u))
+        """:meth:`holds` at pool coordinates ``u`` (``m x d``, the unit cube; only the columns
+        of the inputs named are read)."""
+        return self.holds(pool_codes(self.space, u, self.columns))
 
     def holds_for(self, x) -> list[bool]:
         """:meth:`holds` at points ``x`` given as values."""
         return self.holds(self.space.codes(x, check=False)).tolist()
 
 
-def pool_codes(space: Space, u) -> np.ndarray:
+def pool_codes(space: Space, u, columns=None) -> np.ndarray:
     """Pool coordinates ``u`` (``m x d``) as codes, vectorized (a log input's exact value, not
     rounded to 12 digits as :meth:`worker.spec.space.Space.pool_to_code` writes it; the
-    comparisons' tolerance covers the difference)."""
-    u = np.clip(np.asarray(u, dtype=np.float64).reshape(-1, space.dim), 0.0, 1.0)
-    out = np.empty_like(u)
-    for j, spec in enumerate(space.inputs):
-        v = u[:, j]
+    comparisons' tolerance covers the difference); with ``columns``, those only (the others
+    0)."""
+    u = np.asarray(u, dtype=np.float64).reshape(-1, space.dim)
+    out = np.zeros_like(u)
+    for j in range(space.dim) if columns is None else columns:
+        spec, v = space.inputs[j], np.clip(u[:, j], 0.0, 1.0)
         if spec.type == "choice":
             out[:, j] = np.floor(v * (spec.k - 1) + 0.5)
         elif spec.type == "log":

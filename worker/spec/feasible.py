@@ -56,8 +56,21 @@ class FeasibleGrid(GridPool):
         out = np.empty(len(index), dtype=bool)
         for start in range(0, len(index), CHUNK):
             part = index[start : start + CHUNK]
-            out[start : start + CHUNK] = self.constraints.holds_at(self.points(part))
+            out[start : start + CHUNK] = self.constraints.holds_at(self._named_points(part))
         return out
+
+    def _named_points(self, index: np.ndarray) -> np.ndarray:
+        """:meth:`points` at ``index`` in the columns of the inputs the constraints name only
+        (the others 0): a grid of many inputs is not unravelled in all of them."""
+        shape = self.shape
+        strides = np.cumprod((1,) + shape[:0:-1], dtype=np.int64)[::-1]
+        u = np.zeros((len(index), self.dim))
+        for j in self.constraints.columns:
+            digit = (index // strides[j]) % shape[j]
+            axis = None if self.axes is None else self.axes[j]
+            u[:, j] = digit / (self.points_per_dim - 1) if axis is None else \
+                np.asarray(axis)[digit]  # fmt: skip
+        return u
 
     @cached_property
     def listed(self) -> np.ndarray | None:
