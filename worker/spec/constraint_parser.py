@@ -23,6 +23,7 @@ from worker.spec.constraint_syntax import (
 from worker.spec.space import Space
 
 MAX_TEXT = 1000  # characters of one constraint
+MAX_DEPTH = 32  # parentheses, not and signs nested in one another, at most
 
 
 @dataclass
@@ -41,7 +42,19 @@ class _Parser:
         self.text, self.space = text, space
         self.toks = tokens(text)
         self.i = 0
+        self.depth = 0
         self.names = {spec.name: j for j, spec in enumerate(space.inputs)}
+
+    def nested(self, at: int, parse):
+        """``parse()`` one level deeper (at most ``MAX_DEPTH``: the parser recurses)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ConstraintError(f"nested deeper than {MAX_DEPTH} levels (parentheses, not, "
+                                  "signs)", at)  # fmt: skip
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
 
     @property
     def tok(self) -> Token:
@@ -89,11 +102,9 @@ class _Parser:
 
     def negation(self) -> Node:
         if self.is_("keyword", "not"):
-            self.take()
-            return Not(self.negation())
+            return Not(self.nested(self.take().at, self.negation))
         if self.is_("symbol", "(") and self._group():
-            self.take()
-            node = self.disjunction()
+            node = self.nested(self.take().at, self.disjunction)
             self.expect("symbol", ")", "')'")
             return node
         return self.comparison()
@@ -270,7 +281,7 @@ class _Parser:
         tok = self.tok
         if self.is_("symbol", "+") or self.is_("symbol", "-"):
             self.take()
-            inner = self.factor()
+            inner = self.nested(tok.at, self.factor)
             self._numeric(inner, tok.at)
             return _scaled(inner, -1.0 if tok.value == "-" else 1.0)
         if self.is_("number"):
@@ -290,7 +301,7 @@ class _Parser:
             return Sum({column: 1.0}, 0.0, tok.at)
         if self.is_("symbol", "("):
             self.take()
-            inner = self.sum()
+            inner = self.nested(tok.at, self.sum)
             self.expect("symbol", ")", "')'")
             return Sum(inner.terms, inner.const, tok.at, inner.text, inner.choice)
         what = "an input, a number or '('"

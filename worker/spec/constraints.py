@@ -38,6 +38,9 @@ from worker.spec.space import Space
 
 __all__ = ["MAX_TEXT", "ConstraintError", "Constraints", "of_spec", "parse", "pool_codes"]
 TOLERANCE = 1e-9  # of |terms|: a point this near a boundary lies on it
+# comparisons of all the constraints together, at most: each is evaluated at every point a grid
+# lists or draws (up to 2^24 of them in one draw of candidates)
+MAX_COMPARISONS = 100
 
 
 # -- evaluation --------------------------------------------------------------------------------
@@ -71,6 +74,14 @@ def _holds(node: Node, codes: np.ndarray) -> np.ndarray:
     return out
 
 
+def _comparisons(node: Node) -> int:
+    if isinstance(node, (Linear, Among)):
+        return 1
+    if isinstance(node, Not):
+        return _comparisons(node.node)
+    return sum(_comparisons(n) for n in node.nodes)
+
+
 @dataclass(frozen=True, eq=False)
 class Constraints:
     """A campaign's constraints, parsed: :meth:`holds` says where all of them hold."""
@@ -84,7 +95,15 @@ class Constraints:
         """The constraints ``texts`` over ``space``; :class:`ConstraintError` for the first that
         does not parse or does not fit."""
         texts = tuple(texts)
-        return cls(space, texts, tuple(parse(t, space, k) for k, t in enumerate(texts)))
+        trees, count = [], 0
+        for k, text in enumerate(texts):
+            trees.append(parse(text, space, k))
+            count += _comparisons(trees[-1])
+            if count > MAX_COMPARISONS:
+                why = (f"the constraints hold {count} comparisons up to this one, more than "
+                       f"{MAX_COMPARISONS} in all")  # fmt: skip
+                raise ConstraintError(why, None, k, text)
+        return cls(space, texts, tuple(trees))
 
     def each(self, codes) -> list[np.ndarray]:
         """Per constraint, whether it holds at each of the points ``codes`` (``m x d``: the

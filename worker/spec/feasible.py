@@ -155,15 +155,36 @@ class FeasibleGrid(GridPool):
             return None
         return PointPool(self.points(listed))
 
+    @cached_property
+    def _start(self) -> np.ndarray:
+        """``NEAREST_SAMPLE`` feasible indices, drawn once with the fixed seed."""
+        size = min(NEAREST_SAMPLE, max(1, self.size // 2))  # not all of a small feasible part
+        start = self.subsample(size, np.random.default_rng(FRACTION_SEED))
+        if not len(start):
+            raise ValueError("the constraints leave no point of the grid")
+        return start
+
     def _nearest(self, rows: np.ndarray) -> np.ndarray:
         if self._listed_pool is not None:
             return self.listed[self._listed_pool.index_of(rows)]
-        start = self.subsample(NEAREST_SAMPLE, np.random.default_rng(FRACTION_SEED))
-        if not len(start):
-            raise ValueError("the constraints leave no point of the grid")
-        points = self.points(start)
+        points = self.points(self._start)
         first = np.array([int(np.argmin(((points - row) ** 2).sum(1))) for row in rows])
-        return self._descend(rows, start[first])
+        return self._descend(rows, self._start[first])
+
+    def nearest_free(self, row: np.ndarray, taken) -> int | None:
+        """A feasible point near ``row`` that is not in ``taken`` (the initial design's next
+        point where its nearest is taken), from the same start as :meth:`index_of`'s on a
+        large grid, so that a design of many points does not draw anew for each; None on a
+        listed grid, whose draws cost little (:func:`worker.spec.design._nearest_free`'s)."""
+        if self.listed is not None:
+            return None
+        taken = set(taken)
+        free = np.array([i for i in self._start.tolist() if i not in taken], dtype=np.int64)
+        if not len(free):
+            raise ValueError("no feasible point left for the initial design")
+        best = free[int(np.argmin(((self.points(free) - row) ** 2).sum(1)))]
+        found = int(self._descend(np.asarray(row)[None], np.array([best]))[0])
+        return found if found not in taken else int(best)
 
     def _moves(self) -> np.ndarray:
         d = self.dim

@@ -127,6 +127,26 @@ def test_a_constraint_too_long_is_refused():
         Constraints.of(["load <= 1 and " * 80 + "load <= 1"], SPACE)
 
 
+@pytest.mark.parametrize("text", ["(" * 400 + "load <= 1" + ")" * 400, "-" * 900 + "load <= 1",
+                                  "not " * 240 + "load <= 1", "(" * 300 + "load" + ")" * 300 +
+                                  " <= 1"])  # fmt: skip
+def test_nesting_is_bounded_not_a_recursion_error(text):
+    with pytest.raises(ConstraintError, match=r"nested deeper than 32 levels \(parentheses, "
+                                              r"not, signs\) at character"):  # fmt: skip
+        Constraints.of([text], SPACE)
+    assert holds("(" * 31 + "load <= 0" + ")" * 31, [P]) == [True]
+
+
+def test_the_comparisons_of_all_constraints_are_bounded():
+    """Each is evaluated at every point drawn: 100 in all, at most."""
+    forty = " or ".join(["load <= 1"] * 40)
+    Constraints.of([forty, forty, " and ".join(["mesh >= 2"] * 20)], SPACE)
+    with pytest.raises(ConstraintError) as caught:
+        Constraints.of([forty, forty, "material in ('al', 'ti') and " + forty[:-13]], SPACE)
+    why = "the constraints hold 120 comparisons up to this one, more than 100 in all"
+    assert (caught.value.index, caught.value.why) == (2, why)
+
+
 # -- the vectorized evaluation against Python's on random points ------------------------------
 # coefficients and constants that float arithmetic sums exactly with integers (so that an int
 # input on a boundary is on it in Python's arithmetic too), in JSON's spellings and Python's
