@@ -138,6 +138,10 @@ GRID = {"type": "grid", "points_per_dim": 30}
          "constraints[0] 'x0 <= 0.01 and x1 <= 0.01 and x2 <= 0.01' leaves none of 65,536 of "
          "the grid's points drawn at random (a feasible part under about 1 in 65,536 of the "
          "grid is too small to draw candidates from: narrow the inputs' bounds instead)"),
+        ({"constraints": [" or ".join(["load<1"] * 60), " or ".join(["load<1"] * 41)]},
+         "the constraints hold 101 comparisons up to this one, more than 100 in all"),
+        ({"constraints": ["(" * 40 + "load <= 1" + ")" * 40]},
+         "nested deeper than 32 levels (parentheses, not, signs) at character 33"),
         ({"constraints": [""]}, "constraints.0: String should have at least 1 character"),
         ({"constraints": ["load <= 1"] * 51}, "constraints: List should have at most 50 items"),
         ({"constraints": [3]}, "constraints.0: Input should be a valid string"),
