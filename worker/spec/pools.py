@@ -12,7 +12,7 @@ A campaign's constraints (:mod:`worker.spec.constraints`) shape the pool that :f
 gives every caller (the design, its reserve, a refit's candidates, the nearest-point look-ups):
 a grid is a :class:`worker.spec.feasible.FeasibleGrid` (its points outside never drawn or
 snapped to); an explicit pool keeps only the points inside, dropped at creation
-(:func:`feasible_points`), so its stored points are all feasible."""
+(:mod:`service.schemas.constraints`), so its stored points are all feasible."""
 
 from __future__ import annotations
 
@@ -73,13 +73,6 @@ def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
 def grid_point(spec: dict, index: int) -> list:
     """Point ``index`` of a grid pool, as values."""
     return to_original(spec, pool_of(spec).points([index]))[0]
-
-
-def feasible_points(spec: dict, points: list[list]) -> list[bool]:
-    """Whether each of ``points`` (values) satisfies the campaign's constraints (all True for
-    a campaign without)."""
-    constraints = of_spec(spec)
-    return [True] * len(points) if constraints is None else constraints.holds_for(points)
 
 
 def pool_index_of(spec: dict, pool: GridPool | PointPool, x: list[list]) -> list[int | None]:
