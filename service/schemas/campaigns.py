@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_validator
 
 from service.names import look_alikes, visible
+from service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
 from service.schemas.fields import Acquisition, Body, Strict
 from service.schemas.inputs import (
     MAX_POOL,
@@ -38,6 +39,15 @@ class CampaignFields(Strict):
     """The simulator's inputs, in the order of a point's coordinates."""
     pool: GridPoolSpec | PointsPoolSpec = Field(discriminator="type")
     """The candidate points: a `grid` over the inputs or an explicit list of `points`."""
+    constraints: list[ConstraintText] = Field(default=[], max_length=MAX_CONSTRAINTS)
+    """Where the simulator can run: texts that must all hold at a point (`"thickness >= 4 or
+    load <= 8"`, `"material != 'al' or load <= 5"`): linear inequalities (`<`, `<=`, `>`, `>=`,
+    `==`, `!=`) over float, int and log inputs in their own units, a choice input compared with
+    its values (`==`, `!=`, `in ('steel', 'al')`), joined by `and`, `or`, `not` and parentheses
+    (a name that is no identifier in backquotes). A point on a boundary satisfies `<=` and `>=`,
+    not `<` or `>`. No point outside is in the design or handed out; an explicit pool's points
+    outside are dropped. A constraint that does not parse, names an unknown input, or leaves no
+    point (too few for the design or `max_labels`) is a 422 that says which."""
     pool_subsample: int = Field(default=POOL_SUBSAMPLE, ge=1, le=1_000_000)
     """Candidates scored per refit: a fresh random subset of a larger pool."""
     acquisition: Acquisition = DEFAULT_ACQUISITION
@@ -99,6 +109,8 @@ class CampaignFields(Strict):
             del data["noise"]
         if isinstance(data, dict) and data.get("outputs", ()) is None:
             del data["outputs"]
+        if isinstance(data, dict) and data.get("constraints", None) == []:
+            del data["constraints"]  # as campaigns created before constraints existed
         return data
 
 
@@ -116,6 +128,7 @@ class CampaignCreate(CampaignFields):
                         {"name": "alloy", "type": "choice", "values": ["steel", "titanium"]},
                     ],
                     "pool": {"type": "grid", "points_per_dim": 21},
+                    "constraints": ["layers >= 2 or load <= 0.8"],
                     "max_labels": 30,
                     "mode": "parallel",
                     "max_pending": 4,
@@ -167,11 +180,21 @@ class CampaignCreate(CampaignFields):
             if len({tuple(p) for p in self.pool.points}) < size:
                 why = " (an int input's values are integers)" if space.typed else ""
                 raise ValueError(f"the pool's points must be distinct{why}")
+        how = ""
+        if self.constraints:  # only their points count; an explicit pool keeps only them
+            inputs = [i.model_dump() for i in self.inputs]
+            if isinstance(self.pool, GridPoolSpec):
+                size, _, how = feasible_pool(self.constraints, space, inputs,
+                                             self.pool.model_dump(), None)  # fmt: skip
+            else:
+                size, self.pool.points, how = feasible_pool(self.constraints, space, inputs,
+                                                            None, self.pool.points)  # fmt: skip
         if size < self.initial_design.size:
-            raise ValueError(f"the pool ({size} points) is smaller than the initial design")
+            raise ValueError(f"the pool ({size:,} points{how}) is smaller than the initial "
+                             f"design ({self.initial_design.size})")  # fmt: skip
         if not self.allow_repeats and size < self.max_labels:
             raise ValueError(
-                f"max_labels ({self.max_labels}) exceeds the pool ({size} points) and "
+                f"max_labels ({self.max_labels}) exceeds the pool ({size:,} points{how}) and "
                 "allow_repeats is false"
             )
         return self

@@ -221,6 +221,10 @@ def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) 
 
 
 def _nearest_free(pool, row, taken) -> int:
+    free = getattr(pool, "nearest_free", None)  # a grid cut by constraints has its own way
+    found = None if free is None else free(row, taken)
+    if found is not None:
+        return found
     rng = np.random.default_rng(0)
     candidates = pool.subsample(min(pool.size, 100_000), rng, exclude=taken)
     dist = ((pool.points(candidates) - row) ** 2).sum(1)

@@ -6,13 +6,21 @@ manual's "How it works"), on the log scale for a log input, by value index for a
 An explicit pool's points are kept apart from the spec (the store keeps them as raw float64
 codes, :meth:`worker.spec.space.Space.codes`: a value, or a choice's index, and reads one row
 for ``/next``): the spec as stored names only their count, :func:`stored_pool`, so reading a
-campaign's spec costs the same for a pool of ten points as for one of a million."""
+campaign's spec costs the same for a pool of ten points as for one of a million.
+
+A campaign's constraints (:mod:`worker.spec.constraints`) shape the pool that :func:`pool_of`
+gives every caller (the design, its reserve, a refit's candidates, the nearest-point look-ups):
+a grid is a :class:`worker.spec.feasible.FeasibleGrid` (its points outside never drawn or
+snapped to); an explicit pool keeps only the points inside, dropped at creation
+(:mod:`service.schemas.constraints`), so its stored points are all feasible."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from worker.spec.constraints import of_spec
 from worker.spec.design import GridPool, PointPool
+from worker.spec.feasible import FeasibleGrid
 from worker.spec.space import Space
 
 
@@ -46,12 +54,17 @@ def stored_pool(pool: dict) -> dict:
 def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
     """The campaign's pool in the unit cube. ``codes``: an explicit pool's points as stored
     (``m x d`` codes, :meth:`worker.spec.space.Space.codes`) where the spec keeps only their count.
-    A grid holds each input's distinct levels (:meth:`worker.spec.space.Space.axes`)."""
+    A grid holds each input's distinct levels (:meth:`worker.spec.space.Space.axes`); with
+    constraints, only those inside them count (:class:`worker.spec.feasible.FeasibleGrid`)."""
     space = space_of(spec)
     pool = spec["pool"]
     if pool["type"] == "grid":
         per_dim = int(pool["points_per_dim"])
-        return GridPool(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim))
+        constraints = of_spec(spec)
+        if constraints is None:  # as every campaign created before constraints existed
+            return GridPool(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim))
+        return FeasibleGrid(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim),
+                            constraints=constraints)  # fmt: skip
     if codes is None:
         codes = space.codes(pool["points"])
     return PointPool(space.code_to_pool(codes))
@@ -63,8 +76,13 @@ def grid_point(spec: dict, index: int) -> list:
 
 
 def pool_index_of(spec: dict, pool: GridPool | PointPool, x: list[list]) -> list[int | None]:
-    """Pool index of each point that is (to rounding) a pool point, else None."""
+    """Pool index of each point that is (to rounding) a pool point, else None: a grid point
+    outside the campaign's constraints is no pool point."""
     u = to_unit(spec, x)
-    index = pool.index_of(u)
-    hit = np.abs(pool.points(index) - u).max(axis=1) < 1e-9
+    if isinstance(pool, FeasibleGrid):
+        index = pool.grid_index_of(u)
+        hit = (np.abs(pool.points(index) - u).max(axis=1) < 1e-9) & pool.feasible(index)
+    else:
+        index = pool.index_of(u)
+        hit = np.abs(pool.points(index) - u).max(axis=1) < 1e-9
     return [int(i) if h else None for i, h in zip(index, hit, strict=True)]
