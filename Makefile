@@ -38,7 +38,7 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadscope
 
 # the manual, served at http://127.0.0.1:$(DOCS_PORT) while you edit docs/
 docs: install
@@ -47,7 +47,7 @@ docs: install
 test-fast: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" -n auto --dist loadscope
 
 bench-core: install
 	$(BIN)/fbgp-al bench-core

@@ -33,7 +33,8 @@ def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):
 def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(tmp_path):
     """Short phases: the figures are the benchmark's (docs/benchmarks.md); here, that the greedy
     tenant's campaigns at every stated limit are admitted and run, its model calls beyond one at
-    a time are refused with 429, a delete frees the workers, and no acknowledged label is lost."""
+    a time are refused with 429 (and beyond the stack's share 503), none fails otherwise, a
+    delete frees the workers, and no acknowledged label is lost."""
     from clients.ops.adversarial import run_adversarial
 
     report = run_adversarial(seconds=20, workers=2, seed=0, data_dir=tmp_path, progress=print)
@@ -41,7 +42,11 @@ def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(t
     assert report["lost"] == 0, report
     assert alone["labels"] > 0 and beside["labels"] > 0, report
     answers = beside["greedy_answers"]
-    assert answers.get("evaluate 200", 0) > 0 and answers.get("evaluate 429", 0) > 0, answers
+    # beyond one call a campaign is 429, beyond the stack's share 503; a call answered 200 must
+    # wait for a worker that is not light, which the tenant's own long refits hold: maybe none
+    assert answers.get("evaluate 429", 0) > 0, answers
+    calls = {k.split()[1] for k in answers if k.split()[0] in ("evaluate", "predict")}
+    assert calls <= {"200", "404", "429", "503"}, answers  # 404: before the first model
     assert answers.get("pool next 200", 0) > 0, answers
     assert beside["workers_free_after_delete_seconds"] is not None, report
     assert beside["workers_free_after_delete_seconds"] < 10, report
