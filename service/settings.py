@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     """The longest long poll a client may ask of `/next` (`?wait=`)."""
     max_body_bytes: int = 16 * 1024 * 1024
     """The largest request body the API reads, in bytes (413 beyond it)."""
+    large_body_bytes: int = 1024 * 1024
+    """A request body over this many bytes is parsed, validated and answered in a thread, off
+    the event loop that serves every other request."""
 
     # Limits on one campaign's work: a campaign or a request beyond one is a 422 that names it
     limit_mcmc_iterations: int = 50_000

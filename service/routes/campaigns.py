@@ -19,6 +19,7 @@ from service.deps import (
     team_of,
 )
 from service.errors import Conflict, Unauthorized, Unprocessable
+from service.middleware import OffTheLoop
 from service.routes import bodies
 from service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
 from service.schemas.problems import problem_responses
@@ -26,7 +27,9 @@ from service.schemas.stop_rule import Resume, check_stop
 from service.store import TeamFull, TeamGone
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
-router = APIRouter(prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized])
+router = APIRouter(
+    prefix="/campaigns", tags=["campaigns"], dependencies=[Authorized], route_class=OffTheLoop
+)
 
 
 @router.post("", status_code=201, response_model=Campaign, dependencies=[TeamScope])

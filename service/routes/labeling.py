@@ -23,6 +23,7 @@ from service import limits, loop, wakeups
 from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
 from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
+from service.middleware import OffTheLoop
 from service.routes.checks import LabelValues, check_noise, check_outputs, spec_with_points
 from service.routes.csv_export import observations_csv
 from service.schemas.labeling import (
@@ -44,7 +45,12 @@ from service.store import CampaignStore
 from worker.spec.defaults import known_noise
 
 log = logging.getLogger("fbgp.api")
-router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["labeling"], dependencies=[Authorized])
+router = APIRouter(
+    prefix="/campaigns/{campaign_id}",
+    tags=["labeling"],
+    dependencies=[Authorized],
+    route_class=OffTheLoop,
+)
 
 DONE = "the campaign is done: it has max_labels labels"
 STALLED = (

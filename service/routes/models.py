@@ -11,6 +11,7 @@ from fastapi import APIRouter, Response
 from service import limits
 from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
 from service.errors import NotFound, Unprocessable
+from service.middleware import OffTheLoop
 from service.routes.checks import LEARNED_NOISE, check_outputs, spec_with_points
 from service.routes.model_jobs import run_job
 from service.schemas.labeling import Observations
@@ -34,7 +35,12 @@ from service.schemas.problems import problem_responses
 from service.store import CampaignStore
 from worker.spec.defaults import known_noise, output_names
 
-router = APIRouter(prefix="/campaigns/{campaign_id}", tags=["models"], dependencies=[Authorized])
+router = APIRouter(
+    prefix="/campaigns/{campaign_id}",
+    tags=["models"],
+    dependencies=[Authorized],
+    route_class=OffTheLoop,
+)
 
 # a model-based answer: 404 before the first model; 500 if the job failed; 429 and 503 ask
 # again after Retry-After

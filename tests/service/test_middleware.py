@@ -120,3 +120,49 @@ def test_a_500_says_connection_close(http):
     finally:
         served.should_exit = True
         thread.join(timeout=10)
+
+
+def test_a_large_body_is_parsed_and_answered_off_the_event_loop(monkeypatch):
+    """:class:`~service.middleware.OffTheLoop`: a route's body over ``large_body_bytes`` is
+    validated, and its async endpoint run, in another thread than the server's event loop; a
+    small one on the loop; an invalid large body is the same 422 as a small one."""
+    import threading
+
+    from fastapi import APIRouter, FastAPI
+    from fastapi.testclient import TestClient
+    from pydantic import BaseModel
+
+    from service.middleware import OffTheLoop
+    from service.settings import get_settings
+
+    class Points(BaseModel):
+        x: list[float]
+
+    router = APIRouter(route_class=OffTheLoop)
+
+    @router.post("/points")
+    async def points(body: Points):
+        return {"thread": threading.get_ident(), "n": len(body.x)}
+
+    @router.get("/loop")
+    async def loop():
+        return {"thread": threading.get_ident()}
+
+    app = FastAPI()
+    app.include_router(router)
+    monkeypatch.setenv("FBGP_LARGE_BODY_BYTES", "1000")
+    get_settings.cache_clear()
+    try:
+        with TestClient(app) as client:
+            on_loop = client.get("/loop").json()["thread"]
+            small = client.post("/points", json={"x": [0.5] * 10}).json()
+            large = client.post("/points", json={"x": [0.5] * 1000}).json()
+            bad = [client.post("/points", json={"x": [0.5] * k + ["no"]}) for k in (10, 1000)]
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+    assert small == {"thread": on_loop, "n": 10}
+    assert large["n"] == 1000 and large["thread"] != on_loop
+    assert [r.status_code for r in bad] == [422, 422]
+    assert [e["loc"] for e in bad[0].json()["detail"]] == [["body", "x", 10]]
+    assert [e["loc"] for e in bad[1].json()["detail"]] == [["body", "x", 1000]]
