@@ -9,6 +9,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_
 
 from service.names import look_alikes, visible
 from service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
+from service.schemas.failures import FailureModel
 from service.schemas.fields import Acquisition, Body, Strict
 from service.schemas.inputs import (
     MAX_POOL,
@@ -85,6 +86,10 @@ class CampaignFields(Strict):
     max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
     """More failed runs than this (since the owner's last retry) make the campaign `failing`:
     `/next` hands out no point until the owner retries (default: `max_labels`)."""
+    failures: FailureModel = FailureModel()
+    """The failure model: a GP classifier of the runs' success that steers the acquisition away
+    from where runs failed (`{"model": "classifier", "min_success": 0.1}`), or `{"model":
+    "none"}`."""
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     """Seeds the initial design, the pool subsamples and the sampler."""
     # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
