@@ -214,10 +214,13 @@ class CampaignStatus(Body):
     """Its name."""
     team: str | None = None  # the team whose token created it (None: the service token's)
     """The team whose token created it (`null`: the service token's)."""
-    state: Literal["design", "active", "done", "failed"]  # failed: see last_error, retry
-    """`design` (the initial design is being labeled), `active`, `done` (max_labels, its stopping
-    rule, or the pool used up) or `failed` (refits kept failing: see `last_error`, then `POST
-    .../retry`)."""
+    state: Literal["design", "active", "failing", "stalled", "done", "failed"]
+    """`design` (the initial design is being labeled), `active`, `failing` (more runs failed
+    than `max_failures`: no point is handed out until the owner's `POST .../retry`), `stalled`
+    (runs failed and no point is left to offer: every one left failed for good or, with the
+    failure model, has a probability of success below `min_success`), `done` (max_labels, its
+    stopping rule, or the pool used up) or `failed` (refits kept failing: see `last_error`, then
+    `POST .../retry`)."""
     n_labeled: int
     """Labels stored."""
     n_pending: int  # tickets out under a live lease

@@ -271,8 +271,8 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
 
 def plot(campaign_id: str, kind: str, output: str | None = None) -> str | None:
     """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
-    ``curve`` or ``accuracy`` (None: none to draw); with several outputs the ``posterior`` and
-    ``model`` of ``output`` (default the first)."""
+    ``failures``, ``curve`` or ``accuracy`` (None: none to draw); with several outputs the
+    ``posterior`` and ``model`` of ``output`` (default the first)."""
     png = _png(campaign_id, kind, output)
     return None if png is None else base64.b64encode(png).decode()
 
@@ -289,6 +289,8 @@ def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
         k = names.index(output) if output in names else 0
         spec, model, labels = (output_spec(spec, k), answers.output_model(model, names[k]),
                                output_labels(labels, names[k]))  # fmt: skip
+    if kind == "failures":
+        return views.failures_png(spec, model, labels, store.failures(campaign_id))
     if kind == "posterior":
         return views.posterior_png(spec, model)
     return views.model_png(spec, model, labels)

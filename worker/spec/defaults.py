@@ -98,7 +98,7 @@ def known_noise(spec: dict) -> bool:
 # probability of success, and no candidate below `min_success` is handed out; "none": failed runs
 # are kept and counted, no model sees them (the behavior before the option, and the paper's)
 FAILURE_MODELS: tuple[str, ...] = ("classifier", "none")
-MIN_SUCCESS = 0.1  # see docs/guides/failures.md, "The failure model", for why this default
+MIN_SUCCESS = 0.5  # see docs/guides/failures.md, "The failure model", for why this default
 
 
 def failure_options(spec: dict) -> tuple[str, float]:
