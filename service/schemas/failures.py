@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
 from service.schemas.fields import Strict
@@ -32,6 +32,8 @@ class FailureModel(Strict):
 
 class Retry(Strict):
     """``POST .../retry``'s optional body."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"forget_failures": True}]})
 
     forget_failures: bool = False
     """The simulator changed: the failure model forgets every run failed so far (they stay counted
