@@ -12,8 +12,15 @@ from redis import Redis
 
 from clients.metamodel import Metamodel
 from service.keys import campaign as key
+from tests.service.test_observability import _scrape, _value
 
 MCMC = {"chains": 2, "warmup": 20, "samples": 20}
+
+
+def _by_state(client) -> dict[str, float]:
+    """``fbgp_campaigns`` by state, from ``/metrics``."""
+    states = ("design", "active", "failing", "stalled")
+    return {s: _value(_scrape(client), "fbgp_campaigns", state=s) for s in states}
 
 
 def _body(**changes) -> dict:
@@ -112,6 +119,9 @@ def test_a_failing_campaign_says_so_and_a_retry_keeps_the_evidence(client):
     assert status["state"] == "failing" and status["failing"]
     listed = {c["id"]: c for c in client.get("/campaigns").json()}
     assert listed[campaign]["state"] == "failing" and listed[campaign]["n_failed"] == 2
+    assert _by_state(client) == {"design": 0, "active": 0, "failing": 1, "stalled": 0}
+    page = client.get("/").text
+    assert "<span class='state-failing'>failing</span>" in page
     assert client.post(f"/campaigns/{campaign}/retry").status_code == 202
     status = _settled(client, campaign)
     assert status["state"] == "active" and status["n_forgiven"] == 2, status
@@ -130,6 +140,8 @@ def test_a_stalled_campaign_says_so_and_only_forgetting_lets_it_go_on(client):
     status = _settled(client, campaign)
     assert status["state"] == "stalled" and status["stalled"], status
     assert client.get(f"/campaigns/{campaign}/next").status_code == 409
+    assert _by_state(client)["stalled"] == 1
+    assert "state-stalled" in client.get(f"/campaigns/{campaign}/view").text
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert model["failures"]["n_failures"] == 1 and model["failures"]["excluded"] > 0
     assert client.post(f"/campaigns/{campaign}/retry").status_code == 202
