@@ -9,7 +9,8 @@ half-width is chosen by bisection so that it covers ``FRACTION`` of the domain (
 
 For each repetition x simulator x failure model (``classifier`` with its defaults, and
 ``none``), a campaign of the simulator's inputs and grid pool, its repetition as its seed, is
-labeled by the noisy simulator to ``--labels`` labels (``mode`` sequential, the paper's). It
+labeled by the noisy simulator to ``--labels`` labels (``mode`` sequential, the paper's;
+``max_failures`` high enough that a campaign without the model is never ``failing``). It
 reports the runs wasted in the region (failed runs over all runs, and after the initial design)
 and the final model's RMSE of its mean against the noise-free function over 2,000 seeded
 uniform points of the feasible domain. Not measured here: the RD-AUC of the RMSE over every
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clients.client import FbgpClient
+from clients.errors import ApiError
 from clients.runner import run_simulator
 from clients.simulators import SIMULATORS, Simulator, get_simulator
 
@@ -99,12 +101,16 @@ def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, se
         return float(sim.sample(np.array([x], dtype=float), rng)[0])
 
     body = {"name": f"failures-{sim.name}-{model}-{seed}", "inputs": sim.inputs(),
-            "pool": sim.pool(), "max_labels": labels, "seed": seed,
-            "failures": {"model": model}}  # fmt: skip
+            "pool": sim.pool, "max_labels": labels, "seed": seed,
+            "failures": {"model": model}, "max_failures": 100 * labels}  # fmt: skip
     with FbgpClient(url, token) as api:
         campaign = api.create_campaign(body)
         design = int(campaign.spec["initial_design"]["size"])
-        run_simulator(url, campaign.id, simulate, token=token)
+        ended = "done"
+        try:
+            run_simulator(url, campaign.id, simulate, token=token)
+        except ApiError as error:  # stalled: no point left that the failure model allows
+            ended = f"HTTP {error.status_code}"
         test = np.random.default_rng([seed, 11]).random((4 * TEST_POINTS, sim.dim))
         test = test[~where.contains(test)][:TEST_POINTS]
         x = sim.from_unit(test)
@@ -115,7 +121,7 @@ def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, se
     return {"simulator": sim.name, "model": model, "seed": seed, "runs": len(runs),
             "failed": int(sum(runs)), "runs_after_design": len(after),
             "failed_after_design": int(sum(after)), "rmse_feasible": rmse,
-            "region_fraction": where.fraction}  # fmt: skip
+            "region_fraction": where.fraction, "ended": ended}  # fmt: skip
 
 
 def table(records: list[dict]) -> str:
