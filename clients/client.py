@@ -170,12 +170,14 @@ class FbgpClient:
                               json=body)  # fmt: skip
         return CampaignStatus.from_json(response.json())
 
-    def retry(self, campaign_id: str) -> CampaignStatus:
+    def retry(self, campaign_id: str, forget_failures: bool = False) -> CampaignStatus:
         """The owner's word that what stopped the campaign is fixed: a failed refit runs again,
         a failing or stalled campaign's failed runs are forgiven and their points offered again
-        (``ApiError`` 409 if there is nothing to retry)."""
+        where the failure model allows; ``forget_failures`` (the simulator changed): the
+        failure model forgets them too (``ApiError`` 409 if there is nothing to retry)."""
+        body = {"forget_failures": True} if forget_failures else None
         response = self._call("POST", f"/campaigns/{campaign_id}/retry", idempotent=False,
-                              ok=(202,))  # fmt: skip
+                              ok=(202,), json=body)  # fmt: skip
         return CampaignStatus.from_json(response.json())
 
     def delete_campaign(self, campaign_id: str, missing_ok: bool = False) -> None:
@@ -366,7 +368,9 @@ class FbgpClient:
                           json={"x": _points(x)}).json()  # fmt: skip
         if "outputs" in body:
             version = body.get("model_version")
-            return {name: Prediction.from_json(p, version) for name, p in body["outputs"].items()}
+            chance = body.get("p_success")  # one for all outputs, where runs have failed
+            return {name: Prediction.from_json(p, version, chance)
+                    for name, p in body["outputs"].items()}  # fmt: skip
         return Prediction.from_json(body)
 
     def acquisition(self, campaign_id: str, x, acquisition: str | None = None) -> list[float]:

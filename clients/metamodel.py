@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from clients.failure_model import FailureModel
 from clients.prediction import Prediction
 from worker.spec.space import Space
 
@@ -314,6 +315,8 @@ class Metamodel:
             )
         self._mode = None
         self._draws_fitted = None
+        failures = document.get("failures")  # where runs had failed: p_success
+        self.failures = None if failures is None else FailureModel(failures, f)
 
     @property
     def dim(self) -> int:
@@ -373,7 +376,9 @@ class Metamodel:
         """At ``x`` (``m x d``, original units; points outside the declared bounds are
         extrapolated, where ``/predict`` answers 422): ``mean`` and ``variance`` of y under the
         posterior-mode GP, ``mixture_mean`` and ``mixture_variance`` under the mixture of the
-        draws' GPs, each an array of ``m``, original units, as ``/predict`` answers: a
+        draws' GPs, each an array of ``m``, original units, and where the model has a failure
+        model ``p_success``, the probability that a run at each point succeeds, as
+        ``/predict`` answers: a
         :class:`~clients.prediction.Prediction` (``p["mean"]`` or ``p.mean``). A multi-output
         model answers ``{name: Prediction}``, as ``/predict``'s ``outputs`` and
         ``Client.predict`` do."""
@@ -393,6 +398,7 @@ class Metamodel:
             mixture_mean=self.y_mean + mixture_mean * self.y_std,
             mixture_variance=mixture_var * self.y_std**2,
             model_version=self.version,
+            p_success=None if self.failures is None else self.failures.p_success(cand),
         )
 
     def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,9 +23,12 @@ class Prediction(Mapping):
         mixture_variance: the mixture's variance: the draws' mean variance plus the variance
             of their means (QB-MGP's score).
         model_version: the model that answered (``None`` where unknown).
+        p_success: the failure model's probability that a run at each point succeeds
+            (``None`` when the model has none: no run had failed, or its campaign's
+            ``failures`` is ``none``).
 
-    It is also a read-only mapping of the four arrays: ``p["mean"]``, ``dict(p)``,
-    ``for key, values in p.items()``.
+    It is also a read-only mapping of the four arrays (and ``p_success`` where there is one):
+    ``p["mean"]``, ``dict(p)``, ``for key, values in p.items()``.
     """
 
     mean: np.ndarray
@@ -33,22 +36,29 @@ class Prediction(Mapping):
     mixture_mean: np.ndarray
     mixture_variance: np.ndarray
     model_version: int | None = None
+    p_success: np.ndarray | None = None
 
     KEYS: ClassVar[tuple[str, ...]] = ("mean", "variance", "mixture_mean", "mixture_variance")
 
     @classmethod
-    def from_json(cls, body: Mapping, model_version: int | None = None) -> Prediction:
-        """From ``/predict``'s body (or one of its ``outputs``)."""
+    def from_json(cls, body: Mapping, model_version: int | None = None,
+                  p_success=None) -> Prediction:  # fmt: skip
+        """From ``/predict``'s body (or one of its ``outputs``, with the body's ``p_success``)."""
         arrays = (np.asarray(body[key], dtype=float) for key in cls.KEYS)
-        return cls(*arrays, model_version=body.get("model_version", model_version))
+        p = body.get("p_success", p_success)
+        return cls(*arrays, model_version=body.get("model_version", model_version),
+                   p_success=None if p is None else np.asarray(p, dtype=float))  # fmt: skip
+
+    def _keys(self) -> tuple[str, ...]:
+        return self.KEYS if self.p_success is None else (*self.KEYS, "p_success")
 
     def __getitem__(self, key: str) -> np.ndarray:
-        if key not in self.KEYS:
+        if key not in self._keys():
             raise KeyError(key)
         return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.KEYS)
+        return iter(self._keys())
 
     def __len__(self) -> int:
-        return len(self.KEYS)
+        return len(self._keys())

@@ -13,7 +13,7 @@ class CampaignStatus:
     """``GET /campaigns/{id}``; ``raw`` keeps every field the server sent."""
 
     id: str
-    state: str  # design | active | done
+    state: str  # design | active | failing | stalled | done | failed
     n_labeled: int
     n_pending: int
     max_labels: int

@@ -30,6 +30,10 @@ class Phase(StrEnum):
     ACTIVE = "active"  # a model chooses the points
     DONE = "done"  # max_labels labels are stored, or its stopping rule was met
     FAILED = "failed"  # its refit failed too often in a row: no refit until its owner retries
+    # the states of a campaign in design or active that cannot go on by itself (the status, the
+    # list, the page; the store's counts by phase keep design and active for them)
+    FAILING = "failing"  # more runs failed than max_failures: no point until its owner retries
+    STALLED = "stalled"  # runs failed and no point is left to offer (:func:`stalled`)
 
 
 class RefitPhase(StrEnum):
@@ -85,6 +89,9 @@ class Rules:
     max_failures: int | None = None  # more failures than this: the campaign is failing
     # pool indices that stand in, in order, for design points that failed for good
     design_reserve: tuple[int, ...] = ()
+    # a failure model weighs the ranking (the spec's failures.model is not "none"): after a run
+    # failed, a sequential campaign waits for the refit that learns from it
+    failure_model: bool = False
 
     @property
     def design_size(self) -> int:
@@ -104,6 +111,7 @@ class Rules:
             max_retries=int(spec.get("max_retries", 0)),
             max_failures=None if max_failures is None else int(max_failures),
             design_reserve=tuple(spec.get("design_reserve", ())),
+            failure_model=(spec.get("failures") or {}).get("model", "classifier") != "none",
         )  # fmt: skip
 
 
@@ -233,6 +241,16 @@ def phase(rules: Rules, n_labeled: int, failed: bool = False, stopped: bool = Fa
     return Phase.DESIGN if n_labeled < rules.design_size else Phase.ACTIVE
 
 
+def state(phase_now: Phase, is_failing: bool, is_stalled: bool) -> Phase:
+    """The state a status says: a campaign in design or active that cannot go on by itself is
+    ``failing`` (:func:`failing`) or else ``stalled`` (:func:`stalled`); else its phase."""
+    if phase_now not in (Phase.DESIGN, Phase.ACTIVE):
+        return phase_now
+    if is_failing:
+        return Phase.FAILING
+    return Phase.STALLED if is_stalled else phase_now
+
+
 def next_answers(rules: Rules, snap: Snapshot, count: int) -> list[Offer] | Answer:
     """Up to ``count`` points to hand out at once, as :func:`next_answer` would hand them out
     one after the other (each counted out before the next is chosen); or, when not even one can
@@ -275,10 +293,20 @@ def next_answer(rules: Rules, snap: Snapshot) -> Answer:
     wait = Wait(max(low, min(high, snap.refit.last_refit_seconds or low)))
     if rules.mode == "sequential" and (version != n or snap.n_pending > 0):
         return wait
+    if rules.mode == "sequential" and _learning_failures(rules, snap):
+        return wait
     if rules.mode == "parallel" and (version is None or snap.n_pending >= rules.max_pending):
         return wait
     index = _first_free(snap.ranking, taken)
     return wait if index is None else Offer(index, version)
+
+
+def _learning_failures(rules: Rules, snap: Snapshot) -> bool:
+    """Whether the failure model has runs failed that the ranking did not see yet: runs have
+    failed and a refit is queued or running, or failures came after the last one started."""
+    refit = snap.refit
+    return (rules.failure_model and refit.n_failed > 0
+            and (refit.phase != RefitPhase.IDLE or refit.changed))  # fmt: skip
 
 
 def _first_free(indices: Sequence[int], taken: frozenset[int]) -> int | None:
@@ -316,10 +344,13 @@ def design_points(rules: Rules, snap: Snapshot) -> list[int]:
 
 def stalled(rules: Rules, snap: Snapshot) -> bool:
     """Whether the campaign cannot go on: runs have failed, nothing is out, no refit is coming
-    that could rank other points, and no point is left to offer (every candidate labeled or
-    failed for good). Only a failure makes a campaign stall; ``/next`` then says so (409)."""
+    that could rank other points, and no point is left to offer (every candidate labeled,
+    failed for good, or left out by the failure model for a probability of success below
+    ``min_success``: the model's ranking is empty). Only a failure makes a campaign stall;
+    ``/next`` then says so (409)."""
     n = snap.n_labeled
-    if not snap.failures or n >= rules.max_labels or snap.n_pending > 0 or snap.refit.stopped:
+    failed = snap.failures or snap.refit.n_failed > 0
+    if not failed or n >= rules.max_labels or snap.n_pending > 0 or snap.refit.stopped:
         return False
     taken = _taken(rules, snap)
     if n < rules.design_size:

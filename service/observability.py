@@ -4,7 +4,9 @@ Counters that several processes add to (labels stored, runs, refit seconds) live
 (:mod:`service.store.counters`), so every API process reports the same totals and they survive
 restarts; request counts and latencies are per API process. Queue depths, failed jobs
 and the count of campaigns by state (kept by the store's scripts) are read from Redis when
-``/metrics`` is scraped: a few keys, however many campaigns there are.
+``/metrics`` is scraped: a few keys, and one pipelined read per campaign of its count of failed
+runs, then the state of those with a failed run (``failing`` and ``stalled`` are counted apart
+from ``design`` and ``active``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class RedisCollector:
         refit.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
         yield refit
         campaigns = GaugeMetricFamily("fbgp_campaigns", "campaigns by state", labels=["state"])
-        for state, count in self.store.count_by_phase().items():
+        for state, count in self.store.count_by_state(time.time()).items():
             campaigns.add_metric([state], count)
         yield campaigns
         yield from self._capacity()

@@ -33,7 +33,7 @@ from service.store import CampaignStore
 from worker.spec import pools
 from worker.spec.defaults import output_names
 
-PLOTS = ("model", "posterior", "curve", "accuracy")
+PLOTS = ("model", "posterior", "failures", "curve", "accuracy")
 INDEX_PAGE = 50  # campaigns on a page of the index
 
 STYLE = """
@@ -79,11 +79,11 @@ def list_page(store: CampaignStore, cursor: str | None = None,
         cells = [
             f"<a href='{link}'>{html.escape(s['name'])}</a>", s["id"],
             f"<span class='state-{s['state']}'>{s['state']}</span>",
-            f"{s['n_labeled']} / {s['max_labels']}", version, html.escape(s["acquisition"]),
-            s["mode"],
+            f"{s['n_labeled']} / {s['max_labels']}", s["n_failed"], version,
+            html.escape(s["acquisition"]), s["mode"],
         ]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    heads = ("name", "id", "state", "labels", "model", "acquisition", "mode")
+    heads = ("name", "id", "state", "labels", "failed runs", "model", "acquisition", "mode")
     header = "<tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"
     table = f"<table>{header}{''.join(rows)}</table>"
     if not rows:
@@ -175,6 +175,8 @@ def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
         drawable = len(spec["inputs"]) <= 2 and pools.space_of(spec).numeric
         kinds = ["model"] if drawable else []
         kinds.append("posterior")
+        if model.get("failures") and any(i.get("type") != "choice" for i in spec["inputs"]):
+            kinds.append("failures")  # P(failure) over one or two numeric inputs
         if any(e.get("event") == "model" and e.get("accuracy") for e in history):
             kinds.append("accuracy")
         if any(e.get("event") == "evaluate" for e in history):
@@ -246,7 +248,8 @@ def view(campaign_id: CampaignId, request: Request, store: StoreDep):
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
 async def plot(
     campaign_id: CampaignId,
-    kind: Annotated[str, Path(description="`model`, `posterior`, `accuracy` or `curve`.")],
+    kind: Annotated[str, Path(description="`model`, `posterior`, `failures`, `accuracy` or "
+                                          "`curve`.")],  # fmt: skip
     request: Request,
     store: StoreDep,
     redis: RedisDep,

@@ -295,18 +295,23 @@ def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Ten
 def greedy_batch_outputs(
     name: str, parts: list[tuple], candidates, size: int, pending=None, *,
     shortlist: int = 1000, seed: int = 0, scores: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,
     posterior, u, z, label_noise)``, and a candidate's score is ``sum_k weight_k * score_k``
     (each output's in its standardized units). Each pick is a fantasy for every output's GPs;
     ``random``: output 0's random scores (``seed``). :func:`greedy_batch` is its one output
-    of weight 1. ``scores``: the first scoring (:func:`batch_scores`) if done already."""
+    of weight 1. ``scores``: the first scoring (:func:`batch_scores`) if done already.
+    ``weights``: each candidate's probability of success (the failure model), which multiplies
+    its score at every pick (None: none, and the batch is the acquisition's, bit for bit)."""
     candidates = as_tensor(candidates)
     if name == "random" or len(candidates) == 0:
         scores = torch.zeros(len(candidates), dtype=DTYPE)
         for weight, posterior, u, z, noise in parts[:1] if name == "random" else parts:
             scores += (1.0 if name == "random" else weight) * evaluate(
                 name, posterior, u, z, candidates, seed=seed, label_noise=noise)  # fmt: skip
+        if weights is not None:
+            scores = scores * weights
         order = torch.argsort(scores, descending=True, stable=True)[:size]
         return order, scores[order]
     variance = name not in MEANS_ONLY
@@ -314,6 +319,8 @@ def greedy_batch_outputs(
     fantasies = _fantasies(outputs, pending)
     if scores is None:
         scores = _scored(outputs, candidates, fantasies, name)
+    if weights is not None:
+        scores = scores * weights
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
     means = [output[5].predict(candidates[short], False)[0] for output in outputs]
     picked, picked_scores = [], []
@@ -330,4 +337,6 @@ def greedy_batch_outputs(
             for output, mean in zip(outputs, means, strict=True):
                 variances = _gps_with(output, fantasies).predict(candidates[short])[1]
                 current += output[0] * output[6](mean, variances)
+            if weights is not None:
+                current = current * weights[short]
     return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

@@ -13,6 +13,7 @@ import torch
 
 from worker.acquisition import DrawGPs, qb_mgp
 from worker.acquisition import evaluate as acquisition_values
+from worker.feasibility.campaign import of_model
 from worker.fitting import label_noise
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
@@ -51,12 +52,21 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
         variances.append(qb_mgp(m_mean, m_var))  # QB-MGP's score is the mixture's variance
     mixture_mean = torch.cat(means) if means else torch.empty(0, dtype=u.dtype)
     mixture_var = torch.cat(variances) if variances else torch.empty(0, dtype=u.dtype)
-    return {
+    return with_p_success(model, cand.numpy(), {
         "mean": scale_y.mean_from_z(mean[0]).tolist(),
         "variance": scale_y.variance_from_z(var[0]).tolist(),
         "mixture_mean": scale_y.mean_from_z(mixture_mean).tolist(),
         "mixture_variance": scale_y.variance_from_z(mixture_var).tolist(),
-    }
+    })  # fmt: skip
+
+
+def with_p_success(model: dict, u: np.ndarray, answer: dict) -> dict:
+    """``answer`` with ``p_success`` at ``u`` (the GP's features) when ``model`` holds a
+    failure model (:mod:`worker.feasibility.campaign`); as it is otherwise."""
+    failure = of_model(model)
+    if failure is not None:
+        answer["p_success"] = failure.p_success(u).tolist()
+    return answer
 
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
@@ -178,10 +188,12 @@ def _outputs(spec: dict, model: dict, labels: list[dict]):
 
 
 def predict_outputs(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
-    """:func:`predict` for each output of a multi-output campaign: ``{outputs: {name: ...}}``."""
+    """:func:`predict` for each output of a multi-output campaign: ``{outputs: {name: ...}}``,
+    and ``p_success`` beside them when the model has a failure model."""
     parts = _outputs(spec, model, labels)
-    return {"outputs": {name: predict(single, body, seen, x)
-                        for name, _, single, body, seen in parts}}  # fmt: skip
+    answer = {"outputs": {name: predict(single, body, seen, x)
+                          for name, _, single, body, seen in parts}}  # fmt: skip
+    return with_p_success(model, Space.of(spec["inputs"]).to_gp(x), answer)
 
 
 def acquisition_outputs(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:

@@ -18,6 +18,7 @@ import torch
 
 from worker import accuracy
 from worker.acquisition import greedy_batch_outputs
+from worker.feasibility.campaign import FailureModel, fit_campaign
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.scoring import Output, Scoring
 from worker.spec.defaults import (
@@ -104,15 +105,16 @@ def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
 
 def fit(
     spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
-    pending: list[int] = (), previous: dict | None = None,
+    pending: list[int] = (), previous: dict | None = None, failures: list[dict] = (),
 ) -> tuple[dict, list]:  # fmt: skip
     """Refit on ``labels`` (``[{x, y, ...}]``), all chains in this process, and rank (see
     :func:`model_and_ranking`). ``previous``: the campaign's last model, to warm-start from when its
-    ``mcmc`` asks so."""
+    ``mcmc`` asks so; ``failures``: its failed runs (``[{x, ...}]``), for its failure model."""
     started = time.perf_counter()
     data = prepare(spec, labels)
     post = posterior(spec, data, warm_start_of(spec, previous))
-    return model_and_ranking(spec, pool, data, post, exclude, pending, started)
+    failure = fit_campaign(spec, labels, list(failures), data.seed)
+    return model_and_ranking(spec, pool, data, post, exclude, pending, started, failure=failure)
 
 
 def noise_floor(spec: dict) -> float:
@@ -172,20 +174,29 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
                       **_sampler_options(spec))  # fmt: skip
 
 
-def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int]):
+def _candidates(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int],
+                failure: FailureModel | None = None):  # fmt: skip
     """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
-    ``exclude`` or ``pending``), and the GP's features of them and of the ``pending`` points
-    (None when there are no candidates, or no point is out)."""
+    ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
+    GP's features of them and of the ``pending`` points (None when there are no candidates, or
+    no point is out), and their probabilities of success (None without a failure model)."""
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
     )
     if not len(candidates):
-        return candidates, None, None
-    features = torch.from_numpy(space.features(pool.points(candidates)))
+        return candidates, None, None, None
+    features = space.features(pool.points(candidates))
+    weights = None
+    if failure is not None:  # the failure model's weights, its points below min_success left out
+        keep, p = failure.weigh(features)
+        failure.excluded = int((~keep).sum())
+        candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
+        if not len(candidates):
+            return candidates, None, None, None
     pending_u = (torch.from_numpy(space.features(pool.points(list(pending))))
                  if len(pending) else None)  # fmt: skip
-    return candidates, features, pending_u
+    return candidates, torch.from_numpy(features), pending_u, weights
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
@@ -220,40 +231,44 @@ def _ranking(space: Space, pool, candidates, best, best_scores) -> list[dict]:
 
 
 def _batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: int,
-           share: Share) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+           share: Share, weights=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
-    goes through ``share``: the picked candidates' rows and their scores."""
+    goes through ``share``, each score weighed by ``weights`` (if any): the picked candidates'
+    rows and their scores."""
     first = None
     if name != "random":  # random's scores are drawn by the batch itself
         outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
         first = share(Scoring(name, outputs, "batch", pending_u), cand_u)
     order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
-                                         scores=first)  # fmt: skip
+                                         scores=first, weights=weights)  # fmt: skip
     return order.numpy(), scores.numpy()
 
 
 def model_and_ranking(
     spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
-    pending: list[int], started: float, share: Share = here,
+    pending: list[int], started: float, share: Share = here, failure: FailureModel | None = None,
 ) -> tuple[dict, list]:  # fmt: skip
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
     labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
     ranking (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
-    ``share`` (a greedy batch's first scoring; its picks after that, here)."""
+    ``share`` (a greedy batch's first scoring; its picks after that, here). With a ``failure``
+    model each score is weighed by the candidate's probability of success and the candidates
+    below its ``min_success`` are left out (:func:`_candidates`); the model holds it."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
-    candidates, cand_u, pending_u = _candidates(spec, pool, data.space, n, exclude, pending)
+    candidates, cand_u, pending_u, weights = _candidates(spec, pool, data.space, n, exclude,
+                                                         pending, failure)  # fmt: skip
     ranking = []
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
             best, best_scores = _batch(name, [(1.0, thin, u, z, data.noise)], cand_u, size,
-                                       pending_u, seed, share)  # fmt: skip
+                                       pending_u, seed, share, weights)  # fmt: skip
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            best, best_scores = _best(_scores(name, fn, cand_u, share).numpy())
+            best, best_scores = _best(_weighed(_scores(name, fn, cand_u, share), weights))
         ranking = _ranking(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
@@ -274,7 +289,14 @@ def model_and_ranking(
         model["features"] = data.space.feature_names
     if data.input_scale is not None:
         model["input_scale"] = data.input_scale
+    if failure is not None:
+        model["failures"] = failure.to_dict()
     return model, ranking
+
+
+def _weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
+    """``scores x weights`` (each candidate's probability of success), or the scores."""
+    return (scores if weights is None else scores * weights).numpy()
 
 
 def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
@@ -334,7 +356,7 @@ def fit_outputs(spec: dict, labels: list[dict], previous: dict | None = None,
 
 def multi_model_and_ranking(
     spec: dict, pool: GridPool | PointPool, fits: list[OutputFit], exclude: set[int],
-    pending: list[int], started: float, share: Share = here,
+    pending: list[int], started: float, share: Share = here, failure: FailureModel | None = None,
 ) -> tuple[dict, list]:  # fmt: skip
     """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
     campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
@@ -343,7 +365,8 @@ def multi_model_and_ranking(
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
-    candidates, cand_u, pending_u = _candidates(spec, pool, first.space, n, exclude, pending)
+    candidates, cand_u, pending_u, weights = _candidates(spec, pool, first.space, n, exclude,
+                                                         pending, failure)  # fmt: skip
     ranking = []
     if len(candidates):
         if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
@@ -351,12 +374,13 @@ def multi_model_and_ranking(
             parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
                      for f, t in zip(fits, thins, strict=True)]  # fmt: skip
             best, best_scores = _batch(spec["acquisition"], parts, cand_u, size, pending_u,
-                                       first.seed, share)  # fmt: skip
+                                       first.seed, share, weights)  # fmt: skip
         else:
             outputs = tuple(Output(f.weight, t, f.data.u, f.data.z, f.data.noise, f.data.seed)
                             for f, t in zip(fits, thins, strict=True))  # fmt: skip
             fn = Scoring(spec["acquisition"], outputs, "combined")
-            best, best_scores = _best(_scores(spec["acquisition"], fn, cand_u, share).numpy())
+            best, best_scores = _best(_weighed(_scores(spec["acquisition"], fn, cand_u, share),
+                                               weights))  # fmt: skip
         ranking = _ranking(first.space, pool, candidates, best, best_scores)
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):
@@ -380,6 +404,8 @@ def multi_model_and_ranking(
         model["features"] = first.space.feature_names
     if first.input_scale is not None:  # the same inputs for every output
         model["input_scale"] = first.input_scale
+    if failure is not None:  # one failure model: a run fails or answers for every output
+        model["failures"] = failure.to_dict()
     return model, ranking
 
 

@@ -1,5 +1,6 @@
 """PNG pictures of a campaign for its page: the hyperparameter posterior, the model over the input
-space (1-D and 2-D), the learning curve of its evaluations, and its models' accuracy estimates.
+space (1-D and 2-D), its failure model's P(failure) with the failed runs, the learning curve of
+its evaluations, and its models' accuracy estimates.
 Matplotlib on the Agg canvas; predictions from :mod:`worker.answers`."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from worker import answers
+from worker.feasibility.campaign import of_model
 from worker.spec.defaults import known_noise
 from worker.spec.space import Space
 
@@ -168,4 +170,60 @@ def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
         ax.set_ylabel("output units" if j == 0 else "output units squared")
         ax.legend(loc="best", fontsize=7)
     fig.suptitle("accuracy without a test set (dotted: stopped, resumed)")
+    return _png(fig)
+
+
+def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dict]) -> bytes | None:
+    """The failure model's probability that a run fails over the campaign's first one or two
+    numeric inputs, the others held at the latest failed run's values; the failed runs kept
+    marked (x) and the labels (dots). None without a failure model or a numeric input."""
+    failure = of_model(model)
+    space = Space.of(spec["inputs"])
+    drawn = [j for j, i in enumerate(space.inputs) if i.type != "choice"][:2]
+    if failure is None or not drawn or not failures:
+        return None
+    base = list(failures[-1]["x"])
+    k = 60
+    axes = []
+    for j in drawn:  # each drawn input's values, as the pool snaps them (an int's integers)
+        v = np.repeat(space.to_pool([base]), k, axis=0)
+        v[:, j] = np.linspace(0, 1, k)
+        axes.append(sorted({row[j] for row in space.from_pool(v)}))
+    index = np.meshgrid(*[np.arange(len(a)) for a in axes])
+    points = [list(base) for _ in range(index[0].size)]
+    for where, j, values in zip(index, drawn, axes, strict=True):
+        for point, i in zip(points, where.ravel(), strict=True):
+            point[j] = values[i]
+    mesh = [np.asarray(values, dtype=float)[where]
+            for values, where in zip(axes, index, strict=True)]  # fmt: skip
+    fail = 1.0 - failure.p_success(space.to_gp(points)).reshape(mesh[0].shape)
+    bad = np.array([[run["x"][j] for j in drawn] for run in failures], dtype=float)
+    good = np.array([[label["x"][j] for j in drawn] for label in labels], dtype=float)
+    names = [_plain(spec["inputs"][j]["name"]) for j in drawn]
+    fig = Figure(figsize=(6.4, 4.4))
+    ax = fig.add_subplot(1, 1, 1)
+    if len(drawn) == 1:
+        ax.plot(mesh[0].ravel(), fail.ravel(), color="tab:red", label="P(failure)")
+        ax.scatter(good[:, 0], np.zeros(len(good)), s=14, color="black", label="labels")
+        ax.scatter(bad[:, 0], np.ones(len(bad)), marker="x", color="tab:red", label="failed runs")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel("P(failure)")
+        ax.legend(loc="best", fontsize=8)
+    else:
+        image = ax.contourf(*mesh, fail, levels=np.linspace(0, 1, 11), cmap="Reds")
+        fig.colorbar(image, ax=ax, label="P(failure)")
+        ax.scatter(good[:, 0], good[:, 1], s=10, color="black", label="labels")
+        ax.scatter(bad[:, 0], bad[:, 1], marker="x", s=40, color="blue", label="failed runs")
+        ax.set_ylabel(names[1])
+        if drawn == [0, 1]:
+            _scale(ax, space, "y")
+        ax.legend(loc="upper right", fontsize=7)
+    ax.set_xlabel(names[0])
+    if drawn[0] == 0:
+        _scale(ax, space, "x")
+    others = [f"{_plain(spec['inputs'][j]['name'])} = {base[j]}" for j in range(space.dim)
+              if j not in drawn]  # fmt: skip
+    held = f" ({', '.join(others)}: the latest failed run's)" if others else ""
+    fig.suptitle(f"failure model {model['version']}: {len(failures)} failed runs{held}",
+                 fontsize=9)  # fmt: skip
     return _png(fig)

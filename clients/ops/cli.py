@@ -47,6 +47,12 @@ def _bench(argv: list[str]) -> None:
     main(argv)
 
 
+def _bench_failures(argv: list[str]) -> None:
+    from clients.reproduction.failure_regions import main
+
+    main(argv)
+
+
 def _soak(argv: list[str]) -> None:
     from clients.ops.soak_command import main
 
@@ -244,6 +250,11 @@ COMMANDS = {
     "team": (_team, "teams of a shared stack: create, list, rotate or delete a team's token"),
     "export": (_export, "a campaign's model as a file the SDK's Metamodel predicts from"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
+    "bench-failures": (
+        _bench_failures,
+        "the paper's simulators failing around their steepest "
+        "part, with the failure model and without",
+    ),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
     "imports": (_imports, "the import graph of the product's modules, checked against its rules"),
     "label-path": (_label_path, "the modules one label goes through, to its next model, traced"),

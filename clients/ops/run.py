@@ -17,7 +17,8 @@ tail of the command's stderr (or its output) as the reason, and the next point i
 campaigns, ``max_pending`` >= K; a sequential campaign hands out one point at a time, and the
 runner says so). A progress bar counts labels and failed runs (on a terminal); ``-v`` logs
 each HTTP request too. The last line says why the runner ended: the campaign's stopping rule,
-``max_labels`` reached, the pool used up, the campaign failing, stalled or failed, a signal.
+``max_labels`` reached, the pool used up, the campaign failing, stalled or failed, a signal;
+with the runs posted, failed, and the commonest reasons of the failures.
 
 SIGINT (Ctrl-C) or SIGTERM kills the commands running,
 abandons their tickets (their points are offered again at once) and exits 130 (143 for
@@ -238,6 +239,7 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     integers = [i["name"] for i in inputs if i.get("type") == "int"]
     runner = CommandRunner(template, names, timeout, integers)
     counts = {"labels": 0, "failures": 0}
+    reasons: dict[str, int] = {}  # the failed runs' reasons (their last line), counted
     errors: list[BaseException] = []
     lock = threading.Lock()
 
@@ -245,9 +247,12 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
                desc="labels", dynamic_ncols=True)  # fmt: skip
     bar.set_postfix(failed=0)
 
-    def count(key: str) -> None:
+    def count(key: str, reason: str | None = None) -> None:
         with lock:
             counts[key] += 1
+            if reason is not None:
+                line = _last_line(reason)
+                reasons[line] = reasons.get(line, 0) + 1
             if key == "labels":
                 bar.update(1)
             else:
@@ -261,7 +266,7 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
         try:
             run_simulator(url, campaign_id, runner, token=token, wait=wait,
                           on_label=lambda x, y, n: count("labels"),
-                          on_failure=lambda x, reason: count("failures"),
+                          on_failure=lambda x, reason: count("failures", reason),
                           should_stop=lambda: runner.stopping.is_set() or enough())  # fmt: skip
         except Stopped:
             pass
@@ -291,6 +296,9 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
                 signal.signal(number, handler)
     bar.close()
     tally = f"{counts['labels']} labels posted, {counts['failures']} runs failed"
+    if reasons:
+        common = sorted(reasons.items(), key=lambda item: -item[1])[:2]
+        tally += " (" + ", ".join(f"{n} x {text!r}" for text, n in common) + ")"
     if signalled:
         why = f"stopped by {signal.Signals(signalled[0]).name}"
     elif max_labels is not None and counts["labels"] >= max_labels and not errors:
@@ -305,6 +313,13 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     if signalled:
         return 128 + signalled[0]
     return 1 if errors else 0
+
+
+def _last_line(reason: str, most: int = 80) -> str:
+    """A failed run's reason as the summary shows it: its last non-empty line, cut short."""
+    lines = [line.strip() for line in str(reason).splitlines() if line.strip()]
+    text = lines[-1] if lines else "(no reason given)"
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def parallel_warning(status: CampaignStatus, parallel: int) -> str | None:
@@ -334,5 +349,7 @@ def ended_because(status: CampaignStatus) -> str:
         return (f"the campaign is failing: {status.n_failed} runs failed, more than its "
                 "max_failures; fix the simulator, then POST .../retry")  # fmt: skip
     if status.stalled:
-        return "the campaign stalled: runs failed and no point is left to offer; POST .../retry"
+        return ("the campaign stalled: runs failed and no point is left to offer (each failed "
+                "for good, or below the failure model's min_success); POST .../retry (with "
+                '{"forget_failures": true} if the simulator changed)')  # fmt: skip
     return f"the campaign is {status.state} ({status.n_labeled} of {status.max_labels} labels)"

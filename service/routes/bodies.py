@@ -25,16 +25,18 @@ def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> 
     n_failed = store.n_failed(campaign_id, state)
     # only runs that failed can stall a campaign: the whole snapshot is read only then
     stalled = n_failed > 0 and loop.stalled(rules, store.snapshot(campaign_id, now, False))
+    failing = loop.failing(rules, n_failed, refit.n_forgiven)
+    phase = loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))
     return {
         "id": campaign_id, "name": spec["name"], "team": spec.get("team"),
-        "state": str(loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))),
+        "state": str(loop.state(phase, failing, stalled)),
         "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
         "model_version": refit.model_version, "last_error": refit.last_error,
         "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
         "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
         "inputs": spec["inputs"], "n_failed": n_failed, "n_abandoned": refit.n_abandoned,
         "n_forgiven": refit.n_forgiven, "max_failures": rules.failure_limit,
-        "failing": loop.failing(rules, n_failed, refit.n_forgiven),
+        "failing": failing,
         "stalled": stalled,
         "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
     }  # fmt: skip

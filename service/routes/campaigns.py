@@ -22,6 +22,7 @@ from service.errors import Conflict, Unauthorized, Unprocessable
 from service.middleware import OffTheLoop
 from service.routes import bodies
 from service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
+from service.schemas.failures import Retry
 from service.schemas.problems import problem_responses
 from service.schemas.stop_rule import Resume, check_stop
 from service.store import TeamFull, TeamGone
@@ -99,15 +100,20 @@ def delete(campaign_id: CampaignId, store: StoreDep):
 
 @router.post("/{campaign_id}/retry", status_code=202, response_model=CampaignStatus,
              responses=problem_responses(404, 409))  # fmt: skip
-def retry(campaign_id: CampaignId, store: StoreDep):
+def retry(campaign_id: CampaignId, store: StoreDep, body: Retry | None = None):
     """The owner's word that what stopped the campaign is fixed. A failed campaign (its refit
     failed ``refit_max_attempts`` times in a row): its failed state cleared and a refit
     enqueued on all its labels. A failing one (more failed runs than ``max_failures`` since the
-    last retry) or a stalled one (every point left failed for good): its failed runs forgiven
-    (``n_forgiven``; they count no more towards ``failing``, and stay in its failures), so
-    ``/next`` hands out points again, those failed for good among them, after a refit that
-    ranks them. 409 if it has not failed, is not failing and has not stalled."""
-    if not store.retry(campaign_id, time.time()):
+    last retry) or a stalled one (every point left failed for good, or below the failure
+    model's `min_success`): its failed runs forgiven (``n_forgiven``; they count no more towards
+    ``failing``, and stay in its failures), so ``/next`` hands out points again, those failed
+    for good among them, after a refit that ranks them. The failure model keeps their evidence,
+    so points where runs failed stay weighed down (and left out below `min_success`): a retry
+    does not send runs back to the same crashes. With `{"forget_failures": true}` (the
+    simulator changed) it forgets them too, and any campaign with a failed run may be told so.
+    409 if there is nothing to retry."""
+    forget = body is not None and body.forget_failures
+    if not store.retry(campaign_id, time.time(), forget):
         raise Conflict("the campaign has not failed, is not failing and has not stalled: "
                        "there is nothing to retry")  # fmt: skip
     return bodies.status(store, campaign_id)

@@ -55,8 +55,10 @@ router = APIRouter(
 DONE = "the campaign is done: it has max_labels labels"
 STALLED = (
     "no point is left to offer: every point not labeled has failed more than max_retries "
-    "times, and nothing is out (see the campaign's failures in GET .../observations); its "
-    "owner can retry it with POST {url}/retry, which offers those points again"
+    "times or has a probability of success below the failure model's min_success, and "
+    "nothing is out (see the campaign's failures in GET .../observations); its owner can retry "
+    "it with POST {url}/retry, which offers those points again where the failure model allows "
+    '(with {{"forget_failures": true}} if the simulator changed: everywhere)'
 )
 
 

@@ -58,6 +58,7 @@ MODEL_RESPONSES[503]["description"] = (
 @router.get(
     "/model",
     response_model=Model | MultiModel,
+    response_model_exclude_unset=True,
     responses=problem_responses(404),
 )
 def model(campaign_id: CampaignId, store: StoreDep):
@@ -94,6 +95,8 @@ def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: li
     }  # fmt: skip
     if "accuracy" in model:
         document["accuracy"] = model["accuracy"]
+    if "failures" in model:
+        document["failures"] = model["failures"]
     document["exported_at"] = now
     return document
 
@@ -119,6 +122,8 @@ def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list
     }  # fmt: skip
     if "accuracy" in model:
         document["accuracy"] = model["accuracy"]
+    if "failures" in model:
+        document["failures"] = model["failures"]
     document["exported_at"] = now
     return document
 
@@ -158,12 +163,14 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
 @router.post(
     "/predict",
     response_model=Prediction | MultiPrediction,
+    response_model_exclude_unset=True,
     responses=MODEL_RESPONSES,
 )
 def predict(campaign_id: CampaignId, body: Points, store: StoreDep, redis: RedisDep,
             settings: SettingsDep):  # fmt: skip
     """The latest model's predictions at `x` (points within the inputs' bounds): the mode
-    GP's mean and variance of y and the mixture's, original units."""
+    GP's mean and variance of y and the mixture's, original units; where runs have failed, the
+    failure model's probability that a run at each point succeeds (`p_success`)."""
     x = _checked_points(store, campaign_id, body.x)
     return run_job(redis, settings, "predict", campaign_id, x)
 

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_
 
 from service.names import look_alikes, visible
 from service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
+from service.schemas.failures import FailureModel
 from service.schemas.fields import Acquisition, Body, Strict
 from service.schemas.inputs import (
     MAX_POOL,
@@ -85,6 +86,10 @@ class CampaignFields(Strict):
     max_failures: int | None = Field(default=None, ge=0, le=10_000_000)
     """More failed runs than this (since the owner's last retry) make the campaign `failing`:
     `/next` hands out no point until the owner retries (default: `max_labels`)."""
+    failures: FailureModel = FailureModel()
+    """The failure model: a GP classifier of the runs' success that steers the acquisition away
+    from where runs failed (`{"model": "classifier", "min_success": 0.1}`), or `{"model":
+    "none"}`."""
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     """Seeds the initial design, the pool subsamples and the sampler."""
     # stop before max_labels once the model's accuracy estimates meet a target (StopRule)
@@ -209,10 +214,13 @@ class CampaignStatus(Body):
     """Its name."""
     team: str | None = None  # the team whose token created it (None: the service token's)
     """The team whose token created it (`null`: the service token's)."""
-    state: Literal["design", "active", "done", "failed"]  # failed: see last_error, retry
-    """`design` (the initial design is being labeled), `active`, `done` (max_labels, its stopping
-    rule, or the pool used up) or `failed` (refits kept failing: see `last_error`, then `POST
-    .../retry`)."""
+    state: Literal["design", "active", "failing", "stalled", "done", "failed"]
+    """`design` (the initial design is being labeled), `active`, `failing` (more runs failed
+    than `max_failures`: no point is handed out until the owner's `POST .../retry`), `stalled`
+    (runs failed and no point is left to offer: every one left failed for good or, with the
+    failure model, has a probability of success below `min_success`), `done` (max_labels, its
+    stopping rule, or the pool used up) or `failed` (refits kept failing: see `last_error`, then
+    `POST .../retry`)."""
     n_labeled: int
     """Labels stored."""
     n_pending: int  # tickets out under a live lease

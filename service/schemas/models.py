@@ -44,6 +44,30 @@ class Transform(Free):
     """The labels' standard deviation (1 for constant labels)."""
 
 
+class FailureModelBody(Free):
+    """The failure model a refit fitted (once a run had failed, unless the campaign's `failures`
+    is `none`): a GP classifier of the runs' success over the GP's features, and what it was
+    fitted on."""
+
+    model: dict[str, Any]
+    """The classifier: `kind` `classifier` (probit; EP's sites `tau`, `nu` at the runs `u`, unit
+    cube, with `success` 1 or 0, and its `lengthscale`, `variance`, `bias`) or `constant` (every
+    run failed: one probability `p` everywhere)."""
+    min_success: float
+    """Candidates below this probability of success were left out of the ranking."""
+    n_successes: int
+    """Labels it counted as successes."""
+    n_failures: int
+    """Failed runs it counted (those kept, but for those a retry said to forget)."""
+    n_fitted: int
+    """Runs it was fitted on (at most 200: every failure, then the successes nearest them and a
+    seeded draw of the others)."""
+    fit_seconds: float
+    """Seconds its fit took."""
+    excluded: int = 0
+    """The refit's candidates left out for a probability of success below `min_success`."""
+
+
 class Model(Free):
     """``GET /campaigns/{id}/model``: the posterior draws, the thinned ones acquisitions use,
     the mode, the transforms and the refit's diagnostics (R-hat, ESS, divergences, seconds)."""
@@ -63,6 +87,8 @@ class Model(Free):
     diagnostics: dict[str, Any]
     """The refit's diagnostics: largest R-hat, smallest bulk ESS, divergences, seconds, warm start,
     target met."""
+    failures: FailureModelBody | None = None
+    """The failure model, when runs have failed (absent before the first failure)."""
 
 
 class OutputTransform(Free):
@@ -113,6 +139,9 @@ class MultiModel(Free):
     """How the inputs are scaled."""
     diagnostics: dict[str, Any]
     """The refit's diagnostics over all outputs (largest R-hat, smallest ESS, all divergences)."""
+    failures: FailureModelBody | None = None
+    """The failure model (one for all outputs: a run answers or fails for all), when runs have
+    failed."""
 
 
 class CampaignRef(Body):
@@ -167,6 +196,8 @@ class MetamodelExport(Free):
     """The labeled data the model saw."""
     diagnostics: dict[str, Any]
     """The refit's diagnostics."""
+    failures: FailureModelBody | None = None
+    """The failure model, when runs had failed: the `Metamodel` gives `p_success` from it."""
     exported_at: float
     """When it was exported, unix seconds."""
 
@@ -211,6 +242,8 @@ class MultiMetamodelExport(Free):
     """The labeled data the model saw (`y` objects)."""
     diagnostics: dict[str, Any]
     """The refit's diagnostics."""
+    failures: FailureModelBody | None = None
+    """The failure model, when runs had failed: the `Metamodel` gives `p_success` from it."""
     exported_at: float
     """When it was exported, unix seconds."""
 

@@ -44,6 +44,9 @@ class Prediction(Free):
     """The mean of the equal-weight mixture of the acquisition draws' GPs."""
     mixture_variance: list[float]
     """The mixture's variance of y: the draws' mean variance plus the variance of their means."""
+    p_success: list[float] | None = None
+    """The failure model's probability that a run at the point succeeds (absent when the model
+    has no failure model: no run had failed, or the campaign's `failures` is `none`)."""
     model_version: int
     """The model that answered."""
 
@@ -66,6 +69,9 @@ class MultiPrediction(Free):
 
     outputs: dict[str, OutputPrediction]
     """Each output's predictions, by name."""
+    p_success: list[float] | None = None
+    """The failure model's probability that a run at the point succeeds (one for all outputs;
+    absent without a failure model)."""
     model_version: int
     """The model that answered."""
 

@@ -5,6 +5,7 @@ points."""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import json
 import logging
@@ -176,6 +177,33 @@ class Campaigns:
             self.s.rebuild_phases(keys=[PHASES, CAMPAIGNS], args=[f"{PREFIX}c:"])
         counts = {k.decode(): int(v) for k, v in self.r.hgetall(PHASES).items()}
         return {str(p): counts.get(str(p), 0) for p in loop.Phase}
+
+    def count_by_state(self, now: float) -> dict[str, int]:
+        """:meth:`count_by_phase` with the campaigns in design or active that are ``failing``
+        or ``stalled`` (:func:`service.loop.state`) counted under those states instead. Only a
+        campaign with a failed run can be either, so every campaign's count of failed runs is
+        read in one pipelined round trip, and only those with one are read further."""
+        counts = self.count_by_phase()
+        ids = self.ids()
+        pipe = self.r.pipeline(transaction=False)
+        for campaign_id in ids:
+            pipe.hget(self.k(campaign_id, "state"), "n_failed")
+        for campaign_id, failed in zip(ids, pipe.execute(), strict=True):
+            if not failed or int(failed) == 0:
+                continue
+            with contextlib.suppress(NotFound):  # deleted meanwhile
+                rules = Rules.of(self.spec(campaign_id))
+                refit = loop.Refit.of(self.state(campaign_id))
+                phase = loop.phase(rules, self.n_labeled(campaign_id), bool(refit.failed),
+                                   bool(refit.stopped))  # fmt: skip
+                failing = loop.failing(rules, refit.n_failed, refit.n_forgiven)
+                stalled = not failing and loop.stalled(rules, self.snapshot(campaign_id, now,
+                                                                            False))  # fmt: skip
+                state = loop.state(phase, failing, stalled)
+                if state != phase:
+                    counts[str(phase)] -= 1
+                    counts[str(state)] += 1
+        return counts
 
     def wake(self, campaign_id: str) -> None:
         """Tell the API processes' long polls of the campaign's ``/next`` that its answer may

@@ -30,11 +30,13 @@ DIED = ("its job ended without a result (its work horse was killed, or ran out o
 @dataclass
 class RefitInputs:
     """What a refit reads as it starts (:meth:`Refits.refit_inputs`): the spec, the labels (the
-    refit's ``n``), and the latest model (for a warm start), of one instant."""
+    refit's ``n``), the latest model (for a warm start) and the failed runs its failure model
+    counts (those kept, but for those the owner's retry said to forget), of one instant."""
 
     spec: dict
     labels: list[dict]
     previous: dict | None
+    failures: list[dict] = field(default_factory=list)
     n: int = field(init=False)
 
     def __post_init__(self):
@@ -198,10 +200,12 @@ class Refits:
                     revived.append(campaign_id)
         return revived
 
-    def retry(self, campaign_id: str, now: float) -> bool:
+    def retry(self, campaign_id: str, now: float, forget_failures: bool = False) -> bool:
         """The owner's retry (``retry.lua``): a failed campaign's failed state cleared;
         a failing or stalled one's failed runs forgiven, their points offered again; then a
-        refit enqueued where one is due. False if there was nothing to retry."""
+        refit enqueued where one is due. ``forget_failures`` (the simulator changed): the
+        failure model forgets the runs failed until now as well (any campaign with a failed
+        run may be told so). False if there was nothing to retry."""
         spec = self.spec(campaign_id)
         rules = Rules.of(spec)
         job_id = uuid.uuid4().hex
@@ -209,7 +213,8 @@ class Refits:
         keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
         keys += [self.k(campaign_id, p) for p in ("failed", "failures")]
         args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"],
-                rules.failure_limit, "1" if stalled else "0"]  # fmt: skip
+                rules.failure_limit, "1" if stalled else "0",
+                "1" if forget_failures else "0"]  # fmt: skip
         outcome = self.s.retry(keys=keys, args=args)
         if outcome == 2:
             self._enqueue(campaign_id, job_id, now)
@@ -233,11 +238,15 @@ class Refits:
         pipe.get(self.k(campaign_id, "spec"))
         pipe.lrange(self.k(campaign_id, "labels"), 0, -1)
         pipe.get(self.k(campaign_id, "model"))
-        spec, labels, model = pipe.execute()
+        pipe.lrange(self.k(campaign_id, "failures"), 0, -1)
+        pipe.hget(self.k(campaign_id, "state"), "failures_forgotten_at")
+        spec, labels, model, failures, forgotten = pipe.execute()
         if spec is None:
             return None
+        after = float(forgotten or "-inf")  # POST .../retry with forget_failures
+        runs = [run for run in map(json.loads, failures) if float(run["at"]) > after]
         return RefitInputs(json.loads(spec), [json.loads(v) for v in labels],
-                           None if model is None else json.loads(model))  # fmt: skip
+                           None if model is None else json.loads(model), runs)  # fmt: skip
 
     def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
                      current: str | None = None) -> bool:  # fmt: skip

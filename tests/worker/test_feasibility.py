@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from worker import feasibility as fe
+from worker.feasibility import classifier
 
 
 def _corner(n: int, seed: int):
@@ -268,7 +269,7 @@ def test_round_trip_and_determinism(monkeypatch, inference):
     assert np.array_equal(again.p_success(candidates), p)
     assert np.array_equal(loaded.L, model.L) and np.array_equal(loaded.alpha, model.alpha)
     # chunks of 7 candidates give what one chunk gives
-    monkeypatch.setattr(fe, "CHUNK_ELEMENTS", 7 * len(u))
+    monkeypatch.setattr(classifier, "CHUNK_ELEMENTS", 7 * len(u))
     np.testing.assert_allclose(model.p_success(candidates[:500]), p[:500], rtol=0, atol=1e-13)
 
 

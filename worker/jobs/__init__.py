@@ -26,6 +26,7 @@ from service.errors import NotFound
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fitting, views
+from worker.feasibility.campaign import fit_campaign
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble
@@ -86,18 +87,20 @@ def refit(campaign_id: str) -> dict:
 
 def _complete(store, campaign_id, inputs, token, began, started, posterior) -> dict:
     """The end every refit shares, under its lease: ``posterior(data)`` on the refit's labels
-    (``inputs``: :class:`service.store.refits.RefitInputs`), then the model stored and one more
-    refit enqueued if labels arrived meanwhile; or the failure recorded (an error, out of
-    memory or time): the campaign keeps its previous model, and the refit runs again, after a
-    back-off, until it fails too often in a row."""
+    (``inputs``: :class:`service.store.refits.RefitInputs`) and the failure model on its
+    labels and failed runs (:func:`worker.feasibility.campaign.fit_campaign`), then the model
+    stored and one more refit enqueued if labels arrived meanwhile; or the failure recorded (an
+    error, out of memory or time): the campaign keeps its previous model, and the refit runs
+    again, after a back-off, until it fails too often in a row."""
     spec, n = inputs.spec, inputs.n
 
     def fit():
         data = fitting.prepare(spec, inputs.labels)
         post = posterior(data)
+        failure = fit_campaign(spec, inputs.labels, inputs.failures, data.seed)
         share = _share(store, campaign_id, spec, n)
         return lambda pool, exclude, pending: fitting.model_and_ranking(
-            spec, pool, data, post, exclude, pending, started, share)  # fmt: skip
+            spec, pool, data, post, exclude, pending, started, share, failure)  # fmt: skip
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
 
@@ -111,9 +114,10 @@ def _refit_outputs(store, campaign_id, inputs, token, began) -> dict:
     def fit():
         fits = fitting.fit_outputs(spec, inputs.labels, inputs.previous,
                                  get_settings().limit_mode_draws)  # fmt: skip
+        failure = fit_campaign(spec, inputs.labels, inputs.failures, fits[0].data.seed)
         share = _share(store, campaign_id, spec, n, len(fits))
         return lambda pool, exclude, pending: fitting.multi_model_and_ranking(
-            spec, pool, fits, exclude, pending, started, share)  # fmt: skip
+            spec, pool, fits, exclude, pending, started, share, failure)  # fmt: skip
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
 
@@ -267,8 +271,8 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
 
 def plot(campaign_id: str, kind: str, output: str | None = None) -> str | None:
     """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
-    ``curve`` or ``accuracy`` (None: none to draw); with several outputs the ``posterior`` and
-    ``model`` of ``output`` (default the first)."""
+    ``failures``, ``curve`` or ``accuracy`` (None: none to draw); with several outputs the
+    ``posterior`` and ``model`` of ``output`` (default the first)."""
     png = _png(campaign_id, kind, output)
     return None if png is None else base64.b64encode(png).decode()
 
@@ -285,6 +289,8 @@ def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
         k = names.index(output) if output in names else 0
         spec, model, labels = (output_spec(spec, k), answers.output_model(model, names[k]),
                                output_labels(labels, names[k]))  # fmt: skip
+    if kind == "failures":
+        return views.failures_png(spec, model, labels, store.failures(campaign_id))
     if kind == "posterior":
         return views.posterior_png(spec, model)
     return views.model_png(spec, model, labels)

@@ -93,6 +93,22 @@ def known_noise(spec: dict) -> bool:
     return (spec.get("noise") or {}).get("type") == "known"
 
 
+# a campaign's `failures`: its failure model (issue 38). "classifier": a GP classifier of the
+# runs' success, fitted at each refit once a run has failed, weighs every candidate's score by its
+# probability of success, and no candidate below `min_success` is handed out; "none": failed runs
+# are kept and counted, no model sees them (the behavior before the option, and the paper's)
+FAILURE_MODELS: tuple[str, ...] = ("classifier", "none")
+MIN_SUCCESS = 0.5  # see docs/guides/failures.md, "The failure model", for why this default
+
+
+def failure_options(spec: dict) -> tuple[str, float]:
+    """A campaign's failure model and ``min_success``; specs made before the option existed get
+    the defaults (a campaign without a failed run pays nothing and ranks as before)."""
+    options = spec.get("failures") or {}
+    return (str(options.get("model", FAILURE_MODELS[0])),
+            float(options.get("min_success", MIN_SUCCESS)))  # fmt: skip
+
+
 # a campaign's `outputs`: named outputs of one simulation, each with its own GP (2 to this many)
 MAX_OUTPUTS = 16
 

@@ -87,6 +87,9 @@ def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_ur
     assert "HTTP Request" not in out
     last = out.strip().splitlines()[-1]
     assert last.startswith("fbgp-al run: 5 labels posted,") and "max_labels (5) reached" in last
+    # the failures counted, with their commonest reasons (each its last line)
+    assert f"{len(data['failures'])} runs failed (" in last, last
+    assert " x 'CommandFailed: exit status 3: solver diverged at " in last, last
 
 
 def test_the_runner_says_why_it_ended_and_warns_of_a_parallel_it_cannot_use():

@@ -1,0 +1,41 @@
+"""A campaign's failure model (``failures``): whether a GP classifier of its runs' success
+weighs the acquisition, and the least probability of success of a point handed out; and the
+body of ``POST .../retry``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic import Strict as StrictValue
+
+from service.schemas.fields import Strict
+from worker.spec.defaults import MIN_SUCCESS
+
+
+class FailureModel(Strict):
+    """How a campaign learns where its simulator fails (docs: failures, retries and pauses)."""
+
+    model: Literal["classifier", "none"] = "classifier"
+    """`classifier`: once a run has failed, each refit fits a GP classifier of success against
+    failure to the labels and the failed runs (abandoned runs do not count) over the inputs the
+    regression GP sees, weighs every candidate's acquisition score by its probability of success,
+    and leaves out those below `min_success`; `/predict` and the export give `p_success`. A
+    campaign without a failed run pays nothing and ranks as without it. `none`: no model sees the
+    failures (the behavior before the option, and the paper's protocol)."""
+    min_success: Annotated[float, StrictValue(), Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = (
+        MIN_SUCCESS
+    )
+    """A point whose probability of success is below this is never handed out (0: every point
+    may be, weighed by its probability)."""
+
+
+class Retry(Strict):
+    """``POST .../retry``'s optional body."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"forget_failures": True}]})
+
+    forget_failures: bool = False
+    """The simulator changed: the failure model forgets every run failed so far (they stay counted
+    and in the history), so the points it steered away from are ranked again. Without it the model
+    keeps them, so a retry does not send runs back into the region where they failed."""

@@ -1,0 +1,127 @@
+"""A campaign's failure model (issue 38): its runs as the classifier sees them, the bound on what
+fitting it costs, and what a refit's ranking does with it.
+
+The runs are the labels (successes) and the failed runs kept (failures; abandoned runs are no
+outcome, and failures the owner told the service to forget, ``POST .../retry`` with
+``forget_failures``, are left out), each at the features the regression GP sees
+(:meth:`worker.spec.space.Space.to_gp`). Fitting costs ``O(n^3)`` per EP sweep and per evidence
+evaluation (EP's site updates are a Python loop), so beyond ``MAX_RUNS`` runs the classifier is
+fitted on a seeded subset (:func:`bounded`): every failure (a seeded half of ``MAX_RUNS`` where
+there are more), and successes in two halves, those nearest a kept failure (where the boundary
+is) and a uniform draw of the others (so that the classifier still knows where runs succeed).
+
+A refit then weighs each candidate's acquisition score by its probability of success and leaves
+out the candidates below the campaign's ``min_success`` (:meth:`FailureModel.weigh`). Every
+acquisition's score is non-negative (a variance, a mutual information, a uniform draw), so
+``score x P(success)`` ranks as an expected score: a failed run's score is 0.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from worker.feasibility.classifier import Classifier, Constant, fit, from_dict
+from worker.spec.defaults import failure_options
+from worker.spec.space import Space
+
+# The most runs the classifier is fitted on (measured: docs/benchmarks.md, "Failure model in the
+# refit": on the 2-core VM, in 3-D, a fit took 0.18 s at 100 runs, 0.68 s at 200, 1.86 s at 300)
+MAX_RUNS = 200
+
+
+def outcomes(space: Space, labels: list[dict], failures: list[dict]):
+    """The runs' features (``n x d``, labels first, then failures) and outcomes (1: success)."""
+    x = [label["x"] for label in labels] + [run["x"] for run in failures]
+    u = np.asarray(space.to_gp(x), dtype=np.float64).reshape(len(x), -1)
+    success = np.r_[np.ones(len(labels)), np.zeros(len(failures))]
+    return u, success
+
+
+def bounded(u: np.ndarray, success: np.ndarray, seed: int, limit: int = MAX_RUNS) -> np.ndarray:
+    """The rows the classifier is fitted on, sorted: all when there are at most ``limit``; else
+    the failures (a seeded ``limit // 2`` of them where there are more) and, to fill ``limit``,
+    the successes nearest a kept failure (Euclidean, in the GP's features) for half of what is
+    left and a seeded uniform draw of the other successes for the rest."""
+    n = len(success)
+    if n <= limit:
+        return np.arange(n)
+    rng = np.random.default_rng([seed, n])
+    failed, ok = np.flatnonzero(success == 0), np.flatnonzero(success == 1)
+    if len(failed) > limit // 2:
+        failed = np.sort(rng.choice(failed, limit // 2, replace=False))
+    room = limit - len(failed)
+    if len(ok) <= room:
+        return np.sort(np.r_[failed, ok])
+    near = room // 2
+    distance = np.full(len(ok), np.inf)
+    for i in failed:  # one row at a time: memory stays O(n)
+        distance = np.minimum(distance, ((u[ok] - u[i]) ** 2).sum(1))
+    nearest = ok[np.argsort(distance, kind="stable")[:near]]
+    others = np.setdiff1d(ok, nearest)
+    drawn = rng.choice(others, room - near, replace=False)
+    return np.sort(np.r_[failed, nearest, drawn])
+
+
+@dataclass
+class FailureModel:
+    """A campaign's fitted failure model at one refit: the classifier (or the constant
+    probability of a campaign whose every run failed), its ``min_success``, and what it was
+    fitted on."""
+
+    model: Classifier | Constant
+    min_success: float
+    n_successes: int
+    n_failures: int
+    n_fitted: int
+    fit_seconds: float
+    excluded: int = 0  # the candidates of the refit's ranking below min_success, left out
+
+    def p_success(self, u: np.ndarray) -> np.ndarray:
+        return self.model.p_success(np.asarray(u, dtype=np.float64))
+
+    def weigh(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For candidates at ``u`` (``m x d``): the mask of those kept (probability of success
+        at least ``min_success``) and every candidate's probability. A :class:`Constant` (no run
+        has succeeded) prefers no place and leaves none out: the ranking is the acquisition's."""
+        p = self.p_success(u)
+        if isinstance(self.model, Constant):
+            return np.ones(len(p), dtype=bool), p
+        return p >= self.min_success, p
+
+    def to_dict(self) -> dict:
+        """The model body's ``failures``: the classifier and what it was fitted on."""
+        return {"model": self.model.to_dict(), "min_success": self.min_success,
+                "n_successes": self.n_successes, "n_failures": self.n_failures,
+                "n_fitted": self.n_fitted, "fit_seconds": self.fit_seconds,
+                "excluded": self.excluded}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, body: dict) -> FailureModel:
+        return cls(from_dict(body["model"]), float(body["min_success"]),
+                   int(body["n_successes"]), int(body["n_failures"]), int(body["n_fitted"]),
+                   float(body.get("fit_seconds", 0.0)), int(body.get("excluded", 0)))  # fmt: skip
+
+
+def fit_campaign(spec: dict, labels: list[dict], failures: list[dict], seed: int,
+                 limit: int = MAX_RUNS) -> FailureModel | None:  # fmt: skip
+    """The campaign's failure model on its ``labels`` and ``failures`` (the failed runs it
+    counts), or None when it has none (``"model": "none"``, or no failed run: nothing is fitted
+    and the ranking is the acquisition's, bit for bit)."""
+    kind, min_success = failure_options(spec)
+    if kind == "none" or not failures:
+        return None
+    started = time.perf_counter()
+    u, success = outcomes(Space.of(spec["inputs"]), labels, failures)
+    rows = bounded(u, success, seed, limit)
+    model = fit(u[rows], success[rows], seed=seed)
+    return FailureModel(model, min_success, len(labels), len(failures), len(rows),
+                        time.perf_counter() - started)  # fmt: skip
+
+
+def of_model(model: dict | None) -> FailureModel | None:
+    """The failure model a stored model body holds (None: none)."""
+    body = (model or {}).get("failures")
+    return None if body is None else FailureModel.from_dict(body)
