@@ -98,17 +98,22 @@ def erf(x) -> np.ndarray:
 
 # -- one input's integrals -----------------------------------------------------------------------
 def _interval_moments(a: np.ndarray, ls: np.ndarray, lo: float, hi: float):
-    """``e`` (``B x n``) and ``W`` (``B x n x n``) of a 1-feature input uniform on ``[lo, hi]``:
-    ``a`` the labels' feature (``n``), ``ls`` the draws' lengthscales (``B``)."""
+    """``e`` (``B x m``) and ``W`` (``B x m x m``) of a 1-feature input uniform on ``[lo, hi]``:
+    ``a`` the labels' distinct values of the feature (``m``), ``ls`` the draws' lengthscales
+    (``B``). ``W``'s erfs are evaluated on its upper triangle only (it is symmetric)."""
     width = hi - lo
     ls = ls[:, None]
     r2 = ls * math.sqrt(2.0)
     e = ls * math.sqrt(math.pi / 2) * (erf((hi - a) / r2) - erf((lo - a) / r2)) / width
-    c = 0.5 * (a[:, None] + a[None, :])  # n x n
-    diff = a[:, None] - a[None, :]
-    l3 = ls[:, :, None]  # B x 1 x 1
-    inner = erf((hi - c) / l3) - erf((lo - c) / l3)
-    W = np.exp(-(diff * diff) / (4.0 * l3 * l3)) * inner * (l3 * (math.sqrt(math.pi) / 2) / width)
+    rows, cols = np.triu_indices(len(a))
+    c = 0.5 * (a[rows] + a[cols])  # the pairs' midpoints
+    diff = a[rows] - a[cols]
+    inner = erf((hi - c) / ls) - erf((lo - c) / ls)  # B x pairs
+    inner *= np.exp(-(diff * diff) / (4.0 * ls * ls))
+    inner *= ls * (math.sqrt(math.pi) / 2) / width
+    W = np.empty((len(ls), len(a), len(a)))
+    W[:, rows, cols] = inner
+    W[:, cols, rows] = inner
     return e, W
 
 
@@ -141,14 +146,23 @@ def _levels(inp: Input) -> np.ndarray | None:
 
 
 def _moments(inp: Input, cols: slice, u: np.ndarray, ls: np.ndarray):
+    """``e_j`` (``B x n``) and ``W_j`` (``B x n x n``) of input ``inp`` (features ``cols``),
+    computed on the labels' distinct values of it and spread to the labels: a grid pool's
+    labels take a few values per input, so the erfs are few."""
+    distinct, inverse = np.unique(u[:, cols], axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
     levels = _levels(inp)
     if levels is not None:
-        return _discrete_moments(inp.features(levels), u[:, cols], ls[:, cols])
-    lo, hi = 0.0, 1.0
-    if inp.type == "int":  # many values: continuous over their cells
-        h = 0.5 / (inp.upper - inp.lower)
-        lo, hi = -h, 1.0 + h
-    return _interval_moments(u[:, cols.start], ls[:, cols.start], lo, hi)
+        e, W = _discrete_moments(inp.features(levels), distinct, ls[:, cols])
+    else:
+        lo, hi = 0.0, 1.0
+        if inp.type == "int":  # many values: continuous over their cells
+            h = 0.5 / (inp.upper - inp.lower)
+            lo, hi = -h, 1.0 + h
+        e, W = _interval_moments(distinct[:, 0], ls[:, cols.start], lo, hi)
+    if len(distinct) == len(u) and np.array_equal(inverse, np.arange(len(u))):
+        return e, W
+    return e[:, inverse], W[:, inverse[:, None], inverse[None, :]]
 
 
 # -- the closed form ---------------------------------------------------------------------------
