@@ -35,16 +35,22 @@ def draw_weights(u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,
 
 
 def sensitivity(spec: dict, model: dict, labels: list[dict], *, method: str = "closed-form",
-                level: float = 0.95, samples: int = 8192, seed: int = 0) -> dict:  # fmt: skip
+                level: float = 0.95, draws: int | None = None, samples: int = 8192,
+                seed: int = 0) -> dict:  # fmt: skip
     """The indices of a single-output campaign's model over its draws:
     :func:`worker.spec.sobol.summarize`'s answer (``inputs``, ``first`` and ``total``, each
     ``{"mean", "low", "high"}``, ``variance`` of the mean in the output's units, ``draws``,
-    ``level``, ``method``). ``samples`` and ``seed``: the Monte Carlo's."""
+    ``level``, ``method``). ``draws``: that many of the draws, evenly spread (the cost is
+    linear in them); ``samples`` and ``seed``: the Monte Carlo's."""
     if method not in METHODS:
         raise ValueError(f"method {method!r} is not one of {METHODS}")
     space, scale_y, u, z, post, noise = _context(spec, model, labels)
-    alpha = draw_weights(u, z, post.lengthscale, post.noise, noise)
-    u_np, ls = u.numpy(), post.lengthscale.numpy()
+    lengthscale, s2 = post.lengthscale, post.noise
+    if draws is not None and draws < len(s2):
+        keep = np.unique(np.linspace(0, len(s2) - 1, max(1, draws)).round().astype(int))
+        lengthscale, s2 = lengthscale[keep], s2[keep]
+    alpha = draw_weights(u, z, lengthscale, s2, noise)
+    u_np, ls = u.numpy(), lengthscale.numpy()
     if method == "closed-form":
         per_draw = sobol.closed_form(space, u_np, alpha, ls)
     else:

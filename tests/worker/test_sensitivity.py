@@ -4,6 +4,9 @@ one of a million points), on Ishigami against the analytic indices, with int and
 and over the draws (the intervals). GPs are built with fixed hyperparameters: no MCMC."""
 
 import math
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from worker import sensitivity
 from worker.spec import sobol
 from worker.spec.space import Space
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PI = math.pi
 FLOAT_LOG = Space.of([{"name": "a", "lower": 0, "upper": 1},
                       {"name": "b", "type": "log", "lower": 1, "upper": 1000},
@@ -215,5 +219,16 @@ def test_monte_carlo_method_agrees_with_the_closed_form_on_a_stored_model():
     assert mc["method"] == "monte-carlo"
     for key in ("first", "total"):
         assert np.allclose(mc[key]["mean"], exact[key]["mean"], atol=0.03), (key, mc, exact)
+    fewer = sensitivity.sensitivity_outputs(spec, model, labels, draws=1)["outputs"]
+    assert fewer["s"]["draws"] == fewer["t"]["draws"] == 1
+    assert fewer["t"] == sensitivity.sensitivity_outputs(spec, model, labels)["outputs"]["t"]
     with pytest.raises(ValueError, match="method"):
         sensitivity.sensitivity_outputs(spec, model, labels, method="fast")
+
+
+def test_the_closed_form_needs_numpy_alone():
+    """The SDK's Metamodel may call it: importing it loads no torch nor scipy."""
+    code = ("import sys, worker.spec.sobol;"
+            "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
+            "assert not loaded, loaded")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
