@@ -232,3 +232,14 @@ def test_the_closed_form_needs_numpy_alone():
             "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
             "assert not loaded, loaded")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_monte_carlo_gives_ishigamis_analytic_indices_far_from_zero_too():
+    """The estimator itself, on the function (not a GP): Ishigami shifted by 1e8, whose raw
+    squares would cancel to nothing."""
+    space = Space.of([{"name": f"x{i}", "lower": -PI, "upper": PI} for i in (1, 2, 3)])
+    got = sobol.monte_carlo(space, lambda v: 1e8 + _ishigami(v), samples=2**17, seed=9)
+    first, total = [0.3139, 0.4424, 0.0], [0.5576, 0.4424, 0.2437]
+    assert np.all(np.abs(got["first"][0] - first) <= 4 * got["first_se"][0] + 1e-4), got
+    assert np.all(np.abs(got["total"][0] - total) <= 4 * got["total_se"][0] + 1e-4), got
+    assert got["variance"][0] == pytest.approx(13.845, rel=0.02)

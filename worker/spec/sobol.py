@@ -33,8 +33,11 @@ kernel between the values and the labels: ``e = mean_q K_q``, ``W = K_q^T K_q / 
 input of more than ``MAX_LEVELS`` values is taken as continuous over ``[-h/2, 1 + h/2]`` (``h``
 its spacing in ``v``): the midpoint rule's error, ``O(h^2 / l^2)``.
 
-Cost per draw: ``O(n^2)`` erf evaluations per float input and ``O(L n^2)`` per discrete one,
-then ``O(d n^2)`` elementwise products; draws go in chunks of ``CHUNK_ELEMENTS``.
+Cost per draw: ``O(m^2)`` erf evaluations per float input (``m``: the labels' distinct values
+of it, few on a grid pool) and ``O(L m^2)`` for a discrete one, then ``O(d n^2)`` elementwise
+products, in ``(2 d + 4) n^2`` float64s; draws go in chunks of ``CHUNK_ELEMENTS``. On the 2-core
+VM (one thread, loaded), 6 float inputs and 150 draws took 2.8 s at n = 200 (1.5 s with labels
+on a 21-level grid) and 24 s at n = 500.
 
 :func:`monte_carlo` estimates the same indices of any function of the inputs (Saltelli 2010's
 first-order and Jansen's total estimator, ``(d + 2) N`` evaluations): for what the closed form
@@ -242,23 +245,26 @@ def monte_carlo(space: Space, f: Callable[[np.ndarray], np.ndarray], samples: in
     ``V_Tj = mean((f(A) - f(AB_j))^2) / 2`` (Jansen 1999), over ``V`` the variance of
     ``f(A), f(B)``; ``(d + 2) samples`` evaluations. Answers as :func:`closed_form`, plus
     ``first_se`` and ``total_se``: the estimators' standard errors (their numerators' sample
-    standard deviation over ``sqrt(samples)``, divided by ``V``)."""
+    standard deviation over ``sqrt(samples)``, divided by ``V``). ``f``'s values are shifted
+    by their first mean, against cancellation where it is far from 0."""
     rng = np.random.default_rng(seed)
     d = space.dim
-    sums = None
+    sums, shift = None, 0.0
     for start in range(0, samples, chunk):
         m = min(chunk, samples - start)
         A, B = sample_inputs(space, m, rng), sample_inputs(space, m, rng)
         fa, fb = np.atleast_2d(f(A)), np.atleast_2d(f(B))
         if sums is None:
+            shift = fa.mean(1, keepdims=True)
             sums = {k: np.zeros((len(fa), d)) for k in ("v1", "v1sq", "vt", "vtsq")}
             sums.update(s=np.zeros(len(fa)), s2=np.zeros(len(fa)))
+        fa, fb = fa - shift, fb - shift
         sums["s"] += fa.sum(1) + fb.sum(1)
         sums["s2"] += (fa * fa).sum(1) + (fb * fb).sum(1)
         for j in range(d):
             AB = A.copy()
             AB[:, j] = B[:, j]
-            fab = np.atleast_2d(f(AB))
+            fab = np.atleast_2d(f(AB)) - shift
             one = fb * (fab - fa)
             tot = 0.5 * (fa - fab) ** 2
             sums["v1"][:, j] += one.sum(1)
