@@ -117,6 +117,13 @@ def fit(
     return model_and_ranking(spec, pool, data, post, exclude, pending, started, failure=failure)
 
 
+def failure_model(spec: dict, labels: list[dict], failures: list[dict], seed: int):
+    """The campaign's failure model on its labels and failed runs, or None (none asked, or no
+    run failed): :func:`worker.feasibility.campaign.fit_campaign`, for the refit jobs, whose
+    math goes through this module."""
+    return fit_campaign(spec, labels, failures, seed)
+
+
 def noise_floor(spec: dict) -> float:
     """The campaign's least noise variance, in the GP's (standardized) units. Specs made before
     the option existed get the default floor too: without one, a deterministic simulator's

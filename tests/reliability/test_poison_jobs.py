@@ -86,7 +86,8 @@ def test_a_refit_that_always_fails_marks_its_campaign_failed_until_a_retry(make_
         assert _events(api, campaign, "refit_failed") == 6
         # the counts kept by the store's scripts are exact: as counted again from scratch
         kept = _campaign_counts(api)
-        assert kept == {"design": 0, "active": 0, "done": 0, "failed": 1}, kept
+        assert kept == {"design": 0, "active": 0, "done": 0, "failed": 1, "failing": 0,
+                        "stalled": 0}, kept  # fmt: skip
         Redis.from_url(stack.redis_url).delete("fbgp:metrics:campaigns")
         assert _campaign_counts(api) == kept
         assert api.post(f"/campaigns/{campaign}/retry").status_code == 202

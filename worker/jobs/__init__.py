@@ -26,7 +26,6 @@ from service.errors import NotFound
 from service.settings import get_settings
 from service.store import CampaignStore
 from worker import answers, fitting, views
-from worker.feasibility.campaign import fit_campaign
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble
@@ -88,7 +87,7 @@ def refit(campaign_id: str) -> dict:
 def _complete(store, campaign_id, inputs, token, began, started, posterior) -> dict:
     """The end every refit shares, under its lease: ``posterior(data)`` on the refit's labels
     (``inputs``: :class:`service.store.refits.RefitInputs`) and the failure model on its
-    labels and failed runs (:func:`worker.feasibility.campaign.fit_campaign`), then the model
+    labels and failed runs (:func:`worker.fitting.failure_model`), then the model
     stored and one more refit enqueued if labels arrived meanwhile; or the failure recorded (an
     error, out of memory or time): the campaign keeps its previous model, and the refit runs
     again, after a back-off, until it fails too often in a row."""
@@ -97,7 +96,7 @@ def _complete(store, campaign_id, inputs, token, began, started, posterior) -> d
     def fit():
         data = fitting.prepare(spec, inputs.labels)
         post = posterior(data)
-        failure = fit_campaign(spec, inputs.labels, inputs.failures, data.seed)
+        failure = fitting.failure_model(spec, inputs.labels, inputs.failures, data.seed)
         share = _share(store, campaign_id, spec, n)
         return lambda pool, exclude, pending: fitting.model_and_ranking(
             spec, pool, data, post, exclude, pending, started, share, failure)  # fmt: skip
@@ -114,7 +113,8 @@ def _refit_outputs(store, campaign_id, inputs, token, began) -> dict:
     def fit():
         fits = fitting.fit_outputs(spec, inputs.labels, inputs.previous,
                                  get_settings().limit_mode_draws)  # fmt: skip
-        failure = fit_campaign(spec, inputs.labels, inputs.failures, fits[0].data.seed)
+        failure = fitting.failure_model(spec, inputs.labels, inputs.failures,
+                                        fits[0].data.seed)  # fmt: skip
         share = _share(store, campaign_id, spec, n, len(fits))
         return lambda pool, exclude, pending: fitting.multi_model_and_ranking(
             spec, pool, fits, exclude, pending, started, share, failure)  # fmt: skip
