@@ -1,4 +1,4 @@
-"""A stored model's Sobol indices (issue 39's ``GET .../sensitivity``, not wired yet): the
+"""A stored model's Sobol indices: the
 first-order and total index of each input, per output, with a credible interval over the
 posterior's draws (the ``acquisition_samples`` that predictions use), by
 :mod:`worker.spec.sobol` (numpy; the SDK's Metamodel can call the same with its arrays).

@@ -1,5 +1,5 @@
 """``fbgp-al bench-failures --url URL [...]``: the paper's simulators with a failure region each,
-run with the failure model and without it (issue 38, item 6).
+run with the failure model and without it.
 
 Each simulator fails in a box around the steepest part of its mean function, where active
 learning wants to go: the point of largest gradient (central differences in unit-cube units)
@@ -33,7 +33,7 @@ from clients.errors import ApiError
 from clients.runner import run_simulator
 from clients.simulators import SIMULATORS, Simulator, get_simulator
 
-FRACTION = 0.15  # of the domain that fails (issue 38: 5 to 30%)
+FRACTION = 0.15  # of the domain that fails (a region of 5 to 30% is the case to measure)
 SIMULATORS_FAILING = ("gramacy1d", "branin", "ishigami")
 TEST_POINTS = 2000
 

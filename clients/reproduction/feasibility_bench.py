@@ -1,4 +1,4 @@
-"""The failure model's inference, measured (issue 38): Laplace with fitted hyperparameters
+"""The failure model's inference, measured: Laplace with fitted hyperparameters
 (worker.feasibility) against a fully Bayesian GP classifier on small problems, and its time at
 the sizes campaigns reach.
 

@@ -1,5 +1,5 @@
 """The failure model: a GP classifier of a run's success (1) against its failure (0) over the
-unit-cube inputs ``u`` that the regression GP sees (issue 38), in plain numpy/scipy, float64.
+unit-cube inputs ``u`` that the regression GP sees, in plain numpy/scipy, float64.
 
     f ~ GP(0, k),    k(u, u') = s2 exp(-sum_j (u_j - u'_j)^2 / (2 l_j^2)) + b2,
     P(success | f) = Phi(f)   (probit; logistic: 1 / (1 + exp(-f)))

@@ -1,4 +1,4 @@
-"""A campaign's failure model (issue 38): its runs as the classifier sees them, the bound on what
+"""A campaign's failure model: its runs as the classifier sees them, the bound on what
 fitting it costs, and what a refit's ranking does with it.
 
 The runs are the labels (successes) and the failed runs kept (failures; abandoned runs are no

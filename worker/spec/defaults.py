@@ -93,7 +93,7 @@ def known_noise(spec: dict) -> bool:
     return (spec.get("noise") or {}).get("type") == "known"
 
 
-# a campaign's `failures`: its failure model (issue 38). "classifier": a GP classifier of the
+# a campaign's `failures`: its failure model. "classifier": a GP classifier of the
 # runs' success, fitted at each refit once a run has failed, weighs every candidate's score by its
 # probability of success, and no candidate below `min_success` is handed out; "none": failed runs
 # are kept and counted, no model sees them (the behavior before the option, and the paper's)
