@@ -380,6 +380,15 @@ class FbgpClient:
             "values"
         ]
 
+    def sensitivity(self, campaign_id: str, method: str = "closed-form",
+                    level: float = 0.95) -> dict:  # fmt: skip
+        """Which inputs matter: the first-order and total Sobol indices of the latest model's
+        mean, each ``{"mean", "low", "high"}`` over the posterior's draws, lists in the order of
+        ``inputs`` (with several outputs ``{"outputs": {name: ...}}``): the body of
+        ``GET .../sensitivity``."""
+        return self._call("GET", f"/campaigns/{campaign_id}/sensitivity",
+                          params={"method": method, "level": level}).json()  # fmt: skip
+
     def evaluate(self, campaign_id: str, x, y: Sequence[float] | dict,
                  noise: Sequence[float] | dict | None = None
                  ) -> Evaluation | dict[str, Evaluation]:  # fmt: skip

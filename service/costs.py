@@ -103,12 +103,17 @@ def short_timeout(points: int, n: int, wait_seconds: float, settings) -> int:
 # /evaluate of 500 to 4,000 points 0.13 to 2.7 s, its joint covariance's m^2 on top
 CALL_POINT_SECONDS = 5e-5
 EVALUATE_PAIR_SECONDS = 2e-7
+# the Sobol indices of 150 draws at n = 200 labels in 6-D: 2.8 s; 24 s at n = 500 (about n^2)
+SENSITIVITY_SECONDS_AT_200 = 3.0
 
 
 def call_seconds(name: str, points: int, n: int) -> float:
     """A model call's estimated seconds on a worker: ``points`` (each output's counted) at
     :data:`CALL_POINT_SECONDS` times ``1 + (n / 100)^2`` for ``n`` labels, and an
-    ``evaluate``'s ``points^2`` pairs at :data:`EVALUATE_PAIR_SECONDS`."""
+    ``evaluate``'s ``points^2`` pairs at :data:`EVALUATE_PAIR_SECONDS`; the ``sensitivity``
+    indices at :data:`SENSITIVITY_SECONDS_AT_200` times ``(n / 200)^2``."""
+    if name == "sensitivity":
+        return SENSITIVITY_SECONDS_AT_200 * (n / 200.0) ** 2
     seconds = CALL_POINT_SECONDS * points * (1.0 + (n / 100.0) ** 2)
     return seconds + (EVALUATE_PAIR_SECONDS * points * points if name == "evaluate" else 0.0)
 

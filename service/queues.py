@@ -93,7 +93,7 @@ SERIALIZER = JSONSerializer
 # the functions a worker runs, by the dotted names they are enqueued under (worker/jobs/)
 JOBS = frozenset(f"worker.jobs.{name}" for name in (
     "refit", "refit_chains", "refit_merge", "score_part", "predict", "acquisition", "evaluate",
-    "plot"))  # fmt: skip
+    "plot", "sensitivity"))  # fmt: skip
 
 
 class Refused(DeserializationError):
@@ -215,7 +215,8 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
     )  # fmt: skip
 
 
-MODEL_CALLS = ("predict", "acquisition", "evaluate")  # counted against limit_model_calls
+# counted against limit_model_calls
+MODEL_CALLS = ("predict", "acquisition", "evaluate", "sensitivity")
 PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
 
 
@@ -239,6 +240,9 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     n = store.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
     long = name in MODEL_CALLS and costs.long_call(name, points, n, settings)
+    if name == "sensitivity":  # its work grows with the labels, not with points
+        estimate = settings.job_timeout_seconds + 2 * costs.call_seconds(name, points, n)
+        timeout = max(timeout, math.ceil(min(estimate, wait_seconds)))
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
     most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)

@@ -54,12 +54,12 @@ class Settings(BaseSettings):
     limit_evaluate_points: int = 4_000
     """Test points of one `/evaluate`: its joint NLML factors an m x m covariance."""
     limit_model_calls: int = 1
-    """Model calls (`/predict`, `/acquisition`, `/evaluate`) of one campaign out at once; more
-    are 429. Workers serve these first, so a campaign that kept several out could hold them
-    from every other campaign's refits."""
+    """Model calls (`/predict`, `/acquisition`, `/evaluate`, `/sensitivity`) of one campaign out
+    at once; more are 429. Workers serve these first, so a campaign that kept several out could
+    hold them from every other campaign's refits."""
     model_call_share: float = Field(0.5, gt=0, le=1)
     """The share of the stack's workers that model calls (`/predict`, `/acquisition`,
-    `/evaluate`) may hold at once, across all campaigns and teams, at least
+    `/evaluate`, `/sensitivity`) may hold at once, across all campaigns and teams, at least
     one call; beyond it a call is 503 with Retry-After. Workers serve these first, so without
     a bound a few campaigns' calls could hold every worker from every campaign's refits."""
     limit_grid_points: int = 2**62
@@ -118,10 +118,11 @@ class Settings(BaseSettings):
     """A refit's estimated work: chains x (warmup + most samples) NUTS iterations at this many
     seconds each, times (1 + (n / 100)^3) for n labels, and features / 6 beyond 6 features."""
     long_call_seconds: float = 1.0
-    """A model call (`/predict`, `/acquisition`, `/evaluate`) estimated to take longer than this
-    on a worker (a 20,000-point `/predict` at 8 labels, 4,000 at 200; a 2,000-point `/evaluate`)
-    waits in a queue of its own, which light workers never take: a small campaign's refit then
-    waits behind no such call on the light worker."""
+    """A model call (`/predict`, `/acquisition`, `/evaluate`, `/sensitivity`) estimated to take
+    longer than this on a worker (a 20,000-point `/predict` at 8 labels, 4,000 at 200; a
+    2,000-point `/evaluate`; `/sensitivity` past 115 labels) waits in a queue of its own, which
+    light workers never take: a small campaign's refit then waits behind no such call on the
+    light worker."""
     short_point_seconds: float = 0.002
     """A short job's estimated work: its points at this many seconds each, times
     (1 + (n / 100)^2) for n labels."""

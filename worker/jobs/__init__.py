@@ -5,7 +5,8 @@ Jobs are top-level functions taking a campaign id and plain values; they load th
 can run again safely, and write a model only when it is complete. Their arguments and results
 are plain JSON (ids, numbers, lists, dicts), as RQ keeps them (:data:`service.queues.SERIALIZER`).
 The service enqueues them by dotted name (``worker.jobs.refit``, ``.refit_chains``,
-``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``:
+``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``,
+``.sensitivity``:
 :data:`service.queues.JOBS`, the only functions a worker runs) and never imports this module.
 The chains' fan-out is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`,
 the worker :mod:`worker.jobs.process`.
@@ -29,6 +30,7 @@ from worker import answers, fitting, views
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble
+from worker.sensitivity import sensitivity_outputs
 from worker.spec.defaults import output_labels, output_names, output_spec
 from worker.warm_start import judge_warm_start
 
@@ -258,6 +260,13 @@ def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
     spec, model, labels = _with_model(campaign_id)
     answer = answers.acquisition_outputs if output_names(spec) else answers.acquisition
     result = answer(spec, model, labels, x, name or spec["acquisition"])
+    return dict(result, model_version=model["version"])
+
+
+def sensitivity(campaign_id: str, method: str, level: float) -> dict:
+    """The latest model's Sobol indices (:func:`worker.sensitivity.sensitivity_outputs`)."""
+    spec, model, labels = _with_model(campaign_id)
+    result = sensitivity_outputs(spec, model, labels, method=method, level=level)
     return dict(result, model_version=model["version"])
 
 

@@ -143,3 +143,42 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
         FbgpClient(guarded, ADMIN).delete_campaign(cid, missing_ok=True)
         owner.close()
         simulator.close()
+
+
+def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guarded, redis_url):
+    """``GET .../sensitivity`` (and the SDK's ``sensitivity``): 404 before the first model, 422
+    for an unknown method or a level outside (0, 1); then the model's indices, as
+    :func:`worker.sensitivity.sensitivity` computes them on the stored model, each mean inside
+    its interval, a total index at least its first-order one. f depends on x2 as 0.5 x2^2 and
+    on x1 as a sine of amplitude 20: both matter, and no interaction exists."""
+    from redis import Redis
+
+    from service.store import CampaignStore
+    from worker.sensitivity import sensitivity
+
+    with FbgpClient(guarded, ADMIN) as api:
+        campaign = api.create_campaign(dict(BODY, name="sensitivity")).id
+        with pytest.raises(ApiError) as before:
+            api.sensitivity(campaign)
+        assert before.value.status_code == 404
+        _label(api, campaign, 6)
+        api.wait_for_model(campaign, 6, timeout=120)
+        for params in ({"method": "exact"}, {"level": 1.0}, {"level": 0}):
+            r = httpx.get(f"{guarded}/campaigns/{campaign}/sensitivity", params=params,
+                          headers={"Authorization": f"Bearer {ADMIN}"})  # fmt: skip
+            assert r.status_code == 422, (params, r.text)
+        answer = api.sensitivity(campaign, level=0.9)
+    store = CampaignStore(Redis.from_url(redis_url))
+    spec, model, labels = store.spec(campaign), store.model(campaign), store.labels(campaign)
+    expected = sensitivity(spec, model, labels, level=0.9)
+    assert answer["model_version"] == 6 and answer["inputs"] == ["x1", "x2"]
+    for kind in ("first", "total"):
+        np.testing.assert_allclose(answer[kind]["mean"], expected[kind]["mean"], rtol=1e-12)
+        band = answer[kind]
+        assert all(lo <= m <= hi for lo, m, hi in zip(band["low"], band["mean"], band["high"],
+                                                      strict=True))  # fmt: skip
+    assert all(t >= f - 1e-9 for f, t in zip(answer["first"]["mean"], answer["total"]["mean"],
+                                             strict=True))  # fmt: skip
+    assert 0.0 < sum(answer["first"]["mean"]) <= 1.0 + 1e-9
+    assert answer["level"] == 0.9 and answer["method"] == "closed-form"
+    assert answer["draws"] == len(model["acquisition_samples"]["noise"])
