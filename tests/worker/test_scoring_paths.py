@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from tests.worker.test_acquisition import _plain_mixture_entropy
 from worker import gp
 from worker.acquisition import (
     DrawGPs,
@@ -48,25 +49,6 @@ def _plain_predict(u, z, lengthscale, noise, candidates):
         var = 1.0 - ((chol_inv @ k_star) ** 2).sum(0) + s2
         rows.append((mean, var))
     return torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows])
-
-
-def _plain_mixture_entropy(mean, var):
-    """The trapezoid rule on the same grid, each component's density written out."""
-    sd = var.sqrt()
-    out = torch.empty(mean.shape[1], dtype=D)
-    for c in range(mean.shape[1]):
-        lo = float((mean[:, c] - 8 * sd[:, c]).min())
-        hi = float((mean[:, c] + 8 * sd[:, c]).max())
-        needed = math.ceil((hi - lo) / float(sd[:, c].min())) + 1
-        count = 2 ** math.ceil(math.log2(min(max(needed, 32), 16384)))
-        y = torch.linspace(lo, hi, count, dtype=D)
-        p = sum(
-            torch.exp(-0.5 * ((y - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
-            for m, s in zip(mean[:, c], sd[:, c], strict=True)
-        ) / len(mean)
-        f = torch.where(p > 0, -p * p.log(), 0.0)
-        out[c] = (hi - lo) / (count - 1) * (f.sum() - 0.5 * (f[0] + f[-1]))
-    return out
 
 
 def test_each_acquisition_equals_its_plain_formula(setting):
