@@ -4,6 +4,7 @@ anything unforeseen) mapped the same way."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from http import HTTPStatus
 
@@ -62,6 +63,16 @@ class Unprocessable(ServiceError):
     """Well-formed, but not for this campaign (a point outside its box, of another dimension)."""
 
     status = 422
+
+
+@contextlib.contextmanager
+def as_422():
+    """A value that a check of the shared vocabulary refuses (``ValueError``: a point that does
+    not fit the inputs, a label that does not fit the outputs), answered 422 with its words."""
+    try:
+        yield
+    except ValueError as error:
+        raise Unprocessable(str(error)) from None
 
 
 class JobFailed(ServiceError):

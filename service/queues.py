@@ -169,6 +169,17 @@ def workers(connection) -> list[Worker]:
     return Worker.all(connection=connection, job_class=PlainJob, serializer=SERIALIZER)
 
 
+def lane_load(connection, lane: str) -> tuple[list[Worker], int]:
+    """The workers that serve queue ``lane``, and the jobs waiting on all queues (one round
+    trip): what a refit counts before it takes idle workers
+    (:func:`worker.jobs.fanout.free_workers`)."""
+    serving = [w for w in workers(connection) if lane in w.queue_names()]
+    with connection.pipeline(transaction=False) as pipe:
+        for name in QUEUES:
+            pipe.llen(queue(name, connection).key)
+        return serving, sum(pipe.execute())
+
+
 # what a job that ran out of memory says (Python's MemoryError; torch's and numpy's allocators)
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
 log = logging.getLogger("fbgp.queues")

@@ -5,7 +5,9 @@ by an RQ worker in the same process (``SimpleWorker``, no fork).
 
 Every call is watched (``sys.setprofile``, in every thread): a call from a frame of one product
 module into another is an entry into that module; a library's frames count as their caller's.
-A module *re-entered* was entered, left, and entered again from outside. The math a refit runs
+A room *re-entered* was entered, left, and entered again from outside; a *call-back* is an
+entry into a room that is still running below the caller (a room calling back into one that
+called it, directly or through others). The math a refit runs
 (what :mod:`worker.fitting` calls: NUTS, the GP, the acquisitions) is the refit's own work
 (``bench-core`` measures it), and is reported on its own line, not as the path's.
 """
@@ -72,6 +74,7 @@ class Trace:
 
     entries: list[tuple[int, str, str, str]] = field(default_factory=list)
     math: set[str] = field(default_factory=set)
+    callbacks: set[int] = field(default_factory=set)  # the entries that are call-backs
 
 
 class Tracer:
@@ -106,8 +109,10 @@ class Tracer:
             module = MATH  # the refit's math: its own work, not the path's
         elif module not in (caller, OUTSIDE) and self.recording and not resumed:
             actual = f"{module_of(frame.f_code.co_filename) or module}:{frame.f_code.co_name}"
-            self._note(self.trace.entries.append,
-                       (threading.get_ident(), caller, module, actual))  # fmt: skip
+            with self.lock:
+                if module in stack:
+                    self.trace.callbacks.add(len(self.trace.entries))
+                self.trace.entries.append((threading.get_ident(), caller, module, actual))
         stack.append(module)
 
     def _note(self, add, item) -> None:
@@ -133,24 +138,36 @@ class Tracer:
 
 
 def summary(trace: Trace) -> dict:
-    """The path's modules in the order first entered, how often each was entered from another
-    (the framework's calls into the path, a route or a validator, are its start, not counted),
-    the modules re-entered, and the refit's math. The heartbeat beside a refit (a thread whose
-    first entry is into its lease) is counted apart: it is not the label's path."""
+    """The path's rooms in the order first entered, how often each was entered from another
+    (the framework's calls into the path, a route or a job, are its start, not counted), the
+    rooms re-entered (over the whole path, and within each step: the request, the refit job),
+    the call-backs, and the refit's math. The heartbeat beside a refit (a thread whose first
+    entry is into its lease) is counted apart: it is not the label's path."""
     first: dict[int, str] = {}
     for thread, _, _, module in trace.entries:
         first.setdefault(thread, module)
     beside = {t for t, module in first.items() if module.split(":")[0].endswith(".lease")}
-    path = [(s, t) for thread, s, t, _ in trace.entries if thread not in beside]
+    kept = [(i, e) for i, e in enumerate(trace.entries) if e[0] not in beside]
+    path = [(s, t) for _, (_, s, t, _) in kept]
     entered: Counter = Counter(target for source, target in path if source != OUTSIDE)
+    steps: dict[str, Counter] = {}
+    step = None
+    for _, (_, source, target, actual) in kept:
+        if source == OUTSIDE and target in ("service.routes", "worker.jobs"):
+            step = actual
+            steps[step] = Counter()
+        elif step is not None and source != OUTSIDE:
+            steps[step][target] += 1
     return {
         "modules": list(dict.fromkeys(target for _, target in path)),
         "entries": len(path),
         "entered": dict(entered),
         "reentered": sorted(m for m, k in entered.items() if k > 1),
+        "steps": {name: dict(c) for name, c in steps.items()},
+        "callbacks": [f"{e[1]} -> {e[3]}" for i, e in kept if i in trace.callbacks],
         "math": sorted(trace.math),
         "sequence": [f"{source} -> {target}" for source, target in path],
-        "calls": [f"{s} -> {m}" for thread, s, _, m in trace.entries if thread not in beside],
+        "calls": [f"{e[1]} -> {e[3]}" for _, e in kept],
         "heartbeat": [f"{s} -> {t}" for thread, s, t, _ in trace.entries if thread in beside],
     }
 
@@ -236,14 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = run(args.json, args.math)
     print(f"{len(out['modules'])} rooms, {out['entries']} entries, "
-          f"{len(out['reentered'])} re-entered")  # fmt: skip
+          f"{len(out['callbacks'])} call-backs, {len(out['reentered'])} re-entered")  # fmt: skip
     for module in out["modules"]:
         k = out["entered"].get(module, 0)
         times = "entered by the framework" if k == 0 else f"entered {k} time{'s' * (k > 1)}"
         print(f"  {module}  ({times})")
+    for step, rooms in out["steps"].items():
+        listed = ", ".join(f"{room} {k}" for room, k in rooms.items())
+        print(f"  within {step}: {listed or 'no other room'}")
+    for callback in out["callbacks"]:
+        print(f"  call-back: {callback}")
     print(f"the refit's math (below {args.math}): {', '.join(out['math'])}")
     print(f"beside it, the refit's heartbeat: {len(out['heartbeat'])} entries")
-    return 0 if not out["reentered"] and len(out["modules"]) <= 8 else 1
+    return 0 if not out["callbacks"] and len(out["modules"]) <= 8 else 1
 
 
 if __name__ == "__main__":

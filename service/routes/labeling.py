@@ -21,10 +21,10 @@ from starlette.concurrency import run_in_threadpool
 
 from service import limits, loop, wakeups
 from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable
+from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable, as_422
 from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from service.middleware import OffTheLoop
-from service.routes.checks import LabelValues, check_noise, check_outputs, spec_with_points
+from service.routes.checks import spec_with_points
 from service.routes.csv_export import observations_csv
 from service.schemas.labeling import (
     FailPost,
@@ -43,6 +43,7 @@ from service.schemas.problems import problem_responses
 from service.settings import Settings
 from service.store import CampaignStore
 from worker.spec.defaults import known_noise
+from worker.spec.values import LabelValues, check_noise, checked_rows
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(
@@ -262,7 +263,7 @@ LABEL_RESPONSES = {200: {"description": "the same label again", "model": LabelAn
              dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
-    values = LabelValues(body)  # checked against the spec the store reads
+    values = LabelValues(body.y, body.noise, replicates=body.y_replicates is not None)
     outcome, n, _ = store.record_label(campaign_id, body.ticket, None, time.time(), values=values)
     response.status_code = label_status(outcome, body.ticket)
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
@@ -321,13 +322,9 @@ def import_observations(campaign_id: CampaignId, body: Observations, store: Stor
     the same import sent again (its answer was lost) is answered 200 with what the first
     stored, and nothing is stored twice; the key sent with other observations is a 422."""
     spec, x = spec_with_points(store, campaign_id, body.x)
-    check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
-    y = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(body.y)]
-    noise = (
-        None
-        if body.noise is None
-        else [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(body.noise)]
-    )
+    with as_422():
+        check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
+        y, noise = checked_rows(spec, body.y, body.noise)
     digest = ""
     if idempotency_key is not None:
         digest = hashlib.sha256(json.dumps([x, y, noise]).encode()).hexdigest()

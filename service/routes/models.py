@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query, Response
 
 from service import limits
 from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
-from service.errors import NotFound, Unprocessable
+from service.errors import NotFound, Unprocessable, as_422
 from service.middleware import OffTheLoop
-from service.routes.checks import LEARNED_NOISE, check_outputs, spec_with_points
+from service.routes.checks import spec_with_points
 from service.routes.model_jobs import run_job
 from service.schemas.labeling import Observations
 from service.schemas.models import (
@@ -36,6 +36,7 @@ from service.schemas.problems import problem_responses
 from service.schemas.sensitivity import MultiSensitivity, Sensitivity
 from service.store import CampaignStore
 from worker.spec.defaults import known_noise, output_names
+from worker.spec.values import LEARNED_NOISE, checked_rows
 
 router = APIRouter(
     prefix="/campaigns/{campaign_id}",
@@ -222,12 +223,8 @@ def evaluate(campaign_id: CampaignId, body: Observations, store: StoreDep, redis
     if body.noise is not None and not known_noise(spec):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")
     x = _checked_points(store, campaign_id, body.x)
-    y = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(body.y)]
-    noise = (
-        None
-        if body.noise is None
-        else [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(body.noise)]
-    )
+    with as_422():
+        y, noise = checked_rows(spec, body.y, body.noise)
     names = output_names(spec)
     if names is not None:  # each output's column
         y = {name: [row[name] for row in y] for name in names}

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 
 from service import loop
-from service.errors import NotFound
+from service.errors import NotFound, Unprocessable
 from service.keys import PHASES
 from service.loop import ImportOutcome, LabelOutcome
 from worker.spec import pools
@@ -39,11 +39,15 @@ class Labels:
         enqueue the refit it makes due and count it: ``(outcome, n_labeled, refit_due)``.
         ``noise``: its known noise variance, kept in the record (and in the ticket's state, for
         a repeat to match). ``values(spec)``: ``(y, noise)`` checked against the campaign's
-        spec (it raises what to answer otherwise), instead of ``y`` and ``noise`` as given.
+        spec (:class:`worker.spec.values.LabelValues`; its ``ValueError`` answered 422),
+        instead of ``y`` and ``noise`` as given.
         ``enqueue=False``: the refit due is left queued for the caller."""
         spec = self.spec(campaign_id)
         if values is not None:
-            y, noise = values(spec)
+            try:
+                y, noise = values(spec)
+            except ValueError as error:
+                raise Unprocessable(str(error)) from None
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         if raw is None:
             return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False

@@ -12,7 +12,7 @@ from service import loop, stopping
 from service.errors import NotFound
 from service.keys import PHASES
 from service.settings import get_settings
-from worker.spec.defaults import STOP_TARGETS
+from worker.spec.defaults import STOP_TARGETS, failure_options
 
 log = logging.getLogger("fbgp.store")
 
@@ -22,13 +22,17 @@ class Models:
     (a part of :class:`service.store.CampaignStore`)."""
 
     def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
-        """What a refit ranks, as of ``now``: ``(pool, exclude, pending)``: the pool
+        """What a refit ranks, as of ``now``: ``(pool, exclude, pending, failures)``: the pool
         (:func:`worker.spec.pools.pool_of`), the indices never to offer again (labeled, unless the
-        campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), and
-        the points out now (for the batch's pending points)."""
+        campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), the
+        points out now (for the batch's pending points), and the failed runs its failure model
+        counts (:meth:`service.store.runs.Runs.counted_failures`), those that failed while the
+        posterior was sampled included."""
         snap = self.snapshot(campaign_id, now)
         exclude = set(loop.never_offered(spec, snap))
-        return self.pool(campaign_id, spec), exclude, sorted(snap.pending)
+        with_model = failure_options(spec)[0] != "none"
+        failures = self.counted_failures(campaign_id) if with_model else []
+        return self.pool(campaign_id, spec), exclude, sorted(snap.pending), failures
 
     def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer

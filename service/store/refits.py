@@ -30,13 +30,13 @@ DIED = ("its job ended without a result (its work horse was killed, or ran out o
 @dataclass
 class RefitInputs:
     """What a refit reads as it starts (:meth:`Refits.refit_inputs`): the spec, the labels (the
-    refit's ``n``), the latest model (for a warm start) and the failed runs its failure model
-    counts (those kept, but for those the owner's retry said to forget), of one instant."""
+    refit's ``n``) and the latest model (for a warm start), of one instant. The failed runs its
+    failure model counts are read with the candidates, once the posterior is sampled
+    (:meth:`service.store.models.Models.candidates`)."""
 
     spec: dict
     labels: list[dict]
     previous: dict | None
-    failures: list[dict] = field(default_factory=list)
     n: int = field(init=False)
 
     def __post_init__(self):
@@ -238,15 +238,11 @@ class Refits:
         pipe.get(self.k(campaign_id, "spec"))
         pipe.lrange(self.k(campaign_id, "labels"), 0, -1)
         pipe.get(self.k(campaign_id, "model"))
-        pipe.lrange(self.k(campaign_id, "failures"), 0, -1)
-        pipe.hget(self.k(campaign_id, "state"), "failures_forgotten_at")
-        spec, labels, model, failures, forgotten = pipe.execute()
+        spec, labels, model = pipe.execute()
         if spec is None:
             return None
-        after = float(forgotten or "-inf")  # POST .../retry with forget_failures
-        runs = [run for run in map(json.loads, failures) if float(run["at"]) > after]
         return RefitInputs(json.loads(spec), [json.loads(v) for v in labels],
-                           None if model is None else json.loads(model), runs)  # fmt: skip
+                           None if model is None else json.loads(model))  # fmt: skip
 
     def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
                      current: str | None = None) -> bool:  # fmt: skip
@@ -278,3 +274,12 @@ class Refits:
         again = bool(self.s.end_refit(keys=keys, args=[n_seen, now, token]))
         self.wake(campaign_id)
         return self.requested(campaign_id, again) if enqueue else again
+
+    def finish_refit(self, campaign_id: str, model: dict, ranking: list[dict], token: str,
+                     n_seen: int, now: float) -> bool:  # fmt: skip
+        """The end of refit ``token`` on ``n_seen`` labels: its model and ranking stored
+        (:meth:`save_model`: True if they were) and the refit ended (:meth:`end_refit`), the
+        next enqueued if labels came meanwhile."""
+        stored = self.save_model(campaign_id, model, ranking, token)
+        self.end_refit(campaign_id, n_seen, now, token)
+        return stored

@@ -14,9 +14,23 @@ log = logging.getLogger("fbgp.store")
 MAX_REASON = 2000  # characters of a failure's reason kept
 
 
+def counted(failures: list[bytes], forgotten: bytes | None) -> list[dict]:
+    """The failed runs kept that a failure model counts: all but those before the owner's
+    retry that forgot them (``POST .../retry`` with ``forget_failures``)."""
+    after = float(forgotten or "-inf")
+    return [run for run in map(json.loads, failures) if float(run["at"]) > after]
+
+
 class Runs:
     """Failed and abandoned runs, and the renewal of a ticket's lease
     (a part of :class:`service.store.CampaignStore`)."""
+
+    def counted_failures(self, campaign_id: str) -> list[dict]:
+        """The failed runs a failure model counts (:func:`counted`), as they are now."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.lrange(self.k(campaign_id, "failures"), 0, -1)
+        pipe.hget(self.k(campaign_id, "state"), "failures_forgotten_at")
+        return counted(*pipe.execute())
 
     def failures(self, campaign_id: str, last: int | None = None) -> list[dict]:
         """The failed runs kept (the latest ``keep_runs``), oldest first; with ``last``, only

@@ -11,7 +11,7 @@ from scipy.stats import norm
 
 from worker import accuracy
 from worker.gp import predict, rbf
-from worker.transforms import DTYPE
+from worker.transforms import DTYPE, OutputStandardization
 
 
 def _data(n=12, d=2, draws=7, seed=0):
@@ -121,7 +121,7 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     space = Space.of([{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}])
     for n in (4, 9):
         data = fitting.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), space,
-                          fitting.OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
+                          OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
         fitting.accuracy_of(spec, pool, data, thin)
     assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
     fitting.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)

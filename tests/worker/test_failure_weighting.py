@@ -15,6 +15,7 @@ from worker.acquisition import batch_scores
 from worker.acquisition import evaluate as acquisition_values
 from worker.feasibility import Classifier, Constant
 from worker.feasibility.campaign import MAX_RUNS, FailureModel, bounded, fit_campaign
+from worker.fitting.ranking import candidates_of
 from worker.scoring import combined_scores
 from worker.spec.design import GridPool
 from worker.spec.space import Space
@@ -52,7 +53,7 @@ def fitted():
 def _candidates(spec, data, pending=()):
     """The candidates a refit scores without a failure model, their features, and their
     probabilities of success under ``failure`` (computed apart from the code under test)."""
-    candidates, cand_u, _, _ = fitting._candidates(spec, POOL, data.space, data.n, set(),
+    candidates, cand_u, _, _ = candidates_of(spec, POOL, data.space, data.n, set(),
                                                    list(pending))  # fmt: skip
     return candidates, cand_u
 

@@ -56,91 +56,59 @@ def refit(campaign_id: str) -> dict:
     inputs = store.refit_inputs(campaign_id, token, began, start=True)
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
-    spec, n = inputs.spec, inputs.n
-    if output_names(spec):  # several outputs: their posteriors one after the other, here
-        return _refit_outputs(store, campaign_id, inputs, token, began)
-    free = fanout.free_workers(store, campaign_id, began)
-    groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
-    if len(groups) > 1:
-        warm = fitting.warm_start_of(spec, inputs.previous)
-        timeout = costs.refit_timeout(spec, n, get_settings())
-
-        def track(job_ids: list[str]) -> bool:  # so that a delete or a failure stops them
-            now = time.time()
-            members = [f"refit:{j}" for j in job_ids]
-            # the last is the merge: while it waits its turn, nothing beats for the refit
-            return (store.track_jobs(campaign_id, members, now, now + 2 * timeout)
-                    and store.note_merge(campaign_id, token, job_ids[-1]))  # fmt: skip
-
-        merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout,
-                                track)  # fmt: skip
-        return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
+    spec = inputs.spec
+    if not output_names(spec):  # one output: its chains may go to idle workers (not several)
+        free = fanout.free_workers(store, campaign_id, began)
+        groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
+        if len(groups) > 1:
+            return _fan_out(store, campaign_id, inputs, groups, token, began)
     started = time.perf_counter()
 
-    def posterior(data):
-        warm = fitting.warm_start_of(spec, inputs.previous)
-        post = fitting.posterior(spec, data, warm, get_settings().limit_mode_draws)
-        post.diagnostics["chain_groups"] = 1
-        return post
-
-    return _complete(store, campaign_id, inputs, token, began, started, posterior)
-
-
-def _complete(store, campaign_id, inputs, token, began, started, posterior) -> dict:
-    """The end every refit shares, under its lease: ``posterior(data)`` on the refit's labels
-    (``inputs``: :class:`service.store.refits.RefitInputs`) and the failure model on its
-    labels and failed runs (:func:`worker.fitting.failure_model`), then the model
-    stored and one more refit enqueued if labels arrived meanwhile; or the failure recorded (an
-    error, out of memory or time): the campaign keeps its previous model, and the refit runs
-    again, after a back-off, until it fails too often in a row."""
-    spec, n = inputs.spec, inputs.n
-
-    def fit():
-        data = fitting.prepare(spec, inputs.labels)
-        post = posterior(data)
-        failure = fitting.failure_model(spec, inputs.labels, inputs.failures, data.seed)
-        share = _share(store, campaign_id, spec, n)
-        return lambda pool, exclude, pending: fitting.model_and_ranking(
-            spec, pool, data, post, exclude, pending, started, share, failure)  # fmt: skip
-
-    return _under_lease(store, campaign_id, spec, n, token, began, fit)
-
-
-def _refit_outputs(store, campaign_id, inputs, token, began) -> dict:
-    """A multi-output campaign's refit (:func:`worker.fitting.fit_outputs`), under its lease, as
-    :func:`_complete` does a single output's."""
-    started = time.perf_counter()
-    spec, n = inputs.spec, inputs.n
-
-    def fit():
-        fits = fitting.fit_outputs(spec, inputs.labels, inputs.previous,
+    def sample() -> fitting.Sampled:
+        sampled = fitting.sample(spec, inputs.labels, inputs.previous,
                                  get_settings().limit_mode_draws)  # fmt: skip
-        failure = fitting.failure_model(spec, inputs.labels, inputs.failures,
-                                        fits[0].data.seed)  # fmt: skip
-        share = _share(store, campaign_id, spec, n, len(fits))
-        return lambda pool, exclude, pending: fitting.multi_model_and_ranking(
-            spec, pool, fits, exclude, pending, started, share, failure)  # fmt: skip
+        if sampled.post is not None:
+            sampled.post.diagnostics["chain_groups"] = 1
+        return sampled
+
+    return _complete(store, campaign_id, inputs, token, began, started, sample)
+
+
+def _fan_out(store, campaign_id, inputs, groups, token, began) -> dict:
+    """A refit's chains as one job per group and the merge after them
+    (:func:`worker.jobs.fanout.dispatch`), tracked so that a delete or a failure stops them."""
+    spec, n = inputs.spec, inputs.n
+    warm = fitting.warm_start_of(spec, inputs.previous)
+    timeout = costs.refit_timeout(spec, n, get_settings())
+
+    def track(job_ids: list[str]) -> bool:
+        now = time.time()
+        members = [f"refit:{j}" for j in job_ids]
+        # the last is the merge: while it waits its turn, nothing beats for the refit
+        return (store.track_jobs(campaign_id, members, now, now + 2 * timeout)
+                and store.note_merge(campaign_id, token, job_ids[-1]))  # fmt: skip
+
+    merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout, track)
+    return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
+
+
+def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict:
+    """The end every refit shares, under its lease: ``sample()`` (a
+    :class:`worker.fitting.Sampled`: the posterior on the refit's labels, ``inputs``:
+    :class:`service.store.refits.RefitInputs`), then the candidates and the failed runs read as
+    they are now and ranked, the failure model fitted on them (:func:`worker.fitting.rank`),
+    the model stored and one more refit enqueued if labels arrived meanwhile; or the failure
+    recorded (an error, out of memory or time): the campaign keeps its previous model, and the
+    refit runs again, after a back-off, until it fails too often in a row."""
+    spec, n = inputs.spec, inputs.n
+
+    def fit():
+        sampled = sample()
+        share = _share(store, campaign_id, spec, n, len(sampled.fits or [None]))
+        return lambda pool, exclude, pending, failures: fitting.rank(
+            spec, sampled, pool, exclude, pending, failures, started, share)  # fmt: skip
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
-
-
-def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
-    """Under the refit's lease, ``fit()`` (the posterior: a function that ranks the candidates
-    read after it, :func:`_store_model`), its model and ranking stored; then, out of the lease,
-    the refit ended (the next enqueued if labels came meanwhile), or its failure recorded (the
-    failure hands the refit on)."""
-    failure = None
-    with lease(store, campaign_id, token):
-        try:
-            result = _store_model(store, campaign_id, spec, n, token, began, fit())
-        except RedisError:
-            raise  # the store is out of reach: nothing can be recorded; the refit is revived
-        except Exception as error:  # MemoryError and RQ's JobTimeoutException included
-            failure = error
-    if failure is not None:
-        return _failed(store, campaign_id, n, failure, token)
-    store.end_refit(campaign_id, n, time.time(), token)  # enqueues the next if one is due
-    return result
 
 
 def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | None,
@@ -174,7 +142,8 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     spec = inputs.spec
     inputs.labels, inputs.n = inputs.labels[:n], n  # the labels the chain groups sampled on
 
-    def posterior(data):
+    def sample() -> fitting.Sampled:
+        data = fitting.prepare(spec, inputs.labels)
         groups = fanout.merged(store.r, job_ids)
         store.r.delete(*fanout.peers_keys(token))
         if groups is None:  # a group failed or its worker died: redo all here
@@ -194,19 +163,28 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
                         prior_mean=data.prior_mean,
                         noise_floor=fitting.noise_floor(spec))  # fmt: skip
         post.diagnostics["chain_groups"] = len(job_ids)
-        return post
+        return fitting.Sampled(inputs.labels, data, post)
 
-    return _complete(store, campaign_id, inputs, token, began, started, posterior)
+    return _complete(store, campaign_id, inputs, token, began, started, sample)
 
 
-def _store_model(store, campaign_id, spec, n, token, began, rank) -> dict:
-    """Store the model and ranking that ``rank(pool, exclude, pending)`` makes of the candidates
-    as they are now, once the posterior is sampled (points labeled or out meanwhile left out
-    or pending)."""
-    pool, exclude, pending = store.candidates(campaign_id, spec, time.time())
-    model, ranking = rank(pool, exclude, pending)
+def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
+    """Under the refit's lease, ``fit()`` (the posterior: a function that ranks candidates), and
+    the ranking of the candidates as they are now, once the posterior is sampled (points labeled
+    or out meanwhile left out or pending); then, out of the lease, the model and ranking stored
+    and the refit ended, the next enqueued if labels came meanwhile
+    (:meth:`service.store.refits.Refits.finish_refit`); or the failure recorded (the failure
+    hands the refit on)."""
+    try:
+        with lease(store, campaign_id, token):
+            rank = fit()
+            model, ranking = rank(*store.candidates(campaign_id, spec, time.time()))
+    except RedisError:
+        raise  # the store is out of reach: nothing can be recorded; the refit is revived
+    except Exception as error:  # MemoryError and RQ's JobTimeoutException included
+        return _failed(store, campaign_id, n, error, token)
     model["diagnostics"]["started_at"] = began
-    if not store.save_model(campaign_id, model, ranking, token):
+    if not store.finish_refit(campaign_id, model, ranking, token, n, time.time()):
         log.warning("model %d not stored: another refit is in charge or newer", n,
                     extra=log_ids(campaign_id, version=n))  # fmt: skip
         return {"campaign": campaign_id, "n_labeled": n, "skipped": "not stored"}

@@ -18,7 +18,7 @@ from rq import Queue, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
 from service import keys, queues
-from service.queues import QUEUES, REFIT, ordinary
+from service.queues import REFIT, ordinary
 from worker.gp import SCORE_ALIGN
 from worker.nuts import Draws
 from worker.scoring import Scoring, pack, unpack
@@ -50,9 +50,8 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     job = get_current_job()
     me = job.worker_name if job else None
     queue = queue or lane()
-    workers = [w for w in queues.workers(connection) if queue in w.queue_names()]
+    workers, waiting = queues.lane_load(connection, queue)
     idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
-    waiting = sum(queues.queue(name, connection).count for name in QUEUES)
     free = 1 + max(0, idle - waiting)
     if free == 1:
         return 1

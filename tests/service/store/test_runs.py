@@ -76,3 +76,26 @@ def test_a_simulator_that_keeps_failing_or_giving_points_back_costs_bounded_memo
     assert [e["at"] for e in events] == sorted(e["at"] for e in events)
     page = client.get(f"/campaigns/{campaign}/view").text
     assert "the latest 5 of 100" in page
+
+
+def test_a_failure_model_counts_the_runs_failed_since_the_owner_last_forgot_them(
+    bare_store, make_body
+):
+    """:meth:`~service.store.runs.Runs.counted_failures`, what a refit's failure model reads
+    with its candidates: every failed run kept, then none of those before a retry that forgot
+    them, and those after it."""
+    import json
+
+    from service.schemas.campaigns import CampaignCreate
+
+    store = bare_store
+    campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]
+    key = store.k(campaign, "failures")
+    for k, at in enumerate((10.0, 20.0)):
+        store.r.rpush(key, json.dumps({"x": [1.0 + k], "ticket": f"t{k}", "at": at}))
+    assert [run["ticket"] for run in store.counted_failures(campaign)] == ["t0", "t1"]
+    store.r.hset(store.k(campaign, "state"), "failures_forgotten_at", 15.0)
+    assert [run["ticket"] for run in store.counted_failures(campaign)] == ["t1"]
+    assert store.candidates(campaign, store.spec(campaign), time.time())[3] == [
+        json.loads(store.r.lindex(key, 1))
+    ]

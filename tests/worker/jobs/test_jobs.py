@@ -3,6 +3,7 @@ store that no other worker serves: a refit stores the model of its campaign's la
 ranking and history; a prediction answers from that model; a refit no longer in charge of its
 campaign (another was enqueued in its place) writes nothing."""
 
+import json
 import time
 
 from rq import SimpleWorker
@@ -54,3 +55,31 @@ def test_a_refit_no_longer_in_charge_writes_nothing(bare_store, make_body):
     _work(store)
     assert "skipped" in fetch_job(job_id, store.r).return_value()
     assert store.state(campaign).get("model_version") is None and store.history(campaign) == []
+
+
+def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_it_makes(
+    bare_store, make_body, monkeypatch
+):
+    """The failure model is fitted on the failed runs read with the candidates, after the
+    sampling: a run that failed meanwhile (written here as the store keeps one) is in the
+    model the refit stores, and its point and the points near it leave the ranking."""
+    from worker import fitting
+
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    store.import_observations(campaign, X, Y, time.time())
+    failed = {"x": [2.45], "index": None, "ticket": "t-failed", "reason": "diverged", "at": 0.0}
+    sample = fitting.sample
+
+    def sample_then_a_run_fails(*args, **kwargs):
+        sampled = sample(*args, **kwargs)
+        failed["at"] = time.time()
+        store.r.rpush(store.k(campaign, "failures"), json.dumps(failed))
+        return sampled
+
+    monkeypatch.setattr(fitting, "sample", sample_then_a_run_fails)
+    _work(store)
+    model = store.model(campaign)
+    assert model["version"] == 4
+    assert model["failures"]["n_failures"] == 1 and model["failures"]["n_successes"] == 4
+    assert all(abs(entry["x"][0] - 2.45) > 0.05 for entry in store.ranking(campaign))

@@ -1,0 +1,49 @@
+"""A label's values against its campaign (:mod:`worker.spec.values`): what is stored, and the
+field and output each refusal names."""
+
+import pytest
+
+from worker.spec.values import LabelValues, check_noise, check_outputs, checked_rows
+
+ONE = {"noise": {"type": "learned"}}
+TWO = {"noise": {"type": "known"}, "outputs": [{"name": "stress"}, {"name": "strain"}]}
+
+
+def test_one_output_takes_a_number_and_several_an_object_in_the_campaigns_order():
+    assert check_outputs(ONE, 1.5, "y") == 1.5
+    assert list(check_outputs(TWO, {"strain": 2, "stress": 1}, "y").items()) == [
+        ("stress", 1.0), ("strain", 2.0)]  # fmt: skip
+    with pytest.raises(ValueError, match="^y: this campaign has one output"):
+        check_outputs(ONE, {"stress": 1.0}, "y")
+    with pytest.raises(ValueError, match=r"^y\[3\]: output 'strain' is missing"):
+        check_outputs(TWO, {"stress": 1.0}, "y[3]")
+    with pytest.raises(ValueError, match="^noise: unknown output 'heat'"):
+        check_outputs(TWO, {"stress": 1.0, "strain": 1.0, "heat": 0.0}, "noise")
+    with pytest.raises(ValueError, match="^y: this campaign has several outputs"):
+        check_outputs(TWO, 1.0, "y")
+
+
+def test_noise_is_required_exactly_where_the_campaign_knows_it():
+    check_noise(TWO, True, "noise", "noise")
+    check_noise(ONE, False, "noise", "noise")
+    with pytest.raises(ValueError, match="^noise is required"):
+        check_noise(TWO, False, "noise", "noise")
+    with pytest.raises(ValueError, match="^noise: this campaign learns one noise level"):
+        check_noise(ONE, True, "noise", "noise")
+
+
+def test_rows_name_the_row_that_does_not_fit():
+    y, noise = checked_rows(ONE, [1.0, 2.0], None)
+    assert (y, noise) == ([1.0, 2.0], None)
+    row = {"stress": 1.0, "strain": 2.0}
+    with pytest.raises(ValueError, match=r"^noise\[1\]: output 'strain' is missing"):
+        checked_rows(TWO, [row, row], [row, {"stress": 0.1}])
+
+
+def test_a_label_is_checked_when_the_spec_is_known_and_keeps_what_it_stored():
+    values = LabelValues({"stress": 1, "strain": 2}, {"stress": 0.5, "strain": 0.25})
+    assert values.y is None
+    assert values(TWO) == ({"stress": 1.0, "strain": 2.0}, {"stress": 0.5, "strain": 0.25})
+    assert values.y == {"stress": 1.0, "strain": 2.0}
+    with pytest.raises(ValueError, match="^y_replicates is required"):
+        LabelValues({"stress": 1, "strain": 2}, replicates=True)(TWO)

@@ -1,0 +1,96 @@
+"""One refit of a campaign as pure math: NUTS on all labels, thinning, the mode, scoring of a
+fresh pool subsample, ranking, and the model body that holds it all. The answers a stored model
+gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
+
+Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
+:mod:`worker.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
+OpenAPI document).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from worker.fitting.outputs import (
+    OutputFit,
+    fit_outputs,
+    multi_model_and_ranking,
+    prepare_outputs,
+    worst_accuracy,
+)
+from worker.fitting.posteriors import (
+    Data,
+    chains,
+    failure_model,
+    input_scale_prior,
+    label_noise,
+    noise_floor,
+    posterior,
+    prepare,
+    warm_start_of,
+)
+from worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
+from worker.mcmc import MODE_DRAWS, Posterior
+from worker.spec.defaults import output_names
+from worker.spec.design import GridPool, PointPool
+
+__all__ = [
+    "Data", "OutputFit", "Sampled", "Share", "accuracy_of", "chains", "failure_model", "fit",
+    "fit_outputs", "here", "input_scale_prior", "label_noise", "model_and_ranking",
+    "multi_model_and_ranking", "noise_floor", "posterior", "prepare", "prepare_outputs",
+    "rank", "sample", "warm_start_of", "worst_accuracy",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A refit's posterior, sampled before its candidates are read: the ``labels`` it was
+    sampled on, in the GP's units (``data``) and ``post``, or with several outputs each
+    output's ``fits``."""
+
+    labels: list[dict]
+    data: Data | None = None
+    post: Posterior | None = None
+    fits: list[OutputFit] | None = None
+
+    @property
+    def seed(self) -> int:
+        return (self.data if self.fits is None else self.fits[0].data).seed
+
+
+def sample(spec: dict, labels: list[dict], previous: dict | None = None,
+           mode_draws: int = MODE_DRAWS) -> Sampled:  # fmt: skip
+    """The posterior of every output on ``labels``, all chains here, warm-started from the
+    ``previous`` model when the campaign's ``mcmc`` asks so."""
+    if output_names(spec):
+        return Sampled(labels, fits=fit_outputs(spec, labels, previous, mode_draws))
+    data = prepare(spec, labels)
+    return Sampled(labels, data, posterior(spec, data, warm_start_of(spec, previous), mode_draws))
+
+
+def rank(spec: dict, sampled: Sampled, pool: GridPool | PointPool, exclude: set[int],
+         pending: list[int], failures: list[dict], started: float,
+         share: Share = here) -> tuple[dict, list]:  # fmt: skip
+    """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
+    now (:func:`~worker.fitting.ranking.model_and_ranking` with one output,
+    :func:`~worker.fitting.outputs.multi_model_and_ranking` with several), with the failure
+    model fitted here, on the sampled labels and the ``failures`` as they are now (the failed
+    runs, ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once."""
+    failure = failure_model(spec, sampled.labels, failures, sampled.seed)
+    if sampled.fits is not None:
+        return multi_model_and_ranking(spec, pool, sampled.fits, exclude, pending, started, share,
+                                       failure)  # fmt: skip
+    return model_and_ranking(spec, pool, sampled.data, sampled.post, exclude, pending, started,
+                             share, failure)  # fmt: skip
+
+
+def fit(
+    spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
+    pending: list[int] = (), previous: dict | None = None, failures: list[dict] = (),
+) -> tuple[dict, list]:  # fmt: skip
+    """Refit on ``labels`` (``[{x, y, ...}]``), all chains in this process, and rank: a refit
+    job's :func:`sample` and :func:`rank`, with its candidates known beforehand."""
+    started = time.perf_counter()
+    return rank(spec, sample(spec, labels, previous), pool, exclude, pending, list(failures),
+                started)  # fmt: skip

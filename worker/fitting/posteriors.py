@@ -1,0 +1,147 @@
+"""A refit's posterior: the labels in the GP's units, NUTS on all of them (or some chains of
+it), and the failure model beside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from worker.feasibility.campaign import fit_campaign
+from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from worker.spec.defaults import (
+    MCMC_DEFAULTS,
+    known_noise,
+)
+from worker.spec.space import Space
+from worker.transforms import OutputStandardization, as_tensor
+
+
+@dataclass(frozen=True)
+class Data:
+    """A campaign's labels in the GP's units, and the seed of the refit on them."""
+
+    u: torch.Tensor
+    z: torch.Tensor
+    space: Space
+    scale_y: OutputStandardization
+    seed: int
+    noise: torch.Tensor | None = None  # the labels' known noise variances in the GP's units
+    # the priors' means on the log-hyperparameters (None: 0), see input_scale_prior
+    prior_mean: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.z)
+
+    @property
+    def input_scale(self) -> list[float] | None:
+        """Per feature, the range the lengthscales' priors are stated for (None: the box)."""
+        return None if self.prior_mean is None else np.exp(self.prior_mean[:-1]).tolist()
+
+
+def input_scale_prior(spec: dict, u: torch.Tensor) -> np.ndarray | None:
+    """The priors' means (``d + 1``) for a campaign's ``input_scaling``, or None for ``box``.
+
+    ``labels``: as if every feature were min-max scaled by the labels' range ``r`` before the GP,
+    as the paper's code scales its inputs (``utils/transformations.py``) at every refit, with
+    LogNormal(0, sqrt(3)) priors on those lengthscales. The GP keeps the unit cube and its
+    lengthscales ``l = l' r``, so the priors centre on ``log r`` (:class:`GPPotential`). A feature
+    whose labels do not vary keeps the box (``r = 1``)."""
+    if spec.get("input_scaling", "box") != "labels":
+        return None
+    values = u.numpy()
+    span = values.max(0) - values.min(0) if len(values) else np.ones(values.shape[1])
+    span = np.where(span > 1e-9, span, 1.0)
+    return np.concatenate([np.log(span), [0.0]])
+
+
+def prepare(spec: dict, labels: list[dict]) -> Data:
+    """The labels in the GP's units; in a known-noise campaign with their noise variances,
+    ``noise / y_std^2``."""
+    x = [label["x"] for label in labels]
+    y = np.array([label["y"] for label in labels], dtype=float)
+    space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y)
+    seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
+    noise = label_noise(spec, labels, scale_y)
+    u = as_tensor(space.to_gp(x))
+    return Data(u, scale_y.to_z(y), space, scale_y, seed, noise, input_scale_prior(spec, u))
+
+
+def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
+    """The labels' known noise variances in the GP's units (``n``), or None when the campaign
+    learns its noise."""
+    if not known_noise(spec):
+        return None
+    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels])
+
+
+def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
+    """The previous model's adaptation, when the campaign's ``mcmc`` asks for warm starts."""
+    if previous and spec["mcmc"].get("warm_start", False):
+        return previous.get("adaptation")
+    return None
+
+
+def failure_model(spec: dict, labels: list[dict], failures: list[dict], seed: int):
+    """The campaign's failure model on its labels and failed runs, or None (none asked, or no
+    run failed): :func:`worker.feasibility.campaign.fit_campaign`."""
+    return fit_campaign(spec, labels, list(failures), seed)
+
+
+def noise_floor(spec: dict) -> float:
+    """The campaign's least noise variance, in the GP's (standardized) units. Specs made before
+    the option existed get the default floor too: without one, a deterministic simulator's
+    labels stall the sampler (:class:`worker.potential.GPPotential`)."""
+    return float(spec["mcmc"].get("noise_floor", MCMC_DEFAULTS["noise_floor"]))
+
+
+def _sampler_options(spec: dict) -> dict:
+    """The campaign's MCMC options as keywords of :mod:`worker.mcmc` (specs made before an
+    option existed get the behavior they were made with, but for :func:`noise_floor`)."""
+    mcmc = spec["mcmc"]
+    return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform"),
+            "metric": mcmc.get("metric", "diag"),
+            "start_metric": mcmc.get("start_metric", False),
+            "noise_floor": noise_floor(spec)}  # fmt: skip
+
+
+def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:
+    """All chains of the campaign's posterior, in this process; its mode from at most
+    ``mode_draws`` draws."""
+    mcmc = spec["mcmc"]
+    return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
+                            seed=data.seed, warm_start=warm, target=Target.of(mcmc),
+                            mode_draws=mode_draws, label_noise=data.noise,
+                            prior_mean=data.prior_mean,
+                            mode_rule=mcmc.get("mode_rule", "kde"),
+                            **_sampler_options(spec))  # fmt: skip
+
+
+def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None,
+           peers=None):  # fmt: skip
+    """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
+    target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
+    refit: :class:`worker.jobs.fanout.Peers`), to the target judged at each check on all the chains
+    together (:meth:`worker.convergence.Target.more_of`), as one process running every chain
+    judges it, so that the merged draws are that process's. Raises
+    :class:`worker.jobs.fanout.PeersLost` when the others cannot be heard."""
+    mcmc = spec["mcmc"]
+    ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
+    whole = Target.of(mcmc)
+    target = None if whole is None else whole.share(len(ids), mcmc["chains"])
+    more = None
+    if target is not None and peers is not None:
+
+        def more(draws) -> int:
+            peers.publish(draws.theta, stopped=False)
+            extra = whole.more_of(peers.together(draws.theta))
+            if extra == 0:
+                peers.publish(draws.theta, stopped=True)
+            return extra
+
+    return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
+                      warm_start=warm, target=target, label_noise=data.noise,
+                      prior_mean=data.prior_mean, more=more,
+                      **_sampler_options(spec))  # fmt: skip

@@ -1,0 +1,161 @@
+"""A refit's ranking: the candidates (a fresh pool subsample, less the points labeled or out),
+scored by the acquisition (weighed by the probability of success), the greedy batch of a
+parallel campaign, and the model body that holds it all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from worker import accuracy
+from worker.acquisition import greedy_batch_outputs
+from worker.feasibility.campaign import FailureModel
+from worker.fitting.posteriors import Data
+from worker.mcmc import Posterior
+from worker.scoring import Output, Scoring
+from worker.spec.defaults import (
+    MAX_BATCH,
+    RANKING_SIZE,
+)
+from worker.spec.design import GridPool, PointPool
+from worker.spec.space import Space
+
+
+def candidates_of(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int],
+                failure: FailureModel | None = None):  # fmt: skip
+    """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
+    ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
+    GP's features of them and of the ``pending`` points (None when there are no candidates, or
+    no point is out), and their probabilities of success (None without a failure model)."""
+    rng = np.random.default_rng([int(spec["seed"]), n])
+    candidates = pool.subsample(
+        spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
+    )
+    if not len(candidates):
+        return candidates, None, None, None
+    features = space.features(pool.points(candidates))
+    weights = None
+    if failure is not None:  # the failure model's weights, its points below min_success left out
+        keep, p = failure.weigh(features)
+        failure.excluded = int((~keep).sum())
+        candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
+        if not len(candidates):
+            return candidates, None, None, None
+    pending_u = (torch.from_numpy(space.features(pool.points(list(pending))))
+                 if len(pending) else None)  # fmt: skip
+    return candidates, torch.from_numpy(features), pending_u, weights
+
+
+# share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
+# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring);
+# fn is a Scoring, which those workers rebuild from plain data
+Share = Callable[[Scoring, torch.Tensor], torch.Tensor]
+
+
+def here(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
+    """A :data:`Share` that scores every candidate in this process."""
+    return fn(candidates)
+
+
+def scores_of(name: str, fn: Scoring, candidates, share: Share) -> torch.Tensor:
+    """``fn``'s scores of ``candidates`` through ``share``, except ``random``'s, which are
+    drawn for all the candidates at once (and cost nothing)."""
+    return fn(candidates) if name == "random" else share(fn, candidates)
+
+
+def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the ``RANKING_SIZE`` highest scores, best first (ties in candidate order),
+    and those scores."""
+    best = np.argsort(-scores, kind="stable")[:RANKING_SIZE]
+    return best, scores[best]
+
+
+def ranking_of(space: Space, pool, candidates, best, best_scores) -> list[dict]:
+    """The ranking a model keeps: ``[{index, x, score}]`` of the candidates' rows ``best``."""
+    points = space.from_pool(pool.points(candidates[best]))
+    return [{"index": int(candidates[b]), "x": p, "score": float(v)}
+            for b, p, v in zip(best, points, best_scores, strict=True)]  # fmt: skip
+
+
+def greedy_batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: int,
+           share: Share, weights=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
+    goes through ``share``, each score weighed by ``weights`` (if any): the picked candidates'
+    rows and their scores."""
+    first = None
+    if name != "random":  # random's scores are drawn by the batch itself
+        outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
+        first = share(Scoring(name, outputs, "batch", pending_u), cand_u)
+    order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
+                                         scores=first, weights=weights)  # fmt: skip
+    return order.numpy(), scores.numpy()
+
+
+def model_and_ranking(
+    spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
+    pending: list[int], started: float, share: Share = here, failure: FailureModel | None = None,
+) -> tuple[dict, list]:  # fmt: skip
+    """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
+    mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
+    labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
+    ranking (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
+    ``share`` (a greedy batch's first scoring; its picks after that, here). With a ``failure``
+    model each score is weighed by the candidate's probability of success and the candidates
+    below its ``min_success`` are left out (:func:`candidates_of`); the model holds it."""
+    u, z, seed, n = data.u, data.z, data.seed, data.n
+    name = spec["acquisition"]
+    thin = post.for_scoring(spec["mcmc"])
+    candidates, cand_u, pending_u, weights = candidates_of(spec, pool, data.space, n, exclude,
+                                                         pending, failure)  # fmt: skip
+    ranking = []
+    if len(candidates):
+        if spec.get("mode") == "parallel":
+            size = min(int(spec["max_pending"]), MAX_BATCH)
+            best, best_scores = greedy_batch(name, [(1.0, thin, u, z, data.noise)], cand_u, size,
+                                       pending_u, seed, share, weights)  # fmt: skip
+        else:
+            fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
+            best, best_scores = best_of(weighed(scores_of(name, fn, cand_u, share), weights))
+        ranking = ranking_of(data.space, pool, candidates, best, best_scores)
+    estimates = accuracy_of(spec, pool, data, thin)
+    diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
+    model = {
+        "version": n,
+        "n_labeled": n,
+        **post.to_dict(),
+        "acquisition_samples": thin.to_dict()["samples"],
+        "transform": {
+            **data.space.transform(),
+            "y_mean": data.scale_y.mean,
+            "y_std": data.scale_y.std,
+        },  # fmt: skip
+        "diagnostics": diagnostics,
+        "accuracy": estimates,
+    }
+    if data.space.typed:  # the lengthscales' columns, by name
+        model["features"] = data.space.feature_names
+    if data.input_scale is not None:
+        model["input_scale"] = data.input_scale
+    if failure is not None:
+        model["failures"] = failure.to_dict()
+    return model, ranking
+
+
+def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
+    """``scores x weights`` (each candidate's probability of success), or the scores."""
+    return (scores if weights is None else scores * weights).numpy()
+
+
+def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
+    """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
+    use, integrated over a subsample of the whole pool (labeled points included) of at most
+    ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
+    every model, so that the estimates over the labels differ by the models, not the points."""
+    rng = np.random.default_rng([int(spec["seed"]), 2**32])
+    index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
+    points = torch.from_numpy(data.space.features(pool.points(index)))
+    return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
+                            data.scale_y.std, label_noise=data.noise)  # fmt: skip
