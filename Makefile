@@ -43,7 +43,8 @@ test: install
 # the manual, served at http://127.0.0.1:$(DOCS_PORT) while you edit docs/
 docs: install
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
-# the tests but the fault and soak ones (marked slow): what to run while changing the code
+# the tests but the slow ones (the fault and soak tests, the long samplings): what to run while
+# changing the code
 test-fast: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)  # as worker.feasibility's
+from clients.numpy_gp import JITTERS  # the same as worker.feasibility's
+
 CHUNK_ELEMENTS = 1 << 22  # the n x chunk cross-kernel of one chunk of points (32 MB)
 _ERFC = np.vectorize(math.erfc, otypes=[float])
 

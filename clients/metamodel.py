@@ -31,107 +31,20 @@ from typing import IO, Any
 import numpy as np
 
 from clients.failure_model import FailureModel
+from clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
 from clients.prediction import Prediction
+from worker.spec import sobol
 from worker.spec.space import Space
 
 FORMAT = "fbgp-al-metamodel"
 FORMAT_VERSION = 2  # 1: one output; 2: several (``outputs``), each read as a version 1 model
 KERNEL = "rbf-ard"
 
-# Jitter added to the diagonal, in turn, when a Cholesky fails (worker.gp.JITTERS).
-JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
-
-# Float64 elements (as worker.gp and worker.acquisition): of a chunk's kernel (draws x labels x
-# candidates, 32 MB), of the draws' factors fitted together (draws x labels^2, 128 MB), and of a
-# block's predictions (draws x candidates, 16 MB).
-CHUNK_ELEMENTS = 1 << 22
-FIT_ELEMENTS = 1 << 24
-BLOCK_ELEMENTS = 1 << 21
 # The memory a loaded model may hold for its factors, by default: each GP's ``L^-1`` (``n x n``
 # float64, the mode's and every draw's), factorized once per load, plus the work of fitting
 # them in groups. A model that needs more is refused at load with what it needs (pass
 # ``memory=`` or ``draws=``): 150 draws at 1,000 labels need 1.2 GB, at 2,000 labels 4.8 GB.
 MEMORY_BUDGET = 2 << 30
-
-
-def _rbf(u1: np.ndarray, u2: np.ndarray, lengthscale: np.ndarray) -> np.ndarray:
-    """ARD RBF kernel of unit scale: ``u1`` ``n x d``, ``u2`` ``m x d``, ``lengthscale``
-    ``B x d`` -> ``B x n x m``, as ``worker.gp.rbf`` computes it (one product of the scaled
-    inputs augmented with their half squared norms, clamped at zero distance)."""
-    a = u1[None] / lengthscale[:, None, :]
-    b = u2[None] / lengthscale[:, None, :]
-    a = np.concatenate([a, -0.5 * (a * a).sum(-1, keepdims=True), np.ones_like(a[..., :1])], -1)
-    b = np.concatenate([b, np.ones_like(b[..., :1]), -0.5 * (b * b).sum(-1, keepdims=True)], -1)
-    return np.exp(np.minimum(a @ b.transpose(0, 2, 1), 0.0))
-
-
-def _factor(K: np.ndarray) -> np.ndarray | None:
-    """The lower Cholesky factor of ``K``, or None where it fails (not positive definite, or
-    not finite: LAPACK lets NaN through, torch's ``cholesky_ex`` does not)."""
-    try:
-        chol = np.linalg.cholesky(K)
-    except np.linalg.LinAlgError:
-        return None
-    return chol if np.isfinite(chol).all() else None
-
-
-def _cholesky(K: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factors of ``K`` (``B x n x n``); a member that fails is retried with
-    growing jitter (:data:`JITTERS`), and one that no jitter helps gets the identity (as
-    ``worker.gp.cholesky``)."""
-    chol = _factor(K)
-    if chol is not None:
-        return chol
-    eye = np.eye(K.shape[-1])
-    chol = np.empty_like(K)
-    for i, member in enumerate(K):
-        for jitter in (0.0, *JITTERS):
-            factor = _factor(member + jitter * eye if jitter else member)
-            if factor is not None:
-                chol[i] = factor
-                break
-        else:
-            chol[i] = eye
-    return chol
-
-
-class _Fitted:
-    """GPs of ``B`` hyperparameter sets conditioned on the labels (``u``, ``z``, known noise
-    ``noise_z``, all in the GP's units), factorized once: in groups of sets whose work fits
-    ``FIT_ELEMENTS``, each group's ``L^-1`` kept (``B x n x n`` in all)."""
-
-    def __init__(self, u, z, noise_z, lengthscale, s2):
-        self.u, self.lengthscale, self.s2 = u, lengthscale, s2
-        n, batch = len(z), len(s2)
-        self.chol_inv = np.empty((batch, n, n))
-        self.alpha = np.empty((batch, n))
-        per = max(1, FIT_ELEMENTS // max(1, n * n))
-        for g in range(0, batch, per):
-            rows = slice(g, g + per)
-            K = _rbf(u, u, lengthscale[rows])
-            K += np.diag(noise_z)[None] if noise_z is not None else 0.0
-            K += s2[rows, None, None] * np.eye(n)[None]
-            chol = _cholesky(K)
-            del K
-            eye = np.broadcast_to(np.eye(n), chol.shape)
-            self.chol_inv[rows] = np.linalg.solve(chol, eye)  # L^-1: variances in one product
-            w = np.linalg.solve(chol, np.broadcast_to(z[None, :, None], (len(chol), n, 1)))
-            self.alpha[rows] = np.linalg.solve(chol.transpose(0, 2, 1), w)[..., 0]  # K^-1 z
-
-    def predict(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and variance of z (nugget included) at ``cand`` (``c x d``): ``B x c`` each."""
-        batch, n = self.chol_inv.shape[:2]
-        step = max(1, CHUNK_ELEMENTS // (batch * max(n, 1)))
-        means, variances = [], []
-        for i in range(0, len(cand), step):
-            k_star = _rbf(self.u, cand[i : i + step], self.lengthscale)  # B x n x c
-            means.append((self.alpha[:, None, :] @ k_star)[:, 0, :])
-            v = self.chol_inv @ k_star
-            latent = np.maximum(1.0 - np.square(v).sum(-2), 0.0)
-            variances.append(latent + self.s2[:, None])
-        if not means:
-            return np.empty((batch, 0)), np.empty((batch, 0))
-        return np.concatenate(means, -1), np.concatenate(variances, -1)
 
 
 def _parsed(f: IO) -> Any:
@@ -385,11 +298,7 @@ class Metamodel:
         if self.outputs is not None:
             return {name: model.predict(x) for name, model in self.outputs.items()}
         cand = self._gp(self._points(x))
-        if self._mode is None:  # factorized once, at the first prediction
-            self._mode = _Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
-                                 self.mode_noise)  # fmt: skip
-            self._draws_fitted = _Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale,
-                                         self.draw_noise)  # fmt: skip
+        self._fit()
         mean, var = self._mode.predict(cand)
         mixture_mean, mixture_var = self._mixture(cand)
         return Prediction(
@@ -400,6 +309,44 @@ class Metamodel:
             model_version=self.version,
             p_success=None if self.failures is None else self.failures.p_success(cand),
         )
+
+    def _fit(self) -> None:
+        """Each GP factorized, once, at the first prediction or sensitivity."""
+        if self._mode is None:
+            self._mode = Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
+                                 self.mode_noise)  # fmt: skip
+            self._draws_fitted = Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale,
+                                         self.draw_noise)  # fmt: skip
+
+    def sensitivity(self, *, method: str = "closed-form", level: float = 0.95,
+                    samples: int = 8192, seed: int = 0) -> dict:  # fmt: skip
+        """The first-order and total Sobol index of each input, as ``GET
+        /campaigns/{id}/sensitivity`` answers them for the same model: ``inputs``, ``first``
+        and ``total`` (each ``{"mean", "low", "high"}``, a list per input: their mean over the
+        ``acquisition_samples`` draws and the central ``level`` interval), ``variance`` of the
+        mean in the output's units, ``draws``, ``level`` and ``method``. Inputs are uniform
+        over their bounds (a log input on the log scale, an int and a choice over their
+        values). ``method``: ``"closed-form"`` (each draw's GP mean integrated exactly) or
+        ``"monte-carlo"`` (``samples`` points per draw, from ``seed``). A multi-output model
+        answers ``{"outputs": {name: ...}}``."""
+        if self.outputs is not None:
+            return {"outputs": {name: model.sensitivity(method=method, level=level,
+                                                        samples=samples, seed=seed)
+                                for name, model in self.outputs.items()}}  # fmt: skip
+        if method not in sobol.METHODS:
+            raise ValueError(f"method {method!r} is not one of {sobol.METHODS}")
+        if not 0 < level < 1:
+            raise ValueError("level must lie between 0 and 1")
+        self._fit()
+        space = self.space if self.space is not None else Space.of(self.inputs)
+        alpha, lengthscale = self._draws_fitted.alpha, self.draw_lengthscale
+        if method == "closed-form":
+            per_draw = sobol.closed_form(space, self._u, alpha, lengthscale)
+        else:
+            mean = sobol.gp_mean(space, self._u, alpha, lengthscale)
+            per_draw = sobol.monte_carlo(space, mean, samples=samples, seed=seed)
+        return dict(sobol.summarize(per_draw, space, level, method, y_std=self.y_std),
+                    model_version=self.version)  # fmt: skip
 
     def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The mixture's mean and variance of z at ``cand``, block by block of candidates

@@ -22,8 +22,6 @@ from worker.gp import factorize
 from worker.spec import sobol
 from worker.spec.defaults import output_labels, output_names, output_spec
 
-METHODS = ("closed-form", "monte-carlo")
-
 
 def draw_weights(u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,
                  noise: torch.Tensor, label_noise=None) -> np.ndarray:  # fmt: skip
@@ -42,8 +40,8 @@ def sensitivity(spec: dict, model: dict, labels: list[dict], *, method: str = "c
     ``{"mean", "low", "high"}``, ``variance`` of the mean in the output's units, ``draws``,
     ``level``, ``method``). ``draws``: that many of the draws, evenly spread (the cost is
     linear in them); ``samples`` and ``seed``: the Monte Carlo's."""
-    if method not in METHODS:
-        raise ValueError(f"method {method!r} is not one of {METHODS}")
+    if method not in sobol.METHODS:
+        raise ValueError(f"method {method!r} is not one of {sobol.METHODS}")
     space, scale_y, u, z, post, noise = _context(spec, model, labels)
     lengthscale, s2 = post.lengthscale, post.noise
     if draws is not None and draws < len(s2):

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from clients import metamodel
+from clients import metamodel, numpy_gp
 from clients.metamodel import Metamodel
 from service.routes.models import export_document
-from worker import answers, gp
+from worker import answers, gp, sensitivity
 from worker.fitting import prepare
 from worker.mcmc import Posterior, sample_posterior
 
@@ -106,9 +106,9 @@ def test_groups_of_draws_and_blocks_of_points_change_nothing(monkeypatch):
     document = export_document("c4", spec, model, labels, 0.0)
     x = _points(lower, upper, labels, 25, seed=4)
     whole = Metamodel.load(document).predict(x)
-    monkeypatch.setattr(metamodel, "FIT_ELEMENTS", 3 * 12**2)  # groups of 3 draws
+    monkeypatch.setattr(numpy_gp, "FIT_ELEMENTS", 3 * 12**2)  # groups of 3 draws
     monkeypatch.setattr(metamodel, "BLOCK_ELEMENTS", 7 * len(model["acquisition_samples"]["noise"]))
-    monkeypatch.setattr(metamodel, "CHUNK_ELEMENTS", 2 * 12)  # the mode's GP: 2 points a chunk
+    monkeypatch.setattr(numpy_gp, "CHUNK_ELEMENTS", 2 * 12)  # the mode's GP: 2 points a chunk
     parts = Metamodel.load(document).predict(x)
     for key in whole:
         np.testing.assert_allclose(parts[key], whole[key], rtol=1e-12, err_msg=key)
@@ -181,18 +181,18 @@ def test_known_label_noise_enters_the_covariance_of_the_labels():
 
 
 def test_a_failed_cholesky_gets_the_worker_s_jitter():
-    assert metamodel.JITTERS == gp.JITTERS
+    assert numpy_gp.JITTERS == gp.JITTERS
     u = np.array([[0.1], [0.1], [0.1], [0.5]])  # repeated inputs, no nugget: singular
     ls = np.array([[0.3]])
-    K = metamodel._rbf(u, u, ls)
+    K = numpy_gp.rbf(u, u, ls)
     K -= 5e-7 * np.eye(4)  # indefinite by a little: a jitter of 1e-6 is the first to help
-    chol = metamodel._cholesky(K)
+    chol = numpy_gp.cholesky(K)
     factor = gp.cholesky(torch.as_tensor(K))
     np.testing.assert_allclose(chol, factor.chol.numpy(), rtol=1e-9, atol=1e-12)
     jitter = float(factor.jitter[0])
     assert jitter == 1e-6
     np.testing.assert_allclose(chol[0] @ chol[0].T, K[0] + jitter * np.eye(4), atol=1e-12)
-    nan = metamodel._cholesky(np.full((1, 2, 2), np.nan))  # nothing helps: the identity
+    nan = numpy_gp.cholesky(np.full((1, 2, 2), np.nan))  # nothing helps: the identity
     np.testing.assert_array_equal(nan[0], np.eye(2))
 
 
@@ -253,9 +253,9 @@ def test_each_gp_is_factorized_once_per_load(document, monkeypatch):
     predictions factorize nothing (they took 24 to 240 s each at 1,000 to 2,000 labels when
     every call factorized the draws again)."""
     calls = []
-    real = metamodel._cholesky
-    monkeypatch.setattr(metamodel, "_cholesky", lambda K: calls.append(len(K)) or real(K))
-    monkeypatch.setattr(metamodel, "FIT_ELEMENTS", 3 * 8**2)  # the draws in groups of 3
+    real = numpy_gp.cholesky
+    monkeypatch.setattr(numpy_gp, "cholesky", lambda K: calls.append(len(K)) or real(K))
+    monkeypatch.setattr(numpy_gp, "FIT_ELEMENTS", 3 * 8**2)  # the draws in groups of 3
     model = Metamodel.load(document)
     assert calls == []  # loading factorizes nothing
     first = model.predict([[0.5, 2.0]])
@@ -299,3 +299,33 @@ def test_a_document_nested_too_deeply_for_the_parser_is_a_value_error():
     deep = io.StringIO("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="nested too deeply"):
         Metamodel.load(deep)
+
+
+@pytest.mark.parametrize("method", ["closed-form", "monte-carlo"])
+def test_sensitivity_equals_the_service_s(method):
+    """The exported model's Sobol indices are those ``GET .../sensitivity`` computes
+    (:func:`worker.sensitivity.sensitivity_outputs`, its draws' weights solved in torch) from
+    the same model: every index, bound and the variance, to 1e-9."""
+    spec, labels, model, _, _ = _campaign(3, 30, lambda x: np.sin(x[:, 0]) + 0.2 * x[:, 1] ** 2,
+                                          seed=5, nuts=False)  # fmt: skip
+    document = json.loads(json.dumps(export_document("c5", spec, model, labels, 0.0)))
+    got = Metamodel.load(document).sensitivity(method=method, level=0.9, samples=512, seed=2)
+    want = sensitivity.sensitivity_outputs(spec, model, labels, method=method, level=0.9,
+                                           samples=512, seed=2)  # fmt: skip
+    assert got.pop("model_version") == 30
+    assert got.keys() == want.keys() and got["inputs"] == ["x0", "x1", "x2"]
+    draws = len(model["acquisition_samples"]["noise"])
+    assert (got["draws"], got["level"], got["method"]) == (draws, 0.9, method) and draws > 1
+    for key in ("first", "total", "variance"):
+        for bound, values in want[key].items():
+            np.testing.assert_allclose(got[key][bound], values, rtol=1e-9, atol=1e-12)
+    # x2 does not enter the function: its total index is near 0, x0's far from it
+    assert got["total"]["mean"][2] < 0.05 < got["total"]["mean"][0]
+
+
+def test_sensitivity_refuses_an_unknown_method_or_level(document):
+    mm = Metamodel.load(document)
+    with pytest.raises(ValueError, match="method 'fast'"):
+        mm.sensitivity(method="fast")
+    with pytest.raises(ValueError, match="level"):
+        mm.sensitivity(level=1.0)

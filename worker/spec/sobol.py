@@ -74,6 +74,9 @@ _Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.549377788878198
       9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
       1.65666309194161350182e3, 5.57535340817727675546e2)  # fmt: skip
 
+# how the indices are computed: each draw's GP mean integrated exactly, or sampled
+METHODS = ("closed-form", "monte-carlo")
+
 
 def _poly(coefficients, x: np.ndarray) -> np.ndarray:
     out = np.full_like(x, coefficients[0])
