@@ -32,16 +32,20 @@ class ModeDraw(Body):
 
 class Transform(Free):
     """Inputs to the unit cube by ``lower`` and ``upper`` (a choice: its value index, 0 to
-    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std``."""
+    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std`` (on
+    the log scale where ``y_transform`` is ``log``)."""
 
     lower: list[float]
     """Each input's lower bound (a choice: 0)."""
     upper: list[float]
     """Each input's upper bound (a choice: its number of values - 1)."""
     y_mean: float
-    """The labels' mean: y is standardized as (y - y_mean) / y_std."""
+    """The labels' mean: y is standardized as (y - y_mean) / y_std (a log output: log y's)."""
     y_std: float
-    """The labels' standard deviation (1 for constant labels)."""
+    """The labels' standard deviation (1 for constant labels; a log output: log y's)."""
+    y_transform: Literal["log"] | None = None
+    """`log`: the output is modeled on the log scale, as (log y - y_mean) / y_std, and answers
+    back in y's units are lognormal (absent: y modeled as it is)."""
 
 
 class FailureModelBody(Free):
@@ -95,9 +99,11 @@ class OutputTransform(Free):
     """How an output is standardized."""
 
     y_mean: float
-    """The output's labels' mean."""
+    """The output's labels' mean (a log output: log y's)."""
     y_std: float
-    """The output's labels' standard deviation."""
+    """The output's labels' standard deviation (a log output: log y's)."""
+    y_transform: Literal["log"] | None = None
+    """`log`: the output is modeled on the log scale (absent: as it is)."""
 
 
 class OutputModel(Free):
