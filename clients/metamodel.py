@@ -41,7 +41,9 @@ from worker.spec import lognormal, sobol
 from worker.spec.space import Space
 
 FORMAT = "fbgp-al-metamodel"
-FORMAT_VERSION = 2  # 1: one output; 2: several (``outputs``), each read as a version 1 model
+# 1: one output; 2: several (``outputs``), each read as a version 1 model; 3: either, with an
+# output modeled on the log scale (``y_transform``), which older readers must refuse
+FORMAT_VERSION = 3
 KERNEL = "rbf-ard"
 
 # The memory a loaded model may hold for its factors, by default: each GP's ``L^-1`` (``n x n``
@@ -103,10 +105,10 @@ class Metamodel:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"not an exported model: its 'format' is not {FORMAT!r}")
         version = document.get("format_version")
-        several = version == FORMAT_VERSION and "outputs" in document
-        if not isinstance(version, int) or (version > 1 and not several):
-            raise ValueError(f"format_version {version!r} is not one this SDK reads "
-                             f"(1, or {FORMAT_VERSION} with outputs); upgrade fbgp-al")  # fmt: skip
+        several = version in (2, 3) and "outputs" in document
+        if not isinstance(version, int) or version > 3 or (version == 2 and not several):
+            raise ValueError(f"format_version {version!r} is not one this SDK reads (1, 2 with "
+                             "outputs, or 3); upgrade fbgp-al")  # fmt: skip
         if document.get("kernel", KERNEL) != KERNEL:
             raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
         self.document = document
@@ -165,10 +167,9 @@ class Metamodel:
         self.upper = _numbers(t["upper"], "transform", 1).reshape(-1)
         self.y_mean = float(_numbers(t["y_mean"], "transform", 0))
         self.y_std = float(_numbers(t["y_std"], "transform", 0))
-        self.log = t.get("y_transform", "none") == "log"
         if t.get("y_transform", "none") not in ("none", "log"):
-            raise ValueError(f"the document's y_transform {t['y_transform']!r:.40} is not one "
-                             "this SDK reads ('none', 'log'); upgrade fbgp-al")  # fmt: skip
+            raise ValueError(f"y_transform {t['y_transform']!r:.40} is unknown: upgrade fbgp-al")
+        self.log = t.get("y_transform") == "log"
         d = self.dim
         finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
         if not (finite and self.y_std > 0 and np.all(self.lower < self.upper)):

@@ -179,7 +179,8 @@ class MetamodelExport(Free):
     format: Literal["fbgp-al-metamodel"]
     """`fbgp-al-metamodel`."""
     format_version: int
-    """1 for one output (2: several); changes when a reader must."""
+    """1 for one output (2: several; 3: either, with an output modeled on the log scale, which
+    readers that predate output transforms refuse); changes when a reader must."""
     campaign: CampaignRef
     """The campaign it came from."""
     version: int
@@ -222,14 +223,14 @@ class ExportedOutput(Free):
 
 
 class MultiMetamodelExport(Free):
-    """A multi-output campaign's exported model (``format_version`` 2): each output's draws,
-    mode and output transform under ``outputs``; ``data.y`` (and ``noise``) objects
-    ``{name: value}``."""
+    """A multi-output campaign's exported model (``format_version`` 2, or 3 with an output
+    modeled on the log scale): each output's draws, mode and output transform under
+    ``outputs``; ``data.y`` (and ``noise``) objects ``{name: value}``."""
 
     format: Literal["fbgp-al-metamodel"]
     """`fbgp-al-metamodel`."""
-    format_version: Literal[2]
-    """2: several outputs."""
+    format_version: Literal[2, 3]
+    """2: several outputs (3: one of them modeled on the log scale)."""
     campaign: CampaignRef
     """The campaign it came from."""
     version: int

@@ -158,7 +158,7 @@ def test_the_exported_model_of_a_log_output_predicts_as_the_service_does(guarded
             api.label(campaign, point.ticket, math.exp(_f(point.x) / 40.0))  # 0.65 to 30
         api.wait_for_model(campaign, 6, timeout=120)
         document = api.export_model(campaign)
-        assert document["transform"]["y_transform"] == "log"
+        assert document["transform"]["y_transform"] == "log" and document["format_version"] == 3
         rng = np.random.default_rng(1)
         lower, upper = np.array([-5.0, 0.0]), np.array([10.0, 15.0])
         x = np.concatenate(
