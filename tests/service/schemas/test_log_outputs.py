@@ -110,6 +110,10 @@ def test_a_log_campaign_refuses_values_at_or_below_zero_and_answers_in_its_units
     document = client.get(f"/campaigns/{campaign}/model/export").json()
     assert document["transform"]["y_transform"] == "log" and document["format_version"] == 3
     _same(Metamodel.load(document).predict(x), p, "export")
+    # the indices of the mean of log y, the scale it is modeled on, here and at home alike
+    served = client.get(f"/campaigns/{campaign}/sensitivity").json()
+    home = Metamodel.load(document).sensitivity()
+    assert served["variance"]["mean"] == pytest.approx(home["variance"]["mean"], rel=1e-9)
     png = client.get(f"/campaigns/{campaign}/plots/model.png")
     assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
 
