@@ -22,7 +22,8 @@ class LearnedNoise(Strict):
 class KnownNoise(Strict):
     """Each label carries its noise variance (``noise``, or ``y_replicates``); the GP's
     covariance of the labels is ``Kf + diag(noise / y_std^2) + s2 I`` with ``s2`` a learned
-    nugget on top."""
+    nugget on top (an output modeled on the log scale: ``noise / y^2 / y_std^2``, the delta
+    method's variance of log y)."""
 
     type: Literal["known"]
     """`known`: each label carries its own noise variance."""
