@@ -402,10 +402,12 @@ class FbgpClient:
         data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
         if "outputs" in data:
             return {name: Evaluation(e["nlml"], e["rmse"], e["nlpd_mixture"],
-                                     data.get("model_version"), e.get("nlml_paper"))
+                                     data.get("model_version"), e.get("nlml_paper"),
+                                     e.get("nlml_y"), e.get("nlpd_mixture_y"))
                     for name, e in data["outputs"].items()}  # fmt: skip
         return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
-                          data.get("model_version"), data.get("nlml_paper"))  # fmt: skip
+                          data.get("model_version"), data.get("nlml_paper"), data.get("nlml_y"),
+                          data.get("nlpd_mixture_y"))  # fmt: skip
 
 
 def _numbers(value, kind=float):

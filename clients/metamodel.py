@@ -20,6 +20,10 @@ posterior-mode GP's, of y (``s2`` included), in original units; ``mixture_mean``
 ``acquisition_samples`` draws (mean of their means; mean of their variances plus the population
 variance of their means). Int, log and choice inputs map to the GP's features as the service
 maps them (:mod:`worker.spec.space`, numpy only): a choice's value is given as itself.
+
+An output modeled on the log scale (``transform.y_transform`` ``log``) has its GP on ``log y``;
+its predictions are lognormal, in its units, as ``/predict``'s (:mod:`worker.spec.lognormal`):
+``mean``, ``variance``, ``median``, the 95% interval's ``lower`` and ``upper``, and the mixture's.
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ import numpy as np
 from clients.failure_model import FailureModel
 from clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
 from clients.prediction import Prediction
-from worker.spec import sobol
+from worker.spec import lognormal, sobol
 from worker.spec.space import Space
 
 FORMAT = "fbgp-al-metamodel"
-FORMAT_VERSION = 2  # 1: one output; 2: several (``outputs``), each read as a version 1 model
+# 1: one output; 2: several (``outputs``), each read as a version 1 model; 3: either, with an
+# output modeled on the log scale (``y_transform``), which older readers must refuse
+FORMAT_VERSION = 3
 KERNEL = "rbf-ard"
 
 # The memory a loaded model may hold for its factors, by default: each GP's ``L^-1`` (``n x n``
@@ -99,10 +105,10 @@ class Metamodel:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"not an exported model: its 'format' is not {FORMAT!r}")
         version = document.get("format_version")
-        several = version == FORMAT_VERSION and "outputs" in document
-        if not isinstance(version, int) or (version > 1 and not several):
-            raise ValueError(f"format_version {version!r} is not one this SDK reads "
-                             f"(1, or {FORMAT_VERSION} with outputs); upgrade fbgp-al")  # fmt: skip
+        several = version in (2, 3) and "outputs" in document
+        if not isinstance(version, int) or version > 3 or (version == 2 and not several):
+            raise ValueError(f"format_version {version!r} is not one this SDK reads (1, 2 with "
+                             "outputs, or 3); upgrade fbgp-al")  # fmt: skip
         if document.get("kernel", KERNEL) != KERNEL:
             raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
         self.document = document
@@ -161,6 +167,9 @@ class Metamodel:
         self.upper = _numbers(t["upper"], "transform", 1).reshape(-1)
         self.y_mean = float(_numbers(t["y_mean"], "transform", 0))
         self.y_std = float(_numbers(t["y_std"], "transform", 0))
+        if t.get("y_transform", "none") not in ("none", "log"):
+            raise ValueError(f"y_transform {t['y_transform']!r:.40} is unknown: upgrade fbgp-al")
+        self.log = t.get("y_transform") == "log"
         d = self.dim
         finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
         if not (finite and self.y_std > 0 and np.all(self.lower < self.upper)):
@@ -184,6 +193,9 @@ class Metamodel:
                              f"model saw n_labeled = {self.n_labeled}")  # fmt: skip
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
             raise ValueError("the document's data must be finite")
+        if self.log and not np.all(y > 0):
+            raise ValueError("the document's output is modeled on the log scale: its data.y "
+                             "must be > 0")  # fmt: skip
         self.x, self.y = x, y
         self.noise = None
         if data.get("noise") is not None:
@@ -206,9 +218,10 @@ class Metamodel:
             self.draw_noise = self.draw_noise[keep]
         # the labels in the GP's units
         self._u = self._gp(x)
-        with np.errstate(all="ignore"):
-            self._z = (y - self.y_mean) / self.y_std
-            self._noise_z = None if self.noise is None else self.noise / self.y_std**2
+        with np.errstate(all="ignore"):  # a log output: log y, its noise by the delta method
+            self._z = ((np.log(y) if self.log else y) - self.y_mean) / self.y_std
+            noise = None if self.noise is None else self.noise / (y**2 if self.log else 1.0)
+            self._noise_z = None if noise is None else noise / self.y_std**2
         # the service standardizes by the labels' own mean and sd, so that no label lies more
         # than sqrt(n) sds from 0; far beyond it the squares overflow and answers are NaN
         spread = float(np.abs(self._z).max()) if len(self._z) else 0.0
@@ -300,6 +313,10 @@ class Metamodel:
         cand = self._gp(self._points(x))
         self._fit()
         mean, var = self._mode.predict(cand)
+        p_success = None if self.failures is None else self.failures.p_success(cand)
+        if self.log:
+            return Prediction(**self._lognormal(mean[0], var[0], cand),
+                              model_version=self.version, p_success=p_success)  # fmt: skip
         mixture_mean, mixture_var = self._mixture(cand)
         return Prediction(
             mean=self.y_mean + mean[0] * self.y_std,
@@ -307,7 +324,7 @@ class Metamodel:
             mixture_mean=self.y_mean + mixture_mean * self.y_std,
             mixture_variance=mixture_var * self.y_std**2,
             model_version=self.version,
-            p_success=None if self.failures is None else self.failures.p_success(cand),
+            p_success=p_success,
         )
 
     def _fit(self) -> None:
@@ -347,6 +364,13 @@ class Metamodel:
             per_draw = sobol.monte_carlo(space, mean, samples=samples, seed=seed)
         return dict(sobol.summarize(per_draw, space, level, method, y_std=self.y_std),
                     model_version=self.version)  # fmt: skip
+
+    def _lognormal(self, mean: np.ndarray, var: np.ndarray, cand: np.ndarray) -> dict:
+        """A log output's predictions (:func:`worker.spec.lognormal.predictions`), the draws'
+        block by block."""
+        step = max(1, BLOCK_ELEMENTS // len(self.draw_noise))
+        draws = (self._draws_fitted.predict(cand[i : i + step]) for i in range(0, len(cand), step))
+        return lognormal.predictions(self.y_mean, self.y_std, mean, var, draws)
 
     def _mixture(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The mixture's mean and variance of z at ``cand``, block by block of candidates

@@ -26,9 +26,16 @@ class Prediction(Mapping):
         p_success: the failure model's probability that a run at each point succeeds
             (``None`` when the model has none: no run had failed, or its campaign's
             ``failures`` is ``none``).
+        median, lower, upper: an output modeled on the log scale (``"transform": "log"``; else
+            ``None``): the mode GP's median of y and its central 95% interval (y is
+            lognormal: ``mean`` is its mean ``exp(mu + s^2 / 2)``, ``median`` is ``exp(mu)``,
+            ``lower`` and ``upper`` ``exp(mu -+ 1.96 s)``).
+        mixture_median, mixture_lower, mixture_upper: the same of the mixture (its quantiles
+            of log y, mapped by exp).
 
-    It is also a read-only mapping of the four arrays (and ``p_success`` where there is one):
-    ``p["mean"]``, ``dict(p)``, ``for key, values in p.items()``.
+    It is also a read-only mapping of the four arrays (and ``p_success`` and a log output's
+    quantiles where there are some): ``p["mean"]``, ``dict(p)``, ``for key, values in
+    p.items()``.
     """
 
     mean: np.ndarray
@@ -37,8 +44,17 @@ class Prediction(Mapping):
     mixture_variance: np.ndarray
     model_version: int | None = None
     p_success: np.ndarray | None = None
+    median: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    mixture_median: np.ndarray | None = None
+    mixture_lower: np.ndarray | None = None
+    mixture_upper: np.ndarray | None = None
 
     KEYS: ClassVar[tuple[str, ...]] = ("mean", "variance", "mixture_mean", "mixture_variance")
+    # a log output's, where there are some
+    QUANTILES: ClassVar[tuple[str, ...]] = ("median", "lower", "upper", "mixture_median",
+                                            "mixture_lower", "mixture_upper")  # fmt: skip
 
     @classmethod
     def from_json(cls, body: Mapping, model_version: int | None = None,
@@ -46,11 +62,15 @@ class Prediction(Mapping):
         """From ``/predict``'s body (or one of its ``outputs``, with the body's ``p_success``)."""
         arrays = (np.asarray(body[key], dtype=float) for key in cls.KEYS)
         p = body.get("p_success", p_success)
+        quantiles = {key: np.asarray(body[key], dtype=float) for key in cls.QUANTILES
+                     if body.get(key) is not None}  # fmt: skip
         return cls(*arrays, model_version=body.get("model_version", model_version),
-                   p_success=None if p is None else np.asarray(p, dtype=float))  # fmt: skip
+                   p_success=None if p is None else np.asarray(p, dtype=float),
+                   **quantiles)  # fmt: skip
 
     def _keys(self) -> tuple[str, ...]:
-        return self.KEYS if self.p_success is None else (*self.KEYS, "p_success")
+        keys = self.KEYS if self.p_success is None else (*self.KEYS, "p_success")
+        return keys + tuple(key for key in self.QUANTILES if getattr(self, key) is not None)
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self._keys():

@@ -163,13 +163,17 @@ class Evaluation:
     """``/evaluate``: ``nlml`` (per point, standardized), ``rmse`` against the y passed
     (original units), ``nlpd_mixture`` (standardized); ``model_version`` where the server says;
     ``nlml_paper``: the test NLML as the paper's code computes it (standardized), None where
-    the server does not send it."""
+    the server does not send it; ``nlml_y`` and ``nlpd_mixture_y``: ``nlml`` and
+    ``nlpd_mixture`` as densities of y in its own units (a log output's lognormal ones), None
+    where the server does not send them."""
 
     nlml: float
     rmse: float
     nlpd_mixture: float
     model_version: int | None = None
     nlml_paper: float | None = None
+    nlml_y: float | None = None
+    nlpd_mixture_y: float | None = None
 
 
 @dataclass(frozen=True)

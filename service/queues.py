@@ -31,6 +31,7 @@ from service import costs
 from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
 from service.settings import get_settings
 from service.supervision import JobFacts
+from worker.spec.defaults import log_outputs
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 HIGH_LONG = "fbgp-high-long"  # model calls that take long (costs.long_call): no light worker's
@@ -246,11 +247,14 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     connection = store.r
     campaign_id = args[0]
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
-    with contextlib.suppress(NotFound):  # each output answers
-        points *= len(store.spec(campaign_id).get("outputs") or [None])
+    log_points = 0
+    with contextlib.suppress(NotFound):  # each output answers; a log one's quantiles cost more
+        spec = store.spec(campaign_id)
+        log_points = points * len(log_outputs(spec))
+        points *= len(spec.get("outputs") or [None])
     n = store.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
-    long = name in MODEL_CALLS and costs.long_call(name, points, n, settings)
+    long = name in MODEL_CALLS and costs.long_call(name, points, n, settings, log_points)
     if name == "sensitivity":  # its work grows with the labels, not with points
         estimate = settings.job_timeout_seconds + 2 * costs.call_seconds(name, points, n)
         timeout = max(timeout, math.ceil(min(estimate, wait_seconds)))

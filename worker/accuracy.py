@@ -20,6 +20,14 @@ Everything is computed in standardized units (``z``) and reported both in origin
 (``y_std`` and its square) and relative to the labels' standard deviation (``..._relative``, the
 standardized values). Draws are processed in groups whose factors stay within
 :data:`worker.acquisition.FIT_ELEMENTS`.
+
+An output modeled on the log scale (``scale_y.log``) is reported in its own units too: each
+draw's prediction of ``log y`` is a lognormal of ``y`` (:mod:`worker.spec.lognormal`), the draws'
+means and variances mix as above; ``loo_rmse`` is the LOO mixture mean's error against the
+labels, ``ipv`` the mixture's variance of ``y``, ``ipv_f`` of ``exp f``, ``qbc`` the variance of
+the draws' means of ``y``, and ``..._relative`` each relative to the labels' standard deviation
+(variance) in their units. ``loo_nlpd`` stays in the GP's units (of standardized ``log y``);
+``loo_coverage_95`` is the same on either scale (``exp`` is increasing).
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 
 from worker.acquisition import FIT_ELEMENTS
 from worker.gp import Conditioned, cholesky, rbf
+from worker.spec import lognormal
 from worker.spec.defaults import STOP_TARGETS
-from worker.transforms import DTYPE
+from worker.transforms import DTYPE, OutputStandardization
 
 POOL_POINTS = 2000  # pool points the integrated variances average over, at most
 NORMAL_95 = 0.975  # a label is covered when its LOO mixture CDF lies in [1 - this, this]
@@ -81,41 +91,69 @@ def mixture_loo(z, means, variances) -> dict[str, torch.Tensor]:
     return {"mean": mean, "variance": variance, "nlpd": nlpd, "cdf": cdf}
 
 
-def pool_moments(u, z, lengthscale, noise, points, label_noise=None) -> dict[str, torch.Tensor]:
+class _Spread:
+    """The draws' means at each point, group by group: their running mean and sum of squared
+    deviations (Chan et al.'s pairwise update), so that only one group is held at once."""
+
+    def __init__(self):
+        self.count, self.mean, self.m2 = 0, None, None
+
+    def add(self, m: torch.Tensor) -> None:
+        k, g_mean = len(m), m.mean(0)
+        g_m2 = (m - g_mean).square().sum(0)
+        if self.mean is None:
+            self.count, self.mean, self.m2 = k, g_mean, g_m2
+        else:
+            delta = g_mean - self.mean
+            total = self.count + k
+            self.mean = self.mean + delta * (k / total)
+            self.m2 = self.m2 + g_m2 + delta.square() * (self.count * k / total)
+            self.count = total
+
+    def variance(self) -> torch.Tensor:
+        return self.m2 / self.count
+
+
+def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
+                 scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
     """At each pool point (``m x d``): the mixture's variance of ``y`` (``ipv``) and of ``f``
     (``ipv_f``) and the variance of the draws' means (``qbc``), ``m`` each, standardized
-    units. The draws' moments are combined group by group (Chan et al.'s pairwise update), so
-    that only one group's predictions are held at once."""
-    count, mean, m2 = 0, None, None  # the draws' means: running mean and sum of squares
+    units; for a log output (``scale_y.log``) of ``y`` and ``exp f`` in the output's units.
+    The draws' moments are combined group by group (:class:`_Spread`)."""
+    means, latent_means = _Spread(), _Spread()
     sum_var = torch.zeros(len(points), dtype=DTYPE)
     sum_latent = torch.zeros(len(points), dtype=DTYPE)
+    log = scale_y is not None and scale_y.log
     for g in _groups(len(noise), len(z)):
         chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
         gp = Conditioned(u=u, lengthscale=lengthscale[g], noise=noise[g], alpha=alpha,
                          chol_inv=chol_inv)  # fmt: skip
         m, w = gp.predict(points)
+        latent = w - noise[g][:, None]
+        if log:  # each draw's lognormal moments of y and of exp f
+            mu, var = scale_y.mean + scale_y.std * m.numpy(), scale_y.std**2
+            m, w = map(torch.from_numpy, lognormal.moments(mu, var * w.numpy()))
+            m_f, latent = map(
+                torch.from_numpy, lognormal.moments(mu, var * latent.clamp_min(0).numpy())
+            )
+            latent_means.add(m_f)
         sum_var += w.sum(0)
-        sum_latent += (w - noise[g][:, None]).sum(0)
-        k, g_mean = len(m), m.mean(0)
-        g_m2 = (m - g_mean).square().sum(0)
-        if mean is None:
-            count, mean, m2 = k, g_mean, g_m2
-        else:
-            delta = g_mean - mean
-            total = count + k
-            mean = mean + delta * (k / total)
-            m2 = m2 + g_m2 + delta.square() * (count * k / total)
-            count = total
-    qbc = m2 / count
-    return {"ipv": sum_var / count + qbc, "ipv_f": sum_latent / count + qbc, "qbc": qbc}
+        sum_latent += latent.sum(0)
+        means.add(m)
+    count, qbc = means.count, means.variance()
+    qbc_f = latent_means.variance() if log else qbc
+    return {"ipv": sum_var / count + qbc, "ipv_f": sum_latent / count + qbc_f, "qbc": qbc}
 
 
-def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None) -> dict:
+def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
+            scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
     """The model body's ``accuracy``: LOO RMSE of the mixture mean (original units, and
     relative to the labels' sd), mean LOO NLPD (standardized units, as ``/evaluate``'s
     ``nlpd_mixture``), the share of labels within the mixture's central 95% LOO interval, and
     ``ipv``, ``ipv_f``, ``qbc`` averaged over ``points`` (original units squared, and relative
-    to the labels' variance). ``points``: pool points in the unit cube (``m x d``, ``m >= 1``)."""
+    to the labels' variance). ``points``: pool points in the unit cube (``m x d``, ``m >= 1``).
+    ``scale_y``: the output's standardization, whose ``log`` reports a log output in its own
+    units (see the module's docstring; ``y_std`` is then its ``std``)."""
     started = time.perf_counter()
     means, variances = loo(u, z, lengthscale, noise, label_noise)
     mix = mixture_loo(z, means, variances)
@@ -123,11 +161,28 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None) ->
     covered = ((mix["cdf"] >= 1 - NORMAL_95) & (mix["cdf"] <= NORMAL_95)).to(DTYPE).mean()
     out = {"loo_rmse": rmse_z * y_std, "loo_rmse_relative": rmse_z,
            "loo_nlpd": float(mix["nlpd"].mean()), "loo_coverage_95": float(covered)}  # fmt: skip
-    pool = pool_moments(u, z, lengthscale, noise, points, label_noise)
+    sd = y_std
+    if scale_y is not None and scale_y.log:  # y's units: the labels' and the mixture's means
+        sd, rmse = _log_rmse(z, means, variances, scale_y)
+        out.update(loo_rmse=rmse, loo_rmse_relative=rmse / sd)
+    pool = pool_moments(u, z, lengthscale, noise, points, label_noise, scale_y)
     for name, values in pool.items():
         relative = float(values.mean())
-        out[name] = relative * y_std**2
+        if scale_y is not None and scale_y.log:  # in y's units already
+            relative /= sd**2
+        out[name] = relative * sd**2
         out[f"{name}_relative"] = relative
     out.update(pool_points=len(points), draws=len(noise),
                seconds=time.perf_counter() - started)  # fmt: skip
     return out
+
+
+def _log_rmse(z, means, variances, scale_y: OutputStandardization) -> tuple[float, float]:
+    """A log output's labels' standard deviation in their units (``ddof=1``; 1 when they are
+    constant), and the LOO RMSE of the mixture's mean of ``y`` (the draws' lognormal means'
+    mean) against them."""
+    y = np.exp(scale_y.mean + scale_y.std * z.numpy())
+    sd = float(y.std(ddof=1 if len(y) > 1 else 0)) or 1.0
+    mu = scale_y.mean + scale_y.std * means.numpy()
+    mean, _ = lognormal.mixture_moments(mu, scale_y.std**2 * variances.numpy())
+    return sd, float(np.sqrt(np.mean((mean - y) ** 2)))

@@ -1,7 +1,8 @@
 """What a stored model answers (``/predict``, ``/acquisition`` and ``/evaluate`` of the OpenAPI
 document), as pure functions of the campaign's spec, its model body and its labels: the
 posterior-mode GP's and the mixture's predictions, acquisition values, and the paper's test
-metrics.
+metrics. An output modeled on the log scale (its model's ``transform`` has ``y_transform``
+``log``) answers in its own units by :mod:`worker.spec.lognormal`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from worker.fitting import label_noise
 from worker.gp import LOG_2PI, Conditioned, rbf
 from worker.mcmc import Posterior
 from worker.potential import PRIOR_VARIANCE
+from worker.spec import lognormal
 from worker.spec.defaults import output_labels, output_names, output_spec, output_weights
 from worker.spec.space import Space
 from worker.transforms import OutputStandardization, as_tensor
@@ -29,9 +31,8 @@ def _context(spec: dict, model: dict, labels: list[dict]):
     seen = labels[: model["n_labeled"]]
     x = [label["x"] for label in seen]
     y = np.array([label["y"] for label in seen], dtype=float)
-    t = model["transform"]
     box = Space.of(spec["inputs"])
-    scale_y = OutputStandardization(mean=t["y_mean"], std=t["y_std"])
+    scale_y = OutputStandardization.of(model["transform"])
     post = Posterior.from_dict(model, draws="acquisition_samples")
     noise = label_noise(spec, seen, scale_y)
     return box, scale_y, as_tensor(box.to_gp(x)), scale_y.to_z(y), post, noise
@@ -41,11 +42,14 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
     """Mode GP's mean and variance of y, and the mixture's, in original units; the mixture's
     chunk by chunk of ``x`` (see :class:`~worker.acquisition.DrawGPs`), so that memory stays
     bounded whatever the number of points. With known noise, a variance is latent + the nugget
-    ``s2`` (a new point's own noise is not known)."""
+    ``s2`` (a new point's own noise is not known). A log output: :func:`predict_log`."""
     box, scale_y, u, z, post, noise = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     mode = post.mode()
     mean, var = Conditioned.fit(u, z, mode.lengthscale, mode.noise, noise).predict(cand)
+    if scale_y.log:
+        draws = DrawGPs(u, z, post.lengthscale, post.noise, noise).chunks(cand)
+        return with_p_success(model, cand.numpy(), predict_log(scale_y, mean, var, draws))
     means, variances = [], []
     for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, noise).chunks(cand):
         means.append(m_mean.mean(0))
@@ -58,6 +62,15 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
         "mixture_mean": scale_y.mean_from_z(mixture_mean).tolist(),
         "mixture_variance": scale_y.variance_from_z(mixture_var).tolist(),
     })  # fmt: skip
+
+
+def predict_log(scale_y: OutputStandardization, mean, var, draws) -> dict:
+    """A log output's predictions in its units (:func:`worker.spec.lognormal.predictions`) from
+    the mode GP's ``mean`` and ``var`` of standardized ``log y`` (``1 x m``) and the draws'
+    (``(B x c, B x c)`` chunks of the points)."""
+    answer = lognormal.predictions(scale_y.mean, scale_y.std, mean[0].numpy(), var[0].numpy(),
+                                   ((m.numpy(), v.numpy()) for m, v in draws))  # fmt: skip
+    return {key: values.tolist() for key, values in answer.items()}
 
 
 def with_p_success(model: dict, u: np.ndarray, answer: dict) -> dict:
@@ -82,14 +95,23 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
     mixture's NLPD runs chunk by chunk. ``noise``: the test points' known noise variances
-    (original units), added to their predictive variances (latent + ``s2``)."""
+    (original units), added to their predictive variances (latent + ``s2``).
+
+    ``nlml_y`` and ``nlpd_mixture_y`` are the same densities of ``y`` itself (the output's
+    units): each point's density of ``z`` times the Jacobian ``|dz/dy|``, ``1 / y_std``, and
+    for a log output ``1 / (y_std y)`` (the lognormal's); so they compare models whatever their
+    transform. A log output's ``rmse`` is of the mode GP's lognormal mean of ``y``."""
     box, scale_y, u, z, post, known = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     z_test = scale_y.to_z(y)
-    test_noise = (scale_y.variance_to_z(noise) if noise is not None
+    test_noise = (scale_y.variance_to_z(noise, y) if noise is not None
                   else torch.zeros(len(z_test), dtype=z_test.dtype))  # fmt: skip
     mode = post.mode()
     mean, cov = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known, test_noise)
+    point_mean = scale_y.mean_from_z(mean)
+    if scale_y.log:  # the lognormal's mean of y (latent + s2, as /predict's)
+        s2 = (cov.diagonal() - test_noise).numpy() * scale_y.std**2
+        point_mean = as_tensor(lognormal.moments(point_mean.numpy(), s2)[0])
     residual = z_test - mean
     # the paper's code's NLML: the same covariance with the noise added once more
     twice = cov.clone()
@@ -100,7 +122,7 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
                   ) / len(z_test)  # fmt: skip
     del twice
     nlml = _gaussian_nll(cov, residual) / len(z_test)
-    rmse = float(torch.sqrt(((scale_y.mean_from_z(mean) - as_tensor(y)) ** 2).mean()))
+    rmse = float(torch.sqrt(((point_mean - as_tensor(y)) ** 2).mean()))
     nlpd, start = [], 0
     for m_mean, m_var in DrawGPs(u, z, post.lengthscale, post.noise, known).chunks(cand):
         zc = z_test[start : start + m_mean.shape[1]]
@@ -108,8 +130,11 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
         start += m_mean.shape[1]
         log_density = -0.5 * ((zc - m_mean) ** 2 / m_var + torch.log(2 * math.pi * m_var))
         nlpd.append(-(torch.logsumexp(log_density, 0) - math.log(len(m_mean))))
-    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": float(torch.cat(nlpd).mean()),
-            "nlml_paper": nlml_paper, "n": len(z_test)}  # fmt: skip
+    nlpd_mixture = float(torch.cat(nlpd).mean())
+    jacobian = math.log(scale_y.std) + (float(scale_y.modeled(y).mean()) if scale_y.log else 0.0)
+    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": nlpd_mixture, "nlml_paper": nlml_paper,
+            "nlml_y": nlml + jacobian, "nlpd_mixture_y": nlpd_mixture + jacobian,
+            "n": len(z_test)}  # fmt: skip
 
 
 def _paper_log_prior(mode: Posterior, input_scale, noise_floor: float = 0.0) -> float:

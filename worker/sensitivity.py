@@ -5,7 +5,9 @@ posterior's draws (the ``acquisition_samples`` that predictions use), by
 
 ``method="closed-form"`` (the default) integrates each draw's GP mean exactly: the
 squared-exponential kernel makes it a sum of products of Gaussians in each input, and the
-indices are the same in the GP's standardized units as in the output's (an affine map).
+indices are the same in the GP's standardized units as in the output's (an affine map); for an
+output modeled on the log scale they are those of the mean of ``log y`` (the scale it is
+modeled on, and its ``variance`` in ``log y``'s units squared), not of ``exp`` of it.
 ``method="monte-carlo"`` estimates them from ``(d + 2) samples`` evaluations of each draw's
 mean (Saltelli/Jansen): the one to use where the closed form does not hold, i.e. a function of
 the mean that is not affine (an output modelled on the log scale and reported by ``exp``) or

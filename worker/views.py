@@ -55,7 +55,8 @@ def posterior_png(spec: dict, model: dict) -> bytes:
 def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
     """The posterior-mode GP's mean and uncertainty over the box, with the labeled points; for
     one or two numeric inputs (None otherwise: more inputs, or a choice among them). A log
-    input is drawn on a log axis, an int input at its integers."""
+    input is drawn on a log axis, an int input at its integers. An output modeled on the log
+    scale is drawn by its median and 95% interval on a log axis (2-D: log10 of its median)."""
     space = Space.of(spec["inputs"])
     d = space.dim
     if d > 2 or not space.numeric:
@@ -66,13 +67,17 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         grid = np.array(space.from_pool(np.linspace(0, 1, 200)[:, None]), dtype=float)
         grid = np.unique(grid, axis=0)  # an int input's integers once each
         pred = answers.predict(spec, model, labels, grid.tolist())
+        log = "median" in pred  # a log output: its median and 95% interval, log scale
         mean, sd = np.array(pred["mean"]), np.sqrt(pred["variance"])
         fig = Figure(figsize=(8, 4))
         ax = fig.add_subplot(1, 1, 1)
-        ax.fill_between(grid[:, 0], mean - 2 * sd, mean + 2 * sd, color="tab:blue", alpha=0.2,
-                        label="mode GP: mean +- 2 sd of y")  # fmt: skip
-        ax.plot(grid[:, 0], mean, color="tab:blue")
-        ax.plot(grid[:, 0], pred["mixture_mean"], "--", color="tab:purple", label="mixture mean")
+        low, high = (pred["lower"], pred["upper"]) if log else (mean - 2 * sd, mean + 2 * sd)
+        ax.fill_between(grid[:, 0], low, high, color="tab:blue", alpha=0.2,
+                        label="mode GP: median and 95% interval of y" if log
+                        else "mode GP: mean +- 2 sd of y")  # fmt: skip
+        ax.plot(grid[:, 0], pred["median"] if log else mean, color="tab:blue")
+        ax.plot(grid[:, 0], pred["mixture_median" if log else "mixture_mean"], "--",
+                color="tab:purple", label="mixture median" if log else "mixture mean")  # fmt: skip
         if known_noise(spec):  # each label with its own noise: +- 2 of its sd
             sd_seen = 2 * np.sqrt([label.get("noise", 0.0) for label in labels[: len(y_seen)]])
             ax.errorbar(x_seen[:, 0], y_seen, yerr=sd_seen, fmt="o", color="black", zorder=3,
@@ -81,7 +86,9 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
             ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
         ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
         _scale(ax, space, "x")
-        ax.set_ylabel("y")
+        ax.set_ylabel("y (log scale)" if log else "y")
+        if log:
+            ax.set_yscale("log")
         ax.legend(loc="best", fontsize=8)
     else:
         k = 60
@@ -91,9 +98,9 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         grid = np.column_stack([g0.ravel(), g1.ravel()])
         pred = answers.predict(spec, model, labels, grid.tolist())
         fig = Figure(figsize=(10, 4))
-        for j, (values, title) in enumerate(
-            ((pred["mean"], "mode GP: mean of y"), (np.sqrt(pred["variance"]), "sd of y"))
-        ):
+        centre = ((np.log10(pred["median"]), "mode GP: log10 of the median of y")
+                  if "median" in pred else (pred["mean"], "mode GP: mean of y"))  # fmt: skip
+        for j, (values, title) in enumerate((centre, (np.sqrt(pred["variance"]), "sd of y"))):
             ax = fig.add_subplot(1, 2, j + 1)
             image = ax.contourf(g0, g1, np.reshape(values, g0.shape), levels=20, cmap="viridis")
             fig.colorbar(image, ax=ax)

@@ -263,7 +263,7 @@ LABEL_RESPONSES = {200: {"description": "the same label again", "model": LabelAn
              dependencies=[SimulatorScope])  # fmt: skip
 def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
-    values = LabelValues(body.y, body.noise, replicates=body.y_replicates is not None)
+    values = LabelValues(body.y, body.noise, replicates=body.y_replicates or False)
     outcome, n, _ = store.record_label(campaign_id, body.ticket, None, time.time(), values=values)
     response.status_code = label_status(outcome, body.ticket)
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}

@@ -74,6 +74,14 @@ def model(campaign_id: CampaignId, store: StoreDep):
 EXPORT_FORMAT = "fbgp-al-metamodel"
 EXPORT_FORMAT_VERSION = 1
 EXPORT_FORMAT_VERSION_OUTPUTS = 2  # a multi-output campaign's document (``outputs``)
+# either, with an output modeled on the log scale (``y_transform``): a reader that predates
+# output transforms refuses it rather than read log y as y
+EXPORT_FORMAT_VERSION_LOG = 3
+
+
+def _logged(transforms) -> bool:
+    """Whether any of these output transforms (of a model body) is ``log``."""
+    return any(t.get("y_transform") == "log" for t in transforms)
 
 
 def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: list[dict],
@@ -88,7 +96,9 @@ def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: li
     if any(label.get("noise") is not None for label in seen):
         data["noise"] = [float(label.get("noise") or 0.0) for label in seen]
     document = {
-        "format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION,
+        "format": EXPORT_FORMAT,
+        "format_version": (EXPORT_FORMAT_VERSION_LOG if _logged([model["transform"]])
+                           else EXPORT_FORMAT_VERSION),
         "campaign": {"id": campaign_id, "name": spec["name"]},
         "version": model["version"], "n_labeled": model["n_labeled"],
         "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],
@@ -106,9 +116,9 @@ def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: li
 
 def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list[dict], data: dict,
                     now: float) -> dict:  # fmt: skip
-    """A multi-output model's document (``format_version`` 2): the inputs' ``transform``, each
-    output's draws, mode and ``transform`` under ``outputs``, and the labels with ``y`` (and
-    ``noise``) objects ``{name: value}``."""
+    """A multi-output model's document (``format_version`` 2; 3 with a log output): the
+    inputs' ``transform``, each output's draws, mode and ``transform`` under ``outputs``, and
+    the labels with ``y`` (and ``noise``) objects ``{name: value}``."""
     names = output_names(spec)
     if any(label.get("noise") is not None for label in seen):
         data["noise"] = [label.get("noise") or dict.fromkeys(names, 0.0) for label in seen]
@@ -117,7 +127,10 @@ def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list
     outputs = {name: {k: model["outputs"][name][k] for k in keep if k in model["outputs"][name]}
                for name in names}  # fmt: skip
     document = {
-        "format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION_OUTPUTS,
+        "format": EXPORT_FORMAT,
+        "format_version": (EXPORT_FORMAT_VERSION_LOG
+                           if _logged(o["transform"] for o in outputs.values())
+                           else EXPORT_FORMAT_VERSION_OUTPUTS),
         "campaign": {"id": campaign_id, "name": spec["name"]},
         "version": model["version"], "n_labeled": model["n_labeled"],
         "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],

@@ -22,7 +22,7 @@ from service.schemas.inputs import (
     space_of,
 )
 from service.schemas.mcmc import McmcSettings
-from service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec
+from service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
 from service.schemas.stop_rule import StoppedBy, StopRule, check_stop
 from worker.spec.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
 
@@ -104,6 +104,14 @@ class CampaignFields(Strict):
     outputs: list[OutputSpec] | None = Field(default=None, min_length=2, max_length=MAX_OUTPUTS)
     """Named outputs of one simulation (2 to 16), each with its own GP; absent: one output, `y` a
     number."""
+    # "log": the GP models log y (a positive output over orders of magnitude; labels > 0)
+    transform: OutputTransform = "none"
+    """`none` (the default): the GP models y as it is; `log`: y is positive and the GP models
+    log y, standardized (an output over orders of magnitude: its predictions stay positive), and
+    a label, imported value or test value <= 0 is a 422. Labels and answers stay in y's units:
+    `/predict` gives the lognormal's mean and variance and its median and 95% interval. Known
+    noise variances of y are taken to log y by the delta method, `noise / y^2`. With several
+    outputs each declares its own (`{"name": ..., "transform": "log"}` in `outputs`)."""
 
     @model_serializer(mode="wrap")
     def _learned_noise_unsaid(self, handler):
@@ -116,6 +124,8 @@ class CampaignFields(Strict):
             del data["outputs"]
         if isinstance(data, dict) and data.get("constraints", None) == []:
             del data["constraints"]  # as campaigns created before constraints existed
+        if isinstance(data, dict) and data.get("transform") == "none":
+            del data["transform"]  # as campaigns created before output transforms existed
         return data
 
 
@@ -151,6 +161,10 @@ class CampaignCreate(CampaignFields):
         for spec in self.inputs:
             check_distinguishable(spec)
         if self.outputs is not None:
+            if self.transform != "none":
+                raise ValueError("transform: a campaign with several outputs declares each "
+                                 'output\'s own, {"name": ..., "transform": "log"} in '
+                                 "outputs")  # fmt: skip
             outputs = [o.name for o in self.outputs]
             if len(set(outputs)) != len(outputs):
                 raise ValueError("outputs: their names must be distinct")

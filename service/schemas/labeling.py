@@ -61,13 +61,14 @@ class LabelPost(Strict):
     # with several outputs, objects {name: ...} (checked against the campaign's outputs)
     y: Output | OutputValues | None = None
     """The simulator's output at the point: a number, or with several outputs `{name: value}`, in
-    the output's units (|y| at most 1e150)."""
+    the output's units (|y| at most 1e150; > 0 for an output declared `"transform": "log"`)."""
     noise: NoiseVariance | OutputVariances | None = None
     """With known noise: the variance of `y`, in y's units squared (0 to 1e300), or `{name:
     variance}`."""
     y_replicates: Replicates | Annotated[dict[str, Replicates], _OUTPUTS] | None = None
     """With known noise, instead of `y` and `noise`: 2 or more runs at the point (`{name: [...]}`
-    with several outputs); y is their mean and noise their sample variance over their count."""
+    with several outputs); y is their mean and noise their sample variance over their count
+    (each > 0 for an output declared `"transform": "log"`)."""
 
     @model_validator(mode="after")
     def _one_y(self):
@@ -209,7 +210,7 @@ class Observations(Strict):
     # with several outputs: one object {name: value} per point, or {name: [values]}
     y: YColumn | YColumns
     """Their labels: one number (or `{name: value}`) per point, or with several outputs `{name:
-    [values]}` columns; original units."""
+    [values]}` columns; original units (> 0 for an output declared `"transform": "log"`)."""
     noise: NoiseColumn | NoiseColumns | None = None
     """Their known noise variances, shaped as `y` (campaigns with known noise only)."""
 

@@ -32,16 +32,20 @@ class ModeDraw(Body):
 
 class Transform(Free):
     """Inputs to the unit cube by ``lower`` and ``upper`` (a choice: its value index, 0 to
-    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std``."""
+    ``k - 1``; typed ``inputs`` listed), outputs standardized by ``y_mean`` and ``y_std`` (on
+    the log scale where ``y_transform`` is ``log``)."""
 
     lower: list[float]
     """Each input's lower bound (a choice: 0)."""
     upper: list[float]
     """Each input's upper bound (a choice: its number of values - 1)."""
     y_mean: float
-    """The labels' mean: y is standardized as (y - y_mean) / y_std."""
+    """The labels' mean: y is standardized as (y - y_mean) / y_std (a log output: log y's)."""
     y_std: float
-    """The labels' standard deviation (1 for constant labels)."""
+    """The labels' standard deviation (1 for constant labels; a log output: log y's)."""
+    y_transform: Literal["log"] | None = None
+    """`log`: the output is modeled on the log scale, as (log y - y_mean) / y_std, and answers
+    back in y's units are lognormal (absent: y modeled as it is)."""
 
 
 class FailureModelBody(Free):
@@ -95,9 +99,11 @@ class OutputTransform(Free):
     """How an output is standardized."""
 
     y_mean: float
-    """The output's labels' mean."""
+    """The output's labels' mean (a log output: log y's)."""
     y_std: float
-    """The output's labels' standard deviation."""
+    """The output's labels' standard deviation (a log output: log y's)."""
+    y_transform: Literal["log"] | None = None
+    """`log`: the output is modeled on the log scale (absent: as it is)."""
 
 
 class OutputModel(Free):
@@ -173,7 +179,8 @@ class MetamodelExport(Free):
     format: Literal["fbgp-al-metamodel"]
     """`fbgp-al-metamodel`."""
     format_version: int
-    """1 for one output (2: several); changes when a reader must."""
+    """1 for one output (2: several; 3: either, with an output modeled on the log scale, which
+    readers that predate output transforms refuse); changes when a reader must."""
     campaign: CampaignRef
     """The campaign it came from."""
     version: int
@@ -216,14 +223,14 @@ class ExportedOutput(Free):
 
 
 class MultiMetamodelExport(Free):
-    """A multi-output campaign's exported model (``format_version`` 2): each output's draws,
-    mode and output transform under ``outputs``; ``data.y`` (and ``noise``) objects
-    ``{name: value}``."""
+    """A multi-output campaign's exported model (``format_version`` 2, or 3 with an output
+    modeled on the log scale): each output's draws, mode and output transform under
+    ``outputs``; ``data.y`` (and ``noise``) objects ``{name: value}``."""
 
     format: Literal["fbgp-al-metamodel"]
     """`fbgp-al-metamodel`."""
-    format_version: Literal[2]
-    """2: several outputs."""
+    format_version: Literal[2, 3]
+    """2: several outputs (3: one of them modeled on the log scale)."""
     campaign: CampaignRef
     """The campaign it came from."""
     version: int

@@ -1,11 +1,12 @@
-"""A campaign's outputs (several, by name, each with its weight in the acquisition) and how the
-noise of its labels is modeled: one learned variance, or each label's known one."""
+"""A campaign's outputs (several, by name, each with its weight in the acquisition and its
+transform) and how the noise of its labels is modeled: one learned variance, or each label's
+known one."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, model_serializer, model_validator
 
 from service.names import visible
 from service.schemas.fields import MAX_TEXT, Strict
@@ -21,7 +22,8 @@ class LearnedNoise(Strict):
 class KnownNoise(Strict):
     """Each label carries its noise variance (``noise``, or ``y_replicates``); the GP's
     covariance of the labels is ``Kf + diag(noise / y_std^2) + s2 I`` with ``s2`` a learned
-    nugget on top."""
+    nugget on top (an output modeled on the log scale: ``noise / y^2 / y_std^2``, the delta
+    method's variance of log y)."""
 
     type: Literal["known"]
     """`known`: each label carries its own noise variance."""
@@ -37,6 +39,10 @@ class KnownNoise(Strict):
         return self
 
 
+# an output's transform (worker.spec.defaults.OUTPUT_TRANSFORMS)
+OutputTransform = Literal["none", "log"]
+
+
 class OutputSpec(Strict):
     """A named output of a multi-output campaign, and its weight in the acquisition."""
 
@@ -48,3 +54,14 @@ class OutputSpec(Strict):
     weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
     """The output's weight in the acquisition: points are ranked by the weighted sum of each
     output's standardized score."""
+    transform: OutputTransform = "none"
+    """`none`: the GP models the output as it is; `log`: it models log y (see the campaign's
+    `transform`)."""
+
+    @model_serializer(mode="wrap")
+    def _no_transform_unsaid(self, handler):
+        """An output modeled as it is (the default) is written as before the option existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("transform") == "none":
+            del data["transform"]
+        return data

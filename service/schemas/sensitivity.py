@@ -30,7 +30,9 @@ class Band(Body):
 
 class Sensitivity(Body):
     """The model mean's Sobol indices, each input uniform over its range (a log input on the log
-    scale, an int input over its integers, a choice over its values, as one input)."""
+    scale, an int input over its integers, a choice over its values, as one input). An output
+    modeled on the log scale (`"transform": "log"`): the indices of its model's mean of log y,
+    the scale the GP models (where the closed form is exact)."""
 
     inputs: list[str]
     """The inputs, in the order of the indices."""
@@ -40,7 +42,8 @@ class Sensitivity(Body):
     """Total indices: the share of the variance that involves each input, alone or with others
     (1 minus the share the other inputs explain together)."""
     variance: Band
-    """The mean's variance over the inputs' ranges, in the output's units squared."""
+    """The mean's variance over the inputs' ranges, in the output's units squared (an output
+    modeled on the log scale: of the mean of log y, whose indices these are)."""
     draws: int
     """The posterior draws the indices were computed on."""
     level: float

@@ -94,7 +94,7 @@ class Models:
         """Keep an ``/evaluate``'s metrics as an ``evaluate`` event (the latest
         ``keep_evaluations`` of them), unless the campaign was deleted meanwhile."""
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
-        kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper")
+        kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper", "nlml_y", "nlpd_mixture_y")
         if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
             event["outputs"] = {name: {k: m[k] for k in kept if k in m}
                                 for name, m in metrics["outputs"].items()}  # fmt: skip

@@ -22,10 +22,11 @@ SPEC_MCMC = {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2}
 RTOL = 1e-10
 
 
-def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True):
+def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True, transform="none"):
     """A spec, its labels (with ``noise`` variances when given) and a model fitted to them by
     the worker's own functions, as a refit stores it; without ``nuts``, its draws are drawn
-    around lengthscales of 0.4 and a noise of 0.01 instead (faster)."""
+    around lengthscales of 0.4 and a noise of 0.01 instead (faster). ``transform``: the
+    output's (``log``: modeled on the log scale)."""
     rng = np.random.default_rng(seed)
     inputs = [{"name": f"x{i}", "lower": -1.0 - i, "upper": 2.0 + 3 * i} for i in range(d)]
     lower = np.array([i["lower"] for i in inputs])
@@ -37,7 +38,8 @@ def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True):
     if noise is not None:
         for label, variance in zip(labels, noise, strict=True):
             label["noise"] = float(variance)
-    spec = {"name": "unit", "inputs": inputs, "seed": seed, "mcmc": SPEC_MCMC}
+    spec = {"name": "unit", "inputs": inputs, "seed": seed, "mcmc": SPEC_MCMC,
+            "transform": transform}  # fmt: skip
     data = prepare(spec, labels)
     if nuts:
         post = sample_posterior(data.u, data.z, 2, 40, 40, seed=seed)
@@ -48,8 +50,7 @@ def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True):
     model = {
         "version": n, "n_labeled": n, **post.to_dict(),
         "acquisition_samples": post.thinned(2).to_dict()["samples"],
-        "transform": {**data.space.transform(), "y_mean": data.scale_y.mean,
-                      "y_std": data.scale_y.std},
+        "transform": {**data.space.transform(), **data.scale_y.to_dict()},
         "diagnostics": {"max_rhat": 1.0},
     }  # fmt: skip
     return spec, labels, model, lower, upper
@@ -246,6 +247,32 @@ def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
 def test_a_malformed_document_is_refused(document, change, message):
     with pytest.raises(ValueError, match=message):
         Metamodel.load(dict(document, **change))
+
+
+def test_a_log_outputs_document_predicts_as_the_service_does_and_says_so():
+    """An output modeled on the log scale: the document is ``format_version`` 3 (a reader that
+    predates output transforms refuses it, rather than read log y as y), carries
+    ``y_transform``, and predicts ``/predict``'s ten arrays; a log document with a label <= 0,
+    an unknown ``y_transform`` or a later version is refused."""
+    spec, labels, model, lower, upper = _campaign(2, 10, lambda x: np.exp(x[:, 0]), seed=4,
+                                                  nuts=False, transform="log")  # fmt: skip
+    document = json.loads(json.dumps(export_document("c4", spec, model, labels, 1.0)))
+    assert document["format_version"] == 3 and document["transform"]["y_transform"] == "log"
+    x = _points(lower, upper, labels, 20, seed=4)
+    want = answers.predict(spec, model, labels, x.tolist())
+    got = Metamodel.load(document).predict(x)
+    assert set(got) == set(want) and len(want) == 10
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=RTOL, err_msg=key)
+    bad_y = dict(document["data"], y=[-1.0] + document["data"]["y"][1:])
+    for change, message in (({"data": bad_y}, "data.y must be > 0"),
+                            ({"transform": dict(document["transform"], y_transform="sqrt")},
+                             "y_transform 'sqrt' is unknown"),
+                            ({"format_version": 4}, "format_version 4 is not one")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            Metamodel.load(dict(document, **change))
+    spec, labels, model, _, _ = _campaign(2, 8, lambda x: x[:, 0], seed=3, nuts=False)
+    assert export_document("c3", spec, model, labels, 1.0)["format_version"] == 1  # as before
 
 
 def test_each_gp_is_factorized_once_per_load(document, monkeypatch):

@@ -109,7 +109,7 @@ def multi_model_and_ranking(
         outputs[f.name] = {
             **body,
             "acquisition_samples": thin.to_dict()["samples"],
-            "transform": {"y_mean": f.data.scale_y.mean, "y_std": f.data.scale_y.std},
+            "transform": f.data.scale_y.to_dict(),
             "accuracy": accuracy_of(spec, pool, f.data, thin),
         }
     model = {

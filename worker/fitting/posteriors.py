@@ -13,6 +13,7 @@ from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_poster
 from worker.spec.defaults import (
     MCMC_DEFAULTS,
     known_noise,
+    output_transform,
 )
 from worker.spec.space import Space
 from worker.transforms import OutputStandardization, as_tensor
@@ -58,11 +59,13 @@ def input_scale_prior(spec: dict, u: torch.Tensor) -> np.ndarray | None:
 
 
 def prepare(spec: dict, labels: list[dict]) -> Data:
-    """The labels in the GP's units; in a known-noise campaign with their noise variances,
-    ``noise / y_std^2``."""
+    """The labels in the GP's units (``log y`` standardized for an output declared ``log``); in
+    a known-noise campaign with their noise variances, ``noise / y_std^2`` (of ``log y``:
+    ``noise / y^2 / y_std^2``)."""
     x = [label["x"] for label in labels]
     y = np.array([label["y"] for label in labels], dtype=float)
-    space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y)
+    log = output_transform(spec) == "log"
+    space, scale_y = Space.of(spec["inputs"]), OutputStandardization.from_labels(y, log)
     seed = (int(spec["seed"]) * 1_000_003 + len(labels)) % 2**32
     noise = label_noise(spec, labels, scale_y)
     u = as_tensor(space.to_gp(x))
@@ -74,7 +77,8 @@ def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
     learns its noise."""
     if not known_noise(spec):
         return None
-    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels])
+    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels],
+                                 [label["y"] for label in labels])  # fmt: skip
 
 
 def warm_start_of(spec: dict, previous: dict | None) -> dict | None:

@@ -127,11 +127,7 @@ def model_and_ranking(
         "n_labeled": n,
         **post.to_dict(),
         "acquisition_samples": thin.to_dict()["samples"],
-        "transform": {
-            **data.space.transform(),
-            "y_mean": data.scale_y.mean,
-            "y_std": data.scale_y.std,
-        },  # fmt: skip
+        "transform": {**data.space.transform(), **data.scale_y.to_dict()},
         "diagnostics": diagnostics,
         "accuracy": estimates,
     }
@@ -158,4 +154,5 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(data.space.features(pool.points(index)))
     return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
-                            data.scale_y.std, label_noise=data.noise)  # fmt: skip
+                            data.scale_y.std, label_noise=data.noise,
+                            scale_y=data.scale_y)  # fmt: skip

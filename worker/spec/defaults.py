@@ -124,12 +124,38 @@ def output_weights(spec: dict) -> list[float]:
     return [float(o.get("weight") or 1.0) for o in spec["outputs"]]
 
 
+# an output's `transform`: "none" (the GP models y) or "log" (it models log y: an output that
+# is positive and spans orders of magnitude; its labels must be > 0)
+OUTPUT_TRANSFORMS: tuple[str, ...] = ("none", "log")
+
+
+def output_transform(spec: dict, name: str | None = None) -> str:
+    """The ``transform`` of output ``name``, or of a single-output campaign's one output (None);
+    specs made before the option existed model their outputs as they are (``none``)."""
+    if name is None:
+        return str(spec.get("transform") or "none")
+    declared = next(o for o in spec["outputs"] if o["name"] == name)
+    return str(declared.get("transform") or "none")
+
+
+def log_outputs(spec: dict) -> list[str | None]:
+    """The outputs declared ``"transform": "log"``: their names, or ``[None]`` for a
+    single-output campaign's one output."""
+    names = output_names(spec)
+    if names is None:
+        return [None] if output_transform(spec) == "log" else []
+    return [name for name in names if output_transform(spec, name) == "log"]
+
+
 def output_spec(spec: dict, k: int) -> dict:
     """Output ``k``'s campaign: the single-output campaign whose refits give output ``k``'s
     posterior, the same but for its seed, ``(seed + k) mod 2^32`` (output 0's is the campaign's
-    own)."""
-    single = {key: value for key, value in spec.items() if key != "outputs"}
+    own), with the output's ``transform``."""
+    single = {key: value for key, value in spec.items() if key not in ("outputs", "transform")}
     single["seed"] = (int(spec["seed"]) + k) % 2**32
+    transform = spec["outputs"][k].get("transform") or "none"
+    if transform != "none":
+        single["transform"] = transform
     return single
 
 

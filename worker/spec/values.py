@@ -1,10 +1,11 @@
 """A label's values against its campaign: its outputs (a number, or an object with a number per
-output) and its noise model (known noise variances, or a learned noise level). A value that does
-not fit raises ``ValueError`` naming the field; the service answers it as a 422."""
+output; > 0 for an output declared ``"transform": "log"``) and its noise model (known noise
+variances, or a learned noise level). A value that does not fit raises ``ValueError`` naming the
+field; the service answers it as a 422."""
 
 from __future__ import annotations
 
-from worker.spec.defaults import known_noise, output_names
+from worker.spec.defaults import known_noise, log_outputs, output_names
 
 KNOWN_NOISE = ('this campaign\'s labels carry their noise variance (its "noise" is '
                '{"type": "known"})')  # fmt: skip
@@ -45,10 +46,27 @@ def check_outputs(spec: dict, value, field: str):
     return {n: float(value[n]) for n in names}
 
 
+def check_positive(spec: dict, value, field: str) -> None:
+    """A label's ``y`` as stored (a number, or ``{name: number}``), or its ``y_replicates`` (a
+    list, or ``{name: list}``), against the outputs declared ``log``: a ``ValueError`` naming
+    ``field``, the output and the value unless each of their values is > 0."""
+    for name in log_outputs(spec):
+        given = value if name is None else value[name]
+        for v in given if isinstance(given, list) else [given]:
+            if not float(v) > 0:
+                where = "this campaign's output is" if name is None else f"output {name!r} is"
+                at = field if name is None else f"{field}[{name!r}]"
+                raise ValueError(f'{at}: {where} declared "transform": "log" (modeled on the '
+                                 f"log scale), so its values must be > 0; got {v!r}")  # fmt: skip
+
+
 def checked_rows(spec: dict, y: list, noise: list | None) -> tuple[list, list | None]:
     """Many labels' ``y`` and ``noise`` (an import, a test set) as the campaign stores them,
-    each checked as :func:`check_outputs` checks one (``y[i]``, ``noise[i]``)."""
+    each checked as :func:`check_outputs` checks one (``y[i]``, ``noise[i]``), each ``y`` by
+    :func:`check_positive` too."""
     checked = [check_outputs(spec, value, f"y[{i}]") for i, value in enumerate(y)]
+    for i, value in enumerate(checked):
+        check_positive(spec, value, f"y[{i}]")
     if noise is None:
         return checked, None
     return checked, [check_outputs(spec, value, f"noise[{i}]") for i, value in enumerate(noise)]
@@ -57,9 +75,11 @@ def checked_rows(spec: dict, y: list, noise: list | None) -> tuple[list, list | 
 class LabelValues:
     """One posted label's ``y`` (or ``y_replicates``) and ``noise`` checked against its
     campaign's spec when the store has read it: ``values(spec)`` is ``(y, noise)`` as stored,
-    and they are kept on the object for the answer."""
+    and they are kept on the object for the answer. ``replicates``: the posted
+    ``y_replicates`` (``y`` and ``noise`` their moments), each checked by
+    :func:`check_positive`, or whether there were some."""
 
-    def __init__(self, y, noise=None, replicates: bool = False):
+    def __init__(self, y, noise=None, replicates=False):
         self.given = (y, noise)
         self.replicates = replicates
         self.y = self.noise = None
@@ -69,5 +89,7 @@ class LabelValues:
         field = "y_replicates" if self.replicates else "noise"
         check_noise(spec, noise is not None, field, "noise (the variance of y) or y_replicates")
         self.y = check_outputs(spec, y, "y_replicates" if self.replicates else "y")
+        given = self.replicates if isinstance(self.replicates, (list, dict)) else self.y
+        check_positive(spec, given, "y_replicates" if self.replicates else "y")
         self.noise = None if noise is None else check_outputs(spec, noise, field)
         return self.y, self.noise

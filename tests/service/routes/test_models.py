@@ -1,7 +1,8 @@
 """``GET /campaigns/{id}/model/export`` (:mod:`service.routes.models`) on a real API server with a
 service token, Redis and worker: 404 before the first model, the owner's call only (403 for the
 simulator token), a JSON download of the model with the labels it saw, from which the SDK's
-``Metamodel`` predicts what ``/predict`` answers, to 1e-10, also after the campaign is deleted."""
+``Metamodel`` predicts what ``/predict`` answers, to 1e-10, also after the campaign is deleted,
+and also for an output modeled on the log scale (its lognormal moments and quantiles)."""
 
 import json
 import math
@@ -143,6 +144,35 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
         FbgpClient(guarded, ADMIN).delete_campaign(cid, missing_ok=True)
         owner.close()
         simulator.close()
+
+
+def test_the_exported_model_of_a_log_output_predicts_as_the_service_does(guarded):
+    """``"transform": "log"``: the document carries ``y_transform``, and the ``Metamodel``'s
+    lognormal moments, medians and 95% intervals are ``/predict``'s (through the SDK's
+    ``Prediction``), to 1e-10."""
+    body = dict(BODY, name="export-log", transform="log")
+    with FbgpClient(guarded, ADMIN) as api:
+        campaign = api.create_campaign(body).id
+        for _ in range(6):
+            point = api.next_point(campaign, wait=10)
+            api.label(campaign, point.ticket, math.exp(_f(point.x) / 40.0))  # 0.65 to 30
+        api.wait_for_model(campaign, 6, timeout=120)
+        document = api.export_model(campaign)
+        assert document["transform"]["y_transform"] == "log" and document["format_version"] == 3
+        rng = np.random.default_rng(1)
+        lower, upper = np.array([-5.0, 0.0]), np.array([10.0, 15.0])
+        x = np.concatenate(
+            [[[-5.0, 0.0], [10.0, 15.0]], lower + rng.random((30, 2)) * (upper - lower)]
+        )
+        served = api.predict(campaign, x)
+        local = Metamodel.load(document).predict(x)
+        keys = ("mean", "variance", "mixture_mean", "mixture_variance", "median", "lower",
+                "upper", "mixture_median", "mixture_lower", "mixture_upper")  # fmt: skip
+        assert set(served) == set(local) == set(keys)
+        for key in keys:
+            assert np.all(served[key] > 0), key
+            np.testing.assert_allclose(local[key], served[key], rtol=RTOL, err_msg=key)
+        api.delete_campaign(campaign)
 
 
 def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guarded, redis_url):

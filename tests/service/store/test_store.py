@@ -106,3 +106,19 @@ def test_its_campaigns_run_to_the_end(stored):
         assert status["n_labeled"] == 5, name
         assert status["model_version"] is not None, name
         assert status["refit_failures"] <= 1, name  # the refit killed at d84e063, at most
+
+
+def test_its_campaigns_model_their_outputs_as_they_are(stored):
+    """Specs written before output transforms (no ``transform``) model y as it is: their labels
+    (some negative) stand, their models have no ``y_transform`` and ``/predict`` answers as
+    before, without a log output's quantiles."""
+    data, url = stored
+    c = data["campaigns"]["running"]
+    with httpx.Client(base_url=url, headers=_as(c["owner_token"]), timeout=60) as api:
+        model = api.get(f"/campaigns/{c['id']}/model").json()
+        assert set(model["transform"]) == {"lower", "upper", "y_mean", "y_std"}
+        assert min(api.get(f"/campaigns/{c['id']}/observations").json()["y"]) < 0
+        p = api.post(f"/campaigns/{c['id']}/predict", json={"x": [[0.7], [1.9]]})
+        assert p.status_code == 200, p.text
+        assert set(p.json()) == {"mean", "variance", "mixture_mean", "mixture_variance",
+                                 "model_version"}  # fmt: skip
