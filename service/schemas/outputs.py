@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, model_serializer, model_validator
 
 from service.names import visible
 from service.schemas.fields import MAX_TEXT, Strict
@@ -48,3 +48,15 @@ class OutputSpec(Strict):
     weight: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
     """The output's weight in the acquisition: points are ranked by the weighted sum of each
     output's standardized score."""
+    units: Annotated[str, AfterValidator(visible)] | None = Field(default=None, min_length=1,
+                                                                 max_length=40)  # fmt: skip
+    """The output's units, for people (`"MPa"`): the campaign page's pictures and the report
+    name the output as `stress [MPa]`; nothing else reads them."""
+
+    @model_serializer(mode="wrap")
+    def _units_unsaid(self, handler):
+        """An output without units is written as before they existed: without ``units``."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("units", "") is None:
+            del data["units"]
+        return data
