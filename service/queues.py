@@ -217,7 +217,8 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
 
 # counted against limit_model_calls
 MODEL_CALLS = ("predict", "acquisition", "evaluate", "sensitivity")
-PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
+PAGE_PLOTS = 6  # a campaign's plots out at once beyond its model calls: as many as a browser
+# fetches from one host at once (6 connections over HTTP/1.1), of one page's (pages.PLOTS)
 
 
 def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
