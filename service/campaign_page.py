@@ -18,8 +18,9 @@ from worker.spec.defaults import output_names, output_title
 FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
 
 CAPTIONS = {
-    "model": "The posterior-mode GP's mean and two standard deviations over the inputs, with "
-    "the labels.",
+    "model": "The model over all its inputs: the posterior-mode GP's mean and its uncertainty "
+    "(two standard deviations over one input, the standard deviation over two), with the "
+    "labels.",
     "effects": "Main effects: along each input, the model's mean and 95% band with the other "
     "inputs averaged over their ranges (uniform; a log input on the log scale, an int or a "
     "choice over its values). A flat curve: the input matters little on average.",

@@ -38,7 +38,7 @@ def posterior_png(spec: dict, model: dict, output: str = "y") -> bytes:
     noise = np.log(np.asarray(model["samples"]["noise"]))
     names = [_plain(name) for name in Space.of(spec["inputs"]).feature_names]
     shown = min(len(names), 6)
-    fig = Figure(figsize=(3.2 * shown, 3.0))
+    fig = Figure(figsize=(3.2 * shown, 3.3), layout="constrained")
     mode_l = np.log(np.asarray(model["mode"]["lengthscale"]))
     mode_s = np.log(model["mode"]["noise"])
     for i in range(shown):
@@ -92,7 +92,7 @@ def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") ->
         g0, g1 = np.meshgrid(*axes)
         grid = np.column_stack([g0.ravel(), g1.ravel()])
         pred = answers.predict(spec, model, labels, grid.tolist())
-        fig = Figure(figsize=(10, 4))
+        fig = Figure(figsize=(10, 4), layout="constrained")
         for j, (values, title) in enumerate(
             (
                 (pred["mean"], f"mode GP: mean of {_plain(output)}"),
@@ -237,7 +237,7 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
     bad = np.array([[run["x"][j] for j in drawn] for run in failures], dtype=float)
     good = np.array([[label["x"][j] for j in drawn] for label in labels], dtype=float)
     names = [_plain(spec["inputs"][j]["name"]) for j in drawn]
-    fig = Figure(figsize=(6.4, 4.4))
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     if len(drawn) == 1:
         ax.plot(mesh[0].ravel(), fail.ravel(), color="tab:red", label="P(failure)")
