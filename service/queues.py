@@ -241,8 +241,8 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     n = store.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
     long = name in MODEL_CALLS and costs.long_call(name, points, n, settings)
-    if name == "sensitivity":  # its work grows with the labels, not with points
-        estimate = settings.job_timeout_seconds + 2 * costs.call_seconds(name, points, n)
+    if name == "sensitivity" or args[1:2] == ("sobol",):  # work as the labels squared
+        estimate = settings.job_timeout_seconds + 2 * costs.call_seconds("sensitivity", points, n)
         timeout = max(timeout, math.ceil(min(estimate, wait_seconds)))
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
