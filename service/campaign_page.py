@@ -236,7 +236,9 @@ def _accuracy(spec: dict, model: dict, history: list[dict], pictures: _Pictures)
             f"qbc {a['qbc']:.4g} ({a['qbc_relative']:.2%})",
         ]
         parts.append("<p>" + " &middot; ".join(estimates) + "</p>")
-    if any(e.get("event") == "model" and e.get("accuracy") for e in history):
+    # several outputs: each one's estimates (model events before they were kept have none)
+    key = "outputs" if names else "accuracy"
+    if any(e.get("event") == "model" and e.get(key) for e in history):
         parts.append(pictures.img("accuracy", alt="accuracy estimates, model after model"))
     if any(e.get("event") == "evaluate" for e in history):
         parts.append(pictures.img("curve", alt="learning curve of the /evaluate calls"))

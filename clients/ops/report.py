@@ -93,7 +93,8 @@ def pictures(api: FbgpClient, campaign_id: str, inputs: list[dict], outputs: lis
             pair = {"horizontal": numeric[0], "vertical": numeric[1]}
             wanted.append((section, "pair", name, pair,
                            f"{title} over {numeric[0]} and {numeric[1]}"))  # fmt: skip
-    if any(e.get("event") == "model" and e.get("accuracy") for e in history):
+    key = "outputs" if outputs else "accuracy"  # several: each one's, in its own units
+    if any(e.get("event") == "model" and e.get(key) for e in history):
         wanted.append(("Accuracy", "accuracy", None, {}, "accuracy estimates, model after model"))
     if any(e.get("event") == "evaluate" for e in history):
         wanted.append(("Accuracy", "curve", None, {}, "learning curve of the test sets"))
