@@ -342,6 +342,23 @@ class FbgpClient:
                 f.write(response.content)
         return response.json()
 
+    def history(self, campaign_id: str) -> list[dict]:
+        """The campaign's events, oldest first (``GET .../history``): each model (its
+        diagnostics and ``accuracy``; with several outputs each one's under ``outputs``),
+        evaluation, failed refit, stop, resume, failed and abandoned run kept."""
+        return self._call("GET", f"/campaigns/{campaign_id}/history").json()
+
+    def plot(self, campaign_id: str, kind: str, output: str | None = None,
+             **inputs: str) -> bytes:  # fmt: skip
+        """A picture of the campaign's page, PNG bytes (``GET .../plots/{kind}.png``):
+        ``model``, ``effects``, ``sobol``, ``pair``, ``posterior``, ``failures``, ``accuracy``
+        or ``curve``; ``output``: with several outputs, whose; ``inputs``: a ``pair``'s
+        ``horizontal=`` and ``vertical=`` input names. ``ApiError`` 404 when there is none
+        to draw (yet)."""
+        params = {"output": output, **inputs} if output else dict(inputs)
+        return self._call("GET", f"/campaigns/{campaign_id}/plots/{kind}.png",
+                          params=params).content  # fmt: skip
+
     def wait_for_model(self, campaign_id: str, version: int, timeout: float | None = None,
                        poll: float = 0.2) -> CampaignStatus:  # fmt: skip
         """Wait until the campaign's model has seen ``version`` labels (or more).

@@ -29,6 +29,8 @@ class CampaignStatus:
     stopped_by: dict | None = None
     team: str | None = None  # the team whose token created it
     inputs: list[dict] = field(default_factory=list, repr=False, compare=False)  # as declared
+    # a multi-output campaign's outputs as declared ({name, weight, units}); None: one output
+    outputs: list[dict] | None = field(default=None, repr=False, compare=False)
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -40,7 +42,8 @@ class CampaignStatus:
                    n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
                    n_forgiven=data.get("n_forgiven", 0),
                    stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
-                   inputs=data.get("inputs", []), team=data.get("team"), raw=data)  # fmt: skip
+                   inputs=data.get("inputs", []), outputs=data.get("outputs"),
+                   team=data.get("team"), raw=data)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import html
+import json
 from typing import Annotated
 from urllib.parse import quote
 
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from service.campaign_page import campaign_body, numeric_inputs
 from service.deps import (
     PAGE_COOKIE,
     CampaignId,
@@ -26,14 +28,14 @@ from service.deps import (
     TeamScope,
     team_of,
 )
-from service.errors import NotFound
+from service.errors import NotFound, Unprocessable
 from service.routes import bodies
 from service.routes.model_jobs import run_job
 from service.store import CampaignStore
-from worker.spec import pools
 from worker.spec.defaults import output_names
 
-PLOTS = ("model", "posterior", "failures", "curve", "accuracy")
+PLOTS = ("model", "effects", "sobol", "pair", "posterior", "failures", "curve", "accuracy")
+PER_OUTPUT = ("model", "effects", "sobol", "pair", "posterior")  # one picture per output
 INDEX_PAGE = 50  # campaigns on a page of the index
 
 STYLE = """
@@ -42,14 +44,18 @@ table { border-collapse: collapse; }
 td, th { padding: 0.3em 0.8em; border-bottom: 1px solid #ddd; }
 th { text-align: left; } .error { color: #b00; } img { max-width: 100%; margin: 0.5em 0; }
 .state-done { color: #070; } .muted { color: #777; }
+figure { margin: 1em 0; } figcaption { max-width: 60em; font-size: 0.9em; }
+h2 { border-top: 1px solid #ddd; padding-top: 0.6em; margin-top: 1.5em; }
+form { margin: 1em 0; padding: 0.5em; background: #f4f4f4; }
 """
 
 
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
-# the pages' own stylesheet and images, nothing else: no script, no frame, no form
+# the pages' own stylesheet and images, nothing else: no script, no frame; a form sends to the
+# pages themselves (the campaign page's choice of two inputs)
 SECURITY_HEADERS = {
     "Content-Security-Policy": f"default-src 'none'; img-src 'self'; "
-    f"style-src 'sha256-{_STYLE_HASH}'; base-uri 'none'; form-action 'none'; "
+    f"style-src 'sha256-{_STYLE_HASH}'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -97,119 +103,11 @@ def list_page(store: CampaignStore, cursor: str | None = None,
     return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=True)
 
 
-def campaign_page(store: CampaignStore, campaign_id: str) -> HTMLResponse:
-    s = bodies.status(store, campaign_id)
-    spec = store.spec(campaign_id)
-    history = store.history(campaign_id)
-    version = s["model_version"]
-    stamp = store.plot_stamp(campaign_id)[1]
-    facts = [
-        f"state <b class='state-{s['state']}'>{s['state']}</b>",
-        f"labels <b id='labels'>{s['n_labeled']}</b> of {s['max_labels']}",
-        f"pending {s['n_pending']}",
-        f"failed runs <b id='failed'>{s['n_failed']}</b>",
-        f"abandoned {s['n_abandoned']}",
-        f"model version <b id='version'>{'-' if version is None else version}</b>",
-        f"acquisition {html.escape(s['acquisition'])}",
-        f"mode {s['mode']}",
-    ]
-    parts = [
-        "<p><a href='/'>all campaigns</a></p>",
-        f"<h1>{html.escape(s['name'])}</h1>",
-        "<p>" + " &middot; ".join(facts) + "</p>",
-    ]
-    if s["state"] == "failed":
-        parts.append(f"<p class='error' id='failed'>failed: {html.escape(s['last_error'] or '')}"
-                     "; its owner can retry it (POST .../retry)</p>")  # fmt: skip
-    elif s["last_error"]:
-        parts.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
-    if s["stopped_by"]:
-        v = s["stopped_by"]
-        parts.append(f"<p class='state-done' id='stopped'>stopped by its rule: "
-                     f"{html.escape(v['rule'])} = {v['value']:.4g} &le; {v['target']:g} at model "
-                     f"{v['version']}; its owner can resume it (POST .../resume)</p>")  # fmt: skip
-    if s["stalled"]:
-        parts.append("<p class='error' id='stalled'>stalled: every point left has failed; "
-                     "nothing more can be offered until its owner retries it (POST "
-                     ".../retry)</p>")  # fmt: skip
-    if s["failing"]:
-        since = s["n_failed"] - s["n_forgiven"]
-        parts.append(f"<p class='error' id='failing'>failing: {since} failed runs, more than "
-                     f"max_failures ({s['max_failures']}); no point is handed out until its "
-                     "owner retries it (POST .../retry)</p>")  # fmt: skip
-    if s["n_failed"]:
-        parts.append(_failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"]))
-    if version is None:
-        parts.append("<p class='muted'>No model yet: the initial design is being labeled.</p>")
-    else:
-        model = store.model(campaign_id)
-        d = model["diagnostics"]
-        numbers = [
-            f"refit {d.get('refit_seconds', 0):.2f} s",
-            f"R-hat {d['max_rhat']:.3f}",
-            f"bulk ESS {d['min_ess_bulk']:.0f}",
-            f"divergences {d['divergences']}",
-            f"start {html.escape(str(d.get('warm_start', 'cold')))}",
-        ]
-        parts.append("<p>" + " &middot; ".join(numbers) + "</p>")
-        names = list(model.get("outputs") or {})
-        for name in names:  # several outputs: each one's accuracy
-            a = model["outputs"][name].get("accuracy")
-            if a:
-                parts.append(f"<p id='accuracy-{html.escape(name)}'><b>{html.escape(name)}</b>: "
-                             f"LOO RMSE {a['loo_rmse']:.4g} &middot; LOO NLPD "
-                             f"{a['loo_nlpd']:.3f} &middot; ipv {a['ipv']:.4g} "
-                             f"({a['ipv_relative']:.2%})</p>")  # fmt: skip
-        if model.get("accuracy") and not names:
-            a = model["accuracy"]
-            estimates = [
-                f"LOO RMSE <b id='loo-rmse'>{a['loo_rmse']:.4g}</b>",
-                f"LOO NLPD {a['loo_nlpd']:.3f}",
-                f"LOO 95% coverage {a['loo_coverage_95']:.0%}",
-                f"ipv {a['ipv']:.4g} ({a['ipv_relative']:.2%})",
-                f"ipv_f {a['ipv_f']:.4g}",
-                f"qbc {a['qbc']:.4g} ({a['qbc_relative']:.2%})",
-            ]
-            parts.append("<p>" + " &middot; ".join(estimates) + "</p>")
-        # the model over its inputs: one or two of them, numbers (no choice among them)
-        drawable = len(spec["inputs"]) <= 2 and pools.space_of(spec).numeric
-        kinds = ["model"] if drawable else []
-        kinds.append("posterior")
-        if model.get("failures") and any(i.get("type") != "choice" for i in spec["inputs"]):
-            kinds.append("failures")  # P(failure) over one or two numeric inputs
-        if any(e.get("event") == "model" and e.get("accuracy") for e in history):
-            kinds.append("accuracy")
-        if any(e.get("event") == "evaluate" for e in history):
-            kinds.append("curve")
-        for kind in kinds:
-            src = f"/campaigns/{quote(campaign_id)}/plots/{kind}.png?v={stamp}"
-            if names and kind in ("model", "posterior"):  # one picture per output
-                for name in names:
-                    parts.append(f"<div><img id='plot-{kind}-{html.escape(name)}' alt='{kind}' "
-                                 f"src='{src}&amp;output={quote(name)}'></div>")  # fmt: skip
-                continue
-            parts.append(f"<div><img id='plot-{kind}' alt='{kind}' src='{src}'></div>")
-    return _page(f"{s['name']} - fbgp-al", "".join(parts), refresh=s["state"] != "done")
-
-
-def _coordinate(value) -> str:
-    """A point's coordinate as the page shows it: a number to 6 digits, a choice's text as is."""
-    return value if isinstance(value, str) else f"{value:.6g}"
-
-
-FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
-
-
-def _failures_table(latest: list[dict], n_failed: int) -> str:
-    """The latest failed runs, newest first: their point and reason."""
-    rows = "".join(
-        f"<tr><td>{html.escape(', '.join(_coordinate(v) for v in f['x']))}</td>"
-        f"<td>{html.escape(f['reason'][:300])}</td></tr>"
-        for f in reversed(latest)
-    )
-    more = f" (the latest {len(latest)} of {n_failed})" if n_failed > len(latest) else ""
-    return (f"<h2>Failed runs{more}</h2><table id='failures'><tr><th>x</th><th>reason</th></tr>"
-            f"{rows}</table>")  # fmt: skip
+def campaign_page(store: CampaignStore, campaign_id: str, horizontal: str | None = None,
+                  vertical: str | None = None) -> HTMLResponse:  # fmt: skip
+    """A campaign's page (:func:`service.campaign_page.campaign_body`)."""
+    name, body, refresh = campaign_body(store, campaign_id, horizontal, vertical)
+    return _page(f"{name} - fbgp-al", body, refresh=refresh)
 
 
 def _keep_token(request: Request) -> RedirectResponse:
@@ -225,6 +123,10 @@ def _keep_token(request: Request) -> RedirectResponse:
 
 
 router = APIRouter(tags=["pages"], dependencies=[PageAuthorized])
+PAIR_QUERY = (
+    "A picture over two inputs (`pair`): the input across (`horizontal`) or up "
+    "(`vertical`), a numeric input's name; default: the first numeric inputs."
+)
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False,
@@ -236,43 +138,57 @@ def index(request: Request, store: StoreDep, cursor: str | None = None):
 
 
 @router.get("/campaigns/{campaign_id}/view", response_class=HTMLResponse)
-def view(campaign_id: CampaignId, request: Request, store: StoreDep):
-    """The campaign's page, for people: its state, labels, diagnostics, accuracy and plots
-    (HTML; it refreshes itself while the campaign runs). Opened once as `?token=<owner token>`,
-    it keeps the token as a cookie."""
+def view(
+    campaign_id: CampaignId,
+    request: Request,
+    store: StoreDep,
+    horizontal: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
+    vertical: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
+):  # fmt: skip
+    """The campaign's page, for people: its state, inputs, and per output the model, each
+    input's main effect, the Sobol indices and the model over two inputs (`horizontal`,
+    `vertical`: the page's form), then the accuracy estimates, the failed runs and the
+    diagnostics (HTML; it refreshes itself while the campaign runs). Opened once as
+    `?token=<owner token>`, it keeps the token as a cookie."""
     if "token" in request.query_params:
         return _keep_token(request)
-    return campaign_page(store, campaign_id)
+    return campaign_page(store, campaign_id, horizontal, vertical)
 
 
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
 async def plot(
     campaign_id: CampaignId,
-    kind: Annotated[str, Path(description="`model`, `posterior`, `failures`, `accuracy` or "
-                                          "`curve`.")],  # fmt: skip
+    kind: Annotated[str, Path(description="`model`, `effects`, `sobol`, `pair`, `posterior`, "
+                                          "`failures`, `accuracy` or `curve`.")],  # fmt: skip
     request: Request,
     store: StoreDep,
     redis: RedisDep,
     settings: SettingsDep,
     output: Annotated[
         str | None, Query(description="With several outputs: the output to draw (`model`, "
-                          "`posterior`); default: the first.")
+                          "`effects`, `sobol`, `pair`, `posterior`); default: the first.")
     ] = None,
+    horizontal: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
+    vertical: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
 ):  # fmt: skip
     """A picture of the campaign's page (PNG). It is drawn by a worker once per change of the
     campaign and kept: every page that shows it meanwhile gets the one drawing. 404 when the
-    campaign has no such picture yet.
+    campaign has no such picture yet; 422 for a `pair` over inputs that are not two distinct
+    numeric inputs of the campaign.
     \f
     A change: :meth:`~service.store.plots.Plots.plot_stamp`; the requests of this process
     that ask while it is drawn wait for the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)
-    name, stamp, png = await run_in_threadpool(_kept_plot, store, campaign_id, kind, output)
+    name, stamp, png, pair = await run_in_threadpool(_kept_plot, store, campaign_id, kind,
+                                                     output, horizontal, vertical)  # fmt: skip
     if png is None:
         job = (id(asyncio.get_running_loop()), campaign_id, name, stamp)
         drawing = _drawing.get(job)
         if drawing is None:
             args = (campaign_id, kind) if output is None else (campaign_id, kind, output)
+            if pair is not None:
+                args = (campaign_id, kind, output, pair)
             drawing = _drawing[job] = asyncio.ensure_future(
                 run_in_threadpool(_draw, store, redis, settings, args, name, stamp)
             )
@@ -286,22 +202,49 @@ async def plot(
 _drawing: dict[tuple, asyncio.Future] = {}  # the pictures being drawn for this process
 
 
-def _kept_plot(store: CampaignStore, campaign_id: str, kind: str,
-               output: str | None) -> tuple[str, str, bytes | None]:  # fmt: skip
-    """The picture's name (``{kind}:{output}``), the campaign's stamp, and the picture drawn at
-    that stamp if it is kept; 404 for an unknown picture or output, or a model's before the
-    first model."""
+def _kept_plot(store: CampaignStore, campaign_id: str, kind: str, output: str | None,
+               horizontal: str | None = None, vertical: str | None = None
+               ) -> tuple[str, str, bytes | None, list[str] | None]:  # fmt: skip
+    """The picture's name (``{kind}:{output}``), the stamp it is drawn at (the campaign's; a
+    ``pair``'s with its two inputs, so that one picture per output is kept whichever two are
+    asked), the picture drawn at that stamp if it is kept, and a ``pair``'s two inputs (None
+    for another picture); 404 for an unknown picture or output, or a model's before the first
+    model, 422 for a ``pair`` over anything but two distinct numeric inputs (default: the
+    first two)."""
     if kind not in PLOTS:
         raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
-    names = output_names(store.spec(campaign_id))
+    spec = store.spec(campaign_id)
+    names = output_names(spec)
     if output is not None and (names is None or output not in names):
         have = "one output" if names is None else "outputs " + ", ".join(names)
         raise NotFound(f"no output {output!r}: the campaign has {have}")
+    pair = _pair(spec, horizontal, vertical) if kind == "pair" else None
     version, stamp = store.plot_stamp(campaign_id)
     if kind not in ("curve", "accuracy") and version is None:
         raise NotFound(f"no model yet for campaign {campaign_id!r}")
     name = f"{kind}:{output or ''}"
-    return name, stamp, store.cached_plot(campaign_id, name, stamp)
+    if pair is not None:
+        stamp = f"{stamp}:{json.dumps(pair)}"
+    return name, stamp, store.cached_plot(campaign_id, name, stamp), pair
+
+
+def _pair(spec: dict, horizontal: str | None, vertical: str | None) -> list[str]:
+    """A ``pair`` picture's two inputs (422 unless two distinct numeric inputs; 404 when the
+    campaign has fewer than two)."""
+    numeric = numeric_inputs(spec)
+    if len(numeric) < 2:
+        raise NotFound("a picture over two inputs needs two numeric inputs; the campaign has "
+                       f"{len(numeric)}")  # fmt: skip
+    first = horizontal or next(n for n in numeric if n != vertical)
+    pair = [first, vertical or next(n for n in numeric if n != first)]
+    for axis, name in zip(("horizontal", "vertical"), pair, strict=True):
+        if name not in numeric:
+            raise Unprocessable(f"{axis}: {name!r} is not a numeric input of the campaign (its "
+                                f"numeric inputs: {', '.join(numeric)})")  # fmt: skip
+    if pair[0] == pair[1]:
+        raise Unprocessable(f"horizontal and vertical are both {pair[0]!r}: two different "
+                            "inputs, please")  # fmt: skip
+    return pair
 
 
 def _draw(store: CampaignStore, redis, settings, args: tuple, name: str,

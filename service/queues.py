@@ -229,7 +229,8 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
 
 # counted against limit_model_calls
 MODEL_CALLS = ("predict", "acquisition", "evaluate", "sensitivity")
-PAGE_PLOTS = 4  # a campaign's plots out at once beyond its model calls: one page's (pages.PLOTS)
+PAGE_PLOTS = 6  # a campaign's plots out at once beyond its model calls: as many as a browser
+# fetches from one host at once (6 connections over HTTP/1.1), of one page's (pages.PLOTS)
 
 
 def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
@@ -255,8 +256,8 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     n = store.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
     long = name in MODEL_CALLS and costs.long_call(name, points, n, settings, log_points)
-    if name == "sensitivity":  # its work grows with the labels, not with points
-        estimate = settings.job_timeout_seconds + 2 * costs.call_seconds(name, points, n)
+    if name == "sensitivity" or args[1:2] == ("sobol",):  # work as the labels squared
+        estimate = settings.job_timeout_seconds + 2 * costs.call_seconds("sensitivity", points, n)
         timeout = max(timeout, math.ceil(min(estimate, wait_seconds)))
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"

@@ -10,10 +10,11 @@ import io
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from worker import answers
 from worker.feasibility.campaign import of_model
-from worker.spec.defaults import known_noise
+from worker.spec.defaults import known_noise, output_names, output_title, output_units
 from worker.spec.space import Space
 
 
@@ -30,29 +31,30 @@ def _png(fig: Figure) -> bytes:
     return out.getvalue()
 
 
-def posterior_png(spec: dict, model: dict) -> bytes:
+def posterior_png(spec: dict, model: dict, output: str = "y") -> bytes:
     """Draws of log noise against each of the GP's log lengthscales (one per input, one per
     value of a choice input: the model's ``features``); the mode marked."""
     lengthscale = np.log(np.asarray(model["samples"]["lengthscale"]))
     noise = np.log(np.asarray(model["samples"]["noise"]))
     names = [_plain(name) for name in Space.of(spec["inputs"]).feature_names]
     shown = min(len(names), 6)
-    fig = Figure(figsize=(3.2 * shown, 3.0))
+    fig = Figure(figsize=(3.2 * shown, 3.3), layout="constrained")
     mode_l = np.log(np.asarray(model["mode"]["lengthscale"]))
     mode_s = np.log(model["mode"]["noise"])
     for i in range(shown):
         ax = fig.add_subplot(1, shown, i + 1)
         ax.scatter(lengthscale[:, i], noise, s=4, alpha=0.3, color="tab:blue", label="draws")
         ax.scatter([mode_l[i]], [mode_s], marker="*", s=180, color="tab:red", label="mode")
-        ax.set_xlabel(f"log lengthscale ({names[i]})")
+        ax.set_xlabel(f"log lengthscale\n{names[i]}")
         if i == 0:
             ax.set_ylabel("log nugget variance" if known_noise(spec) else "log noise variance")
             ax.legend(loc="best", fontsize=8)
-    fig.suptitle(f"hyperparameter posterior, model {model['version']} (scaled units)")
+    fig.suptitle(f"{_plain(output)}: hyperparameter posterior, model {model['version']} "
+                 "(inputs scaled to [0, 1], output standardized)")  # fmt: skip
     return _png(fig)
 
 
-def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
+def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") -> bytes | None:
     """The posterior-mode GP's mean and uncertainty over the box, with the labeled points; for
     one or two numeric inputs (None otherwise: more inputs, or a choice among them). A log
     input is drawn on a log axis, an int input at its integers. An output modeled on the log
@@ -86,7 +88,7 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
             ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
         ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
         _scale(ax, space, "x")
-        ax.set_ylabel("y (log scale)" if log else "y")
+        ax.set_ylabel(f"{_plain(output)} (log scale)" if log else _plain(output))
         if log:
             ax.set_yscale("log")
         ax.legend(loc="best", fontsize=8)
@@ -97,27 +99,33 @@ def model_png(spec: dict, model: dict, labels: list[dict]) -> bytes | None:
         g0, g1 = np.meshgrid(*axes)
         grid = np.column_stack([g0.ravel(), g1.ravel()])
         pred = answers.predict(spec, model, labels, grid.tolist())
-        fig = Figure(figsize=(10, 4))
-        centre = ((np.log10(pred["median"]), "mode GP: log10 of the median of y")
-                  if "median" in pred else (pred["mean"], "mode GP: mean of y"))  # fmt: skip
-        for j, (values, title) in enumerate((centre, (np.sqrt(pred["variance"]), "sd of y"))):
+        fig = Figure(figsize=(10, 4), layout="constrained")
+        name = _plain(output)
+        centre = ((np.log10(pred["median"]), f"mode GP: log10 of the median of {name}")
+                  if "median" in pred else (pred["mean"], f"mode GP: mean of {name}"))  # fmt: skip
+        spread = (np.sqrt(pred["variance"]), f"sd of {name}")
+        for j, (values, title) in enumerate((centre, spread)):
             ax = fig.add_subplot(1, 2, j + 1)
             image = ax.contourf(g0, g1, np.reshape(values, g0.shape), levels=20, cmap="viridis")
             fig.colorbar(image, ax=ax)
-            ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white")
+            ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white",
+                       clip_on=False)  # fmt: skip
             ax.set_title(title)
             ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
             ax.set_ylabel(_plain(spec["inputs"][1]["name"]))
             _scale(ax, space, "x")
             _scale(ax, space, "y")
-    fig.suptitle(f"model {model['version']}: {model['n_labeled']} labels")
+    fig.suptitle(f"{_plain(output)}: model {model['version']}, {model['n_labeled']} labels")
     return _png(fig)
 
 
 def _scale(ax, space: Space, which: str) -> None:
-    """A log input's axis on the log scale."""
-    if space.inputs["xy".index(which)].type == "log":
+    """A log input's axis on the log scale, an int input's ticks at integers."""
+    kind = space.inputs["xy".index(which)].type
+    if kind == "log":
         (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    if kind == "int":
+        getattr(ax, f"{which}axis").set_major_locator(MaxNLocator(integer=True))
 
 
 def curve_png(history: list[dict]) -> bytes | None:
@@ -126,7 +134,7 @@ def curve_png(history: list[dict]) -> bytes | None:
     if not points:
         return None
     n = [e["n_labeled"] for e in points]
-    fig = Figure(figsize=(8, 3.2))
+    fig = Figure(figsize=(8, 3.2), layout="constrained")
     # several outputs: their mean NLML and NLPD (GP units), since their RMSEs have units apart
     metrics = ("nlml", "rmse") if all("rmse" in e for e in points) else ("nlml", "nlpd_mixture")
     for j, metric in enumerate(metrics):
@@ -134,50 +142,78 @@ def curve_png(history: list[dict]) -> bytes | None:
         ax.plot(n, [e[metric] for e in points], marker="o")
         ax.set_xlabel("labels")
         ax.set_ylabel(metric.upper())
-    fig.suptitle("learning curve (/evaluate)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(
+        "learning curve of the test sets (/evaluate)"
+        + ("" if metrics[1] == "rmse" else ": the outputs' mean NLML and NLPD, standardized")
+    )
     return _png(fig)
 
 
 def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
-    """Each model's accuracy estimates against its labels (None if no model has them): the LOO
-    RMSE, and the integrated predictive variances of y and f and the draws' disagreement (log
-    scale), in the output's units; the stopping rule's targets in those units dashed (relative
-    ones dash-dotted, scaled by each model's labels), each stop and resume a vertical line."""
-    models = [e for e in history if e.get("event") == "model" and e.get("accuracy")]
-    if not models:
+    """Each model's accuracy estimates against its labels (None if no model has them), a row
+    of two panels per output in that output's units: the LOO RMSE, and the integrated
+    predictive variances of y and f and the draws' disagreement (log scale, units squared);
+    the stopping rule's targets in those units dashed (relative ones dash-dotted, scaled by
+    each model's labels), each stop and resume a vertical line. A multi-output campaign's
+    models before each output's estimates were kept in its history are left out."""
+    names = output_names(spec)
+    series = []
+    for name in names or [None]:
+        models = [(e["version"], e["accuracy"] if name is None else
+                   (e.get("outputs") or {}).get(name)) for e in history
+                  if e.get("event") == "model" and e.get("accuracy")]  # fmt: skip
+        models = [(version, a) for version, a in models if a]
+        if models:
+            series.append((name, models))
+    if not series:
         return None
-    n = [e["version"] for e in models]
-    rule = spec.get("stop") or {}
-    fig = Figure(figsize=(9, 3.4))
-    panels = (
-        (("loo_rmse", "LOO RMSE of the mixture mean"),),
-        (("ipv", "ipv (y)"), ("ipv_f", "ipv_f (f)"), ("qbc", "qbc (draws' disagreement)")),
-    )
-    for j, lines in enumerate(panels):
-        ax = fig.add_subplot(1, 2, j + 1)
-        for (name, label), color in zip(lines, ("tab:blue", "tab:green", "tab:red"), strict=False):
-            values = [e["accuracy"][name] for e in models]
-            ax.plot(n, values, marker="o", ms=3, color=color, label=label)
-            if rule.get(name):
-                ax.axhline(rule[name], color=color, ls="--", lw=1, label=f"target {name}")
-            relative = rule.get(f"{name}_relative")
-            if relative and all(e["accuracy"][f"{name}_relative"] > 0 for e in models):
-                # in the output's units each model's target moves with the labels' spread
-                scaled = [relative * e["accuracy"][name] / e["accuracy"][f"{name}_relative"]
-                          for e in models]  # fmt: skip
-                ax.plot(n, scaled, color=color, ls="-.", lw=1, label=f"target {name}_relative")
-        for e in history:
-            if e.get("event") in ("stopped", "resumed"):
-                at = e.get("version", e.get("n_labeled"))
-                ax.axvline(at, color="black" if e["event"] == "stopped" else "grey", ls=":",
-                           lw=1)  # fmt: skip
-        if j == 1 and all(e["accuracy"][k] > 0 for e in models for k, _ in lines):
-            ax.set_yscale("log")
-        ax.set_xlabel("labels")
-        ax.set_ylabel("output units" if j == 0 else "output units squared")
-        ax.legend(loc="best", fontsize=7)
-    fig.suptitle("accuracy without a test set (dotted: stopped, resumed)")
+    fig = Figure(figsize=(10, 3.3 * len(series) + 0.5), layout="constrained")
+    for row, (output, models) in enumerate(series):
+        title, units = _plain(output_title(spec, output)), output_units(spec, output)
+        name = _plain(output or "y")
+        for j in range(2):
+            ax = fig.add_subplot(len(series), 2, 2 * row + j + 1)
+            _accuracy_panel(ax, j, models, spec.get("stop") or {}, history)
+            ax.set_title(f"{title}: " + ("LOO RMSE" if j == 0 else "integrated variances"),
+                         fontsize=9)  # fmt: skip
+            unit2 = units if units is None or units.isalnum() else f"({units})"
+            squared = f"variance of {name}" + (f" [{_plain(unit2)}²]" if units else "")
+            ax.set_ylabel(title if j == 0 else squared)
+    fig.suptitle("accuracy without a test set, model after model (dotted: stopped, resumed)",
+                 fontsize=10)  # fmt: skip
     return _png(fig)
+
+
+ACCURACY_PANELS = (
+    (("loo_rmse", "LOO RMSE of the mixture mean"),),
+    (("ipv", "ipv (y)"), ("ipv_f", "ipv_f (f)"), ("qbc", "qbc (draws' disagreement)")),
+)
+
+
+def _accuracy_panel(ax, j: int, models: list[tuple], rule: dict, history: list[dict]) -> None:
+    """Panel ``j`` of :data:`ACCURACY_PANELS` of one output's ``models`` (``(version,
+    accuracy)``)."""
+    n = [version for version, _ in models]
+    lines = ACCURACY_PANELS[j]
+    for (name, label), color in zip(lines, ("tab:blue", "tab:green", "tab:red"), strict=False):
+        ax.plot(n, [a[name] for _, a in models], marker="o", ms=3, color=color, label=label)
+        if rule.get(name):
+            ax.axhline(rule[name], color=color, ls="--", lw=1, label=f"target {name}")
+        relative = rule.get(f"{name}_relative")
+        if relative and all(a[f"{name}_relative"] > 0 for _, a in models):
+            # in the output's units each model's target moves with the labels' spread
+            scaled = [relative * a[name] / a[f"{name}_relative"] for _, a in models]
+            ax.plot(n, scaled, color=color, ls="-.", lw=1, label=f"target {name}_relative")
+    for e in history:
+        if e.get("event") in ("stopped", "resumed"):
+            at = e.get("version", e.get("n_labeled"))
+            ax.axvline(at, color="black" if e["event"] == "stopped" else "grey", ls=":", lw=1)
+    if j == 1 and all(a[k] > 0 for _, a in models for k, _ in lines):
+        ax.set_yscale("log")
+    ax.set_xlabel("labels")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="best", fontsize=7)
 
 
 def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dict]) -> bytes | None:
@@ -207,20 +243,23 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
     bad = np.array([[run["x"][j] for j in drawn] for run in failures], dtype=float)
     good = np.array([[label["x"][j] for j in drawn] for label in labels], dtype=float)
     names = [_plain(spec["inputs"][j]["name"]) for j in drawn]
-    fig = Figure(figsize=(6.4, 4.4))
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
     if len(drawn) == 1:
         ax.plot(mesh[0].ravel(), fail.ravel(), color="tab:red", label="P(failure)")
-        ax.scatter(good[:, 0], np.zeros(len(good)), s=14, color="black", label="labels")
-        ax.scatter(bad[:, 0], np.ones(len(bad)), marker="x", color="tab:red", label="failed runs")
+        ax.scatter(good[:, 0], np.zeros(len(good)), s=14, color="black", label="labels",
+                   clip_on=False)  # fmt: skip
+        ax.scatter(bad[:, 0], np.ones(len(bad)), marker="x", color="tab:red", label="failed runs",
+                   clip_on=False)  # fmt: skip
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("P(failure)")
         ax.legend(loc="best", fontsize=8)
     else:
         image = ax.contourf(*mesh, fail, levels=np.linspace(0, 1, 11), cmap="Reds")
         fig.colorbar(image, ax=ax, label="P(failure)")
-        ax.scatter(good[:, 0], good[:, 1], s=10, color="black", label="labels")
-        ax.scatter(bad[:, 0], bad[:, 1], marker="x", s=40, color="blue", label="failed runs")
+        ax.scatter(good[:, 0], good[:, 1], s=10, color="black", label="labels", clip_on=False)
+        ax.scatter(bad[:, 0], bad[:, 1], marker="x", s=40, color="blue", label="failed runs",
+                   clip_on=False, zorder=3)  # fmt: skip
         ax.set_ylabel(names[1])
         if drawn == [0, 1]:
             _scale(ax, space, "y")

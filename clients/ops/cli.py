@@ -41,6 +41,12 @@ def _run(argv: list[str]) -> None:
     main(argv)
 
 
+def _report(argv: list[str]) -> None:
+    from clients.ops.report import main
+
+    main(argv)
+
+
 def _bench(argv: list[str]) -> None:
     from clients.reproduction.bench import main
 
@@ -249,6 +255,7 @@ COMMANDS = {
     "run": (_run, "any executable as a simulator: fbgp-al run --url U --campaign ID -- cmd {x1}"),
     "team": (_team, "teams of a shared stack: create, list, rotate or delete a team's token"),
     "export": (_export, "a campaign's model as a file the SDK's Metamodel predicts from"),
+    "report": (_report, "a campaign as one self-contained HTML file: plots, indices, data"),
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "bench-failures": (
         _bench_failures,

@@ -257,6 +257,8 @@ class CampaignStatus(Body):
     """`sequential` or `parallel`."""
     inputs: list[InputSpec]  # x's coordinates, in order: names, types, bounds or values
     """The inputs, in the order of a point's coordinates: names, types, bounds or values."""
+    outputs: list[OutputSpec] | None = None
+    """A multi-output campaign's outputs (names, weights, units); `null`: one output."""
     n_failed: int = 0  # runs reported failed
     """Runs reported failed."""
     n_abandoned: int = 0  # tickets abandoned

@@ -57,11 +57,18 @@ class OutputSpec(Strict):
     transform: OutputTransform = "none"
     """`none`: the GP models the output as it is; `log`: it models log y (see the campaign's
     `transform`)."""
+    units: Annotated[str, AfterValidator(visible)] | None = Field(default=None, min_length=1,
+                                                                 max_length=40)  # fmt: skip
+    """The output's units, for people (`"MPa"`): the campaign page's pictures and the report
+    name the output as `stress [MPa]`; nothing else reads them."""
 
     @model_serializer(mode="wrap")
-    def _no_transform_unsaid(self, handler):
-        """An output modeled as it is (the default) is written as before the option existed."""
+    def _unsaid(self, handler):
+        """An output modeled as it is (the default) and one without units are written as
+        before the options existed: without ``transform`` and ``units``."""
         data = handler(self)
         if isinstance(data, dict) and data.get("transform") == "none":
             del data["transform"]
+        if isinstance(data, dict) and data.get("units", "") is None:
+            del data["units"]
         return data

@@ -43,6 +43,15 @@ class Models:
             event[key] = d.get(key)
         if "accuracy" in model:
             event["accuracy"] = model["accuracy"]
+        # several outputs: each one's estimates a stopping rule may name, in its own units (the
+        # page's learning curves)
+        each = {
+            name: {k: o["accuracy"][k] for k in STOP_TARGETS if k in o["accuracy"]}
+            for name, o in (model.get("outputs") or {}).items()
+            if o.get("accuracy")
+        }
+        if each:
+            event["outputs"] = each
         keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
         keys += [self.k(campaign_id, "labels"), PHASES]
         args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),

@@ -26,12 +26,12 @@ from service import costs
 from service.errors import NotFound
 from service.settings import get_settings
 from service.store import CampaignStore
-from worker import answers, fitting, views
+from worker import answers, effect_views, fitting, views
 from worker.jobs import fanout
 from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble
 from worker.sensitivity import sensitivity_outputs
-from worker.spec.defaults import output_labels, output_names, output_spec
+from worker.spec.defaults import output_labels, output_names, output_spec, output_title
 from worker.warm_start import judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
@@ -256,15 +256,18 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
     return dict(result, model_version=model["version"])
 
 
-def plot(campaign_id: str, kind: str, output: str | None = None) -> str | None:
+def plot(campaign_id: str, kind: str, output: str | None = None,
+         inputs: list[str] | None = None) -> str | None:  # fmt: skip
     """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
-    ``failures``, ``curve`` or ``accuracy`` (None: none to draw); with several outputs the
-    ``posterior`` and ``model`` of ``output`` (default the first)."""
-    png = _png(campaign_id, kind, output)
+    ``effects``, ``sobol``, ``pair``, ``failures``, ``curve`` or ``accuracy`` (None: none to
+    draw); with several outputs the ``posterior``, ``model``, ``effects``, ``sobol`` and
+    ``pair`` of ``output`` (default the first); ``inputs``: the two inputs a ``pair`` is drawn
+    over (by name)."""
+    png = _png(campaign_id, kind, output, inputs)
     return None if png is None else base64.b64encode(png).decode()
 
 
-def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
+def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | None):
     store = _store()
     if kind == "curve":
         return views.curve_png(store.history(campaign_id))
@@ -272,6 +275,7 @@ def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
         return views.accuracy_png(store.history(campaign_id), store.spec(campaign_id))
     spec, model, labels = _with_model(campaign_id)
     names = output_names(spec)
+    title = output_title(spec, output)
     if names:
         k = names.index(output) if output in names else 0
         spec, model, labels = (output_spec(spec, k), answers.output_model(model, names[k]),
@@ -279,5 +283,15 @@ def _png(campaign_id: str, kind: str, output: str | None) -> bytes | None:
     if kind == "failures":
         return views.failures_png(spec, model, labels, store.failures(campaign_id))
     if kind == "posterior":
-        return views.posterior_png(spec, model)
-    return views.model_png(spec, model, labels)
+        return views.posterior_png(spec, model, title)
+    if kind == "effects":
+        return effect_views.effects_png(spec, model, labels, title)
+    if kind == "sobol":
+        return effect_views.sobol_png(spec, model, labels, title)
+    if kind == "pair":
+        index = {i["name"]: j for j, i in enumerate(spec["inputs"])}
+        if not inputs or len(inputs) != 2 or not set(inputs) <= set(index):
+            return None
+        return effect_views.pair_png(spec, model, labels, title, (index[inputs[0]],
+                                                                  index[inputs[1]]))  # fmt: skip
+    return views.model_png(spec, model, labels, title)

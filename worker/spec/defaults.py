@@ -169,3 +169,25 @@ def output_labels(labels: list[dict], name: str) -> list[dict]:
             single["noise"] = label["noise"][name]
         out.append(single)
     return out
+
+
+def output_units(spec: dict, name: str | None = None) -> str | None:
+    """Output ``name``'s declared ``units`` (default: the first output's), or None (none
+    declared, or a single output)."""
+    outputs = spec.get("outputs")
+    if not outputs:
+        return None
+    chosen = next((o for o in outputs if o["name"] == name), outputs[0])
+    return chosen.get("units") or None
+
+
+def output_title(spec: dict, name: str | None = None) -> str:
+    """An output as the pictures and pages name it: output ``name`` of a multi-output campaign
+    (default: the first), with its ``units`` in brackets where declared; a single output's
+    ``y``."""
+    outputs = spec.get("outputs")
+    if not outputs:
+        return "y"
+    chosen = next((o for o in outputs if o["name"] == name), outputs[0])
+    units = output_units(spec, chosen["name"])
+    return f"{chosen['name']} [{units}]" if units else chosen["name"]

@@ -176,7 +176,7 @@ def test_a_pool_of_typed_points_hands_them_out_as_posted(client, make_body):
     failed = list(csv.reader(io.StringIO(text)))[-1]
     assert failed == [offered[1]["x"][0], str(offered[1]["x"][1]), "", "failed", "diverged"]
     view = client.get(f"/campaigns/{campaign}/view").text
-    assert f"{offered[1]['x'][0]}, {offered[1]['x'][1]}" in view
+    assert f"solver={offered[1]['x'][0]}, levels={offered[1]['x'][1]}" in view
     # a point of the pool imported by its values is that pool point: labeled once only
     rest = [p for p in canonical if p not in (o["x"] for o in offered)]
     r = client.post(f"/campaigns/{campaign}/observations", json={"x": [rest[0]] * 2, "y": [1, 2]})

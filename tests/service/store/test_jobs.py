@@ -42,7 +42,7 @@ def test_a_campaign_s_plots_out_at_once_are_bounded(client, make_body, redis_url
     campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
     store = CampaignStore(Redis.from_url(redis_url))
     now = time.time()
-    out = [f"short:other-{i}" for i in range(PAGE_PLOTS)]  # limit_model_calls = 1, + 4 plots
+    out = [f"short:other-{i}" for i in range(PAGE_PLOTS)]  # limit_model_calls = 1, + the plots
     for member in out:
         assert store.admit_short(campaign, member, now, now + 60, 100) == 1
     assert client.get(f"/campaigns/{campaign}/plots/curve.png").status_code != 429

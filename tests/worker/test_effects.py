@@ -1,0 +1,97 @@
+"""Main effects and two-input means with the other inputs averaged (:mod:`worker.effects`),
+against independent computations on a fitted mixed model (a float, a log, an int and a choice
+input): the mean against brute-force averages of ``/predict``'s mixture means at random points,
+each draw's variance against the joint predictive covariance of the points averaged."""
+
+import numpy as np
+import pytest
+import torch
+
+from worker import answers, effects, fitting
+from worker.spec.pools import pool_of
+from worker.spec.space import Space
+
+SPEC = {
+    "inputs": [{"name": "load", "lower": 0.0, "upper": 10.0},
+               {"name": "gap", "type": "log", "lower": 0.01, "upper": 10.0},
+               {"name": "layers", "type": "int", "lower": 1, "upper": 4},
+               {"name": "alloy", "type": "choice", "values": ["steel", "al", "ti"]}],
+    "pool": {"type": "grid", "points_per_dim": 9},
+    "pool_subsample": 200,
+    "acquisition": "qb-mgp",
+    "mcmc": {"chains": 2, "warmup": 40, "samples": 20, "thinning": 2},
+    "seed": 3,
+}  # fmt: skip
+
+
+def truth(point) -> float:
+    load, gap, layers, alloy = point
+    k = {"steel": 2.0, "al": 1.0, "ti": 1.5}[alloy]
+    return k * np.sin(load / 3.0) + 0.5 * np.log10(gap) + 0.3 * layers
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    space = Space.of(SPEC["inputs"])
+    rng = np.random.default_rng(0)
+    x = space.from_pool(space.stratify(rng.random((24, 4))))
+    labels = [{"x": p, "y": float(truth(p)), "index": None, "ticket": None} for p in x]
+    torch.manual_seed(0)
+    model, _ = fitting.fit(SPEC, pool_of(SPEC), labels, exclude=set())
+    return space, model, labels
+
+
+def test_main_effects_mean_is_the_average_of_predictions(fitted):
+    """Along each input, the curve is the mean over the draws of ``/predict``'s mixture mean
+    averaged over 3,000 random points of the other inputs (uniform, independent of the
+    quasi-Monte Carlo points), within 4 standard errors of that average."""
+    space, model, labels = fitted
+    curves = effects.main_effects(SPEC, model, labels, draws=None)
+    rng = np.random.default_rng(11)
+    others = space.stratify(rng.random((3000, space.dim)))
+    for j, curve in enumerate(curves):
+        assert curve["input"] == SPEC["inputs"][j]["name"]
+        picks = range(0, len(curve["v"]), max(1, len(curve["v"]) // 3))
+        for i in picks:
+            v = others.copy()
+            v[:, j] = curve["v"][i]
+            mean = np.array(answers.predict(SPEC, model, labels, space.from_pool(v))
+                            ["mixture_mean"])  # fmt: skip
+            se = mean.std(ddof=1) / np.sqrt(len(mean))
+            assert abs(curve["mean"][i] - mean.mean()) <= 4 * se + 1e-9, (j, i, curve, se)
+            assert curve["low"][i] < curve["mean"][i] < curve["high"][i]
+    assert [c["x"] for c in curves][3] == ["steel", "al", "ti"]
+    assert curves[2]["x"] == [1, 2, 3, 4]
+
+
+def test_each_draws_variance_is_the_joint_covariance_averaged(fitted):
+    """One draw's mean and variance of the average over the samples are ``1^T m / S`` and
+    ``1^T C 1 / S^2`` of the latent joint predictive mean ``m`` and covariance ``C`` at the
+    points averaged (:func:`worker.answers._joint_predictive`), at a main effect's and a
+    two-input grid's points."""
+    space, model, labels = fitted
+    box, scale_y, u, z, post, noise = answers._context(SPEC, model, labels)
+    others = effects.other_inputs(space, 64, seed=4)
+    for b in (0, 5):
+        ls, s2 = post.lengthscale[b : b + 1], post.noise[b : b + 1]
+        for fixed, t in (([0], [[0.3, 0, 0, 0]]), ([0, 3], [[0.7, 0, 0, 0.5]])):
+            t = np.array(t)
+            means, variances = effects.averaged_draws(space, u, z, ls, s2, noise, fixed, t,
+                                                      others)  # fmt: skip
+            v = others.copy()
+            v[:, fixed] = t[0, fixed]
+            cand = torch.as_tensor(space.features(v))
+            mean, cov = answers._joint_predictive(u, z, ls, s2, cand)
+            cov.diagonal().sub_(s2[0])  # latent
+            assert means[0, 0] == pytest.approx(float(mean.mean()), rel=1e-9, abs=1e-12)
+            expected = float(cov.sum()) / len(v) ** 2
+            assert variances[0, 0] == pytest.approx(expected, rel=1e-6, abs=1e-10)
+
+
+def test_the_band_is_the_mixtures_interval():
+    """Two draws far apart: the band holds both; one draw: the normal's 95% interval."""
+    mean, low, high = effects.mixture_band(np.array([[0.0], [10.0]]), np.array([[1.0], [1.0]]))
+    assert mean[0] == 5.0 and low[0] < 0 and high[0] > 10
+    mean, low, high = effects.mixture_band(np.array([[2.0]]), np.array([[4.0]]))
+    assert low[0] == pytest.approx(2 - 1.959964 * 2, abs=1e-5)
+    assert high[0] == pytest.approx(2 + 1.959964 * 2, abs=1e-5)
