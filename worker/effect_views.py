@@ -35,8 +35,9 @@ def _labels_at(labels: list[dict], model: dict, j: int) -> list:
 
 def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> bytes:
     """Each input's main effect on ``output`` (the first :data:`MAX_PANELS`): the mixture's
-    mean and 95% band of ``f`` along the input, the others averaged over their ranges; a
-    choice input's as a point and bar per value; the labels' values of the input as ticks."""
+    mean and 95% band of ``f`` along the input, the others averaged over their ranges (a log
+    output: the geometric mean's median and band, on a log axis); a choice input's as a point
+    and bar per value; the labels' values of the input as ticks."""
     space = Space.of(spec["inputs"])
     shown = list(range(min(space.dim, MAX_PANELS)))
     curves = effects.main_effects(spec, model, labels, shown)
@@ -46,7 +47,9 @@ def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> byt
     axes = fig.subplots(rows, cols, sharey=True, squeeze=False).ravel()
     for j, (ax, curve) in enumerate(zip(axes, curves, strict=False)):
         inp = space.inputs[j]
-        mean, low, high = (np.asarray(curve[k]) for k in ("mean", "low", "high"))
+        mean, low, high = (np.asarray(curve[k]) for k in ("center", "low", "high"))
+        if curve["geometric"]:
+            ax.set_yscale("log")
         if inp.type == "choice":
             where = np.arange(len(curve["x"]))
             ax.errorbar(where, mean, yerr=[mean - low, high - mean], fmt="o", capsize=4,
@@ -72,9 +75,12 @@ def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> byt
     for ax in axes[len(curves) :]:
         ax.set_visible(False)
     more = f" (the first {len(shown)} of {space.dim} inputs)" if len(shown) < space.dim else ""
+    what = (f"geometric mean of {_plain(output)} over the other inputs' ranges: the model's "
+            "median and 95% band" if curves and curves[0]["geometric"] else
+            "mean and 95% band of the model along each input, the other inputs averaged over "
+            "their ranges")  # fmt: skip
     fig.suptitle(f"{_plain(output)}: main effects, model {model['version']}{more}\n"
-                 "mean and 95% band of the model along each input, the other inputs averaged "
-                 "over their ranges; ticks: the labels", fontsize=10)  # fmt: skip
+                 f"{what}; ticks: the labels", fontsize=10)  # fmt: skip
     return _png(fig)
 
 
@@ -127,7 +133,10 @@ def pair_png(spec: dict, model: dict, labels: list[dict], output: str,
     values = np.array(space.pool_to_code(t), dtype=float)
     xh, xv = values[:, h].reshape(gh.shape), values[:, v].reshape(gh.shape)
     fig = Figure(figsize=(11, 4.6), layout="constrained")
-    panels = ((g["mean"], f"mean of {_plain(output)}", "viridis"),
+    center = "mean of"
+    if g["geometric"]:  # the others averaged on the log scale: y's geometric mean over them
+        center = "median of the geometric mean of" if space.dim > 2 else "median of"
+    panels = ((g["center"], f"{center} {_plain(output)}", "viridis"),
               (g["high"] - g["low"], "width of its 95% band", "magma"))  # fmt: skip
     seen_h = np.asarray(_labels_at(labels, model, h), dtype=float)
     seen_v = np.asarray(_labels_at(labels, model, v), dtype=float)

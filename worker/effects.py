@@ -21,7 +21,11 @@ that under each draw ``mean(t)`` and ``var(t)`` are exactly the posterior mean a
 ``(1/S) sum_s f(t, x_s)``, the quasi-Monte Carlo estimate of ``g_J(t)``; the ``t`` grid is
 exact. The draws mix with equal weights: the band is the mixture's equal-tailed interval
 (bisection on its CDF), over the lengthscales' and noise's uncertainty and ``f``'s at each.
-Values are ``f``'s, in the output's units (the noise is not in them).
+Values are ``f``'s, in the output's units (the noise is not in them). For an output modeled on
+the log scale ``f`` is ``log y``'s, and the curve is ``exp g_J``: the geometric mean of ``y``
+over the inputs not in ``J``, the mixture's median and band mapped by ``exp`` (exact for
+quantiles, as ``exp`` is increasing). Its mean is not drawn: ``E[exp g_J]`` is not the mean of
+``y`` over the other inputs either, and would be a second, less plain quantity.
 
 Cost: per draw ``O(S n F)`` for ``E_-J``, ``O(S^2 F)`` for ``D_-J``, ``O(n^2 T)`` for the
 variances (``S`` samples, ``n`` labels, ``F`` features, ``T`` grid points), and one Cholesky
@@ -107,22 +111,29 @@ def averaged_draws(space: Space, u: torch.Tensor, z: torch.Tensor, lengthscale: 
     return torch.cat(means).numpy(), torch.cat(variances).numpy()
 
 
-def mixture_band(means: np.ndarray, variances: np.ndarray, level: float = LEVEL):
-    """The equal-weight mixture of ``N(means[b], variances[b])`` at each point (``B x T``): its
-    mean and the ``level`` equal-tailed interval (``low``, ``high``), by bisection on its CDF."""
+def mixture_quantiles(means: np.ndarray, variances: np.ndarray, probabilities) -> list:
+    """The quantiles of the equal-weight mixture of ``N(means[b], variances[b])`` at each point
+    (``B x T``) at each of ``probabilities``, by bisection on its CDF (``T`` each)."""
     sd = np.sqrt(np.maximum(variances, 1e-300))
     mean = means.mean(0)
-    tail = (1.0 - level) / 2
     spread = np.abs(means - mean).max(0) + 10 * sd.max(0)
     out = []
-    for p in (tail, 1.0 - tail):
+    for p in probabilities:
         lo, hi = mean - spread, mean + spread
         for _ in range(60):
             mid = 0.5 * (lo + hi)
             below = ndtr((mid - means) / sd).mean(0) < p
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
         out.append(0.5 * (lo + hi))
-    return mean, out[0], out[1]
+    return out
+
+
+def mixture_band(means: np.ndarray, variances: np.ndarray, level: float = LEVEL):
+    """The equal-weight mixture of ``N(means[b], variances[b])`` at each point (``B x T``): its
+    mean and the ``level`` equal-tailed interval (``low``, ``high``)."""
+    tail = (1.0 - level) / 2
+    low, high = mixture_quantiles(means, variances, (tail, 1.0 - tail))
+    return means.mean(0), low, high
 
 
 def _draws(post, draws: int | None):
@@ -137,8 +148,11 @@ def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: n
              samples: int = SAMPLES, draws: int | None = DRAWS, seed: int = 0,
              level: float = LEVEL) -> dict:  # fmt: skip
     """``g_J`` of a single-output campaign's model at ``t`` (``T x d`` pool coordinates, the
-    columns of ``fixed``, ``J``, read): ``mean``, ``low``, ``high`` (the mixture's, output
-    units), and each draw's ``draw_means`` and ``draw_variances`` (``B x T``, output units)."""
+    columns of ``fixed``, ``J``, read), in the output's units: ``center`` (the line to draw: the
+    mixture's mean; for a log output, ``exp`` of its median), ``low``, ``high`` (the ``level``
+    band), ``geometric`` (whether the values are the geometric mean of ``y``: a log output), and
+    each draw's ``draw_means`` and ``draw_variances`` (``B x T``, the output's units, for a log
+    output ``log y``'s)."""
     space, scale_y, u, z, post, noise = _context(spec, model, labels)
     lengthscale, s2 = _draws(post, draws)
     others = other_inputs(space, samples, seed)
@@ -146,15 +160,20 @@ def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: n
                                       np.atleast_2d(t), others)  # fmt: skip
     means = scale_y.mean + scale_y.std * means
     variances = variances * scale_y.std**2
-    mean, low, high = mixture_band(means, variances, level)
-    return {"mean": mean, "low": low, "high": high, "draw_means": means,
-            "draw_variances": variances}  # fmt: skip
+    tail = (1.0 - level) / 2
+    if scale_y.log:
+        median, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
+        center = median
+    else:
+        center, low, high = mixture_band(means, variances, level)
+    return {"center": center, "low": low, "high": high, "geometric": bool(scale_y.log),
+            "draw_means": means, "draw_variances": variances}  # fmt: skip
 
 
 def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **options) -> list:
     """Each input's main effect (``inputs``: their indices, default all): ``{"input": name,
-    "type", "v": pool coordinates, "x": values, "mean", "low", "high"}`` (lists, output
-    units)."""
+    "type", "v": pool coordinates, "x": values, "center", "low", "high", "geometric"}`` (lists,
+    output units; see :func:`averaged`)."""
     space = Space.of(spec["inputs"])
     out = []
     for j in range(space.dim) if inputs is None else inputs:
@@ -164,6 +183,7 @@ def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **opt
         g = averaged(spec, model, labels, [j], t, **options)
         values = [row[j] for row in space.from_pool(t)]
         out.append({"input": space.inputs[j].name, "type": space.inputs[j].type,
-                    "v": v.tolist(), "x": values, "mean": g["mean"].tolist(),
-                    "low": g["low"].tolist(), "high": g["high"].tolist()})  # fmt: skip
+                    "v": v.tolist(), "x": values, "center": g["center"].tolist(),
+                    "low": g["low"].tolist(), "high": g["high"].tolist(),
+                    "geometric": g["geometric"]})  # fmt: skip
     return out

@@ -58,8 +58,8 @@ def test_main_effects_mean_is_the_average_of_predictions(fitted):
             mean = np.array(answers.predict(SPEC, model, labels, space.from_pool(v))
                             ["mixture_mean"])  # fmt: skip
             se = mean.std(ddof=1) / np.sqrt(len(mean))
-            assert abs(curve["mean"][i] - mean.mean()) <= 4 * se + 1e-9, (j, i, curve, se)
-            assert curve["low"][i] < curve["mean"][i] < curve["high"][i]
+            assert abs(curve["center"][i] - mean.mean()) <= 4 * se + 1e-9, (j, i, curve, se)
+            assert curve["low"][i] < curve["center"][i] < curve["high"][i]
     assert [c["x"] for c in curves][3] == ["steel", "al", "ti"]
     assert curves[2]["x"] == [1, 2, 3, 4]
 
@@ -95,3 +95,31 @@ def test_the_band_is_the_mixtures_interval():
     mean, low, high = effects.mixture_band(np.array([[2.0]]), np.array([[4.0]]))
     assert low[0] == pytest.approx(2 - 1.959964 * 2, abs=1e-5)
     assert high[0] == pytest.approx(2 + 1.959964 * 2, abs=1e-5)
+
+
+def test_a_log_outputs_curve_is_the_geometric_mean_of_its_predictions():
+    """An output modeled on the log scale: under one draw the curve is ``exp`` of the average
+    of ``log`` of ``/predict``'s median (``exp`` of the latent mean of ``log y``) over random
+    points of the other inputs, the geometric mean of the output, within 4 standard errors on
+    the log scale; the band holds it, and everything is positive although ``log y`` is not."""
+    spec = {**SPEC, "inputs": SPEC["inputs"][:2], "transform": "log"}
+    space = Space.of(spec["inputs"])
+    rng = np.random.default_rng(1)
+    x = space.from_pool(space.stratify(rng.random((16, 2))))
+    labels = [{"x": p, "y": float(np.exp(np.sin(p[0] / 3.0) + 0.5 * np.log10(p[1]))),
+               "index": None, "ticket": None} for p in x]  # fmt: skip
+    torch.manual_seed(0)
+    model, _ = fitting.fit(spec, pool_of(spec), labels, exclude=set())
+    one = {key: value[:1] for key, value in model["acquisition_samples"].items()}
+    model = {**model, "acquisition_samples": one}
+    (curve,) = effects.main_effects(spec, model, labels, [0])
+    assert curve["geometric"] and min(curve["low"]) > 0
+    others = space.stratify(np.random.default_rng(5).random((3000, 2)))
+    for i in (0, 20, 45):
+        v = others.copy()
+        v[:, 0] = curve["v"][i]
+        medians = answers.predict(spec, model, labels, space.from_pool(v))["mixture_median"]
+        log_median = np.log(medians)
+        se = log_median.std(ddof=1) / np.sqrt(len(log_median))
+        assert abs(np.log(curve["center"][i]) - log_median.mean()) <= 4 * se + 1e-9
+        assert curve["low"][i] < curve["center"][i] < curve["high"][i]
