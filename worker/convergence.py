@@ -18,11 +18,13 @@ from worker import nuts
 @dataclass(frozen=True)
 class Target:
     """Sample to a target: ``draws`` draws are used for scoring (spread evenly over the chains),
-    so the chains run until their bulk ESS (every hyperparameter's) is at least ``draws`` and
-    their split R-hat at most ``rhat``, or ``max_samples`` kept draws per chain."""
+    so the chains run until their bulk ESS (every hyperparameter's) is at least ``draws`` and,
+    unless ``rhat`` is None, their split R-hat at most ``rhat``; or ``max_samples`` kept draws
+    per chain. With ``rhat`` None R-hat is reported, not waited for (a campaign's
+    ``target_rhat: null``)."""
 
     draws: int
-    rhat: float = 1.01
+    rhat: float | None = 1.01
     max_samples: int = 1000
 
     @classmethod
@@ -30,7 +32,8 @@ class Target:
         """The target a campaign's ``mcmc`` settings ask for (None: a fixed count)."""
         if not mcmc.get("draws"):
             return None
-        return cls(draws=int(mcmc["draws"]), rhat=float(mcmc.get("target_rhat", 1.01)),
+        rhat = mcmc.get("target_rhat", 1.01)  # specs made before the option: 1.01
+        return cls(draws=int(mcmc["draws"]), rhat=None if rhat is None else float(rhat),
                    max_samples=int(mcmc.get("max_samples", 1000)))  # fmt: skip
 
     def share(self, chains: int, of: int) -> Target:
@@ -38,7 +41,8 @@ class Target:
         return replace(self, draws=max(1, math.ceil(self.draws * chains / of)))
 
     def met(self, d: dict) -> bool:
-        return bool(d["max_rhat"] <= self.rhat and d["min_ess_bulk"] >= self.draws)
+        rhat_met = self.rhat is None or d["max_rhat"] <= self.rhat
+        return bool(rhat_met and d["min_ess_bulk"] >= self.draws)
 
     def more(self, draws: nuts.Draws) -> int:
         """How many more draws per chain to run after ``draws`` (0: the target is met or the

@@ -8,7 +8,7 @@ same numbers, bit for bit, so its scores are those the refit's own process would
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -91,6 +91,23 @@ class Scoring:
         (one,) = self.outputs
         return acquisition_values(self.name, one.post, one.u, one.z, candidates, seed=one.seed,
                                   label_noise=one.noise)  # fmt: skip
+
+    @property
+    def draws(self) -> int:
+        """The most draws of an output (each candidate's score costs them times ``n^2``)."""
+        return max(len(o.post.noise) for o in self.outputs)
+
+    @property
+    def labels(self) -> int:
+        """The most labels of an output, the pending inputs counted (in a batch's fantasies)."""
+        pending = 0 if self.pending is None or self.kind != "batch" else len(self.pending)
+        return max(len(o.z) for o in self.outputs) + pending
+
+    def with_draws(self, draws: int) -> Scoring:
+        """The same scoring on about ``draws`` of each output's draws, spread evenly over its
+        chains (:meth:`worker.mcmc.Posterior.spread`)."""
+        outputs = tuple(replace(o, post=o.post.spread(draws)) for o in self.outputs)
+        return replace(self, outputs=outputs)
 
     def to_plain(self) -> dict:
         return {"name": self.name, "kind": self.kind,

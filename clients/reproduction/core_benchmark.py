@@ -35,6 +35,8 @@ from clients.reproduction.large_benchmark import (
     SOURCES,
     compare_groups,
     compare_metrics,
+    compare_screening,
+    compare_stop_rules,
     large_cases,
     time_next_point,
 )
@@ -250,7 +252,11 @@ def main(argv=None) -> None:
                         "gradient evaluation (--against FILE: beside another version), 'next': "
                         "label to next point (warm refit, scoring, accuracy) at --simulators, "
                         "--sizes and --data, 'groups': a refit's two chain groups, each to its "
-                        "own share of the target or to the target together")  # fmt: skip
+                        "own share of the target or to the target together, 'stop': when "
+                        "sampling stops (R-hat waited for or reported only), the refit's time "
+                        "and its next point against a long run's, at --simulators, --sizes "
+                        "and --data; 'screen': each acquisition's scoring in full and screened, at "
+                        "--simulators, --sizes and --data")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -279,11 +285,17 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
-    if args.cases in ("large", "metric", "potential", "next", "groups"):
+    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen"):
         if args.cases == "large":
             large_cases(args)
         elif args.cases == "groups":
             compare_groups()
+        elif args.cases in ("stop", "screen"):
+            compare = compare_stop_rules if args.cases == "stop" else compare_screening
+            for simulator in args.simulators.split(","):
+                for n in (int(v) for v in args.sizes.split(",")):
+                    for source in args.data.split(","):
+                        compare(simulator, n, source)
         elif args.cases == "next":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):

@@ -38,14 +38,17 @@ class McmcSettings(Strict):
     """Where cold chains start: `grid`, in the posterior's modes in proportion to their mass;
     `uniform`, uniformly in [-2, 2] on the log-hyperparameters (Stan's and Pyro's start)."""
     # sampling to a target (worker.mcmc): after `samples` draws per chain, more until `draws`
-    # draws for scoring are backed by a bulk ESS of at least `draws` and a split R-hat of at most
-    # `target_rhat`, or until `max_samples` per chain; None (a campaign that names a count,
-    # `samples` or `thinning`, and no `draws`): exactly `samples`, every `thinning`-th scored
+    # draws for scoring are backed by a bulk ESS of at least `draws` (and, when named, a split
+    # R-hat of at most `target_rhat`), or until `max_samples` per chain; None (a campaign that
+    # names a count, `samples` or `thinning`, and no `draws`): exactly `samples`, every
+    # `thinning`-th scored
     draws: int | None = Field(default=MCMC_DEFAULTS["draws"], ge=1, le=10_000)
     """Sampling to a target: draws handed to the acquisition, each hyperparameter's bulk ESS at
     least this many; `null` with `samples` or `thinning` named: exactly that count."""
-    target_rhat: float = Field(default=MCMC_DEFAULTS["target_rhat"], gt=1.0, le=2.0)
-    """Sampling to a target: the largest split R-hat accepted."""
+    target_rhat: float | None = Field(default=MCMC_DEFAULTS["target_rhat"], gt=1.0, le=2.0)
+    """Sampling to a target: the largest split R-hat waited for; `null` (the default): R-hat is
+    reported in each model's diagnostics, not waited for (a refit whose R-hat is above 1.05
+    starts the next one cold)."""
     max_samples: int = Field(default=MCMC_DEFAULTS["max_samples"], ge=1, le=100_000)
     """Sampling to a target: the most draws per chain, whether or not the target is met."""
     # the mass matrix: Stan's diagonal one, or a dense one (Stan's dense_e)

@@ -262,16 +262,21 @@ def _default(**changes):
 
 def test_the_default_samples_to_its_target_and_matches_the_quadrature(data_1d, quadrature):
     """The defaults with a larger target and cap (the 150 draws it scores with cannot pin
-    quantiles to a fraction of an sd): chains run past their first draws until ESS and R-hat are
-    at the target. The target is on the bulk ESS, and the 5% and 95% quantiles have fewer
+    quantiles to a fraction of an sd): chains run past their first draws until the ESS is at the
+    target; R-hat is reported, not waited for. The target is on the bulk ESS (over all chains, so
+    chains that disagree count less), and the 5% and 95% quantiles have fewer
     effective draws than the bulk: 0.2 sd for them (seeds 0-3 here: at most 0.17 sd off; the
     wrong prior of the check below moves them by up to 1.1 sd)."""
     u, z = data_1d
     mcmc, kw = _default(draws=1500, max_samples=4000)
     post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=0, **kw)
     d = post.diagnostics
-    assert d["target"]["met"] and d["target"]["draws"] == 1500
-    assert d["min_ess_bulk"] >= 1500 and d["max_rhat"] <= 1.01
+    assert d["target"]["draws"] == 1500 and d["target"]["rhat"] is None
+    # the two-mode posterior's noise mixes slowly (about 0.06 effective draws a draw): there the
+    # cap may come first, with its ESS near the target
+    capped = d["samples_per_chain"] == mcmc["max_samples"]
+    assert d["target"]["met"] or (capped and d["min_ess_bulk"] >= 1000)
+    assert d["target"]["met"] == (d["min_ess_bulk"] >= 1500) and d["max_rhat"] <= 1.05
     assert mcmc["samples"] < d["samples_per_chain"] <= mcmc["max_samples"]
     _assert_matches(post.log_draws().numpy(), quadrature, tol_mean=0.1, tol_q=0.2)
 
@@ -357,7 +362,7 @@ def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_
         post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
                                 **kw)  # fmt: skip
         d = post.diagnostics
-        assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.01
+        assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.05
         scoring = post.for_scoring(mcmc)
         assert scoring.size == 150 and scoring.chains == 5
         # every chain's share, evenly spaced, ending with its last draw
@@ -389,6 +394,26 @@ def test_a_target_stops_at_its_cap_and_asks_for_what_the_ess_projects(one_mode):
     assert Target(draws=10_000).more(iid) == 100
     assert Target(draws=10_000, max_samples=130).more(iid) == 30
     assert Target(draws=150).share(2, 5).draws == 60
+
+
+def test_a_target_without_rhat_stops_at_its_ess_and_reports_rhat():
+    """``target_rhat: null``: the chains stop once the ESS is met, whatever R-hat says (it is
+    still reported); with R-hat waited for, the same draws ask for more. Specs made before the
+    option wait for 1.01."""
+    rng = np.random.default_rng(3)
+    theta = rng.standard_normal((4, 100, 2)) + np.array([0.0, 0.3, -0.3, 0.2])[:, None, None]
+    draws = nuts.Draws(theta=theta, accept_stat=np.ones((4, 100)),
+                       diverging=np.zeros((4, 100), bool), tree_depth=np.ones((4, 100), int),
+                       n_leapfrog=np.ones((4, 100)), step_size=np.ones(4),
+                       inverse_mass=np.ones((4, 2)),
+                       warmup_divergences=np.zeros(4, int))  # fmt: skip
+    rhat, ess = convergence(theta)
+    assert max(rhat.values()) > 1.01 and min(ess.values()) >= 100  # the case: R-hat alone fails
+    assert Target(draws=100).more(draws) > 0
+    assert Target(draws=100, rhat=None).more(draws) == 0
+    assert Target(draws=10_000, rhat=None).more(draws) > 0  # the ESS is still waited for
+    assert Target.of({"draws": 150, "target_rhat": None}).rhat is None
+    assert Target.of({"draws": 150}).rhat == 1.01
 
 
 def test_small_settings_keep_their_warm_starts(one_mode):

@@ -99,8 +99,8 @@ def multi_model_and_ranking(
             outputs = tuple(Output(f.weight, t, f.data.u, f.data.z, f.data.noise, f.data.seed)
                             for f, t in zip(fits, thins, strict=True))  # fmt: skip
             fn = Scoring(spec["acquisition"], outputs, "combined")
-            best, best_scores = best_of(weighed(scores_of(spec["acquisition"], fn, cand_u, share),
-                                               weights))  # fmt: skip
+            scores = scores_of(spec["acquisition"], fn, cand_u, share, weights)
+            best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(first.space, pool, candidates, best, best_scores)
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):

@@ -60,10 +60,44 @@ def here(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
     return fn(candidates)
 
 
-def scores_of(name: str, fn: Scoring, candidates, share: Share) -> torch.Tensor:
-    """``fn``'s scores of ``candidates`` through ``share``, except ``random``'s, which are
+# Screening: where a scoring's work (draws x candidates x n^2) exceeds SCREEN_WORK, every
+# candidate is first scored on SCREEN_DRAWS of the draws, and only the SCREEN_KEEP best of those
+# rough scores are scored on all of them; the rest rank below them. The ranking and the scores
+# kept are then exact wherever the exact best are among those kept (docs/benchmarks.md, "When
+# sampling stops and what scoring costs", measures how often). The acquisitions screened are
+# those whose cost is the variances; b-qbc reads the means alone, alm one draw, random none.
+SCREENED = frozenset({"b-alm", "qb-mgp", "bald", "bald-code", "bald-std"})
+SCREEN_DRAWS = 15
+SCREEN_KEEP = 1000  # a greedy batch's shortlist (worker.acquisition.greedy_batch) as well
+SCREEN_WORK = 150 * 10_000 * 100**2  # the defaults' scoring at n = 100
+
+
+def screens(name: str, fn: Scoring, candidates) -> bool:
+    """Whether :func:`scored` screens ``fn``'s scoring of ``candidates``."""
+    return (name in SCREENED and len(candidates) > SCREEN_KEEP and fn.draws > SCREEN_DRAWS
+            and fn.draws * len(candidates) * fn.labels**2 > SCREEN_WORK)  # fmt: skip
+
+
+def scored(name: str, fn: Scoring, candidates, share: Share, weights=None) -> torch.Tensor:
+    """``fn``'s scores of ``candidates`` through ``share`` (each part may be scored on another
+    worker), screened where that pays (:func:`screens`): the rough scores weighed by ``weights``
+    (each candidate's probability of success, or None) choose the ``SCREEN_KEEP`` scored
+    exactly, and the others score ``-inf``."""
+    if not screens(name, fn, candidates):
+        return share(fn, candidates)
+    rough = share(fn.with_draws(SCREEN_DRAWS), candidates)
+    if weights is not None:
+        rough = rough * weights
+    kept = torch.argsort(rough, descending=True, stable=True)[:SCREEN_KEEP]
+    scores = torch.full((len(candidates),), -torch.inf, dtype=rough.dtype)
+    scores[kept] = share(fn, candidates[kept])
+    return scores
+
+
+def scores_of(name: str, fn: Scoring, candidates, share: Share, weights=None) -> torch.Tensor:
+    """``fn``'s scores of ``candidates`` (:func:`scored`), except ``random``'s, which are
     drawn for all the candidates at once (and cost nothing)."""
-    return fn(candidates) if name == "random" else share(fn, candidates)
+    return fn(candidates) if name == "random" else scored(name, fn, candidates, share, weights)
 
 
 def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +122,7 @@ def greedy_batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, se
     first = None
     if name != "random":  # random's scores are drawn by the batch itself
         outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
-        first = share(Scoring(name, outputs, "batch", pending_u), cand_u)
+        first = scored(name, Scoring(name, outputs, "batch", pending_u), cand_u, share, weights)
     order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
                                          scores=first, weights=weights)  # fmt: skip
     return order.numpy(), scores.numpy()
@@ -118,7 +152,8 @@ def model_and_ranking(
                                        pending_u, seed, share, weights)  # fmt: skip
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            best, best_scores = best_of(weighed(scores_of(name, fn, cand_u, share), weights))
+            best, best_scores = best_of(weighed(scores_of(name, fn, cand_u, share, weights),
+                                                weights))  # fmt: skip
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)

@@ -1,0 +1,83 @@
+"""Screening of a refit's scoring (:func:`worker.fitting.ranking.scored`): every candidate's
+rough score on a few draws, the best of them scored on all; against the acquisition's own scores
+(:func:`worker.acquisition.evaluate`) on the full and on the spread draws."""
+
+import numpy as np
+import pytest
+import torch
+
+from worker.acquisition import evaluate
+from worker.fitting import ranking
+from worker.mcmc import Posterior
+from worker.scoring import Output, Scoring
+
+
+def _case(draws=40, chains=5, n=30, candidates=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    u = torch.from_numpy(rng.random((n, 2)))
+    z = torch.from_numpy(np.sin(6 * u[:, 0].numpy()) + u[:, 1].numpy() ** 2)
+    post = Posterior(lengthscale=torch.from_numpy(np.exp(rng.normal(-1.5, 0.4, (draws, 2)))),
+                     noise=torch.from_numpy(np.exp(rng.normal(-4, 0.5, draws))), chains=chains,
+                     mode_lengthscale=torch.tensor([0.2, 0.3], dtype=torch.float64),
+                     mode_noise=0.01)  # fmt: skip
+    cand = torch.from_numpy(rng.random((candidates, 2)))
+    return post, u, z, cand
+
+
+@pytest.fixture
+def screening_on(monkeypatch):
+    """Screening whatever the work, keeping 100 of 1,500 candidates after 10 draws."""
+    monkeypatch.setattr(ranking, "SCREEN_WORK", 0)
+    monkeypatch.setattr(ranking, "SCREEN_KEEP", 100)
+    monkeypatch.setattr(ranking, "SCREEN_DRAWS", 10)
+
+
+@pytest.mark.parametrize("name", ["qb-mgp", "b-alm", "bald"])
+def test_screened_scores_are_exact_for_the_best_rough_scores_and_minus_inf_elsewhere(
+    screening_on, name
+):
+    post, u, z, cand = _case()
+    fn = Scoring(name, (Output(1.0, post, u, z, None, 0),))
+    scores = ranking.scored(name, fn, cand, ranking.here).numpy()
+    full = evaluate(name, post, u, z, cand).numpy()
+    rough = evaluate(name, post.spread(10), u, z, cand).numpy()
+    kept = np.isfinite(scores)
+    assert kept.sum() == 100 and np.isneginf(scores[~kept]).all()
+    assert set(np.flatnonzero(kept)) == set(np.argsort(-rough, kind="stable")[:100])
+    np.testing.assert_allclose(scores[kept], full[kept], rtol=1e-12)
+    assert np.argmax(scores) == np.argmax(full)  # here the best is among those kept
+
+
+def test_the_rough_scores_are_weighed_by_the_probability_of_success(screening_on):
+    post, u, z, cand = _case()
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    weights = torch.from_numpy(np.where(cand[:, 0].numpy() < 0.5, 1.0, 1e-3))
+    scores = ranking.scored("qb-mgp", fn, cand, ranking.here, weights).numpy()
+    rough = evaluate("qb-mgp", post.spread(10), u, z, cand).numpy() * weights.numpy()
+    assert set(np.flatnonzero(np.isfinite(scores))) == set(np.argsort(-rough, kind="stable")[:100])
+
+
+def test_no_screening_below_its_work_or_for_the_cheap_acquisitions():
+    """At the defaults' thresholds a small scoring is the acquisition's, bit for bit; b-qbc
+    (means only) and alm (one draw) are never screened."""
+    post, u, z, cand = _case()
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    assert not ranking.screens("qb-mgp", fn, cand)
+    assert torch.equal(ranking.scored("qb-mgp", fn, cand, ranking.here),
+                       evaluate("qb-mgp", post, u, z, cand))  # fmt: skip
+    big = Scoring("qb-mgp", (Output(1.0, post, u.repeat(20, 1), z.repeat(20), None, 0),))
+    assert ranking.screens("qb-mgp", big, cand.repeat(10, 1))  # 40 x 15,000 x 600^2
+    assert not ranking.screens("b-qbc", big, cand.repeat(10, 1))
+    assert not ranking.screens("alm", big, cand.repeat(10, 1))
+
+
+def test_with_draws_spreads_each_outputs_draws_over_its_chains():
+    post, u, z, _ = _case(draws=40, chains=5)
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0), Output(0.5, post, u, z, None, 1)),
+                 "combined")  # fmt: skip
+    fewer = fn.with_draws(10)
+    assert fewer.draws == 10 and fn.draws == 40 and fewer.kind == "combined"
+    rows = [7, 15, 23, 31, 39]  # each chain's 8th draw: its last, as Posterior.spread keeps
+    for o in fewer.outputs:
+        kept = o.post.lengthscale[:, 0].numpy()
+        assert set(post.lengthscale[rows, 0].numpy()) <= set(kept)
