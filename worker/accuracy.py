@@ -45,6 +45,13 @@ from worker.spec.defaults import STOP_TARGETS
 from worker.transforms import DTYPE, OutputStandardization
 
 POOL_POINTS = 2000  # pool points the integrated variances average over, at most
+# The draws' predictive variances at the pool points cost draws x points x n^2. Beyond this work
+# (the defaults' at n = 100) each draw's variances are taken at every k-th point only, the draws
+# taking turns (draw j at the points i = j mod k), k the smallest that keeps the work within it:
+# every point still averages its variance over a share of the draws, and the draws' means (the
+# disagreement, qbc) are still taken at every point. A log output keeps every point (its means
+# in y's units need the variances).
+VARIANCE_WORK = 150 * POOL_POINTS * 100**2
 NORMAL_95 = 0.975  # a label is covered when its LOO mixture CDF lies in [1 - this, this]
 TARGETS = STOP_TARGETS  # the values a stopping rule may name: all of them lower is better
 
@@ -114,20 +121,42 @@ class _Spread:
         return self.m2 / self.count
 
 
+def variance_stride(draws: int, points: int, n: int) -> int:
+    """The ``k`` of :data:`VARIANCE_WORK`: 1 (every draw at every point) up to that work, at
+    most ``draws`` (every point keeps a draw)."""
+    return max(1, min(draws, math.ceil(draws * points * n * n / VARIANCE_WORK)))
+
+
 def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
                  scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
     """At each pool point (``m x d``): the mixture's variance of ``y`` (``ipv``) and of ``f``
     (``ipv_f``) and the variance of the draws' means (``qbc``), ``m`` each, standardized
     units; for a log output (``scale_y.log``) of ``y`` and ``exp f`` in the output's units.
-    The draws' moments are combined group by group (:class:`_Spread`)."""
+    The draws' moments are combined group by group (:class:`_Spread`); beyond
+    :data:`VARIANCE_WORK` each point's mean variance is over the draws whose turn it is
+    (:func:`variance_stride`)."""
     means, latent_means = _Spread(), _Spread()
     sum_var = torch.zeros(len(points), dtype=DTYPE)
     sum_latent = torch.zeros(len(points), dtype=DTYPE)
+    seen = torch.zeros(len(points), dtype=DTYPE)
     log = scale_y is not None and scale_y.log
+    k = 1 if log else variance_stride(len(noise), len(points), len(z))
     for g in _groups(len(noise), len(z)):
         chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
         gp = Conditioned(u=u, lengthscale=lengthscale[g], noise=noise[g], alpha=alpha,
                          chol_inv=chol_inv)  # fmt: skip
+        if k > 1:
+            means.add(gp.predict(points, False)[0])
+            turn = torch.arange(g.start, g.start + len(alpha)) % k
+            for r in turn.unique().tolist():
+                rows = (turn == r).nonzero().squeeze(-1)
+                some = Conditioned(u=u, lengthscale=gp.lengthscale[rows], noise=gp.noise[rows],
+                                   alpha=alpha[rows], chol_inv=chol_inv[rows])  # fmt: skip
+                _, w = some.predict(points[r::k])
+                sum_var[r::k] += w.sum(0)
+                sum_latent[r::k] += (w - some.noise[:, None]).sum(0)
+                seen[r::k] += len(rows)
+            continue
         m, w = gp.predict(points)
         latent = w - noise[g][:, None]
         if log:  # each draw's lognormal moments of y and of exp f
@@ -139,10 +168,11 @@ def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
             latent_means.add(m_f)
         sum_var += w.sum(0)
         sum_latent += latent.sum(0)
+        seen += len(w)
         means.add(m)
-    count, qbc = means.count, means.variance()
+    qbc = means.variance()
     qbc_f = latent_means.variance() if log else qbc
-    return {"ipv": sum_var / count + qbc, "ipv_f": sum_latent / count + qbc_f, "qbc": qbc}
+    return {"ipv": sum_var / seen + qbc, "ipv_f": sum_latent / seen + qbc_f, "qbc": qbc}
 
 
 def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
@@ -172,7 +202,9 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
             relative /= sd**2
         out[name] = relative * sd**2
         out[f"{name}_relative"] = relative
+    log = scale_y is not None and scale_y.log
     out.update(pool_points=len(points), draws=len(noise),
+               variance_stride=1 if log else variance_stride(len(noise), len(points), len(z)),
                seconds=time.perf_counter() - started)  # fmt: skip
     return out
 

@@ -6,6 +6,10 @@
    settings: from posting a label until ``/next`` (long-polling) returns the point chosen by the
    model that saw it, against that refit's own seconds; the difference is the pipeline's overhead.
 
+``--label-to-next --simulator hartmann6 --labels 200``: instead, that time at 200 imported labels
+with the service's own defaults, against ``--url`` (a stack of any version, ``fbgp-al up``) or a
+stack of ``--workers`` it starts.
+
 ``--concurrency 100,300,1000``: instead, N simulator connections (asyncio and httpx, one
 connection each, a trivial f) long-poll M parallel-mode campaigns on one API process and the
 stack's workers, for each N in turn: ``/next`` and ``/label`` p50/p99, ``/healthz`` p99 asked
@@ -64,29 +68,45 @@ def latency(client, sim, rng, requests: int) -> dict:
     return out
 
 
-def label_to_next(client, sim, rng, rounds: int) -> list[dict]:
-    campaign = client.post(
-        "/campaigns", json=campaign_body(sim, "sequential", 40 + rounds + 1, MCMC_DEFAULTS)
-    ).json()["id"]
-    import_random(client, campaign, sim, rng, 39)
+def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None = MCMC_DEFAULTS,
+                  wait: float = 60) -> list[dict]:  # fmt: skip
+    """A sequential campaign's label-to-next-point time at ``n`` labels and up: ``n - 1``
+    uniform random points imported, its model awaited, then ``rounds`` times a label posted and
+    ``/next`` long-polled until the point of the model that saw it, against that refit's own
+    seconds. ``mcmc``: the campaign's settings (None: the service's defaults, whatever its
+    version's are, so that one command measures any stack)."""
+    body = campaign_body(sim, "sequential", n + rounds + 1, mcmc or {})
+    if mcmc is None:
+        del body["mcmc"]
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    t = time.perf_counter()
+    import_random(client, campaign, sim, rng, n - 1)
     with sdk_client(client) as api:
-        wait_model(api, campaign, 39)
+        wait_model(api, campaign, n - 1, seconds=3600)
+    first = time.perf_counter() - t
+    if n > 40:
+        print(f"{sim.name}: {n - 1} points imported, first model in {first:.2f} s", flush=True)
     rows = []
-    point = client.get(f"/campaigns/{campaign}/next", params={"wait": 60}).json()
+    point = client.get(f"/campaigns/{campaign}/next", params={"wait": wait}).json()
     for _ in range(rounds):
         y = float(sim.sample(np.array([point["x"]]), rng)[0])
         t = time.perf_counter()
         client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
-        r = client.get(f"/campaigns/{campaign}/next", params={"wait": 60})
+        r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
         total = time.perf_counter() - t
         point = r.json()
-        model = client.get(f"/campaigns/{campaign}/model").json()
-        refit = model["diagnostics"]["refit_seconds"]
+        d = client.get(f"/campaigns/{campaign}/model").json()["diagnostics"]
+        refit = d["refit_seconds"]
         rows.append({"n": point["model_version"], "total_s": total, "refit_s": refit,
-                     "overhead_s": total - refit})  # fmt: skip
+                     "overhead_s": total - refit, "sampling_s": d.get("seconds"),
+                     "draws_per_chain": d.get("samples_per_chain"),
+                     "chain_groups": d.get("chain_groups", 1)})  # fmt: skip
         share = 100 * (total - refit) / total
         print(f"n={point['model_version']}: label -> next point {total:.2f} s, refit "
-              f"{refit:.2f} s, overhead {total - refit:.3f} s ({share:.1f}%)")  # fmt: skip
+              f"{refit:.2f} s (sampling {d.get('seconds', float('nan')):.2f} s, "
+              f"{d.get('samples_per_chain')} draws/chain, {d.get('chain_groups', 1)} chain "
+              f"group(s)), overhead {total - refit:.3f} s ({share:.1f}%)",
+              flush=True)  # fmt: skip
     return rows
 
 
@@ -192,6 +212,14 @@ def main(argv=None) -> None:
                         help="instead: N campaigns with large explicit pools created at once, "
                              "and /healthz meanwhile")  # fmt: skip
     parser.add_argument("--points", type=int, default=700_000, help="each --large-bodies pool")
+    parser.add_argument(
+        "--label-to-next",
+        action="store_true",
+        help="instead: label to next point of --simulator at --labels labels, "
+        "--rounds times, with the service's default settings, against "
+        "--url or a stack of --workers (worker 0 light, as fbgp-al up)",
+    )
+    parser.add_argument("--url", help="--label-to-next: a running stack (any version)")
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0, help="per N (--concurrency)")
     parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
@@ -218,6 +246,15 @@ def main(argv=None) -> None:
         return
     if args.scaling:
         scaling(args.rounds, args.simulator, args.labels, args.light)
+        return
+    if args.label_to_next:
+        sim, rng = get_simulator(args.simulator), np.random.default_rng(0)
+        if args.url:
+            with httpx.Client(base_url=args.url, timeout=3700) as client:
+                label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
+        else:
+            with service(args.workers, timeout=3700, light=args.workers > 1) as client:
+                label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
         return
     if args.throughput:
         with service(2, timeout=120) as client:

@@ -78,6 +78,32 @@ def test_integrated_variances_against_direct_computation(monkeypatch, fit_elemen
         torch.testing.assert_close(grouped, reference, rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+def test_past_its_work_each_point_averages_the_variances_of_the_draws_whose_turn_it_is(
+    monkeypatch, fit_elements
+):
+    """With a stride k of 3 (the work allowed a third of 7 draws x 50 points x 12^2): point i's
+    variance is the mean over the draws j = i mod 3, against the full predictions; the draws'
+    disagreement (qbc) is every draw's at every point, as without a stride; groups of draws
+    (2 a group) take their turns by their place among all the draws."""
+    u, z, lengthscale, noise, points = _data()
+    monkeypatch.setattr(accuracy, "VARIANCE_WORK", 7 * 50 * 12 * 12 / 3)
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)
+    assert accuracy.variance_stride(7, 50, 12) == 3
+    mean, var = (a.numpy() for a in predict(u, z, lengthscale, noise, points))
+    pool = accuracy.pool_moments(u, z, lengthscale, noise, points)
+    qbc = mean.var(0)
+    np.testing.assert_allclose(pool["qbc"], qbc, rtol=1e-9, atol=1e-15)
+    turns = np.arange(7)[:, None] % 3 == np.arange(50)[None, :] % 3  # draw j at point i
+    expected = (var * turns).sum(0) / turns.sum(0)
+    np.testing.assert_allclose(pool["ipv"], expected + qbc, rtol=1e-12)
+    latent = (var - noise.numpy()[:, None]) * turns
+    np.testing.assert_allclose(pool["ipv_f"], latent.sum(0) / turns.sum(0) + qbc, rtol=1e-12)
+    out = accuracy.summary(u, z, lengthscale, noise, points, 1.0)
+    assert out["variance_stride"] == 3
+    assert accuracy.variance_stride(7, 50, 10_000) == 7  # every point keeps a draw
+
+
 def test_summary_in_original_and_relative_units():
     u, z, lengthscale, noise, points = _data()
     y_std = 3.0
@@ -94,7 +120,7 @@ def test_summary_in_original_and_relative_units():
     for name in ("ipv", "ipv_f", "qbc"):
         assert out[f"{name}_relative"] == pytest.approx(float(pool[name].mean()), rel=1e-12)
         assert out[name] == pytest.approx(y_std**2 * float(pool[name].mean()), rel=1e-12)
-    assert out["pool_points"] == 50 and out["draws"] == 7
+    assert out["pool_points"] == 50 and out["draws"] == 7 and out["variance_stride"] == 1
     assert set(accuracy.TARGETS) <= set(out)
 
 
