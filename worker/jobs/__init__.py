@@ -58,10 +58,13 @@ def refit(campaign_id: str) -> dict:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
     if not output_names(spec):  # one output: its chains may go to idle workers (not several)
-        free = fanout.free_workers(store, campaign_id, began)
-        groups = fanout.chain_groups(spec["mcmc"]["chains"], free)
+        chains = spec["mcmc"]["chains"]
+        where = fanout.chain_lane(fanout.lane(), inputs.previous, inputs.n, chains,
+                                  get_settings().long_refit_seconds)  # fmt: skip
+        free = fanout.free_workers(store, campaign_id, began, where)
+        groups = fanout.chain_groups(chains, free)
         if len(groups) > 1:
-            return _fan_out(store, campaign_id, inputs, groups, token, began)
+            return _fan_out(store, campaign_id, inputs, groups, token, began, where)
     started = time.perf_counter()
 
     def sample() -> fitting.Sampled:
@@ -74,8 +77,8 @@ def refit(campaign_id: str) -> dict:
     return _complete(store, campaign_id, inputs, token, began, started, sample)
 
 
-def _fan_out(store, campaign_id, inputs, groups, token, began) -> dict:
-    """A refit's chains as one job per group and the merge after them
+def _fan_out(store, campaign_id, inputs, groups, token, began, where: str | None = None) -> dict:
+    """A refit's chains as one job per group (on queue ``where``) and the merge after them
     (:func:`worker.jobs.fanout.dispatch`), tracked so that a delete or a failure stops them."""
     spec, n = inputs.spec, inputs.n
     warm = fitting.warm_start_of(spec, inputs.previous)
@@ -88,7 +91,8 @@ def _fan_out(store, campaign_id, inputs, groups, token, began) -> dict:
         return (store.track_jobs(campaign_id, members, now, now + 2 * timeout)
                 and store.note_merge(campaign_id, token, job_ids[-1]))  # fmt: skip
 
-    merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout, track)
+    merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout, track,
+                            where)  # fmt: skip
     return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
 
 

@@ -39,6 +39,28 @@ def lane() -> str:
     return job.origin if job is not None and job.origin else REFIT
 
 
+def chain_lane(own: str, previous: dict | None, n: int, chains: int,
+               short_seconds: float) -> str:  # fmt: skip
+    """The queue of a refit's chain groups: the refit's own (``own``, :func:`lane`), or, for a
+    refit of the long lane whose groups would be short, the ordinary lane of its tenant
+    (:func:`service.queues.ordinary`), which light workers serve too. Short: the ``previous``
+    model's sampling seconds per chain (its wall time times its chain groups, over its chains),
+    scaled by its labels' cube to ``n``, times the larger
+    group of two (``ceil(chains / 2)``) at most ``short_seconds`` (``long_refit_seconds``), so
+    that a small campaign's refit waits behind one group at most about as long as behind an
+    ordinary refit. With no previous sampling to judge by, the refit's own."""
+    if own == ordinary(own) or not previous:
+        return own
+    d = previous.get("diagnostics") or {}
+    seconds, had = d.get("seconds"), previous.get("n_labeled")
+    if not seconds or not had or not d.get("chains"):
+        return own
+    # a fanned-out refit's seconds are its wall time, its groups running side by side
+    spent = float(seconds) * int(d.get("chain_groups") or 1)
+    per_chain = spent / int(d["chains"]) * max(1.0, (n / int(had)) ** 3)
+    return ordinary(own) if per_chain * math.ceil(chains / 2) <= short_seconds else own
+
+
 def free_workers(store, campaign_id: str, now: float, queue: str | None = None) -> int:
     """How many workers this refit's chains may take: this one and those serving its queue
     (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that no
@@ -61,16 +83,22 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
 
 def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm: dict | None,
              token: str, began: float, timeout: int = 3600,
-             track: Callable[[list[str]], bool] | None = None) -> str | None:  # fmt: skip
+             track: Callable[[list[str]], bool] | None = None,
+             chains_queue: str | None = None) -> str | None:  # fmt: skip
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
-    groups queue behind whatever was queued since the workers were counted, on the refit's own
-    queue (:func:`lane`)."""
+    groups queue behind whatever was queued since the workers were counted, on
+    ``chains_queue`` (:func:`chain_lane`; default the refit's own queue, :func:`lane`), the
+    merge on the refit's own."""
     queue = queues.queue(lane(), connection)
+    groups_queue = (
+        queue if chains_queue in (None, lane()) else queues.queue(chains_queue, connection)
+    )
     # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
     job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
     if track is not None and not track(job_ids):
         return None
-    jobs = [queue.enqueue_call("worker.jobs.refit_chains", args=(campaign_id, n, ids, warm, token),
+    jobs = [groups_queue.enqueue_call("worker.jobs.refit_chains",
+                                      args=(campaign_id, n, ids, warm, token),
                                timeout=timeout, result_ttl=3600, failure_ttl=86400, job_id=job_id)
             for ids, job_id in zip(groups, job_ids, strict=False)]  # fmt: skip
     # the merge runs even if a group failed: it then runs the missing chains itself

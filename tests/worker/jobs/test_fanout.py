@@ -343,3 +343,23 @@ def test_a_big_refit_leaves_a_worker_to_a_campaign_whose_simulator_is_out(
     times = [refit_a["started_at"]] + [e["at"] for e in during]
     longest = max(later - earlier for earlier, later in zip(times, times[1:], strict=False))
     assert len(during) >= 3 and longest < (refit_a["at"] - refit_a["started_at"]) / 4, during
+
+
+def test_a_long_refits_chain_groups_go_where_light_workers_take_them_when_short():
+    """A long refit's groups go to the ordinary lane when the previous sampling says a group of
+    3 of 5 chains takes at most the long refits' bound; else, or with nothing to judge by, to
+    the long lane; an ordinary refit's stay on the ordinary lane."""
+    from service.queues import LONG, LONGS, REFITS
+
+    def model(seconds, n=200, groups=1):
+        return {"n_labeled": n, "diagnostics": {"seconds": seconds, "chains": 5,
+                                                "chain_groups": groups}}  # fmt: skip
+
+    assert fanout.chain_lane(LONG, model(20.0), 201, 5, 15.0) == REFIT  # 4 s a chain, 12 s
+    assert fanout.chain_lane(LONG, model(30.0), 201, 5, 15.0) == LONG  # 18 s
+    assert fanout.chain_lane(LONG, model(15.0, groups=2), 201, 5, 15.0) == LONG  # 6 s a chain
+    assert fanout.chain_lane(LONG, model(20.0, n=100), 200, 5, 15.0) == LONG  # 8x the work
+    assert fanout.chain_lane(LONGS[3], model(5.0), 201, 5, 15.0) == REFITS[3]  # its tenant's
+    assert fanout.chain_lane(LONG, None, 201, 5, 15.0) == LONG
+    assert fanout.chain_lane(LONG, {"n_labeled": 3, "diagnostics": {}}, 4, 5, 15.0) == LONG
+    assert fanout.chain_lane(REFIT, model(300.0), 201, 5, 15.0) == REFIT
