@@ -143,6 +143,8 @@ def curve_png(history: list[dict]) -> bytes | None:
         ax.set_xlabel("labels")
         ax.set_ylabel(metric.upper())
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if max(n) - min(n) < 2:  # one or two label counts: whole numbers either side of them
+            ax.set_xlim(min(n) - 1, max(n) + 1)
     fig.suptitle(
         "learning curve of the test sets (/evaluate)"
         + ("" if metrics[1] == "rmse" else ": the outputs' mean NLML and NLPD, standardized")
