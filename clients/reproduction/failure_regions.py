@@ -12,15 +12,19 @@ For each repetition x simulator x failure model (``classifier`` with its default
 labeled by the noisy simulator to ``--labels`` labels (``mode`` sequential, the paper's;
 ``max_failures`` high enough that a campaign without the model is never ``failing``). It
 reports the runs wasted in the region (failed runs over all runs, and after the initial design)
-and the final model's RMSE of its mean against the noise-free function over 2,000 seeded
-uniform points of the feasible domain. Not measured here: the RD-AUC of the RMSE over every
-model version (the reproduction's :mod:`clients.reproduction.rdauc` would need each version's
-predictions on the feasible domain).
+and the RMSE of the model's mean against the noise-free function over 2,000 seeded uniform
+points of the feasible domain: of the final model, and of every model version, as a curve over
+its number of labels (:func:`run_one`). The area under that curve from the end of the initial
+design to the last label (:func:`curve_auc`) gives, per simulator, the RD-AUC of ``classifier``
+against ``none`` as the baseline (:func:`rd_auc_by_simulator`, the reproduction's
+:func:`clients.reproduction.rdauc.rd_auc` with a bound of 0): positive when the classifier's
+RMSE curve lies lower.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -29,13 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from clients.client import FbgpClient
-from clients.errors import ApiError
+from clients.errors import ApiError, RefitFailed
+from clients.reproduction.rdauc import RdAuc, auc, rd_auc
 from clients.runner import run_simulator
 from clients.simulators import SIMULATORS, Simulator, get_simulator
 
 FRACTION = 0.15  # of the domain that fails (a region of 5 to 30% is the case to measure)
 SIMULATORS_FAILING = ("gramacy1d", "branin", "ishigami")
 TEST_POINTS = 2000
+FINAL_MODEL_WAIT = 600.0  # seconds to wait for the model of a campaign's last label
 
 
 @dataclass(frozen=True)
@@ -89,16 +95,32 @@ def region(sim: Simulator, fraction: float = FRACTION, seed: int = 0) -> Region:
 def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, seed: int,
             token: str | None = None) -> dict:  # fmt: skip
     """One campaign of ``sim`` failing in ``where``, failure model ``model``, to ``labels``
-    labels: its runs, failures (all, and after the design) and final feasible RMSE."""
+    labels: its runs, failures (all, and after the design), and the feasible RMSE of its models.
+
+    ``rmse_curve``: ``[[n_labeled, rmse], ...]``, one per model version, the RMSE over the
+    feasible test points of the latest model with that many labels seen here. It is measured
+    before every run that succeeds (a sequential campaign hands out a point only once the model
+    of the previous label is in place; before the first model ``/predict`` answers 404) and
+    once at the end, after waiting for the model of the last label; ``rmse_feasible`` is that
+    final model's."""
     rng = np.random.default_rng([seed, 7])
     runs: list[bool] = []  # per run in order: whether it failed
+    test = np.random.default_rng([seed, 11]).random((4 * TEST_POINTS, sim.dim))
+    x_test = sim.from_unit(test[~where.contains(test)][:TEST_POINTS])
+    truth = sim.mean(x_test)
+    curve: dict[int, float] = {}  # model version (its labels) -> feasible RMSE
 
-    def simulate(x: list) -> float:
-        inside = bool(where.contains(sim.to_unit(np.array([x], dtype=float)))[0])
-        runs.append(inside)
-        if inside:
-            raise RuntimeError("the solver diverged (inside the failure region)")
-        return float(sim.sample(np.array([x], dtype=float), rng)[0])
+    def measure(api: FbgpClient, campaign_id: str) -> float | None:
+        try:
+            prediction = api.predict(campaign_id, x_test.tolist())
+        except ApiError as error:
+            if error.status_code == 404:  # no model yet (the initial design)
+                return None
+            raise
+        rmse = float(np.sqrt(np.mean((np.asarray(prediction.mean) - truth) ** 2)))
+        if prediction.model_version is not None:
+            curve[int(prediction.model_version)] = rmse
+        return rmse
 
     body = {"name": f"failures-{sim.name}-{model}-{seed}", "inputs": sim.inputs(),
             "pool": sim.pool, "max_labels": labels, "seed": seed,
@@ -106,29 +128,83 @@ def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, se
     with FbgpClient(url, token) as api:
         campaign = api.create_campaign(body)
         design = int(campaign.spec["initial_design"]["size"])
+
+        def simulate(x: list) -> float:
+            inside = bool(where.contains(sim.to_unit(np.array([x], dtype=float)))[0])
+            runs.append(inside)
+            if inside:
+                raise RuntimeError("the solver diverged (inside the failure region)")
+            measure(api, campaign.id)
+            return float(sim.sample(np.array([x], dtype=float), rng)[0])
+
         ended = "done"
         try:
             run_simulator(url, campaign.id, simulate, token=token)
         except ApiError as error:  # stalled: no point left that the failure model allows
             ended = f"HTTP {error.status_code}"
-        test = np.random.default_rng([seed, 11]).random((4 * TEST_POINTS, sim.dim))
-        test = test[~where.contains(test)][:TEST_POINTS]
-        x = sim.from_unit(test)
-        mean = np.asarray(api.predict(campaign.id, x.tolist()).mean)
-        rmse = float(np.sqrt(np.mean((mean - sim.mean(x)) ** 2)))
+        n_labeled = api.campaign(campaign.id).n_labeled
+        with contextlib.suppress(TimeoutError, RefitFailed):
+            api.wait_for_model(campaign.id, n_labeled, timeout=FINAL_MODEL_WAIT)
+        rmse = measure(api, campaign.id)
         api.delete_campaign(campaign.id, missing_ok=True)
     after = runs[design:]
     return {"simulator": sim.name, "model": model, "seed": seed, "runs": len(runs),
             "failed": int(sum(runs)), "runs_after_design": len(after),
             "failed_after_design": int(sum(after)), "rmse_feasible": rmse,
-            "region_fraction": where.fraction, "ended": ended}  # fmt: skip
+            "region_fraction": where.fraction, "ended": ended, "design": design,
+            "labels": labels, "n_labeled": n_labeled,
+            "rmse_curve": [[n, curve[n]] for n in sorted(curve)]}  # fmt: skip
+
+
+def curve_auc(record: dict) -> float:
+    """The area under a campaign's feasible RMSE curve (``record["rmse_curve"]``), trapezoidal
+    over ``n_labeled`` in unit steps from the end of the initial design (``record["design"]``)
+    to the last label (``record["labels"]``, the campaign's ``max_labels``).
+
+    At a number of labels with no model version recorded (a refit that was overtaken by the
+    next label, or labels a stalled campaign never reached), the last value before it is
+    carried forward. NaN when the curve has no value at or before the end of the design."""
+    grid = np.arange(int(record["design"]), int(record["labels"]) + 1)
+    values = np.full(len(grid), np.nan)
+    last = np.nan
+    known = {int(n): float(v) for n, v in record.get("rmse_curve") or []}
+    for k, n in enumerate(grid):
+        if n in known:
+            last = known[n]
+        elif k == 0:  # the value at the end of the design may come from an earlier version
+            earlier = [m for m in known if m < n]
+            last = known[max(earlier)] if earlier else np.nan
+        values[k] = last
+    return float(auc(values, grid))
+
+
+def rd_auc_by_simulator(records: list[dict], baseline: str = "none",
+                        new: str = "classifier") -> dict[str, RdAuc]:  # fmt: skip
+    """Per simulator, the RD-AUC of the feasible RMSE curves (:func:`curve_auc`) of model
+    ``new`` against ``baseline`` (the bound 0: RMSE's), over the repetitions (seeds) that both
+    have: positive when ``new``'s curves lie lower. Simulators lacking either model are left
+    out."""
+    out = {}
+    for name in sorted({r["simulator"] for r in records}):
+        aucs = {m: {r["seed"]: curve_auc(r) for r in records
+                    if r["simulator"] == name and r["model"] == m}
+                for m in (baseline, new)}  # fmt: skip
+        seeds = sorted(set(aucs[baseline]) & set(aucs[new]))
+        if seeds:
+            out[name] = rd_auc([aucs[baseline][s] for s in seeds],
+                               [aucs[new][s] for s in seeds], auc_best=0.0)  # fmt: skip
+    return out
 
 
 def table(records: list[dict]) -> str:
     """Markdown: per simulator and model, the share of runs failed (all; after the design), as
-    the median over repetitions and pooled, and the median feasible RMSE."""
+    the median over repetitions and pooled, the median final feasible RMSE, the median area
+    under the feasible RMSE curve (:func:`curve_auc`) and, on the classifier's row, the RD-AUC
+    of its curves against ``none``'s (:func:`rd_auc_by_simulator`; percent, mean ± sd)."""
     lines = ["| simulator | region | model | reps | runs failed (pooled) | after the design, "
-             "median share | feasible RMSE, median |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "median share | final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC "
+             "against none (%) |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rd = rd_auc_by_simulator(records)
     keys = sorted({(r["simulator"], r["model"]) for r in records})
     for name, model in keys:
         rs = [r for r in records if r["simulator"] == name and r["model"] == model]
@@ -136,8 +212,17 @@ def table(records: list[dict]) -> str:
         share = statistics.median(r["failed_after_design"] / max(1, r["runs_after_design"])
                                   for r in rs)  # fmt: skip
         rmse = statistics.median(r["rmse_feasible"] for r in rs)
+        area = statistics.median(curve_auc(r) for r in rs)
+        if model == "none":
+            versus = "baseline"
+        elif model == "classifier" and name in rd:
+            sd = f"{100 * rd[name].sd:.1f}" if np.isfinite(rd[name].sd) else "n/a"
+            versus = f"{100 * rd[name].mean:.1f} ± {sd}"
+        else:
+            versus = ""
         lines.append(f"| {name} | {rs[0]['region_fraction']:.0%} | {model} | {len(rs)} | "
-                     f"{failed}/{runs} | {share:.1%} | {rmse:.4g} |")  # fmt: skip
+                     f"{failed}/{runs} | {share:.1%} | {rmse:.4g} | {area:.4g} | "
+                     f"{versus} |")  # fmt: skip
     return "\n".join(lines)
 
 
