@@ -363,3 +363,25 @@ def test_a_long_refits_chain_groups_go_where_light_workers_take_them_when_short(
     assert fanout.chain_lane(LONG, None, 201, 5, 15.0) == LONG
     assert fanout.chain_lane(LONG, {"n_labeled": 3, "diagnostics": {}}, 4, 5, 15.0) == LONG
     assert fanout.chain_lane(REFIT, model(300.0), 201, 5, 15.0) == REFIT
+
+
+def test_short_groups_queue_on_the_ordinary_lane_and_the_merge_on_the_refits(tmp_path, monkeypatch):
+    """:func:`fanout.dispatch` with ``chains_queue``: the groups wait on that queue (where a
+    light worker takes them), the merge, deferred until they end, on the refit's own (long)
+    queue. A Redis of its own, with no worker to take them."""
+    from service.queues import LONG, queue
+    from tests.conftest import start_redis, stop
+
+    process, url = start_redis(tmp_path)
+    try:
+        r = Redis.from_url(url)
+        monkeypatch.setattr(fanout, "lane", lambda: LONG)  # as inside a job of the long lane
+        merge = fanout.dispatch(r, "c", 200, [[0, 1, 2], [3, 4]], None, "t", time.time(),
+                                chains_queue=REFIT)  # fmt: skip
+        groups, own = queue(REFIT, r), queue(LONG, r)
+        assert len(groups.job_ids) == 2 and own.job_ids == []
+        assert own.deferred_job_registry.get_job_ids() == [merge]
+        plain = fanout.dispatch(r, "d", 200, [[0, 1, 2], [3, 4]], None, "u", time.time())
+        assert len(own.job_ids) == 2 and plain in own.deferred_job_registry.get_job_ids()
+    finally:
+        stop(process)
