@@ -73,16 +73,24 @@ def _fit(u, z, lengthscale, noise, label_noise):
     return chol_inv, alpha
 
 
+def _fits(u, z, lengthscale, noise, label_noise):
+    """Each group of draws (:func:`_groups`) in turn: its slice, inverse Cholesky factors and
+    ``K^-1 z`` (:func:`_fit`)."""
+    for g in _groups(len(noise), len(z)):
+        yield (g, *_fit(u, z, lengthscale[g], noise[g], label_noise))
+
+
+def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_diag = chol_inv.square().sum(-2)  # [K^-1]_ii = sum_k (L^-1)_ki^2
+    return z - alpha / inv_diag, 1.0 / inv_diag
+
+
 def loo(u, z, lengthscale, noise, label_noise=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Closed-form leave-one-out predictions of each label by each draw's GP: means and
     variances of ``y_i`` (``B x n`` each, standardized units)."""
-    means, variances = [], []
-    for g in _groups(len(noise), len(z)):
-        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
-        inv_diag = chol_inv.square().sum(-2)  # [K^-1]_ii = sum_k (L^-1)_ki^2
-        means.append(z - alpha / inv_diag)
-        variances.append(1.0 / inv_diag)
-    return torch.cat(means), torch.cat(variances)
+    parts = [_loo_of(z, chol_inv, alpha) for _, chol_inv, alpha in
+             _fits(u, z, lengthscale, noise, label_noise)]  # fmt: skip
+    return torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
 
 
 def mixture_loo(z, means, variances) -> dict[str, torch.Tensor]:
@@ -127,6 +135,57 @@ def variance_stride(draws: int, points: int, n: int) -> int:
     return max(1, min(draws, math.ceil(draws * points * n * n / VARIANCE_WORK)))
 
 
+class _Pool:
+    """:func:`pool_moments` group of draws by group (:meth:`add` each group's fit)."""
+
+    def __init__(self, u, z, lengthscale, noise, points, scale_y=None):
+        self.u, self.lengthscale, self.noise, self.points = u, lengthscale, noise, points
+        self.means, self.latent_means = _Spread(), _Spread()
+        self.sum_var = torch.zeros(len(points), dtype=DTYPE)
+        self.sum_latent = torch.zeros(len(points), dtype=DTYPE)
+        self.seen = torch.zeros(len(points), dtype=DTYPE)
+        self.scale_y = scale_y
+        self.log = scale_y is not None and scale_y.log
+        self.k = 1 if self.log else variance_stride(len(noise), len(points), len(z))
+
+    def add(self, g: slice, chol_inv, alpha) -> None:
+        u, points, k = self.u, self.points, self.k
+        gp = Conditioned(u=u, lengthscale=self.lengthscale[g], noise=self.noise[g], alpha=alpha,
+                         chol_inv=chol_inv)  # fmt: skip
+        if k > 1:
+            self.means.add(gp.predict(points, False)[0])
+            turn = torch.arange(g.start, g.start + len(alpha)) % k
+            for r in turn.unique().tolist():
+                rows = (turn == r).nonzero().squeeze(-1)
+                some = Conditioned(u=u, lengthscale=gp.lengthscale[rows], noise=gp.noise[rows],
+                                   alpha=alpha[rows], chol_inv=chol_inv[rows])  # fmt: skip
+                _, w = some.predict(points[r::k])
+                self.sum_var[r::k] += w.sum(0)
+                self.sum_latent[r::k] += (w - some.noise[:, None]).sum(0)
+                self.seen[r::k] += len(rows)
+            return
+        m, w = gp.predict(points)
+        latent = w - gp.noise[:, None]
+        if self.log:  # each draw's lognormal moments of y and of exp f
+            scale_y = self.scale_y
+            mu, var = scale_y.mean + scale_y.std * m.numpy(), scale_y.std**2
+            m, w = map(torch.from_numpy, lognormal.moments(mu, var * w.numpy()))
+            m_f, latent = map(
+                torch.from_numpy, lognormal.moments(mu, var * latent.clamp_min(0).numpy())
+            )
+            self.latent_means.add(m_f)
+        self.sum_var += w.sum(0)
+        self.sum_latent += latent.sum(0)
+        self.seen += len(w)
+        self.means.add(m)
+
+    def result(self) -> dict:
+        qbc = self.means.variance()
+        qbc_f = self.latent_means.variance() if self.log else qbc
+        return {"ipv": self.sum_var / self.seen + qbc,
+                "ipv_f": self.sum_latent / self.seen + qbc_f, "qbc": qbc}  # fmt: skip
+
+
 def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
                  scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
     """At each pool point (``m x d``): the mixture's variance of ``y`` (``ipv``) and of ``f``
@@ -135,44 +194,10 @@ def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
     The draws' moments are combined group by group (:class:`_Spread`); beyond
     :data:`VARIANCE_WORK` each point's mean variance is over the draws whose turn it is
     (:func:`variance_stride`)."""
-    means, latent_means = _Spread(), _Spread()
-    sum_var = torch.zeros(len(points), dtype=DTYPE)
-    sum_latent = torch.zeros(len(points), dtype=DTYPE)
-    seen = torch.zeros(len(points), dtype=DTYPE)
-    log = scale_y is not None and scale_y.log
-    k = 1 if log else variance_stride(len(noise), len(points), len(z))
-    for g in _groups(len(noise), len(z)):
-        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
-        gp = Conditioned(u=u, lengthscale=lengthscale[g], noise=noise[g], alpha=alpha,
-                         chol_inv=chol_inv)  # fmt: skip
-        if k > 1:
-            means.add(gp.predict(points, False)[0])
-            turn = torch.arange(g.start, g.start + len(alpha)) % k
-            for r in turn.unique().tolist():
-                rows = (turn == r).nonzero().squeeze(-1)
-                some = Conditioned(u=u, lengthscale=gp.lengthscale[rows], noise=gp.noise[rows],
-                                   alpha=alpha[rows], chol_inv=chol_inv[rows])  # fmt: skip
-                _, w = some.predict(points[r::k])
-                sum_var[r::k] += w.sum(0)
-                sum_latent[r::k] += (w - some.noise[:, None]).sum(0)
-                seen[r::k] += len(rows)
-            continue
-        m, w = gp.predict(points)
-        latent = w - noise[g][:, None]
-        if log:  # each draw's lognormal moments of y and of exp f
-            mu, var = scale_y.mean + scale_y.std * m.numpy(), scale_y.std**2
-            m, w = map(torch.from_numpy, lognormal.moments(mu, var * w.numpy()))
-            m_f, latent = map(
-                torch.from_numpy, lognormal.moments(mu, var * latent.clamp_min(0).numpy())
-            )
-            latent_means.add(m_f)
-        sum_var += w.sum(0)
-        sum_latent += latent.sum(0)
-        seen += len(w)
-        means.add(m)
-    qbc = means.variance()
-    qbc_f = latent_means.variance() if log else qbc
-    return {"ipv": sum_var / seen + qbc, "ipv_f": sum_latent / seen + qbc_f, "qbc": qbc}
+    pool = _Pool(u, z, lengthscale, noise, points, scale_y)
+    for fit in _fits(u, z, lengthscale, noise, label_noise):
+        pool.add(*fit)
+    return pool.result()
 
 
 def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
@@ -185,7 +210,11 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
     ``scale_y``: the output's standardization, whose ``log`` reports a log output in its own
     units (see the module's docstring; ``y_std`` is then its ``std``)."""
     started = time.perf_counter()
-    means, variances = loo(u, z, lengthscale, noise, label_noise)
+    pool, parts = _Pool(u, z, lengthscale, noise, points, scale_y), []
+    for g, chol_inv, alpha in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
+        parts.append(_loo_of(z, chol_inv, alpha))
+        pool.add(g, chol_inv, alpha)
+    means, variances = torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
     mix = mixture_loo(z, means, variances)
     rmse_z = float((z - mix["mean"]).square().mean().sqrt())
     covered = ((mix["cdf"] >= 1 - NORMAL_95) & (mix["cdf"] <= NORMAL_95)).to(DTYPE).mean()
@@ -195,8 +224,7 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
     if scale_y is not None and scale_y.log:  # y's units: the labels' and the mixture's means
         sd, rmse = _log_rmse(z, means, variances, scale_y)
         out.update(loo_rmse=rmse, loo_rmse_relative=rmse / sd)
-    pool = pool_moments(u, z, lengthscale, noise, points, label_noise, scale_y)
-    for name, values in pool.items():
+    for name, values in pool.result().items():
         relative = float(values.mean())
         if scale_y is not None and scale_y.log:  # in y's units already
             relative /= sd**2
