@@ -37,6 +37,7 @@ from clients.reproduction.large_benchmark import (
     compare_metrics,
     compare_screening,
     compare_stop_rules,
+    compare_subset,
     large_cases,
     time_next_point,
 )
@@ -256,7 +257,9 @@ def main(argv=None) -> None:
                         "sampling stops (R-hat waited for or reported only), the refit's time "
                         "and its next point against a long run's, at --simulators, --sizes "
                         "and --data; 'screen': each acquisition's scoring in full and screened, at "
-                        "--simulators, --sizes and --data")  # fmt: skip
+                        "--simulators, --sizes and --data; 'subset': the hyperparameters "
+                        "sampled on all labels and on 200 of them, each conditioned on all, at "
+                        "--simulators and --sizes")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -285,11 +288,15 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
-    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen"):
+    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset"):
         if args.cases == "large":
             large_cases(args)
         elif args.cases == "groups":
             compare_groups()
+        elif args.cases == "subset":
+            for simulator in args.simulators.split(","):
+                for n in (int(v) for v in args.sizes.split(",")):
+                    compare_subset(simulator, n)
         elif args.cases in ("stop", "screen"):
             compare = compare_stop_rules if args.cases == "stop" else compare_screening
             for simulator in args.simulators.split(","):

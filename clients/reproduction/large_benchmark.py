@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from clients.reproduction.core_data import agreement, campaign_data, data, fit, reference_posterior
-from worker.acquisition import evaluate
+from clients.simulators import get_simulator
+from worker.acquisition import DrawGPs, evaluate
 from worker.convergence import convergence
 from worker.mcmc import Target, sample_posterior
 from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
@@ -435,4 +436,70 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
                   f"{screened_s:5.2f} s ({full_s / screened_s:.1f}x); same point: "
                   f"{row['same_point']}, top-{RANKING_SIZE} overlap {row['overlap']:.2f}, "
                   f"exact where kept: {row['exact_where_kept']}", flush=True)  # fmt: skip
+    return rows
+
+
+def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
+                   candidates: int = 10_000, test_points: int = 2_000) -> list[dict]:  # fmt: skip
+    """Large n (issue 40's fourth lever), before choosing: the hyperparameters sampled by the
+    defaults on all ``n`` labels, and on a seeded ``subset`` of them, each posterior's 150 draws
+    then conditioned on all ``n`` labels. Side by side: the sampling's seconds, the draws'
+    medians of the log lengthscales and log noise, the mixture's RMSE against the noise-free
+    function and NLPD of noisy labels at ``test_points`` uniform points (original units), and
+    the next point (QB-MGP, screened, over ``candidates``): whether the two choose the same,
+    and the full posterior's score of the subset's choice relative to its best."""
+    from worker.fitting import ranking
+    from worker.scoring import Output, Scoring
+
+    sim = get_simulator(simulator)
+    rng = np.random.default_rng(0)
+    unit = rng.random((n, sim.dim))
+    y = sim.sample(sim.lower + unit * (sim.upper - sim.lower), rng)
+    scale = OutputStandardization.from_labels(y)
+    u, z = torch.from_numpy(unit), scale.to_z(y)
+    test = rng.random((test_points, sim.dim))
+    x_test = sim.lower + test * (sim.upper - sim.lower)
+    truth, noisy = sim.mean(x_test), sim.sample(x_test, rng)
+    cand = torch.from_numpy(rng.random((candidates, sim.dim)))
+    case = f"{simulator} n={n} uniform, subset {subset}"
+    rows = []
+    for seed in seeds:
+        chosen = {}
+        for how in ("all", "subset"):
+            keep = (np.sort(np.random.default_rng([seed, 5]).choice(n, subset, replace=False))
+                    if how == "subset" else np.arange(n))  # fmt: skip
+            t = time.perf_counter()
+            post = fit(u[keep], z[keep], MCMC_DEFAULTS, seed=40 + seed)
+            seconds = time.perf_counter() - t
+            thin = post.for_scoring(MCMC_DEFAULTS)
+            means, variances = [], []
+            for m, v in DrawGPs(u, z, thin.lengthscale, thin.noise).chunks(torch.from_numpy(test)):
+                means.append(m)
+                variances.append(v)
+            m, v = torch.cat(means, 1).numpy(), torch.cat(variances, 1).numpy()
+            m, v = scale.mean + scale.std * m, v * scale.std**2  # original units
+            rmse = float(np.sqrt(np.mean((m.mean(0) - truth) ** 2)))
+            density = np.exp(-0.5 * (noisy - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
+            nlpd = float(-np.log(density.mean(0)).mean())
+            fn = Scoring("qb-mgp", (Output(1.0, thin, u, z, None, seed),))
+            scores = ranking.scored("qb-mgp", fn, cand, ranking.here).numpy()
+            chosen[how] = (int(np.argmax(scores)), scores)
+            logs = post.log_draws().numpy()
+            d = post.diagnostics
+            row = {"case": case, "seed": seed, "how": how, "seconds": seconds,
+                   "median_log_draws": np.median(logs, 0).round(3).tolist(),
+                   "rmse": rmse, "nlpd": nlpd, "rhat": d["max_rhat"],
+                   "ess": d["min_ess_bulk"]}  # fmt: skip
+            rows.append(row)
+            print(f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
+                  f"({d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, "
+                  f"ESS {d['min_ess_bulk']:.0f}); median "
+                  f"log l, log s2 {row['median_log_draws']}; RMSE {rmse:.4f}, NLPD {nlpd:.4f}",
+                  flush=True)  # fmt: skip
+        full_scores = chosen["all"][1]
+        pick = chosen["subset"][0]
+        relative = full_scores[pick] / full_scores.max()
+        print(f"{case} seed {seed}: same next point: {pick == chosen['all'][0]}; the full "
+              f"posterior's score of the subset's choice {relative:.3f} of its best",
+              flush=True)  # fmt: skip
     return rows

@@ -8,6 +8,7 @@ from clients.reproduction.large_benchmark import (
     _ranking_against,
     compare_screening,
     compare_stop_rules,
+    compare_subset,
     time_next_point,
 )
 
@@ -48,3 +49,13 @@ def test_stop_rules_and_screening_report_their_rows(capsys):
     assert row["exact_where_kept"] and row["same_point"]
     out = capsys.readouterr().out
     assert "seed against seed" in out and "screened" in out
+
+
+def test_a_subsets_hyperparameters_are_compared_with_all_labels(capsys):
+    """The subset case at a small size: a row per seed and way, the subset sampled on fewer
+    labels, and the verdict on the next point printed."""
+    rows = compare_subset("branin", 40, subset=15, seeds=(0,), candidates=1500, test_points=200)
+    assert [r["how"] for r in rows] == ["all", "subset"]
+    assert all(r["rmse"] > 0 and np.isfinite(r["nlpd"]) and len(r["median_log_draws"]) == 3
+               for r in rows)  # fmt: skip
+    assert "same next point" in capsys.readouterr().out
