@@ -35,13 +35,11 @@ from clients.reproduction.large_benchmark import (
     SOURCES,
     compare_groups,
     compare_metrics,
-    compare_screening,
-    compare_stop_rules,
-    compare_subset,
     large_cases,
     time_next_point,
 )
 from clients.reproduction.protocol import pool_points
+from clients.reproduction.speed_levers import compare_screening, compare_stop_rules, compare_subset
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
 from worker.gp import Conditioned, rbf

@@ -1,0 +1,240 @@
+"""``fbgp-al bench-core --cases stop|screen|subset``: issue 40's levers measured side by side,
+each against what it would replace: when sampling stops (R-hat waited for or reported), what
+scoring costs (in full or screened), and large n (the hyperparameters from all labels, a subset
+of them, or a Laplace mixture at their modes). See :mod:`clients.reproduction.core_benchmark`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from clients.reproduction.core_data import campaign_data, data, fit
+from clients.simulators import get_simulator
+from worker.acquisition import DrawGPs, evaluate
+from worker.mcmc import Posterior, sample_posterior
+from worker.spec.defaults import MCMC_DEFAULTS
+from worker.transforms import OutputStandardization
+
+# the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
+# shorter step-size warm-up of a warm start
+STOP_RULES = {"rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
+              "ess": {**MCMC_DEFAULTS, "target_rhat": None},
+              "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20}}  # fmt: skip
+
+
+def _ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:
+    """How a ranking's ``scores`` agree with the ``reference`` scores of the same candidates:
+    the reference's rank of the point chosen (0: the reference's best), the overlap of the two
+    top-``k``, and the reference's score of the point chosen relative to its best."""
+    order = np.argsort(-reference, kind="stable")
+    where = np.empty_like(order)
+    where[order] = np.arange(len(order))
+    chosen = int(np.argmax(scores))
+    top = set(np.argsort(-scores, kind="stable")[:k].tolist())
+    return {"rank": int(where[chosen]), "overlap": len(top & set(order[:k].tolist())) / k,
+            "relative": float(reference[chosen] / reference[order[0]])}  # fmt: skip
+
+
+def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
+                       candidates: int = 10_000, acquisition: str = "qb-mgp",
+                       reference_draws: int = 600) -> list[dict]:  # fmt: skip
+    """When sampling stops (issue 40's first lever): a warm refit at ``n`` labels (from one on
+    the first ``n - 1``) with each of :data:`STOP_RULES`, per seed, timed, and its next point
+    (``acquisition`` over ``candidates`` seeded uniform candidates) against a long reference run's
+    (5 chains x ``reference_draws``, 600 draws of them scored): the reference's rank of the point
+    chosen, the top-10 overlap, the reference's score of it relative to its best. Two seeds of
+    one rule disagree with each other by the noise of the draws; a rule is as good as another
+    when its agreement with the reference is within that noise."""
+    u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+    zp = OutputStandardization.from_labels(z.numpy()[:-1]).to_z(z.numpy()[:-1])
+    cand = torch.from_numpy(np.random.default_rng(0).random((candidates, u.shape[1])))
+    case = f"{simulator} n={n} {source}"
+    t = time.perf_counter()
+    ref = sample_posterior(u, z, chains=5, warmup=300, samples=reference_draws, seed=99,
+                           init="grid", start_metric=True)  # fmt: skip
+    reference = evaluate(acquisition, ref.spread(600), u, z, cand).numpy()
+    print(f"{case}: reference 5 x {reference_draws} draws (R-hat "
+          f"{ref.diagnostics['max_rhat']:.3f}, ESS {ref.diagnostics['min_ess_bulk']:.0f}) "
+          f"and its scores in {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
+    rows, chosen = [], {}
+    for seed in seeds:
+        warm = fit(u[:-1], zp, STOP_RULES["rhat"], seed=10 + seed)  # one start for every rule
+        for rule, mcmc in STOP_RULES.items():
+            t = time.perf_counter()
+            post = fit(u, z, mcmc, seed=20 + seed, warm=warm)
+            refit_s = time.perf_counter() - t
+            t = time.perf_counter()
+            scores = evaluate(acquisition, post.for_scoring(mcmc), u, z, cand).numpy()
+            scoring_s = time.perf_counter() - t
+            d = post.diagnostics
+            row = {"case": case, "rule": rule, "seed": seed, "refit_s": refit_s,
+                   "scoring_s": scoring_s, "gradient_evaluations": d["gradient_evaluations"],
+                   "draws_per_chain": d["samples_per_chain"], "rhat": d["max_rhat"],
+                   "ess": d["min_ess_bulk"], "start": d["warm_start"],
+                   **_ranking_against(scores, reference)}  # fmt: skip
+            chosen.setdefault(rule, []).append(scores)
+            rows.append(row)
+            print(f"  {rule:<7} seed {seed}: refit {refit_s:6.2f} s ({row['gradient_evaluations']}"
+                  f" grad evals, {row['draws_per_chain']} draws/chain, R-hat {row['rhat']:.3f}, "
+                  f"ESS {row['ess']:.0f}, {row['start']}), scoring {scoring_s:.2f} s; next point:"
+                  f" reference rank {row['rank']}, top-10 overlap {row['overlap']:.1f}, "
+                  f"reference score {row['relative']:.3f} of its best", flush=True)  # fmt: skip
+    for rule, runs in chosen.items():  # the noise of the draws: seed against seed, one rule
+        pairs = [_ranking_against(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+        print(f"  {rule:<7} seed against seed: ranks {[p['rank'] for p in pairs]}, top-10 "
+              f"overlap {[p['overlap'] for p in pairs]}", flush=True)  # fmt: skip
+    for rule in STOP_RULES:
+        mine = [r for r in rows if r["rule"] == rule]
+        print(
+            f"  {rule:<4} median refit {np.median([r['refit_s'] for r in mine]):.2f} s, "
+            f"median reference rank {np.median([r['rank'] for r in mine]):.0f}, "
+            f"median overlap {np.median([r['overlap'] for r in mine]):.2f}",
+            flush=True,
+        )
+    return rows
+
+
+def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
+                      acquisitions=("qb-mgp", "b-alm", "bald"),
+                      candidates: int = 10_000) -> list[dict]:  # fmt: skip
+    """What scoring costs (issue 40's second lever): each acquisition's ranking of
+    ``candidates`` seeded uniform candidates by the defaults' refit at ``n`` labels, scored in
+    full and screened (:func:`worker.fitting.ranking.scored`, forced on), side by side: the
+    seconds of each, whether the point chosen is the same, and the overlap of the two kept
+    rankings (their ``RANKING_SIZE`` best)."""
+    from worker.fitting import ranking
+    from worker.scoring import Output, Scoring
+    from worker.spec.defaults import RANKING_SIZE
+
+    u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
+    case = f"{simulator} n={n} {source}"
+    rows = []
+    for seed in seeds:
+        post = fit(u, z, MCMC_DEFAULTS, seed=30 + seed)
+        thin = post.for_scoring(MCMC_DEFAULTS)
+        cand = torch.from_numpy(np.random.default_rng(seed).random((candidates, u.shape[1])))
+        for name in acquisitions:
+            fn = Scoring(name, (Output(1.0, thin, u, z, None, seed),))
+            t = time.perf_counter()
+            full = ranking.here(fn, cand).numpy()
+            full_s = time.perf_counter() - t
+            saved = ranking.SCREEN_WORK
+            ranking.SCREEN_WORK = 0  # screen whatever the size
+            try:
+                t = time.perf_counter()
+                screened = ranking.scored(name, fn, cand, ranking.here).numpy()
+                screened_s = time.perf_counter() - t
+            finally:
+                ranking.SCREEN_WORK = saved
+            best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
+            best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
+            row = {"case": case, "seed": seed, "acquisition": name, "full_s": full_s,
+                   "screened_s": screened_s, "same_point": bool(best_full[0] == best_screened[0]),
+                   "overlap": len(set(best_full) & set(best_screened)) / RANKING_SIZE,
+                   "exact_where_kept": bool(np.allclose(full[np.isfinite(screened)],
+                                                        screened[np.isfinite(screened)],
+                                                        rtol=1e-9, atol=0))}  # fmt: skip
+            rows.append(row)
+            print(f"{case} seed {seed} {name:<6}: full {full_s:5.2f} s, screened "
+                  f"{screened_s:5.2f} s ({full_s / screened_s:.1f}x); same point: "
+                  f"{row['same_point']}, top-{RANKING_SIZE} overlap {row['overlap']:.2f}, "
+                  f"exact where kept: {row['exact_where_kept']}", flush=True)  # fmt: skip
+    return rows
+
+
+def laplace_posterior(u, z, seed: int, draws: int = 150) -> Posterior:
+    """``draws`` draws of the hyperparameters from the Laplace mixture that cold chains start
+    from (:mod:`worker.cold_start`: the posterior's local modes found by a grid and L-BFGS, each
+    a Gaussian with its Hessian's inverse, weighed by its Laplace mass), on all the labels; its
+    diagnostics say how many modes and gradient evaluations it took."""
+    from worker.cold_start import _start_modes
+    from worker.potential import GPPotential
+
+    d = u.shape[1]
+    floor = MCMC_DEFAULTS["noise_floor"]
+    potential = GPPotential(u, z, None, None, floor)
+    modes, weights, scales = _start_modes(potential, seed)
+    rng = np.random.default_rng(seed)
+    k = rng.choice(len(modes), draws, p=weights)
+    theta = modes[k] + np.einsum("bij,bj->bi", scales[k], rng.standard_normal((draws, d + 1)))
+    best = modes[int(np.argmax(weights))]
+    post = Posterior(lengthscale=torch.from_numpy(np.exp(theta[:, :d])),
+                     noise=torch.from_numpy(floor + np.exp(theta[:, d])), chains=1,
+                     mode_lengthscale=torch.from_numpy(np.exp(best[:d])),
+                     mode_noise=float(floor + np.exp(best[d])))  # fmt: skip
+    post.diagnostics = {"samples_per_chain": draws, "max_rhat": float("nan"),
+                        "min_ess_bulk": float(draws), "modes": len(modes)}  # fmt: skip
+    return post
+
+
+def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
+                   candidates: int = 10_000, test_points: int = 2_000) -> list[dict]:  # fmt: skip
+    """Large n (issue 40's fourth lever), before choosing: the hyperparameters sampled by the
+    defaults on all ``n`` labels, on a seeded ``subset`` of them, and drawn from the Laplace
+    mixture at the modes of all of them (:func:`laplace_posterior`), each posterior's 150 draws
+    then conditioned on all ``n`` labels. Side by side: the sampling's seconds, the draws'
+    medians of the log lengthscales and log noise, the mixture's RMSE against the noise-free
+    function and NLPD of noisy labels at ``test_points`` uniform points (original units), and
+    the next point (QB-MGP, screened, over ``candidates``): whether the two choose the same,
+    and the full posterior's score of the subset's choice relative to its best."""
+    from worker.fitting import ranking
+    from worker.scoring import Output, Scoring
+
+    sim = get_simulator(simulator)
+    rng = np.random.default_rng(0)
+    unit = rng.random((n, sim.dim))
+    y = sim.sample(sim.lower + unit * (sim.upper - sim.lower), rng)
+    scale = OutputStandardization.from_labels(y)
+    u, z = torch.from_numpy(unit), scale.to_z(y)
+    test = rng.random((test_points, sim.dim))
+    x_test = sim.lower + test * (sim.upper - sim.lower)
+    truth, noisy = sim.mean(x_test), sim.sample(x_test, rng)
+    cand = torch.from_numpy(rng.random((candidates, sim.dim)))
+    case = f"{simulator} n={n} uniform, subset {subset}"
+    rows = []
+    for seed in seeds:
+        chosen = {}
+        for how in ("all", "subset", "laplace"):
+            keep = (np.sort(np.random.default_rng([seed, 5]).choice(n, subset, replace=False))
+                    if how == "subset" else np.arange(n))  # fmt: skip
+            t = time.perf_counter()
+            post = (laplace_posterior(u, z, seed) if how == "laplace" else
+                    fit(u[keep], z[keep], MCMC_DEFAULTS, seed=40 + seed))  # fmt: skip
+            seconds = time.perf_counter() - t
+            thin = post.for_scoring(MCMC_DEFAULTS)
+            means, variances = [], []
+            for m, v in DrawGPs(u, z, thin.lengthscale, thin.noise).chunks(torch.from_numpy(test)):
+                means.append(m)
+                variances.append(v)
+            m, v = torch.cat(means, 1).numpy(), torch.cat(variances, 1).numpy()
+            m, v = scale.mean + scale.std * m, v * scale.std**2  # original units
+            rmse = float(np.sqrt(np.mean((m.mean(0) - truth) ** 2)))
+            density = np.exp(-0.5 * (noisy - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
+            nlpd = float(-np.log(density.mean(0)).mean())
+            fn = Scoring("qb-mgp", (Output(1.0, thin, u, z, None, seed),))
+            scores = ranking.scored("qb-mgp", fn, cand, ranking.here).numpy()
+            chosen[how] = (int(np.argmax(scores)), thin)
+            logs = post.log_draws().numpy()
+            d = post.diagnostics
+            row = {"case": case, "seed": seed, "how": how, "seconds": seconds,
+                   "median_log_draws": np.median(logs, 0).round(3).tolist(),
+                   "rmse": rmse, "nlpd": nlpd, "rhat": d["max_rhat"],
+                   "ess": d["min_ess_bulk"]}  # fmt: skip
+            rows.append(row)
+            print(f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
+                  f"({d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, "
+                  f"ESS {d['min_ess_bulk']:.0f}); median "
+                  f"log l, log s2 {row['median_log_draws']}; RMSE {rmse:.4f}, NLPD {nlpd:.4f}",
+                  flush=True)  # fmt: skip
+        best = chosen["all"][0]
+        for how in ("subset", "laplace"):
+            pick = chosen[how][0]
+            full = evaluate("qb-mgp", chosen["all"][1], u, z, cand[[pick, best]]).numpy()
+            relative = full[0] / full[1]  # the full posterior's exact scores of the two choices
+            print(f"{case} seed {seed} {how}: same next point as all: {pick == best}; the full "
+                  f"posterior's score of its choice {relative:.3f} of its best",
+                  flush=True)  # fmt: skip
+    return rows

@@ -1,0 +1,47 @@
+"""Issue 40's levers side by side (:mod:`clients.reproduction.speed_levers`, ``fbgp-al
+bench-core --cases stop|screen|subset``), at small sizes."""
+
+import numpy as np
+import pytest
+
+from clients.reproduction.speed_levers import (
+    _ranking_against,
+    compare_screening,
+    compare_stop_rules,
+    compare_subset,
+)
+
+
+def test_a_ranking_is_compared_with_the_references_by_the_rank_of_its_choice():
+    """The reference's rank of the point chosen, the top-k overlap and the reference's score of
+    the choice relative to its best, on scores made by hand."""
+    reference = np.array([0.1, 0.9, 0.5, 0.7, 0.2])
+    same = _ranking_against(reference * 2, reference, k=2)
+    assert same == {"rank": 0, "overlap": 1.0, "relative": 1.0}
+    other = _ranking_against(np.array([0.0, 0.1, 0.2, 0.9, 0.3]), reference, k=2)
+    assert other["rank"] == 1 and other["overlap"] == 0.5
+    assert other["relative"] == pytest.approx(0.7 / 0.9)
+
+
+def test_stop_rules_and_screening_report_their_rows(capsys):
+    """Both cases run end to end at a small size and say what they compare."""
+    rows = compare_stop_rules("branin", 12, "uniform", seeds=(0,), candidates=200,
+                              reference_draws=60)  # fmt: skip
+    assert {r["rule"] for r in rows} == {"rhat", "ess", "ess-w20"}
+    assert all(r["refit_s"] > 0 and 0 <= r["rank"] < 200 for r in rows)
+    rows = compare_screening("branin", 12, "uniform", seeds=(0,), acquisitions=("qb-mgp",),
+                             candidates=1500)  # fmt: skip
+    (row,) = rows
+    assert row["exact_where_kept"] and row["same_point"]
+    out = capsys.readouterr().out
+    assert "seed against seed" in out and "screened" in out
+
+
+def test_a_subsets_hyperparameters_are_compared_with_all_labels(capsys):
+    """The subset case at a small size: a row per seed and way, the subset sampled on fewer
+    labels, and the verdict on the next point printed."""
+    rows = compare_subset("branin", 40, subset=15, seeds=(0,), candidates=1500, test_points=200)
+    assert [r["how"] for r in rows] == ["all", "subset", "laplace"]
+    assert all(r["rmse"] > 0 and np.isfinite(r["nlpd"]) and len(r["median_log_draws"]) == 3
+               for r in rows)  # fmt: skip
+    assert "same next point" in capsys.readouterr().out
