@@ -279,6 +279,8 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", type=int, metavar="N",
                         help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
     parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
+    parser.add_argument("--seeds", default=None, metavar="S,S,..",
+                        help="stop, screen, subset: the seeds (0,1,2; subset 0,1)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.modes is not None:
@@ -286,6 +288,7 @@ def main(argv=None) -> None:
         return
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
+    seeds = {} if args.seeds is None else {"seeds": tuple(int(v) for v in args.seeds.split(","))}
     if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset"):
         if args.cases == "large":
             large_cases(args)
@@ -294,13 +297,13 @@ def main(argv=None) -> None:
         elif args.cases == "subset":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):
-                    compare_subset(simulator, n)
+                    compare_subset(simulator, n, **seeds)
         elif args.cases in ("stop", "screen"):
             compare = compare_stop_rules if args.cases == "stop" else compare_screening
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):
                     for source in args.data.split(","):
-                        compare(simulator, n, source)
+                        compare(simulator, n, source, **seeds)
         elif args.cases == "next":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):

@@ -45,3 +45,13 @@ def test_a_subsets_hyperparameters_are_compared_with_all_labels(capsys):
     assert all(r["rmse"] > 0 and np.isfinite(r["nlpd"]) and len(r["median_log_draws"]) == 3
                for r in rows)  # fmt: skip
     assert "same next point" in capsys.readouterr().out
+
+
+def test_bench_core_runs_a_lever_for_the_seeds_it_is_given(capsys):
+    """``fbgp-al bench-core --cases screen --seeds 4``: one seed's rows, that seed's."""
+    from clients.reproduction.core_benchmark import main
+
+    main(["--cases", "screen", "--simulators", "branin", "--sizes", "12", "--data", "uniform",
+          "--seeds", "4"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "branin n=12 uniform seed 4 qb-mgp" in out and "seed 0" not in out
