@@ -45,10 +45,10 @@ def chain_lane(own: str, previous: dict | None, n: int, chains: int,
     refit of the long lane whose groups would be short, the ordinary lane of its tenant
     (:func:`service.queues.ordinary`), which light workers serve too. Short: the ``previous``
     model's sampling seconds per chain (its wall time times its chain groups, over its chains),
-    scaled by its labels' cube to ``n``, times the larger
-    group of two (``ceil(chains / 2)``) at most ``short_seconds`` (``long_refit_seconds``), so
-    that a small campaign's refit waits behind one group at most about as long as behind an
-    ordinary refit. With no previous sampling to judge by, the refit's own."""
+    scaled by its labels' cube to ``n``, times the larger group of two (``ceil(chains / 2)``),
+    at most ``short_seconds`` (``long_refit_seconds``), so that a small campaign's refit waits
+    behind one group at most about as long as behind an ordinary refit. With no previous
+    sampling to judge by, the refit's own."""
     if own == ordinary(own) or not previous:
         return own
     d = previous.get("diagnostics") or {}
