@@ -221,18 +221,16 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
     out = {"loo_rmse": rmse_z * y_std, "loo_rmse_relative": rmse_z,
            "loo_nlpd": float(mix["nlpd"].mean()), "loo_coverage_95": float(covered)}  # fmt: skip
     sd = y_std
-    if scale_y is not None and scale_y.log:  # y's units: the labels' and the mixture's means
+    if pool.log:  # y's units: the labels' and the mixture's means
         sd, rmse = _log_rmse(z, means, variances, scale_y)
         out.update(loo_rmse=rmse, loo_rmse_relative=rmse / sd)
     for name, values in pool.result().items():
         relative = float(values.mean())
-        if scale_y is not None and scale_y.log:  # in y's units already
+        if pool.log:  # in y's units already
             relative /= sd**2
         out[name] = relative * sd**2
         out[f"{name}_relative"] = relative
-    log = scale_y is not None and scale_y.log
-    out.update(pool_points=len(points), draws=len(noise),
-               variance_stride=1 if log else variance_stride(len(noise), len(points), len(z)),
+    out.update(pool_points=len(points), draws=len(noise), variance_stride=pool.k,
                seconds=time.perf_counter() - started)  # fmt: skip
     return out
 

@@ -53,6 +53,10 @@ QUADRATURE_ELEMENTS = 1 << 17
 # ``BLOCK_ELEMENTS`` each (16 MB).
 FIT_ELEMENTS = 1 << 24
 BLOCK_ELEMENTS = 1 << 21
+# A greedy batch's picks after the first are made among this many best candidates of its first
+# scoring (fantasies only lower scores): the candidates a screened scoring scores exactly too
+# (worker.fitting.ranking.SCREEN_KEEP)
+SHORTLIST = 1000
 
 
 def b_alm(mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
@@ -223,7 +227,7 @@ def evaluate(
 
 def greedy_batch(
     name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0, label_noise=None,
+    shortlist: int = SHORTLIST, seed: int = 0, label_noise=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
 
@@ -294,7 +298,7 @@ def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Ten
 
 def greedy_batch_outputs(
     name: str, parts: list[tuple], candidates, size: int, pending=None, *,
-    shortlist: int = 1000, seed: int = 0, scores: torch.Tensor | None = None,
+    shortlist: int = SHORTLIST, seed: int = 0, scores: torch.Tensor | None = None,
     weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,

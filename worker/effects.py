@@ -161,9 +161,8 @@ def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: n
     means = scale_y.mean + scale_y.std * means
     variances = variances * scale_y.std**2
     tail = (1.0 - level) / 2
-    if scale_y.log:
-        median, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
-        center = median
+    if scale_y.log:  # the median and band of g_J on log y's scale, mapped by exp
+        center, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
     else:
         center, low, high = mixture_band(means, variances, level)
     return {"center": center, "low": low, "high": high, "geometric": bool(scale_y.log),

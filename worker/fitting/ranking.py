@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from worker import accuracy
-from worker.acquisition import greedy_batch_outputs
+from worker.acquisition import SHORTLIST, greedy_batch_outputs
 from worker.feasibility.campaign import FailureModel
 from worker.fitting.posteriors import Data
 from worker.mcmc import Posterior
@@ -68,7 +68,7 @@ def here(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
 # those whose cost is the variances; b-qbc reads the means alone, alm one draw, random none.
 SCREENED = frozenset({"b-alm", "qb-mgp", "bald", "bald-code", "bald-std"})
 SCREEN_DRAWS = 15
-SCREEN_KEEP = 1000  # a greedy batch's shortlist (worker.acquisition.greedy_batch) as well
+SCREEN_KEEP = SHORTLIST  # a greedy batch picks among as many (worker.acquisition.greedy_batch)
 SCREEN_WORK = 150 * 10_000 * 100**2  # the defaults' scoring at n = 100
 
 

@@ -20,8 +20,9 @@ DEFAULT_ACQUISITION = "qb-mgp"
 # scoring (as in the paper: 5 chains x 300 draws, every 10th); the 5 chains run 60 draws each
 # after warm-up, then more until those 150 draws are backed by a bulk ESS of at least 150, or
 # until 1,000 draws per chain. R-hat is reported, not waited for (`target_rhat` null): on a
-# posterior with several modes no number of draws brings it down, and waiting for 1.01 doubled a
-# refit without changing its next point (docs/benchmarks.md, "When sampling stops"); a refit
+# posterior with several modes no number of draws brings it down, and at n = 200 in 6-D waiting
+# for 1.01 made a warm refit 1.4x longer in the median (3.5x at worst) for the same next point
+# in 8 of 9 seeds (docs/benchmarks.md, "When sampling stops"); a refit
 # whose R-hat is above 1.05 does not start the next one warm. Refits start warm (the previous
 # model's last draws, step sizes and mass matrices) with 50 iterations of step-size warm-up;
 # cold chains start from the posterior grid. The noise variance is at least 1e-6 of the labels'
