@@ -249,12 +249,10 @@ def main(argv=None) -> None:
         return
     if args.label_to_next:
         sim, rng = get_simulator(args.simulator), np.random.default_rng(0)
-        if args.url:
-            with httpx.Client(base_url=args.url, timeout=3700) as client:
-                label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
-        else:
-            with service(args.workers, timeout=3700, light=args.workers > 1) as client:
-                label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
+        stack = (httpx.Client(base_url=args.url, timeout=3700) if args.url
+                 else service(args.workers, timeout=3700, light=args.workers > 1))  # fmt: skip
+        with stack as client:
+            label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
         return
     if args.throughput:
         with service(2, timeout=120) as client:

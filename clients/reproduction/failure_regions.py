@@ -165,17 +165,10 @@ def curve_auc(record: dict) -> float:
     next label, or labels a stalled campaign never reached), the last value before it is
     carried forward. NaN when the curve has no value at or before the end of the design."""
     grid = np.arange(int(record["design"]), int(record["labels"]) + 1)
-    values = np.full(len(grid), np.nan)
-    last = np.nan
-    known = {int(n): float(v) for n, v in record.get("rmse_curve") or []}
-    for k, n in enumerate(grid):
-        if n in known:
-            last = known[n]
-        elif k == 0:  # the value at the end of the design may come from an earlier version
-            earlier = [m for m in known if m < n]
-            last = known[max(earlier)] if earlier else np.nan
-        values[k] = last
-    return float(auc(values, grid))
+    known = dict(sorted((int(n), float(v)) for n, v in record.get("rmse_curve") or []))
+    at = np.fromiter(known, dtype=int, count=len(known))
+    values = np.append(np.nan, list(known.values()))  # index 0: nothing at or before
+    return float(auc(values[np.searchsorted(at, grid, side="right")], grid))
 
 
 def rd_auc_by_simulator(records: list[dict], baseline: str = "none",
