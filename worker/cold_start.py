@@ -45,7 +45,7 @@ def initial_points(potential: GPPotential, chain_ids, seed: int,
     if how not in INITS:
         raise ValueError(f"unknown init {how!r}; known: {', '.join(INITS)}")
     grid = _init_grid(potential) if how == "grid" and potential.dim == 2 else None
-    modes = _start_modes(potential, seed) if how == "grid" and grid is None else None
+    modes = posterior_modes(potential, seed) if how == "grid" and grid is None else None
     init = np.empty((len(chain_ids), potential.dim))
     guess = None if modes is None else np.empty((len(chain_ids),) + (potential.dim,) * 2)
     for row, c in enumerate(chain_ids):
@@ -91,7 +91,7 @@ def _init_grid(potential: GPPotential):
     return points, weights / weights.sum(), half
 
 
-def _start_modes(potential: GPPotential, seed: int):
+def posterior_modes(potential: GPPotential, seed: int):
     """Local modes of the posterior (``K x P``), their Laplace masses (normalized), and
     per mode a matrix ``L`` with ``L L^T`` the inverse Hessian; None if no candidate has a finite
     potential. See ``INITS``."""

@@ -14,8 +14,12 @@ import torch
 from clients.reproduction.core_data import campaign_data, data, fit
 from clients.simulators import get_simulator
 from worker.acquisition import DrawGPs, evaluate
+from worker.cold_start import posterior_modes
+from worker.fitting import ranking
 from worker.mcmc import Posterior, sample_posterior
-from worker.spec.defaults import MCMC_DEFAULTS
+from worker.potential import GPPotential
+from worker.scoring import Output, Scoring
+from worker.spec.defaults import MCMC_DEFAULTS, RANKING_SIZE
 from worker.transforms import OutputStandardization
 
 # the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
@@ -105,10 +109,6 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
     full and screened (:func:`worker.fitting.ranking.scored`, forced on), side by side: the
     seconds of each, whether the point chosen is the same, and the overlap of the two kept
     rankings (their ``RANKING_SIZE`` best)."""
-    from worker.fitting import ranking
-    from worker.scoring import Output, Scoring
-    from worker.spec.defaults import RANKING_SIZE
-
     u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
     case = f"{simulator} n={n} {source}"
     rows = []
@@ -149,14 +149,11 @@ def laplace_posterior(u, z, seed: int, draws: int = 150) -> Posterior:
     """``draws`` draws of the hyperparameters from the Laplace mixture that cold chains start
     from (:mod:`worker.cold_start`: the posterior's local modes found by a grid and L-BFGS, each
     a Gaussian with its Hessian's inverse, weighed by its Laplace mass), on all the labels; its
-    diagnostics say how many modes and gradient evaluations it took."""
-    from worker.cold_start import _start_modes
-    from worker.potential import GPPotential
-
+    diagnostics say how many modes it found."""
     d = u.shape[1]
     floor = MCMC_DEFAULTS["noise_floor"]
     potential = GPPotential(u, z, None, None, floor)
-    modes, weights, scales = _start_modes(potential, seed)
+    modes, weights, scales = posterior_modes(potential, seed)
     rng = np.random.default_rng(seed)
     k = rng.choice(len(modes), draws, p=weights)
     theta = modes[k] + np.einsum("bij,bj->bi", scales[k], rng.standard_normal((draws, d + 1)))
@@ -180,9 +177,6 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
     function and NLPD of noisy labels at ``test_points`` uniform points (original units), and
     the next point (QB-MGP, screened, over ``candidates``): whether the two choose the same,
     and the full posterior's score of the subset's choice relative to its best."""
-    from worker.fitting import ranking
-    from worker.scoring import Output, Scoring
-
     sim = get_simulator(simulator)
     rng = np.random.default_rng(0)
     unit = rng.random((n, sim.dim))
