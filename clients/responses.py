@@ -145,12 +145,17 @@ class Model:
 
     @property
     def max_rhat(self) -> float:
-        return float(self.diagnostics.get("max_rhat", math.nan))
+        """The largest split R-hat over the hyperparameters (NaN where no chain sampled them:
+        a large campaign's Laplace mixture, whose ``diagnostics`` hold its Pareto ``khat``)."""
+        value = self.diagnostics.get("max_rhat")
+        return math.nan if value is None else float(value)
 
     @property
     def min_ess(self) -> float:
-        """The smallest bulk effective sample size over the hyperparameters."""
-        return float(self.diagnostics.get("min_ess_bulk", math.nan))
+        """The smallest bulk effective sample size over the hyperparameters (NaN as
+        :attr:`max_rhat`)."""
+        value = self.diagnostics.get("min_ess_bulk")
+        return math.nan if value is None else float(value)
 
     @property
     def divergences(self) -> int:

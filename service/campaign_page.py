@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 from service.routes import bodies
 from service.store import CampaignStore
 from worker.spec.defaults import output_names, output_title
+from worker.spec.sampler import sampler_line
 
 FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
 
@@ -262,9 +263,7 @@ def _diagnostics(spec: dict, model: dict, outputs: list, pictures: _Pictures) ->
     d = model["diagnostics"]
     numbers = [
         f"refit {d.get('refit_seconds', 0):.2f} s",
-        f"R-hat {d['max_rhat']:.3f}",
-        f"bulk ESS {d['min_ess_bulk']:.0f}",
-        f"divergences {d['divergences']}",
+        html.escape(sampler_line(d)),
         f"start {html.escape(str(d.get('warm_start', 'cold')))}",
     ]
     parts = ["<h2 id='diagnostics'>Diagnostics</h2>",

@@ -125,28 +125,57 @@ def posterior_modes(potential: GPPotential, seed: int):
             starts.append(points[i])
             if len(starts) == START_OPTIMA:
                 break
-    bounds = list(zip(lo - 3.0, hi + 3.0, strict=True))
-    found = sorted((_descend(potential, x, bounds) for x in starts), key=lambda m: m[0])
+    found = sorted((descend(potential, x, search_bounds(potential)) for x in starts),
+                   key=lambda m: m[0])  # fmt: skip
+    return laplace_mixture(potential, found)
+
+
+def search_bounds(potential: GPPotential) -> list[tuple[float, float]]:
+    """The box the mode searches keep to: the grid's, 3 wider on every side, around the priors'
+    means."""
+    d = potential.dim - 1
+    lo = potential.prior_mean + np.array([GRID_LOG_LENGTHSCALE[0]] * d + [GRID_LOG_NOISE[0]])
+    hi = potential.prior_mean + np.array([GRID_LOG_LENGTHSCALE[-1]] * d + [GRID_LOG_NOISE[-1]])
+    return list(zip(lo - 3.0, hi + 3.0, strict=True))
+
+
+def laplace_mixture(potential: GPPotential, found, gaussians=None):
+    """The Laplace mixture of local minima ``found`` (``[(U, theta)]``, best first): each a
+    Gaussian with its Hessian's inverse (:func:`mode_gaussian`; or given, one per minimum, as
+    ``gaussians``), weighed by its Laplace mass ``e^-U / sqrt(det H)``; one found within 3 sds
+    of a better one is the same mode. Returns the modes (``K x P``), their weights (normalized)
+    and per mode ``L`` with ``L L^T`` the inverse Hessian."""
     modes, masses, scales, hessians = [], [], [], []
-    for value, x in found:
-        # the same mode as a better one when within 3 of its sds
-        if any((x - y) @ h @ (x - y) < 9.0 for y, h in zip(modes, hessians, strict=True)):
+    for i, (value, x) in enumerate(found):
+        if any(near(x, y, h) for y, h in zip(modes, hessians, strict=True)):
             continue
-        h = _hessian(potential, x)
-        # no direction wider than the prior (where the likelihood is flat, or the search stopped
-        # short of the mode)
-        eig, vec = np.linalg.eigh(h) if np.isfinite(h).all() else (np.zeros(len(x)), np.eye(len(x)))
-        eig = np.maximum(eig, 1.0 / PRIOR_VARIANCE)
+        h, scale, half_log_det = mode_gaussian(potential, x) if gaussians is None else gaussians[i]
         modes.append(x)
-        hessians.append((vec * eig) @ vec.T)
-        masses.append(-value - 0.5 * np.log(eig).sum())
-        scales.append(vec / np.sqrt(eig))
+        hessians.append(h)
+        masses.append(-value - half_log_det)
+        scales.append(scale)
     weights = np.exp(np.array(masses) - max(masses))
     return np.array(modes), weights / weights.sum(), np.array(scales)
 
 
-def _descend(potential: GPPotential, x0: np.ndarray, bounds) -> tuple[float, np.ndarray]:
-    """A local minimum of the potential from ``x0`` by L-BFGS (``START_ITERATIONS`` at most):
+def mode_gaussian(potential: GPPotential, x: np.ndarray):
+    """The Laplace Gaussian at a mode ``x``: its Hessian ``H``, ``L`` with ``L L^T = H^-1``, and
+    ``log det H / 2``; no direction wider than the prior (where the likelihood is flat, or the
+    search stopped short of the mode)."""
+    h = hessian(potential, x)
+    eig, vec = np.linalg.eigh(h) if np.isfinite(h).all() else (np.zeros(len(x)), np.eye(len(x)))
+    eig = np.maximum(eig, 1.0 / PRIOR_VARIANCE)
+    return (vec * eig) @ vec.T, vec / np.sqrt(eig), 0.5 * float(np.log(eig).sum())
+
+
+def near(x: np.ndarray, mode: np.ndarray, h: np.ndarray) -> bool:
+    """Whether ``x`` lies within 3 sds of ``mode``, whose Hessian is ``h``."""
+    return bool((x - mode) @ h @ (x - mode) < 9.0)
+
+
+def descend(potential: GPPotential, x0: np.ndarray, bounds,
+            iterations: int = START_ITERATIONS) -> tuple[float, np.ndarray]:  # fmt: skip
+    """A local minimum of the potential from ``x0`` by L-BFGS (``iterations`` at most):
     ``(U, theta)``, or ``x0`` where the search found nothing better."""
 
     def f(x):
@@ -156,12 +185,12 @@ def _descend(potential: GPPotential, x0: np.ndarray, bounds) -> tuple[float, np.
     start = f(x0)[0]
     with np.errstate(all="ignore"):
         result = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": START_ITERATIONS})  # fmt: skip
+                          options={"maxiter": iterations})  # fmt: skip
     value = f(result.x)[0]
     return (value, result.x) if value <= start else (start, x0)
 
 
-def _hessian(potential: GPPotential, x: np.ndarray, step: float = 1e-4) -> np.ndarray:
+def hessian(potential: GPPotential, x: np.ndarray, step: float = 1e-4) -> np.ndarray:
     """The potential's Hessian at ``x`` by central differences of its gradient (one call)."""
     p = len(x)
     grad = potential(x + step * np.concatenate([np.eye(p), -np.eye(p)]))[1]

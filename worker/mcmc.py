@@ -259,6 +259,7 @@ def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
     mode = theta[mode_index(theta.numpy(), mode_rule, mode_draws, seed, prior_mean)]
     diagnostics = diagnose(draws, seconds, draws.potential_calls)
     diagnostics["warm_start"] = how
+    diagnostics["method"] = "nuts"
     return Posterior(
         lengthscale=theta[:, :d].exp(),
         noise=noise_floor + theta[:, d].exp(),

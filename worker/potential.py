@@ -112,6 +112,25 @@ class GPPotential:
             return value, grad
         return np.where(ok, value, np.inf), np.where(ok[:, None], grad, 0.0)
 
+    def values(self, theta: np.ndarray) -> np.ndarray:
+        """``U`` alone (``B``) at ``theta`` (``B x (d + 1)``): one Cholesky per row, a third of
+        a gradient's work (no inverse); ``inf`` where the call's would be."""
+        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        d = self.d
+        kf, g = self._buffers(1)
+        out = np.empty(len(theta))
+        with np.errstate(all="ignore"):
+            for b, row in enumerate(theta):
+                e = np.exp(row * self.exponents)
+                np.matmul(e[:d], self.neg_half_dist, out=kf[0].reshape(-1))
+                np.exp(kf[0], out=kf[0])
+                half_log_det, alpha, ok = self._factor(kf[0], self.noise_floor + e[d], g[0].T)
+                centred = row - self.prior_mean
+                value = (0.5 * (alpha @ self.z) + half_log_det + self.constant
+                         + centred @ centred / (2 * PRIOR_VARIANCE))  # fmt: skip
+                out[b] = value if ok and np.isfinite(value) else np.inf
+        return out
+
     def _buffers(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """Two ``batch x n x n`` work arrays, kept for the next call of this batch size (the
         chains' batch, one chain's, a chunk of the start grid)."""

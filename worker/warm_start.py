@@ -1,6 +1,7 @@
 """Warm starts: a refit's chains start from the last draws, step sizes and inverse mass matrices
 of the campaign's previous posterior (its ``adaptation``) when they fit and that posterior mixed
-(:func:`usable`), and are redone cold when their own draws do not mix (:func:`judge_warm_start`).
+(:func:`usable`), or from a Laplace mixture's draws (:mod:`worker.laplace`), and are redone
+cold when their own draws do not mix (:func:`judge_warm_start`).
 :func:`worker.mcmc.run_chains` and :func:`worker.mcmc.sample_posterior` use them."""
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ def usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
     mass = np.asarray(warm["inverse_mass"], dtype=np.float64)
     if mass.shape[0] != len(last) or mass.shape[1:] not in ((last.shape[1],), (last.shape[1],) * 2):
         return False
-    if (
-        len(warm["step_size"]) != len(last)
-        or not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT
-    ):
+    if len(warm["step_size"]) != len(last):
+        return False
+    # a Laplace mixture's draws (worker.laplace) were not sampled by chains: no R-hat to judge
+    if warm.get("source") != "laplace" and not float(warm.get("max_rhat", np.inf)) <= WARM_MAX_RHAT:
         return False
     # every chain's last draw, not only these chains': each group of a posterior's chains then
     # decides as one process running them all would (all warm, or all cold)

@@ -32,8 +32,9 @@ img { max-width: 100%; display: block; margin: 0.8em 0; } .muted { color: #666; 
 ACCURACY = (("loo_rmse", "LOO RMSE"), ("loo_nlpd", "LOO NLPD"),
             ("loo_coverage_95", "LOO 95% coverage"), ("ipv", "ipv"), ("ipv_f", "ipv_f"),
             ("qbc", "qbc"))  # fmt: skip
-DIAGNOSTICS = (("max_rhat", "largest R-hat"), ("min_ess_bulk", "smallest bulk ESS"),
-               ("divergences", "divergences"), ("refit_seconds", "refit seconds"),
+DIAGNOSTICS = (("method", "sampler"), ("max_rhat", "largest R-hat"),
+               ("min_ess_bulk", "smallest bulk ESS"), ("divergences", "divergences"),
+               ("khat", "Pareto k"), ("refit_seconds", "refit seconds"),
                ("warm_start", "start"))  # fmt: skip
 
 
@@ -42,6 +43,8 @@ def _e(value) -> str:
 
 
 def _number(value) -> str:
+    if value is None:  # a diagnostic that does not apply (R-hat of a Laplace mixture)
+        return ""
     if isinstance(value, float):
         return f"{value:.4g}"
     return _e(value)

@@ -37,6 +37,7 @@ from clients.ops.load_benchmark import concurrency, pool_cost
 from clients.ops.stack import LocalStack
 from clients.simulators import get_simulator
 from worker.spec.defaults import MCMC_DEFAULTS
+from worker.spec.sampler import sampler_line
 
 
 def latency(client, sim, rng, requests: int) -> dict:
@@ -103,8 +104,8 @@ def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None 
                      "chain_groups": d.get("chain_groups", 1)})  # fmt: skip
         share = 100 * (total - refit) / total
         print(f"n={point['model_version']}: label -> next point {total:.2f} s, refit "
-              f"{refit:.2f} s (sampling {d.get('seconds', float('nan')):.2f} s, "
-              f"{d.get('samples_per_chain')} draws/chain, {d.get('chain_groups', 1)} chain "
+              f"{refit:.2f} s ({d.get('method', 'nuts')} {d.get('seconds', float('nan')):.2f} "
+              f"s, {d.get('samples_per_chain')} draws/chain, {d.get('chain_groups', 1)} chain "
               f"group(s)), overhead {total - refit:.3f} s ({share:.1f}%)",
               flush=True)  # fmt: skip
     return rows
@@ -127,7 +128,7 @@ def refit_time(client, sim, rng, rounds: int, n: int = 40) -> list[float]:
             print(f"  {times[-1]:.2f} s: refit {d['refit_seconds']:.2f} s, of which sampling "
                   f"{d['seconds']:.2f} s ({d['chain_groups']} chain group(s), "
                   f"{d['samples_per_chain']} draws/chain, {d['gradient_evaluations']} gradient "
-                  f"evaluations, R-hat {d['max_rhat']:.3f}, bulk ESS {d['min_ess_bulk']:.0f})",
+                  f"evaluations; {sampler_line(d)})",
                   flush=True)  # fmt: skip
     return times
 

@@ -39,7 +39,12 @@ from clients.reproduction.large_benchmark import (
     time_next_point,
 )
 from clients.reproduction.protocol import pool_points
-from clients.reproduction.speed_levers import compare_screening, compare_stop_rules, compare_subset
+from clients.reproduction.speed_levers import (
+    LARGE_N_ARMS,
+    compare_screening,
+    compare_stop_rules,
+    compare_subset,
+)
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
 from worker.gp import Conditioned, rbf
@@ -256,8 +261,9 @@ def main(argv=None) -> None:
                         "and its next point against a long run's, at --simulators, --sizes "
                         "and --data; 'screen': each acquisition's scoring in full and screened, at "
                         "--simulators, --sizes and --data; 'subset': the hyperparameters "
-                        "sampled on all labels and on 200 of them, each conditioned on all, at "
-                        "--simulators and --sizes")  # fmt: skip
+                        "sampled by NUTS on all labels and on 200 of them, and drawn from the "
+                        "Laplace mixture (cold, and warm from n - 1 labels), each conditioned "
+                        "on all, at --simulators, --sizes and --arms")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -279,6 +285,8 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", type=int, metavar="N",
                         help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
     parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
+    parser.add_argument("--arms", default=",".join(LARGE_N_ARMS),
+                        help="subset: of all,subset,laplace,laplace-warm")  # fmt: skip
     parser.add_argument("--seeds", default=None, metavar="S,S,..",
                         help="stop, screen, subset: the seeds (0,1,2; subset 0,1)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -297,7 +305,7 @@ def main(argv=None) -> None:
         elif args.cases == "subset":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):
-                    compare_subset(simulator, n, **seeds)
+                    compare_subset(simulator, n, arms=tuple(args.arms.split(",")), **seeds)
         elif args.cases in ("stop", "screen"):
             compare = compare_stop_rules if args.cases == "stop" else compare_screening
             for simulator in args.simulators.split(","):

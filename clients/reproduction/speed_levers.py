@@ -1,7 +1,7 @@
 """``fbgp-al bench-core --cases stop|screen|subset``: issue 40's levers measured side by side,
 each against what it would replace: when sampling stops (R-hat waited for or reported), what
 scoring costs (in full or screened), and large n (the hyperparameters from all labels, a subset
-of them, or a Laplace mixture at their modes). See :mod:`clients.reproduction.core_benchmark`.
+of them, or the large campaigns' Laplace mixture). See :mod:`clients.reproduction.core_benchmark`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import torch
 from clients.reproduction.core_data import campaign_data, data, fit
 from clients.simulators import get_simulator
 from worker.acquisition import DrawGPs, evaluate
-from worker.cold_start import posterior_modes
 from worker.fitting import ranking
-from worker.mcmc import Posterior, sample_posterior
-from worker.potential import GPPotential
+from worker.laplace import laplace_posterior
+from worker.mcmc import sample_posterior
 from worker.scoring import Output, Scoring
 from worker.spec.defaults import MCMC_DEFAULTS, RANKING_SIZE
+from worker.spec.sampler import sampler_line
 from worker.transforms import OutputStandardization
 
 # the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
@@ -27,6 +27,8 @@ from worker.transforms import OutputStandardization
 STOP_RULES = {"rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
               "ess": {**MCMC_DEFAULTS, "target_rhat": None},
               "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20}}  # fmt: skip
+# --cases subset: how the hyperparameters are drawn (see compare_subset)
+LARGE_N_ARMS = ("all", "subset", "laplace", "laplace-warm")
 
 
 def _ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:
@@ -145,38 +147,28 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
     return rows
 
 
-def laplace_posterior(u, z, seed: int, draws: int = 150) -> Posterior:
-    """``draws`` draws of the hyperparameters from the Laplace mixture that cold chains start
-    from (:mod:`worker.cold_start`: the posterior's local modes found by a grid and L-BFGS, each
-    a Gaussian with its Hessian's inverse, weighed by its Laplace mass), on all the labels; its
-    diagnostics say how many modes it found."""
-    d = u.shape[1]
-    floor = MCMC_DEFAULTS["noise_floor"]
-    potential = GPPotential(u, z, None, None, floor)
-    modes, weights, scales = posterior_modes(potential, seed)
-    rng = np.random.default_rng(seed)
-    k = rng.choice(len(modes), draws, p=weights)
-    theta = modes[k] + np.einsum("bij,bj->bi", scales[k], rng.standard_normal((draws, d + 1)))
-    best = modes[int(np.argmax(weights))]
-    post = Posterior(lengthscale=torch.from_numpy(np.exp(theta[:, :d])),
-                     noise=torch.from_numpy(floor + np.exp(theta[:, d])), chains=1,
-                     mode_lengthscale=torch.from_numpy(np.exp(best[:d])),
-                     mode_noise=float(floor + np.exp(best[d])))  # fmt: skip
-    post.diagnostics = {"samples_per_chain": draws, "max_rhat": float("nan"),
-                        "min_ess_bulk": float(draws), "modes": len(modes)}  # fmt: skip
-    return post
+def _laplace(u, z, seed: int, warm: bool):
+    """The large campaigns' posterior (:func:`worker.laplace.laplace_posterior`) on all labels:
+    cold, or warm from its own posterior on all but the last label (not timed)."""
+    previous = laplace_posterior(u[:-1], z[:-1], seed=seed + 1).adaptation if warm else None
+    t = time.perf_counter()
+    post = laplace_posterior(u, z, seed=seed, previous=previous)
+    return post, time.perf_counter() - t
 
 
 def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
-                   candidates: int = 10_000, test_points: int = 2_000) -> list[dict]:  # fmt: skip
-    """Large n (issue 40's fourth lever), before choosing: the hyperparameters sampled by the
-    defaults on all ``n`` labels, on a seeded ``subset`` of them, and drawn from the Laplace
-    mixture at the modes of all of them (:func:`laplace_posterior`), each posterior's 150 draws
-    then conditioned on all ``n`` labels. Side by side: the sampling's seconds, the draws'
-    medians of the log lengthscales and log noise, the mixture's RMSE against the noise-free
-    function and NLPD of noisy labels at ``test_points`` uniform points (original units), and
-    the next point (QB-MGP, screened, over ``candidates``): whether the two choose the same,
-    and the full posterior's score of the subset's choice relative to its best."""
+                   candidates: int = 10_000, test_points: int = 2_000,
+                   arms=LARGE_N_ARMS) -> list[dict]:  # fmt: skip
+    """Large n (issue 40's fourth lever): the hyperparameters sampled by the defaults' NUTS on
+    all ``n`` labels (``all``), on a seeded ``subset`` of them (``subset``), and drawn from the
+    large campaigns' Laplace mixture (:mod:`worker.laplace`: importance-resampled, its Pareto
+    ``k`` checked), cold (``laplace``) or warm from its posterior on ``n - 1`` labels
+    (``laplace-warm``, as a campaign's next refit), each posterior's 150 draws then conditioned
+    on all ``n`` labels (those of ``arms``; ``all`` always). Side by side: the sampling's
+    seconds, the draws' medians of the log lengthscales and log noise, the mixture's RMSE
+    against the noise-free function and NLPD of noisy labels at ``test_points`` uniform points
+    (original units), and the next point (QB-MGP, screened, over ``candidates``): whether each
+    arm chooses the same as ``all``, and ``all``'s score of its choice relative to its best."""
     sim = get_simulator(simulator)
     rng = np.random.default_rng(0)
     unit = rng.random((n, sim.dim))
@@ -191,13 +183,15 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
     rows = []
     for seed in seeds:
         chosen = {}
-        for how in ("all", "subset", "laplace"):
+        for how in ("all", *(a for a in arms if a != "all")):
             keep = (np.sort(np.random.default_rng([seed, 5]).choice(n, subset, replace=False))
                     if how == "subset" else np.arange(n))  # fmt: skip
             t = time.perf_counter()
-            post = (laplace_posterior(u, z, seed) if how == "laplace" else
-                    fit(u[keep], z[keep], MCMC_DEFAULTS, seed=40 + seed))  # fmt: skip
-            seconds = time.perf_counter() - t
+            if how.startswith("laplace"):
+                post, seconds = _laplace(u, z, seed, how == "laplace-warm")
+            else:
+                post = fit(u[keep], z[keep], MCMC_DEFAULTS, seed=40 + seed)
+                seconds = time.perf_counter() - t
             thin = post.for_scoring(MCMC_DEFAULTS)
             means, variances = [], []
             for m, v in DrawGPs(u, z, thin.lengthscale, thin.noise).chunks(torch.from_numpy(test)):
@@ -216,15 +210,15 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
             row = {"case": case, "seed": seed, "how": how, "seconds": seconds,
                    "median_log_draws": np.median(logs, 0).round(3).tolist(),
                    "rmse": rmse, "nlpd": nlpd, "rhat": d["max_rhat"],
-                   "ess": d["min_ess_bulk"]}  # fmt: skip
+                   "ess": d["min_ess_bulk"], "khat": d.get("khat")}  # fmt: skip
             rows.append(row)
             print(f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
-                  f"({d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, "
-                  f"ESS {d['min_ess_bulk']:.0f}); median "
+                  f"({d['gradient_evaluations']} gradients, {d['samples_per_chain']} "
+                  f"draws/chain; {sampler_line(d)}, {d['warm_start']}); median "
                   f"log l, log s2 {row['median_log_draws']}; RMSE {rmse:.4f}, NLPD {nlpd:.4f}",
                   flush=True)  # fmt: skip
         best = chosen["all"][0]
-        for how in ("subset", "laplace"):
+        for how in (a for a in arms if a != "all"):
             pick = chosen[how][0]
             full = evaluate("qb-mgp", chosen["all"][1], u, z, cand[[pick, best]]).numpy()
             relative = full[0] / full[1]  # the full posterior's exact scores of the two choices

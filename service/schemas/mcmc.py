@@ -1,5 +1,5 @@
-"""How each refit samples the GP's hyperparameters by NUTS (:class:`McmcSettings`), with the
-defaults of :data:`worker.spec.defaults.MCMC_DEFAULTS`."""
+"""How each refit samples the GP's hyperparameters (:class:`McmcSettings`), with the defaults of
+:data:`worker.spec.defaults.MCMC_DEFAULTS`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from worker.spec.defaults import MCMC_DEFAULTS
 
 
 class McmcSettings(Strict):
-    """How each refit samples the GP's hyperparameters by NUTS. The defaults sample to a target
+    """How each refit samples the GP's hyperparameters: by NUTS, and past `laplace_from` labels
+    from a Laplace mixture checked by importance sampling. The defaults sample to a target
     (`draws`, `target_rhat`); naming `samples` or `thinning` without `draws` samples that count."""
 
     chains: int = Field(default=MCMC_DEFAULTS["chains"], ge=1, le=32)
@@ -70,6 +71,13 @@ class McmcSettings(Strict):
     """The least noise variance the GP may learn, as a fraction of the labels' variance (0 to
     0.1; default 1e-6): the noise is this floor plus a LogNormal(0, sqrt(3)) draw. It keeps a
     deterministic simulator's campaign quick and well mixed; 0 removes it."""
+
+    laplace_from: int | None = Field(default=MCMC_DEFAULTS["laplace_from"], ge=1)
+    """From this many labels on, a refit draws the hyperparameters from a Laplace mixture at the
+    posterior's modes (warm from the previous model's), corrected by Pareto-smoothed importance
+    sampling, instead of NUTS; where the importance ratios' Pareto `k` says the mixture does not
+    cover the posterior, that refit samples by NUTS after all (its diagnostics say which). `null`:
+    NUTS at every size (the paper presets). Default 200."""
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

@@ -89,8 +89,10 @@ class Model(Free):
     transform: Transform
     """How inputs and outputs are scaled for the GP."""
     diagnostics: dict[str, Any]
-    """The refit's diagnostics: largest R-hat, smallest bulk ESS, divergences, seconds, warm start,
-    target met."""
+    """The refit's diagnostics: `method` (`nuts`, or `laplace` past `mcmc.laplace_from`
+    labels); by NUTS, the largest R-hat, smallest bulk ESS, divergences, seconds, warm start and
+    target met; by the Laplace mixture, its Pareto `khat` against `khat_limit`, `importance_ess`,
+    `modes` and seconds, with `max_rhat` and `min_ess_bulk` null (no chain drew it)."""
     failures: FailureModelBody | None = None
     """The failure model, when runs have failed (absent before the first failure)."""
 

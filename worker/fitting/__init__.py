@@ -1,4 +1,5 @@
-"""One refit of a campaign as pure math: NUTS on all labels, thinning, the mode, scoring of a
+"""One refit of a campaign as pure math: NUTS on all labels (or, past ``mcmc.laplace_from``, a
+Laplace mixture checked by importance sampling), thinning, the mode, scoring of a
 fresh pool subsample, ranking, and the model body that holds it all. The answers a stored model
 gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
 
@@ -28,6 +29,7 @@ from worker.fitting.posteriors import (
     noise_floor,
     posterior,
     prepare,
+    uses_laplace,
     warm_start_of,
 )
 from worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
@@ -39,7 +41,7 @@ __all__ = [
     "Data", "OutputFit", "Sampled", "Share", "accuracy_of", "chains", "failure_model", "fit",
     "fit_outputs", "here", "input_scale_prior", "label_noise", "model_and_ranking",
     "multi_model_and_ranking", "noise_floor", "posterior", "prepare", "prepare_outputs",
-    "rank", "sample", "warm_start_of", "worst_accuracy",
+    "rank", "sample", "uses_laplace", "warm_start_of", "worst_accuracy",
 ]  # fmt: skip
 
 

@@ -135,8 +135,10 @@ def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:
     d = [o["diagnostics"] for o in outputs.values()]
     return {
         "refit_seconds": seconds, "seed": seed,
-        "max_rhat": max(x["max_rhat"] for x in d),
-        "min_ess_bulk": min(x["min_ess_bulk"] for x in d),
+        "max_rhat": max((x["max_rhat"] for x in d if x.get("max_rhat") is not None),
+                        default=None),
+        "min_ess_bulk": min((x["min_ess_bulk"] for x in d if x.get("min_ess_bulk") is not None),
+                            default=None),
         "divergences": sum(int(x["divergences"]) for x in d),
         "warm_start": "; ".join(sorted({str(x.get("warm_start")) for x in d})),
         "chain_groups": 1,

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from worker.feasibility.campaign import fit_campaign
+from worker.laplace import laplace_posterior
 from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
 from worker.spec.defaults import (
     MCMC_DEFAULTS,
@@ -17,6 +18,10 @@ from worker.spec.defaults import (
 )
 from worker.spec.space import Space
 from worker.transforms import OutputStandardization, as_tensor
+
+# what a NUTS refit reports of a Laplace mixture it tried and did not use
+LAPLACE_TRIED = ("khat", "khat_limit", "importance_ess", "modes", "gradient_evaluations",
+                 "value_evaluations", "seconds", "warm_start")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,16 +116,40 @@ def _sampler_options(spec: dict) -> dict:
             "noise_floor": noise_floor(spec)}  # fmt: skip
 
 
+def uses_laplace(spec: dict, n: int) -> bool:
+    """Whether a refit on ``n`` labels starts from the Laplace mixture (``mcmc.laplace_from``;
+    specs made before the option: never)."""
+    first = spec["mcmc"].get("laplace_from")
+    return first is not None and n >= int(first)
+
+
 def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:
-    """All chains of the campaign's posterior, in this process; its mode from at most
-    ``mode_draws`` draws."""
+    """The campaign's posterior, in this process: past ``mcmc.laplace_from`` labels the
+    Laplace mixture's importance-resampled draws (:func:`worker.laplace.laplace_posterior`)
+    where their Pareto ``k`` says they are reliable; else all chains of NUTS (started from
+    that mixture's draws where it was tried), its mode from at most ``mode_draws`` draws. A
+    NUTS posterior that tried the mixture says so in ``diagnostics["laplace"]``."""
     mcmc = spec["mcmc"]
-    return sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
+    tried = None
+    if uses_laplace(spec, data.n):
+        post = laplace_posterior(data.u, data.z, int(mcmc.get("draws") or MCMC_DEFAULTS["draws"]),
+                                 data.seed, previous=warm, chains=mcmc["chains"],
+                                 label_noise=data.noise, prior_mean=data.prior_mean,
+                                 noise_floor=noise_floor(spec))  # fmt: skip
+        d = post.diagnostics
+        if d["khat"] <= d["khat_limit"]:
+            return post
+        tried = {key: d[key] for key in LAPLACE_TRIED}
+        warm = post.adaptation  # its draws and spread start the chains
+    post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
                             seed=data.seed, warm_start=warm, target=Target.of(mcmc),
                             mode_draws=mode_draws, label_noise=data.noise,
                             prior_mean=data.prior_mean,
                             mode_rule=mcmc.get("mode_rule", "kde"),
                             **_sampler_options(spec))  # fmt: skip
+    if tried is not None:
+        post.diagnostics["laplace"] = tried
+    return post
 
 
 def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None,

@@ -32,6 +32,7 @@ from worker.jobs.lease import lease, log_ids
 from worker.mcmc import Target, assemble
 from worker.sensitivity import sensitivity_outputs
 from worker.spec.defaults import output_labels, output_names, output_spec, output_title
+from worker.spec.sampler import sampler_line
 from worker.warm_start import judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
@@ -57,7 +58,9 @@ def refit(campaign_id: str) -> dict:
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
-    if not output_names(spec):  # one output: its chains may go to idle workers (not several)
+    # one output sampled by NUTS: its chains may go to idle workers (not several outputs, and
+    # not a large campaign's Laplace mixture, which has no chains to share)
+    if not output_names(spec) and not fitting.uses_laplace(spec, inputs.n):
         chains = spec["mcmc"]["chains"]
         where = fanout.chain_lane(fanout.lane(), inputs.previous, inputs.n, chains,
                                   get_settings().long_refit_seconds)  # fmt: skip
@@ -193,9 +196,8 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
                     extra=log_ids(campaign_id, version=n))  # fmt: skip
         return {"campaign": campaign_id, "n_labeled": n, "skipped": "not stored"}
     d = model["diagnostics"]
-    log.info("model %d in %.2f s (R-hat %.3f, %d divergences, %s)", n, d["refit_seconds"],
-             d["max_rhat"], d["divergences"], d["warm_start"],
-             extra=log_ids(campaign_id, version=n))  # fmt: skip
+    log.info("model %d in %.2f s (%s, %s)", n, d["refit_seconds"], sampler_line(d),
+             d["warm_start"], extra=log_ids(campaign_id, version=n))  # fmt: skip
     return {"campaign": campaign_id, "n_labeled": n, "version": n,
             "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
 

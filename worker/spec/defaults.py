@@ -43,6 +43,7 @@ MCMC_DEFAULTS: dict = {
     "metric": "diag",
     "start_metric": True,
     "noise_floor": 1e-6,
+    "laplace_from": 200,
 }
 # the paper's settings, every refit from a cold start with the full warm-up and Pyro's default
 # initialization, as it ran them
@@ -53,6 +54,7 @@ _PAPER = {
     "thinning": 10,
     "warm_start": False,
     "start_metric": False,
+    "laplace_from": None,
 }
 MCMC_PRESETS: dict[str, dict] = {
     "paper": {**_PAPER, "init": "uniform"},

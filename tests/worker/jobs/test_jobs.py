@@ -6,6 +6,7 @@ campaign (another was enqueued in its place) writes nothing."""
 import json
 import time
 
+import numpy as np
 from rq import SimpleWorker
 
 from service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
@@ -83,3 +84,26 @@ def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_i
     assert model["version"] == 4
     assert model["failures"]["n_failures"] == 1 and model["failures"]["n_successes"] == 4
     assert all(abs(entry["x"][0] - 2.45) > 0.05 for entry in store.ranking(campaign))
+
+
+def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare_store, make_body):
+    """Past ``laplace_from`` a refit job draws from the mixture itself (no chain groups to fan
+    out), stores its diagnostics, and the next refit starts from its modes."""
+    store = bare_store
+    mcmc = {**MCMC, "laplace_from": 30}
+    campaign = store.create(CampaignCreate(**make_body(mcmc=mcmc, max_labels=60)).model_dump())[
+        "id"
+    ]
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 2.5, 41)
+    y = np.sin(4 * x) + 0.05 * rng.standard_normal(41)
+    store.import_observations(campaign, x[:40, None].tolist(), y[:40].tolist(), time.time())
+    _work(store)
+    first = store.model(campaign)
+    assert first["diagnostics"]["method"] == "laplace", first["diagnostics"]
+    assert first["diagnostics"]["chain_groups"] == 1 and first["adaptation"]["source"] == "laplace"
+    store.import_observations(campaign, [[float(x[40])]], [float(y[40])], time.time())
+    _work(store)
+    second = store.model(campaign)
+    assert second["version"] == 41 and second["diagnostics"]["warm_start"] == "warm"
+    assert [e["event"] for e in store.history(campaign)] == ["model", "model"]

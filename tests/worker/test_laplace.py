@@ -1,0 +1,209 @@
+"""Large campaigns' hyperparameters from a Laplace mixture (:mod:`worker.laplace`): the
+Pareto-smoothed importance weights and their ``k`` are ArviZ's; the Student-t mixture's draws
+have its closed-form moments; on a posterior that has concentrated, the resampled draws match a
+grid quadrature of the exact posterior; a warm start finds the same mode as a cold search for a
+fraction of the gradients; and a refit past ``laplace_from`` uses the mixture, or, where its
+``k`` is above the limit, NUTS started from its draws."""
+
+import math
+
+import arviz as az
+import numpy as np
+import pytest
+import torch
+from scipy.stats import genpareto
+
+from tests.worker.test_mcmc import _assert_matches, _data, _quadrature
+from worker import fitting, laplace
+from worker.fitting import posteriors
+from worker.laplace import (
+    khat_limit,
+    laplace_posterior,
+    mixture_draws,
+    mixture_log_density,
+    proposal_count,
+    psis,
+)
+from worker.potential import GPPotential
+from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS
+from worker.spec.design import GridPool
+from worker.spec.sampler import sampler_line
+from worker.warm_start import usable
+
+
+@pytest.mark.parametrize("shape", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("size", [150, 1000])
+def test_psis_weights_and_k_are_arviz_s(shape, size):
+    rng = np.random.default_rng(int(10 * shape) + size)
+    log_ratios = np.log(genpareto(c=shape).rvs(size=size, random_state=rng)) + rng.normal()
+    weights, k = psis(log_ratios)
+    log_weights, khat = az.psislw(log_ratios.copy())
+    assert k == pytest.approx(float(khat), abs=1e-9)
+    np.testing.assert_allclose(weights, np.exp(log_weights), rtol=1e-9, atol=1e-15)
+
+
+def test_psis_k_grows_with_the_tail_and_is_infinite_for_a_ratio_that_is_not():
+    rng = np.random.default_rng(0)
+    ks = [np.mean([psis(np.log(genpareto(c=c).rvs(size=3000, random_state=rng)))[1]
+                   for _ in range(5)]) for c in (0.2, 0.5, 0.9)]  # fmt: skip
+    assert ks[0] < ks[1] < ks[2] and all(
+        abs(k - c) < 0.12 for k, c in zip(ks, (0.2, 0.5, 0.9), strict=True)
+    )
+    weights, k = psis(np.array([0.0, 1.0, np.nan, -2.0] * 10))
+    assert k == math.inf and weights[2] == 0 and weights.sum() == pytest.approx(1.0)
+
+
+def test_khat_limit_and_proposal_count():
+    assert khat_limit(150) == pytest.approx(1 - 1 / math.log10(150))
+    assert khat_limit(100_000) == 0.7
+    assert proposal_count(150, 200) == 300 and proposal_count(150, 2000) == 150
+    assert 150 <= proposal_count(150, 700) < 300
+
+
+@pytest.mark.parametrize("df", [None, 5.0])
+def test_the_mixture_s_draws_have_its_moments_and_its_density_integrates_them(df):
+    modes = np.array([[0.0, 1.0], [3.0, -1.0]])
+    scales = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.3, 0.0], [0.0, 2.0]]])
+    weights = np.array([0.3, 0.7])
+    draws = mixture_draws(200_000, modes, weights, scales, df, np.random.default_rng(1))
+    widen = 1.0 if df is None else df / (df - 2)  # a Student-t's covariance: df / (df - 2) S
+    mean = weights @ modes
+    second = sum(w * (widen * s @ s.T + np.outer(m, m))
+                 for w, m, s in zip(weights, modes, scales, strict=True))  # fmt: skip
+    np.testing.assert_allclose(draws.mean(0), mean, atol=0.02)
+    np.testing.assert_allclose(np.cov(draws.T), second - np.outer(mean, mean), atol=0.05)
+    # the density on a grid sums to 1 (the t's tails beyond the box hold a little)
+    g = np.linspace(-12, 14, 401)
+    a, b = np.meshgrid(g, g, indexing="ij")
+    density = np.exp(mixture_log_density(np.column_stack([a.ravel(), b.ravel()]), modes, weights,
+                                         scales, df))  # fmt: skip
+    assert density.sum() * (g[1] - g[0]) ** 2 == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.fixture(scope="module")
+def concentrated():
+    """60 points of a sine with little noise: a posterior with one well-identified mode."""
+    u, z = _data(60, 0.1, 11)
+    return u, z, _quadrature(u, z, size=150, noise_floor=MCMC_DEFAULTS["noise_floor"])
+
+
+def test_the_resampled_draws_match_a_quadrature_of_a_concentrated_posterior(concentrated):
+    u, z, exact = concentrated
+    post = laplace_posterior(u, z, draws=2000, seed=3)
+    d = post.diagnostics
+    assert d["method"] == "laplace" and d["khat"] <= d["khat_limit"], d
+    logs = np.column_stack([post.lengthscale[:, 0].log().numpy(),
+                            (post.noise - d["noise_floor"]).log().numpy()])  # fmt: skip
+    _assert_matches(logs, exact, tol_mean=0.1, tol_q=0.15)
+    # the model's mode (the heaviest mode) lies within a posterior sd of the median
+    mode = (post.mode_lengthscale[0].log().item(), math.log(post.mode_noise - d["noise_floor"]))
+    for value, name in zip(mode, ("log_l", "log_s2"), strict=True):
+        assert abs(value - exact[name]["quantiles"][1]) < exact[name]["sd"], name
+
+
+def test_the_check_has_teeth_a_mixture_too_narrow_fails_it(concentrated, monkeypatch):
+    """Shrunk to a fifth of its width, the mixture no longer covers the posterior: its ``k`` is
+    above the limit."""
+    u, z, _ = concentrated
+    laplace_gaussian = laplace.mode_gaussian
+
+    def narrow(potential, x):
+        h, scale, half_log_det = laplace_gaussian(potential, x)
+        return 25 * h, scale / 5, half_log_det + math.log(5) * len(x)
+
+    monkeypatch.setattr(laplace, "mode_gaussian", narrow)
+    monkeypatch.setattr("worker.cold_start.mode_gaussian", narrow)
+    d = laplace_posterior(u, z, seed=3).diagnostics
+    assert d["khat"] > d["khat_limit"], d
+
+
+def test_a_warm_start_finds_the_cold_search_s_mode_for_a_fraction_of_its_gradients():
+    rng = np.random.default_rng(4)
+    u = rng.random((120, 3))
+    y = np.sin(6 * u[:, 0]) + u[:, 1] ** 2 + 0.05 * rng.standard_normal(120)
+    z = (y - y.mean()) / y.std()
+    before = laplace_posterior(u[:-1], z[:-1], seed=1)
+    cold = laplace_posterior(u, z, seed=2)
+    warm = laplace_posterior(u, z, seed=2, previous=before.adaptation)
+    assert (before.diagnostics["warm_start"], warm.diagnostics["warm_start"]) == ("cold", "warm")
+    heaviest = [np.array(p.adaptation["modes"])[np.argmax(p.diagnostics["mode_weights"])]
+                for p in (cold, warm)]  # fmt: skip
+    np.testing.assert_allclose(heaviest[0], heaviest[1], atol=0.02)
+    assert warm.diagnostics["gradient_evaluations"] * 10 < cold.diagnostics["gradient_evaluations"]
+    # from a NUTS posterior's adaptation (its chains' last draws) too
+    nuts_like = {"last": (heaviest[0] + 0.05 * rng.standard_normal((5, 4))).tolist()}
+    again = laplace_posterior(u, z, seed=2, previous=nuts_like)
+    assert again.diagnostics["warm_start"] == "warm"
+    np.testing.assert_allclose(np.array(again.adaptation["modes"])[0], heaviest[0], atol=0.02)
+
+
+def test_a_laplace_adaptation_starts_nuts_chains_warm(concentrated):
+    u, z, _ = concentrated
+    post = laplace_posterior(u, z, seed=3, chains=4)
+    a = post.adaptation
+    assert a["source"] == "laplace" and "max_rhat" not in a and len(a["last"]) == 4
+    assert usable(a, np.arange(4), GPPotential(u.numpy(), z.numpy(), noise_floor=1e-6))
+
+
+SPEC = {
+    "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+    "pool": {"type": "grid", "points_per_dim": 41},
+    "pool_subsample": 41,
+    "acquisition": "qb-mgp",
+    "mcmc": {**MCMC_DEFAULTS, "chains": 2, "warmup": 40, "laplace_from": 50},
+    "seed": 2,
+}
+
+
+def _labels(u, z):
+    return [{"x": [float(a)], "y": float(b), "index": None, "ticket": None}
+            for a, b in zip(u[:, 0].tolist(), z.tolist(), strict=True)]  # fmt: skip
+
+
+def test_a_refit_past_laplace_from_uses_the_mixture_and_below_it_nuts(concentrated):
+    u, z, _ = concentrated
+    data = posteriors.prepare(SPEC, _labels(u, z))
+    assert posteriors.uses_laplace(SPEC, 60) and not posteriors.uses_laplace(SPEC, 49)
+    assert not posteriors.uses_laplace({"mcmc": {}}, 10_000)  # specs made before the option
+    post = posteriors.posterior(SPEC, data, None)
+    assert post.diagnostics["method"] == "laplace" and post.size == MCMC_DEFAULTS["draws"]
+    assert sampler_line(post.diagnostics).startswith("Laplace mixture: Pareto k ")
+    below = posteriors.posterior({**SPEC, "mcmc": {**SPEC["mcmc"], "laplace_from": 61}}, data, None)
+    assert below.diagnostics["method"] == "nuts" and "laplace" not in below.diagnostics
+
+
+def test_a_mixture_that_fails_its_check_hands_over_to_nuts_started_from_it(
+    concentrated, monkeypatch
+):
+    u, z, _ = concentrated
+    monkeypatch.setattr(laplace, "khat_limit", lambda draws: -1.0)  # no k passes
+    data = posteriors.prepare(SPEC, _labels(u, z))
+    post = posteriors.posterior(SPEC, data, None)
+    d = post.diagnostics
+    assert d["method"] == "nuts" and d["warm_start"] == "warm", d
+    assert d["laplace"]["khat_limit"] == -1.0 and d["laplace"]["khat"] > -1.0
+    assert "Laplace mixture's Pareto k" in sampler_line(d)
+    assert post.size == SPEC["mcmc"]["chains"] * d["samples_per_chain"]
+
+
+def test_the_model_of_a_large_campaign_and_its_next_refit(concentrated):
+    """Through :func:`worker.fitting.fit`, as a refit job runs it: the model body holds the
+    mixture's draws and diagnostics, and the next refit starts warm from its modes."""
+    u, z, _ = concentrated
+    labels = _labels(u, z)
+    pool = GridPool(dim=1, points_per_dim=41)
+    model, ranking = fitting.fit(SPEC, pool, labels[:-1], exclude=set())
+    assert model["diagnostics"]["method"] == "laplace" and ranking
+    assert model["adaptation"]["source"] == "laplace"
+    again, _ = fitting.fit(SPEC, pool, labels, exclude=set(), previous=model)
+    d = again["diagnostics"]
+    assert d["method"] == "laplace" and d["warm_start"] == "warm"
+    assert d["gradient_evaluations"] * 5 < model["diagnostics"]["gradient_evaluations"]
+    assert len(again["samples"]["noise"]) == MCMC_DEFAULTS["draws"]
+    assert torch.isfinite(torch.tensor(again["samples"]["lengthscale"])).all()
+
+
+def test_the_paper_presets_sample_by_nuts_at_every_size():
+    for name in ("paper", "paper-code", "paper-grid", "fixed"):
+        assert MCMC_PRESETS[name]["laplace_from"] is None, name
+    assert MCMC_PRESETS["target"]["laplace_from"] == MCMC_DEFAULTS["laplace_from"]

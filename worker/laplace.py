@@ -1,0 +1,245 @@
+"""Large campaigns' hyperparameters from a Laplace mixture, corrected and checked by
+Pareto-smoothed importance sampling: :func:`laplace_posterior`.
+
+Past a few hundred labels the hyperparameters' posterior concentrates, and NUTS spends a
+thousand gradient evaluations (each an ``n x n`` Cholesky and inverse) to draw what a
+distribution at each local mode describes. Here the modes are found by L-BFGS (warm: from the
+previous model's modes, or its chains' last draws; cold: from
+:func:`worker.cold_start.posterior_modes`'s search), and each is weighed by its Laplace mass.
+The proposal ``q`` is a mixture of Student-t distributions (5 degrees of freedom) with each
+mode's inverse Hessian as scale matrix: heavier-tailed than the Gaussians, so that it covers
+the posterior's tails (at Hartmann 6-D, n = 400, Gaussians gave a Pareto ``k`` of 0.48 to 0.76
+over four sets of 150 draws, Student-t 0.19 to 0.37).
+
+The posterior's density ``p`` (``U`` alone: one Cholesky per draw) at ``q``'s draws gives their
+importance ratios ``p / q``; smoothed by their Pareto tail (Vehtari, Simpson, Gelman, Yao and
+Gabry, "Pareto smoothed importance sampling", JMLR 2024), they weigh the draws, and the draws
+handed on are resampled by those weights. The tail's shape ``k`` (fitted by
+:func:`pyro.ops.stats.fit_generalized_pareto`, as :func:`pyro.infer.importance.psis_diagnostic`
+fits it) says whether ``q`` covers ``p``: at most ``min(1 - 1 / log10 S, 0.7)`` for ``S``
+draws (:func:`khat_limit`) is where importance sampling is reliable. A mixture above it is not
+used: the refit samples by NUTS instead, its chains started from the mixture's draws
+(:func:`worker.fitting.posteriors.posterior`). A mode that no start led to cannot show in
+``k``, which is why the mixture is used only past a campaign's ``laplace_from`` labels.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+from pyro.ops.stats import fit_generalized_pareto
+from scipy.special import logsumexp
+from scipy.stats import genpareto, multivariate_normal, multivariate_t
+
+from worker.cold_start import (
+    descend,
+    laplace_mixture,
+    mode_gaussian,
+    near,
+    posterior_modes,
+    search_bounds,
+)
+from worker.mcmc import Posterior
+from worker.potential import GPPotential
+from worker.spec.defaults import MCMC_DEFAULTS
+
+PROPOSAL_DF = 5.0  # the proposal's components: Student-t with these degrees of freedom
+PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)
+WARM_ITERATIONS = 40  # L-BFGS iterations from each warm start
+WARM_STEP_SIZE = 0.5  # a NUTS chain's first step size when it starts from the mixture
+
+
+class _Counted:
+    """A potential that counts the rows it evaluates (gradients) and values alone."""
+
+    def __init__(self, potential: GPPotential):
+        self.potential, self.gradients, self.values_only = potential, 0, 0
+
+    def __call__(self, theta):
+        self.gradients += len(theta)
+        return self.potential(theta)
+
+    def values(self, theta):
+        self.values_only += len(theta)
+        return self.potential.values(theta)
+
+    def __getattr__(self, name):
+        return getattr(self.potential, name)
+
+
+def _components(modes, scales, df: float | None):
+    """The mixture's components: Gaussians (``df`` None) or Student-t with ``df`` degrees of
+    freedom, centred on ``modes`` with scale matrices ``L L^T``."""
+    if df is None:
+        return [multivariate_normal(m, s @ s.T) for m, s in zip(modes, scales, strict=True)]
+    return [multivariate_t(m, s @ s.T, df=df) for m, s in zip(modes, scales, strict=True)]
+
+
+def mixture_log_density(theta: np.ndarray, modes, weights, scales,
+                        df: float | None = None) -> np.ndarray:  # fmt: skip
+    """``log q(theta)`` (``B``) of the mixture with ``weights`` of components centred on
+    ``modes`` with scale matrices ``L_k L_k^T`` (``scales[k] = L_k``): Gaussians, or Student-t
+    with ``df`` degrees of freedom."""
+    theta = np.atleast_2d(theta)
+    components = _components(modes, scales, df)
+    parts = [math.log(w) + np.atleast_1d(c.logpdf(theta))
+             for w, c in zip(weights, components, strict=True) if w > 0]  # fmt: skip
+    return logsumexp(np.array(parts), axis=0)
+
+
+def mixture_draws(count: int, modes, weights, scales, df: float | None,
+                  rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """``count`` draws (``count x P``) of that mixture, from ``rng``."""
+    k = rng.choice(len(modes), count, p=weights)
+    steps = np.einsum("bij,bj->bi", scales[k], rng.standard_normal((count, modes.shape[1])))
+    if df is not None:  # a Gaussian over the root of a chi-square's share: Student-t
+        steps /= np.sqrt(rng.chisquare(df, count) / df)[:, None]
+    return modes[k] + steps
+
+
+def psis(log_ratios: np.ndarray) -> tuple[np.ndarray, float]:
+    """Pareto-smoothed importance weights (normalized, ``S``) of ``log_ratios``, and the Pareto
+    shape ``k`` of their tail: the largest ``M = min(S / 5, 3 sqrt(S))`` ratios, above the
+    next one, fitted by a generalized Pareto distribution (as
+    :func:`pyro.infer.importance.psis_diagnostic` fits them), replaced by its quantiles at
+    ``(i - 1/2) / M`` and capped at the largest ratio (Vehtari et al., Section 3). ``k`` is
+    ``inf`` (the weights the raw ones, a ratio that is not finite weighing 0) where a ratio is
+    not finite or the tail has fewer than 10."""
+    s = len(log_ratios)
+    finite = np.isfinite(log_ratios)
+    lw = np.where(finite, log_ratios - np.max(log_ratios, where=finite, initial=-np.inf), -np.inf)
+    w = np.exp(lw)
+    if not finite.all():
+        return w / w.sum(), math.inf
+    order = np.argsort(lw, kind="stable")
+    cutoff = max(math.log(1e-15), lw[order[-math.ceil(min(0.2 * s, 3.0 * math.sqrt(s))) - 1]])
+    tail = order[lw[order] > cutoff]  # ascending
+    if len(tail) < 10:
+        return w / w.sum(), math.inf
+    k, sigma = (
+        float(v) for v in fit_generalized_pareto(torch.from_numpy(w[tail] - math.exp(cutoff)))
+    )
+    if math.isfinite(k) and sigma > 0:
+        q = (np.arange(1, len(tail) + 1) - 0.5) / len(tail)
+        w[tail] = np.minimum(math.exp(cutoff) + genpareto(c=k, scale=sigma).ppf(q), 1.0)
+    return w / w.sum(), k
+
+
+def proposal_count(draws: int, n: int) -> int:
+    """How many draws of the mixture are weighed, for ``draws`` kept at ``n`` labels: twice
+    ``draws`` while a density costs little (``n^3`` of at most ``PROPOSAL_WORK / (2 draws)``),
+    fewer beyond, down to ``draws``. At Hartmann 6-D, n = 200, 150 draws passed the Pareto
+    ``k`` check 5 times in 8 and 300 draws 8 in 8; at n = 600, 150 draws had ``k`` 0.16 to 0.34
+    against a limit of 0.54."""
+    return int(min(2 * draws, max(draws, PROPOSAL_WORK / n**3)))
+
+
+def khat_limit(draws: int) -> float:
+    """The largest Pareto ``k`` at which ``draws`` importance draws are reliable:
+    ``min(1 - 1 / log10 S, 0.7)`` (Vehtari et al.)."""
+    return min(1.0 - 1.0 / math.log10(draws), 0.7)
+
+
+def warm_modes(potential, previous: dict | None):
+    """The mixture from the ``previous`` posterior's ``adaptation``: L-BFGS from its modes (a
+    mixture's) or its chains' last draws (NUTS's), best first, skipping a start already within
+    3 sds of a mode found; None when it has neither or no start is finite."""
+    if not previous:
+        return None
+    starts = np.asarray(previous.get("modes") or previous.get("last") or [], dtype=np.float64)
+    if starts.ndim != 2 or starts.shape[1] != potential.dim or not len(starts):
+        return None
+    values = potential.values(starts)
+    bounds = search_bounds(potential)
+    found, gaussians = [], []
+    for i in np.argsort(values, kind="stable"):
+        if not np.isfinite(values[i]):
+            break
+        if any(near(starts[i], x, g[0]) for (_, x), g in zip(found, gaussians, strict=True)):
+            continue
+        value, x = descend(potential, starts[i], bounds, WARM_ITERATIONS)
+        found.append((value, x))
+        gaussians.append(mode_gaussian(potential, x))
+    if not found:
+        return None
+    order = np.argsort([value for value, _ in found], kind="stable")
+    return laplace_mixture(potential, [found[i] for i in order], [gaussians[i] for i in order])
+
+
+def resample(weights: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` indices drawn by systematic resampling from normalized ``weights`` (sorted)."""
+    edges = np.cumsum(weights)
+    edges[-1] = 1.0
+    return np.searchsorted(edges, (rng.random() + np.arange(count)) / count, side="right")
+
+
+def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, *,
+                      previous: dict | None = None, chains: int = MCMC_DEFAULTS["chains"],
+                      label_noise=None, prior_mean=None,
+                      noise_floor: float = MCMC_DEFAULTS["noise_floor"],
+                      df: float | None = PROPOSAL_DF,
+                      proposals: int | None = None) -> Posterior:  # fmt: skip
+    """``draws`` draws of ``(l_1..l_d, s2)``: ``draws`` from the mixture at the posterior's modes
+    (warm from ``previous``, a posterior's ``adaptation``, where it has modes or draws; else
+    cold), resampled by their Pareto-smoothed importance weights (see the module), and the
+    model's mode at the heaviest mode. Deterministic for a given seed. ``df``: the components'
+    degrees of freedom (None: Gaussians).
+
+    Its diagnostics: ``method`` "laplace"; ``khat`` and ``khat_limit`` (the mixture is fit to
+    use when ``khat <= khat_limit``); ``importance_ess``, the draws' effective number under
+    their smoothed weights (``1 / sum w^2``); ``modes`` and their ``mode_weights``;
+    ``distinct_draws`` after resampling; the gradient and value evaluations, seconds and
+    ``warm_start``; no R-hat or bulk ESS (None) and no divergences: no chain sampled them. Its
+    ``adaptation`` holds the modes, for the next refit, and a NUTS warm start for ``chains``
+    chains (each at a draw, the draws' variances as inverse mass), for a refit that does not
+    use the mixture. ``label_noise``, ``prior_mean``, ``noise_floor``: as
+    :func:`worker.mcmc.sample_posterior`'s."""
+    started = time.perf_counter()
+    u = np.asarray(u, dtype=np.float64)
+    noise = None if label_noise is None else np.asarray(label_noise, dtype=np.float64)
+    potential = _Counted(GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise,
+                                     prior_mean, noise_floor))  # fmt: skip
+    mixture, how = warm_modes(potential, previous), "warm"
+    if mixture is None:
+        mixture, how = posterior_modes(potential, seed), "cold"
+    if mixture is None:
+        raise ValueError("no hyperparameters with a finite posterior density")
+    modes, weights, scales = mixture
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
+    count = max(draws, proposals or proposal_count(draws, len(u)))
+    proposed = mixture_draws(count, modes, weights, scales, df, rng)
+    log_ratios = (-potential.values(proposed)
+                  - mixture_log_density(proposed, modes, weights, scales, df))  # fmt: skip
+    w, khat = psis(log_ratios)
+    theta = proposed[resample(w, draws, rng)]
+    d = u.shape[1]
+    best = modes[int(np.argmax(weights))]
+    diagnostics = {
+        "method": "laplace", "khat": khat, "khat_limit": khat_limit(len(proposed)),
+        "importance_ess": float(1.0 / (w * w).sum()), "modes": len(modes),
+        "mode_weights": weights.tolist(), "distinct_draws": len(np.unique(theta, axis=0)),
+        "max_rhat": None, "min_ess_bulk": None, "divergences": 0,
+        "gradient_evaluations": potential.gradients, "value_evaluations": potential.values_only,
+        "seconds": time.perf_counter() - started, "chains": 1, "samples_per_chain": draws,
+        "warm_start": how, "noise_floor": noise_floor,
+    }  # fmt: skip
+    spread = np.maximum(theta.var(0), 1e-6)
+    return Posterior(
+        lengthscale=torch.from_numpy(np.exp(theta[:, :d])),
+        noise=torch.from_numpy(noise_floor + np.exp(theta[:, d])),
+        chains=1,
+        mode_lengthscale=torch.from_numpy(np.exp(best[:d])),
+        mode_noise=float(noise_floor + np.exp(best[d])),
+        diagnostics=diagnostics,
+        adaptation={
+            "source": "laplace",
+            "modes": modes.tolist(),
+            "seed": seed,
+            "last": theta[rng.choice(draws, chains)].tolist(),
+            "step_size": [WARM_STEP_SIZE] * chains,
+            "inverse_mass": [spread.tolist()] * chains,
+        },  # fmt: skip
+    )
