@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from worker.acquisition import FIT_ELEMENTS
-from worker.gp import Conditioned, cholesky, rbf
+from worker.gp import Conditioned, cholesky, inverse_factor, rbf
 from worker.spec import lognormal
 from worker.spec.defaults import STOP_TARGETS
 from worker.transforms import DTYPE, OutputStandardization
@@ -67,8 +67,7 @@ def _fit(u, z, lengthscale, noise, label_noise):
     K = rbf(u, u, lengthscale)
     K.diagonal(dim1=-2, dim2=-1).add_(diagonal)
     factor = cholesky(K)
-    eye = torch.eye(len(u), dtype=DTYPE).expand_as(factor.chol)
-    chol_inv = torch.linalg.solve_triangular(factor.chol, eye, upper=False)
+    chol_inv = inverse_factor(factor.chol)
     alpha = (chol_inv.transpose(-1, -2) @ (chol_inv @ z[:, None]))[..., 0]
     return chol_inv, alpha
 

@@ -88,14 +88,13 @@ def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None 
     if n > 40:
         print(f"{sim.name}: {n - 1} points imported, first model in {first:.2f} s", flush=True)
     rows = []
-    point = client.get(f"/campaigns/{campaign}/next", params={"wait": wait}).json()
+    point = _next_point(client, campaign, wait)
     for _ in range(rounds):
         y = float(sim.sample(np.array([point["x"]]), rng)[0])
         t = time.perf_counter()
         client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
-        r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
+        point = _next_point(client, campaign, wait)
         total = time.perf_counter() - t
-        point = r.json()
         d = client.get(f"/campaigns/{campaign}/model").json()["diagnostics"]
         refit = d["refit_seconds"]
         rows.append({"n": point["model_version"], "total_s": total, "refit_s": refit,
@@ -109,6 +108,15 @@ def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None 
               f"group(s)), overhead {total - refit:.3f} s ({share:.1f}%)",
               flush=True)  # fmt: skip
     return rows
+
+
+def _next_point(client, campaign: str, wait: float) -> dict:
+    """The campaign's next point, long-polled again while the service answers 202 (its poll
+    ended before a point was ready: a service caps a poll's wait)."""
+    while True:
+        r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
+        if r.status_code != 202:
+            return r.json()
 
 
 def refit_time(client, sim, rng, rounds: int, n: int = 40) -> list[float]:

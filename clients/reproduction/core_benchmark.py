@@ -41,6 +41,7 @@ from clients.reproduction.large_benchmark import (
 from clients.reproduction.protocol import pool_points
 from clients.reproduction.speed_levers import (
     LARGE_N_ARMS,
+    compare_proposals,
     compare_screening,
     compare_stop_rules,
     compare_subset,
@@ -263,7 +264,9 @@ def main(argv=None) -> None:
                         "--simulators, --sizes and --data; 'subset': the hyperparameters "
                         "sampled by NUTS on all labels and on 200 of them, and drawn from the "
                         "Laplace mixture (cold, and warm from n - 1 labels), each conditioned "
-                        "on all, at --simulators, --sizes and --arms")  # fmt: skip
+                        "on all, at --simulators, --sizes and --arms; 'proposals': the Laplace "
+                        "mixture's proposal (Gaussian or Student-t, draws weighed), its Pareto k "
+                        "over --seeds (0..7)")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -288,7 +291,8 @@ def main(argv=None) -> None:
     parser.add_argument("--arms", default=",".join(LARGE_N_ARMS),
                         help="subset: of all,subset,laplace,laplace-warm")  # fmt: skip
     parser.add_argument("--seeds", default=None, metavar="S,S,..",
-                        help="stop, screen, subset: the seeds (0,1,2; subset 0,1)")  # fmt: skip
+                        help="stop, screen, subset, proposals: the seeds (0,1,2; subset 0,1; "
+                        "proposals 0..7)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.modes is not None:
@@ -297,11 +301,16 @@ def main(argv=None) -> None:
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
     seeds = {} if args.seeds is None else {"seeds": tuple(int(v) for v in args.seeds.split(","))}
-    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset"):
+    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset",
+                      "proposals"):  # fmt: skip
         if args.cases == "large":
             large_cases(args)
         elif args.cases == "groups":
             compare_groups()
+        elif args.cases == "proposals":
+            for simulator in args.simulators.split(","):
+                for n in (int(v) for v in args.sizes.split(",")):
+                    compare_proposals(simulator, n, **seeds)
         elif args.cases == "subset":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):

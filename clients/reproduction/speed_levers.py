@@ -115,7 +115,8 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
     case = f"{simulator} n={n} {source}"
     rows = []
     for seed in seeds:
-        post = fit(u, z, MCMC_DEFAULTS, seed=30 + seed)
+        post = (laplace_posterior(u, z, seed=30 + seed) if n >= MCMC_DEFAULTS["laplace_from"]
+                else fit(u, z, MCMC_DEFAULTS, seed=30 + seed))  # fmt: skip
         thin = post.for_scoring(MCMC_DEFAULTS)
         cand = torch.from_numpy(np.random.default_rng(seed).random((candidates, u.shape[1])))
         for name in acquisitions:
@@ -133,9 +134,13 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
                 ranking.SCREEN_WORK = saved
             best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
             best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
+            rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
+            # where the exact best stands in the screen's order: the least it must keep
+            needed = int(np.argsort(np.argsort(-rough, kind="stable"))[best_full[0]])
             row = {"case": case, "seed": seed, "acquisition": name, "full_s": full_s,
                    "screened_s": screened_s, "same_point": bool(best_full[0] == best_screened[0]),
                    "overlap": len(set(best_full) & set(best_screened)) / RANKING_SIZE,
+                   "best_in_screen": needed,
                    "exact_where_kept": bool(np.allclose(full[np.isfinite(screened)],
                                                         screened[np.isfinite(screened)],
                                                         rtol=1e-9, atol=0))}  # fmt: skip
@@ -143,6 +148,7 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
             print(f"{case} seed {seed} {name:<6}: full {full_s:5.2f} s, screened "
                   f"{screened_s:5.2f} s ({full_s / screened_s:.1f}x); same point: "
                   f"{row['same_point']}, top-{RANKING_SIZE} overlap {row['overlap']:.2f}, "
+                  f"the exact best {needed}th in the screen's order, "
                   f"exact where kept: {row['exact_where_kept']}", flush=True)  # fmt: skip
     return rows
 
@@ -225,4 +231,38 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
             print(f"{case} seed {seed} {how}: same next point as all: {pick == best}; the full "
                   f"posterior's score of its choice {relative:.3f} of its best",
                   flush=True)  # fmt: skip
+    return rows
+
+
+# --cases proposals: the Laplace mixture's proposal, (degrees of freedom or None, draws weighed
+# or None for worker.laplace.proposal_count's)
+PROPOSALS = ((None, 150), (None, 300), (5.0, 150), (5.0, 300), (5.0, None))
+
+
+def compare_proposals(simulator: str, n: int, seeds=tuple(range(8))) -> list[dict]:
+    """The large campaigns' proposal (:mod:`worker.laplace`): on ``n`` uniform random labels,
+    the mixture's draws re-weighed from the modes of a cold search, once per seed, for each of
+    :data:`PROPOSALS` (Gaussian or Student-t components; 150 or 300 draws weighed): the Pareto
+    ``k`` of each, how many are within the limit, and the seconds per refit."""
+    sim = get_simulator(simulator)
+    rng = np.random.default_rng(0)
+    unit = rng.random((n, sim.dim))
+    y = sim.sample(sim.lower + unit * (sim.upper - sim.lower), rng)
+    z = OutputStandardization.from_labels(y).to_z(y).numpy()
+    modes = laplace_posterior(unit, z, seed=1).adaptation
+    rows = []
+    for df, count in PROPOSALS:
+        t, ks = time.perf_counter(), []
+        for seed in seeds:
+            d = laplace_posterior(unit, z, seed=100 + seed, previous=modes, df=df,
+                                  proposals=count).diagnostics  # fmt: skip
+            ks.append(d["khat"])
+        seconds = (time.perf_counter() - t) / len(seeds)
+        passed = sum(k <= d["khat_limit"] for k in ks)
+        rows.append({"case": f"{simulator} n={n}", "df": df, "proposals": count, "khat": ks,
+                     "passed": passed, "seconds": seconds})  # fmt: skip
+        print(f"{simulator} n={n} {'t' + str(int(df)) if df else 'gaussian':<8} "
+              f"{count or 'default'} draws weighed: k {[round(k, 2) for k in ks]}, within "
+              f"{d['khat_limit']:.2f}: {passed} of {len(ks)}; {seconds:.2f} s a refit",
+              flush=True)  # fmt: skip
     return rows

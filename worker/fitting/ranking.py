@@ -70,6 +70,13 @@ SCREENED = frozenset({"b-alm", "qb-mgp", "bald", "bald-code", "bald-std"})
 SCREEN_DRAWS = 15
 SCREEN_KEEP = SHORTLIST  # a greedy batch picks among as many (worker.acquisition.greedy_batch)
 SCREEN_WORK = 150 * 10_000 * 100**2  # the defaults' scoring at n = 100
+# Past a few hundred labels the exact scores of SCREEN_KEEP candidates cost as much as the
+# screen itself; there fewer are kept, as many as EXACT_WORK pays for (that of 256 candidates'
+# with 150 draws at n = 1,000), and at least KEEP_LEAST: 1,000 up to n = 506, 256 from
+# n = 1,000. At n = 1,000 the exact best was the screen's own best (docs/benchmarks.md, "Large
+# campaigns").
+KEEP_LEAST = 256
+EXACT_WORK = 150 * KEEP_LEAST * 1000**2
 
 
 def screens(name: str, fn: Scoring, candidates) -> bool:
@@ -78,17 +85,25 @@ def screens(name: str, fn: Scoring, candidates) -> bool:
             and fn.draws * len(candidates) * fn.labels**2 > SCREEN_WORK)  # fmt: skip
 
 
+def kept_count(fn: Scoring) -> int:
+    """How many screened candidates :func:`scored` scores exactly: ``SCREEN_KEEP``, or fewer
+    where their exact work (draws x kept x n^2) would pass ``EXACT_WORK``, down to
+    ``KEEP_LEAST``."""
+    affordable = EXACT_WORK // (fn.draws * fn.labels**2)
+    return int(max(min(KEEP_LEAST, SCREEN_KEEP), min(SCREEN_KEEP, affordable)))
+
+
 def scored(name: str, fn: Scoring, candidates, share: Share, weights=None) -> torch.Tensor:
     """``fn``'s scores of ``candidates`` through ``share`` (each part may be scored on another
     worker), screened where that pays (:func:`screens`): the rough scores weighed by ``weights``
-    (each candidate's probability of success, or None) choose the ``SCREEN_KEEP`` scored
+    (each candidate's probability of success, or None) choose the :func:`kept_count` scored
     exactly, and the others score ``-inf``."""
     if not screens(name, fn, candidates):
         return share(fn, candidates)
     rough = share(fn.with_draws(SCREEN_DRAWS), candidates)
     if weights is not None:
         rough = rough * weights
-    kept = torch.argsort(rough, descending=True, stable=True)[:SCREEN_KEEP]
+    kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
     scores = torch.full((len(candidates),), -torch.inf, dtype=rough.dtype)
     scores[kept] = share(fn, candidates[kept])
     return scores

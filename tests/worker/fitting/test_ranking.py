@@ -71,6 +71,18 @@ def test_no_screening_below_its_work_or_for_the_cheap_acquisitions():
     assert not ranking.screens("alm", big, cand.repeat(10, 1))
 
 
+@pytest.mark.parametrize(("n", "kept"), [(200, 1000), (500, 1000), (700, 522), (1000, 256),
+                                         (2000, 256)])  # fmt: skip
+def test_fewer_are_kept_where_their_exact_scores_would_cost_more_than_the_screen(n, kept):
+    """150 draws: 1,000 exact scores up to n = 506, fewer beyond (as many as 256 cost at
+    n = 1,000), and never fewer than 256."""
+    post, _, _, _ = _case(draws=150, n=2)
+    u, z = torch.zeros((n, 2), dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    assert ranking.kept_count(fn) == kept
+    assert kept == max(256, min(1000, 256 * 1000**2 // n**2))
+
+
 def test_with_draws_spreads_each_outputs_draws_over_its_chains():
     post, u, z, _ = _case(draws=40, chains=5)
     fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0), Output(0.5, post, u, z, None, 1)),
