@@ -13,11 +13,13 @@ bounded whatever their number.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 from scipy.linalg import lapack
+from threadpoolctl import ThreadpoolController
 
 from worker.transforms import DTYPE
 
@@ -97,15 +99,23 @@ def cholesky(K: torch.Tensor) -> Factor:
     return Factor(chol=chol, jitter=jitter, ok=~failed)
 
 
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
 def inverse_factor(chol: torch.Tensor) -> torch.Tensor:
     """``L^-1`` for each lower-triangular ``L`` of a batch (``B x n x n``): LAPACK's triangular
     inverse (``dtrtri``, ``n^3 / 3`` flops), which took half the time of a triangular solve
-    against the identity at n = 1,000 (0.29 s against 0.60 s for 15 factors, one thread)."""
+    against the identity at n = 1,000 (0.29 s against 0.60 s for 15 factors, one thread). On
+    one BLAS thread whatever the process has: its bits depend on the threads, and a scoring's
+    parts on other workers must give the bits of one process."""
     out = torch.empty_like(chol)
-    for b in range(len(chol)):
-        # a C-order lower factor is a Fortran-order upper one: inverted in place of a copy
-        inverse, _ = lapack.dtrtri(chol[b].numpy().T, lower=0)
-        out[b] = torch.from_numpy(inverse.T)
+    with _blas().limit(limits=1, user_api="blas"):
+        for b in range(len(chol)):
+            # a C-order lower factor is a Fortran-order upper one: inverted in place of a copy
+            inverse, _ = lapack.dtrtri(chol[b].numpy().T, lower=0)
+            out[b] = torch.from_numpy(inverse.T)
     return out
 
 

@@ -1,11 +1,12 @@
 """Issue 40's levers side by side (:mod:`clients.reproduction.speed_levers`, ``fbgp-al
-bench-core --cases stop|screen|subset``), at small sizes."""
+bench-core --cases stop|screen|subset|proposals``), at small sizes."""
 
 import numpy as np
 import pytest
 
 from clients.reproduction.speed_levers import (
     _ranking_against,
+    compare_proposals,
     compare_screening,
     compare_stop_rules,
     compare_subset,
@@ -41,10 +42,21 @@ def test_a_subsets_hyperparameters_are_compared_with_all_labels(capsys):
     """The subset case at a small size: a row per seed and way, the subset sampled on fewer
     labels, and the verdict on the next point printed."""
     rows = compare_subset("branin", 40, subset=15, seeds=(0,), candidates=1500, test_points=200)
-    assert [r["how"] for r in rows] == ["all", "subset", "laplace"]
+    assert [r["how"] for r in rows] == ["all", "subset", "laplace", "laplace-warm"]
+    assert rows[0]["khat"] is None and all(r["khat"] is not None for r in rows[2:])
     assert all(r["rmse"] > 0 and np.isfinite(r["nlpd"]) and len(r["median_log_draws"]) == 3
                for r in rows)  # fmt: skip
     assert "same next point" in capsys.readouterr().out
+
+
+def test_the_proposals_are_compared_by_their_pareto_k(capsys):
+    """The proposals case at a small size: a row per proposal, each with a k per seed and the
+    count within the limit."""
+    rows = compare_proposals("branin", 30, seeds=(0, 1))
+    assert [(r["df"], r["proposals"]) for r in rows] == [(None, 150), (None, 300), (5.0, 150),
+                                                         (5.0, 300), (5.0, None)]  # fmt: skip
+    assert all(len(r["khat"]) == 2 and 0 <= r["passed"] <= 2 for r in rows)
+    assert "draws weighed: k" in capsys.readouterr().out
 
 
 def test_bench_core_runs_a_lever_for_the_seeds_it_is_given(capsys):
