@@ -48,6 +48,7 @@ from worker.spec.defaults import MCMC_DEFAULTS
 
 PROPOSAL_DF = 5.0  # the proposal's components: Student-t with these degrees of freedom
 PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)
+PROPOSALS_LEAST = 150  # fewer draws make k too noisy to judge by (and its limit stricter)
 WARM_ITERATIONS = 40  # L-BFGS iterations from each warm start
 WARM_STEP_SIZE = 0.5  # a NUTS chain's first step size when it starts from the mixture
 
@@ -130,11 +131,12 @@ def psis(log_ratios: np.ndarray) -> tuple[np.ndarray, float]:
 
 def proposal_count(draws: int, n: int) -> int:
     """How many draws of the mixture are weighed, for ``draws`` kept at ``n`` labels: twice
-    ``draws`` while a density costs little (``n^3`` of at most ``PROPOSAL_WORK / (2 draws)``),
-    fewer beyond, down to ``draws``. At Hartmann 6-D, n = 200, 150 draws passed the Pareto
-    ``k`` check 5 times in 8 and 300 draws 8 in 8; at n = 600, 150 draws had ``k`` 0.16 to 0.34
-    against a limit of 0.54."""
-    return int(min(2 * draws, max(draws, PROPOSAL_WORK / n**3)))
+    ``draws`` (of at least ``PROPOSALS_LEAST``) while a density costs little (``n^3`` of at most
+    ``PROPOSAL_WORK / (2 draws)``), fewer beyond, down to that many. At Hartmann 6-D, n = 200,
+    150 draws passed the Pareto ``k`` check 5 times in 8 and 300 draws 8 in 8; at n = 600, 150
+    draws had ``k`` 0.16 to 0.34 against a limit of 0.54."""
+    base = max(draws, PROPOSALS_LEAST)
+    return int(min(2 * base, max(base, PROPOSAL_WORK / n**3)))
 
 
 def khat_limit(draws: int) -> float:

@@ -79,7 +79,10 @@ class Posterior:
 
     def for_scoring(self, mcmc: dict) -> Posterior:
         """The draws a campaign's ``mcmc`` settings hand to the acquisition: ``draws`` of them
-        spread over the chains when it samples to a target, else every ``thinning``-th."""
+        spread over the chains when it samples to a target, else every ``thinning``-th; all of
+        a Laplace mixture's (:mod:`worker.laplace`: as many as scoring takes, and independent)."""
+        if self.diagnostics.get("method") == "laplace":
+            return self
         if mcmc.get("draws"):
             return self.spread(int(mcmc["draws"]))
         return self.thinned(int(mcmc["thinning"]))

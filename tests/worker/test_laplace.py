@@ -57,6 +57,7 @@ def test_khat_limit_and_proposal_count():
     assert khat_limit(150) == pytest.approx(1 - 1 / math.log10(150))
     assert khat_limit(100_000) == 0.7
     assert proposal_count(150, 200) == 300 and proposal_count(150, 2000) == 150
+    assert proposal_count(20, 200) == 300 and proposal_count(20, 2000) == 150
     assert 150 <= proposal_count(150, 700) < 300
 
 

@@ -123,6 +123,14 @@ def uses_laplace(spec: dict, n: int) -> bool:
     return first is not None and n >= int(first)
 
 
+def scoring_draws(mcmc: dict) -> int:
+    """The draws a campaign's scoring takes: its target's ``draws``, or of a count every
+    ``thinning``-th of ``chains x samples``."""
+    if mcmc.get("draws"):
+        return int(mcmc["draws"])
+    return int(mcmc["chains"]) * (int(mcmc["samples"]) // int(mcmc["thinning"]))
+
+
 def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:
     """The campaign's posterior, in this process: past ``mcmc.laplace_from`` labels the
     Laplace mixture's importance-resampled draws (:func:`worker.laplace.laplace_posterior`)
@@ -132,9 +140,9 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     mcmc = spec["mcmc"]
     tried = None
     if uses_laplace(spec, data.n):
-        post = laplace_posterior(data.u, data.z, int(mcmc.get("draws") or MCMC_DEFAULTS["draws"]),
-                                 data.seed, previous=warm, chains=mcmc["chains"],
-                                 label_noise=data.noise, prior_mean=data.prior_mean,
+        post = laplace_posterior(data.u, data.z, scoring_draws(mcmc), data.seed, previous=warm,
+                                 chains=mcmc["chains"], label_noise=data.noise,
+                                 prior_mean=data.prior_mean,
                                  noise_floor=noise_floor(spec))  # fmt: skip
         d = post.diagnostics
         if d["khat"] <= d["khat_limit"]:

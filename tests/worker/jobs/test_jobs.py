@@ -106,4 +106,6 @@ def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare
     _work(store)
     second = store.model(campaign)
     assert second["version"] == 41 and second["diagnostics"]["warm_start"] == "warm"
+    # a count (2 chains x 20, every 2nd): as many draws scored as NUTS's would be, all of them
+    assert len(second["acquisition_samples"]["noise"]) == len(second["samples"]["noise"]) == 20
     assert [e["event"] for e in store.history(campaign)] == ["model", "model"]
