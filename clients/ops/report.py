@@ -39,12 +39,12 @@ DIAGNOSTICS = (("method", "sampler"), ("max_rhat", "largest R-hat"),
 
 
 def _e(value) -> str:
+    if value is None:  # a diagnostic that does not apply (R-hat of a Laplace mixture)
+        return ""
     return html.escape(str(value))
 
 
 def _number(value) -> str:
-    if value is None:  # a diagnostic that does not apply (R-hat of a Laplace mixture)
-        return ""
     if isinstance(value, float):
         return f"{value:.4g}"
     return _e(value)

@@ -90,3 +90,11 @@ def test_the_report_is_self_contained_and_complete(api_url, campaign, tmp_path, 
 def test_a_report_of_an_unknown_campaign_says_why(api_url, tmp_path):
     with pytest.raises(SystemExit, match="fbgp-al report: HTTP 404"):
         cli.main(["report", "nope", "--url", api_url, "-o", str(tmp_path / "r.html")])
+
+
+def test_a_diagnostic_that_does_not_apply_is_an_empty_cell():
+    """A Laplace mixture's R-hat and bulk ESS are null: blank cells, not "None"."""
+    from clients.ops.report import _table
+
+    row = _table(["sampler", "largest R-hat", "Pareto k"], [["laplace", None, -0.1]])
+    assert "None" not in row and "<td></td>" in row and "<td>laplace</td>" in row
