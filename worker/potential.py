@@ -116,20 +116,14 @@ class GPPotential:
         """``U`` alone (``B``) at ``theta`` (``B x (d + 1)``): one Cholesky per row, a third of
         a gradient's work (no inverse); ``inf`` where the call's would be."""
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        d = self.d
+        e = np.exp(theta * self.exponents)
         kf, g = self._buffers(1)
-        out = np.empty(len(theta))
+        value, ok = np.empty(len(theta)), np.ones(len(theta), dtype=bool)
         with np.errstate(all="ignore"):
-            for b, row in enumerate(theta):
-                e = np.exp(row * self.exponents)
-                np.matmul(e[:d], self.neg_half_dist, out=kf[0].reshape(-1))
-                np.exp(kf[0], out=kf[0])
-                half_log_det, alpha, ok = self._factor(kf[0], self.noise_floor + e[d], g[0].T)
-                centred = row - self.prior_mean
-                value = (0.5 * (alpha @ self.z) + half_log_det + self.constant
-                         + centred @ centred / (2 * PRIOR_VARIANCE))  # fmt: skip
-                out[b] = value if ok and np.isfinite(value) else np.inf
-        return out
+            for b in range(len(theta)):
+                value[b], _, ok[b] = self._data_term(e[b], kf[0], g[0].T)
+            value += self._prior_term(theta)[1]
+        return np.where(ok & np.isfinite(value), value, np.inf)
 
     def _buffers(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """Two ``batch x n x n`` work arrays, kept for the next call of this batch size (the
@@ -144,21 +138,18 @@ class GPPotential:
     def _evaluate(self, theta):
         """``kf`` holds the kernel; ``g`` the Cholesky factor, then ``K^-1``, then
         ``(a a^T - K^-1) * Kf``, each in one triangle."""
-        d, n, batch = self.d, self.n, len(theta)
+        d, batch = self.d, len(theta)
         # (1/l_1^2, ..., 1/l_d^2, s2): the factors of dK/dtheta_j = (Kf * D_j) e_j
         e = np.exp(theta * self.exponents)  # B x (d + 1)
         kf, g = self._buffers(batch)
-        flat = kf.reshape(batch, n * n)
         value = np.empty(batch)
         ok = np.ones(batch, dtype=bool)
         products = np.empty((batch, d + 1))
         for b in range(batch):
             # row by row (vector-matrix products): a row's bits do not depend on the batch it
             # came in, so a chain's draws are the same in any group of chains
-            np.matmul(e[b, :d], self.neg_half_dist, out=flat[b])
-            np.exp(flat[b], out=flat[b])
             gb = g[b].T  # Fortran order: LAPACK works on it in place
-            half_log_det, alpha, ok[b] = self._factor(kf[b], self.noise_floor + e[b, d], gb)
+            value[b], alpha, ok[b] = self._data_term(e[b], kf[b], gb)
             if not ok[b]:
                 gb[:] = 0.0
                 value[b] = np.inf
@@ -167,14 +158,28 @@ class GPPotential:
             lapack.dpotri(gb, lower=1, overwrite_c=1)
             gb *= -1.0
             blas.dsyr(1.0, alpha, lower=1, a=gb, overwrite_a=1)  # a a^T - K^-1
-            value[b] = 0.5 * (alpha @ self.z) + half_log_det
             np.multiply(g[b], kf[b], out=g[b])
             np.matmul(g[b].reshape(-1), self.derivatives, out=products[b])
-        centred = theta - self.prior_mean
+        centred, prior = self._prior_term(theta)
         grad = centred / PRIOR_VARIANCE - 0.5 * products * e
-        value += (centred * centred).sum(-1) / (2 * PRIOR_VARIANCE) + self.constant
+        value += prior
         ok &= np.isfinite(value) & np.isfinite(grad).all(-1)
         return value, grad, ok
+
+    def _data_term(self, e, kf, gb):
+        """For one row's factors ``e`` (``exp(theta * exponents)``): its kernel into ``kf``, the
+        Cholesky factor of ``K`` into ``gb`` (:meth:`_factor`), and ``(-log N(z; 0, K)`` less its
+        constant, ``K^-1 z``, ok)."""
+        np.matmul(e[: self.d], self.neg_half_dist, out=kf.reshape(-1))
+        np.exp(kf, out=kf)
+        half_log_det, alpha, ok = self._factor(kf, self.noise_floor + e[self.d], gb)
+        return 0.5 * (alpha @ self.z) + half_log_det, alpha, ok
+
+    def _prior_term(self, theta):
+        """``theta`` less the priors' means, and ``-log p(theta)`` plus the likelihood's
+        constant (``B``)."""
+        centred = theta - self.prior_mean
+        return centred, (centred * centred).sum(-1) / (2 * PRIOR_VARIANCE) + self.constant
 
     def _factor(self, kf, noise, gb):
         """Cholesky of ``kf + diag(label_noise) + noise I`` into ``gb`` (lower, Fortran order),
