@@ -95,6 +95,14 @@ def posterior_modes(potential: GPPotential, seed: int):
     """Local modes of the posterior (``K x P``), their Laplace masses (normalized), and
     per mode a matrix ``L`` with ``L L^T`` the inverse Hessian; None if no candidate has a finite
     potential. See ``INITS``."""
+    found = local_minima(potential, seed)
+    return None if found is None else laplace_mixture(potential, found)
+
+
+def local_minima(potential: GPPotential, seed: int) -> list[tuple[float, np.ndarray]] | None:
+    """The search of :func:`posterior_modes`: the local minima ``[(U, theta)]`` that L-BFGS
+    reaches from the best-spread starts of a grid and a Latin hypercube, best first; None if no
+    candidate has a finite potential."""
     d = potential.dim - 1
     # the search box and grid are laid around the priors' means
     centre = potential.prior_mean
@@ -103,7 +111,7 @@ def posterior_modes(potential: GPPotential, seed: int):
     # every other grid value: the searches refine what the grid finds
     a, b = np.meshgrid(GRID_LOG_LENGTHSCALE[::2], GRID_LOG_NOISE[::2], indexing="ij")
     grid = np.column_stack([np.repeat(a.reshape(-1, 1), d, axis=1), b.reshape(-1)]) + centre
-    grid_values = np.concatenate([potential(c)[0] for c in np.array_split(grid, 4)])
+    grid_values = potential.values(grid)
     # one input's lengthscale at a time away from the grid's best cells
     axes = []
     for i in np.argsort(grid_values, kind="stable")[:START_CELLS]:
@@ -115,7 +123,7 @@ def posterior_modes(potential: GPPotential, seed: int):
     cube = lo + (hi - lo) * qmc.LatinHypercube(d=d + 1, rng=rng).random(START_CANDIDATES)
     extra = np.concatenate([cube, *axes])
     points = np.concatenate([grid, extra])
-    values = np.concatenate([grid_values, *(potential(c)[0] for c in np.array_split(extra, 4))])
+    values = np.concatenate([grid_values, potential.values(extra)])
     order = [i for i in np.argsort(values, kind="stable") if np.isfinite(values[i])]
     if not order:
         return None
@@ -127,7 +135,7 @@ def posterior_modes(potential: GPPotential, seed: int):
                 break
     found = sorted((descend(potential, x, search_bounds(potential)) for x in starts),
                    key=lambda m: m[0])  # fmt: skip
-    return laplace_mixture(potential, found)
+    return found
 
 
 def search_bounds(potential: GPPotential) -> list[tuple[float, float]]:
@@ -141,15 +149,16 @@ def search_bounds(potential: GPPotential) -> list[tuple[float, float]]:
 
 def laplace_mixture(potential: GPPotential, found, gaussians=None):
     """The Laplace mixture of local minima ``found`` (``[(U, theta)]``, best first): each a
-    Gaussian with its Hessian's inverse (:func:`mode_gaussian`; or given, one per minimum, as
-    ``gaussians``), weighed by its Laplace mass ``e^-U / sqrt(det H)``; one found within 3 sds
-    of a better one is the same mode. Returns the modes (``K x P``), their weights (normalized)
-    and per mode ``L`` with ``L L^T`` the inverse Hessian."""
+    Gaussian with its Hessian's inverse (:func:`mode_gaussian`; or given, one per minimum or
+    None, as ``gaussians``), weighed by its Laplace mass ``e^-U / sqrt(det H)``; one found
+    within 3 sds of a better one is the same mode. Returns the modes (``K x P``), their weights
+    (normalized) and per mode ``L`` with ``L L^T`` the inverse Hessian."""
     modes, masses, scales, hessians = [], [], [], []
     for i, (value, x) in enumerate(found):
         if any(near(x, y, h) for y, h in zip(modes, hessians, strict=True)):
             continue
-        h, scale, half_log_det = mode_gaussian(potential, x) if gaussians is None else gaussians[i]
+        given = None if gaussians is None else gaussians[i]
+        h, scale, half_log_det = mode_gaussian(potential, x) if given is None else given
         modes.append(x)
         hessians.append(h)
         masses.append(-value - half_log_det)

@@ -4,8 +4,10 @@ Pareto-smoothed importance sampling: :func:`laplace_posterior`.
 Past a few hundred labels the hyperparameters' posterior concentrates, and NUTS spends a
 thousand gradient evaluations (each an ``n x n`` Cholesky and inverse) to draw what a
 distribution at each local mode describes. Here the modes are found by L-BFGS (warm: from the
-previous model's modes, or its chains' last draws; cold: from
-:func:`worker.cold_start.posterior_modes`'s search), and each is weighed by its Laplace mass.
+previous model's modes, or its chains' last draws; cold: from the starts of
+:func:`worker.cold_start.local_minima`'s search, on a campaign's first mixture and again each
+time its labels have doubled since the last search, beside the warm starts), and each is
+weighed by its Laplace mass.
 The proposal ``q`` is a mixture of Student-t distributions (5 degrees of freedom) with each
 mode's inverse Hessian as scale matrix: heavier-tailed than the Gaussians, so that it covers
 the posterior's tails (at Hartmann 6-D, n = 400, Gaussians gave a Pareto ``k`` of 0.48 to 0.76
@@ -37,9 +39,9 @@ from scipy.stats import genpareto, multivariate_normal, multivariate_t
 from worker.cold_start import (
     descend,
     laplace_mixture,
+    local_minima,
     mode_gaussian,
     near,
-    posterior_modes,
     search_bounds,
 )
 from worker.mcmc import Posterior
@@ -51,6 +53,7 @@ PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)
 PROPOSALS_LEAST = 150  # fewer draws make k too noisy to judge by (and its limit stricter)
 WARM_ITERATIONS = 40  # L-BFGS iterations from each warm start
 WARM_STEP_SIZE = 0.5  # a NUTS chain's first step size when it starts from the mixture
+SEARCH_AGAIN = 2  # a cold search for modes again once the labels have doubled since the last
 
 
 class _Counted:
@@ -145,15 +148,16 @@ def khat_limit(draws: int) -> float:
     return min(1.0 - 1.0 / math.log10(draws), 0.7)
 
 
-def warm_modes(potential, previous: dict | None):
-    """The mixture from the ``previous`` posterior's ``adaptation``: L-BFGS from its modes (a
-    mixture's) or its chains' last draws (NUTS's), best first, skipping a start already within
-    3 sds of a mode found; None when it has neither or no start is finite."""
+def warm_minima(potential, previous: dict | None):
+    """L-BFGS from the ``previous`` posterior's ``adaptation``: from its modes (a mixture's) or
+    its chains' last draws (NUTS's), best first, skipping a start already within 3 sds of a
+    mode found. Returns the minima ``[(U, theta)]`` and their Gaussians
+    (:func:`worker.cold_start.mode_gaussian`); none when it has neither or no start is finite."""
     if not previous:
-        return None
+        return [], []
     starts = np.asarray(previous.get("modes") or previous.get("last") or [], dtype=np.float64)
     if starts.ndim != 2 or starts.shape[1] != potential.dim or not len(starts):
-        return None
+        return [], []
     values = potential.values(starts)
     bounds = search_bounds(potential)
     found, gaussians = [], []
@@ -165,10 +169,46 @@ def warm_modes(potential, previous: dict | None):
         value, x = descend(potential, starts[i], bounds, WARM_ITERATIONS)
         found.append((value, x))
         gaussians.append(mode_gaussian(potential, x))
-    if not found:
+    return found, gaussians
+
+
+def searched_at(previous: dict | None, n: int) -> int | None:
+    """The number of labels at the last cold search for modes, as ``previous`` (an
+    ``adaptation``) records it (a mixture's, and that of NUTS chains started from a mixture
+    that failed its check); for NUTS chains of a campaign below ``laplace_from`` labels, which
+    started at a cold search's modes and moved between modes themselves, ``n``: the switch to
+    the mixture counts as a search. None without a previous posterior."""
+    if not previous:
         return None
-    order = np.argsort([value for value, _ in found], kind="stable")
-    return laplace_mixture(potential, [found[i] for i in order], [gaussians[i] for i in order])
+    return previous.get("searched_at") or n
+
+
+def search_due(previous: dict | None, n: int) -> bool:
+    """Whether a refit on ``n`` labels searches cold for modes beside its warm starts: without a
+    previous posterior, and whenever ``n`` has reached :data:`SEARCH_AGAIN` times the labels of
+    the last search (a mode a new region of labels opens far from the old ones is found
+    within a doubling; the searches' cost stays a bounded share of the refits')."""
+    last = searched_at(previous, n)
+    return last is None or n >= SEARCH_AGAIN * last
+
+
+def modes_of(potential, previous: dict | None, n: int, seed: int):
+    """The mixture at the posterior's modes (:func:`worker.cold_start.laplace_mixture`): the
+    modes L-BFGS reaches from ``previous``'s (:func:`warm_minima`), and those of a cold search
+    beside them when it is due (:func:`search_due`) or no warm start was finite. Returns the
+    mixture (None: nothing finite), how it was found (``warm``, ``cold`` or ``warm+cold``) and
+    the labels of the last cold search."""
+    found, gaussians = warm_minima(potential, previous)
+    how, searched = "warm", searched_at(previous, n)
+    if not found or search_due(previous, n):
+        cold = local_minima(potential, seed) or []
+        found, gaussians = found + cold, gaussians + [None] * len(cold)
+        how, searched = ("warm+cold" if len(found) > len(cold) else "cold"), n
+    if not found:
+        return None, how, searched
+    order = np.argsort([value for value, _ in found], kind="stable")  # best first
+    mixture = laplace_mixture(potential, [found[i] for i in order], [gaussians[i] for i in order])
+    return mixture, how, searched
 
 
 def resample(weights: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -185,9 +225,10 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
                       df: float | None = PROPOSAL_DF,
                       proposals: int | None = None) -> Posterior:  # fmt: skip
     """``draws`` draws of ``(l_1..l_d, s2)``: ``draws`` from the mixture at the posterior's modes
-    (warm from ``previous``, a posterior's ``adaptation``, where it has modes or draws; else
-    cold), resampled by their Pareto-smoothed importance weights (see the module), and the
-    model's mode at the heaviest mode. Deterministic for a given seed. ``df``: the components'
+    (:func:`modes_of`: warm from ``previous``, a posterior's ``adaptation``, where it has modes
+    or draws, with a cold search beside them when one is due; else cold), resampled by their
+    Pareto-smoothed importance weights (see the module), and the model's mode at the heaviest
+    mode. Deterministic for a given seed. ``df``: the components'
     degrees of freedom (None: Gaussians).
 
     Its diagnostics: ``method`` "laplace"; ``khat`` and ``khat_limit`` (the mixture is fit to
@@ -195,7 +236,8 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     their smoothed weights (``1 / sum w^2``); ``modes`` and their ``mode_weights``;
     ``distinct_draws`` after resampling; the gradient and value evaluations, seconds and
     ``warm_start``; no R-hat or bulk ESS (None) and no divergences: no chain sampled them. Its
-    ``adaptation`` holds the modes, for the next refit, and a NUTS warm start for ``chains``
+    ``adaptation`` holds the modes and ``searched_at`` (the labels at the last cold search), for
+    the next refit, and a NUTS warm start for ``chains``
     chains (each at a draw, the draws' variances as inverse mass), for a refit that does not
     use the mixture. ``label_noise``, ``prior_mean``, ``noise_floor``: as
     :func:`worker.mcmc.sample_posterior`'s."""
@@ -204,9 +246,7 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     noise = None if label_noise is None else np.asarray(label_noise, dtype=np.float64)
     potential = _Counted(GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise,
                                      prior_mean, noise_floor))  # fmt: skip
-    mixture, how = warm_modes(potential, previous), "warm"
-    if mixture is None:
-        mixture, how = posterior_modes(potential, seed), "cold"
+    mixture, how, searched = modes_of(potential, previous, len(u), seed)
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
     modes, weights, scales = mixture
@@ -239,6 +279,7 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
         adaptation={
             "source": "laplace",
             "modes": modes.tolist(),
+            "searched_at": searched,
             "seed": seed,
             "last": theta[rng.choice(draws, chains)].tolist(),
             "step_size": [WARM_STEP_SIZE] * chains,

@@ -42,9 +42,11 @@ from clients.reproduction.protocol import pool_points
 from clients.reproduction.speed_levers import (
     LARGE_N_ARMS,
     compare_proposals,
+    compare_reproduction_screening,
     compare_screening,
     compare_stop_rules,
     compare_subset,
+    time_cold_search,
 )
 from clients.simulators import get_simulator
 from worker.acquisition import evaluate
@@ -261,12 +263,17 @@ def main(argv=None) -> None:
                         "sampling stops (R-hat waited for or reported only), the refit's time "
                         "and its next point against a long run's, at --simulators, --sizes "
                         "and --data; 'screen': each acquisition's scoring in full and screened, at "
-                        "--simulators, --sizes and --data; 'subset': the hyperparameters "
+                        "--simulators, --sizes and --data; 'repro-screen': the same on the "
+                        "reproduction's stored campaigns of --simulators (ishigami), at --sizes "
+                        "labels, --seeds as its runs (0,1,2); 'subset': the hyperparameters "
                         "sampled by NUTS on all labels and on 200 of them, and drawn from the "
-                        "Laplace mixture (cold, and warm from n - 1 labels), each conditioned "
+                        "Laplace mixture (cold, warm from n - 1 labels, and warm with the cold "
+                        "search a doubling brings), each conditioned "
                         "on all, at --simulators, --sizes and --arms; 'proposals': the Laplace "
                         "mixture's proposal (Gaussian or Student-t, draws weighed), its Pareto k "
-                        "over --seeds (0..7)")  # fmt: skip
+                        "over --seeds (0..7); 'search': the cold search for modes, its candidates "
+                        "ranked by values alone and by the gradient call, at --simulators "
+                        "and --sizes")  # fmt: skip
     parser.add_argument("--against", help="potential: a file with another GPPotential")
     parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
                         help="large: simulators")  # fmt: skip
@@ -289,7 +296,8 @@ def main(argv=None) -> None:
                         help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
     parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
     parser.add_argument("--arms", default=",".join(LARGE_N_ARMS),
-                        help="subset: of all,subset,laplace,laplace-warm")  # fmt: skip
+                        help="subset: of all,subset,laplace,laplace-warm,"
+                        "laplace-search")  # fmt: skip
     parser.add_argument("--seeds", default=None, metavar="S,S,..",
                         help="stop, screen, subset, proposals: the seeds (0,1,2; subset 0,1; "
                         "proposals 0..7)")  # fmt: skip
@@ -302,7 +310,7 @@ def main(argv=None) -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
     seeds = {} if args.seeds is None else {"seeds": tuple(int(v) for v in args.seeds.split(","))}
     if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset",
-                      "proposals"):  # fmt: skip
+                      "proposals", "repro-screen", "search"):  # fmt: skip
         if args.cases == "large":
             large_cases(args)
         elif args.cases == "groups":
@@ -311,6 +319,14 @@ def main(argv=None) -> None:
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):
                     compare_proposals(simulator, n, **seeds)
+        elif args.cases == "search":
+            for simulator in args.simulators.split(","):
+                time_cold_search(simulator, [int(v) for v in args.sizes.split(",")])
+        elif args.cases == "repro-screen":
+            runs = seeds.get("seeds", (0, 1, 2))
+            for simulator in args.simulators.split(","):
+                sizes = [int(v) for v in args.sizes.split(",")]
+                compare_reproduction_screening(simulator, sizes, runs=runs)
         elif args.cases == "subset":
             for simulator in args.simulators.split(","):
                 for n in (int(v) for v in args.sizes.split(",")):

@@ -1,6 +1,7 @@
-"""``fbgp-al bench-core --cases stop|screen|subset``: issue 40's levers measured side by side,
-each against what it would replace: when sampling stops (R-hat waited for or reported), what
-scoring costs (in full or screened), and large n (the hyperparameters from all labels, a subset
+"""``fbgp-al bench-core --cases stop|screen|repro-screen|subset|proposals|search``: issue 40's
+levers measured side by side, each against what it would replace: when sampling stops (R-hat waited
+for or reported), what scoring costs (in full or screened, also on the reproduction's own
+campaigns), and large n (the hyperparameters from all labels, a subset
 of them, or the large campaigns' Laplace mixture). See :mod:`clients.reproduction.core_benchmark`.
 """
 
@@ -11,14 +12,17 @@ import time
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import campaign_data, data, fit
+from clients.reproduction.core_data import RESULTS, campaign_data, data, fit
+from clients.reproduction.protocol import grid_pool
 from clients.simulators import get_simulator
 from worker.acquisition import DrawGPs, evaluate
+from worker.cold_start import local_minima
 from worker.fitting import ranking
 from worker.laplace import laplace_posterior
 from worker.mcmc import sample_posterior
+from worker.potential import GPPotential
 from worker.scoring import Output, Scoring
-from worker.spec.defaults import MCMC_DEFAULTS, RANKING_SIZE
+from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, POOL_SUBSAMPLE, RANKING_SIZE
 from worker.spec.sampler import sampler_line
 from worker.transforms import OutputStandardization
 
@@ -28,7 +32,7 @@ STOP_RULES = {"rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
               "ess": {**MCMC_DEFAULTS, "target_rhat": None},
               "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20}}  # fmt: skip
 # --cases subset: how the hyperparameters are drawn (see compare_subset)
-LARGE_N_ARMS = ("all", "subset", "laplace", "laplace-warm")
+LARGE_N_ARMS = ("all", "subset", "laplace", "laplace-warm", "laplace-search")
 
 
 def _ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:
@@ -153,10 +157,122 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
     return rows
 
 
-def _laplace(u, z, seed: int, warm: bool):
+def compare_reproduction_screening(simulator: str, sizes, runs=(0, 1, 2),
+                                   acquisitions=("qb-mgp", "b-alm", "bald"), preset="paper",
+                                   results=RESULTS) -> list[dict]:  # fmt: skip
+    """Whether the screen changes the reproduction's campaigns: at each of ``sizes`` labels of
+    each stored campaign of ``simulator`` (``docs/reproduction/results.jsonl``: its labels in
+    the order it chose them), the ``preset`` refit on those labels, and the acquisition's
+    scores of a seeded 10,000-point subsample of the pool less the labeled points, in full
+    and as a campaign scores them (:func:`worker.fitting.ranking.scores_of`, screened where
+    the work calls for it): the same next point or not, where the exact best stands in the
+    screen's order, and the top-10 overlap. A campaign whose every choice is the same follows
+    the same path, and so scores the same RD-AUC."""
+    from clients.reproduction.results import labeled_points, read_results
+
+    sim = get_simulator(simulator)
+    pool = grid_pool(sim)
+    records = [r for r in read_results(results) if r["simulator"] == simulator]
+    mcmc = MCMC_PRESETS[preset]
+    rows = []
+    for run in runs:
+        for name in acquisitions:
+            x, y = labeled_points(records, simulator, name, run)
+            for n in sizes:
+                if y is None or len(y) < n:
+                    print(f"{simulator} run {run} {name}: {0 if y is None else len(y)} labels "
+                          f"stored, not {n}", flush=True)  # fmt: skip
+                    continue
+                unit = sim.to_unit(x[:n])
+                u = torch.from_numpy(unit)
+                z = OutputStandardization.from_labels(y[:n]).to_z(y[:n])
+                rng = np.random.default_rng([run, n])
+                index = pool.subsample(POOL_SUBSAMPLE, rng, exclude=pool.index_of(unit))
+                cand = torch.from_numpy(pool.points(index))
+                t = time.perf_counter()
+                post = fit(u, z, mcmc, seed=1000 * run + n)
+                refit_s = time.perf_counter() - t
+                fn = Scoring(name, (Output(1.0, post.for_scoring(mcmc), u, z, None, run),))
+                t = time.perf_counter()
+                full = ranking.here(fn, cand).numpy()
+                full_s = time.perf_counter() - t
+                t = time.perf_counter()
+                served = ranking.scores_of(name, fn, cand, ranking.here).numpy()
+                served_s = time.perf_counter() - t
+                rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
+                best = int(np.argmax(full))
+                row = {"simulator": simulator, "run": run, "acquisition": name, "n": n,
+                       "screened": ranking.screens(name, fn, cand),
+                       "same_point": best == int(np.argmax(served)),
+                       "best_in_screen": int(np.sum(rough > rough[best])),
+                       **{k: v for k, v in _ranking_against(served, full).items()
+                          if k == "overlap"},
+                       "refit_s": refit_s, "full_s": full_s, "served_s": served_s}  # fmt: skip
+                rows.append(row)
+                print(f"{simulator} run {run} {name:<6} n={n}: screened {row['screened']}, "
+                      f"same point {row['same_point']}, the exact best "
+                      f"{row['best_in_screen']}th in the screen's order, top-10 overlap "
+                      f"{row['overlap']:.1f}; refit {refit_s:.1f} s, scoring {full_s:.1f} s "
+                      f"in full, {served_s:.1f} s as served", flush=True)  # fmt: skip
+    same = sum(r["same_point"] for r in rows if r["screened"])
+    screened = sum(r["screened"] for r in rows)
+    print(f"{simulator}: the same next point in {same} of {screened} screened states "
+          f"(largest place of the exact best in the screen's order: "
+          f"{max((r['best_in_screen'] for r in rows), default=0)}, kept: "
+          f"{ranking.SCREEN_KEEP})", flush=True)  # fmt: skip
+    return rows
+
+
+class _ValuesByCall:
+    """A potential whose values alone come from its gradient call (the cold search before it
+    ranked its starts by :meth:`worker.potential.GPPotential.values`)."""
+
+    def __init__(self, potential: GPPotential):
+        self.potential = potential
+
+    def values(self, theta):
+        return self.potential(theta)[0]
+
+    def __getattr__(self, name):
+        return getattr(self.potential, name)
+
+    def __call__(self, theta):
+        return self.potential(theta)
+
+
+def time_cold_search(simulator: str, sizes, seed: int = 0) -> list[dict]:
+    """The cold search for the posterior's modes (:func:`worker.cold_start.local_minima`, the
+    start of a first refit and of the Laplace mixture's search once the labels have doubled)
+    on ``n`` uniform random labels, its ~450 candidates ranked by their values alone (one
+    Cholesky each) and by the gradient call, side by side: seconds, the ratio, and whether
+    the minima found are the same."""
+    rows = []
+    for n in sizes:
+        u, z = data(simulator, n, seed)
+        potential = GPPotential(u.numpy(), z.numpy(), noise_floor=MCMC_DEFAULTS["noise_floor"])
+        potential(np.zeros((1, u.shape[1] + 1)))  # its buffers, before either is timed
+        seconds, found = {}, {}
+        for how, p in (("values", potential), ("call", _ValuesByCall(potential))):
+            t = time.perf_counter()
+            found[how] = local_minima(p, seed)
+            seconds[how] = time.perf_counter() - t
+        same = all(np.array_equal(a[1], b[1])
+                   for a, b in zip(found["values"], found["call"], strict=True))  # fmt: skip
+        rows.append({"case": f"{simulator} n={n}", **seconds, "same": same})
+        print(f"{simulator} n={n}: cold search {seconds['values']:.2f} s ranking by values alone"
+              f", {seconds['call']:.2f} s by the gradient call "
+              f"({seconds['call'] / seconds['values']:.2f}x); the same minima: {same}",
+              flush=True)  # fmt: skip
+    return rows
+
+
+def _laplace(u, z, seed: int, warm: bool, search: bool = False):
     """The large campaigns' posterior (:func:`worker.laplace.laplace_posterior`) on all labels:
-    cold, or warm from its own posterior on all but the last label (not timed)."""
+    cold, or warm from its own posterior on all but the last label (not timed), with the cold
+    search that a doubling of the labels brings beside the warm starts if ``search``."""
     previous = laplace_posterior(u[:-1], z[:-1], seed=seed + 1).adaptation if warm else None
+    if previous is not None:
+        previous["searched_at"] = len(u) // 2 if search else len(u) - 1
     t = time.perf_counter()
     post = laplace_posterior(u, z, seed=seed, previous=previous)
     return post, time.perf_counter() - t
@@ -169,9 +285,10 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
     all ``n`` labels (``all``), on a seeded ``subset`` of them (``subset``), and drawn from the
     large campaigns' Laplace mixture (:mod:`worker.laplace`: importance-resampled, its Pareto
     ``k`` checked), cold (``laplace``) or warm from its posterior on ``n - 1`` labels
-    (``laplace-warm``, as a campaign's next refit), each posterior's 150 draws then conditioned
-    on all ``n`` labels (those of ``arms``; ``all`` always). Side by side: the sampling's
-    seconds, the draws' medians of the log lengthscales and log noise, the mixture's RMSE
+    (``laplace-warm``, as a campaign's next refit; ``laplace-search``: with the cold search
+    beside the warm starts that a doubling of the labels brings), each posterior's 150 draws
+    then conditioned on all ``n`` labels (those of ``arms``; ``all`` always). Side by side: the
+    sampling's seconds, the draws' medians of the log lengthscales and log noise, the mixture's RMSE
     against the noise-free function and NLPD of noisy labels at ``test_points`` uniform points
     (original units), and the next point (QB-MGP, screened, over ``candidates``): whether each
     arm chooses the same as ``all``, and ``all``'s score of its choice relative to its best."""
@@ -194,7 +311,7 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
                     if how == "subset" else np.arange(n))  # fmt: skip
             t = time.perf_counter()
             if how.startswith("laplace"):
-                post, seconds = _laplace(u, z, seed, how == "laplace-warm")
+                post, seconds = _laplace(u, z, seed, how != "laplace", how == "laplace-search")
             else:
                 post = fit(u[keep], z[keep], MCMC_DEFAULTS, seed=40 + seed)
                 seconds = time.perf_counter() - t
@@ -216,7 +333,8 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
             row = {"case": case, "seed": seed, "how": how, "seconds": seconds,
                    "median_log_draws": np.median(logs, 0).round(3).tolist(),
                    "rmse": rmse, "nlpd": nlpd, "rhat": d["max_rhat"],
-                   "ess": d["min_ess_bulk"], "khat": d.get("khat")}  # fmt: skip
+                   "ess": d["min_ess_bulk"], "khat": d.get("khat"),
+                   "start": d["warm_start"]}  # fmt: skip
             rows.append(row)
             print(f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
                   f"({d['gradient_evaluations']} gradients, {d['samples_per_chain']} "

@@ -74,7 +74,8 @@ class McmcSettings(Strict):
 
     laplace_from: int | None = Field(default=MCMC_DEFAULTS["laplace_from"], ge=1)
     """From this many labels on, a refit draws the hyperparameters from a Laplace mixture at the
-    posterior's modes (warm from the previous model's), corrected by Pareto-smoothed importance
+    posterior's modes (warm from the previous model's, searched afresh beside them each time the
+    labels have doubled since the last search), corrected by Pareto-smoothed importance
     sampling, instead of NUTS; where the importance ratios' Pareto `k` says the mixture does not
     cover the posterior, that refit samples by NUTS after all (its diagnostics say which). `null`:
     NUTS at every size (the paper presets). Default 200."""

@@ -138,6 +138,35 @@ def test_a_warm_start_finds_the_cold_search_s_mode_for_a_fraction_of_its_gradien
     np.testing.assert_allclose(np.array(again.adaptation["modes"])[0], heaviest[0], atol=0.02)
 
 
+def test_a_cold_search_beside_the_warm_starts_once_the_labels_have_doubled():
+    # a trend with a fast wiggle: a short lengthscale with little noise is the posterior's mode,
+    # a long one that calls the wiggle noise a local mode (U higher by about 18) that L-BFGS
+    # does not leave
+    rng = np.random.default_rng(2)
+    u = np.sort(rng.random((60, 1)), 0)
+    y = u[:, 0] + 0.25 * np.sin(30 * u[:, 0]) + 0.1 * rng.standard_normal(60)
+    z = (y - y.mean()) / y.std()
+    stuck = [[-0.71, -1.2]]  # the local mode: a previous posterior that knew only it
+    kept = laplace_posterior(u, z, seed=3, previous={"source": "laplace", "modes": stuck,
+                                                     "searched_at": 31})  # fmt: skip
+    again = laplace_posterior(u, z, seed=3, previous={"source": "laplace", "modes": stuck,
+                                                      "searched_at": 30})  # fmt: skip
+    assert kept.diagnostics["warm_start"] == "warm" and kept.adaptation["searched_at"] == 31
+    assert again.diagnostics["warm_start"] == "warm+cold" and again.adaptation["searched_at"] == 60
+    assert float(kept.mode_lengthscale.log()) == pytest.approx(-0.71, abs=0.05)
+    assert float(again.mode_lengthscale.log()) == pytest.approx(-2.69, abs=0.05)
+    assert float(again.mode_noise) < 0.5 * float(kept.mode_noise)
+    # the better mode holds the mass, and the stuck one is kept beside it
+    assert again.diagnostics["modes"] == 2 and max(again.diagnostics["mode_weights"]) > 0.999
+    # the rule: a search without a previous posterior, none while the labels have not doubled;
+    # NUTS chains with no record (a campaign below laplace_from) count as a search at the switch
+    assert laplace.search_due(None, 60) and not laplace.search_due({"source": "laplace"}, 60)
+    assert not laplace.search_due({"source": "laplace", "searched_at": 31}, 61)
+    assert laplace.search_due({"source": "laplace", "searched_at": 31}, 62)
+    assert not laplace.search_due({"last": stuck}, 500)
+    assert laplace.searched_at({"last": stuck}, 500) == 500
+
+
 def test_a_laplace_adaptation_starts_nuts_chains_warm(concentrated):
     u, z, _ = concentrated
     post = laplace_posterior(u, z, seed=3, chains=4)
@@ -185,6 +214,9 @@ def test_a_mixture_that_fails_its_check_hands_over_to_nuts_started_from_it(
     assert d["laplace"]["khat_limit"] == -1.0 and d["laplace"]["khat"] > -1.0
     assert "Laplace mixture's Pareto k" in sampler_line(d)
     assert post.size == SPEC["mcmc"]["chains"] * d["samples_per_chain"]
+    # the mixture's cold search is remembered: the next mixture does not search again at once
+    assert post.adaptation["searched_at"] == data.n
+    assert not laplace.search_due(post.adaptation, data.n + 1)
 
 
 def test_the_model_of_a_large_campaign_and_its_next_refit(concentrated):

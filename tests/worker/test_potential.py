@@ -92,6 +92,22 @@ def test_a_large_batch_goes_in_chunks_with_the_same_answer(monkeypatch):
         assert np.allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def test_values_alone_are_the_call_s_values_bit_for_bit():
+    """The cold search ranks its grid by ``values`` alone (no gradient): the same numbers as
+    the call's, so the same starts; ``inf`` where the call's are (a covariance no jitter
+    rescues), with known noise and prior means too."""
+    rng = np.random.default_rng(3)
+    u, z = rng.random((40, 3)), rng.standard_normal(40)
+    theta = np.column_stack([rng.normal(-1, 1.5, (30, 3)), rng.normal(-3, 3, 30)])
+    theta[4] = [-1.0, -1.0, -1.0, 800.0]  # an infinite noise: no finite density
+    known_noise, prior_mean = 0.01 + rng.random(40) * 0.02, np.array([0.5, 0.0, -0.5, -1.0])
+    for potential in (GPPotential(u, z), GPPotential(u, z, known_noise, prior_mean)):
+        called = potential(theta)[0]
+        alone = potential.values(theta)
+        assert np.isinf(called[4]) and np.isinf(alone[4])
+        assert np.array_equal(called, alone)
+
+
 def test_a_covariance_that_needs_jitter_gets_the_gps_jitter():
     """Duplicated inputs and almost no noise: the Cholesky fails without jitter; the potential
     adds the jitter the GP adds and agrees with its likelihood."""

@@ -157,6 +157,7 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
                             **_sampler_options(spec))  # fmt: skip
     if tried is not None:
         post.diagnostics["laplace"] = tried
+        post.adaptation["searched_at"] = warm["searched_at"]  # when the modes were last searched
     return post
 
 

@@ -1,5 +1,7 @@
 """Issue 40's levers side by side (:mod:`clients.reproduction.speed_levers`, ``fbgp-al
-bench-core --cases stop|screen|subset|proposals``), at small sizes."""
+bench-core --cases stop|screen|repro-screen|subset|proposals|search``), at small sizes."""
+
+import json
 
 import numpy as np
 import pytest
@@ -7,9 +9,11 @@ import pytest
 from clients.reproduction.speed_levers import (
     _ranking_against,
     compare_proposals,
+    compare_reproduction_screening,
     compare_screening,
     compare_stop_rules,
     compare_subset,
+    time_cold_search,
 )
 
 
@@ -42,8 +46,10 @@ def test_a_subsets_hyperparameters_are_compared_with_all_labels(capsys):
     """The subset case at a small size: a row per seed and way, the subset sampled on fewer
     labels, and the verdict on the next point printed."""
     rows = compare_subset("branin", 40, subset=15, seeds=(0,), candidates=1500, test_points=200)
-    assert [r["how"] for r in rows] == ["all", "subset", "laplace", "laplace-warm"]
+    assert [r["how"] for r in rows] == ["all", "subset", "laplace", "laplace-warm",
+                                        "laplace-search"]  # fmt: skip
     assert rows[0]["khat"] is None and all(r["khat"] is not None for r in rows[2:])
+    assert [r["start"] for r in rows[2:]] == ["cold", "warm", "warm+cold"]
     assert all(r["rmse"] > 0 and np.isfinite(r["nlpd"]) and len(r["median_log_draws"]) == 3
                for r in rows)  # fmt: skip
     assert "same next point" in capsys.readouterr().out
@@ -67,3 +73,46 @@ def test_bench_core_runs_a_lever_for_the_seeds_it_is_given(capsys):
           "--seeds", "4"])  # fmt: skip
     out = capsys.readouterr().out
     assert "branin n=12 uniform seed 4 qb-mgp" in out and "seed 0" not in out
+
+
+def test_the_reproduction_s_campaigns_are_screened_as_a_campaign_screens_them(
+    tmp_path, capsys, monkeypatch
+):
+    """``--cases repro-screen`` on a results file of two stored campaigns: a row per campaign
+    and size asked for (a size the campaign did not reach skipped and said), their labels read
+    in the order chosen; screened when the work calls for it (here forced), the exact scores
+    kept where screened, and the same next point."""
+    from clients.simulators import get_simulator
+    from worker.fitting import ranking
+
+    sim = get_simulator("branin")
+    rng = np.random.default_rng(0)
+    path = tmp_path / "results.jsonl"
+    with open(path, "w") as f:
+        for name, labels in (("qb-mgp", 14), ("bald", 10)):
+            x = sim.lower + rng.random((labels, 2)) * (sim.upper - sim.lower)
+            y = sim.sample(x, rng)
+            for n in range(3, labels + 1):
+                new = slice(0, 3) if n == 3 else slice(n - 1, n)
+                record = {"simulator": "branin", "acquisition": name, "run": 0, "n_labeled": n,
+                          "nlml": 0.0, "rmse": 0.0, "x": x[new].tolist(),
+                          "y": y[new].tolist()}  # fmt: skip
+                f.write(json.dumps(record) + "\n")
+    monkeypatch.setattr(ranking, "SCREEN_WORK", 0)
+    rows = compare_reproduction_screening("branin", [12], runs=(0,),
+                                          acquisitions=("qb-mgp", "bald"), preset="fast",
+                                          results=path)  # fmt: skip
+    (row,) = rows
+    assert (row["acquisition"], row["n"], row["screened"]) == ("qb-mgp", 12, True)
+    assert row["same_point"] and row["best_in_screen"] < ranking.SCREEN_KEEP
+    out = capsys.readouterr().out
+    assert "bald: 10 labels stored, not 12" in out
+    assert "the same next point in 1 of 1 screened states" in out
+
+
+def test_the_cold_search_finds_the_same_minima_ranking_its_starts_by_values_alone(capsys):
+    """``--cases search`` at a small size: the search by values alone and by the gradient call
+    reach the same minima (the values are the call's, bit for bit), both timed."""
+    (row,) = time_cold_search("branin", [25])
+    assert row["same"] and row["values"] > 0 and row["call"] > 0
+    assert "the same minima: True" in capsys.readouterr().out
