@@ -186,8 +186,8 @@ def searched_at(previous: dict | None, n: int) -> int | None:
 def search_due(previous: dict | None, n: int) -> bool:
     """Whether a refit on ``n`` labels searches cold for modes beside its warm starts: without a
     previous posterior, and whenever ``n`` has reached :data:`SEARCH_AGAIN` times the labels of
-    the last search (a mode a new region of labels opens far from the old ones is found
-    within a doubling; the searches' cost stays a bounded share of the refits')."""
+    the last search (a mode that new labels open far from the old ones is searched for within
+    a doubling; the searches' cost stays a bounded share of the refits')."""
     last = searched_at(previous, n)
     return last is None or n >= SEARCH_AGAIN * last
 
@@ -228,8 +228,8 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     (:func:`modes_of`: warm from ``previous``, a posterior's ``adaptation``, where it has modes
     or draws, with a cold search beside them when one is due; else cold), resampled by their
     Pareto-smoothed importance weights (see the module), and the model's mode at the heaviest
-    mode. Deterministic for a given seed. ``df``: the components'
-    degrees of freedom (None: Gaussians).
+    mode. Deterministic for a given seed. ``df``: the components' degrees of freedom (None:
+    Gaussians).
 
     Its diagnostics: ``method`` "laplace"; ``khat`` and ``khat_limit`` (the mixture is fit to
     use when ``khat <= khat_limit``); ``importance_ess``, the draws' effective number under
@@ -237,10 +237,9 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     ``distinct_draws`` after resampling; the gradient and value evaluations, seconds and
     ``warm_start``; no R-hat or bulk ESS (None) and no divergences: no chain sampled them. Its
     ``adaptation`` holds the modes and ``searched_at`` (the labels at the last cold search), for
-    the next refit, and a NUTS warm start for ``chains``
-    chains (each at a draw, the draws' variances as inverse mass), for a refit that does not
-    use the mixture. ``label_noise``, ``prior_mean``, ``noise_floor``: as
-    :func:`worker.mcmc.sample_posterior`'s."""
+    the next refit, and a NUTS warm start for ``chains`` chains (each at a draw, the draws'
+    variances as inverse mass), for a refit that does not use the mixture. ``label_noise``,
+    ``prior_mean``, ``noise_floor``: as :func:`worker.mcmc.sample_posterior`'s."""
     started = time.perf_counter()
     u = np.asarray(u, dtype=np.float64)
     noise = None if label_noise is None else np.asarray(label_noise, dtype=np.float64)
