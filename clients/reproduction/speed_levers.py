@@ -152,7 +152,7 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
             print(f"{case} seed {seed} {name:<6}: full {full_s:5.2f} s, screened "
                   f"{screened_s:5.2f} s ({full_s / screened_s:.1f}x); same point: "
                   f"{row['same_point']}, top-{RANKING_SIZE} overlap {row['overlap']:.2f}, "
-                  f"the exact best {needed}th in the screen's order, "
+                  f"{needed} candidates above the exact best in the screen's order, "
                   f"exact where kept: {row['exact_where_kept']}", flush=True)  # fmt: skip
     return rows
 
@@ -210,15 +210,15 @@ def compare_reproduction_screening(simulator: str, sizes, runs=(0, 1, 2),
                        "refit_s": refit_s, "full_s": full_s, "served_s": served_s}  # fmt: skip
                 rows.append(row)
                 print(f"{simulator} run {run} {name:<6} n={n}: screened {row['screened']}, "
-                      f"same point {row['same_point']}, the exact best "
-                      f"{row['best_in_screen']}th in the screen's order, top-10 overlap "
+                      f"same point {row['same_point']}, {row['best_in_screen']} candidates "
+                      f"above the exact best in the screen's order, top-10 overlap "
                       f"{row['overlap']:.1f}; refit {refit_s:.1f} s, scoring {full_s:.1f} s "
                       f"in full, {served_s:.1f} s as served", flush=True)  # fmt: skip
     same = sum(r["same_point"] for r in rows if r["screened"])
     screened = sum(r["screened"] for r in rows)
     print(f"{simulator}: the same next point in {same} of {screened} screened states "
-          f"(largest place of the exact best in the screen's order: "
-          f"{max((r['best_in_screen'] for r in rows), default=0)}, kept: "
+          f"(at most {max((r['best_in_screen'] for r in rows), default=0)} candidates above "
+          f"the exact best in the screen's order, kept: "
           f"{ranking.SCREEN_KEEP})", flush=True)  # fmt: skip
     return rows
 

@@ -220,9 +220,10 @@ def test_warm_start_falls_back_to_cold_when_it_cannot_be_trusted(one_mode):
     unmixed = dict(previous.adaptation, max_rhat=1.3)
     post = sample_posterior(u, z, chains=2, warmup=100, samples=100, seed=1, warm_start=unmixed)
     assert post.diagnostics["warm_start"].startswith("cold")
-    # a wrecked adaptation (chains far apart, a step size that cannot move them) is redone cold
+    # a wrecked adaptation (chains far apart, a step size that cannot move them) is redone cold;
+    # 20 draws a chain: each of its iterations runs the longest trajectory (1,024 steps)
     wrecked = dict(previous.adaptation, last=[[-8.0, -8.0], [8.0, 6.0]], step_size=[1e-6, 1e-6])
-    post = sample_posterior(u, z, chains=2, warmup=100, samples=100, seed=1, warm_start=wrecked,
+    post = sample_posterior(u, z, chains=2, warmup=100, samples=20, seed=1, warm_start=wrecked,
                             warm_warmup=0)  # fmt: skip
     assert post.diagnostics["warm_start"].startswith("redone cold")
     assert post.diagnostics["max_rhat"] < 1.1
