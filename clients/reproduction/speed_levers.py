@@ -48,6 +48,12 @@ def _ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> 
             "relative": float(reference[chosen] / reference[order[0]])}  # fmt: skip
 
 
+def _above(rough: np.ndarray, best: int) -> int:
+    """How many candidates the screen's rough scores rank above candidate ``best`` (ties in
+    candidate order, as the screen's stable sort breaks them)."""
+    return int(np.sum(rough > rough[best]) + np.sum(rough[:best] == rough[best]))
+
+
 def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
                        candidates: int = 10_000, acquisition: str = "qb-mgp",
                        reference_draws: int = 600) -> list[dict]:  # fmt: skip
@@ -139,8 +145,7 @@ def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
             best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
             best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
             rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
-            # where the exact best stands in the screen's order: the least it must keep
-            needed = int(np.argsort(np.argsort(-rough, kind="stable"))[best_full[0]])
+            needed = _above(rough, int(best_full[0]))  # the least the screen must keep, less 1
             row = {"case": case, "seed": seed, "acquisition": name, "full_s": full_s,
                    "screened_s": screened_s, "same_point": bool(best_full[0] == best_screened[0]),
                    "overlap": len(set(best_full) & set(best_screened)) / RANKING_SIZE,
@@ -204,9 +209,8 @@ def compare_reproduction_screening(simulator: str, sizes, runs=(0, 1, 2),
                 row = {"simulator": simulator, "run": run, "acquisition": name, "n": n,
                        "screened": ranking.screens(name, fn, cand),
                        "same_point": best == int(np.argmax(served)),
-                       "best_in_screen": int(np.sum(rough > rough[best])),
-                       **{k: v for k, v in _ranking_against(served, full).items()
-                          if k == "overlap"},
+                       "best_in_screen": _above(rough, best),
+                       "overlap": _ranking_against(served, full)["overlap"],
                        "refit_s": refit_s, "full_s": full_s, "served_s": served_s}  # fmt: skip
                 rows.append(row)
                 print(f"{simulator} run {run} {name:<6} n={n}: screened {row['screened']}, "
