@@ -71,16 +71,6 @@ def test_same_seed_same_draws_other_seed_other_draws():
     assert not np.allclose(a.theta, c.theta)
 
 
-def test_stan_adaptation_windows():
-    s = nuts.NutsSettings()
-    assert nuts.adaptation_windows(200, s) == [(75, 100), (100, 150)]
-    assert nuts.adaptation_windows(1000, s) == [(75, 100), (100, 150), (150, 250), (250, 450),
-                                               (450, 950)]  # fmt: skip
-    # short warm-ups shrink the buffers as Stan does: 15% / 75% / 10%
-    assert nuts.adaptation_windows(100, s) == [(15, 90)]
-    assert nuts.adaptation_windows(10, s) == []
-
-
 def test_divergences_are_detected_and_reported():
     def funnel_wall(theta):
         # a potential that jumps to a huge value off a thin slab: large steps diverge
@@ -125,22 +115,6 @@ def test_dense_metric_learns_the_covariance_and_takes_fewer_leapfrogs():
     # along the narrow direction a diagonal metric needs many more steps per draw
     assert draws.n_leapfrog.mean() < 0.6 * diag.n_leapfrog.mean()
     assert draws.diverging.sum() == 0
-
-
-def test_dense_window_estimate_is_regularized_as_stan_does():
-    s = nuts.NutsSettings(dense_mass=True)
-    adapt = nuts._ChainAdaptation(1.0, 100, s, 2)  # one window: iterations 15..89
-    rng = np.random.default_rng(0)
-    points = rng.multivariate_normal([1.0, -1.0], [[2.0, 0.6], [0.6, 0.5]], 100)
-    out = [adapt.observe(i, points[i]) for i in range(100)]
-    estimates = [(i, m) for i, m in enumerate(out) if m is not None]
-    assert [i for i, _ in estimates] == [89]
-    n = 75
-    expected = (n / (n + 5)) * np.cov(points[15:90].T) + 1e-3 * (5 / (n + 5)) * np.eye(2)
-    assert np.allclose(estimates[0][1], expected, rtol=1e-12, atol=1e-14)
-    diag = nuts._ChainAdaptation(1.0, 100, nuts.NutsSettings(), 2)
-    last = [diag.observe(i, points[i]) for i in range(100)][89]
-    assert np.allclose(last, np.diag(np.diagonal(expected)), rtol=1e-12, atol=1e-14)
 
 
 def test_a_warm_start_keeps_a_dense_mass_matrix_and_reads_a_diagonal_one():
