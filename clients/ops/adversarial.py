@@ -41,7 +41,8 @@ from redis import Redis
 
 from clients.client import ApiError, FbgpClient, Pending
 from clients.ops.labelers import Labeler, Ledger, error_kind
-from clients.ops.soak import MCMC, _check
+from clients.ops.soak import MCMC
+from clients.ops.soak_report import check_labels
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
 from service import queues
@@ -256,11 +257,11 @@ def _phase(stack: LocalStack, seconds: float, seed: int, greedy: bool,
         row.update(labels=len(acked), labels_per_minute=round(60 * len(acked) / elapsed, 1),
                    worst_wait_seconds=round(max(waits), 2) if waits else None,
                    median_wait_seconds=round(statistics.median(waits), 2) if waits else None,
-                   check=_check(stack, api, campaign, acked))  # fmt: skip
+                   check=check_labels(stack, api, campaign, acked))  # fmt: skip
         if tenant is not None:
             tenant.join()
             row["greedy_answers"] = dict(tenant.answers)
-            row["greedy_checks"] = {kind: _check(stack, api, c, ledger.of(c))
+            row["greedy_checks"] = {kind: check_labels(stack, api, c, ledger.of(c))
                                     for kind, c in tenant.ids.items()}  # fmt: skip
             deleted = time.monotonic()
             for c in tenant.ids.values():

@@ -30,7 +30,6 @@ import signal
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from rq.exceptions import NoSuchJobError
 from clients.client import FbgpClient
 from clients.errors import ApiError, RefitFailed
 from clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
+from clients.ops.soak_report import check_labels
 from clients.ops.stack import LocalStack, fbgp_env
 from clients.simulators import get_simulator
 from service import queues
@@ -247,20 +247,6 @@ class Soak:
         return fault
 
 
-def _check(stack: LocalStack, api: FbgpClient, campaign: str, acked: dict[str, float]) -> dict:
-    """Compare the acknowledged labels of ``campaign`` with the stored ones."""
-    stored = [label for label in CampaignStore(Redis.from_url(stack.redis_url)).labels(campaign)
-              if label.get("ticket") is not None]  # fmt: skip
-    by_ticket = {label["ticket"]: label["y"] for label in stored}
-    lost = [t for t, y in acked.items() if t not in by_ticket or by_ticket[t] != y]
-    extra = [t for t in by_ticket if t not in acked]
-    observed = Counter(api.observations(campaign).y)
-    missing_y = Counter(acked.values()) - observed
-    return {"acknowledged": len(acked), "stored": len(stored), "lost": len(lost),
-            "lost_y": sum(missing_y.values()), "extra": len(extra),
-            "observations": sum(observed.values())}  # fmt: skip
-
-
 def _refit_state(soak: Soak, campaign: str) -> dict:
     """The campaign's refit state in the store, with its job's status and the ages in seconds."""
     state, now = soak.state(campaign), time.time()
@@ -344,7 +330,7 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
     rows = []
     for i, c in enumerate(ids):
         status = soak.api.campaign(c)
-        check = _check(stack, soak.api, c, ledger.of(c))
+        check = check_labels(stack, soak.api, c, ledger.of(c))
         progressing = _version(status) > last_versions.get(c, -1)
         rows.append({"id": c, "name": bodies[i]["name"], "mode": bodies[i]["mode"],
                      "n_labeled": status.n_labeled, "max_labels": status.max_labels,
@@ -369,31 +355,3 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
         "campaign_details": rows,
         "stuck": sum(r["stuck"] for r in rows),
     }  # fmt: skip
-
-
-def summary(report: dict) -> str:
-    lines = [
-        f"soak: {report['seconds']:g} s, {report['campaigns']} campaigns, "
-        f"{report['simulators']} simulators, {report['workers']} workers",
-        f"labels: {report['labels_acknowledged']} acknowledged, {report['labels_stored']} "
-        f"stored, {report['lost']} lost, {report['extra']} extra (stored, never acknowledged)",
-        f"faults: {len(report['faults'])}, {report['unrecovered']} not recovered",
-    ]
-    for f in report["faults"]:
-        took = f["recovery_seconds"]
-        lines.append(
-            f"  {f['at']:6.1f} s  {f['kind']:6s}  "
-            + ("not recovered" if took is None else f"recovered in {took:.1f} s")
-        )
-    for r in report["campaign_details"]:
-        lines.append(
-            f"  campaign {r['id']} {r['mode']:10s} {r['n_labeled']:3d}/"
-            f"{r['max_labels']} labels, model {r['model_version']}, {r['state']}, "
-            + ("stuck" if r["stuck"] else "progressing" if r["progressing"] else "idle")
-        )
-    lines.append(f"stuck campaigns: {report['stuck']}")
-    return "\n".join(lines)
-
-
-def failed(report: dict) -> bool:
-    return bool(report["lost"] or report["lost_y"] or report["stuck"] or report["unrecovered"])

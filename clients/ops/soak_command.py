@@ -9,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from clients.ops import adversarial, churn, described, soak
+from clients.ops import adversarial, churn, described, soak, soak_report
 
 
 def _write(out: Path | None, report: dict, text: str) -> None:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     report = soak.run_soak(args.seconds, args.campaigns, args.simulators, args.workers,
                            args.data_dir, args.seed, max_labels=args.max_labels,
                            faults=tuple(k for k in args.faults.split(",") if k))  # fmt: skip
-    _write(args.out, report, soak.summary(report))
-    if soak.failed(report):
+    _write(args.out, report, soak_report.summary(report))
+    if soak_report.failed(report):
         raise SystemExit(1)
     return 0

@@ -39,11 +39,10 @@ from clients.reproduction.large_benchmark import (
     time_next_point,
 )
 from clients.reproduction.protocol import pool_points
+from clients.reproduction.screen_levers import compare_reproduction_screening, compare_screening
 from clients.reproduction.speed_levers import (
     LARGE_N_ARMS,
     compare_proposals,
-    compare_reproduction_screening,
-    compare_screening,
     compare_stop_rules,
     compare_subset,
     time_cold_search,

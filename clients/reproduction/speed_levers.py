@@ -1,8 +1,9 @@
-"""``fbgp-al bench-core --cases stop|screen|repro-screen|subset|proposals|search``: issue 40's
-levers measured side by side, each against what it would replace: when sampling stops (R-hat waited
-for or reported), what scoring costs (in full or screened, also on the reproduction's own
-campaigns), and large n (the hyperparameters from all labels, a subset
-of them, or the large campaigns' Laplace mixture). See :mod:`clients.reproduction.core_benchmark`.
+"""``fbgp-al bench-core --cases stop|subset|proposals|search``: issue 40's levers measured side
+by side, each against what it would replace: when sampling stops (R-hat waited for or reported),
+and large n (the hyperparameters from all labels, a subset of them, or the large campaigns'
+Laplace mixture, its proposals and its cold search). See
+:mod:`clients.reproduction.core_benchmark`; what scoring costs, in full or screened, is
+:mod:`clients.reproduction.screen_levers`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import time
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import RESULTS, campaign_data, data, fit
-from clients.reproduction.protocol import grid_pool
+from clients.reproduction.core_data import campaign_data, data, fit
+from clients.reproduction.screen_levers import ranking_against
 from clients.simulators import get_simulator
 from worker.acquisition import DrawGPs, evaluate
 from worker.cold_start import local_minima
@@ -22,7 +23,7 @@ from worker.laplace import laplace_posterior
 from worker.mcmc import sample_posterior
 from worker.potential import GPPotential
 from worker.scoring import Output, Scoring
-from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, POOL_SUBSAMPLE, RANKING_SIZE
+from worker.spec.defaults import MCMC_DEFAULTS
 from worker.spec.sampler import sampler_line
 from worker.transforms import OutputStandardization
 
@@ -33,25 +34,6 @@ STOP_RULES = {"rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
               "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20}}  # fmt: skip
 # --cases subset: how the hyperparameters are drawn (see compare_subset)
 LARGE_N_ARMS = ("all", "subset", "laplace", "laplace-warm", "laplace-search")
-
-
-def _ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:
-    """How a ranking's ``scores`` agree with the ``reference`` scores of the same candidates:
-    the reference's rank of the point chosen (0: the reference's best), the overlap of the two
-    top-``k``, and the reference's score of the point chosen relative to its best."""
-    order = np.argsort(-reference, kind="stable")
-    where = np.empty_like(order)
-    where[order] = np.arange(len(order))
-    chosen = int(np.argmax(scores))
-    top = set(np.argsort(-scores, kind="stable")[:k].tolist())
-    return {"rank": int(where[chosen]), "overlap": len(top & set(order[:k].tolist())) / k,
-            "relative": float(reference[chosen] / reference[order[0]])}  # fmt: skip
-
-
-def _above(rough: np.ndarray, best: int) -> int:
-    """How many candidates the screen's rough scores rank above candidate ``best`` (ties in
-    candidate order, as the screen's stable sort breaks them)."""
-    return int(np.sum(rough > rough[best]) + np.sum(rough[:best] == rough[best]))
 
 
 def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
@@ -90,7 +72,7 @@ def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
                    "scoring_s": scoring_s, "gradient_evaluations": d["gradient_evaluations"],
                    "draws_per_chain": d["samples_per_chain"], "rhat": d["max_rhat"],
                    "ess": d["min_ess_bulk"], "start": d["warm_start"],
-                   **_ranking_against(scores, reference)}  # fmt: skip
+                   **ranking_against(scores, reference)}  # fmt: skip
             chosen.setdefault(rule, []).append(scores)
             rows.append(row)
             print(f"  {rule:<7} seed {seed}: refit {refit_s:6.2f} s ({row['gradient_evaluations']}"
@@ -99,7 +81,7 @@ def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
                   f" reference rank {row['rank']}, top-10 overlap {row['overlap']:.1f}, "
                   f"reference score {row['relative']:.3f} of its best", flush=True)  # fmt: skip
     for rule, runs in chosen.items():  # the noise of the draws: seed against seed, one rule
-        pairs = [_ranking_against(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+        pairs = [ranking_against(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
         print(f"  {rule:<7} seed against seed: ranks {[p['rank'] for p in pairs]}, top-10 "
               f"overlap {[p['overlap'] for p in pairs]}", flush=True)  # fmt: skip
     for rule in STOP_RULES:
@@ -110,120 +92,6 @@ def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
             f"median overlap {np.median([r['overlap'] for r in mine]):.2f}",
             flush=True,
         )
-    return rows
-
-
-def compare_screening(simulator: str, n: int, source: str, seeds=(0, 1, 2),
-                      acquisitions=("qb-mgp", "b-alm", "bald"),
-                      candidates: int = 10_000) -> list[dict]:  # fmt: skip
-    """What scoring costs (issue 40's second lever): each acquisition's ranking of
-    ``candidates`` seeded uniform candidates by the defaults' refit at ``n`` labels, scored in
-    full and screened (:func:`worker.fitting.ranking.scored`, forced on), side by side: the
-    seconds of each, whether the point chosen is the same, and the overlap of the two kept
-    rankings (their ``RANKING_SIZE`` best)."""
-    u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
-    case = f"{simulator} n={n} {source}"
-    rows = []
-    for seed in seeds:
-        post = (laplace_posterior(u, z, seed=30 + seed) if n >= MCMC_DEFAULTS["laplace_from"]
-                else fit(u, z, MCMC_DEFAULTS, seed=30 + seed))  # fmt: skip
-        thin = post.for_scoring(MCMC_DEFAULTS)
-        cand = torch.from_numpy(np.random.default_rng(seed).random((candidates, u.shape[1])))
-        for name in acquisitions:
-            fn = Scoring(name, (Output(1.0, thin, u, z, None, seed),))
-            t = time.perf_counter()
-            full = ranking.here(fn, cand).numpy()
-            full_s = time.perf_counter() - t
-            saved = ranking.SCREEN_WORK
-            ranking.SCREEN_WORK = 0  # screen whatever the size
-            try:
-                t = time.perf_counter()
-                screened = ranking.scored(name, fn, cand, ranking.here).numpy()
-                screened_s = time.perf_counter() - t
-            finally:
-                ranking.SCREEN_WORK = saved
-            best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
-            best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
-            rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
-            needed = _above(rough, int(best_full[0]))  # the least the screen must keep, less 1
-            row = {"case": case, "seed": seed, "acquisition": name, "full_s": full_s,
-                   "screened_s": screened_s, "same_point": bool(best_full[0] == best_screened[0]),
-                   "overlap": len(set(best_full) & set(best_screened)) / RANKING_SIZE,
-                   "best_in_screen": needed,
-                   "exact_where_kept": bool(np.allclose(full[np.isfinite(screened)],
-                                                        screened[np.isfinite(screened)],
-                                                        rtol=1e-9, atol=0))}  # fmt: skip
-            rows.append(row)
-            print(f"{case} seed {seed} {name:<6}: full {full_s:5.2f} s, screened "
-                  f"{screened_s:5.2f} s ({full_s / screened_s:.1f}x); same point: "
-                  f"{row['same_point']}, top-{RANKING_SIZE} overlap {row['overlap']:.2f}, "
-                  f"{needed} candidates above the exact best in the screen's order, "
-                  f"exact where kept: {row['exact_where_kept']}", flush=True)  # fmt: skip
-    return rows
-
-
-def compare_reproduction_screening(simulator: str, sizes, runs=(0, 1, 2),
-                                   acquisitions=("qb-mgp", "b-alm", "bald"), preset="paper",
-                                   results=RESULTS) -> list[dict]:  # fmt: skip
-    """Whether the screen changes the reproduction's campaigns: at each of ``sizes`` labels of
-    each stored campaign of ``simulator`` (``docs/reproduction/results.jsonl``: its labels in
-    the order it chose them), the ``preset`` refit on those labels, and the acquisition's
-    scores of a seeded 10,000-point subsample of the pool less the labeled points, in full
-    and as a campaign scores them (:func:`worker.fitting.ranking.scores_of`, screened where
-    the work calls for it): the same next point or not, where the exact best stands in the
-    screen's order, and the top-10 overlap. A campaign whose every choice is the same follows
-    the same path, and so scores the same RD-AUC."""
-    from clients.reproduction.results import labeled_points, read_results
-
-    sim = get_simulator(simulator)
-    pool = grid_pool(sim)
-    records = [r for r in read_results(results) if r["simulator"] == simulator]
-    mcmc = MCMC_PRESETS[preset]
-    rows = []
-    for run in runs:
-        for name in acquisitions:
-            x, y = labeled_points(records, simulator, name, run)
-            for n in sizes:
-                if y is None or len(y) < n:
-                    print(f"{simulator} run {run} {name}: {0 if y is None else len(y)} labels "
-                          f"stored, not {n}", flush=True)  # fmt: skip
-                    continue
-                unit = sim.to_unit(x[:n])
-                u = torch.from_numpy(unit)
-                z = OutputStandardization.from_labels(y[:n]).to_z(y[:n])
-                rng = np.random.default_rng([run, n])
-                index = pool.subsample(POOL_SUBSAMPLE, rng, exclude=pool.index_of(unit))
-                cand = torch.from_numpy(pool.points(index))
-                t = time.perf_counter()
-                post = fit(u, z, mcmc, seed=1000 * run + n)
-                refit_s = time.perf_counter() - t
-                fn = Scoring(name, (Output(1.0, post.for_scoring(mcmc), u, z, None, run),))
-                t = time.perf_counter()
-                full = ranking.here(fn, cand).numpy()
-                full_s = time.perf_counter() - t
-                t = time.perf_counter()
-                served = ranking.scores_of(name, fn, cand, ranking.here).numpy()
-                served_s = time.perf_counter() - t
-                rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
-                best = int(np.argmax(full))
-                row = {"simulator": simulator, "run": run, "acquisition": name, "n": n,
-                       "screened": ranking.screens(name, fn, cand),
-                       "same_point": best == int(np.argmax(served)),
-                       "best_in_screen": _above(rough, best),
-                       "overlap": _ranking_against(served, full)["overlap"],
-                       "refit_s": refit_s, "full_s": full_s, "served_s": served_s}  # fmt: skip
-                rows.append(row)
-                print(f"{simulator} run {run} {name:<6} n={n}: screened {row['screened']}, "
-                      f"same point {row['same_point']}, {row['best_in_screen']} candidates "
-                      f"above the exact best in the screen's order, top-10 overlap "
-                      f"{row['overlap']:.1f}; refit {refit_s:.1f} s, scoring {full_s:.1f} s "
-                      f"in full, {served_s:.1f} s as served", flush=True)  # fmt: skip
-    same = sum(r["same_point"] for r in rows if r["screened"])
-    screened = sum(r["screened"] for r in rows)
-    print(f"{simulator}: the same next point in {same} of {screened} screened states "
-          f"(at most {max((r['best_in_screen'] for r in rows), default=0)} candidates above "
-          f"the exact best in the screen's order, kept: "
-          f"{ranking.SCREEN_KEEP})", flush=True)  # fmt: skip
     return rows
 
 

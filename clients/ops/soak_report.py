@@ -1,0 +1,65 @@
+"""What ``fbgp-al soak`` (:mod:`clients.ops.soak`) and its adversarial and churn runs report: the
+acknowledged labels of a campaign against the stored ones (:func:`check_labels`), the summary
+printed at the end, and whether the run failed."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from redis import Redis
+
+from clients.client import FbgpClient
+from clients.ops.stack import LocalStack
+from service.store import CampaignStore
+
+
+def check_labels(
+    stack: LocalStack, api: FbgpClient, campaign: str, acked: dict[str, float]
+) -> dict:
+    """Compare the acknowledged labels of ``campaign`` with the stored ones."""
+    stored = [
+        label
+        for label in CampaignStore(Redis.from_url(stack.redis_url)).labels(campaign)
+        if label.get("ticket") is not None
+    ]
+    by_ticket = {label["ticket"]: label["y"] for label in stored}
+    lost = [t for t, y in acked.items() if t not in by_ticket or by_ticket[t] != y]
+    extra = [t for t in by_ticket if t not in acked]
+    observed = Counter(api.observations(campaign).y)
+    missing_y = Counter(acked.values()) - observed
+    return {
+        "acknowledged": len(acked),
+        "stored": len(stored),
+        "lost": len(lost),
+        "lost_y": sum(missing_y.values()),
+        "extra": len(extra),
+        "observations": sum(observed.values()),
+    }
+
+
+def summary(report: dict) -> str:
+    lines = [
+        f"soak: {report['seconds']:g} s, {report['campaigns']} campaigns, "
+        f"{report['simulators']} simulators, {report['workers']} workers",
+        f"labels: {report['labels_acknowledged']} acknowledged, {report['labels_stored']} "
+        f"stored, {report['lost']} lost, {report['extra']} extra (stored, never acknowledged)",
+        f"faults: {len(report['faults'])}, {report['unrecovered']} not recovered",
+    ]
+    for f in report["faults"]:
+        took = f["recovery_seconds"]
+        lines.append(
+            f"  {f['at']:6.1f} s  {f['kind']:6s}  "
+            + ("not recovered" if took is None else f"recovered in {took:.1f} s")
+        )
+    for r in report["campaign_details"]:
+        lines.append(
+            f"  campaign {r['id']} {r['mode']:10s} {r['n_labeled']:3d}/"
+            f"{r['max_labels']} labels, model {r['model_version']}, {r['state']}, "
+            + ("stuck" if r["stuck"] else "progressing" if r["progressing"] else "idle")
+        )
+    lines.append(f"stuck campaigns: {report['stuck']}")
+    return "\n".join(lines)
+
+
+def failed(report: dict) -> bool:
+    return bool(report["lost"] or report["lost_y"] or report["stuck"] or report["unrecovered"])
