@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker import nuts_kernels as kernels
+from fbgp_al.worker import nuts_kernels as kernels
 
 LOG_08 = math.log(0.8)
 

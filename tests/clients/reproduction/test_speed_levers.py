@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from clients.reproduction.speed_levers import (
+from fbgp_al.clients.reproduction.speed_levers import (
     _ranking_against,
     compare_proposals,
     compare_reproduction_screening,
@@ -67,7 +67,7 @@ def test_the_proposals_are_compared_by_their_pareto_k(capsys):
 
 def test_bench_core_runs_a_lever_for_the_seeds_it_is_given(capsys):
     """``fbgp-al bench-core --cases screen --seeds 4``: one seed's rows, that seed's."""
-    from clients.reproduction.core_benchmark import main
+    from fbgp_al.clients.reproduction.core_benchmark import main
 
     main(["--cases", "screen", "--simulators", "branin", "--sizes", "12", "--data", "uniform",
           "--seeds", "4"])  # fmt: skip
@@ -82,8 +82,8 @@ def test_the_reproduction_s_campaigns_are_screened_as_a_campaign_screens_them(
     and size asked for (a size the campaign did not reach skipped and said), their labels read
     in the order chosen; screened when the work calls for it (here forced), the exact scores
     kept where screened, and the same next point."""
-    from clients.simulators import get_simulator
-    from worker.fitting import ranking
+    from fbgp_al.clients.simulators import get_simulator
+    from fbgp_al.worker.fitting import ranking
 
     sim = get_simulator("branin")
     rng = np.random.default_rng(0)
