@@ -20,11 +20,9 @@ RUN useradd --create-home --uid 10001 fbgp \
 # the CPU build of torch (no CUDA libraries), then the other dependencies, before the code
 RUN python3 -m pip install torch==2.13.0 --index-url "${TORCH_INDEX_URL}"
 COPY pyproject.toml README.md ./
-RUN mkdir -p service worker clients/fbgp_al \
-    && touch service/__init__.py worker/__init__.py clients/__init__.py clients/fbgp_al/__init__.py \
-    && python3 -m pip install '.[server]' \
-    && python3 -m pip uninstall -y fbgp-al \
-    && rm -rf build ./*.egg-info service worker clients
+RUN python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['server']))" > /tmp/requirements.txt \
+    && python3 -m pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
 COPY service ./service
 COPY worker ./worker
@@ -37,7 +35,7 @@ USER fbgp
 # (numba's cache is keyed on the source file's path and time stamp, and on the CPU: a host of
 # another CPU model compiles them again at start, as before).
 # Run from / so that the installed package, not /app's copy, is imported, as `fbgp-al` does.
-RUN cd / && OMP_NUM_THREADS=1 python3 -c "from worker.mcmc import sample_posterior; \
+RUN cd / && OMP_NUM_THREADS=1 python3 -c "from fbgp_al.worker.mcmc import sample_posterior; \
 sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)" \
     && test -n "$(ls -A "${NUMBA_CACHE_DIR}")"
 

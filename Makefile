@@ -22,7 +22,7 @@ $(BIN)/fbgp-al: pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e '.[server,dev]'
 	# compile the workers' NUTS kernels (numba's cache) once here, not in every worker's first start
-	OMP_NUM_THREADS=1 $(BIN)/python -c "from worker.mcmc import sample_posterior; \
+	OMP_NUM_THREADS=1 $(BIN)/python -c "from fbgp_al.worker.mcmc import sample_posterior; \
 	sample_posterior([[0.5]], [0.0], chains=1, warmup=2, samples=2)"
 	touch $@
 

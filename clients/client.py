@@ -47,9 +47,9 @@ from urllib.parse import quote
 
 import httpx
 
-from clients.errors import ApiError, check_refit
-from clients.prediction import Prediction
-from clients.responses import (
+from fbgp_al.clients.errors import ApiError, check_refit
+from fbgp_al.clients.prediction import Prediction
+from fbgp_al.clients.responses import (
     Campaign,
     CampaignStatus,
     Evaluation,
@@ -61,7 +61,7 @@ from clients.responses import (
     Readiness,
     RunReport,
 )
-from clients.transport import LONGEST_RETRY_AFTER, answer_detail, call
+from fbgp_al.clients.transport import LONGEST_RETRY_AFTER, answer_detail, call
 
 MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
 

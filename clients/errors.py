@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.responses import CampaignStatus
+from fbgp_al.clients.responses import CampaignStatus
 
 
 class ApiError(Exception):

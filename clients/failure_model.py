@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from clients.numpy_gp import JITTERS  # the same as worker.feasibility's
+from fbgp_al.clients.numpy_gp import JITTERS  # the same as worker.feasibility's
 
 CHUNK_ELEMENTS = 1 << 22  # the n x chunk cross-kernel of one chunk of points (32 MB)
 _ERFC = np.vectorize(math.erfc, otypes=[float])

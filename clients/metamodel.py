@@ -34,11 +34,11 @@ from typing import IO, Any
 
 import numpy as np
 
-from clients.failure_model import FailureModel
-from clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
-from clients.prediction import Prediction
-from worker.spec import lognormal, sobol
-from worker.spec.space import Space
+from fbgp_al.clients.failure_model import FailureModel
+from fbgp_al.clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
+from fbgp_al.clients.prediction import Prediction
+from fbgp_al.worker.spec import lognormal, sobol
+from fbgp_al.worker.spec.space import Space
 
 FORMAT = "fbgp-al-metamodel"
 # 1: one output; 2: several (``outputs``), each read as a version 1 model; 3: either, with an

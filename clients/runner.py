@@ -37,8 +37,8 @@ from typing import Literal
 
 import httpx
 
-from clients.client import MAX_REASON, ApiError, FbgpClient, LabelResult, NextPoint
-from clients.transport import jittered
+from fbgp_al.clients.client import MAX_REASON, ApiError, FbgpClient, LabelResult, NextPoint
+from fbgp_al.clients.transport import jittered
 
 log = logging.getLogger("fbgp.runner")
 

@@ -174,7 +174,7 @@ def hartmann6_mean(X: np.ndarray) -> np.ndarray:
 @cache
 def motorcycle_table() -> dict[str, np.ndarray]:
     """The appendix's table: ``x`` ``[101]`` (0..100), ``mean`` ``[101]``, ``stddev`` ``[101]``."""
-    text = resources.files("clients").joinpath("data/motorcycle.json").read_text()
+    text = resources.files("fbgp_al.clients").joinpath("data/motorcycle.json").read_text()
     raw = json.loads(text)
     return {key: np.asarray(raw[key], dtype=float) for key in ("x", "mean", "stddev")}
 

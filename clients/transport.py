@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from clients.errors import ApiError
+from fbgp_al.clients.errors import ApiError
 
 log = logging.getLogger("fbgp.client")
 

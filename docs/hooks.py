@@ -1,7 +1,8 @@
 """MkDocs hooks: the reference pages that are generated from the code at every build, so that
 they cannot go stale: the HTTP API from the app's OpenAPI document (also written to the site as
 ``openapi.json``), every setting with its default from ``service.settings.Settings``, and each
-command's ``--help``."""
+command's ``--help``; and the package as it is imported (``fbgp_al``, whose subpackages are the
+repository's folders), laid out for mkdocstrings to read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import pathlib
 
 from mkdocs.structure.files import File
 
@@ -17,6 +19,25 @@ GENERATED = {
     "reference/settings.md": "settings_reference",
     "reference/cli-help.md": "cli_reference",
 }
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# pyproject.toml's package-dir: fbgp_al is clients/fbgp_al, fbgp_al.<name> the folder <name>/
+SUBPACKAGES = ("service", "worker", "clients")
+STAGED = ROOT / "build" / "griffe"  # mkdocs.yml's mkdocstrings paths
+
+
+def on_startup(command, dirty):
+    """``build/griffe/fbgp_al``: the installed package's layout, for mkdocstrings to read
+    (griffe reads the source, it imports nothing): a copy of its ``__init__.py``, and links to
+    the folders of its subpackages. Made at startup, before mkdocstrings reads its paths."""
+    package = STAGED / "fbgp_al"
+    package.mkdir(parents=True, exist_ok=True)
+    face = (ROOT / "clients" / "fbgp_al" / "__init__.py").read_text()
+    (package / "__init__.py").write_text(face)
+    for name in SUBPACKAGES:
+        if not (package / name).is_symlink():
+            (package / name).symlink_to(ROOT / name, target_is_directory=True)
 
 
 def on_files(files, config):
@@ -35,7 +56,7 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def _openapi() -> dict:
-    from service.main import app
+    from fbgp_al.service.main import app
 
     return app.openapi()
 
@@ -198,7 +219,7 @@ def http_reference() -> str:
 
 
 def settings_reference() -> str:
-    from service.settings import Settings
+    from fbgp_al.service.settings import Settings
 
     lines = [
         "# Settings",
@@ -230,7 +251,7 @@ def _help(run, argv: list[str]) -> str:
 
 
 def cli_reference() -> str:
-    from clients.ops.cli import COMMANDS, main
+    from fbgp_al.clients.ops.cli import COMMANDS, main
 
     os.environ["COLUMNS"] = "100"
     lines = [

@@ -1,6 +1,6 @@
 """The API's old address, kept for ``uvicorn service.app:app`` and ``from service.app import
 app``: the app is assembled in :mod:`service.main`."""
 
-from service.main import app
+from fbgp_al.service.main import app
 
 __all__ = ["app"]

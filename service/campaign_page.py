@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from urllib.parse import quote, urlencode
 
-from service.routes import bodies
-from service.store import CampaignStore
-from worker.spec.defaults import output_names, output_title
-from worker.spec.sampler import sampler_line
+from fbgp_al.service.routes import bodies
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import output_names, output_title
+from fbgp_al.worker.spec.sampler import sampler_line
 
 FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
 

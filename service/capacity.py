@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from service.settings import Settings
+from fbgp_al.service.settings import Settings
 
 READY, DEGRADED, UNAVAILABLE = "ready", "degraded", "unavailable"
 

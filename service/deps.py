@@ -11,10 +11,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from redis import Redis
 from starlette.concurrency import run_in_threadpool
 
-from service.errors import Forbidden, Unauthorized
-from service.settings import Settings, get_settings
-from service.store import CampaignStore
-from service.tokens import token_digest
+from fbgp_al.service.errors import Forbidden, Unauthorized
+from fbgp_al.service.settings import Settings, get_settings
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.service.tokens import token_digest
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 # the path parameter of every /campaigns/{campaign_id}/... route

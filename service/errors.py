@@ -15,7 +15,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from service.settings import get_settings
+from fbgp_al.service.settings import get_settings
 
 log = logging.getLogger("fbgp.api")
 

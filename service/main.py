@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from service import apidocs, errors, pages
-from service.middleware import BodyAfterToken, BodyDeadline, BodyLimit, CloseAfterError, Observe
-from service.routes import campaigns, health, labeling, models, teams
-from service.schemas.problems import problem_responses
+from fbgp_al.service import apidocs, errors, pages
+from fbgp_al.service.middleware import (
+    BodyAfterToken,
+    BodyDeadline,
+    BodyLimit,
+    CloseAfterError,
+    Observe,
+)
+from fbgp_al.service.routes import campaigns, health, labeling, models, teams
+from fbgp_al.service.schemas.problems import problem_responses
 
 
 class App(FastAPI):

@@ -11,11 +11,11 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from service import deps
-from service.errors import Forbidden, Unauthorized, problem
-from service.observability import Metrics
-from service.settings import get_settings
-from service.store import CampaignStore
+from fbgp_al.service import deps
+from fbgp_al.service.errors import Forbidden, Unauthorized, problem
+from fbgp_al.service.observability import Metrics
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store import CampaignStore
 
 log = logging.getLogger("fbgp.api")
 metrics = Metrics()  # this API process's request counts and latencies

@@ -20,11 +20,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from redis import Redis
 from rq.registry import FailedJobRegistry
 
-from service import capacity
-from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
-from service.queues import QUEUES, queue
-from service.settings import Settings
-from service.store.counters import REFIT_BUCKETS, RUN_KINDS
+from fbgp_al.service import capacity
+from fbgp_al.service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
+from fbgp_al.service.queues import QUEUES, queue
+from fbgp_al.service.settings import Settings
+from fbgp_al.service.store.counters import REFIT_BUCKETS, RUN_KINDS
 
 
 class RedisCollector:

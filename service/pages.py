@@ -17,8 +17,8 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.campaign_page import campaign_body, numeric_inputs
-from service.deps import (
+from fbgp_al.service.campaign_page import campaign_body, numeric_inputs
+from fbgp_al.service.deps import (
     PAGE_COOKIE,
     CampaignId,
     PageAuthorized,
@@ -28,11 +28,11 @@ from service.deps import (
     TeamScope,
     team_of,
 )
-from service.errors import NotFound, Unprocessable
-from service.routes import bodies
-from service.routes.model_jobs import run_job
-from service.store import CampaignStore
-from worker.spec.defaults import output_names
+from fbgp_al.service.errors import NotFound, Unprocessable
+from fbgp_al.service.routes import bodies
+from fbgp_al.service.routes.model_jobs import run_job
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import output_names
 
 PLOTS = ("model", "effects", "sobol", "pair", "posterior", "failures", "curve", "accuracy")
 PER_OUTPUT = ("model", "effects", "sobol", "pair", "posterior")  # one picture per output

@@ -27,11 +27,11 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.utils import utcparse
 
-from service import costs
-from service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
-from service.settings import get_settings
-from service.supervision import JobFacts
-from worker.spec.defaults import log_outputs
+from fbgp_al.service import costs
+from fbgp_al.service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.supervision import JobFacts
+from fbgp_al.worker.spec.defaults import log_outputs
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
 HIGH_LONG = "fbgp-high-long"  # model calls that take long (costs.long_call): no light worker's
@@ -91,8 +91,9 @@ def take_turns(ordered: list, served: str, name=lambda queue: queue.name) -> lis
 # the same double (NaN and infinities as NaN, Infinity), so numbers cross exactly; big arrays
 # cross as the base64 of their float64 bytes (worker.scoring.pack)
 SERIALIZER = JSONSerializer
-# the functions a worker runs, by the dotted names they are enqueued under (worker/jobs/)
-JOBS = frozenset(f"worker.jobs.{name}" for name in (
+# the functions a worker runs, by the dotted names they are enqueued under (worker/jobs/); a
+# job stored under its name before the one import name (``worker.jobs.refit``) runs as the same
+JOBS = frozenset(f"fbgp_al.worker.jobs.{name}" for name in (
     "refit", "refit_chains", "refit_merge", "score_part", "predict", "acquisition", "evaluate",
     "plot", "sensitivity"))  # fmt: skip
 
@@ -118,6 +119,8 @@ class PlainJob(Job):
         except Exception as error:  # not JSON (a pickle, say): nothing of it is read
             raise Refused(f"job {self.id}: its payload is not JSON "
                           f"({type(error).__name__})") from error  # fmt: skip
+        if isinstance(call, list) and call and f"fbgp_al.{call[0]}" in JOBS:
+            call[0] = f"fbgp_al.{call[0]}"  # enqueued before one import name (worker.jobs.refit)
         why = _refusal(call, self)
         if why:
             raise Refused(f"job {self.id}: {why}")
@@ -212,7 +215,7 @@ def enqueue_refit(connection, campaign_id: str, job_id: str, timeout: int, spec:
                   long: bool = False):  # fmt: skip
     """A refit job on the campaign's lane (:func:`refit_queue`: ``long`` or not, its team's)."""
     return queue(lane(spec, long), connection).enqueue_call(
-        "worker.jobs.refit", args=(campaign_id,), timeout=timeout, result_ttl=600,
+        "fbgp_al.worker.jobs.refit", args=(campaign_id,), timeout=timeout, result_ttl=600,
         failure_ttl=86400, job_id=job_id,
     )  # fmt: skip
 
@@ -222,7 +225,7 @@ def enqueue_short(connection, name: str, *args, timeout: int = 600, job_id: str 
     """A model-based answer (``predict``, ``acquisition``, ``evaluate``) on the high queue, or,
     ``long`` (:func:`service.costs.long_call`), on the long calls' queue."""
     return queue(HIGH_LONG if long else HIGH, connection).enqueue_call(
-        f"worker.jobs.{name}", args=args, timeout=timeout, result_ttl=120, failure_ttl=600,
+        f"fbgp_al.worker.jobs.{name}", args=args, timeout=timeout, result_ttl=120, failure_ttl=600,
         job_id=job_id,
     )  # fmt: skip
 

@@ -15,7 +15,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from service.settings import get_settings
+from fbgp_al.service.settings import get_settings
 
 
 class HeaderDeadline:
@@ -87,7 +87,7 @@ def protocol(http: str = "auto") -> type[asyncio.Protocol]:
     return fast or H11HeaderDeadline
 
 
-def config(app="service.main:app", host: str = "127.0.0.1", port: int = 8000, *,
+def config(app="fbgp_al.service.main:app", host: str = "127.0.0.1", port: int = 8000, *,
            loop: str = "auto", http: str = "auto", **more) -> uvicorn.Config:  # fmt: skip
     """Uvicorn's configuration for the API (or for ``app``), with :func:`protocol`."""
     return uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,

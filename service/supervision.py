@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from service.loop import Refit, RefitPhase
+from fbgp_al.service.loop import Refit, RefitPhase
 
 # a queued refit is given this long for its enqueue (after the label's script) to arrive
 ENQUEUE_GRACE_SECONDS = 2.0

@@ -31,7 +31,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
-from service.keys import WAKE_CHANNEL
+from fbgp_al.service.keys import WAKE_CHANNEL
 
 log = logging.getLogger("fbgp.api")
 T = TypeVar("T")

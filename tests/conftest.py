@@ -9,7 +9,7 @@ import pytest
 import torch
 from redis import Redis
 
-from clients.ops.stack import fbgp_env, free_port
+from fbgp_al.clients.ops.stack import fbgp_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,10 +38,23 @@ def start_redis(data: Path) -> tuple[subprocess.Popen, str]:
         pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server)")
     port = free_port()
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
-         "--appendonly", "no", "--logfile", str(data / "redis.log")],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--logfile",
+            str(data / "redis.log"),
+        ],
         stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     client = Redis(port=port)
     for _ in range(200):
         try:
@@ -73,16 +86,18 @@ def worker_process(redis_url, tmp_path_factory):
         process.kill()
 
 
-def start_worker(redis_url: str, log: Path | None = None, *options: str,
-                 **settings) -> subprocess.Popen:  # fmt: skip
+def start_worker(
+    redis_url: str, log: Path | None = None, *options: str, **settings
+) -> subprocess.Popen:
     """``fbgp-al worker`` (with ``options``, and ``settings`` as ``FBGP_*`` variables) serving
     ``redis_url``, its output in ``log`` (or discarded); it may still be starting when this
     returns."""
-    command = [sys.executable, "-m", "clients.ops.cli", "worker", *options]
+    command = [sys.executable, "-m", "fbgp_al.clients.ops.cli", "worker", *options]
     env = fbgp_env(redis_url=redis_url, **settings)
     if log is None:
-        return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     with open(log, "w") as out:
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
@@ -90,14 +105,18 @@ def start_worker(redis_url: str, log: Path | None = None, *options: str,
 def start_api(redis_url: str, log: Path, **settings) -> tuple[subprocess.Popen, str]:
     """``fbgp-al api`` as a real server on a free port, serving ``redis_url``; ``settings`` are
     ``FBGP_*`` variables (``api_token=...``), none set otherwise."""
-    from clients.ops.stack import wait_http
+    from fbgp_al.clients.ops.stack import wait_http
 
     port = free_port()
     env = fbgp_env(redis_url=redis_url, **settings)
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "clients.ops.cli", "api", "--port",
-                                    str(port)], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   cwd=ROOT)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fbgp_al.clients.ops.cli", "api", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/healthz", process=process, log=log)

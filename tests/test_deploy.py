@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from clients.ops.cli import COMMANDS
-from service.settings import Settings
+from fbgp_al.clients.ops.cli import COMMANDS
+from fbgp_al.service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()

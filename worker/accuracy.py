@@ -38,11 +38,11 @@ import time
 import numpy as np
 import torch
 
-from worker.acquisition import FIT_ELEMENTS
-from worker.gp import Conditioned, cholesky, inverse_factor, rbf
-from worker.spec import lognormal
-from worker.spec.defaults import STOP_TARGETS
-from worker.transforms import DTYPE, OutputStandardization
+from fbgp_al.worker.acquisition import FIT_ELEMENTS
+from fbgp_al.worker.gp import Conditioned, cholesky, inverse_factor, rbf
+from fbgp_al.worker.spec import lognormal
+from fbgp_al.worker.spec.defaults import STOP_TARGETS
+from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 
 POOL_POINTS = 2000  # pool points the integrated variances average over, at most
 # The draws' predictive variances at the pool points cost draws x points x n^2. Beyond this work

@@ -12,17 +12,17 @@ import math
 import numpy as np
 import torch
 
-from worker.acquisition import DrawGPs, qb_mgp
-from worker.acquisition import evaluate as acquisition_values
-from worker.feasibility.campaign import of_model
-from worker.fitting import label_noise
-from worker.gp import LOG_2PI, Conditioned, rbf
-from worker.mcmc import Posterior
-from worker.potential import PRIOR_VARIANCE
-from worker.spec import lognormal
-from worker.spec.defaults import output_labels, output_names, output_spec, output_weights
-from worker.spec.space import Space
-from worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.acquisition import DrawGPs, qb_mgp
+from fbgp_al.worker.acquisition import evaluate as acquisition_values
+from fbgp_al.worker.feasibility.campaign import of_model
+from fbgp_al.worker.fitting import label_noise
+from fbgp_al.worker.gp import LOG_2PI, Conditioned, rbf
+from fbgp_al.worker.mcmc import Posterior
+from fbgp_al.worker.potential import PRIOR_VARIANCE
+from fbgp_al.worker.spec import lognormal
+from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec, output_weights
+from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.transforms import OutputStandardization, as_tensor
 
 
 def _context(spec: dict, model: dict, labels: list[dict]):

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.stats import qmc
 
-from worker.potential import PRIOR_VARIANCE, GPPotential
+from fbgp_al.worker.potential import PRIOR_VARIANCE, GPPotential
 
 # Where cold chains start. "uniform": uniformly in [-2, 2] on every log-hyperparameter (Stan's
 # and Pyro's default). "grid": from the posterior's modes in proportion to their mass. Candidates

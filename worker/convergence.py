@@ -12,7 +12,7 @@ import torch
 from pyro.ops.stats import effective_sample_size, split_gelman_rubin
 from scipy.special import ndtri
 
-from worker import nuts
+from fbgp_al.worker import nuts
 
 
 @dataclass(frozen=True)

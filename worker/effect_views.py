@@ -12,10 +12,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from worker import effects
-from worker.sensitivity import sensitivity
-from worker.spec.space import Space
-from worker.views import _plain, _png
+from fbgp_al.worker import effects
+from fbgp_al.worker.sensitivity import sensitivity
+from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.views import _plain, _png
 
 MAX_PANELS = 12  # main effects drawn at most (the first inputs)
 PAIR_POINTS = 40  # grid points along each input of a two-input picture

@@ -39,10 +39,10 @@ import torch
 from scipy.special import ndtr
 from scipy.stats import qmc
 
-from worker.answers import _context
-from worker.gp import factorize, rbf
-from worker.spec.space import Space
-from worker.transforms import as_tensor
+from fbgp_al.worker.answers import _context
+from fbgp_al.worker.gp import factorize, rbf
+from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.transforms import as_tensor
 
 SAMPLES = 256  # quasi-Monte Carlo points over the inputs averaged over (a power of two)
 DRAWS = 64  # posterior draws used at most (evenly spread over the thinned draws)

@@ -21,7 +21,7 @@ import torch
 from scipy.linalg import lapack
 from threadpoolctl import ThreadpoolController
 
-from worker.transforms import DTYPE
+from fbgp_al.worker.transforms import DTYPE
 
 LOG_2PI = math.log(2 * math.pi)
 

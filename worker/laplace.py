@@ -36,7 +36,7 @@ from pyro.ops.stats import fit_generalized_pareto
 from scipy.special import logsumexp
 from scipy.stats import genpareto, multivariate_normal, multivariate_t
 
-from worker.cold_start import (
+from fbgp_al.worker.cold_start import (
     descend,
     laplace_mixture,
     local_minima,
@@ -44,9 +44,9 @@ from worker.cold_start import (
     near,
     search_bounds,
 )
-from worker.mcmc import Posterior
-from worker.potential import GPPotential
-from worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.mcmc import Posterior
+from fbgp_al.worker.potential import GPPotential
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 
 PROPOSAL_DF = 5.0  # the proposal's components: Student-t with these degrees of freedom
 PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker import nuts_kernels as kernels
-from worker.nuts_adaptation import ChainAdaptation, NutsSettings
+from fbgp_al.worker import nuts_kernels as kernels
+from fbgp_al.worker.nuts_adaptation import ChainAdaptation, NutsSettings
 
 LOG_08 = math.log(0.8)
 

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from scipy.linalg import blas, lapack
 
-from worker.gp import JITTERS, LOG_2PI
+from fbgp_al.worker.gp import JITTERS, LOG_2PI
 
 PRIOR_VARIANCE = 3.0  # of each log-hyperparameter
 KEPT_BUFFERS = 4  # batch sizes whose work buffers a potential keeps

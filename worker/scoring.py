@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from worker.acquisition import batch_scores
-from worker.acquisition import evaluate as acquisition_values
-from worker.mcmc import Posterior
+from fbgp_al.worker.acquisition import batch_scores
+from fbgp_al.worker.acquisition import evaluate as acquisition_values
+from fbgp_al.worker.mcmc import Posterior
 
 
 def pack(values) -> dict:

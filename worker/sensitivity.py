@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from worker.answers import _context, output_model
-from worker.gp import factorize
-from worker.spec import sobol
-from worker.spec.defaults import output_labels, output_names, output_spec
+from fbgp_al.worker.answers import _context, output_model
+from fbgp_al.worker.gp import factorize
+from fbgp_al.worker.spec import sobol
+from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec
 
 
 def draw_weights(u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,

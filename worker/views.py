@@ -12,10 +12,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from worker import answers
-from worker.feasibility.campaign import of_model
-from worker.spec.defaults import known_noise, output_names, output_title, output_units
-from worker.spec.space import Space
+from fbgp_al.worker import answers
+from fbgp_al.worker.feasibility.campaign import of_model
+from fbgp_al.worker.spec.defaults import known_noise, output_names, output_title, output_units
+from fbgp_al.worker.spec.space import Space
 
 
 def _plain(text: str) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker import nuts
-from worker.convergence import Target, diagnose
-from worker.potential import GPPotential
+from fbgp_al.worker import nuts
+from fbgp_al.worker.convergence import Target, diagnose
+from fbgp_al.worker.potential import GPPotential
 
 # A warm start is trusted only when its previous posterior mixed, and is redone cold when its own
 # draws do not: R-hat above 1.05, any divergence, or fewer effective draws than it must show. That

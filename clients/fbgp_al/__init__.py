@@ -25,16 +25,30 @@ service.
 - :class:`Metamodel`: a campaign's exported model, predicting as ``/predict`` does;
 - :class:`Prediction`: what ``Client.predict`` and ``Metamodel.predict`` answer;
 - :func:`get_simulator`: the paper's seven built-in test simulators (and a two-output one).
+
+The SDK's names load when first used (:func:`__getattr__`), so that importing one of the
+packages below (``fbgp_al.service``, ``fbgp_al.worker``), which runs this file first, loads
+nothing of the SDK.
 """
 
-from clients.client import FbgpClient as Client
-from clients.errors import ApiError, RefitFailed
-from clients.metamodel import Metamodel
-from clients.prediction import Prediction
-from clients.responses import Campaign, CampaignStatus, Evaluation, Model, NextPoint
-from clients.runner import run_simulator
-from clients.simulators import get_simulator
+import importlib
+from typing import TYPE_CHECKING
 
+# each public name: the module it lives in, and its name there
+_SDK = {
+    "ApiError": ("fbgp_al.clients.errors", "ApiError"),
+    "Campaign": ("fbgp_al.clients.responses", "Campaign"),
+    "CampaignStatus": ("fbgp_al.clients.responses", "CampaignStatus"),
+    "Client": ("fbgp_al.clients.client", "FbgpClient"),
+    "Evaluation": ("fbgp_al.clients.responses", "Evaluation"),
+    "Metamodel": ("fbgp_al.clients.metamodel", "Metamodel"),
+    "Model": ("fbgp_al.clients.responses", "Model"),
+    "NextPoint": ("fbgp_al.clients.responses", "NextPoint"),
+    "Prediction": ("fbgp_al.clients.prediction", "Prediction"),
+    "RefitFailed": ("fbgp_al.clients.errors", "RefitFailed"),
+    "get_simulator": ("fbgp_al.clients.simulators", "get_simulator"),
+    "run_simulator": ("fbgp_al.clients.runner", "run_simulator"),
+}
 __all__ = [
     "ApiError",
     "Campaign",
@@ -49,3 +63,26 @@ __all__ = [
     "get_simulator",
     "run_simulator",
 ]
+
+if TYPE_CHECKING:  # for type checkers and editors: the names as they are loaded
+    from fbgp_al.clients.client import FbgpClient as Client
+    from fbgp_al.clients.errors import ApiError, RefitFailed
+    from fbgp_al.clients.metamodel import Metamodel
+    from fbgp_al.clients.prediction import Prediction
+    from fbgp_al.clients.responses import Campaign, CampaignStatus, Evaluation, Model, NextPoint
+    from fbgp_al.clients.runner import run_simulator
+    from fbgp_al.clients.simulators import get_simulator
+
+
+def __getattr__(name: str):
+    """One of the SDK's names (:data:`__all__`), imported on first use and kept."""
+    if name not in _SDK:
+        raise AttributeError(f"module 'fbgp_al' has no attribute {name!r}")
+    module, attribute = _SDK[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SDK])

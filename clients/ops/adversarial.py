@@ -39,14 +39,14 @@ import httpx
 import numpy as np
 from redis import Redis
 
-from clients.client import ApiError, FbgpClient, Pending
-from clients.ops.labelers import Labeler, Ledger, error_kind
-from clients.ops.soak import MCMC
-from clients.ops.soak_report import check_labels
-from clients.ops.stack import LocalStack, fbgp_env
-from clients.simulators import get_simulator
-from service import queues
-from service.settings import Settings
+from fbgp_al.clients.client import ApiError, FbgpClient, Pending
+from fbgp_al.clients.ops.labelers import Labeler, Ledger, error_kind
+from fbgp_al.clients.ops.soak import MCMC
+from fbgp_al.clients.ops.soak_report import check_labels
+from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.service import queues
+from fbgp_al.service.settings import Settings
 
 EVALUATE_THREADS = 4
 CALL_CAMPAIGNS = 4  # campaigns each keeping one /predict of PREDICT_POINTS out

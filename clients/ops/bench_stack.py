@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from clients.client import FbgpClient
-from clients.ops.stack import LocalStack
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops.stack import LocalStack
 
 
 @contextlib.contextmanager

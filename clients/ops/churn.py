@@ -30,9 +30,9 @@ from pathlib import Path
 
 from redis import Redis
 
-from clients.client import FbgpClient
-from clients.ops.stack import LocalStack, fbgp_env
-from clients.simulators import get_simulator
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
+from fbgp_al.clients.simulators import get_simulator
 
 REASON = "solver diverged at step 4181: " + "residual above tolerance; " * 7  # ~200 characters
 MCMC = {"chains": 1, "warmup": 30, "samples": 20, "thinning": 1}

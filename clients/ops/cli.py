@@ -12,67 +12,67 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def _bench_core(argv: list[str]) -> None:
-    from clients.reproduction.core_benchmark import main
+    from fbgp_al.clients.reproduction.core_benchmark import main
 
     main(argv)
 
 
 def _bench_service(argv: list[str]) -> None:
-    from clients.ops.service_benchmark import main
+    from fbgp_al.clients.ops.service_benchmark import main
 
     main(argv)
 
 
 def _demo(argv: list[str]) -> None:
-    from clients.reproduction.demo import main
+    from fbgp_al.clients.reproduction.demo import main
 
     main(argv)
 
 
 def _simulate(argv: list[str]) -> None:
-    from clients.ops.simulate import main
+    from fbgp_al.clients.ops.simulate import main
 
     main(argv)
 
 
 def _run(argv: list[str]) -> None:
-    from clients.ops.run import main
+    from fbgp_al.clients.ops.run import main
 
     main(argv)
 
 
 def _report(argv: list[str]) -> None:
-    from clients.ops.report import main
+    from fbgp_al.clients.ops.report import main
 
     main(argv)
 
 
 def _bench(argv: list[str]) -> None:
-    from clients.reproduction.bench import main
+    from fbgp_al.clients.reproduction.bench import main
 
     main(argv)
 
 
 def _bench_failures(argv: list[str]) -> None:
-    from clients.reproduction.failure_regions import main
+    from fbgp_al.clients.reproduction.failure_regions import main
 
     main(argv)
 
 
 def _soak(argv: list[str]) -> None:
-    from clients.ops.soak_command import main
+    from fbgp_al.clients.ops.soak_command import main
 
     main(argv)
 
 
 def _label_path(argv: list[str]) -> None:
-    from clients.ops.label_path import main
+    from fbgp_al.clients.ops.label_path import main
 
     sys.exit(main(argv))
 
 
 def _imports(argv: list[str]) -> None:
-    from clients.ops.imports import main
+    from fbgp_al.clients.ops.imports import main
 
     raise SystemExit(main(argv))
 
@@ -92,7 +92,7 @@ def _worker(argv: list[str]) -> None:
         os.sched_setaffinity(0, {args.cpu})
     for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
         os.environ[variable] = "1"
-    from worker.jobs.process import run_worker  # imports torch: only now
+    from fbgp_al.worker.jobs.process import run_worker  # imports torch: only now
 
     run_worker(name=args.name, burst=args.burst, light=args.light)
 
@@ -110,8 +110,8 @@ def _api(argv: list[str]) -> None:
                         help="the HTTP parser (default: httptools where installed; "
                              "env FBGP_API_HTTP)")  # fmt: skip
     args = parser.parse_args(argv)
-    from service.observability import json_logging
-    from service.server import serve
+    from fbgp_al.service.observability import json_logging
+    from fbgp_al.service.server import serve
 
     json_logging()  # one JSON line per request, from the app's middleware
     # uvicorn, closing connections whose headers come too slowly (FBGP_HEADER_TIMEOUT_SECONDS)
@@ -142,8 +142,8 @@ def _healthcheck(argv: list[str]) -> None:
         from redis import Redis
         from redis.exceptions import RedisError
 
-        from service.queues import workers as registered
-        from service.settings import get_settings
+        from fbgp_al.service.queues import workers as registered
+        from fbgp_al.service.settings import get_settings
 
         connection = Redis.from_url(get_settings().redis_url, socket_timeout=2,
                                     socket_connect_timeout=2)  # fmt: skip
@@ -177,7 +177,7 @@ def _export(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     import json
 
-    from clients.client import ApiError, FbgpClient
+    from fbgp_al.clients.client import ApiError, FbgpClient
 
     try:
         with FbgpClient(args.url, args.token) as api:
@@ -213,7 +213,7 @@ def _team(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.action != "list" and not args.name:
         parser.error(f"{args.action} needs the team's NAME")
-    from clients.client import ApiError, FbgpClient
+    from fbgp_al.clients.client import ApiError, FbgpClient
 
     try:
         with FbgpClient(args.url, args.token) as api:
@@ -238,7 +238,7 @@ def _team(argv: list[str]) -> None:
 
 
 def _up(argv: list[str]) -> None:
-    from clients.ops.up import main
+    from fbgp_al.clients.ops.up import main
 
     main(argv)
 

@@ -9,11 +9,11 @@ import time
 
 import numpy as np
 
-from clients.client import FbgpClient
-from clients.reproduction.protocol import run_setup
-from clients.runner import run_simulator
-from clients.simulators import MultiSimulator, get_simulator
-from worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.reproduction.protocol import run_setup
+from fbgp_al.clients.runner import run_simulator
+from fbgp_al.clients.simulators import MultiSimulator, get_simulator
+from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 
 def run_demo(url: str, simulator: str = "gramacy1d", labels: int = 15, acquisition: str = "qb-mgp",

@@ -46,13 +46,19 @@ class Graph:
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
+    """The name a file of the product is imported by: ``fbgp_al.`` and its path
+    (``service/store/runs.py``: ``fbgp_al.service.store.runs``); ``clients/fbgp_al/`` is
+    ``fbgp_al`` itself (pyproject.toml's ``package-dir``)."""
     parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join(["fbgp_al", *(parts[2:] if parts[:2] == ["clients", "fbgp_al"] else parts)])
 
 
 def layer(module: str) -> str:
     """The layer of ``module`` (see the module's docstring), by where it lives."""
-    parts = module.split(".")
+    parts = module.split(".")[1:]  # below fbgp_al
+    if not parts:
+        return "sdk"
     if parts[0] == "service":
         return "service"
     if parts[0] == "worker":
@@ -74,7 +80,7 @@ def read(root: Path = ROOT) -> Graph:
             found = _product_module(imported, modules)
             if found is not None:
                 edges.add(found)
-            elif imported.split(".")[0] not in sys.stdlib_module_names | set(PACKAGES):
+            elif imported.split(".")[0] not in sys.stdlib_module_names | {"fbgp_al"}:
                 libraries.add(imported.split(".")[0])
         edges.discard(name)
         graph.edges[name], graph.libraries[name] = edges, libraries
@@ -114,7 +120,9 @@ def reach(graph: Graph, module: str) -> set[str]:
             continue
         seen.add(current)
         parts = current.split(".")
-        todo += [".".join(parts[:k]) for k in range(1, len(parts)) if ".".join(parts[:k])
+        # the packages above (Python runs their __init__ first), but fbgp_al itself, whose
+        # __init__ loads the SDK's names lazily, when first used
+        todo += [".".join(parts[:k]) for k in range(2, len(parts)) if ".".join(parts[:k])
                  in graph.edges]  # fmt: skip
         todo += graph.edges.get(current, ())
     return seen

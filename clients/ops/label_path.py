@@ -27,12 +27,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fbgp_al.clients.ops import imports
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("service", "worker", "clients")
 # below this module, the refit's math: counted apart from the path
-MATH_ENTRY = "worker.fitting"
+MATH_ENTRY = "fbgp_al.worker.fitting"
 MATH, OUTSIDE = "<math>", "<outside>"
-PLUMBING = {"service.middleware", "service.deps"}
+PLUMBING = {"fbgp_al.service.middleware", "fbgp_al.service.deps"}
 SUSPENDABLE = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
@@ -48,12 +50,12 @@ def room_of(filename: str) -> str | None:
     module = module_of(filename)
     if module is None or module in PLUMBING:
         return None
-    if module == "service.keys":
-        return "service.store"
+    if module == "fbgp_al.service.keys":
+        return "fbgp_al.service.store"
     parts = module.split(".")
-    if parts[:2] == ["worker", "spec"]:
+    if parts[1:3] == ["worker", "spec"]:
         return None
-    return ".".join(parts[:2])
+    return ".".join(parts[:3])
 
 
 def module_of(filename: str, root: Path = ROOT) -> str | None:
@@ -64,7 +66,7 @@ def module_of(filename: str, root: Path = ROOT) -> str | None:
         return None
     if not parts or parts[0] not in PACKAGES or parts[:3] == ["clients", "ops", "label_path"]:
         return None
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return imports.module_name(Path(root, *parts).with_suffix(".py"), root)
 
 
 @dataclass
@@ -153,7 +155,7 @@ def summary(trace: Trace) -> dict:
     steps: dict[str, Counter] = {}
     step = None
     for _, (_, source, target, actual) in kept:
-        if source == OUTSIDE and target in ("service.routes", "worker.jobs"):
+        if source == OUTSIDE and target in ("fbgp_al.service.routes", "fbgp_al.worker.jobs"):
             step = actual
             steps[step] = Counter()
         elif step is not None and source != OUTSIDE:
@@ -181,10 +183,10 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
     from redis import Redis
     from rq import SimpleWorker
 
-    from clients.ops.stack import free_port, start_redis
-    from service.app import app
-    from service.queues import QUEUES, SERIALIZER, PlainJob
-    from service.settings import Settings, get_settings
+    from fbgp_al.clients.ops.stack import free_port, start_redis
+    from fbgp_al.service.app import app
+    from fbgp_al.service.queues import QUEUES, SERIALIZER, PlainJob
+    from fbgp_al.service.settings import Settings, get_settings
 
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()

@@ -10,8 +10,8 @@ from collections import Counter
 import httpx
 import numpy as np
 
-from clients.client import ApiError, FbgpClient, Pending
-from clients.simulators import get_simulator
+from fbgp_al.clients.client import ApiError, FbgpClient, Pending
+from fbgp_al.clients.simulators import get_simulator
 
 LABEL_PATIENCE = 90.0  # seconds a simulator keeps asking to store one label
 

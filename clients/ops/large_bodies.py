@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from clients.ops.stack import LocalStack
+from fbgp_al.clients.ops.stack import LocalStack
 
 
 def body(points: int, k: int) -> bytes:

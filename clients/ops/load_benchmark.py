@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from clients.ops.bench_stack import campaign_body, import_random, sdk_client, wait_model
-from clients.simulators import get_simulator
+from fbgp_al.clients.ops.bench_stack import campaign_body, import_random, sdk_client, wait_model
+from fbgp_al.clients.simulators import get_simulator
 
 SMALL_MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2, "warm_start": False}
 

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from worker.spec import design
-from worker.spec.design import PointPool
+from fbgp_al.worker.spec import design
+from fbgp_al.worker.spec.design import PointPool
 
 
 def _timed(pool: PointPool, rows: np.ndarray, pairs: int) -> tuple[float, np.ndarray]:

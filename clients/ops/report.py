@@ -19,7 +19,7 @@ import sys
 import time
 from urllib.parse import quote
 
-from clients.client import ApiError, FbgpClient
+from fbgp_al.clients.client import ApiError, FbgpClient
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }

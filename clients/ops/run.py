@@ -45,9 +45,9 @@ import httpx
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from clients.client import ApiError, CampaignStatus, FbgpClient
-from clients.ops import described
-from clients.runner import run_simulator
+from fbgp_al.clients.client import ApiError, CampaignStatus, FbgpClient
+from fbgp_al.clients.ops import described
+from fbgp_al.clients.runner import run_simulator
 
 log = logging.getLogger("fbgp.run")
 POLL_SECONDS = 0.1  # how often a running command is checked for a stop

@@ -31,13 +31,19 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from clients.ops import described
-from clients.ops.bench_stack import campaign_body, import_random, sdk_client, service, wait_model
-from clients.ops.load_benchmark import concurrency, pool_cost
-from clients.ops.stack import LocalStack
-from clients.simulators import get_simulator
-from worker.spec.defaults import MCMC_DEFAULTS
-from worker.spec.sampler import sampler_line
+from fbgp_al.clients.ops import described
+from fbgp_al.clients.ops.bench_stack import (
+    campaign_body,
+    import_random,
+    sdk_client,
+    service,
+    wait_model,
+)
+from fbgp_al.clients.ops.load_benchmark import concurrency, pool_cost
+from fbgp_al.clients.ops.stack import LocalStack
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.spec.sampler import sampler_line
 
 
 def latency(client, sim, rng, requests: int) -> dict:
@@ -234,7 +240,7 @@ def main(argv=None) -> None:
     parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
     args = parser.parse_args(argv)
     if args.large_bodies:
-        from clients.ops.large_bodies import measure
+        from fbgp_al.clients.ops.large_bodies import measure
 
         measure(args.large_bodies, args.points)
         return

@@ -38,14 +38,14 @@ from redis import Redis
 from redis.exceptions import RedisError
 from rq.exceptions import NoSuchJobError
 
-from clients.client import FbgpClient
-from clients.errors import ApiError, RefitFailed
-from clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
-from clients.ops.soak_report import check_labels
-from clients.ops.stack import LocalStack, fbgp_env
-from clients.simulators import get_simulator
-from service import queues
-from service.store import CampaignStore
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.errors import ApiError, RefitFailed
+from fbgp_al.clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
+from fbgp_al.clients.ops.soak_report import check_labels
+from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.service import queues
+from fbgp_al.service.store import CampaignStore
 
 FAULT_KINDS = ("worker", "horse", "redis", "api")
 MCMC = {"chains": 2, "warmup": 60, "samples": 40, "thinning": 2}

@@ -9,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from clients.ops import adversarial, churn, described, soak, soak_report
+from fbgp_al.clients.ops import adversarial, churn, described, soak, soak_report
 
 
 def _write(out: Path | None, report: dict, text: str) -> None:

@@ -8,9 +8,9 @@ from collections import Counter
 
 from redis import Redis
 
-from clients.client import FbgpClient
-from clients.ops.stack import LocalStack
-from service.store import CampaignStore
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops.stack import LocalStack
+from fbgp_al.service.store import CampaignStore
 
 
 def check_labels(

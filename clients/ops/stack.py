@@ -20,7 +20,7 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
-from clients.ops.logs import RotatingLog
+from fbgp_al.clients.ops.logs import RotatingLog
 
 
 def free_port() -> int:
@@ -125,7 +125,7 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
 
 def _fbgp(*args: str) -> list[str]:
     # -P: the working directory stays off sys.path (a worker.py there would shadow the package)
-    return [sys.executable, "-P", "-m", "clients.ops.cli", *args]
+    return [sys.executable, "-P", "-m", "fbgp_al.clients.ops.cli", *args]
 
 
 def wait_http(
@@ -204,7 +204,7 @@ class LocalStack:
     def _log(self, name: str) -> RotatingLog:
         """Part ``name``'s log, ``NAME.log`` (one per name, kept across the part's restarts)."""
         if name not in self._logs:
-            from service.settings import get_settings
+            from fbgp_al.service.settings import get_settings
 
             settings = get_settings()
             self._logs[name] = RotatingLog(self.data_dir / f"{name}.log",
@@ -245,7 +245,7 @@ class LocalStack:
         """Unregister the workers of this host whose process is gone (how many): a killed
         worker's RQ registration would otherwise count on /readyz until its key expires, and
         registrations persist across restarts of this stack's Redis."""
-        from service.queues import workers
+        from fbgp_al.service.queues import workers
 
         host = socket.gethostname()
         with Redis.from_url(self.redis_url, socket_timeout=5) as connection:

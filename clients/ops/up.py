@@ -10,9 +10,9 @@ import signal
 import time
 from pathlib import Path
 
-from clients.ops import described
-from clients.ops.stack import LOOPBACK, PASSWORD_FILE, LocalStack, port_in_use
-from clients.simulators import MULTI_SIMULATORS, SIMULATORS
+from fbgp_al.clients.ops import described
+from fbgp_al.clients.ops.stack import LOOPBACK, PASSWORD_FILE, LocalStack, port_in_use
+from fbgp_al.clients.simulators import MULTI_SIMULATORS, SIMULATORS
 
 RESTARTS_PER_MINUTE = 5  # more, and `fbgp-al up` gives up on a process that cannot run
 
@@ -102,7 +102,7 @@ def main(argv=None) -> None:
             print(f"{told}; a worker on another machine joins with FBGP_REDIS_URL={remote} "
                   "fbgp-al worker", flush=True)  # fmt: skip
         if args.demo:
-            from clients.ops.http_demo import run_demo
+            from fbgp_al.clients.ops.http_demo import run_demo
 
             run_demo(stack.url, args.demo, args.demo_labels,
                      token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip

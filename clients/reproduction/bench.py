@@ -39,11 +39,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from clients.client import FbgpClient
-from clients.reproduction.protocol import INITIAL_DESIGNS, INPUT_SCALINGS, PROTOCOLS, RUNS
-from clients.reproduction.report import write_report
-from clients.reproduction.results import append_record, run_key, validate
-from clients.reproduction.runs import (
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.reproduction.protocol import INITIAL_DESIGNS, INPUT_SCALINGS, PROTOCOLS, RUNS
+from fbgp_al.clients.reproduction.report import write_report
+from fbgp_al.clients.reproduction.results import append_record, run_key, validate
+from fbgp_al.clients.reproduction.runs import (
     SETTINGS,
     Interrupted,
     RunSpec,
@@ -53,8 +53,13 @@ from clients.reproduction.runs import (
     resumable,
     run_campaign,
 )
-from clients.simulators import SIMULATORS
-from worker.spec.defaults import ACQUISITIONS, INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPER_ACQUISITIONS
+from fbgp_al.clients.simulators import SIMULATORS
+from fbgp_al.worker.spec.defaults import (
+    ACQUISITIONS,
+    INITIAL_DESIGN_SIZE,
+    MCMC_PRESETS,
+    PAPER_ACQUISITIONS,
+)
 
 # what --acquisitions also takes beyond the paper's five: random, and BALD as the paper's code
 # computes it

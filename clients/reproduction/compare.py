@@ -16,7 +16,7 @@ import math
 import statistics
 from pathlib import Path
 
-from clients.reproduction.rdauc import FAR, PAPER_SIMULATORS, cell_gaps
+from fbgp_al.clients.reproduction.rdauc import FAR, PAPER_SIMULATORS, cell_gaps
 
 
 def _cell(cell: dict | None, spread: str) -> str:
@@ -113,7 +113,7 @@ def _mean(cell: dict | None) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m clients.reproduction.compare",
+    parser = argparse.ArgumentParser(prog="python -m fbgp_al.clients.reproduction.compare",
                                      description=__doc__.splitlines()[0])  # fmt: skip
     parser.add_argument("base", type=Path, help="an rdauc.json")
     parser.add_argument("other", type=Path, help="another rdauc.json")

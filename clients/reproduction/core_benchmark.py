@@ -26,9 +26,9 @@ import time
 import numpy as np
 import torch
 
-from clients.ops import described
-from clients.reproduction.core_data import agreement, data, reference_posterior
-from clients.reproduction.large_benchmark import (
+from fbgp_al.clients.ops import described
+from fbgp_al.clients.reproduction.core_data import agreement, data, reference_posterior
+from fbgp_al.clients.reproduction.large_benchmark import (
     LARGE_SIMULATORS,
     LARGE_SIZES,
     SAMPLERS,
@@ -38,21 +38,24 @@ from clients.reproduction.large_benchmark import (
     large_cases,
     time_next_point,
 )
-from clients.reproduction.protocol import pool_points
-from clients.reproduction.screen_levers import compare_reproduction_screening, compare_screening
-from clients.reproduction.speed_levers import (
+from fbgp_al.clients.reproduction.protocol import pool_points
+from fbgp_al.clients.reproduction.screen_levers import (
+    compare_reproduction_screening,
+    compare_screening,
+)
+from fbgp_al.clients.reproduction.speed_levers import (
     LARGE_N_ARMS,
     compare_proposals,
     compare_stop_rules,
     compare_subset,
     time_cold_search,
 )
-from clients.simulators import get_simulator
-from worker.acquisition import evaluate
-from worker.gp import Conditioned, rbf
-from worker.mcmc import Posterior, sample_posterior
-from worker.spec.defaults import PAPER_ACQUISITIONS
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.gp import Conditioned, rbf
+from fbgp_al.worker.mcmc import Posterior, sample_posterior
+from fbgp_al.worker.spec.defaults import PAPER_ACQUISITIONS
+from fbgp_al.worker.transforms import OutputStandardization
 
 CASES = [("gramacy1d", n) for n in (10, 40, 100)] + [
     (name, n) for name in ("gramacy2d", "hartmann6") for n in (10, 40, 100)
@@ -116,7 +119,7 @@ def time_scoring(n=100, d=6, draws=150, candidates=10_000, seed=0) -> dict:
         flush=True,
     )
     # where a prediction's time goes: each part on one chunk, scaled to all candidates
-    from worker.acquisition import mixture_entropy
+    from fbgp_al.worker.acquisition import mixture_entropy
 
     gp = Conditioned.fit(u, z, post.lengthscale, post.noise)
     chunk = cand[: gp.chunk_size()]
@@ -180,7 +183,7 @@ def gramacy_data(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 def mode_gap(u, z) -> float:
     """How much more probable (nats) the best short-lengthscale hyperparameters are than the
     best long-lengthscale ones, on a grid of the 1-D posterior."""
-    from worker.potential import GPPotential
+    from fbgp_al.worker.potential import GPPotential
 
     potential = GPPotential(np.asarray(u), np.asarray(z))
     theta = np.array([(a, b) for a in np.linspace(-6, 2, 81) for b in np.linspace(-9, 1, 51)])
@@ -219,7 +222,7 @@ def time_potential(sizes=(20, 40, 100, 200, 400), against: str | None = None) ->
     file holding another ``GPPotential`` (an earlier version), timed in turn beside it."""
     import importlib.util
 
-    from worker.potential import GPPotential
+    from fbgp_al.worker.potential import GPPotential
 
     other = None
     if against:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from clients.simulators import get_simulator
-from worker.mcmc import Posterior, Target, sample_posterior
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.mcmc import Posterior, Target, sample_posterior
+from fbgp_al.worker.transforms import OutputStandardization
 
 
 def data(simulator: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -36,7 +36,7 @@ def campaign_data(simulator: str, n: int, results=RESULTS) -> tuple[torch.Tensor
     their labels (unit inputs, standardized outputs): those of its QB-MGP campaign of run 0 in
     the order they were chosen, then, past that campaign's length, the points of its other
     campaigns (run 0's B-QBC, BALD, B-ALM, ALM, then run 1's, ...) not labeled yet."""
-    from clients.reproduction.results import labeled_points, read_results
+    from fbgp_al.clients.reproduction.results import labeled_points, read_results
 
     sim = get_simulator(simulator)
     records = [r for r in read_results(results) if r["simulator"] == simulator]

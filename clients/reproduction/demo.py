@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from clients.ops import described
-from clients.reproduction.plots import plot_simulator
-from clients.reproduction.protocol import grid_pool, run_setup
-from clients.simulators import get_simulator
-from worker.acquisition import evaluate
-from worker.gp import predict
-from worker.mcmc import sample_posterior
-from worker.spec.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.ops import described
+from fbgp_al.clients.reproduction.plots import plot_simulator
+from fbgp_al.clients.reproduction.protocol import grid_pool, run_setup
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.gp import predict
+from fbgp_al.worker.mcmc import sample_posterior
+from fbgp_al.worker.spec.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
+from fbgp_al.worker.transforms import OutputStandardization
 
 
 def main(argv=None) -> None:

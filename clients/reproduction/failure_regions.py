@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.client import FbgpClient
-from clients.errors import ApiError, RefitFailed
-from clients.reproduction.rdauc import RdAuc, auc, rd_auc
-from clients.runner import run_simulator
-from clients.simulators import SIMULATORS, Simulator, get_simulator
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.errors import ApiError, RefitFailed
+from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
+from fbgp_al.clients.runner import run_simulator
+from fbgp_al.clients.simulators import SIMULATORS, Simulator, get_simulator
 
 FRACTION = 0.15  # of the domain that fails (a region of 5 to 30% is the case to measure)
 SIMULATORS_FAILING = ("gramacy1d", "branin", "ishigami")

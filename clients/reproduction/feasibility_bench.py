@@ -25,7 +25,7 @@ import time
 import numpy as np
 from scipy import linalg, optimize, special
 
-from worker import feasibility as fe
+from fbgp_al.worker import feasibility as fe
 
 CORNER = ((0, ">", 0.6), (1, "<", 0.45), (2, ">", 0.3))
 HELD_OUT = 2000

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.reproduction.results import finished, labeled_points, read_results, run_key
-from clients.simulators import get_simulator
+from fbgp_al.clients.reproduction.results import finished, labeled_points, read_results, run_key
+from fbgp_al.clients.simulators import get_simulator
 
 Share = tuple[int, int]  # (how many of them, out of how many)
 
@@ -142,7 +142,7 @@ def report(path: Path, args) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m clients.reproduction.figures",
+        prog="python -m fbgp_al.clients.reproduction.figures",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -10,12 +10,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import agreement, campaign_data, data, fit, reference_posterior
-from worker.acquisition import evaluate
-from worker.convergence import convergence
-from worker.mcmc import Target, sample_posterior
-from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.reproduction.core_data import (
+    agreement,
+    campaign_data,
+    data,
+    fit,
+    reference_posterior,
+)
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.convergence import convergence
+from fbgp_al.worker.mcmc import Target, sample_posterior
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
+from fbgp_al.worker.transforms import OutputStandardization
 
 LARGE_SIMULATORS = ("ishigami", "hartmann6")
 
@@ -159,7 +165,7 @@ def time_next_point(simulator: str, n: int, source: str, acquisitions=PAPER_ACQU
     ``candidates`` uniform random candidates scored, and the model's accuracy estimates
     (:data:`worker.accuracy.POOL_POINTS` pool points). Each part is timed on its own; the total
     is that of one acquisition."""
-    from worker import accuracy
+    from fbgp_al.worker import accuracy
 
     u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
     zp = OutputStandardization.from_labels(z.numpy()[:-1]).to_z(z.numpy()[:-1])
@@ -205,8 +211,8 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     gradient evaluations."""
     from redis import Redis
 
-    from worker import fitting
-    from worker.jobs import fanout
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.jobs import fanout
 
     spec, labels, ids, redis_url, token, warm = args
     torch.set_num_threads(1)
@@ -230,8 +236,8 @@ def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
     import tempfile
     import uuid
 
-    from clients.ops.stack import free_port, start_redis
-    from worker import fitting
+    from fbgp_al.clients.ops.stack import free_port, start_redis
+    from fbgp_al.worker import fitting
 
     target = Target.of(MCMC_DEFAULTS)
     rows = []

@@ -39,8 +39,8 @@ def gramacy_lee(x: list) -> float:
 
 
 def offline(ns: list[int], floors: list[float]) -> None:
-    from worker import fitting
-    from worker.spec.defaults import MCMC_DEFAULTS
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 
     print("n\tfloor\tseconds\tgradients\tmax R-hat\tdivergences\tmin step\tmax depth\tmedian noise")
     for n in ns:
@@ -59,8 +59,8 @@ def run_campaign(url: str, max_labels: int) -> None:
     """A default campaign on the function, labeled to its end; each model's refit time."""
     import httpx
 
-    from clients.client import FbgpClient
-    from clients.runner import run_simulator
+    from fbgp_al.clients.client import FbgpClient
+    from fbgp_al.clients.runner import run_simulator
 
     body = {**recorded()["spec"], "name": "noise-free-gramacy-lee", "max_labels": max_labels}
     with FbgpClient(url) as api:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clients.simulators import Simulator, get_simulator
-from worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, POOL_SUBSAMPLE
-from worker.spec.design import GridPool, initial_design, maximin_lhs
+from fbgp_al.clients.simulators import Simulator, get_simulator
+from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, POOL_SUBSAMPLE
+from fbgp_al.worker.spec.design import GridPool, initial_design, maximin_lhs
 
 ITERATIONS: dict[str, int] = {
     "gramacy1d": 90,

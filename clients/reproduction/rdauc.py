@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.reproduction.results import METRICS, Curves, learning_curves, read_results
-from clients.simulators import SIMULATORS
-from worker.spec.defaults import BASELINE, PAPER_ACQUISITIONS
+from fbgp_al.clients.reproduction.results import METRICS, Curves, learning_curves, read_results
+from fbgp_al.clients.simulators import SIMULATORS
+from fbgp_al.worker.spec.defaults import BASELINE, PAPER_ACQUISITIONS
 
 # NLML has no lower bound, RMSE has 0
 BOUNDED = {"nlml": False, "nlml_paper": False, "rmse": True}
@@ -173,7 +173,9 @@ def summarize(records: list[dict], baseline: str = BASELINE) -> dict:
 
 def load_paper_table() -> dict:
     """Table 2 of the paper (package data ``clients/data/paper_table2.json``)."""
-    return json.loads(resources.files("clients").joinpath("data/paper_table2.json").read_text())
+    return json.loads(
+        resources.files("fbgp_al.clients").joinpath("data/paper_table2.json").read_text()
+    )
 
 
 def _acquisition_order(names) -> list[str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.reproduction.claims import Claim, check_claims, claims_markdown
-from clients.reproduction.plots import plot_learning_curves
-from clients.reproduction.rdauc import (
+from fbgp_al.clients.reproduction.claims import Claim, check_claims, claims_markdown
+from fbgp_al.clients.reproduction.plots import plot_learning_curves
+from fbgp_al.clients.reproduction.rdauc import (
     FAR,
     far_from_paper,
     far_markdown,
@@ -19,7 +19,7 @@ from clients.reproduction.rdauc import (
     summarize,
     write_table,
 )
-from clients.reproduction.results import finished, read_results, run_key, wall_seconds
+from fbgp_al.clients.reproduction.results import finished, read_results, run_key, wall_seconds
 
 DOMINANT_SHARE = 0.5  # a run's area is one model's when that model holds this much of it
 

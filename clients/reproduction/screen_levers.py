@@ -11,14 +11,14 @@ import time
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import RESULTS, campaign_data, data, fit
-from clients.reproduction.protocol import grid_pool
-from clients.simulators import get_simulator
-from worker.fitting import ranking
-from worker.laplace import laplace_posterior
-from worker.scoring import Output, Scoring
-from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, POOL_SUBSAMPLE, RANKING_SIZE
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.reproduction.core_data import RESULTS, campaign_data, data, fit
+from fbgp_al.clients.reproduction.protocol import grid_pool
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.fitting import ranking
+from fbgp_al.worker.laplace import laplace_posterior
+from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, POOL_SUBSAMPLE, RANKING_SIZE
+from fbgp_al.worker.transforms import OutputStandardization
 
 
 def ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:
@@ -130,7 +130,7 @@ def compare_reproduction_screening(
     the work calls for it): the same next point or not, where the exact best stands in the
     screen's order, and the top-10 overlap. A campaign whose every choice is the same follows
     the same path, and so scores the same RD-AUC."""
-    from clients.reproduction.results import labeled_points, read_results
+    from fbgp_al.clients.reproduction.results import labeled_points, read_results
 
     sim = get_simulator(simulator)
     pool = grid_pool(sim)

@@ -13,19 +13,19 @@ import time
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import campaign_data, data, fit
-from clients.reproduction.screen_levers import ranking_against
-from clients.simulators import get_simulator
-from worker.acquisition import DrawGPs, evaluate
-from worker.cold_start import local_minima
-from worker.fitting import ranking
-from worker.laplace import laplace_posterior
-from worker.mcmc import sample_posterior
-from worker.potential import GPPotential
-from worker.scoring import Output, Scoring
-from worker.spec.defaults import MCMC_DEFAULTS
-from worker.spec.sampler import sampler_line
-from worker.transforms import OutputStandardization
+from fbgp_al.clients.reproduction.core_data import campaign_data, data, fit
+from fbgp_al.clients.reproduction.screen_levers import ranking_against
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.acquisition import DrawGPs, evaluate
+from fbgp_al.worker.cold_start import local_minima
+from fbgp_al.worker.fitting import ranking
+from fbgp_al.worker.laplace import laplace_posterior
+from fbgp_al.worker.mcmc import sample_posterior
+from fbgp_al.worker.potential import GPPotential
+from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.transforms import OutputStandardization
 
 # the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
 # shorter step-size warm-up of a warm start

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.reproduction.rdauc import BOUNDED, rd_auc_curves
-from clients.reproduction.results import Curves, finished, learning_curves, read_results
-from worker.spec.defaults import BASELINE
+from fbgp_al.clients.reproduction.rdauc import BOUNDED, rd_auc_curves
+from fbgp_al.clients.reproduction.results import Curves, finished, learning_curves, read_results
+from fbgp_al.worker.spec.defaults import BASELINE
 
 
 def _only(curves: dict[str, Curves], runs: list[int]) -> dict[str, Curves]:
@@ -68,7 +68,7 @@ def describe(cells: list[dict], points: float, sds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m clients.reproduction.subsets",
+    parser = argparse.ArgumentParser(prog="python -m fbgp_al.clients.reproduction.subsets",
                                      description=__doc__.splitlines()[0])  # fmt: skip
     parser.add_argument("results", type=Path, help="a results.jsonl")
     parser.add_argument("--size", type=int, default=3, help="repetitions per group")

@@ -7,10 +7,10 @@ import contextlib
 import json
 import time
 
-from service import loop
-from service.errors import NotFound
-from service.loop import Refit, Rules
-from service.store import CampaignStore
+from fbgp_al.service import loop
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.loop import Refit, Rules
+from fbgp_al.service.store import CampaignStore
 
 
 def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> dict:

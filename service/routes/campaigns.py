@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from service import limits
-from service.deps import (
+from fbgp_al.service import limits
+from fbgp_al.service.deps import (
     Authorized,
     CampaignId,
     SettingsDep,
@@ -18,14 +18,14 @@ from service.deps import (
     team_credential,
     team_of,
 )
-from service.errors import Conflict, Unauthorized, Unprocessable
-from service.middleware import OffTheLoop
-from service.routes import bodies
-from service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
-from service.schemas.failures import Retry
-from service.schemas.problems import problem_responses
-from service.schemas.stop_rule import Resume, check_stop
-from service.store import TeamFull, TeamGone
+from fbgp_al.service.errors import Conflict, Unauthorized, Unprocessable
+from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.routes import bodies
+from fbgp_al.service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
+from fbgp_al.service.schemas.failures import Retry
+from fbgp_al.service.schemas.problems import problem_responses
+from fbgp_al.service.schemas.stop_rule import Resume, check_stop
+from fbgp_al.service.store import TeamFull, TeamGone
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(

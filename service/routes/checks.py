@@ -4,9 +4,9 @@ inputs, its outputs and noise variances the campaign's outputs and noise model
 
 from __future__ import annotations
 
-from service.errors import as_422
-from service.schemas.inputs import check_points
-from service.store import CampaignStore
+from fbgp_al.service.errors import as_422
+from fbgp_al.service.schemas.inputs import check_points
+from fbgp_al.service.store import CampaignStore
 
 
 def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[dict, list]:

@@ -8,7 +8,7 @@ import csv
 import io
 import re
 
-from worker.spec.defaults import output_names
+from fbgp_al.worker.spec.defaults import output_names
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
 # a formula's start after a character that a reader might split cells on

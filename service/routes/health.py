@@ -7,12 +7,12 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from redis.exceptions import RedisError
 
-from service import capacity, queues
-from service.deps import RedisDep, SettingsDep, StoreDep
-from service.middleware import metrics
-from service.observability import RedisCollector
-from service.schemas.health import Health, Readiness
-from service.schemas.problems import problem_responses
+from fbgp_al.service import capacity, queues
+from fbgp_al.service.deps import RedisDep, SettingsDep, StoreDep
+from fbgp_al.service.middleware import metrics
+from fbgp_al.service.observability import RedisCollector
+from fbgp_al.service.schemas.health import Health, Readiness
+from fbgp_al.service.schemas.problems import problem_responses
 
 router = APIRouter(tags=["health"])
 

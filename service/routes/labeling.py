@@ -19,14 +19,14 @@ from fastapi.responses import JSONResponse
 from redis.exceptions import LockError
 from starlette.concurrency import run_in_threadpool
 
-from service import limits, loop, wakeups
-from service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from service.errors import Busy, Conflict, Gone, NotFound, Unprocessable, as_422
-from service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
-from service.middleware import OffTheLoop
-from service.routes.checks import spec_with_points
-from service.routes.csv_export import observations_csv
-from service.schemas.labeling import (
+from fbgp_al.service import limits, loop, wakeups
+from fbgp_al.service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
+from fbgp_al.service.errors import Busy, Conflict, Gone, NotFound, Unprocessable, as_422
+from fbgp_al.service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
+from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.routes.checks import spec_with_points
+from fbgp_al.service.routes.csv_export import observations_csv
+from fbgp_al.service.schemas.labeling import (
     FailPost,
     Imported,
     LabelAnswer,
@@ -39,11 +39,11 @@ from service.schemas.labeling import (
     RunAnswer,
     TicketPost,
 )
-from service.schemas.problems import problem_responses
-from service.settings import Settings
-from service.store import CampaignStore
-from worker.spec.defaults import known_noise
-from worker.spec.values import LabelValues, check_noise, checked_rows
+from fbgp_al.service.schemas.problems import problem_responses
+from fbgp_al.service.settings import Settings
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import known_noise
+from fbgp_al.worker.spec.values import LabelValues, check_noise, checked_rows
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(

@@ -3,8 +3,8 @@ pictures), run on a worker (:func:`service.queues.run_short`)."""
 
 from __future__ import annotations
 
-from service import queues
-from service.store import CampaignStore
+from fbgp_al.service import queues
+from fbgp_al.service.store import CampaignStore
 
 
 def run_job(redis, settings, name: str, *args):

@@ -9,21 +9,21 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from service import limits
-from service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
-from service.errors import NotFound, Unprocessable, as_422
-from service.middleware import OffTheLoop
-from service.routes.checks import spec_with_points
-from service.routes.model_jobs import run_job
-from service.schemas.labeling import Observations
-from service.schemas.models import (
+from fbgp_al.service import limits
+from fbgp_al.service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
+from fbgp_al.service.errors import NotFound, Unprocessable, as_422
+from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.routes.checks import spec_with_points
+from fbgp_al.service.routes.model_jobs import run_job
+from fbgp_al.service.schemas.labeling import Observations
+from fbgp_al.service.schemas.models import (
     HistoryEvent,
     MetamodelExport,
     Model,
     MultiMetamodelExport,
     MultiModel,
 )
-from service.schemas.predictions import (
+from fbgp_al.service.schemas.predictions import (
     AcquisitionRequest,
     AcquisitionValues,
     Evaluation,
@@ -32,11 +32,11 @@ from service.schemas.predictions import (
     Points,
     Prediction,
 )
-from service.schemas.problems import problem_responses
-from service.schemas.sensitivity import MultiSensitivity, Sensitivity
-from service.store import CampaignStore
-from worker.spec.defaults import known_noise, output_names
-from worker.spec.values import LEARNED_NOISE, checked_rows
+from fbgp_al.service.schemas.problems import problem_responses
+from fbgp_al.service.schemas.sensitivity import MultiSensitivity, Sensitivity
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import known_noise, output_names
+from fbgp_al.worker.spec.values import LEARNED_NOISE, checked_rows
 
 router = APIRouter(
     prefix="/campaigns/{campaign_id}",

@@ -9,10 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from service.deps import Authorized, SettingsDep, StoreDep
-from service.errors import Conflict, NotFound
-from service.schemas.problems import problem_responses
-from service.schemas.teams import Team, TeamCreate, TeamToken
+from fbgp_al.service.deps import Authorized, SettingsDep, StoreDep
+from fbgp_al.service.errors import Conflict, NotFound
+from fbgp_al.service.schemas.problems import problem_responses
+from fbgp_al.service.schemas.teams import Team, TeamCreate, TeamToken
 
 TeamName = Annotated[str, Path(description="The team's name.")]
 

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_validator
 
-from service.names import look_alikes, visible
-from service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
-from service.schemas.failures import FailureModel
-from service.schemas.fields import Acquisition, Body, Strict
-from service.schemas.inputs import (
+from fbgp_al.service.names import look_alikes, visible
+from fbgp_al.service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
+from fbgp_al.service.schemas.failures import FailureModel
+from fbgp_al.service.schemas.fields import Acquisition, Body, Strict
+from fbgp_al.service.schemas.inputs import (
     MAX_POOL,
     GridPoolSpec,
     InitialDesign,
@@ -21,10 +21,10 @@ from service.schemas.inputs import (
     check_distinguishable,
     space_of,
 )
-from service.schemas.mcmc import McmcSettings
-from service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
-from service.schemas.stop_rule import StoppedBy, StopRule, check_stop
-from worker.spec.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from fbgp_al.service.schemas.mcmc import McmcSettings
+from fbgp_al.service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
+from fbgp_al.service.schemas.stop_rule import StoppedBy, StopRule, check_stop
+from fbgp_al.worker.spec.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
 
 
 class CampaignFields(Strict):

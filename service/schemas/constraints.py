@@ -12,10 +12,10 @@ from typing import Annotated
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from worker.spec import pools
-from worker.spec.constraints import MAX_TEXT, ConstraintError, Constraints, pool_codes
-from worker.spec.feasible import CHUNK, ENUMERATE, FRACTION_SAMPLE, FRACTION_SEED
-from worker.spec.space import Space
+from fbgp_al.worker.spec import pools
+from fbgp_al.worker.spec.constraints import MAX_TEXT, ConstraintError, Constraints, pool_codes
+from fbgp_al.worker.spec.feasible import CHUNK, ENUMERATE, FRACTION_SAMPLE, FRACTION_SEED
+from fbgp_al.worker.spec.space import Space
 
 MAX_CONSTRAINTS = 50
 

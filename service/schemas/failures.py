@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
-from service.schemas.fields import Strict
-from worker.spec.defaults import MIN_SUCCESS
+from fbgp_al.service.schemas.fields import Strict
+from fbgp_al.worker.spec.defaults import MIN_SUCCESS
 
 
 class FailureModel(Strict):

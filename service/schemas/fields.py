@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 from pydantic import Strict as StrictValue
 
-from service.names import visible
-from worker.spec.defaults import ACQUISITIONS
+from fbgp_al.service.names import visible
+from fbgp_al.worker.spec.defaults import ACQUISITIONS
 
 Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
 # a number in JSON: an integer or a float, never a string or a boolean, and finite

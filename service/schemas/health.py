@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from service.schemas.fields import Body
+from fbgp_al.service.schemas.fields import Body
 
 
 class Health(Body):

@@ -16,10 +16,10 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from service.names import visible
-from service.schemas.fields import ChoiceValue, Finite, Point, Strict
-from worker.spec.defaults import INITIAL_DESIGN_SIZE
-from worker.spec.space import Space
+from fbgp_al.service.names import visible
+from fbgp_al.service.schemas.fields import ChoiceValue, Finite, Point, Strict
+from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE
+from fbgp_al.worker.spec.space import Space
 
 MAX_POOL = 2**62  # pool indices are 64-bit integers
 MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64

@@ -9,8 +9,16 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from service.schemas.fields import MAX_NOISE, Body, NoiseVariance, Output, Point, Strict, Value
-from worker.spec.defaults import MAX_OUTPUTS
+from fbgp_al.service.schemas.fields import (
+    MAX_NOISE,
+    Body,
+    NoiseVariance,
+    Output,
+    Point,
+    Strict,
+    Value,
+)
+from fbgp_al.worker.spec.defaults import MAX_OUTPUTS
 
 # a label's values with several outputs: an object {name: value} (checked against the
 # campaign's outputs); observations' values in a column, or each output's column by name

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from pydantic import Strict as StrictValue
 
-from service.schemas.fields import Strict
-from worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.service.schemas.fields import Strict
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 
 
 class McmcSettings(Strict):

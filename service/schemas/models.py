@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from service.schemas.fields import Body, Free, Value
+from fbgp_al.service.schemas.fields import Body, Free, Value
 
 
 class Draws(Body):

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_serializer, model_validator
 
-from service.names import visible
-from service.schemas.fields import MAX_TEXT, Strict
+from fbgp_al.service.names import visible
+from fbgp_al.service.schemas.fields import MAX_TEXT, Strict
 
 
 class LearnedNoise(Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from service.schemas.fields import Acquisition, Free, Point, Strict
+from fbgp_al.service.schemas.fields import Acquisition, Free, Point, Strict
 
 
 class Points(Strict):

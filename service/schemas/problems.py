@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
-from service.schemas.fields import Body
+from fbgp_al.service.schemas.fields import Body
 
 
 class Problem(Body):

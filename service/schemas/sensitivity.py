@@ -3,7 +3,7 @@ with credible intervals over the posterior's draws."""
 
 from __future__ import annotations
 
-from service.schemas.fields import Body
+from fbgp_al.service.schemas.fields import Body
 
 
 class Interval(Body):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from service.schemas.fields import Body, Strict
+from fbgp_al.service.schemas.fields import Body, Strict
 
 TEAM_NAME = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 

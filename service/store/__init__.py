@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from redis import Redis
 
-from service import keys
-from service.store import scripts
-from service.store.campaigns import Campaigns
-from service.store.counters import Counters
-from service.store.history import History
-from service.store.jobs import Jobs
-from service.store.labels import Labels
-from service.store.models import Models
-from service.store.plots import Plots
-from service.store.refits import Refits
-from service.store.runs import Runs
-from service.store.teams import TeamFull, TeamGone, Teams
-from service.store.tickets import Tickets
+from fbgp_al.service import keys
+from fbgp_al.service.store import scripts
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.counters import Counters
+from fbgp_al.service.store.history import History
+from fbgp_al.service.store.jobs import Jobs
+from fbgp_al.service.store.labels import Labels
+from fbgp_al.service.store.models import Models
+from fbgp_al.service.store.plots import Plots
+from fbgp_al.service.store.refits import Refits
+from fbgp_al.service.store.runs import Runs
+from fbgp_al.service.store.teams import TeamFull, TeamGone, Teams
+from fbgp_al.service.store.tickets import Tickets
 
 __all__ = ["CampaignStore", "TeamFull", "TeamGone"]
 

@@ -15,13 +15,21 @@ import uuid
 import numpy as np
 from redis.exceptions import RedisError, WatchError
 
-from service import loop, queues
-from service.errors import NotFound
-from service.keys import CAMPAIGNS, PARTS, PHASES, PREFIX, TEAM_DIGESTS, TOKENS, WAKE_CHANNEL
-from service.loop import Rules
-from service.store.teams import TeamFull, TeamGone
-from worker.spec import pools
-from worker.spec.design import initial_design
+from fbgp_al.service import loop, queues
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.keys import (
+    CAMPAIGNS,
+    PARTS,
+    PHASES,
+    PREFIX,
+    TEAM_DIGESTS,
+    TOKENS,
+    WAKE_CHANNEL,
+)
+from fbgp_al.service.loop import Rules
+from fbgp_al.service.store.teams import TeamFull, TeamGone
+from fbgp_al.worker.spec import pools
+from fbgp_al.worker.spec.design import initial_design
 
 log = logging.getLogger("fbgp.store")
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most

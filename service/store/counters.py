@@ -5,7 +5,7 @@ they survive restarts."""
 
 from __future__ import annotations
 
-from service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
+from fbgp_al.service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 
 RUN_KINDS = ("failed", "abandoned")
 REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)  # seconds

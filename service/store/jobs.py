@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from service import queues
-from service.keys import SHORTS
+from fbgp_al.service import queues
+from fbgp_al.service.keys import SHORTS
 
 log = logging.getLogger("fbgp.store")
 

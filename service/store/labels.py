@@ -7,11 +7,11 @@ import json
 import logging
 from collections.abc import Callable
 
-from service import loop
-from service.errors import NotFound, Unprocessable
-from service.keys import PHASES
-from service.loop import ImportOutcome, LabelOutcome
-from worker.spec import pools
+from fbgp_al.service import loop
+from fbgp_al.service.errors import NotFound, Unprocessable
+from fbgp_al.service.keys import PHASES
+from fbgp_al.service.loop import ImportOutcome, LabelOutcome
+from fbgp_al.worker.spec import pools
 
 log = logging.getLogger("fbgp.store")
 

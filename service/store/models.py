@@ -8,11 +8,11 @@ import json
 import logging
 import time
 
-from service import loop, stopping
-from service.errors import NotFound
-from service.keys import PHASES
-from service.settings import get_settings
-from worker.spec.defaults import STOP_TARGETS, failure_options
+from fbgp_al.service import loop, stopping
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.keys import PHASES
+from fbgp_al.service.settings import get_settings
+from fbgp_al.worker.spec.defaults import STOP_TARGETS, failure_options
 
 log = logging.getLogger("fbgp.store")
 

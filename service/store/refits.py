@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
-from service import costs, loop, queues, supervision
-from service.errors import NotFound
-from service.keys import PHASES
-from service.loop import Refit, Rules
-from service.settings import get_settings
-from service.store.runs import MAX_REASON
+from fbgp_al.service import costs, loop, queues, supervision
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.keys import PHASES
+from fbgp_al.service.loop import Refit, Rules
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store.runs import MAX_REASON
 
 log = logging.getLogger("fbgp.store")
 

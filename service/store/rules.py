@@ -6,7 +6,7 @@ test_rules.py`` runs both on random states and requires the same outcome."""
 
 from __future__ import annotations
 
-from service.loop import (
+from fbgp_al.service.loop import (
     LabelOutcome,
     RefitPhase,
     RenewOutcome,

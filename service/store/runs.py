@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import logging
 
-from service import loop
-from service.loop import RenewOutcome, RunOutcome
-from service.settings import get_settings
+from fbgp_al.service import loop
+from fbgp_al.service.loop import RenewOutcome, RunOutcome
+from fbgp_al.service.settings import get_settings
 
 log = logging.getLogger("fbgp.store")
 MAX_REASON = 2000  # characters of a failure's reason kept

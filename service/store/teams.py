@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import logging
 
-from service import queues
-from service.keys import TEAM_DIGESTS, TEAM_GRANT, TEAMS, TOKENS
-from service.tokens import new_token, token_digest
+from fbgp_al.service import queues
+from fbgp_al.service.keys import TEAM_DIGESTS, TEAM_GRANT, TEAMS, TOKENS
+from fbgp_al.service.tokens import new_token, token_digest
 
 log = logging.getLogger("fbgp.store")
 

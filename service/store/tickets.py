@@ -8,9 +8,9 @@ import json
 import logging
 import uuid
 
-from service.errors import NotFound
-from service.loop import Refit, Snapshot
-from service.settings import get_settings
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.loop import Refit, Snapshot
+from fbgp_al.service.settings import get_settings
 
 log = logging.getLogger("fbgp.store")
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from redis import Redis
 
-from clients.client import ApiError, FbgpClient, NextPoint, Pending
-from clients.ops.stack import free_port
-from clients.runner import run_simulator
-from clients.simulators import get_simulator
+from fbgp_al.clients.client import ApiError, FbgpClient, NextPoint, Pending
+from fbgp_al.clients.ops.stack import free_port
+from fbgp_al.clients.runner import run_simulator
+from fbgp_al.clients.simulators import get_simulator
 from tests.conftest import start_api, start_worker, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,15 @@ FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
 def _body(**changes) -> dict:
     sim = get_simulator("gramacy1d")
-    body = {"name": "client-test", "inputs": sim.inputs(), "pool": sim.pool,
-            "acquisition": "qb-mgp", "max_labels": 5, "mcmc": FAST, "seed": 1}  # fmt: skip
+    body = {
+        "name": "client-test",
+        "inputs": sim.inputs(),
+        "pool": sim.pool,
+        "acquisition": "qb-mgp",
+        "max_labels": 5,
+        "mcmc": FAST,
+        "seed": 1,
+    }
     return dict(body, **changes)
 
 
@@ -54,8 +61,9 @@ def test_a_whole_campaign(api, api_url):
     def f(x):
         return float(sim.sample(np.array([x]), rng)[0])
 
-    posted = run_simulator(api_url, campaign.id, f, token="", wait=10,
-                           on_label=lambda x, y, n: seen.append(n))  # fmt: skip
+    posted = run_simulator(
+        api_url, campaign.id, f, token="", wait=10, on_label=lambda x, y, n: seen.append(n)
+    )
     assert posted == 5 and seen == [1, 2, 3, 4, 5]
     assert run_simulator(api_url, campaign.id, f, token="") == 0  # done: nothing more to label
 
@@ -148,9 +156,13 @@ def test_next_point_asks_again_after_202(api):
 def test_connection_errors_are_retried_and_the_token_is_sent(redis_url, caplog, monkeypatch):
     port = free_port()
     env = dict(os.environ, FBGP_REDIS_URL=redis_url, FBGP_API_TOKEN="sesame")
-    server = subprocess.Popen([sys.executable, "-m", "clients.ops.cli", "api", "--port", str(port)],
-                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "fbgp_al.clients.ops.cli", "api", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         caplog.set_level(logging.WARNING, logger="fbgp.client")
@@ -224,11 +236,17 @@ def test_campaigns_are_read_page_by_page(api):
 def test_typed_inputs_through_the_sdk(api, api_url):
     """Points with text pass through the client; ``run_simulator`` hands ``f`` the values
     themselves (a choice's string, an int input's integer); the model names its features."""
-    inputs = [{"name": "solver", "type": "choice", "values": ["cg", "gmres"]},
-              {"name": "mesh", "type": "int", "lower": 1, "upper": 8},
-              {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0}]  # fmt: skip
-    body = _body(inputs=inputs, pool={"type": "grid", "points_per_dim": 10}, max_labels=4,
-                 initial_design={"size": 3})  # fmt: skip
+    inputs = [
+        {"name": "solver", "type": "choice", "values": ["cg", "gmres"]},
+        {"name": "mesh", "type": "int", "lower": 1, "upper": 8},
+        {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0},
+    ]
+    body = _body(
+        inputs=inputs,
+        pool={"type": "grid", "points_per_dim": 10},
+        max_labels=4,
+        initial_design={"size": 3},
+    )
     campaign = api.create_campaign(body)
     seen = []
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from clients import metamodel, numpy_gp
-from clients.metamodel import Metamodel
-from service.routes.models import export_document
-from worker import answers, gp, sensitivity
-from worker.fitting import prepare
-from worker.mcmc import Posterior, sample_posterior
+from fbgp_al.clients import metamodel, numpy_gp
+from fbgp_al.clients.metamodel import Metamodel
+from fbgp_al.service.routes.models import export_document
+from fbgp_al.worker import answers, gp, sensitivity
+from fbgp_al.worker.fitting import prepare
+from fbgp_al.worker.mcmc import Posterior, sample_posterior
 
 SPEC_MCMC = {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2}
 RTOL = 1e-10

@@ -4,7 +4,7 @@ each by attribute and as a read-only mapping of the four, with the model that an
 import numpy as np
 import pytest
 
-from clients.prediction import Prediction
+from fbgp_al.clients.prediction import Prediction
 
 BODY = {"mean": [1.0, 2.0], "variance": [0.1, 0.2], "mixture_mean": [1.1, 2.1],
         "mixture_variance": [0.3, 0.4], "model_version": 7}  # fmt: skip

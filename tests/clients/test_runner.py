@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clients.client import ApiError, FbgpClient
-from clients.metamodel import Metamodel
-from clients.runner import label_of, run_simulator
-from clients.simulators import get_simulator
+from fbgp_al.clients.client import ApiError, FbgpClient
+from fbgp_al.clients.metamodel import Metamodel
+from fbgp_al.clients.runner import label_of, run_simulator
+from fbgp_al.clients.simulators import get_simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -162,7 +162,7 @@ def test_a_stop_ends_the_wait_for_a_point(api, api_url, make_body):
 
 SLOW_SIMULATE = """
 import sys, time
-from clients.ops import simulate
+from fbgp_al.clients.ops import simulate
 
 real = simulate.get_simulator
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, minimize_scalar
 
-from clients.reproduction.protocol import grid_pool, pool_points
-from clients.simulators import MULTI_SIMULATORS, SIMULATORS, MultiSimulator, get_simulator
+from fbgp_al.clients.reproduction.protocol import grid_pool, pool_points
+from fbgp_al.clients.simulators import MULTI_SIMULATORS, SIMULATORS, MultiSimulator, get_simulator
 
 PI = math.pi
 

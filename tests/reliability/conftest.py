@@ -7,7 +7,7 @@ import httpx
 import numpy as np
 import pytest
 
-from clients.ops.stack import LocalStack, fbgp_env
+from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
 
 
 @pytest.fixture

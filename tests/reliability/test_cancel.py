@@ -8,7 +8,7 @@ import httpx
 import pytest
 from redis import Redis
 
-from service.queues import LONG, fetch_job, queue
+from fbgp_al.service.queues import LONG, fetch_job, queue
 from tests.reliability.conftest import slow_campaign, wait_for
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out

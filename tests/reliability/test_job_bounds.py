@@ -9,9 +9,9 @@ import httpx
 import pytest
 from redis import Redis
 
-from service import costs
-from service.queues import fetch_job
-from service.settings import Settings
+from fbgp_al.service import costs
+from fbgp_al.service.queues import fetch_job
+from fbgp_al.service.settings import Settings
 from tests.reliability.conftest import wait_for
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out

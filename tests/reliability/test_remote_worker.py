@@ -23,10 +23,10 @@ from redis import Redis
 from rq import Worker
 from rq.registry import FinishedJobRegistry
 
-from clients.ops.stack import fbgp_env, free_port, start_redis
-from service.app import app
-from service.queues import REFIT, fetch_job
-from service.settings import Settings, get_settings
+from fbgp_al.clients.ops.stack import fbgp_env, free_port, start_redis
+from fbgp_al.service.app import app
+from fbgp_al.service.queues import REFIT, fetch_job
+from fbgp_al.service.settings import Settings, get_settings
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
@@ -78,7 +78,7 @@ class Link:
         command line."""
         with open(log, "w") as out:
             process = subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, sys.executable, "-m", "clients.ops.cli",
+                ["ip", "netns", "exec", self.netns, sys.executable, "-m", "fbgp_al.clients.ops.cli",
                  "worker", "--name", name],
                 env=fbgp_env(redis_url=redis_url), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
@@ -181,7 +181,9 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
     # RQ's records of the refits: all run by the worker in the namespace
     finished = FinishedJobRegistry(REFIT, connection=connection).get_job_ids()
     jobs = [fetch_job(job_id, connection) for job_id in finished]
-    assert any(job.func_name == "worker.jobs.refit" for job in jobs), [j.func_name for j in jobs]
+    assert any(job.func_name == "fbgp_al.worker.jobs.refit" for job in jobs), [
+        j.func_name for j in jobs
+    ]
     assert {job.worker_name for job in jobs} == {"remote-worker"}
 
 

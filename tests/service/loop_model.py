@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from service import loop
-from service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
-from service.store import rules as store_rules
+from fbgp_al.service import loop
+from fbgp_al.service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
+from fbgp_al.service.store import rules as store_rules
 
 START = 1_000_000.0  # the clock at the start of a run
 YS = (0.0, 1.0, 2.5)  # few values, so that a ticket's label comes again, or differs

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Worker
 
-from service import capacity
-from service.app import app
-from service.settings import Settings, get_settings
+from fbgp_al.service import capacity
+from fbgp_al.service.app import app
+from fbgp_al.service.settings import Settings, get_settings
 from tests.conftest import start_redis, start_worker, stop
 from tests.service.test_observability import _scrape, _value
 

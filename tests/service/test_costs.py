@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from service.costs import (
+from fbgp_al.service.costs import (
     call_seconds,
     long_call,
     long_refit,
@@ -14,7 +14,7 @@ from service.costs import (
     scoring,
     short_timeout,
 )
-from service.settings import Settings
+from fbgp_al.service.settings import Settings
 
 X = {"name": "x", "lower": 0.0, "upper": 1.0}
 # a count of draws (no target): 2 chains x (100 warm-up + 50 samples), thinned by 5

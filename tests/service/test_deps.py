@@ -12,10 +12,10 @@ import httpx
 import pytest
 from redis import Redis
 
-from clients.client import ApiError, FbgpClient
-from clients.ops import run, simulate
-from clients.runner import run_simulator
-from service.settings import Settings, get_settings
+from fbgp_al.clients.client import ApiError, FbgpClient
+from fbgp_al.clients.ops import run, simulate
+from fbgp_al.clients.runner import run_simulator
+from fbgp_al.service.settings import Settings, get_settings
 from tests.conftest import start_api, stop
 from tests.service.conftest import guarded_body as _body
 
@@ -243,7 +243,7 @@ def test_a_campaign_token_opens_its_campaign_only(guarded):
 
 
 def test_token_is_required_when_configured(client, settings, make_body):
-    from service.app import app
+    from fbgp_al.service.app import app
 
     app.dependency_overrides[get_settings] = lambda: Settings(
         redis_url=settings.redis_url, api_token="s3cret"

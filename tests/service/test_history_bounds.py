@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Worker
 
-from service.app import app
-from service.settings import Settings, get_settings
-from service.store import CampaignStore
+from fbgp_al.service.app import app
+from fbgp_al.service.settings import Settings, get_settings
+from fbgp_al.service.store import CampaignStore
 from tests.conftest import start_redis, start_worker, stop
 from tests.service.conftest import label_design, wait_for_model
 

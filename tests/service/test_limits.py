@@ -2,13 +2,13 @@
 422 that names the limit and its variable, and nothing is stored; what the presets, the paper's
 protocol and the tooling send stays within them."""
 
-from clients.ops import adversarial, soak
-from clients.reproduction.protocol import ITERATIONS, campaign_body
-from clients.reproduction.runs import paper_body
-from service import limits
-from service.schemas.campaigns import CampaignCreate
-from service.settings import Settings
-from worker.spec.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
+from fbgp_al.clients.ops import adversarial, soak
+from fbgp_al.clients.reproduction.protocol import ITERATIONS, campaign_body
+from fbgp_al.clients.reproduction.runs import paper_body
+from fbgp_al.service import limits
+from fbgp_al.service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.settings import Settings
+from fbgp_al.worker.spec.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
 
 
 def _rejected(r, name: str) -> str:

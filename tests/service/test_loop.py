@@ -19,10 +19,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from clients.simulators import get_simulator
-from service import loop
-from service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
-from service.store import rules as store_rules
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.service import loop
+from fbgp_al.service.loop import LabelOutcome, RefitPhase, RenewOutcome, RunOutcome
+from fbgp_al.service.store import rules as store_rules
 from tests.service.loop_model import (
     LATE_LABEL,
     REASONS,

@@ -12,10 +12,10 @@ import pytest
 import uvicorn
 from fastapi.responses import JSONResponse
 
-from clients.ops.stack import free_port
-from service import errors, server
-from service.errors import JobFailed
-from service.main import App
+from fbgp_al.clients.ops.stack import free_port
+from fbgp_al.service import errors, server
+from fbgp_al.service.errors import JobFailed
+from fbgp_al.service.main import App
 from tests.conftest import start_api, stop
 from tests.service.conftest import LIMIT
 from tests.service.conftest import admin_client as _admin
@@ -132,8 +132,8 @@ def test_a_large_body_is_parsed_and_answered_off_the_event_loop(monkeypatch):
     from fastapi.testclient import TestClient
     from pydantic import BaseModel
 
-    from service.middleware import OffTheLoop
-    from service.settings import get_settings
+    from fbgp_al.service.middleware import OffTheLoop
+    from fbgp_al.service.settings import get_settings
 
     class Points(BaseModel):
         x: list[float]

@@ -6,7 +6,7 @@ import logging
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 
-from service.observability import JsonFormatter
+from fbgp_al.service.observability import JsonFormatter
 from tests.service.conftest import label_design, wait_for_model
 
 

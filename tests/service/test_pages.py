@@ -108,7 +108,7 @@ def test_a_picture_is_drawn_once_per_change_however_many_ask(client, make_body, 
 
     from redis import Redis
 
-    from service import pages
+    from fbgp_al.service import pages
 
     campaign = _with_model(client, make_body)
     drawn = []

@@ -13,8 +13,8 @@ from redis import Redis
 from rq import Queue, Worker
 from rq.job import JobStatus
 
-from service.costs import long_refit, refit_work
-from service.queues import (
+from fbgp_al.service.costs import long_refit, refit_work
+from fbgp_al.service.queues import (
     HIGH,
     HIGH_LONG,
     LIGHT,
@@ -32,11 +32,11 @@ from service.queues import (
     take_turns,
     tenant,
 )
-from service.settings import Settings, get_settings
-from service.store import CampaignStore
+from fbgp_al.service.settings import Settings, get_settings
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 from tests.conftest import start_worker
 from tests.service.conftest import label_design, wait_for_model
-from worker.spec.defaults import MCMC_DEFAULTS
 
 BIG = {"chains": 2, "warmup": 2000, "samples": 10_000, "thinning": 100}
 
@@ -270,12 +270,12 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
     worker has just taken off the queue is alive until its work horse starts it."""
     from rq import Worker
 
-    from service import queues
-    from service.queues import REFIT, job_alive
+    from fbgp_al.service import queues
+    from fbgp_al.service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
     queue = queues.queue(REFIT, redis)
-    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-1")
+    job = queue.enqueue_call("fbgp_al.worker.jobs.refit", args=("c",), job_id="refit-1")
     assert job_alive(redis, "refit-1")
     # a worker's dequeue: off the queue, but its work horse has not started it yet
     assert Queue.dequeue_any([queue], None, connection=redis)[0].id == "refit-1"
@@ -304,12 +304,12 @@ def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
     alive (judged dead, its refit would be enqueued again and the running one superseded)."""
     from rq import Worker
 
-    from service import queues
-    from service.queues import REFIT, job_alive
+    from fbgp_al.service import queues
+    from fbgp_al.service.queues import REFIT, job_alive
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
     queue = queues.queue(REFIT, redis)
-    job = queue.enqueue_call("worker.jobs.refit", args=("c",), job_id="refit-2")
+    job = queue.enqueue_call("fbgp_al.worker.jobs.refit", args=("c",), job_id="refit-2")
     worker = Worker([queue], connection=redis, name="starts-it")
     worker.register_birth()
     position = Queue.get_job_position
@@ -335,11 +335,11 @@ def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
     """A DELETE answered 500 when a worker took one of the campaign's jobs between the look at
     its status (queued) and the cancel: RQ 3's cancel then raises ValueError (the run's
     execution record is not there yet). The job is taken off its queue and stopped instead."""
-    from service.queues import _cancel
+    from fbgp_al.service.queues import _cancel
 
     connection = Redis.from_url(redis_url)
     nobody = queue(f"fbgp-test-nobody-{time.time_ns()}", connection)
-    job = nobody.enqueue_call("worker.jobs.refit", args=("gone",))
+    job = nobody.enqueue_call("fbgp_al.worker.jobs.refit", args=("gone",))
     job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
     connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
     with pytest.raises(ValueError):

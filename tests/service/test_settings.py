@@ -2,7 +2,7 @@
 
 import pytest
 
-from service.settings import Settings
+from fbgp_al.service.settings import Settings
 
 
 @pytest.mark.parametrize("limit", ["limit_mcmc_iterations", "limit_labels", "limit_pending"])

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from redis import Redis
 
-from service import stopping
-from service.keys import PHASES
-from service.store import CampaignStore
+from fbgp_al.service import stopping
+from fbgp_al.service.keys import PHASES
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.spec.defaults import STOP_TARGETS
 from tests.service.conftest import label_design
-from worker.spec.defaults import STOP_TARGETS
 
 YS = [0.3, 0.9, -0.2]
 
@@ -182,7 +182,7 @@ def test_the_sdk_sees_the_stop_and_resumes(api_url, make_body):
     """A rule met by the first model (patience 1 from the design's size): the SDK's /next says
     done, its status and model carry the stop and the estimates, and it resumes the campaign
     under a new rule that is not met."""
-    from clients.client import ApiError, FbgpClient
+    from fbgp_al.clients.client import ApiError, FbgpClient
 
     stop = {"qbc_relative": 100.0, "min_labels": 3, "patience": 1}
     with FbgpClient(api_url) as api:

@@ -3,8 +3,8 @@ refit never enqueued, a dead one, told apart by the clock and RQ's facts about i
 
 from __future__ import annotations
 
-from service.loop import Refit, RefitPhase
-from service.supervision import (
+from fbgp_al.service.loop import Refit, RefitPhase
+from fbgp_al.service.supervision import (
     JobFacts,
     RefitCondition,
     refit_condition,

@@ -13,7 +13,7 @@ from redis import Redis
 from rq import Queue
 from rq.serializers import DefaultSerializer, JSONSerializer
 
-from service.queues import HIGH, REFIT
+from fbgp_al.service.queues import HIGH, REFIT
 
 
 class Touch:
@@ -45,10 +45,13 @@ def test_a_pickled_or_foreign_job_runs_nothing_and_the_worker_goes_on(
     pickled, named = tmp_path / "unpickled", tmp_path / "called"
     # RQ's default serializer: a pickle whose loading calls Path.touch, on the high queue and
     # on a refit queue
-    attacker = [Queue(name, connection=redis, serializer=DefaultSerializer)
-                for name in (HIGH, REFIT)]  # fmt: skip
-    jobs = [q.enqueue_call("worker.jobs.predict", args=(Touch(pickled), [[1.0]]))
-            for q in attacker]  # fmt: skip
+    attacker = [
+        Queue(name, connection=redis, serializer=DefaultSerializer) for name in (HIGH, REFIT)
+    ]
+    jobs = [
+        q.enqueue_call("fbgp_al.worker.jobs.predict", args=(Touch(pickled), [[1.0]]))
+        for q in attacker
+    ]
     # valid JSON, naming a function that is not one of the jobs
     for name in (HIGH, REFIT):
         foreign = Queue(name, connection=redis, serializer=JSONSerializer)
@@ -72,13 +75,14 @@ def test_a_pickled_or_foreign_job_runs_nothing_and_the_worker_goes_on(
 def test_a_pickle_in_a_jobs_record_runs_nothing_where_the_api_stops_it(redis_url, tmp_path):
     """The API reads a campaign's jobs to stop them (a delete, a failure): a job record whose
     ``meta`` an attacker replaced by a pickle is read without loading it."""
-    from service.queues import stop_jobs
+    from fbgp_al.service.queues import stop_jobs
 
     redis = Redis.from_url(redis_url)
     marker = tmp_path / "unpickled"
-    nobody = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=redis,
-                   serializer=JSONSerializer)  # fmt: skip
-    job = nobody.enqueue_call("worker.jobs.refit", args=["gone"])
+    nobody = Queue(
+        f"fbgp-test-nobody-{time.time_ns()}", connection=redis, serializer=JSONSerializer
+    )
+    job = nobody.enqueue_call("fbgp_al.worker.jobs.refit", args=["gone"])
     redis.hset(job.key, "meta", pickle.dumps(Touch(marker)))
     stop_jobs(redis, [job.id])
     assert not marker.exists(), "the API loaded a pickle from Redis"
@@ -93,17 +97,23 @@ def test_a_job_naming_a_callback_or_a_webhook_is_refused_and_neither_is_used(red
     from rq.callbacks import Callback
     from rq.webhook import Webhook
 
-    from service.queues import Refused, fetch_job
+    from fbgp_al.service.queues import Refused, fetch_job
 
     redis = Redis.from_url(redis_url)
-    nobody = Queue(f"fbgp-test-nobody-{time.time_ns()}", connection=redis,
-                   serializer=JSONSerializer)  # fmt: skip
-    plain = nobody.enqueue_call("worker.jobs.predict", args=["c", [[1.0]]])
-    called = nobody.enqueue_call("worker.jobs.predict", args=["c", [[1.0]]],
-                                 on_failure=Callback("os.system"))  # fmt: skip
-    hooked = nobody.enqueue("worker.jobs.predict", "c", [[1.0]],
-                            webhooks=[Webhook("http://example.invalid/", "failed")])  # fmt: skip
-    assert fetch_job(plain.id, redis).func_name == "worker.jobs.predict"
+    nobody = Queue(
+        f"fbgp-test-nobody-{time.time_ns()}", connection=redis, serializer=JSONSerializer
+    )
+    plain = nobody.enqueue_call("fbgp_al.worker.jobs.predict", args=["c", [[1.0]]])
+    called = nobody.enqueue_call(
+        "fbgp_al.worker.jobs.predict", args=["c", [[1.0]]], on_failure=Callback("os.system")
+    )
+    hooked = nobody.enqueue(
+        "fbgp_al.worker.jobs.predict",
+        "c",
+        [[1.0]],
+        webhooks=[Webhook("http://example.invalid/", "failed")],
+    )
+    assert fetch_job(plain.id, redis).func_name == "fbgp_al.worker.jobs.predict"
     for job_id, why in ((called.id, "callback"), (hooked.id, "webhook")):
         job = fetch_job(job_id, redis)
         with pytest.raises(Refused, match=why):
@@ -119,17 +129,22 @@ def test_a_refit_queued_as_a_pickle_before_an_upgrade_fails_and_is_revived(
     are upgraded: the worker refuses it, and the campaign's refit is revived as a dead one's
     (by ``/next`` or a worker's maintenance): one ``refit_failed`` in its history, then its
     model."""
-    from service import queues
-    from service.store import CampaignStore
+    from fbgp_al.service import queues
+    from fbgp_al.service.store import CampaignStore
 
     redis = Redis.from_url(settings.redis_url)
     store = CampaignStore(redis)
 
     def as_before(connection, campaign_id, job_id, timeout, spec, long=False):
-        before = Queue(queues.lane(spec, long), connection=connection,
-                       serializer=DefaultSerializer)  # fmt: skip
-        return before.enqueue_call("worker.jobs.refit", args=(campaign_id,), timeout=timeout,
-                                   result_ttl=600, failure_ttl=86400, job_id=job_id)  # fmt: skip
+        before = Queue(queues.lane(spec, long), connection=connection, serializer=DefaultSerializer)
+        return before.enqueue_call(
+            "fbgp_al.worker.jobs.refit",
+            args=(campaign_id,),
+            timeout=timeout,
+            result_ttl=600,
+            failure_ttl=86400,
+            job_id=job_id,
+        )
 
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     monkeypatch.setattr(queues, "enqueue_refit", as_before)

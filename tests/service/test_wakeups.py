@@ -15,8 +15,8 @@ import time
 import httpx
 import pytest
 
-from clients.ops.load_benchmark import probe_healthz
-from service.wakeups import Waiters
+from fbgp_al.clients.ops.load_benchmark import probe_healthz
+from fbgp_al.service.wakeups import Waiters
 from tests.conftest import start_api, stop
 
 TICKETS = [{"ticket": f"t{i}", "x": [float(i)]} for i in range(8)]

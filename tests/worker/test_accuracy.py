@@ -9,9 +9,9 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from worker import accuracy
-from worker.gp import predict, rbf
-from worker.transforms import DTYPE, OutputStandardization
+from fbgp_al.worker import accuracy
+from fbgp_al.worker.gp import predict, rbf
+from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 
 
 def _data(n=12, d=2, draws=7, seed=0):
@@ -134,9 +134,9 @@ def test_one_draw_has_no_disagreement():
 def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypatch):
     from types import SimpleNamespace
 
-    from worker import fitting
-    from worker.spec.design import GridPool
-    from worker.spec.space import Space
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.spec.design import GridPool
+    from fbgp_al.worker.spec.space import Space
 
     seen = []
     monkeypatch.setattr(accuracy, "summary",

@@ -14,16 +14,16 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-from worker import acquisition, fitting, scoring
-from worker.acquisition import (
+from fbgp_al.worker import acquisition, fitting, scoring
+from fbgp_al.worker.acquisition import (
     ACQUISITIONS,
     evaluate,
     greedy_batch,
     greedy_batch_outputs,
     mixture_entropy,
 )
-from worker.gp import predict
-from worker.mcmc import Posterior
+from fbgp_al.worker.gp import predict
+from fbgp_al.worker.mcmc import Posterior
 
 D = torch.float64
 
@@ -132,7 +132,7 @@ def test_random_is_seeded_and_unknown_names_are_rejected(setting):
 def test_chunked_scoring_equals_unchunked(setting, monkeypatch):
     post, u, z, cand = setting
     whole = {name: evaluate(name, post, u, z, cand) for name in ("qb-mgp", "bald")}
-    import worker.gp as gp
+    import fbgp_al.worker.gp as gp
 
     monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 30 * 10 * 16)  # 16 candidates per chunk
     monkeypatch.setattr(acquisition, "QUADRATURE_ELEMENTS", 30 * 64 * 8)
@@ -141,7 +141,7 @@ def test_chunked_scoring_equals_unchunked(setting, monkeypatch):
 
 
 def test_greedy_batch_spreads_out_and_respects_pending(setting):
-    from worker.acquisition import greedy_batch
+    from fbgp_al.worker.acquisition import greedy_batch
 
     post, u, z, _ = setting
     cand = torch.rand(400, 2, generator=torch.Generator().manual_seed(9), dtype=D)
@@ -220,8 +220,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BATCH_MEMORY = """
 import resource, torch
 torch.set_num_threads(1)
-from worker.acquisition import greedy_batch
-from worker.mcmc import Posterior
+from fbgp_al.worker.acquisition import greedy_batch
+from fbgp_al.worker.mcmc import Posterior
 g = torch.Generator().manual_seed(0)
 D = torch.float64
 u, z = torch.rand(10, 2, generator=g, dtype=D), torch.randn(10, generator=g, dtype=D)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from clients.simulators import get_simulator
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker import answers, fitting
+from fbgp_al.worker.spec.design import GridPool
 from tests.worker.known_noise import SPEC
 from tests.worker.known_noise import labels as _labels
-from worker import answers, fitting
-from worker.spec.design import GridPool
 
 
 def _kernel(a, b, lengthscale):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from worker import acquisition, answers
-from worker.acquisition import ACQUISITIONS, evaluate, greedy_batch, scorer
-from worker.gp import Conditioned, predictive_covariance
-from worker.mcmc import Posterior
+from fbgp_al.worker import acquisition, answers
+from fbgp_al.worker.acquisition import ACQUISITIONS, evaluate, greedy_batch, scorer
+from fbgp_al.worker.gp import Conditioned, predictive_covariance
+from fbgp_al.worker.mcmc import Posterior
 
 D = torch.float64
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from clients.reproduction.core_data import campaign_data
-from worker.cold_start import initial_points
-from worker.mcmc import sample_posterior
-from worker.potential import GPPotential
+from fbgp_al.clients.reproduction.core_data import campaign_data
+from fbgp_al.worker.cold_start import initial_points
+from fbgp_al.worker.mcmc import sample_posterior
+from fbgp_al.worker.potential import GPPotential
 
 # The reproduction's first 100 Ishigami points (its QB-MGP campaign of run 0): two modes of
 # (log l_1, log l_2, log l_3, log s2). The major one (log posterior -101.6, Laplace mass about

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from worker import answers, effects, fitting
-from worker.spec.pools import pool_of
-from worker.spec.space import Space
+from fbgp_al.worker import answers, effects, fitting
+from fbgp_al.worker.spec.pools import pool_of
+from fbgp_al.worker.spec.space import Space
 
 SPEC = {
     "inputs": [{"name": "load", "lower": 0.0, "upper": 10.0},

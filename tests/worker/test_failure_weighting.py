@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from worker import fitting
-from worker.acquisition import batch_scores
-from worker.acquisition import evaluate as acquisition_values
-from worker.feasibility import Classifier, Constant
-from worker.feasibility.campaign import MAX_RUNS, FailureModel, bounded, fit_campaign
-from worker.fitting.ranking import candidates_of
-from worker.scoring import combined_scores
-from worker.spec.design import GridPool
-from worker.spec.space import Space
+from fbgp_al.worker import fitting
+from fbgp_al.worker.acquisition import batch_scores
+from fbgp_al.worker.acquisition import evaluate as acquisition_values
+from fbgp_al.worker.feasibility import Classifier, Constant
+from fbgp_al.worker.feasibility.campaign import MAX_RUNS, FailureModel, bounded, fit_campaign
+from fbgp_al.worker.fitting.ranking import candidates_of
+from fbgp_al.worker.scoring import combined_scores
+from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.spec.space import Space
 
 SPEC = {
     "inputs": [{"name": n, "lower": 0.0, "upper": 1.0} for n in ("a", "b")],

@@ -13,8 +13,8 @@ from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from worker import feasibility as fe
-from worker.feasibility import classifier
+from fbgp_al.worker import feasibility as fe
+from fbgp_al.worker.feasibility import classifier
 
 
 def _corner(n: int, seed: int):

@@ -14,15 +14,15 @@ import pytest
 import torch
 from scipy.stats import gaussian_kde
 
-from clients.reproduction.noise_free import campaign
-from service import stopping
+from fbgp_al.clients.reproduction.noise_free import campaign
+from fbgp_al.service import stopping
+from fbgp_al.worker import answers, fitting
+from fbgp_al.worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
+from fbgp_al.worker.potential import GPPotential
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, STOP_TARGETS
+from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.spec.space import Space
 from tests.worker.test_mcmc import _assert_matches, _quadrature
-from worker import answers, fitting
-from worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
-from worker.potential import GPPotential
-from worker.spec.defaults import MCMC_DEFAULTS, STOP_TARGETS
-from worker.spec.design import GridPool
-from worker.spec.space import Space
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],
@@ -144,8 +144,8 @@ def _in_parts(k):
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
-    from worker import fitting
-    from worker.spec.design import GridPool
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.spec.design import GridPool
 
     spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
             "pool": {"type": "grid", "points_per_dim": 30}, "pool_subsample": 600,

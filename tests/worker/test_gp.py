@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from worker import gp
-from worker.gp import Conditioned
+from fbgp_al.worker import gp
+from fbgp_al.worker.gp import Conditioned
 
 D = torch.float64
 

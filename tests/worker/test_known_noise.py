@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import torch
 
+from fbgp_al.worker import fitting
 from tests.worker.known_noise import SPEC
 from tests.worker.known_noise import labels as _labels
-from worker import fitting
 
 
 def test_prepare_puts_the_noise_in_the_gps_units():

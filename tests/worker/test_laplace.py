@@ -13,10 +13,9 @@ import pytest
 import torch
 from scipy.stats import genpareto
 
-from tests.worker.test_mcmc import _assert_matches, _data, _quadrature
-from worker import fitting, laplace
-from worker.fitting import posteriors
-from worker.laplace import (
+from fbgp_al.worker import fitting, laplace
+from fbgp_al.worker.fitting import posteriors
+from fbgp_al.worker.laplace import (
     khat_limit,
     laplace_posterior,
     mixture_draws,
@@ -24,11 +23,12 @@ from worker.laplace import (
     proposal_count,
     psis,
 )
-from worker.potential import GPPotential
-from worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS
-from worker.spec.design import GridPool
-from worker.spec.sampler import sampler_line
-from worker.warm_start import usable
+from fbgp_al.worker.potential import GPPotential
+from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS
+from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.warm_start import usable
+from tests.worker.test_mcmc import _assert_matches, _data, _quadrature
 
 
 @pytest.mark.parametrize("shape", [0.1, 0.5, 0.9])
@@ -113,7 +113,7 @@ def test_the_check_has_teeth_a_mixture_too_narrow_fails_it(concentrated, monkeyp
         return 25 * h, scale / 5, half_log_det + math.log(5) * len(x)
 
     monkeypatch.setattr(laplace, "mode_gaussian", narrow)
-    monkeypatch.setattr("worker.cold_start.mode_gaussian", narrow)
+    monkeypatch.setattr("fbgp_al.worker.cold_start.mode_gaussian", narrow)
     d = laplace_posterior(u, z, seed=3).diagnostics
     assert d["khat"] > d["khat_limit"], d
 

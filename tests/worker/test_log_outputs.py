@@ -12,10 +12,10 @@ import pytest
 import torch
 from scipy.stats import lognorm, multivariate_normal
 
-from worker import accuracy, answers, fitting
-from worker.gp import predict
-from worker.spec.design import GridPool
-from worker.transforms import DTYPE, OutputStandardization
+from fbgp_al.worker import accuracy, answers, fitting
+from fbgp_al.worker.gp import predict
+from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

@@ -9,16 +9,16 @@ import pytest
 import torch
 from scipy.stats import gaussian_kde
 
-from worker import nuts
-from worker.convergence import convergence
-from worker.gp import log_marginal_likelihood
-from worker.mcmc import (
+from fbgp_al.worker import nuts
+from fbgp_al.worker.convergence import convergence
+from fbgp_al.worker.gp import log_marginal_likelihood
+from fbgp_al.worker.mcmc import (
     Posterior,
     Target,
     posterior_mode_index,
     sample_posterior,
 )
-from worker.warm_start import warm_min_ess
+from fbgp_al.worker.warm_start import warm_min_ess
 
 D = torch.float64
 QUANTILES = (0.05, 0.5, 0.95)
@@ -116,7 +116,7 @@ def test_quadrature_check_catches_a_wrong_posterior(one_mode):
     """The check has teeth: draws of a sampler whose prior were N(0, 1) instead of N(0, 3) on the
     logs fail it."""
     u, z = one_mode
-    import worker.potential as potential
+    import fbgp_al.worker.potential as potential
 
     original = potential.PRIOR_VARIANCE
     try:
@@ -236,7 +236,7 @@ def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
     """60 noisy points of Gramacy & Lee's function: the oscillating fit (log l ~ -3.2) has e^15
     times the density of the smooth, noisy one (log l ~ -1.6) that chains started uniformly in
     [-2, 2] stay in."""
-    from clients.simulators import get_simulator
+    from fbgp_al.clients.simulators import get_simulator
 
     sim = get_simulator("gramacy1d")
     rng = np.random.default_rng(0)
@@ -253,7 +253,7 @@ def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
 
 # the service's default settings (worker.spec.defaults), sampling to a target
 def _default(**changes):
-    from worker.spec.defaults import MCMC_DEFAULTS
+    from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 
     mcmc = {**MCMC_DEFAULTS, **changes}
     kw = {"warm_warmup": mcmc["warm_warmup"], "init": mcmc["init"], "metric": mcmc["metric"],
@@ -473,7 +473,7 @@ def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
     the draws. Held as Stan holds it, it is N log10 N there, and pyro's own elsewhere."""
     from pyro.ops.stats import effective_sample_size
 
-    from worker.convergence import _rank_normalized, _split, bounded_ess
+    from fbgp_al.worker.convergence import _rank_normalized, _split, bounded_ess
 
     rng = np.random.default_rng(0)
     t = np.arange(60)
@@ -496,8 +496,8 @@ def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
 def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     """worker.fitting as the service calls it: a campaign's `draws` make a target (a chain group
     runs to its share), and its model scores with that many draws spread over the chains."""
-    from worker import fitting
-    from worker.spec.design import GridPool
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.spec.design import GridPool
 
     mcmc = {"chains": 2, "warmup": 60, "samples": 20, "thinning": 2, "draws": 40,
             "max_samples": 200, "metric": "dense", "warm_start": True}  # fmt: skip

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from worker import nuts
+from fbgp_al.worker import nuts
 
 SCALES = np.array([1.0, 10.0, 0.1])
 

@@ -3,7 +3,7 @@ estimate of the inverse mass matrix against numpy's covariance."""
 
 import numpy as np
 
-from worker import nuts_adaptation
+from fbgp_al.worker import nuts_adaptation
 
 
 def test_stan_adaptation_windows():

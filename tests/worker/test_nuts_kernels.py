@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from worker.nuts_kernels import _logaddexp, _mass_times, _turned
+from fbgp_al.worker.nuts_kernels import _logaddexp, _mass_times, _turned
 
 
 @pytest.mark.parametrize("a,b", [(0.0, 0.0), (-1000.0, -1001.5), (3.0, -math.inf),

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from worker import answers, fitting, scoring
-from worker.acquisition import evaluate
-from worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
-from worker.spec.design import GridPool
+from fbgp_al.worker import answers, fitting, scoring
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
+from fbgp_al.worker.spec.design import GridPool
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

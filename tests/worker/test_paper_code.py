@@ -10,12 +10,12 @@ import torch
 from scipy.special import logsumexp
 from scipy.stats import lognorm, multivariate_normal, norm
 
-from worker import answers, fitting
-from worker.acquisition import evaluate
-from worker.mcmc import Posterior, sample_posterior
-from worker.mode import mode_index, raw_kde_mode_index
-from worker.potential import PRIOR_VARIANCE, GPPotential
-from worker.spec.design import GridPool
+from fbgp_al.worker import answers, fitting
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.mcmc import Posterior, sample_posterior
+from fbgp_al.worker.mode import mode_index, raw_kde_mode_index
+from fbgp_al.worker.potential import PRIOR_VARIANCE, GPPotential
+from fbgp_al.worker.spec.design import GridPool
 
 SPEC = {
     "inputs": [

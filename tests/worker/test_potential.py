@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy.stats import multivariate_normal
 
-from worker.gp import log_marginal_likelihood
-from worker.potential import GPPotential
+from fbgp_al.worker.gp import log_marginal_likelihood
+from fbgp_al.worker.potential import GPPotential
 
 D = torch.float64
 
@@ -78,7 +78,7 @@ def test_large_n_matches_autograd(n, d):
 
 
 def test_a_large_batch_goes_in_chunks_with_the_same_answer(monkeypatch):
-    import worker.potential as module
+    import fbgp_al.worker.potential as module
 
     rng = np.random.default_rng(0)
     u, z = rng.random((30, 2)), rng.standard_normal(30)

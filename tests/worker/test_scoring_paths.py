@@ -7,16 +7,16 @@ import math
 import pytest
 import torch
 
-from tests.worker.test_acquisition import _plain_mixture_entropy
-from worker import gp
-from worker.acquisition import (
+from fbgp_al.worker import gp
+from fbgp_al.worker.acquisition import (
     DrawGPs,
     batch_scores,
     evaluate,
     greedy_batch,
     greedy_batch_outputs,
 )
-from worker.mcmc import Posterior
+from fbgp_al.worker.mcmc import Posterior
+from tests.worker.test_acquisition import _plain_mixture_entropy
 
 D = torch.float64
 

@@ -13,9 +13,9 @@ import pytest
 from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
-from worker import sensitivity
-from worker.spec import sobol
-from worker.spec.space import Space
+from fbgp_al.worker import sensitivity
+from fbgp_al.worker.spec import sobol
+from fbgp_al.worker.spec.space import Space
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PI = math.pi
@@ -228,7 +228,7 @@ def test_monte_carlo_method_agrees_with_the_closed_form_on_a_stored_model():
 
 def test_the_closed_form_needs_numpy_alone():
     """The SDK's Metamodel may call it: importing it loads no torch nor scipy."""
-    code = ("import sys, worker.spec.sobol;"
+    code = ("import sys, fbgp_al.worker.spec.sobol;"
             "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
             "assert not loaded, loaded")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -256,7 +256,7 @@ def test_ishigami_150_labels_and_nuts_give_the_analytic_indices_and_salib_agrees
     closed form within its 95% confidence interval."""
     from scipy.stats import qmc
 
-    from worker import fitting
+    from fbgp_al.worker import fitting
 
     space = Space.of([{"name": f"x{i}", "lower": -PI, "upper": PI} for i in (1, 2, 3)])
     v = qmc.LatinHypercube(d=3, seed=11).random(150)

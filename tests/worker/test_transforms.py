@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from worker.transforms import OutputStandardization
+from fbgp_al.worker.transforms import OutputStandardization
 
 
 def test_outputs_standardized_with_ddof1():

@@ -1,10 +1,10 @@
 """A campaign's pictures (:mod:`worker.views`): a known-noise model is drawn with its labels'
 noise."""
 
+from fbgp_al.worker import fitting, views
+from fbgp_al.worker.spec.design import GridPool
 from tests.worker.known_noise import SPEC
 from tests.worker.known_noise import labels as _labels
-from worker import fitting, views
-from worker.spec.design import GridPool
 
 
 def test_the_campaign_page_draws_a_known_noise_model():

@@ -44,9 +44,15 @@ hyperparameters), :mod:`.classifier` (the fitted model, stored as JSON, and :fun
 the acquisition). This face names what the rest of the product uses.
 """
 
-from worker.feasibility.classifier import Classifier, Constant, condition, fit, from_dict
-from worker.feasibility.ep import EP_MAX_TAU, EP_SWEEPS, EP_TOL, Sites, expectation_propagation
-from worker.feasibility.evidence import (
+from fbgp_al.worker.feasibility.classifier import Classifier, Constant, condition, fit, from_dict
+from fbgp_al.worker.feasibility.ep import (
+    EP_MAX_TAU,
+    EP_SWEEPS,
+    EP_TOL,
+    Sites,
+    expectation_propagation,
+)
+from fbgp_al.worker.feasibility.evidence import (
     EVIDENCE,
     RESTARTS,
     _prior,
@@ -54,8 +60,8 @@ from worker.feasibility.evidence import (
     log_marginal,
     log_prior,
 )
-from worker.feasibility.laplace import Mode, posterior_mode
-from worker.feasibility.likelihoods import (
+from fbgp_al.worker.feasibility.laplace import Mode, posterior_mode
+from fbgp_al.worker.feasibility.likelihoods import (
     INFERENCE,
     INFERENCES,
     JITTERS,

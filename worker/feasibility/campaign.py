@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.feasibility.classifier import Classifier, Constant, fit, from_dict
-from worker.spec.defaults import failure_options
-from worker.spec.space import Space
+from fbgp_al.worker.feasibility.classifier import Classifier, Constant, fit, from_dict
+from fbgp_al.worker.spec.defaults import failure_options
+from fbgp_al.worker.spec.space import Space
 
 # The most runs the classifier is fitted on (measured: docs/benchmarks.md, "Failure model in the
 # refit": on the 2-core VM, in 3-D, a fit took 0.18 s at 100 runs, 0.68 s at 200, 1.86 s at 300)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg, special
 
-from worker.feasibility.evidence import EVIDENCE, RESTARTS, hyperparameters, log_marginal
-from worker.feasibility.likelihoods import (
+from fbgp_al.worker.feasibility.evidence import EVIDENCE, RESTARTS, hyperparameters, log_marginal
+from fbgp_al.worker.feasibility.likelihoods import (
     CHUNK_ELEMENTS,
     INFERENCE,
     LIKELIHOOD,

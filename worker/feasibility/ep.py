@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from worker.feasibility.likelihoods import LOG_SQRT_2PI, _cholesky
+from fbgp_al.worker.feasibility.likelihoods import LOG_SQRT_2PI, _cholesky
 
 # EP: stop when log Z_EP moves by less than this after a sweep; sites' precisions capped
 EP_TOL = 1e-10

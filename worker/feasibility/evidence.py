@@ -8,9 +8,9 @@ import math
 import numpy as np
 from scipy import linalg, optimize
 
-from worker.feasibility.ep import expectation_propagation
-from worker.feasibility.laplace import posterior_mode
-from worker.feasibility.likelihoods import (
+from fbgp_al.worker.feasibility.ep import expectation_propagation
+from fbgp_al.worker.feasibility.laplace import posterior_mode
+from fbgp_al.worker.feasibility.likelihoods import (
     INFERENCES,
     LIKELIHOOD,
     LOG_SQRT_2PI,

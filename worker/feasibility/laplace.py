@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from worker.feasibility.likelihoods import LIKELIHOOD, _cholesky, likelihood_terms
+from fbgp_al.worker.feasibility.likelihoods import LIKELIHOOD, _cholesky, likelihood_terms
 
 # Newton for the mode: stop when the objective rises by less than this (as scikit-learn)
 NEWTON_TOL = 1e-10

@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from worker.fitting.outputs import (
+from fbgp_al.worker.fitting.outputs import (
     OutputFit,
     fit_outputs,
     multi_model_and_ranking,
     prepare_outputs,
     worst_accuracy,
 )
-from worker.fitting.posteriors import (
+from fbgp_al.worker.fitting.posteriors import (
     Data,
     chains,
     failure_model,
@@ -32,10 +32,10 @@ from worker.fitting.posteriors import (
     uses_laplace,
     warm_start_of,
 )
-from worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
-from worker.mcmc import MODE_DRAWS, Posterior
-from worker.spec.defaults import output_names
-from worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
+from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
+from fbgp_al.worker.spec.defaults import output_names
+from fbgp_al.worker.spec.design import GridPool, PointPool
 
 __all__ = [
     "Data", "OutputFit", "Sampled", "Share", "accuracy_of", "chains", "failure_model", "fit",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from worker.feasibility.campaign import FailureModel
-from worker.fitting.posteriors import Data, posterior, prepare
-from worker.fitting.ranking import (
+from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.fitting.posteriors import Data, posterior, prepare
+from fbgp_al.worker.fitting.ranking import (
     Share,
     accuracy_of,
     best_of,
@@ -19,9 +19,9 @@ from worker.fitting.ranking import (
     scores_of,
     weighed,
 )
-from worker.mcmc import MODE_DRAWS, Posterior
-from worker.scoring import Output, Scoring
-from worker.spec.defaults import (
+from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
+from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.spec.defaults import (
     MAX_BATCH,
     STOP_TARGETS,
     output_labels,
@@ -29,7 +29,7 @@ from worker.spec.defaults import (
     output_spec,
     output_weights,
 )
-from worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.spec.design import GridPool, PointPool
 
 
 @dataclass(frozen=True)

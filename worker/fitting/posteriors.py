@@ -8,16 +8,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from worker.feasibility.campaign import fit_campaign
-from worker.laplace import laplace_posterior
-from worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
-from worker.spec.defaults import (
+from fbgp_al.worker.feasibility.campaign import fit_campaign
+from fbgp_al.worker.laplace import laplace_posterior
+from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from fbgp_al.worker.spec.defaults import (
     MCMC_DEFAULTS,
     known_noise,
     output_transform,
 )
-from worker.spec.space import Space
-from worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.transforms import OutputStandardization, as_tensor
 
 # what a NUTS refit reports of a Laplace mixture it tried and did not use
 LAPLACE_TRIED = ("khat", "khat_limit", "importance_ess", "modes", "gradient_evaluations",

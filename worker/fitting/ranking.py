@@ -10,18 +10,18 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from worker import accuracy
-from worker.acquisition import SHORTLIST, greedy_batch_outputs
-from worker.feasibility.campaign import FailureModel
-from worker.fitting.posteriors import Data
-from worker.mcmc import Posterior
-from worker.scoring import Output, Scoring
-from worker.spec.defaults import (
+from fbgp_al.worker import accuracy
+from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs
+from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.fitting.posteriors import Data
+from fbgp_al.worker.mcmc import Posterior
+from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.spec.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
 )
-from worker.spec.design import GridPool, PointPool
-from worker.spec.space import Space
+from fbgp_al.worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.spec.space import Space
 
 
 def candidates_of(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int],

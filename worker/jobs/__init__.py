@@ -22,18 +22,18 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service import costs
-from service.errors import NotFound
-from service.settings import get_settings
-from service.store import CampaignStore
-from worker import answers, effect_views, fitting, views
-from worker.jobs import fanout
-from worker.jobs.lease import lease, log_ids
-from worker.mcmc import Target, assemble
-from worker.sensitivity import sensitivity_outputs
-from worker.spec.defaults import output_labels, output_names, output_spec, output_title
-from worker.spec.sampler import sampler_line
-from worker.warm_start import judge_warm_start
+from fbgp_al.service import costs
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker import answers, effect_views, fitting, views
+from fbgp_al.worker.jobs import fanout
+from fbgp_al.worker.jobs.lease import lease, log_ids
+from fbgp_al.worker.mcmc import Target, assemble
+from fbgp_al.worker.sensitivity import sensitivity_outputs
+from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec, output_title
+from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.warm_start import judge_warm_start
 
 log = logging.getLogger("fbgp.worker")
 

@@ -17,11 +17,11 @@ import torch
 from rq import Queue, get_current_job
 from rq.job import Dependency, Job, JobStatus
 
-from service import keys, queues
-from service.queues import REFIT, ordinary
-from worker.gp import SCORE_ALIGN
-from worker.nuts import Draws
-from worker.scoring import Scoring, pack, unpack
+from fbgp_al.service import keys, queues
+from fbgp_al.service.queues import REFIT, ordinary
+from fbgp_al.worker.gp import SCORE_ALIGN
+from fbgp_al.worker.nuts import Draws
+from fbgp_al.worker.scoring import Scoring, pack, unpack
 
 
 def chain_groups(chains: int, workers: int) -> list[list[int]]:
@@ -39,8 +39,7 @@ def lane() -> str:
     return job.origin if job is not None and job.origin else REFIT
 
 
-def chain_lane(own: str, previous: dict | None, n: int, chains: int,
-               short_seconds: float) -> str:  # fmt: skip
+def chain_lane(own: str, previous: dict | None, n: int, chains: int, short_seconds: float) -> str:
     """The queue of a refit's chain groups: the refit's own (``own``, :func:`lane`), or, for a
     refit of the long lane whose groups would be short, the ordinary lane of its tenant
     (:func:`service.queues.ordinary`), which light workers serve too. Short: the ``previous``
@@ -81,10 +80,18 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     return max(1, min(free, len(workers) // sharing))
 
 
-def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm: dict | None,
-             token: str, began: float, timeout: int = 3600,
-             track: Callable[[list[str]], bool] | None = None,
-             chains_queue: str | None = None) -> str | None:  # fmt: skip
+def dispatch(
+    connection,
+    campaign_id: str,
+    n: int,
+    groups: list[list[int]],
+    warm: dict | None,
+    token: str,
+    began: float,
+    timeout: int = 3600,
+    track: Callable[[list[str]], bool] | None = None,
+    chains_queue: str | None = None,
+) -> str | None:
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
     groups queue behind whatever was queued since the workers were counted, on
     ``chains_queue`` (:func:`chain_lane`; default the refit's own queue, :func:`lane`), the
@@ -97,16 +104,28 @@ def dispatch(connection, campaign_id: str, n: int, groups: list[list[int]], warm
     job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
     if track is not None and not track(job_ids):
         return None
-    jobs = [groups_queue.enqueue_call("worker.jobs.refit_chains",
-                                      args=(campaign_id, n, ids, warm, token),
-                               timeout=timeout, result_ttl=3600, failure_ttl=86400, job_id=job_id)
-            for ids, job_id in zip(groups, job_ids, strict=False)]  # fmt: skip
+    jobs = [
+        groups_queue.enqueue_call(
+            "fbgp_al.worker.jobs.refit_chains",
+            args=(campaign_id, n, ids, warm, token),
+            timeout=timeout,
+            result_ttl=3600,
+            failure_ttl=86400,
+            job_id=job_id,
+        )
+        for ids, job_id in zip(groups, job_ids, strict=False)
+    ]
     # the merge runs even if a group failed: it then runs the missing chains itself
     after = Dependency(jobs=jobs, allow_failure=True)
     merge = queue.enqueue_call(
-        "worker.jobs.refit_merge", args=(campaign_id, n, [j.id for j in jobs], token, began),
-        depends_on=after, timeout=timeout, result_ttl=600, failure_ttl=86400, job_id=job_ids[-1],
-    )  # fmt: skip
+        "fbgp_al.worker.jobs.refit_merge",
+        args=(campaign_id, n, [j.id for j in jobs], token, began),
+        depends_on=after,
+        timeout=timeout,
+        result_ttl=600,
+        failure_ttl=86400,
+        job_id=job_ids[-1],
+    )
     return merge.id
 
 
@@ -147,9 +166,16 @@ class Peers:
     check, the one a single process running every chain takes: the merged draws are those of
     one process, bit for bit, whatever the number of groups and whenever each runs."""
 
-    def __init__(self, connection, token: str, chain_ids: list[int], chains: int,
-                 stale: float = PEERS_STALE, poll: float = PEERS_POLL,
-                 patience: float = PEERS_PATIENCE):  # fmt: skip
+    def __init__(
+        self,
+        connection,
+        token: str,
+        chain_ids: list[int],
+        chains: int,
+        stale: float = PEERS_STALE,
+        poll: float = PEERS_POLL,
+        patience: float = PEERS_PATIENCE,
+    ):
         self.r = connection
         self.key, self.draws_key = peers_keys(token)
         self.me = str(chain_ids[0])
@@ -186,8 +212,11 @@ class Peers:
     def _notes(self, raw: dict | None = None) -> dict[str, dict]:
         """The other groups' notes, by name (from ``raw``, the hash of notes, if read)."""
         raw = self.r.hgetall(self.key) if raw is None else raw
-        return {name.decode(): json.loads(note) for name, note in raw.items()
-                if name.decode() != self.me}  # fmt: skip
+        return {
+            name.decode(): json.loads(note)
+            for name, note in raw.items()
+            if name.decode() != self.me
+        }
 
     def _stopped(self, note: dict, now: float) -> bool:
         return bool(note["stopped"]) or now - note["at"] > self.stale
@@ -290,10 +319,17 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
             pipe.expire(key, timeout + SHARE_KEEP)
             pipe.execute()
         try:
-            jobs = [queue.enqueue_call("worker.jobs.score_part", args=(key, int(p[0])),
-                                       timeout=timeout, result_ttl=600, failure_ttl=3600,
-                                       at_front=True)
-                    for p in pieces[1:]]  # fmt: skip
+            jobs = [
+                queue.enqueue_call(
+                    "fbgp_al.worker.jobs.score_part",
+                    args=(key, int(p[0])),
+                    timeout=timeout,
+                    result_ttl=600,
+                    failure_ttl=3600,
+                    at_front=True,
+                )
+                for p in pieces[1:]
+            ]
             started = time.perf_counter()
             scores = [fn(candidates[pieces[0]])]
             patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from service.settings import get_settings
-from service.store import CampaignStore
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store import CampaignStore
 
 log = logging.getLogger("fbgp.worker")
 

@@ -16,12 +16,12 @@ from redis.exceptions import AuthenticationError, RedisError
 from rq import Worker
 from rq.exceptions import DeserializationError
 
-from service.observability import json_logging
-from service.queues import LIGHT, QUEUES, SERIALIZER, PlainJob, take_turns
-from service.settings import get_settings
-from service.store import CampaignStore
-from worker import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
-from worker.mcmc import sample_posterior
+from fbgp_al.service.observability import json_logging
+from fbgp_al.service.queues import LIGHT, QUEUES, SERIALIZER, PlainJob, take_turns
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
+from fbgp_al.worker.mcmc import sample_posterior
 
 log = logging.getLogger("fbgp.worker")
 

@@ -8,7 +8,7 @@ import math
 import unicodedata
 from dataclasses import dataclass
 
-from worker.spec.constraint_syntax import (
+from fbgp_al.worker.spec.constraint_syntax import (
     COMPARISONS,
     All,
     Among,
@@ -20,7 +20,7 @@ from worker.spec.constraint_syntax import (
     Token,
     tokens,
 )
-from worker.spec.space import Space
+from fbgp_al.worker.spec.space import Space
 
 MAX_TEXT = 1000  # characters of one constraint
 MAX_DEPTH = 32  # parentheses, not and signs nested in one another, at most

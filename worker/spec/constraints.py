@@ -32,9 +32,9 @@ from functools import cached_property
 
 import numpy as np
 
-from worker.spec.constraint_parser import MAX_TEXT, parse
-from worker.spec.constraint_syntax import All, Among, ConstraintError, Linear, Node, Not
-from worker.spec.space import Space
+from fbgp_al.worker.spec.constraint_parser import MAX_TEXT, parse
+from fbgp_al.worker.spec.constraint_syntax import All, Among, ConstraintError, Linear, Node, Not
+from fbgp_al.worker.spec.space import Space
 
 __all__ = ["MAX_TEXT", "ConstraintError", "Constraints", "of_spec", "parse", "pool_codes"]
 TOLERANCE = 1e-9  # of |terms|: a point this near a boundary lies on it

@@ -24,8 +24,8 @@ from functools import cached_property
 
 import numpy as np
 
-from worker.spec.constraints import Constraints
-from worker.spec.design import GridPool, PointPool, _subsample
+from fbgp_al.worker.spec.constraints import Constraints
+from fbgp_al.worker.spec.design import GridPool, PointPool, _subsample
 
 ENUMERATE = 2**20  # grids of at most this many points list their feasible points
 CHUNK = 2**18  # points evaluated at once

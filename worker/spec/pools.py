@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.spec.constraints import of_spec
-from worker.spec.design import GridPool, PointPool
-from worker.spec.feasible import FeasibleGrid
-from worker.spec.space import Space
+from fbgp_al.worker.spec.constraints import of_spec
+from fbgp_al.worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.spec.feasible import FeasibleGrid
+from fbgp_al.worker.spec.space import Space
 
 
 def space_of(spec: dict) -> Space:

@@ -1,6 +1,6 @@
 """The ``fbgp-al`` command (:mod:`clients.ops.cli`): ``healthcheck``, for either role."""
 
-from clients.ops.cli import main
+from fbgp_al.clients.ops.cli import main
 
 
 def test_healthcheck_auto_is_healthy_for_either_role_and_the_roles_check_their_own(
@@ -14,8 +14,8 @@ def test_healthcheck_auto_is_healthy_for_either_role_and_the_roles_check_their_o
     from redis import Redis
     from rq import Worker
 
-    from clients.ops.stack import free_port
-    from service.settings import get_settings
+    from fbgp_al.clients.ops.stack import free_port
+    from fbgp_al.service.settings import get_settings
 
     def exit_code(*args: str) -> int:
         try:

@@ -4,9 +4,9 @@ simulate`` on the two-output ``branin2``, over real HTTP."""
 import numpy as np
 import pytest
 
-from clients.client import FbgpClient
-from clients.ops.cli import main as cli
-from clients.ops.http_demo import run_demo
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops.cli import main as cli
+from fbgp_al.clients.ops.http_demo import run_demo
 
 
 @pytest.fixture

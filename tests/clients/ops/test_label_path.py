@@ -2,41 +2,80 @@
 one label's path, traced for real, goes through at most 8 rooms with no call-back, the request
 entering each room once."""
 
-from clients.ops import label_path
-from clients.ops.label_path import OUTSIDE, ROOT, Trace, Tracer, room_of, summary
+from fbgp_al.clients.ops import label_path
+from fbgp_al.clients.ops.label_path import OUTSIDE, ROOT, Trace, Tracer, room_of, summary
 
 
 def test_a_package_is_one_room_and_the_vocabulary_and_plumbing_none():
     def room(path: str) -> str | None:
         return room_of(str(ROOT / path))
 
-    assert room("service/store/labels.py") == room("service/keys.py") == "service.store"
-    assert room("service/routes/checks.py") == "service.routes"
-    assert room("worker/jobs/lease.py") == room("worker/jobs/__init__.py") == "worker.jobs"
-    assert room("service/loop.py") == "service.loop"
+    assert room("service/store/labels.py") == room("service/keys.py") == "fbgp_al.service.store"
+    assert room("service/routes/checks.py") == "fbgp_al.service.routes"
+    assert room("worker/jobs/lease.py") == room("worker/jobs/__init__.py") == "fbgp_al.worker.jobs"
+    assert room("service/loop.py") == "fbgp_al.service.loop"
     assert room("worker/spec/space.py") is None and room("service/middleware.py") is None
     assert room_of("/usr/lib/python3/json/decoder.py") is None
 
 
 def test_reentries_count_entries_from_rooms_not_the_frameworks_and_not_the_heartbeat():
-    trace = Trace(entries=[
-        (1, OUTSIDE, "service.routes", "service.routes.labeling:label"),
-        (1, "service.routes", "service.store", "service.store.labels:record_label"),
-        (1, "service.store", "service.loop", "service.loop:labeled_state"),
-        (2, OUTSIDE, "worker.jobs", "worker.jobs:refit"),
-        (2, "worker.jobs", "service.store", "service.store.refits:refit_inputs"),
-        (3, OUTSIDE, "worker.jobs", "worker.jobs.lease:beat"),  # the heartbeat's thread
-        (3, "worker.jobs", "service.store", "service.store.refits:beat"),
-    ])  # fmt: skip
+    trace = Trace(
+        entries=[
+            (1, OUTSIDE, "fbgp_al.service.routes", "fbgp_al.service.routes.labeling:label"),
+            (
+                1,
+                "fbgp_al.service.routes",
+                "fbgp_al.service.store",
+                "fbgp_al.service.store.labels:record_label",
+            ),
+            (
+                1,
+                "fbgp_al.service.store",
+                "fbgp_al.service.loop",
+                "fbgp_al.service.loop:labeled_state",
+            ),
+            (2, OUTSIDE, "fbgp_al.worker.jobs", "fbgp_al.worker.jobs:refit"),
+            (
+                2,
+                "fbgp_al.worker.jobs",
+                "fbgp_al.service.store",
+                "fbgp_al.service.store.refits:refit_inputs",
+            ),
+            (
+                3,
+                OUTSIDE,
+                "fbgp_al.worker.jobs",
+                "fbgp_al.worker.jobs.lease:beat",
+            ),  # the heartbeat's thread
+            (
+                3,
+                "fbgp_al.worker.jobs",
+                "fbgp_al.service.store",
+                "fbgp_al.service.store.refits:beat",
+            ),
+        ]
+    )
     out = summary(trace)
-    assert out["modules"] == ["service.routes", "service.store", "service.loop", "worker.jobs"]
-    assert out["entered"] == {"service.store": 2, "service.loop": 1}
-    assert out["reentered"] == ["service.store"]
-    assert out["steps"] == {"service.routes.labeling:label": {"service.store": 1,
-                                                              "service.loop": 1},
-                            "worker.jobs:refit": {"service.store": 1}}  # fmt: skip
+    assert out["modules"] == [
+        "fbgp_al.service.routes",
+        "fbgp_al.service.store",
+        "fbgp_al.service.loop",
+        "fbgp_al.worker.jobs",
+    ]
+    assert out["entered"] == {"fbgp_al.service.store": 2, "fbgp_al.service.loop": 1}
+    assert out["reentered"] == ["fbgp_al.service.store"]
+    assert out["steps"] == {
+        "fbgp_al.service.routes.labeling:label": {
+            "fbgp_al.service.store": 1,
+            "fbgp_al.service.loop": 1,
+        },
+        "fbgp_al.worker.jobs:refit": {"fbgp_al.service.store": 1},
+    }
     assert out["callbacks"] == []
-    assert out["heartbeat"] == ["<outside> -> worker.jobs", "worker.jobs -> service.store"]
+    assert out["heartbeat"] == [
+        "<outside> -> fbgp_al.worker.jobs",
+        "fbgp_al.worker.jobs -> fbgp_al.service.store",
+    ]
 
 
 def _function_of(path: str, source: str, env: dict | None = None):
@@ -51,29 +90,33 @@ def test_a_room_called_back_while_it_runs_is_a_call_back():
     entered while the routes are not running are not."""
     back = _function_of("service/routes/labeling.py", "def back():\n    return 1\n")
     store = _function_of("service/store/labels.py", "def store(f):\n    return f()\n")
-    route = _function_of("service/routes/labeling.py",
-                         "def route():\n    return store(back)\n",
-                         {"store": store, "back": back})  # fmt: skip
+    route = _function_of(
+        "service/routes/labeling.py",
+        "def route():\n    return store(back)\n",
+        {"store": store, "back": back},
+    )
     tracer = Tracer()
     with tracer, tracer.recorded():
         store(back)
         route()
     out = summary(tracer.trace)
     assert out["sequence"] == [
-        "<outside> -> service.store", "service.store -> service.routes",
-        "<outside> -> service.routes", "service.routes -> service.store",
-        "service.store -> service.routes",
-    ]  # fmt: skip
-    assert out["callbacks"] == ["service.store -> service.routes.labeling:back"]
+        "<outside> -> fbgp_al.service.store",
+        "fbgp_al.service.store -> fbgp_al.service.routes",
+        "<outside> -> fbgp_al.service.routes",
+        "fbgp_al.service.routes -> fbgp_al.service.store",
+        "fbgp_al.service.store -> fbgp_al.service.routes",
+    ]
+    assert out["callbacks"] == ["fbgp_al.service.store -> fbgp_al.service.routes.labeling:back"]
 
 
 def test_one_label_goes_through_at_most_eight_rooms_and_calls_none_back():
     out = label_path.run()
     assert len(out["modules"]) <= 8, out["modules"]
     assert out["callbacks"] == [], out["callbacks"]
-    api = out["calls"][: out["calls"].index("<outside> -> worker.jobs:refit")]
-    assert [c for c in api if c.startswith("service.routes -> service.store")] == [
-        "service.routes -> service.store.labels:record_label"
+    api = out["calls"][: out["calls"].index("<outside> -> fbgp_al.worker.jobs:refit")]
+    assert [c for c in api if c.startswith("fbgp_al.service.routes -> fbgp_al.service.store")] == [
+        "fbgp_al.service.routes -> fbgp_al.service.store.labels:record_label"
     ], api
-    assert set(out["steps"]["service.routes.labeling:label"].values()) == {1}, out["steps"]
-    assert "worker.nuts" in out["math"] and "worker.fitting" in out["modules"]
+    assert set(out["steps"]["fbgp_al.service.routes.labeling:label"].values()) == {1}, out["steps"]
+    assert "fbgp_al.worker.nuts" in out["math"] and "fbgp_al.worker.fitting" in out["modules"]

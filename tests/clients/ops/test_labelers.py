@@ -4,7 +4,7 @@ acknowledged by a 200 is counted apart, and it stays right when many threads wri
 
 import threading
 
-from clients.ops.labelers import Ledger
+from fbgp_al.clients.ops.labelers import Ledger
 
 
 def test_a_tickets_first_acknowledged_label_is_kept_and_repeats_are_counted():

@@ -9,9 +9,9 @@ import sys
 import httpx
 import pytest
 
-from clients.ops.logs import CUT, MAX_LINE_BYTES, RotatingLog
-from clients.ops.stack import LocalStack, fbgp_env
-from service.settings import get_settings
+from fbgp_al.clients.ops.logs import CUT, MAX_LINE_BYTES, RotatingLog
+from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
+from fbgp_al.service.settings import get_settings
 
 
 def _files(path):

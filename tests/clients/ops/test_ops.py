@@ -1,7 +1,7 @@
 """The operations tooling's shared helper (:mod:`clients.ops`): a command's ``--help``
 description is its module's docstring's first paragraph, whole, as plain text."""
 
-from clients.ops import described, simulate
+from fbgp_al.clients.ops import described, simulate
 
 
 def test_a_commands_description_is_its_docstrings_first_paragraph_as_plain_text():

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from clients.client import FbgpClient
-from clients.ops import cli
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops import cli
 
 INPUTS = [{"name": "load", "lower": 0.0, "upper": 10.0},
           {"name": "thickness", "type": "int", "lower": 1, "upper": 4},
@@ -94,7 +94,7 @@ def test_a_report_of_an_unknown_campaign_says_why(api_url, tmp_path):
 
 def test_a_diagnostic_that_does_not_apply_is_an_empty_cell():
     """A Laplace mixture's R-hat and bulk ESS are null: blank cells, not "None"."""
-    from clients.ops.report import _table
+    from fbgp_al.clients.ops.report import _table
 
     row = _table(["sampler", "largest R-hat", "Pareto k"], [["laplace", None, -0.1]])
     assert "None" not in row and "<td></td>" in row and "<td>laplace</td>" in row

@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from clients.client import CampaignStatus, FbgpClient
-from clients.ops.run import (
+from fbgp_al.clients.client import CampaignStatus, FbgpClient
+from fbgp_al.clients.ops.run import (
     CommandFailed,
     CommandRunner,
     command_for,
@@ -30,7 +30,7 @@ exit 3 } print "log line"; print sin(3 * x) + x }'"""
 
 
 def _run_command(api_url: str, campaign: str, *command: str, parallel: int = 1):
-    argv = [sys.executable, "-m", "clients.ops.cli", "run", "--url", api_url, "--campaign",
+    argv = [sys.executable, "-m", "fbgp_al.clients.ops.cli", "run", "--url", api_url, "--campaign",
             campaign, "--parallel", str(parallel), "--wait", "2", "--", *command]  # fmt: skip
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)  # fmt: skip

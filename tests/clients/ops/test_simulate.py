@@ -2,8 +2,8 @@
 
 import pytest
 
-from clients.client import FbgpClient
-from clients.ops.cli import main as cli
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.clients.ops.cli import main as cli
 
 
 @pytest.fixture

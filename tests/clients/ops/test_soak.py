@@ -5,7 +5,7 @@ every campaign recovers."""
 
 import pytest
 
-from clients.ops.soak import FAULT_KINDS, run_soak
+from fbgp_al.clients.ops.soak import FAULT_KINDS, run_soak
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
@@ -35,7 +35,7 @@ def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(t
     tenant's campaigns at every stated limit are admitted and run, its model calls beyond one at
     a time are refused with 429 (and beyond the stack's share 503), none fails otherwise, a
     delete frees the workers, and no acknowledged label is lost."""
-    from clients.ops.adversarial import run_adversarial
+    from fbgp_al.clients.ops.adversarial import run_adversarial
 
     report = run_adversarial(seconds=20, workers=2, seed=0, data_dir=tmp_path, progress=print)
     alone, beside = report["alone"], report["beside_greedy"]
@@ -56,7 +56,7 @@ def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(t
 def test_churn_measures_what_a_campaign_keeps_per_ended_ticket_and_evaluation(tmp_path):
     """``fbgp-al soak --churn``'s phases on a stack of its own: each campaign's bytes at its
     start, half-way and end, and the bytes per step (the figures are the benchmark's)."""
-    from clients.ops.churn import run_churn, summary
+    from fbgp_al.clients.ops.churn import run_churn, summary
 
     report = run_churn(cycles=40, evaluations=4, data_dir=tmp_path, progress=print)
     phases = {p["phase"]: p for p in report["phases"]}

@@ -18,7 +18,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import AuthenticationError, ResponseError
 
-from clients.ops.stack import free_port
+from fbgp_al.clients.ops.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -30,10 +30,26 @@ def _up(data: Path, out: Path, *args: str) -> tuple[subprocess.Popen, int, int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
     with open(out, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
-             "--redis-port", str(redis_port), "--data-dir", str(data), *args],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fbgp_al.clients.ops.cli",
+                "up",
+                "--workers",
+                "1",
+                "--port",
+                str(port),
+                "--redis-port",
+                str(redis_port),
+                "--data-dir",
+                str(data),
+                *args,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 180
     while "requires the password" not in out.read_text():
         if process.poll() is not None or time.monotonic() > deadline:
@@ -93,10 +109,15 @@ def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tm
 
         # the API and the worker reach it: a campaign gets its first model
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
-            body = {"name": "up", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                    "pool": {"type": "grid", "points_per_dim": 51}, "max_labels": 5,
-                    "initial_design": {"type": "maximin-lhs", "size": 3}, "mcmc": FAST,
-                    "seed": 1}  # fmt: skip
+            body = {
+                "name": "up",
+                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+                "pool": {"type": "grid", "points_per_dim": 51},
+                "max_labels": 5,
+                "initial_design": {"type": "maximin-lhs", "size": 3},
+                "mcmc": FAST,
+                "seed": 1,
+            }
             r = api.post("/campaigns", json=body)
             assert r.status_code == 201, r.text
             campaign = r.json()["id"]
@@ -130,7 +151,7 @@ def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tm
 def test_waiting_for_a_server_stops_as_soon_as_it_exits(tmp_path):
     """A server that dies while starting is reported at once, with its log, not after the
     minutes that a slow first start on a cold disk is given."""
-    from clients.ops.stack import wait_http
+    from fbgp_al.clients.ops.stack import wait_http
 
     log = tmp_path / "api.log"
     process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
@@ -142,12 +163,13 @@ def test_waiting_for_a_server_stops_as_soon_as_it_exits(tmp_path):
 def test_waiting_for_workers_stops_as_soon_as_every_worker_exits(tmp_path):
     """Workers that all die while the stack waits for them are reported at once, not after the
     minutes that a first start (compiling the sampler's kernels) is given."""
-    from clients.ops.stack import LocalStack
+    from fbgp_al.clients.ops.stack import LocalStack
 
     stack = LocalStack(tmp_path, workers=2)
     stack.api = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    stack.workers = [subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
-                     for _ in range(2)]  # fmt: skip
+    stack.workers = [
+        subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"]) for _ in range(2)
+    ]
     try:
         with pytest.raises(SystemExit, match="every worker exited"):
             stack.wait_ready(seconds=120)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clients.ops.stack import free_port
+from fbgp_al.clients.ops.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -20,10 +20,27 @@ def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(t
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
     result = subprocess.run(
-        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
-         "--demo", "gramacy1d", "--demo-labels", "6", "--exit-after-demo"],
-        cwd=fresh, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fbgp_al.clients.ops.cli",
+            "up",
+            "--workers",
+            "1",
+            "--port",
+            str(port),
+            "--demo",
+            "gramacy1d",
+            "--demo-labels",
+            "6",
+            "--exit-after-demo",
+        ],
+        cwd=fresh,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert f"API on http://127.0.0.1:{port}" in out
@@ -48,10 +65,23 @@ def test_up_refuses_a_port_in_use(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port),
-             "--data-dir", str(tmp_path / "data")],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fbgp_al.clients.ops.cli",
+                "up",
+                "--workers",
+                "1",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path / "data"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode != 0
     assert f"port {port} is in use" in result.stdout + result.stderr
 
@@ -68,9 +98,22 @@ def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refu
     env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
     port = free_port()
     first = subprocess.Popen(
-        [sys.executable, "-m", "clients.ops.cli", "up", "--workers", "1", "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fbgp_al.clients.ops.cli",
+            "up",
+            "--workers",
+            "1",
+            "--port",
+            str(port),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         line = ""
         deadline = time.monotonic() + 240
@@ -79,9 +122,13 @@ def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refu
             assert line or first.poll() is None, "fbgp-al up exited"
         redis_port = int(re.search(r"Redis on 127\.0\.0\.1:(\d+)", line).group(1))
         second = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "up", "--port", str(free_port())],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [sys.executable, "-m", "fbgp_al.clients.ops.cli", "up", "--port", str(free_port())],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode != 0 and "another fbgp-al up" in second.stderr, second.stderr
     finally:
         first.send_signal(signal.SIGKILL)

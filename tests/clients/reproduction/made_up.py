@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from clients.reproduction.runs import RunSpec, label_rng, setup_for
-from clients.simulators import get_simulator
+from fbgp_al.clients.reproduction.runs import RunSpec, label_rng, setup_for
+from fbgp_al.clients.simulators import get_simulator
 
 
 def run_records(spec: RunSpec, labels: int, **fields) -> list[dict]:

@@ -9,15 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from clients.ops.cli import main as cli
-from clients.reproduction import bench
-from clients.reproduction.bench import parse_args, plan, resume
-from clients.reproduction.protocol import PROTOCOLS, run_setup
-from clients.reproduction.results import read_results
-from clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable, spec_body
-from clients.simulators import get_simulator
+from fbgp_al.clients.ops.cli import main as cli
+from fbgp_al.clients.reproduction import bench
+from fbgp_al.clients.reproduction.bench import parse_args, plan, resume
+from fbgp_al.clients.reproduction.protocol import PROTOCOLS, run_setup
+from fbgp_al.clients.reproduction.results import read_results
+from fbgp_al.clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable, spec_body
+from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.worker.spec.defaults import MCMC_PRESETS
 from tests.clients.reproduction.made_up import run_records
-from worker.spec.defaults import MCMC_PRESETS
 
 ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
         "--iterations", "3", "--mcmc", "fast", "--no-progress"]  # fmt: skip

@@ -1,7 +1,7 @@
 """The paper's claims (:mod:`clients.reproduction.claims`), checked on made-up summaries, also
 with the paper's code's NLML."""
 
-from clients.reproduction.claims import check_claims
+from fbgp_al.clients.reproduction.claims import check_claims
 
 
 def _summary(nlml: dict, rmse: dict, motorcycle=None) -> dict:

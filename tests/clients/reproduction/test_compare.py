@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from clients.reproduction.compare import gaps, side_by_side
-from clients.reproduction.compare import main as compare_main
-from clients.reproduction.rdauc import load_paper_table
-from clients.reproduction.report import write_report
+from fbgp_al.clients.reproduction.compare import gaps, side_by_side
+from fbgp_al.clients.reproduction.compare import main as compare_main
+from fbgp_al.clients.reproduction.rdauc import load_paper_table
+from fbgp_al.clients.reproduction.report import write_report
 from tests.clients.reproduction.test_rdauc import _synthetic, _write
 
 

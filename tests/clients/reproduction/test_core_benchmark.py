@@ -3,7 +3,7 @@ modes on, and a tiny run of both samplers)."""
 
 import numpy as np
 
-from clients.reproduction.core_benchmark import chain_modes, gramacy_data, mode_gap
+from fbgp_al.clients.reproduction.core_benchmark import chain_modes, gramacy_data, mode_gap
 
 
 def test_the_short_lengthscale_mode_wins_only_with_many_labels():

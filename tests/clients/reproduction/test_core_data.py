@@ -5,7 +5,7 @@ and how far two posteriors agree, in the reference's standard deviations."""
 import numpy as np
 import torch
 
-from clients.reproduction.core_data import agreement, campaign_data, data
+from fbgp_al.clients.reproduction.core_data import agreement, campaign_data, data
 
 
 def test_the_data_is_seeded_in_the_unit_cube_and_standardized():

@@ -1,6 +1,6 @@
 """``fbgp-al demo`` (:mod:`clients.reproduction.demo`): the loop in process, and the run drawn."""
 
-from clients.ops.cli import main
+from fbgp_al.clients.ops.cli import main
 
 
 def test_demo_runs_the_loop_and_draws_the_run(tmp_path, capsys):

@@ -6,14 +6,14 @@ forward, and the RD-AUC of the classifier's areas against none's is Algorithm 1'
 import numpy as np
 import pytest
 
-from clients.reproduction.failure_regions import (
+from fbgp_al.clients.reproduction.failure_regions import (
     curve_auc,
     rd_auc_by_simulator,
     region,
     steepest,
     table,
 )
-from clients.simulators import get_simulator
+from fbgp_al.clients.simulators import get_simulator
 
 
 @pytest.mark.parametrize("name", ["gramacy1d", "branin", "ishigami", "hartmann6"])

@@ -2,7 +2,13 @@
 
 import json
 
-from clients.reproduction.figures import face_share, main, mode_share, repeat_share, rhat_share
+from fbgp_al.clients.reproduction.figures import (
+    face_share,
+    main,
+    mode_share,
+    repeat_share,
+    rhat_share,
+)
 
 
 def _record(sim="gramacy2d", acq="alm", run=0, n=3, **fields) -> dict:

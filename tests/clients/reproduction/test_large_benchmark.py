@@ -1,7 +1,7 @@
 """The label-to-next-point case of ``fbgp-al bench-core --cases next``
 (:mod:`clients.reproduction.large_benchmark`)."""
 
-from clients.reproduction.large_benchmark import time_next_point
+from fbgp_al.clients.reproduction.large_benchmark import time_next_point
 
 
 def test_label_to_next_point_adds_up_its_parts_for_each_acquisition(capsys):

@@ -5,7 +5,7 @@ the MCMC settings it is given."""
 
 import numpy as np
 
-from clients.reproduction.noise_free import campaign, gramacy_lee, recorded
+from fbgp_al.clients.reproduction.noise_free import campaign, gramacy_lee, recorded
 
 
 def test_the_recorded_labels_are_the_functions_values_at_distinct_points():

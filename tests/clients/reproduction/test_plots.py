@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from clients.reproduction.plots import plot_learning_curves, plot_run, plot_simulator
-from clients.reproduction.results import append_record, read_results
+from fbgp_al.clients.reproduction.plots import plot_learning_curves, plot_run, plot_simulator
+from fbgp_al.clients.reproduction.results import append_record, read_results
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

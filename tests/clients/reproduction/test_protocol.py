@@ -5,19 +5,19 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from clients.reproduction import protocol
-from clients.reproduction.protocol import (
+from fbgp_al.clients.reproduction import protocol
+from fbgp_al.clients.reproduction.protocol import (
     campaign_body,
     grid_pool,
     pool_points,
     run_seed,
     run_setup,
 )
-from clients.reproduction.rdauc import load_paper_table
-from clients.simulators import SIMULATORS, get_simulator
-from worker.spec import defaults
-from worker.spec.defaults import INITIAL_DESIGN_SIZE
-from worker.spec.design import maximin_lhs
+from fbgp_al.clients.reproduction.rdauc import load_paper_table
+from fbgp_al.clients.simulators import SIMULATORS, get_simulator
+from fbgp_al.worker.spec import defaults
+from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE
+from fbgp_al.worker.spec.design import maximin_lhs
 
 
 def test_constants_match_the_paper():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from clients.reproduction.rdauc import (
+from fbgp_al.clients.reproduction.rdauc import (
     PAPER_SIMULATORS,
     auc,
     far_from_paper,
@@ -20,8 +20,8 @@ from clients.reproduction.rdauc import (
     table_markdown,
     write_table,
 )
-from clients.reproduction.report import write_report
-from clients.reproduction.results import Curves, append_record, read_results
+from fbgp_al.clients.reproduction.report import write_report
+from fbgp_al.clients.reproduction.results import Curves, append_record, read_results
 
 
 def test_auc_trapezoid():

@@ -3,7 +3,7 @@ holds."""
 
 import pytest
 
-from clients.reproduction.report import dominant_markdown, dominant_models
+from fbgp_al.clients.reproduction.report import dominant_markdown, dominant_models
 
 
 def _curve(acq: str, run: int, nlml: list[float], nlpd: float = 2.0) -> list[dict]:

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from clients.reproduction.results import (
+from fbgp_al.clients.reproduction.results import (
     append_record,
     finished,
     labeled_points,

@@ -5,7 +5,7 @@ import dataclasses
 
 import numpy as np
 
-from clients.reproduction.runs import (
+from fbgp_al.clients.reproduction.runs import (
     RunSpec,
     resumable,
     setup_for,

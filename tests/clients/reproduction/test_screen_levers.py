@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from clients.reproduction.screen_levers import (
+from fbgp_al.clients.reproduction.screen_levers import (
     compare_reproduction_screening,
     compare_screening,
     ranking_against,
@@ -42,8 +42,8 @@ def test_the_reproduction_s_campaigns_are_screened_as_a_campaign_screens_them(
     and size asked for (a size the campaign did not reach skipped and said), their labels read
     in the order chosen; screened when the work calls for it (here forced), the exact scores
     kept where screened, and the same next point."""
-    from clients.simulators import get_simulator
-    from worker.fitting import ranking
+    from fbgp_al.clients.simulators import get_simulator
+    from fbgp_al.worker.fitting import ranking
 
     sim = get_simulator("branin")
     rng = np.random.default_rng(0)

@@ -3,7 +3,7 @@ bench-core --cases stop|subset|proposals|search``), at small sizes."""
 
 import numpy as np
 
-from clients.reproduction.speed_levers import (
+from fbgp_al.clients.reproduction.speed_levers import (
     compare_proposals,
     compare_stop_rules,
     compare_subset,
@@ -45,7 +45,7 @@ def test_the_proposals_are_compared_by_their_pareto_k(capsys):
 
 def test_bench_core_runs_a_lever_for_the_seeds_it_is_given(capsys):
     """``fbgp-al bench-core --cases screen --seeds 4``: one seed's rows, that seed's."""
-    from clients.reproduction.core_benchmark import main
+    from fbgp_al.clients.reproduction.core_benchmark import main
 
     main(["--cases", "screen", "--simulators", "branin", "--sizes", "12", "--data", "uniform",
           "--seeds", "4"])  # fmt: skip

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from clients.reproduction import subsets
+from fbgp_al.clients.reproduction import subsets
 
 
 def _records(curves: dict[str, list[list[float]]]) -> list[dict]:

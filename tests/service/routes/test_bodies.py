@@ -5,8 +5,8 @@ campaign deleted meanwhile is left out of a list of statuses."""
 
 import time
 
-from service.routes import bodies
-from service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.routes import bodies
+from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 
 def test_the_status_follows_the_campaigns_tickets_and_runs(bare_store, make_body):

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from clients.simulators import get_simulator
+from fbgp_al.clients.simulators import get_simulator
 from tests.service.conftest import wait_for_model
 
 
@@ -105,7 +105,7 @@ def test_campaigns_list_in_pages(client, make_body, monkeypatch):
     assert client.get("/campaigns", params={"limit": 0}).status_code == 422
 
     # the index page shows a page of them with a link to the next
-    from service import pages as page_module
+    from fbgp_al.service import pages as page_module
 
     monkeypatch.setattr(page_module, "INDEX_PAGE", 2)
     first = client.get("/").text

@@ -10,8 +10,8 @@ import time
 import numpy as np
 from redis import Redis
 
-from clients.metamodel import Metamodel
-from service.keys import campaign as key
+from fbgp_al.clients.metamodel import Metamodel
+from fbgp_al.service.keys import campaign as key
 from tests.service.test_observability import _scrape, _value
 
 MCMC = {"chains": 2, "warmup": 20, "samples": 20}

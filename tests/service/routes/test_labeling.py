@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from redis import Redis
 
-from service.store import CampaignStore
+from fbgp_al.service.store import CampaignStore
 from tests.service.conftest import wait_for_model
 
 
@@ -320,7 +320,7 @@ def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client,
 
 
 def test_the_sdk_sees_a_failing_campaign_and_retries_it(api_url, make_body):
-    from clients.client import ApiError, FbgpClient
+    from fbgp_al.clients.client import ApiError, FbgpClient
 
     with FbgpClient(api_url) as api:
         campaign = api.create_campaign(make_body(max_failures=0)).id

@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 import pytest
 
-from clients.client import ApiError, FbgpClient
-from clients.metamodel import Metamodel
+from fbgp_al.clients.client import ApiError, FbgpClient
+from fbgp_al.clients.metamodel import Metamodel
 from tests.conftest import start_api, stop
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -23,14 +23,16 @@ ADMIN = "service-token-for-the-export-tests"
 RTOL = 1e-10
 BODY = {
     "name": "export",
-    "inputs": [{"name": "x1", "lower": -5.0, "upper": 10.0},
-               {"name": "x2", "lower": 0.0, "upper": 15.0}],
+    "inputs": [
+        {"name": "x1", "lower": -5.0, "upper": 10.0},
+        {"name": "x2", "lower": 0.0, "upper": 15.0},
+    ],
     "pool": {"type": "grid", "points_per_dim": 30},
     "initial_design": {"type": "maximin-lhs", "size": 6},
     "max_labels": 10,
     "mcmc": {"chains": 2, "warmup": 40, "samples": 40, "thinning": 2},
     "seed": 3,
-}  # fmt: skip
+}
 
 
 def _f(x: list[float]) -> float:
@@ -40,8 +42,9 @@ def _f(x: list[float]) -> float:
 @pytest.fixture(scope="module")
 def guarded(redis_url, worker_process, tmp_path_factory):
     """An API with a service token, on the tests' Redis and worker."""
-    process, url = start_api(redis_url, tmp_path_factory.mktemp("export") / "api.log",
-                             api_token=ADMIN)  # fmt: skip
+    process, url = start_api(
+        redis_url, tmp_path_factory.mktemp("export") / "api.log", api_token=ADMIN
+    )
     yield url
     stop(process)
 
@@ -97,10 +100,15 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
         assert served.model_version == 6
         local = metamodel.predict(x)
         y_std = document["transform"]["y_std"]
-        for key, scale in (("mean", y_std), ("variance", y_std**2),
-                           ("mixture_mean", y_std), ("mixture_variance", y_std**2)):  # fmt: skip
-            np.testing.assert_allclose(local[key], getattr(served, key), rtol=RTOL,
-                                       atol=RTOL * scale, err_msg=key)  # fmt: skip
+        for key, scale in (
+            ("mean", y_std),
+            ("variance", y_std**2),
+            ("mixture_mean", y_std),
+            ("mixture_variance", y_std**2),
+        ):
+            np.testing.assert_allclose(
+                local[key], getattr(served, key), rtol=RTOL, atol=RTOL * scale, err_msg=key
+            )
 
         # the SDK's call writes the file as served; the CLI writes the same document
         saved = tmp_path / "model.json"
@@ -108,10 +116,25 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
         assert json.loads(saved.read_bytes())["data"] == document["data"]
         cli_out = tmp_path / "cli.json"
         cli = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "export", "--url", guarded, "--campaign",
-             cid, "--token", campaign.owner_token, "--out", str(cli_out)],
-            capture_output=True, text=True, cwd=ROOT, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fbgp_al.clients.ops.cli",
+                "export",
+                "--url",
+                guarded,
+                "--campaign",
+                cid,
+                "--token",
+                campaign.owner_token,
+                "--out",
+                str(cli_out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert cli.returncode == 0, cli.stderr
         assert f"model 6 of campaign {cid}" in cli.stderr
         from_cli = json.loads(cli_out.read_text())
@@ -119,17 +142,45 @@ def test_the_exported_model_predicts_as_the_service_does(guarded, tmp_path):
             k: v for k, v in document.items() if k != "exported_at"
         }
         to_stdout = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "export", "--url", guarded, "--campaign",
-             cid, "--token", campaign.owner_token, "--out", "-"],
-            capture_output=True, text=True, cwd=ROOT, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fbgp_al.clients.ops.cli",
+                "export",
+                "--url",
+                guarded,
+                "--campaign",
+                cid,
+                "--token",
+                campaign.owner_token,
+                "--out",
+                "-",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert to_stdout.returncode == 0, to_stdout.stderr
         assert json.loads(to_stdout.stdout)["data"] == document["data"]
         denied_cli = subprocess.run(
-            [sys.executable, "-m", "clients.ops.cli", "export", "--url", guarded, "--campaign",
-             cid, "--token", campaign.token],
-            capture_output=True, text=True, cwd=ROOT, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fbgp_al.clients.ops.cli",
+                "export",
+                "--url",
+                guarded,
+                "--campaign",
+                cid,
+                "--token",
+                campaign.token,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert denied_cli.returncode != 0 and "HTTP 403" in denied_cli.stderr
 
         owner.delete_campaign(cid)
@@ -166,8 +217,18 @@ def test_the_exported_model_of_a_log_output_predicts_as_the_service_does(guarded
         )
         served = api.predict(campaign, x)
         local = Metamodel.load(document).predict(x)
-        keys = ("mean", "variance", "mixture_mean", "mixture_variance", "median", "lower",
-                "upper", "mixture_median", "mixture_lower", "mixture_upper")  # fmt: skip
+        keys = (
+            "mean",
+            "variance",
+            "mixture_mean",
+            "mixture_variance",
+            "median",
+            "lower",
+            "upper",
+            "mixture_median",
+            "mixture_lower",
+            "mixture_upper",
+        )
         assert set(served) == set(local) == set(keys)
         for key in keys:
             assert np.all(served[key] > 0), key
@@ -183,8 +244,8 @@ def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guard
     on x1 as a sine of amplitude 20: both matter, and no interaction exists."""
     from redis import Redis
 
-    from service.store import CampaignStore
-    from worker.sensitivity import sensitivity
+    from fbgp_al.service.store import CampaignStore
+    from fbgp_al.worker.sensitivity import sensitivity
 
     with FbgpClient(guarded, ADMIN) as api:
         campaign = api.create_campaign(dict(BODY, name="sensitivity")).id
@@ -194,8 +255,11 @@ def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guard
         _label(api, campaign, 6)
         api.wait_for_model(campaign, 6, timeout=120)
         for params in ({"method": "exact"}, {"level": 1.0}, {"level": 0}):
-            r = httpx.get(f"{guarded}/campaigns/{campaign}/sensitivity", params=params,
-                          headers={"Authorization": f"Bearer {ADMIN}"})  # fmt: skip
+            r = httpx.get(
+                f"{guarded}/campaigns/{campaign}/sensitivity",
+                params=params,
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
             assert r.status_code == 422, (params, r.text)
         answer = api.sensitivity(campaign, level=0.9)
     store = CampaignStore(Redis.from_url(redis_url))
@@ -205,10 +269,12 @@ def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guard
     for kind in ("first", "total"):
         np.testing.assert_allclose(answer[kind]["mean"], expected[kind]["mean"], rtol=1e-12)
         band = answer[kind]
-        assert all(lo <= m <= hi for lo, m, hi in zip(band["low"], band["mean"], band["high"],
-                                                      strict=True))  # fmt: skip
-    assert all(t >= f - 1e-9 for f, t in zip(answer["first"]["mean"], answer["total"]["mean"],
-                                             strict=True))  # fmt: skip
+        assert all(
+            lo <= m <= hi for lo, m, hi in zip(band["low"], band["mean"], band["high"], strict=True)
+        )
+    assert all(
+        t >= f - 1e-9 for f, t in zip(answer["first"]["mean"], answer["total"]["mean"], strict=True)
+    )
     assert 0.0 < sum(answer["first"]["mean"]) <= 1.0 + 1e-9
     assert answer["level"] == 0.9 and answer["method"] == "closed-form"
     assert answer["draws"] == len(model["acquisition_samples"]["noise"])

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from clients.ops.stack import fbgp_env
+from fbgp_al.clients.ops.stack import fbgp_env
 from tests.conftest import ROOT, start_api, stop
 from tests.service.test_deps import _as, _campaign_calls
 
@@ -87,8 +87,12 @@ def test_a_team_opens_its_own_campaigns_and_nothing_of_another_teams(shared, mak
             assert own.request(method, path, json={}).status_code not in (401, 403), (method, rest)
         # the service token's campaigns and calls are not a team's either
         assert own.get(f"/campaigns/{admins['id']}").status_code == 403
-        for method, path in (("GET", "/teams"), ("POST", "/teams"), ("DELETE", "/teams/beta"),
-                             ("POST", "/teams/beta/token")):  # fmt: skip
+        for method, path in (
+            ("GET", "/teams"),
+            ("POST", "/teams"),
+            ("DELETE", "/teams/beta"),
+            ("POST", "/teams/beta/token"),
+        ):
             r = own.request(method, path, json={"name": "gamma"})
             assert r.status_code == 403 and "service token" in r.json()["detail"], (method, path)
 
@@ -144,9 +148,9 @@ def test_a_campaign_is_not_created_with_a_team_token_replaced_meanwhile(
     is still the team's: a rotation or delete while the request ran leaves nothing behind."""
     from redis import Redis
 
-    from service.schemas.campaigns import CampaignCreate
-    from service.store import CampaignStore, TeamGone
-    from service.tokens import token_digest
+    from fbgp_al.service.schemas.campaigns import CampaignCreate
+    from fbgp_al.service.store import CampaignStore, TeamGone
+    from fbgp_al.service.tokens import token_digest
 
     token = _team(shared, "mover")
     store = CampaignStore(Redis.from_url(redis_url))
@@ -201,9 +205,14 @@ def test_the_team_command_makes_lists_and_deletes_teams(shared):
     env = fbgp_env(api_token=ADMIN)
 
     def team(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "clients.ops.cli", "team", *args, "--url",
-                               url], env=env, cwd=ROOT, capture_output=True, text=True,
-                              timeout=60)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "fbgp_al.clients.ops.cli", "team", *args, "--url", url],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     made = team("create", "cli-team")
     assert made.returncode == 0, made.stderr

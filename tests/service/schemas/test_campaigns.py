@@ -6,9 +6,9 @@ stack: inputs scaled by the labels, the ``paper-code`` MCMC preset and ``bald-co
 import numpy as np
 import pytest
 
+from fbgp_al.worker import answers
+from fbgp_al.worker.spec.defaults import MCMC_PRESETS
 from tests.service.conftest import wait_for_model
-from worker import answers
-from worker.spec.defaults import MCMC_PRESETS
 
 BAD_BODIES = {
     "unknown acquisition": {"acquisition": "ucb"},

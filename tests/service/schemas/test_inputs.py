@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from clients.metamodel import Metamodel
+from fbgp_al.clients.metamodel import Metamodel
 from tests.service.conftest import label_design, wait_for_model
 
 # text to quote, text a spreadsheet would run, a number

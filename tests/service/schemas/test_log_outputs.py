@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from clients.metamodel import Metamodel
+from fbgp_al.clients.metamodel import Metamodel
 from tests.service.conftest import wait_for_model
 
 LOG_KEYS = ("median", "lower", "upper", "mixture_median", "mixture_lower", "mixture_upper")

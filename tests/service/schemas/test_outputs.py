@@ -16,9 +16,9 @@ import statistics
 import numpy as np
 import pytest
 
-from clients.metamodel import Metamodel
+from fbgp_al.clients.metamodel import Metamodel
+from fbgp_al.worker import answers
 from tests.service.conftest import wait_for_model
-from worker import answers
 
 INPUTS = [{"name": "x", "lower": 0.0, "upper": 1.0},
           {"name": "n", "type": "int", "lower": 1, "upper": 5},

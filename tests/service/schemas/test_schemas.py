@@ -9,8 +9,8 @@ import pkgutil
 import pytest
 from pydantic import BaseModel
 
-from service import schemas
-from service.main import app
+from fbgp_al.service import schemas
+from fbgp_al.service.main import app
 
 DOCUMENT = app.openapi()
 # words of the code's own docstrings that mean nothing to a reader of the API

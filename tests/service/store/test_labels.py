@@ -2,7 +2,7 @@
 its ``Idempotency-Key`` is stored once (by the SDK's retry too), without one twice; an import does
 not repeat a pool point unless the campaign allows it."""
 
-from clients.client import FbgpClient
+from fbgp_al.clients.client import FbgpClient
 from tests.service.store.test_tickets import LoseFirstAnswer
 
 OFF_GRID = {"x": [[1.123], [1.456]], "y": [1.0, 2.0]}  # no pool points: repeats not refused

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from service.errors import NotFound
-from service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.errors import NotFound
+from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 
 def _campaign(store, make_body, **changes) -> str:

@@ -4,7 +4,7 @@ back only under that stamp; a deleted campaign keeps none."""
 
 import time
 
-from service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 
 def test_a_picture_is_kept_for_its_stamp_and_a_change_of_the_campaign_stales_it(

@@ -88,7 +88,7 @@ def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
     """The API stopped between storing a label (which queued a refit) and enqueuing its job:
     the first refit of a campaign, and a later one. Whoever looks next enqueues it; nothing
     failed, so no failure is counted or written to the history."""
-    from service.store import CampaignStore
+    from fbgp_al.service.store import CampaignStore
 
     store = CampaignStore(Redis.from_url(settings.redis_url))
     campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
@@ -113,7 +113,7 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
     end are refused; of several processes reviving at once, exactly one enqueues a job."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from service.store import CampaignStore
+    from fbgp_al.service.store import CampaignStore
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")  # no worker serves it
     store = CampaignStore(redis)
@@ -144,7 +144,7 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
 
 def _idle_store(settings):
     """A store on a database that no worker serves, and a fresh 1-D campaign of design size 1."""
-    from service.store import CampaignStore
+    from fbgp_al.service.store import CampaignStore
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")
     store = CampaignStore(redis)
@@ -162,8 +162,8 @@ def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_no
     history."""
     from rq.job import Job
 
-    from service import queues
-    from service.supervision import ENQUEUE_GRACE_SECONDS
+    from fbgp_al.service import queues
+    from fbgp_al.service.supervision import ENQUEUE_GRACE_SECONDS
 
     redis, store, campaign = _idle_store(settings)
     assert store.import_observations(campaign, [[0.5]], [0.1], time.time(), enqueue=False)[2]
@@ -188,8 +188,8 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
     """A fanned-out refit's chain groups are done and its merge waits in its queue behind other
     jobs: nothing beats, but the refit is alive. Once its merge is gone, or while it still waits
     for its groups (they beat for themselves), silence past the lease is a death."""
-    from service import queues
-    from service.queues import REFIT
+    from fbgp_al.service import queues
+    from fbgp_al.service.queues import REFIT
 
     redis, store, campaign = _idle_store(settings)
     queue = queues.queue(REFIT, redis)
@@ -199,14 +199,16 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
                                "heartbeat": now - 60})  # fmt: skip
     assert store.note_merge(campaign, "parent", "merge-1")
     assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
-    group = queue.enqueue_call("worker.jobs.refit_chains", args=(campaign,), job_id="group-1")
-    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-1",
+    group = queue.enqueue_call(
+        "fbgp_al.worker.jobs.refit_chains", args=(campaign,), job_id="group-1"
+    )
+    queue.enqueue_call("fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-1",
                        depends_on=group)  # fmt: skip
     # deferred behind a group that no longer beats: dead
     assert store.revive_refit(campaign, now, 15.0)
     redis.hset(state, mapping={"refit": "running", "refit_job": "parent2", "heartbeat": now - 60,
                                "refit_merge": "merge-3"})  # fmt: skip
-    queue.enqueue_call("worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
+    queue.enqueue_call("fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
     assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
     queue.remove("merge-3")
     assert store.revive_refit(campaign, now, 15.0)  # gone from its queue: dead

@@ -13,13 +13,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from service import loop
-from service.keys import PHASES
-from service.routes import bodies
-from service.routes.labeling import offer
-from service.schemas.campaigns import CampaignCreate
-from service.settings import Settings
-from service.store import CampaignStore, rules
+from fbgp_al.service import loop
+from fbgp_al.service.keys import PHASES
+from fbgp_al.service.routes import bodies
+from fbgp_al.service.routes.labeling import offer
+from fbgp_al.service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.settings import Settings
+from fbgp_al.service.store import CampaignStore, rules
+from fbgp_al.worker.spec.pools import grid_point
 from tests.service.loop_model import (
     LATE_LABEL,
     START,
@@ -29,7 +30,6 @@ from tests.service.loop_model import (
     resolve,
     rules_strategy,
 )
-from worker.spec.pools import grid_point
 
 NOW = 1_000_000.0
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from redis import Redis
 
-from service.settings import get_settings
+from fbgp_al.service.settings import get_settings
 
 KEEP = 1.5  # expired_ticket_seconds in these tests
 
@@ -86,7 +86,7 @@ def test_a_failure_model_counts_the_runs_failed_since_the_owner_last_forgot_them
     them, and those after it."""
     import json
 
-    from service.schemas.campaigns import CampaignCreate
+    from fbgp_al.service.schemas.campaigns import CampaignCreate
 
     store = bare_store
     campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from redis import Redis
 
-from service.store import CampaignStore, scripts
+from fbgp_al.service.store import CampaignStore, scripts
 
 
 def test_the_scripts_are_registered_once_per_client(redis_url):

@@ -4,10 +4,10 @@ import json
 
 from redis import Redis
 
-from service.keys import TEAM_DIGESTS, TEAMS
-from service.queues import REFITS, TENANTS, campaign_tenant, refit_queue, tenant
-from service.settings import Settings
-from service.store import CampaignStore
+from fbgp_al.service.keys import TEAM_DIGESTS, TEAMS
+from fbgp_al.service.queues import REFITS, TENANTS, campaign_tenant, refit_queue, tenant
+from fbgp_al.service.settings import Settings
+from fbgp_al.service.store import CampaignStore
 
 
 def test_teams_are_given_the_tenants_fewest_teams_have(client, settings, make_body):

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from redis import Redis
 
-from clients.client import FbgpClient
-from service.settings import get_settings
-from service.store import CampaignStore
+from fbgp_al.clients.client import FbgpClient
+from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store import CampaignStore
 
 KEEP = 1.5  # expired_ticket_seconds in these tests
 LEASE = 0.3  # the campaigns' lease_seconds

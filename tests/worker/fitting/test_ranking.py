@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from worker.acquisition import evaluate
-from worker.fitting import ranking
-from worker.mcmc import Posterior
-from worker.scoring import Output, Scoring
+from fbgp_al.worker.acquisition import evaluate
+from fbgp_al.worker.fitting import ranking
+from fbgp_al.worker.mcmc import Posterior
+from fbgp_al.worker.scoring import Output, Scoring
 
 
 def _case(draws=40, chains=5, n=30, candidates=1500, seed=0):

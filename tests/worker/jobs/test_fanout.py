@@ -20,18 +20,18 @@ from redis import Redis
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
-from service import queues
-from service.queues import REFIT
-from service.store import CampaignStore
+from fbgp_al.service import queues
+from fbgp_al.service.queues import REFIT
+from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker import fitting
+from fbgp_al.worker.gp import SCORE_ALIGN
+from fbgp_al.worker.jobs import fanout
+from fbgp_al.worker.jobs.fanout import aligned_parts
+from fbgp_al.worker.mcmc import Posterior, Target, assemble, run_chains
+from fbgp_al.worker.nuts import Draws
+from fbgp_al.worker.scoring import Output, Scoring
 from tests.service.conftest import label_design, wait_for_model
 from tests.worker.test_mcmc import DATASETS, _data
-from worker import fitting
-from worker.gp import SCORE_ALIGN
-from worker.jobs import fanout
-from worker.jobs.fanout import aligned_parts
-from worker.mcmc import Posterior, Target, assemble, run_chains
-from worker.nuts import Draws
-from worker.scoring import Output, Scoring
 
 
 @pytest.mark.parametrize("m,parts", [(1, 3), (700, 2), (5000, 3), (10_000, 2), (10_000, 7),
@@ -128,7 +128,7 @@ def nobody(redis_url):
 
 def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
+    job = nobody.enqueue_call("fbgp_al.worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     scores = fanout._part(nobody, job, 60.0, lambda: fn(candidates))
     torch.testing.assert_close(scores, fn(candidates))
     assert nobody.count == 0  # off the queue: no worker will score it later
@@ -136,7 +136,7 @@ def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
 
 def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("worker.jobs.score_part", args=("fbgp:scoring:none", 0))
+    job = nobody.enqueue_call("fbgp_al.worker.jobs.score_part", args=("fbgp:scoring:none", 0))
     nobody.remove(job)
     job.set_status(JobStatus.STARTED)  # as a worker that took it and died leaves it
     t = time.monotonic()
@@ -157,7 +157,7 @@ def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url,
 
     from rq import Worker
 
-    from service.queues import LONG, ordinary
+    from fbgp_al.service.queues import LONG, ordinary
     from tests.conftest import start_worker
 
     assert ordinary(LONG) == REFIT and ordinary(REFIT) == REFIT  # where scoring parts go
@@ -349,7 +349,7 @@ def test_a_long_refits_chain_groups_go_where_light_workers_take_them_when_short(
     """A long refit's groups go to the ordinary lane when the previous sampling says a group of
     3 of 5 chains takes at most the long refits' bound; else, or with nothing to judge by, to
     the long lane; an ordinary refit's stay on the ordinary lane."""
-    from service.queues import LONG, LONGS, REFITS
+    from fbgp_al.service.queues import LONG, LONGS, REFITS
 
     def model(seconds, n=200, groups=1):
         return {"n_labeled": n, "diagnostics": {"seconds": seconds, "chains": 5,
@@ -369,7 +369,7 @@ def test_short_groups_queue_on_the_ordinary_lane_and_the_merge_on_the_refits(tmp
     """:func:`fanout.dispatch` with ``chains_queue``: the groups wait on that queue (where a
     light worker takes them), the merge, deferred until they end, on the refit's own (long)
     queue. A Redis of its own, with no worker to take them."""
-    from service.queues import LONG, queue
+    from fbgp_al.service.queues import LONG, queue
     from tests.conftest import start_redis, stop
 
     process, url = start_redis(tmp_path)

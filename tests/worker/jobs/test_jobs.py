@@ -9,8 +9,8 @@ import time
 import numpy as np
 from rq import SimpleWorker
 
-from service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
-from service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
+from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 X, Y = [[0.6], [1.1], [1.7], [2.3]], [0.1, -0.2, 0.5, 2.0]
@@ -64,7 +64,7 @@ def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_i
     """The failure model is fitted on the failed runs read with the candidates, after the
     sampling: a run that failed meanwhile (written here as the store keeps one) is in the
     model the refit stores, and its point and the points near it leave the ranking."""
-    from worker import fitting
+    from fbgp_al.worker import fitting
 
     store = bare_store
     campaign = _campaign(store, make_body)

@@ -8,10 +8,10 @@ import sys
 import textwrap
 import time
 
-from service.schemas.campaigns import CampaignCreate
-from service.settings import get_settings
+from fbgp_al.service.schemas.campaigns import CampaignCreate
+from fbgp_al.service.settings import get_settings
+from fbgp_al.worker.jobs.lease import lease
 from tests.conftest import ROOT
-from worker.jobs.lease import lease
 
 
 def _running(store, make_body, token: str) -> str:
@@ -46,8 +46,8 @@ def test_a_refit_no_longer_in_charge_exits(bare_store, make_body, redis_url):
     code = textwrap.dedent(f"""
         import time
         from redis import Redis
-        from service.store import CampaignStore
-        from worker.jobs.lease import lease
+        from fbgp_al.service.store import CampaignStore
+        from fbgp_al.worker.jobs.lease import lease
         with lease(CampaignStore(Redis.from_url({url!r})), {campaign!r}, "an-old-refit"):
             time.sleep(60)
     """)

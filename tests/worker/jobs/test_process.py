@@ -5,8 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+from fbgp_al.worker.jobs.process import bound_memory, vm_size
 from tests.conftest import ROOT
-from worker.jobs.process import bound_memory, vm_size
 
 
 def test_the_size_is_this_processs_and_no_budget_sets_no_bound():
@@ -18,7 +18,7 @@ def test_the_size_is_this_processs_and_no_budget_sets_no_bound():
 
 def test_an_allocation_beyond_the_bound_fails_and_one_within_it_does_not():
     code = textwrap.dedent("""
-        from worker.jobs.process import bound_memory, vm_size
+        from fbgp_al.worker.jobs.process import bound_memory, vm_size
         limit = bound_memory(256)
         print("room", (limit - vm_size()) / 2**20)
         try:

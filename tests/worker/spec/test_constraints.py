@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.spec.constraints import ConstraintError, Constraints, of_spec, pool_codes
-from worker.spec.space import Space
+from fbgp_al.worker.spec.constraints import ConstraintError, Constraints, of_spec, pool_codes
+from fbgp_al.worker.spec.space import Space
 
 INPUTS = [
     {"name": "load", "lower": -2.0, "upper": 3.0},

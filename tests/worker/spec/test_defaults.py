@@ -2,7 +2,7 @@
 carry, and a multi-output campaign as one single-output campaign per output (its names, weights,
 seeds and labels)."""
 
-from worker.spec.defaults import (
+from fbgp_al.worker.spec.defaults import (
     known_noise,
     output_labels,
     output_names,

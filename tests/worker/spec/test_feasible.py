@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from service.store.campaigns import design_reserve
-from worker.spec import feasible, pools
-from worker.spec.design import GridPool, initial_design
-from worker.spec.feasible import FeasibleGrid
+from fbgp_al.service.store.campaigns import design_reserve
+from fbgp_al.worker.spec import feasible, pools
+from fbgp_al.worker.spec.design import GridPool, initial_design
+from fbgp_al.worker.spec.feasible import FeasibleGrid
 
 CUBE3 = [{"name": n, "lower": 0.0, "upper": 1.0} for n in ("x", "y", "z")]
 CUBE6 = [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(6)]

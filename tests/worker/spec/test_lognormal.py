@@ -11,8 +11,8 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 from scipy.stats import lognorm, norm
 
-from worker.spec import lognormal
-from worker.transforms import OutputStandardization
+from fbgp_al.worker.spec import lognormal
+from fbgp_al.worker.transforms import OutputStandardization
 
 
 def _draws(seed=0, b=40, m=25):

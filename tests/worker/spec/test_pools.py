@@ -4,7 +4,7 @@ points as values, and the pool index of points that are pool points."""
 
 import numpy as np
 
-from worker.spec.pools import (
+from fbgp_al.worker.spec.pools import (
     explicit,
     grid_point,
     pool_index_of,

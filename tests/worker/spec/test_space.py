@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from worker.spec.design import Box, GridPool, initial_design
-from worker.spec.space import Space
+from fbgp_al.worker.spec.design import Box, GridPool, initial_design
+from fbgp_al.worker.spec.space import Space
 
 TYPED = [
     {"name": "a", "lower": -1.0, "upper": 3.0},

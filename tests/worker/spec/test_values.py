@@ -4,8 +4,8 @@ only (its label, each replicate, each row of an import or a test set)."""
 
 import pytest
 
-from worker.spec.defaults import log_outputs, output_spec, output_transform
-from worker.spec.values import (
+from fbgp_al.worker.spec.defaults import log_outputs, output_spec, output_transform
+from fbgp_al.worker.spec.values import (
     LabelValues,
     check_noise,
     check_outputs,
