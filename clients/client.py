@@ -13,26 +13,7 @@ with Client("http://127.0.0.1:8000") as api:      # token: argument or FBGP_API_
 
 Every non-2xx answer raises :class:`ApiError` with the status code and the server's ``detail``.
 
-Retries, and why they are safe where they happen:
-
-- Connection errors (the API restarting, a dropped connection) are retried with exponential
-  backoff (each wait up to a quarter longer at random, so that many clients do not come back
-  at the same instant; so are the waits for ``Retry-After`` below) on *idempotent* calls:
-  GETs (``/next`` with an ``Idempotency-Key``: sent again, it gets the ticket it got, not a
-  second one), DELETE, ``/label`` (the same ``y`` on the same ticket is answered 200, never stored
-  twice), ``/fail``, ``/abandon`` and ``/renew`` (the same report again is answered 200),
-  ``POST .../observations`` (it carries an ``Idempotency-Key``: sent again, it is stored once)
-  and the read-only model calls ``/predict``, ``/acquisition``, ``/evaluate``. ``POST
-  /campaigns`` creates one more each time, so it is retried only when the request never
-  reached the server (a refused or timed-out connect).
-- A 503 with ``Retry-After`` (the service cannot reach its Redis for a moment, or every
-  worker was too busy to take a ``/predict``, ``/acquisition`` or ``/evaluate`` job within
-  ``FBGP_JOB_WAIT_SECONDS``), or a 429 with ``Retry-After`` (the campaign has as many model
-  calls out as it may, ``FBGP_LIMIT_MODEL_CALLS``), is retried after that many seconds, on
-  idempotent calls, as many times as connection errors are.
-- ``/next`` answers 202 with ``Retry-After`` while no point can be given (the model that must
-  choose it is being fitted): :meth:`FbgpClient.next_point` asks again, long-polling with
-  ``?wait=`` or sleeping what ``Retry-After`` asks, until a point comes or the campaign is done.
+Which calls are retried, and why that is safe: :mod:`clients.transport`.
 """
 
 from __future__ import annotations
@@ -61,15 +42,15 @@ from fbgp_al.clients.responses import (
     Readiness,
     RunReport,
 )
-from fbgp_al.clients.transport import LONGEST_RETRY_AFTER, answer_detail, call
+from fbgp_al.clients.transport import (
+    LONGEST_RETRY_AFTER,
+    answer_detail,
+    call,
+    numbers_body,
+    points_body,
+)
 
 MAX_REASON = 2000  # characters of a failure's reason (the service's limit); longer is cut
-
-
-def _points(x) -> list[list]:
-    """``x`` ``[m, d]`` (a list or a numpy array) as plain lists for JSON: numbers as floats,
-    text (a choice input's value) as it is."""
-    return [[str(v) if isinstance(v, str) else float(v) for v in row] for row in x]
 
 
 class FbgpClient:
@@ -83,8 +64,15 @@ class FbgpClient:
     attempts after a connection error, with backoff ``backoff * 2**k`` seconds capped at 5.
     """
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = 150.0,
-                 retries: int = 8, backoff: float = 0.25):  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 150.0,
+        retries: int = 8,
+        backoff: float = 0.25,
+    ):
         if token is None:
             token = os.environ.get("FBGP_API_TOKEN") or None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -104,10 +92,19 @@ class FbgpClient:
         self.close()
 
     # -- transport (clients.transport: retried as the module docstring says) ---------------------
-    def _call(self, method: str, path: str, *, idempotent: bool = True, ok=(200,),
-              **kw) -> httpx.Response:  # fmt: skip
-        return call(self._http, method, path, idempotent=idempotent, ok=ok, retries=self.retries,
-                    backoff=self.backoff, **kw)  # fmt: skip
+    def _call(
+        self, method: str, path: str, *, idempotent: bool = True, ok=(200,), **kw
+    ) -> httpx.Response:
+        return call(
+            self._http,
+            method,
+            path,
+            idempotent=idempotent,
+            ok=ok,
+            retries=self.retries,
+            backoff=self.backoff,
+            **kw,
+        )
 
     # -- service ---------------------------------------------------------------------------------
     def healthz(self) -> dict:
@@ -117,8 +114,12 @@ class FbgpClient:
         """Readiness; a 503 (not ready) is an answer here, not an error."""
         body = self._call("GET", "/readyz", ok=(200, 503)).json()
         ready = bool(body.get("ready"))
-        return Readiness(ready, int(body.get("workers", 0)), body.get("detail"),
-                         body.get("status", "ready" if ready else "unavailable"))  # fmt: skip
+        return Readiness(
+            ready,
+            int(body.get("workers", 0)),
+            body.get("detail"),
+            body.get("status", "ready" if ready else "unavailable"),
+        )
 
     def wait_ready(self, timeout: float = 60.0, poll: float = 0.5) -> Readiness:
         """Wait until ``/readyz`` says ready; TimeoutError with its last answer otherwise."""
@@ -142,8 +143,9 @@ class FbgpClient:
         """Every campaign's status, in one call (see :meth:`iter_campaigns` for many)."""
         return [CampaignStatus.from_json(c) for c in self._call("GET", "/campaigns").json()]
 
-    def campaigns_page(self, limit: int = 100, cursor: str | None = None
-                       ) -> tuple[list[CampaignStatus], str | None]:  # fmt: skip
+    def campaigns_page(
+        self, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[CampaignStatus], str | None]:
         """One page of at most ``limit`` campaigns after ``cursor`` (None: the first page),
         and the next page's cursor (None: this was the last)."""
         params = {"limit": limit} | ({"cursor": cursor} if cursor is not None else {})
@@ -166,8 +168,9 @@ class FbgpClient:
         """Let a campaign its stopping rule stopped go on (the owner's call; ``ApiError`` 409 if
         it was not stopped); ``stop``: a new rule, or None to remove it (default: kept)."""
         body = None if stop is ... else {"stop": stop}
-        response = self._call("POST", f"/campaigns/{campaign_id}/resume", idempotent=False,
-                              json=body)  # fmt: skip
+        response = self._call(
+            "POST", f"/campaigns/{campaign_id}/resume", idempotent=False, json=body
+        )
         return CampaignStatus.from_json(response.json())
 
     def retry(self, campaign_id: str, forget_failures: bool = False) -> CampaignStatus:
@@ -176,8 +179,9 @@ class FbgpClient:
         where the failure model allows; ``forget_failures`` (the simulator changed): the
         failure model forgets them too (``ApiError`` 409 if there is nothing to retry)."""
         body = {"forget_failures": True} if forget_failures else None
-        response = self._call("POST", f"/campaigns/{campaign_id}/retry", idempotent=False,
-                              ok=(202,), json=body)  # fmt: skip
+        response = self._call(
+            "POST", f"/campaigns/{campaign_id}/retry", idempotent=False, ok=(202,), json=body
+        )
         return CampaignStatus.from_json(response.json())
 
     def delete_campaign(self, campaign_id: str, missing_ok: bool = False) -> None:
@@ -189,8 +193,9 @@ class FbgpClient:
     def create_team(self, name: str) -> str:
         """A new team of the stack; its token (shown once), which creates campaigns, lists the
         team's own and opens those, and nothing else. ``ApiError`` 409 if the name is taken."""
-        return self._call("POST", "/teams", json={"name": name}, idempotent=False,
-                          ok=(201,)).json()["token"]  # fmt: skip
+        return self._call(
+            "POST", "/teams", json={"name": name}, idempotent=False, ok=(201,)
+        ).json()["token"]
 
     def teams(self) -> list[dict]:
         """Every team: ``name``, ``created_at``, ``live`` (False: deleted, holding campaigns),
@@ -218,8 +223,14 @@ class FbgpClient:
         forgives them)."""
         timeout = self.timeout + wait
         key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries get the ticket it got, if any
-        response = self._call("GET", f"/campaigns/{campaign_id}/next", params={"wait": wait},
-                              headers=key, ok=(200, 202, 410), timeout=timeout)  # fmt: skip
+        response = self._call(
+            "GET",
+            f"/campaigns/{campaign_id}/next",
+            params={"wait": wait},
+            headers=key,
+            ok=(200, 202, 410),
+            timeout=timeout,
+        )
         if response.status_code == 410:
             return None
         if response.status_code == 202:
@@ -254,9 +265,15 @@ class FbgpClient:
             pause = min(answer.retry_after, LONGEST_RETRY_AFTER) - (now - asked)
             time.sleep(max(0.0, min(pause, deadline - now)))
 
-    def label(self, campaign_id: str, ticket: str, y: float | dict | None = None, *,
-              noise: float | dict | None = None,
-              replicates: Sequence[float] | dict | None = None) -> LabelResult:  # fmt: skip
+    def label(
+        self,
+        campaign_id: str,
+        ticket: str,
+        y: float | dict | None = None,
+        *,
+        noise: float | dict | None = None,
+        replicates: Sequence[float] | dict | None = None,
+    ) -> LabelResult:
         """Post the label of ``ticket``: ``y``, and in a campaign with known noise its
         ``noise`` variance (original units), or instead ``replicates`` (two runs or more at the
         point: the service takes their mean and the variance of that mean). With several
@@ -265,18 +282,15 @@ class FbgpClient:
         :class:`ApiError`."""
         body: dict = {"ticket": ticket}
         if replicates is not None:
-            body["y_replicates"] = _numbers(replicates, list)
+            body["y_replicates"] = numbers_body(replicates, list)
         else:
             if y is None:
                 raise ValueError("label needs y (or replicates)")
-            body["y"] = _numbers(y)
+            body["y"] = numbers_body(y)
         if noise is not None:
-            body["noise"] = _numbers(noise)
-        response = self._call("POST", f"/campaigns/{campaign_id}/label", json=body,
-                              ok=(200, 201))  # fmt: skip
-        data = response.json()
-        return LabelResult(data["ticket"], data["y"], data["n_labeled"],
-                           response.status_code == 201, data.get("noise"))  # fmt: skip
+            body["noise"] = numbers_body(noise)
+        response = self._call("POST", f"/campaigns/{campaign_id}/label", json=body, ok=(200, 201))
+        return LabelResult.from_json(response.json(), response.status_code == 201)
 
     def fail(self, campaign_id: str, ticket: str, reason: str = "") -> RunReport:
         """Report that ``ticket``'s run failed, and why: its lease ends now; its point is not
@@ -290,11 +304,9 @@ class FbgpClient:
         return self._end_run(campaign_id, "abandon", {"ticket": ticket})
 
     def _end_run(self, campaign_id: str, call: str, body: dict) -> RunReport:
-        response = self._call("POST", f"/campaigns/{campaign_id}/{call}", json=body,
-                              ok=(200, 201))  # fmt: skip
+        response = self._call("POST", f"/campaigns/{campaign_id}/{call}", json=body, ok=(200, 201))
         data = response.json()
-        return RunReport(data["ticket"], data["status"], data["count"],
-                         response.status_code == 201)  # fmt: skip
+        return RunReport(data["ticket"], data["status"], data["count"], response.status_code == 201)
 
     def renew(self, campaign_id: str, ticket: str) -> float:
         """Extend ``ticket``'s live lease by the campaign's ``lease_seconds`` from now; returns
@@ -302,17 +314,19 @@ class FbgpClient:
         response = self._call("POST", f"/campaigns/{campaign_id}/renew", json={"ticket": ticket})
         return float(response.json()["expires_at"])
 
-    def import_observations(self, campaign_id: str, x, y: Sequence[float],
-                            noise: Sequence[float] | None = None) -> int:  # fmt: skip
+    def import_observations(
+        self, campaign_id: str, x, y: Sequence[float], noise: Sequence[float] | None = None
+    ) -> int:
         """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units), with their
         noise variances ``noise`` ``[n]`` in a campaign with known noise; returns the number of
         labels stored now."""
-        body = {"x": _points(x), "y": [_numbers(v) for v in y]}
+        body = {"x": points_body(x), "y": [numbers_body(v) for v in y]}
         if noise is not None:
-            body["noise"] = [_numbers(v) for v in noise]
+            body["noise"] = [numbers_body(v) for v in noise]
         key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries are stored once
-        response = self._call("POST", f"/campaigns/{campaign_id}/observations", json=body,
-                              headers=key, ok=(200, 201))  # fmt: skip
+        response = self._call(
+            "POST", f"/campaigns/{campaign_id}/observations", json=body, headers=key, ok=(200, 201)
+        )
         return int(response.json()["n_labeled"])
 
     def observations(self, campaign_id: str) -> Observations:
@@ -348,19 +362,20 @@ class FbgpClient:
         evaluation, failed refit, stop, resume, failed and abandoned run kept."""
         return self._call("GET", f"/campaigns/{campaign_id}/history").json()
 
-    def plot(self, campaign_id: str, kind: str, output: str | None = None,
-             **inputs: str) -> bytes:  # fmt: skip
+    def plot(self, campaign_id: str, kind: str, output: str | None = None, **inputs: str) -> bytes:
         """A picture of the campaign's page, PNG bytes (``GET .../plots/{kind}.png``):
         ``model``, ``effects``, ``sobol``, ``pair``, ``posterior``, ``failures``, ``accuracy``
         or ``curve``; ``output``: with several outputs, whose; ``inputs``: a ``pair``'s
         ``horizontal=`` and ``vertical=`` input names. ``ApiError`` 404 when there is none
         to draw (yet)."""
         params = {"output": output, **inputs} if output else dict(inputs)
-        return self._call("GET", f"/campaigns/{campaign_id}/plots/{kind}.png",
-                          params=params).content  # fmt: skip
+        return self._call(
+            "GET", f"/campaigns/{campaign_id}/plots/{kind}.png", params=params
+        ).content
 
-    def wait_for_model(self, campaign_id: str, version: int, timeout: float | None = None,
-                       poll: float = 0.2) -> CampaignStatus:  # fmt: skip
+    def wait_for_model(
+        self, campaign_id: str, version: int, timeout: float | None = None, poll: float = 0.2
+    ) -> CampaignStatus:
         """Wait until the campaign's model has seen ``version`` labels (or more).
 
         :class:`RefitFailed` when the refit failed and none is queued or running; TimeoutError
@@ -381,55 +396,54 @@ class FbgpClient:
         campaign's latest model: a :class:`~clients.prediction.Prediction` (``p["mean"]``,
         ``p["variance"]``, ...), or with several outputs ``{name: Prediction}``, the shape
         :meth:`Metamodel.predict <clients.metamodel.Metamodel.predict>` answers."""
-        body = self._call("POST", f"/campaigns/{campaign_id}/predict",
-                          json={"x": _points(x)}).json()  # fmt: skip
+        body = self._call(
+            "POST", f"/campaigns/{campaign_id}/predict", json={"x": points_body(x)}
+        ).json()
         if "outputs" in body:
             version = body.get("model_version")
             chance = body.get("p_success")  # one for all outputs, where runs have failed
-            return {name: Prediction.from_json(p, version, chance)
-                    for name, p in body["outputs"].items()}  # fmt: skip
+            return {
+                name: Prediction.from_json(p, version, chance)
+                for name, p in body["outputs"].items()
+            }
         return Prediction.from_json(body)
 
     def acquisition(self, campaign_id: str, x, acquisition: str | None = None) -> list[float]:
         """Acquisition values at ``x`` ``[m, d]`` (the campaign's own acquisition by default)."""
-        body = {"x": _points(x), "acquisition": acquisition}
+        body = {"x": points_body(x), "acquisition": acquisition}
         return self._call("POST", f"/campaigns/{campaign_id}/acquisition", json=body).json()[
             "values"
         ]
 
-    def sensitivity(self, campaign_id: str, method: str = "closed-form",
-                    level: float = 0.95) -> dict:  # fmt: skip
+    def sensitivity(
+        self, campaign_id: str, method: str = "closed-form", level: float = 0.95
+    ) -> dict:
         """Which inputs matter: the first-order and total Sobol indices of the latest model's
         mean, each ``{"mean", "low", "high"}`` over the posterior's draws, lists in the order of
         ``inputs`` (with several outputs ``{"outputs": {name: ...}}``): the body of
         ``GET .../sensitivity``."""
-        return self._call("GET", f"/campaigns/{campaign_id}/sensitivity",
-                          params={"method": method, "level": level}).json()  # fmt: skip
+        return self._call(
+            "GET",
+            f"/campaigns/{campaign_id}/sensitivity",
+            params={"method": method, "level": level},
+        ).json()
 
-    def evaluate(self, campaign_id: str, x, y: Sequence[float] | dict,
-                 noise: Sequence[float] | dict | None = None
-                 ) -> Evaluation | dict[str, Evaluation]:  # fmt: skip
+    def evaluate(
+        self,
+        campaign_id: str,
+        x,
+        y: Sequence[float] | dict,
+        noise: Sequence[float] | dict | None = None,
+    ) -> Evaluation | dict[str, Evaluation]:
         """Test metrics of the latest model on ``x``, ``y``; ``noise``: the test points' known
         noise variances (campaigns with known noise), added to their predictive variances. With
         several outputs ``y`` (and ``noise``) are ``{name: [values]}`` and the answer
         ``{name: Evaluation}``."""
-        body = {"x": _points(x), "y": _numbers(y, list)}
+        body = {"x": points_body(x), "y": numbers_body(y, list)}
         if noise is not None:
-            body["noise"] = _numbers(noise, list)
+            body["noise"] = numbers_body(noise, list)
         data = self._call("POST", f"/campaigns/{campaign_id}/evaluate", json=body).json()
+        version = data.get("model_version")
         if "outputs" in data:
-            return {name: Evaluation(e["nlml"], e["rmse"], e["nlpd_mixture"],
-                                     data.get("model_version"), e.get("nlml_paper"),
-                                     e.get("nlml_y"), e.get("nlpd_mixture_y"))
-                    for name, e in data["outputs"].items()}  # fmt: skip
-        return Evaluation(data["nlml"], data["rmse"], data["nlpd_mixture"],
-                          data.get("model_version"), data.get("nlml_paper"), data.get("nlml_y"),
-                          data.get("nlpd_mixture_y"))  # fmt: skip
-
-
-def _numbers(value, kind=float):
-    """A label's number (``kind`` float) or list of numbers (``kind`` list) as JSON floats, or
-    a dict of them by output name."""
-    if isinstance(value, dict):
-        return {str(k): _numbers(v, kind) for k, v in value.items()}
-    return [float(v) for v in value] if kind is list else float(value)
+            return {name: Evaluation.from_json(e, version) for name, e in data["outputs"].items()}
+        return Evaluation.from_json(data, version)

@@ -52,15 +52,18 @@ class FailureModel:
             self.constant = float(model["p"])
             return
         if model.get("likelihood", "probit") != "probit" or model.get("inference") != "ep":
-            raise ValueError("the document's failure model is not one this SDK reads (probit, "
-                             "EP); upgrade fbgp-al")  # fmt: skip
+            raise ValueError(
+                "the document's failure model is not one this SDK reads (probit, "
+                "EP); upgrade fbgp-al"
+            )
         self.lengthscale = np.asarray(model["lengthscale"], dtype=float).reshape(-1)
         tau, nu = (np.asarray(model[k], dtype=float).reshape(-1) for k in ("tau", "nu"))
         self.u = np.asarray(model["u"], dtype=float).reshape(len(tau), -1)
         self.variance, self.bias = float(model["variance"]), float(model["bias"])
         if self.u.shape[1] != features or len(self.lengthscale) != features:
-            raise ValueError(f"the document's failure model is not over the model's {features} "
-                             "features")  # fmt: skip
+            raise ValueError(
+                f"the document's failure model is not over the model's {features} features"
+            )
         K = _kernel(self.u, self.u, self.lengthscale, self.variance, self.bias)
         self.sW = np.sqrt(tau)
         self.L = _cholesky(np.eye(len(tau)) + self.sW[:, None] * K * self.sW[None, :])

@@ -77,8 +77,9 @@ def _numbers(value: Any, what: str, depth: int) -> np.ndarray:
                 raise ValueError(f"the document's {what} is nested deeper than {depth} lists")
             stack.extend((v, level + 1) for v in item)
         elif isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ValueError(f"the document's {what} must hold numbers, not "
-                             f"{type(item).__name__} {item!r:.40}")  # fmt: skip
+            raise ValueError(
+                f"the document's {what} must hold numbers, not {type(item).__name__} {item!r:.40}"
+            )
     return np.asarray(value, dtype=float)
 
 
@@ -107,8 +108,10 @@ class Metamodel:
         version = document.get("format_version")
         several = version in (2, 3) and "outputs" in document
         if not isinstance(version, int) or version > 3 or (version == 2 and not several):
-            raise ValueError(f"format_version {version!r} is not one this SDK reads (1, 2 with "
-                             "outputs, or 3); upgrade fbgp-al")  # fmt: skip
+            raise ValueError(
+                f"format_version {version!r} is not one this SDK reads (1, 2 with "
+                "outputs, or 3); upgrade fbgp-al"
+            )
         if document.get("kernel", KERNEL) != KERNEL:
             raise ValueError(f"kernel {document.get('kernel')!r} is not {KERNEL!r}")
         self.document = document
@@ -139,10 +142,14 @@ class Metamodel:
             self.outputs = {}
             for name, part in outputs.items():
                 single = {key: value for key, value in document.items() if key != "outputs"}
-                single.update(format_version=1, samples=part.get("samples"),
-                              acquisition_samples=part["acquisition_samples"], mode=part["mode"],
-                              transform={**document["transform"], **part["transform"]},
-                              data={"x": data["x"], "y": [row[name] for row in rows]})  # fmt: skip
+                single.update(
+                    format_version=1,
+                    samples=part.get("samples"),
+                    acquisition_samples=part["acquisition_samples"],
+                    mode=part["mode"],
+                    transform={**document["transform"], **part["transform"]},
+                    data={"x": data["x"], "y": [row[name] for row in rows]},
+                )
                 if noise is not None:
                     single["data"]["noise"] = [row[name] for row in noise]
                 self.outputs[name] = Metamodel(single, memory=memory, draws=draws)
@@ -152,10 +159,12 @@ class Metamodel:
         except (KeyError, TypeError) as error:
             raise ValueError(f"the document's outputs are malformed: {error!r}") from None
         if self.memory > memory:
-            raise ValueError(f"this model needs {self.memory / 2**30:.2f} GiB to predict from "
-                             f"({len(self.outputs)} outputs), over the budget of "
-                             f"{memory / 2**30:.2f} GiB: pass memory= (bytes) or draws= (fewer "
-                             "draws, evenly spread) to load it")  # fmt: skip
+            raise ValueError(
+                f"this model needs {self.memory / 2**30:.2f} GiB to predict from "
+                f"({len(self.outputs)} outputs), over the budget of "
+                f"{memory / 2**30:.2f} GiB: pass memory= (bytes) or draws= (fewer "
+                "draws, evenly spread) to load it"
+            )
 
     def _read(self, document: dict, memory: int, draws: int | None) -> None:
         self.campaign = dict(document.get("campaign", {}))
@@ -173,8 +182,9 @@ class Metamodel:
         d = self.dim
         finite = np.isfinite([*self.lower, *self.upper, self.y_mean, self.y_std]).all()
         if not (finite and self.y_std > 0 and np.all(self.lower < self.upper)):
-            raise ValueError("the document's transform needs finite bounds, lower < upper, and "
-                             "y_std > 0")  # fmt: skip
+            raise ValueError(
+                "the document's transform needs finite bounds, lower < upper, and y_std > 0"
+            )
         if self.lower.shape != (d,) or self.upper.shape != (d,) or len(self.inputs) != d:
             raise ValueError("the document's transform and inputs disagree on the dimension")
         data = document["data"]
@@ -189,13 +199,16 @@ class Metamodel:
         if x.shape != (len(y), d):
             raise ValueError(f"the document's data.x is {x.shape}, not {len(y)} points of {d}")
         if len(y) != self.n_labeled:
-            raise ValueError(f"the document holds {len(x)} inputs and {len(y)} outputs; its "
-                             f"model saw n_labeled = {self.n_labeled}")  # fmt: skip
+            raise ValueError(
+                f"the document holds {len(x)} inputs and {len(y)} outputs; its "
+                f"model saw n_labeled = {self.n_labeled}"
+            )
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
             raise ValueError("the document's data must be finite")
         if self.log and not np.all(y > 0):
-            raise ValueError("the document's output is modeled on the log scale: its data.y "
-                             "must be > 0")  # fmt: skip
+            raise ValueError(
+                "the document's output is modeled on the log scale: its data.y must be > 0"
+            )
         self.x, self.y = x, y
         self.noise = None
         if data.get("noise") is not None:
@@ -227,9 +240,11 @@ class Metamodel:
         spread = float(np.abs(self._z).max()) if len(self._z) else 0.0
         fits = np.isfinite(spread) and spread <= max(10.0, len(self._z))
         if not (fits and (self._noise_z is None or np.isfinite(self._noise_z).all())):
-            raise ValueError(f"the document's transform (y_mean {self.y_mean:g}, y_std "
-                             f"{self.y_std:g}) does not standardize its labels: they lie up to "
-                             f"{spread:.3g} sds from the mean in the GP's units")  # fmt: skip
+            raise ValueError(
+                f"the document's transform (y_mean {self.y_mean:g}, y_std "
+                f"{self.y_std:g}) does not standardize its labels: they lie up to "
+                f"{spread:.3g} sds from the mean in the GP's units"
+            )
         n, kept = len(y), len(self.draw_noise) + 1
         self.memory = kept * n * n * 8 + min(kept * n * n, FIT_ELEMENTS) * 8 * 3
         if self.memory > memory:
@@ -249,8 +264,13 @@ class Metamodel:
         return len(self.lower)
 
     @classmethod
-    def load(cls, source: str | os.PathLike | IO | dict, *, memory: int = MEMORY_BUDGET,
-             draws: int | None = None) -> Metamodel:  # fmt: skip
+    def load(
+        cls,
+        source: str | os.PathLike | IO | dict,
+        *,
+        memory: int = MEMORY_BUDGET,
+        draws: int | None = None,
+    ) -> Metamodel:
         """From a path to the exported JSON file, an open file (text or binary) or the
         document already parsed. ``memory``: the bytes its factors may take (``MEMORY_BUDGET``,
         2 GiB, by default; a model that needs more is refused, saying what it needs);
@@ -285,8 +305,7 @@ class Metamodel:
             points = points[:, None] if self.dim == 1 else points[None, :]
         names = ", ".join(i["name"] for i in self.inputs)
         if points.ndim != 2 or points.shape[1] != self.dim:
-            raise ValueError(f"x must be m x {self.dim} (inputs {names}); got shape "
-                             f"{np.shape(x)}")  # fmt: skip
+            raise ValueError(f"x must be m x {self.dim} (inputs {names}); got shape {np.shape(x)}")
         bad = np.flatnonzero(~np.isfinite(points).all(1))
         if len(bad):
             raise ValueError(f"point {int(bad[0])} of x is not finite")
@@ -315,8 +334,11 @@ class Metamodel:
         mean, var = self._mode.predict(cand)
         p_success = None if self.failures is None else self.failures.p_success(cand)
         if self.log:
-            return Prediction(**self._lognormal(mean[0], var[0], cand),
-                              model_version=self.version, p_success=p_success)  # fmt: skip
+            return Prediction(
+                **self._lognormal(mean[0], var[0], cand),
+                model_version=self.version,
+                p_success=p_success,
+            )
         mixture_mean, mixture_var = self._mixture(cand)
         return Prediction(
             mean=self.y_mean + mean[0] * self.y_std,
@@ -330,13 +352,21 @@ class Metamodel:
     def _fit(self) -> None:
         """Each GP factorized, once, at the first prediction or sensitivity."""
         if self._mode is None:
-            self._mode = Fitted(self._u, self._z, self._noise_z, self.mode_lengthscale,
-                                 self.mode_noise)  # fmt: skip
-            self._draws_fitted = Fitted(self._u, self._z, self._noise_z, self.draw_lengthscale,
-                                         self.draw_noise)  # fmt: skip
+            self._mode = Fitted(
+                self._u, self._z, self._noise_z, self.mode_lengthscale, self.mode_noise
+            )
+            self._draws_fitted = Fitted(
+                self._u, self._z, self._noise_z, self.draw_lengthscale, self.draw_noise
+            )
 
-    def sensitivity(self, *, method: str = "closed-form", level: float = 0.95,
-                    samples: int = 8192, seed: int = 0) -> dict:  # fmt: skip
+    def sensitivity(
+        self,
+        *,
+        method: str = "closed-form",
+        level: float = 0.95,
+        samples: int = 8192,
+        seed: int = 0,
+    ) -> dict:
         """The first-order and total Sobol index of each input, as ``GET
         /campaigns/{id}/sensitivity`` answers them for the same model: ``inputs``, ``first``
         and ``total`` (each ``{"mean", "low", "high"}``, a list per input: their mean over the
@@ -347,9 +377,12 @@ class Metamodel:
         ``"monte-carlo"`` (``samples`` points per draw, from ``seed``). A multi-output model
         answers ``{"outputs": {name: ...}}``."""
         if self.outputs is not None:
-            return {"outputs": {name: model.sensitivity(method=method, level=level,
-                                                        samples=samples, seed=seed)
-                                for name, model in self.outputs.items()}}  # fmt: skip
+            return {
+                "outputs": {
+                    name: model.sensitivity(method=method, level=level, samples=samples, seed=seed)
+                    for name, model in self.outputs.items()
+                }
+            }
         if method not in sobol.METHODS:
             raise ValueError(f"method {method!r} is not one of {sobol.METHODS}")
         if not 0 < level < 1:
@@ -362,8 +395,10 @@ class Metamodel:
         else:
             mean = sobol.gp_mean(space, self._u, alpha, lengthscale)
             per_draw = sobol.monte_carlo(space, mean, samples=samples, seed=seed)
-        return dict(sobol.summarize(per_draw, space, level, method, y_std=self.y_std),
-                    model_version=self.version)  # fmt: skip
+        return dict(
+            sobol.summarize(per_draw, space, level, method, y_std=self.y_std),
+            model_version=self.version,
+        )
 
     def _lognormal(self, mean: np.ndarray, var: np.ndarray, cand: np.ndarray) -> dict:
         """A log output's predictions (:func:`worker.spec.lognormal.predictions`), the draws'
@@ -388,9 +423,13 @@ class Metamodel:
     def __repr__(self) -> str:
         names = ", ".join(i["name"] for i in self.inputs)
         if self.outputs is not None:
-            return (f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
-                    f"n_labeled={self.n_labeled}, inputs=[{names}], "
-                    f"outputs=[{', '.join(self.outputs)}])")  # fmt: skip
-        return (f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
+            return (
+                f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
                 f"n_labeled={self.n_labeled}, inputs=[{names}], "
-                f"draws={len(self.draw_noise)})")  # fmt: skip
+                f"outputs=[{', '.join(self.outputs)}])"
+            )
+        return (
+            f"Metamodel(campaign={self.campaign.get('id')!r}, version={self.version}, "
+            f"n_labeled={self.n_labeled}, inputs=[{names}], "
+            f"draws={len(self.draw_noise)})"
+        )

@@ -53,20 +53,33 @@ class Prediction(Mapping):
 
     KEYS: ClassVar[tuple[str, ...]] = ("mean", "variance", "mixture_mean", "mixture_variance")
     # a log output's, where there are some
-    QUANTILES: ClassVar[tuple[str, ...]] = ("median", "lower", "upper", "mixture_median",
-                                            "mixture_lower", "mixture_upper")  # fmt: skip
+    QUANTILES: ClassVar[tuple[str, ...]] = (
+        "median",
+        "lower",
+        "upper",
+        "mixture_median",
+        "mixture_lower",
+        "mixture_upper",
+    )
 
     @classmethod
-    def from_json(cls, body: Mapping, model_version: int | None = None,
-                  p_success=None) -> Prediction:  # fmt: skip
+    def from_json(
+        cls, body: Mapping, model_version: int | None = None, p_success=None
+    ) -> Prediction:
         """From ``/predict``'s body (or one of its ``outputs``, with the body's ``p_success``)."""
         arrays = (np.asarray(body[key], dtype=float) for key in cls.KEYS)
         p = body.get("p_success", p_success)
-        quantiles = {key: np.asarray(body[key], dtype=float) for key in cls.QUANTILES
-                     if body.get(key) is not None}  # fmt: skip
-        return cls(*arrays, model_version=body.get("model_version", model_version),
-                   p_success=None if p is None else np.asarray(p, dtype=float),
-                   **quantiles)  # fmt: skip
+        quantiles = {
+            key: np.asarray(body[key], dtype=float)
+            for key in cls.QUANTILES
+            if body.get(key) is not None
+        }
+        return cls(
+            *arrays,
+            model_version=body.get("model_version", model_version),
+            p_success=None if p is None else np.asarray(p, dtype=float),
+            **quantiles,
+        )
 
     def _keys(self) -> tuple[str, ...]:
         keys = self.KEYS if self.p_success is None else (*self.KEYS, "p_success")

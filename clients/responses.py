@@ -35,15 +35,26 @@ class CampaignStatus:
 
     @classmethod
     def from_json(cls, data: dict) -> CampaignStatus:
-        return cls(id=data["id"], state=data["state"], n_labeled=data["n_labeled"],
-                   n_pending=data["n_pending"], max_labels=data["max_labels"],
-                   model_version=data["model_version"], last_error=data.get("last_error"),
-                   refit=data.get("refit"), n_failed=data.get("n_failed", 0),
-                   n_abandoned=data.get("n_abandoned", 0), failing=data.get("failing", False),
-                   n_forgiven=data.get("n_forgiven", 0),
-                   stalled=data.get("stalled", False), stopped_by=data.get("stopped_by"),
-                   inputs=data.get("inputs", []), outputs=data.get("outputs"),
-                   team=data.get("team"), raw=data)  # fmt: skip
+        return cls(
+            id=data["id"],
+            state=data["state"],
+            n_labeled=data["n_labeled"],
+            n_pending=data["n_pending"],
+            max_labels=data["max_labels"],
+            model_version=data["model_version"],
+            last_error=data.get("last_error"),
+            refit=data.get("refit"),
+            n_failed=data.get("n_failed", 0),
+            n_abandoned=data.get("n_abandoned", 0),
+            failing=data.get("failing", False),
+            n_forgiven=data.get("n_forgiven", 0),
+            stalled=data.get("stalled", False),
+            stopped_by=data.get("stopped_by"),
+            inputs=data.get("inputs", []),
+            outputs=data.get("outputs"),
+            team=data.get("team"),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,10 @@ class LabelResult:
     n_labeled: int
     created: bool
     noise: float | dict | None = None  # the label's noise variance, in a campaign with known noise
+
+    @classmethod
+    def from_json(cls, data: dict, created: bool) -> LabelResult:
+        return cls(data["ticket"], data["y"], data["n_labeled"], created, data.get("noise"))
 
 
 @dataclass(frozen=True)
@@ -182,6 +197,19 @@ class Evaluation:
     nlml_paper: float | None = None
     nlml_y: float | None = None
     nlpd_mixture_y: float | None = None
+
+    @classmethod
+    def from_json(cls, e: dict, model_version: int | None) -> Evaluation:
+        """One output's metrics as ``/evaluate`` answers them."""
+        return cls(
+            e["nlml"],
+            e["rmse"],
+            e["nlpd_mixture"],
+            model_version,
+            e.get("nlml_paper"),
+            e.get("nlml_y"),
+            e.get("nlpd_mixture_y"),
+        )
 
 
 @dataclass(frozen=True)

@@ -121,8 +121,13 @@ def run_simulator(
     return posted
 
 
-def post_label(api: FbgpClient, campaign_id: str, point: NextPoint, label: dict,
-               patience: float = LABEL_PATIENCE) -> LabelResult | None:  # fmt: skip
+def post_label(
+    api: FbgpClient,
+    campaign_id: str,
+    point: NextPoint,
+    label: dict,
+    patience: float = LABEL_PATIENCE,
+) -> LabelResult | None:
     """Post ``point``'s computed ``label`` until the service answers: the stored label; None
     when it is refused for good because its point has a label under another ticket (409) or
     its ticket is gone (404), both logged. A label the service refuses otherwise (422: not
@@ -138,28 +143,44 @@ def post_label(api: FbgpClient, campaign_id: str, point: NextPoint, label: dict,
                 return api.label(campaign_id, point.ticket, **label)
             except ApiError as error:
                 if error.status_code in (404, 409):
-                    log.warning("the label of %s was not stored (%d: %s)", point.x,
-                                error.status_code, error.detail)  # fmt: skip
+                    log.warning(
+                        "the label of %s was not stored (%d: %s)",
+                        point.x,
+                        error.status_code,
+                        error.detail,
+                    )
                     return None
                 if error.status_code not in (429, 503) or time.monotonic() >= deadline:
                     if error.status_code not in (410, 429, 503):
                         _abandon(api, campaign_id, point)
                     raise
-                log.warning("the label of %s: %d %s; posting it again in %.0f s", point.x,
-                            error.status_code, error.detail, delay)  # fmt: skip
+                log.warning(
+                    "the label of %s: %d %s; posting it again in %.0f s",
+                    point.x,
+                    error.status_code,
+                    error.detail,
+                    delay,
+                )
             except httpx.TransportError as error:
                 if time.monotonic() >= deadline:
                     raise
-                log.warning("the label of %s: %s; posting it again in %.0f s", point.x, error,
-                            delay)  # fmt: skip
+                log.warning(
+                    "the label of %s: %s; posting it again in %.0f s", point.x, error, delay
+                )
             time.sleep(jittered(delay))
             delay = min(30.0, 2 * delay)
     except BaseException as error:
         if not (isinstance(error, ApiError) and error.status_code == 410):
-            log.error("the label of ticket %s (x = %s) was not stored: %s (%s: %s); a late "
-                      "label is taken while its point has none (POST /campaigns/%s/label)",
-                      point.ticket, point.x, label, type(error).__name__, error,
-                      campaign_id)  # fmt: skip
+            log.error(
+                "the label of ticket %s (x = %s) was not stored: %s (%s: %s); a late "
+                "label is taken while its point has none (POST /campaigns/%s/label)",
+                point.ticket,
+                point.x,
+                label,
+                type(error).__name__,
+                error,
+                campaign_id,
+            )
         raise
 
 
@@ -228,16 +249,21 @@ def label_of(value) -> dict:
         value = {"y": value}  # several outputs: {name: value}
     unknown = set(value) - reserved
     if unknown:
-        raise ValueError(f"f returned a dict with keys {sorted(unknown)}; expected y and noise, "
-                         "or y_replicates (or, with several outputs, {name: value} or y and "
-                         "noise as such dicts)")  # fmt: skip
+        raise ValueError(
+            f"f returned a dict with keys {sorted(unknown)}; expected y and noise, "
+            "or y_replicates (or, with several outputs, {name: value} or y and "
+            "noise as such dicts)"
+        )
     if "y_replicates" in value:
         if "y" in value or "noise" in value:
             raise ValueError("f returned y_replicates with y or noise: they give both")
         runs = value["y_replicates"]
         if isinstance(runs, dict):
-            return {"replicates": {k: [_finite(v, f"a replicate of {k}") for v in vs]
-                                   for k, vs in runs.items()}}  # fmt: skip
+            return {
+                "replicates": {
+                    k: [_finite(v, f"a replicate of {k}") for v in vs] for k, vs in runs.items()
+                }
+            }
         return {"replicates": [_finite(v, "a replicate") for v in runs]}
     if "y" not in value:
         raise ValueError("f returned a dict without y")
@@ -259,8 +285,9 @@ def _each(value, what: str):
     return _finite(value, what)
 
 
-def _run(api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str,
-         on_failure) -> dict | None:  # fmt: skip
+def _run(
+    api: FbgpClient, campaign_id: str, point: NextPoint, f, on_error: str, on_failure
+) -> dict | None:
     """``f(point.x)`` as the label's keywords (:func:`label_of`), or None once its failure is
     reported (raised again with ``on_error="raise"``); Ctrl-C abandons the ticket and is raised
     again."""

@@ -239,8 +239,10 @@ class MultiSimulator(Simulator):
     def sample_outputs(self, X, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Noisy values ``[m]`` of each output, by name (independent noise per output)."""
         X = self.check_inputs(X)
-        return {name: mean(X) + noise(X) * rng.standard_normal(len(X))
-                for name, mean, noise in self.outputs}  # fmt: skip
+        return {
+            name: mean(X) + noise(X) * rng.standard_normal(len(X))
+            for name, mean, noise in self.outputs
+        }
 
     def label(self, x, rng: np.random.Generator, known_noise: bool = False) -> dict:
         """One point's label as ``run_simulator``'s ``f`` returns it: ``{name: y}``, or with
@@ -265,10 +267,15 @@ def wave_noise(X: np.ndarray) -> np.ndarray:
 def _build_multi() -> dict[str, MultiSimulator]:
     branin = ("branin", branin_mean, _constant(11.32))
     return {
-        "branin2": MultiSimulator("branin2", ((-5.0, 10.0), (0.0, 15.0)), 100, branin_mean,
-                                  _constant(11.32), outputs=(branin, ("wave", wave_mean,
-                                                                      wave_noise))),
-    }  # fmt: skip
+        "branin2": MultiSimulator(
+            "branin2",
+            ((-5.0, 10.0), (0.0, 15.0)),
+            100,
+            branin_mean,
+            _constant(11.32),
+            outputs=(branin, ("wave", wave_mean, wave_noise)),
+        ),
+    }
 
 
 _SIMULATORS = _build()

@@ -119,8 +119,7 @@ def _field_row(name: str, schema: dict, required: bool) -> str:
     words = schema.get("description", "")
     if facts:
         words = f"{words} ({'; '.join(facts)})" if words else "; ".join(facts)
-    return (f"| `{name}` | {_cell(_type(schema))} | {'yes' if required else ''} | "
-            f"{_cell(words)} |")  # fmt: skip
+    return f"| `{name}` | {_cell(_type(schema))} | {'yes' if required else ''} | {_cell(words)} |"
 
 
 def _schema_section(name: str, schema: dict) -> list[str]:
@@ -180,8 +179,10 @@ def http_reference() -> str:
                 lines += [op["description"], ""]
             params = op.get("parameters", [])
             if params:
-                lines += ["| parameter | in | type | required | description |",
-                          "|---|---|---|---|---|"]  # fmt: skip
+                lines += [
+                    "| parameter | in | type | required | description |",
+                    "|---|---|---|---|---|",
+                ]
                 for p in params:
                     schema = p.get("schema", {})
                     row = _field_row(
@@ -206,8 +207,9 @@ def http_reference() -> str:
             for status, answer in op.get("responses", {}).items():
                 media = _body_schema(answer.get("content", {})) or {}
                 shape = _type(media["schema"]) if media.get("schema") else ""
-                lines.append(f"| {status} | {_cell(answer.get('description', ''))} | "
-                             f"{_cell(shape)} |")  # fmt: skip
+                lines.append(
+                    f"| {status} | {_cell(answer.get('description', ''))} | {_cell(shape)} |"
+                )
             lines.append("")
     lines += ["## Schemas", ""]
     for name, schema in doc.get("components", {}).get("schemas", {}).items():

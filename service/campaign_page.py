@@ -38,8 +38,7 @@ def numeric_inputs(spec: dict) -> list[str]:
     return [i["name"] for i in spec["inputs"] if i.get("type") != "choice"]
 
 
-def chosen_pair(spec: dict, horizontal: str | None,
-                vertical: str | None) -> tuple[list[str], str]:  # fmt: skip
+def chosen_pair(spec: dict, horizontal: str | None, vertical: str | None) -> tuple[list[str], str]:
     """The two numeric inputs to draw (the page's choice, else the first two) and a note on a
     choice that could not be taken ('' if none)."""
     numeric = numeric_inputs(spec)
@@ -64,8 +63,10 @@ def _describe(i: dict) -> str:
 
 def point_text(names: list[str], x: list) -> str:
     """A point as ``load=10, thickness=2, material=steel``."""
-    return ", ".join(f"{n}={v if isinstance(v, str) else format(v, '.6g')}"
-                     for n, v in zip(names, x, strict=False))  # fmt: skip
+    return ", ".join(
+        f"{n}={v if isinstance(v, str) else format(v, '.6g')}"
+        for n, v in zip(names, x, strict=False)
+    )
 
 
 def failures_table(latest: list[dict], n_failed: int, names: list[str]) -> str:
@@ -76,9 +77,11 @@ def failures_table(latest: list[dict], n_failed: int, names: list[str]) -> str:
         for f in reversed(latest)
     )
     more = f"the latest {len(latest)} of {n_failed}, " if n_failed > len(latest) else ""
-    return (f"<p class='muted'>The runs that failed ({more}newest first):</p>"
-            "<table id='failures'><tr><th>point</th><th>reason</th></tr>"
-            f"{rows}</table>")  # fmt: skip
+    return (
+        f"<p class='muted'>The runs that failed ({more}newest first):</p>"
+        "<table id='failures'><tr><th>point</th><th>reason</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 class _Pictures:
@@ -88,28 +91,38 @@ class _Pictures:
         self.base = f"/campaigns/{quote(campaign_id)}/plots"
         self.stamp = stamp
 
-    def img(self, kind: str, output: str | None = None, alt: str = "",
-            **query: str) -> str:  # fmt: skip
+    def img(self, kind: str, output: str | None = None, alt: str = "", **query: str) -> str:
         params = {"v": self.stamp, **({"output": output} if output else {}), **query}
         src = f"{self.base}/{kind}.png?{urlencode(params)}"
         ident = f"plot-{kind}" + (f"-{output}" if output else "")
         caption = CAPTIONS.get(kind)
         note = f"<figcaption class='muted'>{html.escape(caption)}</figcaption>" if caption else ""
-        return (f"<figure><img id='{html.escape(ident)}' alt='{html.escape(alt or kind)}' "
-                f"src='{html.escape(src)}'>{note}</figure>")  # fmt: skip
+        return (
+            f"<figure><img id='{html.escape(ident)}' alt='{html.escape(alt or kind)}' "
+            f"src='{html.escape(src)}'>{note}</figure>"
+        )
 
 
-def campaign_body(store: CampaignStore, campaign_id: str, horizontal: str | None = None,
-                  vertical: str | None = None) -> tuple[str, str, bool]:  # fmt: skip
+def campaign_body(
+    store: CampaignStore,
+    campaign_id: str,
+    horizontal: str | None = None,
+    vertical: str | None = None,
+) -> tuple[str, str, bool]:
     """The page's title, its HTML body, and whether it refreshes itself (while it runs)."""
     s = bodies.status(store, campaign_id)
     spec = store.spec(campaign_id)
     version = s["model_version"]
     pictures = _Pictures(campaign_id, store.plot_stamp(campaign_id)[1])
-    parts = ["<p><a href='/'>all campaigns</a></p>", f"<h1>{html.escape(s['name'])}</h1>",
-             _facts(s), *_notes(s),
-             "<p id='inputs'>inputs: " + " &middot; ".join(_describe(i) for i in spec["inputs"])
-             + "</p>"]  # fmt: skip
+    parts = [
+        "<p><a href='/'>all campaigns</a></p>",
+        f"<h1>{html.escape(s['name'])}</h1>",
+        _facts(s),
+        *_notes(s),
+        "<p id='inputs'>inputs: "
+        + " &middot; ".join(_describe(i) for i in spec["inputs"])
+        + "</p>",
+    ]
     names = output_names(spec)
     outputs = [None] if names is None else names
     if version is None:
@@ -122,8 +135,11 @@ def campaign_body(store: CampaignStore, campaign_id: str, horizontal: str | None
     sections = [(f"output-{o}", output_title(spec, o)) for o in names or []] or [
         ("model", "The model")
     ]
-    sections += [("accuracy", "Accuracy"), ("failed-runs", "Failed runs"),
-                 ("diagnostics", "Diagnostics")]  # fmt: skip
+    sections += [
+        ("accuracy", "Accuracy"),
+        ("failed-runs", "Failed runs"),
+        ("diagnostics", "Diagnostics"),
+    ]
     links = " &middot; ".join(
         f"<a href='#{html.escape(a)}'>{html.escape(t)}</a>"
         for a, t in sections
@@ -148,12 +164,20 @@ def campaign_body(store: CampaignStore, campaign_id: str, horizontal: str | None
             parts.append(pictures.img("effects", output, f"{title}: main effects"))
             parts.append(pictures.img("sobol", output, f"{title}: Sobol indices"))
         if draws_pair:
-            parts.append(pictures.img("pair", output, f"{title} over {pair[0]} and {pair[1]}",
-                                      horizontal=pair[0], vertical=pair[1]))  # fmt: skip
+            parts.append(
+                pictures.img(
+                    "pair",
+                    output,
+                    f"{title} over {pair[0]} and {pair[1]}",
+                    horizontal=pair[0],
+                    vertical=pair[1],
+                )
+            )
     parts.append(_accuracy(spec, model, history, pictures))
     if s["n_failed"]:
-        parts.append(_failed_runs(store, campaign_id, spec, s, pictures,
-                                  bool(model.get("failures"))))  # fmt: skip
+        parts.append(
+            _failed_runs(store, campaign_id, spec, s, pictures, bool(model.get("failures")))
+        )
     parts.append(_diagnostics(spec, model, outputs, pictures))
     return s["name"], "".join(parts), s["state"] != "done"
 
@@ -177,24 +201,32 @@ def _notes(s: dict) -> list[str]:
     """What the campaign's owner should know: it failed, stopped, stalled or is failing."""
     out = []
     if s["state"] == "failed":
-        out.append(f"<p class='error' id='failed'>failed: {html.escape(s['last_error'] or '')}"
-                   "; its owner can retry it (POST .../retry)</p>")  # fmt: skip
+        out.append(
+            f"<p class='error' id='failed'>failed: {html.escape(s['last_error'] or '')}"
+            "; its owner can retry it (POST .../retry)</p>"
+        )
     elif s["last_error"]:
         out.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
     if s["stopped_by"]:
         v = s["stopped_by"]
-        out.append(f"<p class='state-done' id='stopped'>stopped by its rule: "
-                   f"{html.escape(v['rule'])} = {v['value']:.4g} &le; {v['target']:g} at model "
-                   f"{v['version']}; its owner can resume it (POST .../resume)</p>")  # fmt: skip
+        out.append(
+            f"<p class='state-done' id='stopped'>stopped by its rule: "
+            f"{html.escape(v['rule'])} = {v['value']:.4g} &le; {v['target']:g} at model "
+            f"{v['version']}; its owner can resume it (POST .../resume)</p>"
+        )
     if s["stalled"]:
-        out.append("<p class='error' id='stalled'>stalled: every point left has failed; "
-                   "nothing more can be offered until its owner retries it (POST "
-                   ".../retry)</p>")  # fmt: skip
+        out.append(
+            "<p class='error' id='stalled'>stalled: every point left has failed; "
+            "nothing more can be offered until its owner retries it (POST "
+            ".../retry)</p>"
+        )
     if s["failing"]:
         since = s["n_failed"] - s["n_forgiven"]
-        out.append(f"<p class='error' id='failing'>failing: {since} failed runs, more than "
-                   f"max_failures ({s['max_failures']}); no point is handed out until its "
-                   "owner retries it (POST .../retry)</p>")  # fmt: skip
+        out.append(
+            f"<p class='error' id='failing'>failing: {since} failed runs, more than "
+            f"max_failures ({s['max_failures']}); no point is handed out until its "
+            "owner retries it (POST .../retry)</p>"
+        )
     return out
 
 
@@ -202,16 +234,20 @@ def _pair_form(campaign_id: str, numeric: list[str], pair: list[str], note: str)
     """The GET form that picks the two inputs of the pictures over two inputs."""
 
     def select(name: str, chosen: str) -> str:
-        options = "".join(f"<option value='{html.escape(n)}'"
-                          f"{' selected' if n == chosen else ''}>{html.escape(n)}</option>"
-                          for n in numeric)  # fmt: skip
+        options = "".join(
+            f"<option value='{html.escape(n)}'"
+            f"{' selected' if n == chosen else ''}>{html.escape(n)}</option>"
+            for n in numeric
+        )
         return f"<label>{name} <select name='{name}'>{options}</select></label>"
 
     warn = f" <span class='error'>{html.escape(note)}</span>" if note else ""
-    return (f"<form id='pair-form' method='get' action='/campaigns/{quote(campaign_id)}/view'>"
-            "The model over two inputs, the others averaged: "
-            f"{select('horizontal', pair[0])} {select('vertical', pair[1])} "
-            f"<button type='submit'>draw</button>{warn}</form>")  # fmt: skip
+    return (
+        f"<form id='pair-form' method='get' action='/campaigns/{quote(campaign_id)}/view'>"
+        "The model over two inputs, the others averaged: "
+        f"{select('horizontal', pair[0])} {select('vertical', pair[1])} "
+        f"<button type='submit'>draw</button>{warn}</form>"
+    )
 
 
 def _accuracy(spec: dict, model: dict, history: list[dict], pictures: _Pictures) -> str:
@@ -221,11 +257,13 @@ def _accuracy(spec: dict, model: dict, history: list[dict], pictures: _Pictures)
     for name in names:  # several outputs: each one's accuracy, in its units
         a = model["outputs"][name].get("accuracy")
         if a:
-            parts.append(f"<p id='accuracy-{html.escape(name)}'>"
-                         f"<b>{html.escape(output_title(spec, name))}</b>: "
-                         f"LOO RMSE {a['loo_rmse']:.4g} &middot; LOO NLPD "
-                         f"{a['loo_nlpd']:.3f} &middot; ipv {a['ipv']:.4g} "
-                         f"({a['ipv_relative']:.2%})</p>")  # fmt: skip
+            parts.append(
+                f"<p id='accuracy-{html.escape(name)}'>"
+                f"<b>{html.escape(output_title(spec, name))}</b>: "
+                f"LOO RMSE {a['loo_rmse']:.4g} &middot; LOO NLPD "
+                f"{a['loo_nlpd']:.3f} &middot; ipv {a['ipv']:.4g} "
+                f"({a['ipv_relative']:.2%})</p>"
+            )
     if model.get("accuracy") and not names:
         a = model["accuracy"]
         estimates = [
@@ -246,15 +284,20 @@ def _accuracy(spec: dict, model: dict, history: list[dict], pictures: _Pictures)
     return "".join(parts)
 
 
-def _failed_runs(store: CampaignStore, campaign_id: str, spec: dict, s: dict,
-                 pictures: _Pictures, failure_model: bool) -> str:  # fmt: skip
+def _failed_runs(
+    store: CampaignStore,
+    campaign_id: str,
+    spec: dict,
+    s: dict,
+    pictures: _Pictures,
+    failure_model: bool,
+) -> str:
     """The Failed runs section: the failure model's picture, the latest failed runs."""
     parts = ["<h2 id='failed-runs'>Failed runs</h2>"]
     if failure_model and any(i.get("type") != "choice" for i in spec["inputs"]):
         parts.append(pictures.img("failures", alt="the failure model's P(failure)"))
     names = [i["name"] for i in spec["inputs"]]
-    parts.append(failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"],
-                                names))  # fmt: skip
+    parts.append(failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"], names))
     return "".join(parts)
 
 
@@ -266,8 +309,10 @@ def _diagnostics(spec: dict, model: dict, outputs: list, pictures: _Pictures) ->
         html.escape(sampler_line(d)),
         f"start {html.escape(str(d.get('warm_start', 'cold')))}",
     ]
-    parts = ["<h2 id='diagnostics'>Diagnostics</h2>",
-             "<p id='sampler'>" + " &middot; ".join(numbers) + "</p>"]  # fmt: skip
+    parts = [
+        "<h2 id='diagnostics'>Diagnostics</h2>",
+        "<p id='sampler'>" + " &middot; ".join(numbers) + "</p>",
+    ]
     for output in outputs:
         title = output_title(spec, output)
         parts.append(pictures.img("posterior", output, f"{title}: hyperparameter posterior"))

@@ -54,31 +54,42 @@ class Capacity:
     def verdict(self, settings: Settings) -> tuple[str, str | None]:
         """``(READY | DEGRADED | UNAVAILABLE, what is wrong)``, the worst first."""
         if not self.aof_ok:
-            return UNAVAILABLE, ("Redis could not write its append-only file (is its disk "
-                                 "full?): it refuses writes, labels included")  # fmt: skip
+            return UNAVAILABLE, (
+                "Redis could not write its append-only file (is its disk "
+                "full?): it refuses writes, labels included"
+            )
         full = self.maxmemory and self.memory_bytes >= self.maxmemory
         if full and self.policy == "noeviction":
-            return UNAVAILABLE, (f"Redis's memory is full ({_size(self.memory_bytes)} of its "
-                                 f"maxmemory {_size(self.maxmemory)}): it refuses writes, "
-                                 "labels included")  # fmt: skip
+            return UNAVAILABLE, (
+                f"Redis's memory is full ({_size(self.memory_bytes)} of its "
+                f"maxmemory {_size(self.maxmemory)}): it refuses writes, "
+                "labels included"
+            )
         warnings = []
         limit = self.memory_limit
         if limit and self.memory_bytes > settings.redis_memory_max_fraction * limit:
             of = "its maxmemory" if self.maxmemory else "the machine's memory"
-            warnings.append(f"Redis's memory is nearly full: {_size(self.memory_bytes)} of "
-                            f"{of} {_size(limit)} (FBGP_REDIS_MEMORY_MAX_FRACTION "
-                            f"{settings.redis_memory_max_fraction:g})")  # fmt: skip
+            warnings.append(
+                f"Redis's memory is nearly full: {_size(self.memory_bytes)} of "
+                f"{of} {_size(limit)} (FBGP_REDIS_MEMORY_MAX_FRACTION "
+                f"{settings.redis_memory_max_fraction:g})"
+            )
         if self.maxmemory and self.policy != "noeviction":
-            warnings.append(f"Redis's maxmemory-policy is {self.policy}: once full it evicts "
-                            "campaigns' keys (set noeviction)")  # fmt: skip
+            warnings.append(
+                f"Redis's maxmemory-policy is {self.policy}: once full it evicts "
+                "campaigns' keys (set noeviction)"
+            )
         if settings.data_dir and self.disk_free is None:
-            warnings.append(f"the data directory FBGP_DATA_DIR ({settings.data_dir}) cannot be "
-                            "read: its free disk is unknown")  # fmt: skip
+            warnings.append(
+                f"the data directory FBGP_DATA_DIR ({settings.data_dir}) cannot be "
+                "read: its free disk is unknown"
+            )
         elif self.disk_free is not None and self.disk_free < settings.disk_free_min_bytes:
-            warnings.append(f"the data directory's disk is nearly full: {_size(self.disk_free)} "
-                            f"free of {_size(self.disk_total or 0)} "
-                            f"(FBGP_DISK_FREE_MIN_BYTES {_size(settings.disk_free_min_bytes)})"
-                            )  # fmt: skip
+            warnings.append(
+                f"the data directory's disk is nearly full: {_size(self.disk_free)} "
+                f"free of {_size(self.disk_total or 0)} "
+                f"(FBGP_DISK_FREE_MIN_BYTES {_size(settings.disk_free_min_bytes)})"
+            )
         return (DEGRADED, "; ".join(warnings)) if warnings else (READY, None)
 
 
@@ -96,9 +107,11 @@ def read(redis: Redis, settings: Settings) -> Capacity:
         except OSError:
             pass
     return Capacity(
-        memory_bytes=int(memory["used_memory"]), maxmemory=int(memory.get("maxmemory", 0)),
+        memory_bytes=int(memory["used_memory"]),
+        maxmemory=int(memory.get("maxmemory", 0)),
         system_memory=int(memory.get("total_system_memory", 0)),
         policy=str(memory.get("maxmemory_policy", "noeviction")),
         aof_ok=persistence.get("aof_last_write_status", "ok") == "ok",
-        disk_free=free, disk_total=total,
-    )  # fmt: skip
+        disk_free=free,
+        disk_total=total,
+    )

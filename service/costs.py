@@ -73,12 +73,12 @@ def refit_timeout(spec: dict, n: int, settings) -> int:
     return math.ceil(min(seconds, settings.job_timeout_max_seconds))
 
 
-def refit_job(spec: dict, n: int, last_seconds: float | None, settings,
-              last_n: int | None = None) -> tuple[int, bool]:  # fmt: skip
+def refit_job(
+    spec: dict, n: int, last_seconds: float | None, settings, last_n: int | None = None
+) -> tuple[int, bool]:
     """A refit job's timeout (:func:`refit_timeout`) and whether it is long
     (:func:`long_refit`: its lane, :func:`service.queues.refit_queue`)."""
-    return (refit_timeout(spec, n, settings),
-            long_refit(spec, n, last_seconds, settings, last_n))  # fmt: skip
+    return (refit_timeout(spec, n, settings), long_refit(spec, n, last_seconds, settings, last_n))
 
 
 def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:
@@ -135,8 +135,9 @@ def long_call(name: str, points: int, n: int, settings, log_points: int = 0) -> 
     return call_seconds(name, points, n, log_points) > settings.long_call_seconds
 
 
-def long_refit(spec: dict, n: int, last_seconds: float | None, settings,
-               last_n: int | None = None) -> bool:  # fmt: skip
+def long_refit(
+    spec: dict, n: int, last_seconds: float | None, settings, last_n: int | None = None
+) -> bool:
     """Whether a campaign's refit on ``n`` labels is long. Once a refit's time is known
     (``last_seconds``, on ``last_n`` labels), by that time scaled to the work now
     (:func:`refit_work` on ``n`` over on ``last_n``: labels imported since count), against
@@ -150,5 +151,6 @@ def long_refit(spec: dict, n: int, last_seconds: float | None, settings,
     subsample = int(spec.get("pool_subsample", 10_000))
     candidates = min(subsample, pool_size(spec["pool"], spec["inputs"]))
     scoring = candidates * scoring_draws(mcmc, spec.get("acquisition", "qb-mgp"))
-    return (refit_work(spec, n) > settings.long_refit_work
-            or scoring > settings.long_refit_scoring_work)  # fmt: skip
+    return (
+        refit_work(spec, n) > settings.long_refit_work or scoring > settings.long_refit_scoring_work
+    )

@@ -55,8 +55,9 @@ Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 PageToken = Annotated[str | None, Query(include_in_schema=False)]
 PageCookie = Annotated[str | None, Cookie(alias=PAGE_COOKIE, include_in_schema=False)]
 
-SIMULATOR_CALLS = ("GET /next, POST /label, /fail, /abandon and /renew, and GET of the "
-                   "campaign's status")  # fmt: skip
+SIMULATOR_CALLS = (
+    "GET /next, POST /label, /fail, /abandon and /renew, and GET of the campaign's status"
+)
 
 
 async def simulator_scope() -> None:
@@ -75,8 +76,9 @@ async def team_scope() -> None:
 TeamScope = Depends(team_scope)
 
 
-async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
-                     credentials: Bearer) -> None:  # fmt: skip
+async def authorized(
+    request: Request, settings: SettingsDep, store: StoreDep, credentials: Bearer
+) -> None:
     """With ``FBGP_API_TOKEN`` set, every call carries ``Authorization: Bearer <token>``: the
     service's token opens everything; a team's token opens the routes marked
     :data:`TeamScope` and every route of the campaigns it created (403 elsewhere); a
@@ -90,8 +92,9 @@ async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
     if not credentials:
         pages = "; ?token= is taken on the HTML pages only"
         hint = pages if "token" in request.query_params else ""
-        raise Unauthorized(f"this call needs Authorization: Bearer <token>{hint}",
-                           {"WWW-Authenticate": "Bearer"})  # fmt: skip
+        raise Unauthorized(
+            f"this call needs Authorization: Bearer <token>{hint}", {"WWW-Authenticate": "Bearer"}
+        )
     given = credentials.credentials
     request.state.credential = given
     known = getattr(request.state, "token_grant", None)  # the body's guard looked it up
@@ -102,9 +105,14 @@ async def authorized(request: Request, settings: SettingsDep, store: StoreDep,
     await run_in_threadpool(_check_token, request, settings, store, given)
 
 
-async def page_authorized(request: Request, settings: SettingsDep, store: StoreDep,
-                          credentials: Bearer, token: PageToken = None,
-                          cookie: PageCookie = None) -> None:  # fmt: skip
+async def page_authorized(
+    request: Request,
+    settings: SettingsDep,
+    store: StoreDep,
+    credentials: Bearer,
+    token: PageToken = None,
+    cookie: PageCookie = None,
+) -> None:
     """:func:`authorized` for the HTML pages, where a browser may also give the token as
     ``?token=`` (which the page exchanges for the :data:`PAGE_COOKIE` cookie) or in that
     cookie."""
@@ -113,8 +121,10 @@ async def page_authorized(request: Request, settings: SettingsDep, store: StoreD
     # a ?token= is checked before it is kept as the cookie
     given = token or (credentials.credentials if credentials else cookie)
     if not given:
-        raise Unauthorized("this page needs a token: open it once with ?token=<token>",
-                           {"WWW-Authenticate": "Bearer"})  # fmt: skip
+        raise Unauthorized(
+            "this page needs a token: open it once with ?token=<token>",
+            {"WWW-Authenticate": "Bearer"},
+        )
     request.state.credential = given
     await run_in_threadpool(_check_token, request, settings, store, given)
 
@@ -169,8 +179,9 @@ def route_of(routes, scope) -> tuple[object, str | None] | None:
     return None
 
 
-def check_grant(store: CampaignStore, grant: tuple[str, str] | None, route,
-                campaign_id: str | None) -> None:  # fmt: skip
+def check_grant(
+    store: CampaignStore, grant: tuple[str, str] | None, route, campaign_id: str | None
+) -> None:
     """401 for no grant; 403 for a campaign token outside its campaign or its scope, and for a
     team token outside its campaigns and :data:`TeamScope` (a look-up in Redis when the call
     is a campaign's). ``route`` is the call's route, ``campaign_id`` its path's campaign. The
@@ -182,18 +193,24 @@ def check_grant(store: CampaignStore, grant: tuple[str, str] | None, route,
     owner, scope = grant
     if scope == "team":
         if campaign_id is None and not _marked(route, team_scope):
-            raise Forbidden(f"this call needs the service token; the token of team {owner!r} "
-                            f"opens only {TEAM_CALLS}")  # fmt: skip
+            raise Forbidden(
+                f"this call needs the service token; the token of team {owner!r} "
+                f"opens only {TEAM_CALLS}"
+            )
         if campaign_id is not None and not store.team_has(owner, campaign_id):
-            raise Forbidden(f"the token of team {owner!r} does not open campaign "
-                            f"{campaign_id!r}: the team did not create it")  # fmt: skip
+            raise Forbidden(
+                f"the token of team {owner!r} does not open campaign "
+                f"{campaign_id!r}: the team did not create it"
+            )
         return
     if campaign_id != owner:
         where = f"campaign {campaign_id!r}" if campaign_id else "this call"
         raise Forbidden(f"the token is campaign {owner!r}'s: it does not open {where}")
     if scope != "owner" and not _marked(route, simulator_scope):
-        raise Forbidden(f"this call needs campaign {owner!r}'s owner token (or the service "
-                        f"token); its simulator token opens only {SIMULATOR_CALLS}")  # fmt: skip
+        raise Forbidden(
+            f"this call needs campaign {owner!r}'s owner token (or the service "
+            f"token); its simulator token opens only {SIMULATOR_CALLS}"
+        )
 
 
 def _marked(route, scope) -> bool:

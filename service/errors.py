@@ -100,10 +100,16 @@ class Busy(ServiceError):
 
 
 def problem(status: int, detail: str, headers: dict | None = None, **more) -> JSONResponse:
-    body = {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
-            "detail": detail, **more}  # fmt: skip
-    return JSONResponse(body, status_code=status, headers=headers,
-                        media_type="application/problem+json")  # fmt: skip
+    body = {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        **more,
+    }
+    return JSONResponse(
+        body, status_code=status, headers=headers, media_type="application/problem+json"
+    )
 
 
 def _service_error(request: Request, error: ServiceError):
@@ -123,16 +129,25 @@ def _http_error(request: Request, error: StarletteHTTPException):
 def _methods_of(request: Request) -> set[str]:
     """The methods some route serves at the request's path."""
     methods = ("GET", "POST", "PUT", "PATCH", "DELETE")
-    return {m for m in methods if any(route.matches({**request.scope, "method": m})[0] == Match.FULL
-                                      for route in request.app.router.routes)}  # fmt: skip
+    return {
+        m
+        for m in methods
+        if any(
+            route.matches({**request.scope, "method": m})[0] == Match.FULL
+            for route in request.app.router.routes
+        )
+    }
 
 
 def _invalid(request: Request, error: RequestValidationError):
     # FastAPI's own handler echoes the input, which fails on NaN and infinity: say what is wrong
-    errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-              for e in error.errors()]  # fmt: skip
-    message = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}"
-                        for e in errors)  # fmt: skip
+    errors = [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in error.errors()
+    ]
+    message = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in errors
+    )
     return problem(422, message or "invalid request", errors=errors)
 
 
@@ -141,11 +156,18 @@ def _store_unreachable(request: Request, error: RedisError):
     retry = str(get_settings().store_retry_after_seconds)
     if isinstance(error, OutOfMemoryError) or str(error).startswith("MISCONF"):
         # at its maxmemory, or unable to write its append-only file: nothing was stored
-        return problem(503, f"the store refuses writes ({type(error).__name__}: Redis's memory "
-                       "or disk is full, GET /readyz says which); nothing was stored, try again "
-                       "later", {"Retry-After": retry})  # fmt: skip
-    return problem(503, f"the store is unreachable ({type(error).__name__}); try again shortly",
-                   {"Retry-After": retry})  # fmt: skip
+        return problem(
+            503,
+            f"the store refuses writes ({type(error).__name__}: Redis's memory "
+            "or disk is full, GET /readyz says which); nothing was stored, try again "
+            "later",
+            {"Retry-After": retry},
+        )
+    return problem(
+        503,
+        f"the store is unreachable ({type(error).__name__}); try again shortly",
+        {"Retry-After": retry},
+    )
 
 
 def _server_error(request: Request, error: Exception):

@@ -110,9 +110,29 @@ LABELS_METRIC = PREFIX + "metrics:labels"
 RUNS_METRIC = PREFIX + "metrics:runs"  # hash: failed, abandoned -> tickets reported so
 REFIT_METRIC = PREFIX + "metrics:refit_seconds"  # hash: bucket upper bounds -> counts, sum, count
 # every key of a campaign that its delete removes, as the docstring lists them
-PARTS = ("spec", "points", "state", "labels", "labeled", "tickets", "ticket_state", "leases",
-         "failures", "failed", "model", "ranking", "history", "token", "jobs",
-         "expired", "requests", "plots", "imports", "abandons", "evaluations")  # fmt: skip
+PARTS = (
+    "spec",
+    "points",
+    "state",
+    "labels",
+    "labeled",
+    "tickets",
+    "ticket_state",
+    "leases",
+    "failures",
+    "failed",
+    "model",
+    "ranking",
+    "history",
+    "token",
+    "jobs",
+    "expired",
+    "requests",
+    "plots",
+    "imports",
+    "abandons",
+    "evaluations",
+)
 
 
 def campaign(campaign_id: str, part: str) -> str:

@@ -11,8 +11,9 @@ from fbgp_al.worker.spec.space import Space
 
 
 def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:
-    return Unprocessable(f"{what} = {value:,} exceeds the limit of {limit:,} "
-                         f"({name}, env FBGP_{name.upper()})")  # fmt: skip
+    return Unprocessable(
+        f"{what} = {value:,} exceeds the limit of {limit:,} ({name}, env FBGP_{name.upper()})"
+    )
 
 
 def check_campaign(body: dict, settings: Settings) -> None:
@@ -23,8 +24,9 @@ def check_campaign(body: dict, settings: Settings) -> None:
     each = f" x {outputs} outputs" if outputs else ""
     iterations = chains * (warmup + most) * max(1, outputs)
     if iterations > settings.limit_mcmc_iterations:
-        what = (f"the MCMC work of one refit, {chains} chains x ({warmup} warm-up + {most} "
-                f"draws){each}")  # fmt: skip
+        what = (
+            f"the MCMC work of one refit, {chains} chains x ({warmup} warm-up + {most} draws){each}"
+        )
         raise _beyond(what, iterations, settings.limit_mcmc_iterations, "limit_mcmc_iterations")
     if body["max_labels"] > settings.limit_labels:
         raise _beyond("max_labels", body["max_labels"], settings.limit_labels, "limit_labels")
@@ -36,8 +38,10 @@ def check_campaign(body: dict, settings: Settings) -> None:
     candidates = min(int(body["pool_subsample"]), size)
     draws = scoring_draws(body["mcmc"], body["acquisition"]) * max(1, outputs)
     if candidates * draws > settings.limit_scoring_work:
-        what = (f"the work of one scoring, {candidates:,} candidates (pool_subsample) x {draws} "
-                f"acquisition draws{' (all outputs)' if outputs else ''}")  # fmt: skip
+        what = (
+            f"the work of one scoring, {candidates:,} candidates (pool_subsample) x {draws} "
+            f"acquisition draws{' (all outputs)' if outputs else ''}"
+        )
         raise _beyond(what, candidates * draws, settings.limit_scoring_work, "limit_scoring_work")
     fantasies = body["mode"] == "parallel" and body["acquisition"] != "random"
     if fantasies and body["max_pending"] > settings.limit_pending:
@@ -47,8 +51,9 @@ def check_campaign(body: dict, settings: Settings) -> None:
 
 def team_full(team: str, limit: int) -> Unprocessable:
     """The 422 of a team that holds ``limit`` campaigns already."""
-    return _beyond(f"the campaigns of team {team!r} with this one", limit + 1, limit,
-                   "limit_team_campaigns")  # fmt: skip
+    return _beyond(
+        f"the campaigns of team {team!r} with this one", limit + 1, limit, "limit_team_campaigns"
+    )
 
 
 def check_import(stored: int, more: int, settings: Settings) -> None:

@@ -105,14 +105,16 @@ class Rules:
     def of(cls, spec: dict) -> Rules:
         max_failures = spec.get("max_failures")
         return cls(
-            max_labels=int(spec["max_labels"]), design_index=tuple(spec["design_index"]),
-            mode=spec.get("mode", "sequential"), max_pending=int(spec.get("max_pending", 1)),
+            max_labels=int(spec["max_labels"]),
+            design_index=tuple(spec["design_index"]),
+            mode=spec.get("mode", "sequential"),
+            max_pending=int(spec.get("max_pending", 1)),
             allow_repeats=bool(spec.get("allow_repeats", False)),
             max_retries=int(spec.get("max_retries", 0)),
             max_failures=None if max_failures is None else int(max_failures),
             design_reserve=tuple(spec.get("design_reserve", ())),
             failure_model=(spec.get("failures") or {}).get("model", "classifier") != "none",
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -150,19 +152,25 @@ class Refit:
 
         version, seconds = state.get("model_version"), state.get("last_refit_seconds")
         return cls(
-            phase=RefitPhase(state.get("refit") or "idle"), job=state.get("refit_job") or "",
+            phase=RefitPhase(state.get("refit") or "idle"),
+            job=state.get("refit_job") or "",
             merge=state.get("refit_merge") or "",
-            queued_at=number("queued_at"), started_at=number("started_at"),
+            queued_at=number("queued_at"),
+            started_at=number("started_at"),
             heartbeat=number("heartbeat"),
             model_version=int(version) if version not in (None, "") else None,
             last_refit_seconds=float(seconds) if seconds else None,
             last_error=state.get("last_error") or None,
-            changes=int(number("changes")), changes_seen=int(number("changes_seen")),
+            changes=int(number("changes")),
+            changes_seen=int(number("changes_seen")),
             n_abandoned=int(number("n_abandoned")),
-            failures=int(number("refit_failures")), retry_at=number("retry_at"),
-            failed=state.get("failed") or None, stopped=state.get("stopped") or None,
-            n_failed=int(number("n_failed")), n_forgiven=int(number("n_forgiven")),
-        )  # fmt: skip
+            failures=int(number("refit_failures")),
+            retry_at=number("retry_at"),
+            failed=state.get("failed") or None,
+            stopped=state.get("stopped") or None,
+            n_failed=int(number("n_failed")),
+            n_forgiven=int(number("n_forgiven")),
+        )
 
 
 @dataclass(frozen=True)
@@ -305,8 +313,11 @@ def _learning_failures(rules: Rules, snap: Snapshot) -> bool:
     """Whether the failure model has runs failed that the ranking did not see yet: runs have
     failed and a refit is queued or running, or failures came after the last one started."""
     refit = snap.refit
-    return (rules.failure_model and refit.n_failed > 0
-            and (refit.phase != RefitPhase.IDLE or refit.changed))  # fmt: skip
+    return (
+        rules.failure_model
+        and refit.n_failed > 0
+        and (refit.phase != RefitPhase.IDLE or refit.changed)
+    )
 
 
 def _first_free(indices: Sequence[int], taken: frozenset[int]) -> int | None:

@@ -89,12 +89,14 @@ class BodyAfterToken:
         settings = get_settings()
         if scope["type"] != "http" or not settings.api_token or not _has_body(scope):
             return await self.app(scope, receive, send)
-        scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode(
-            "latin-1").partition(" ")  # fmt: skip
+        scheme, _, given = (
+            dict(scope["headers"]).get(b"authorization", b"").decode("latin-1").partition(" ")
+        )
         given = given.strip()
         if scheme.lower() != "bearer" or not given:
-            response = problem(401, "this call needs Authorization: Bearer <token>",
-                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            response = problem(
+                401, "this call needs Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"}
+            )
             return await response(scope, receive, send)
         store = CampaignStore(deps.connection(settings.redis_url))
         try:
@@ -144,9 +146,12 @@ class BodyDeadline:
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
-                raise HTTPException(408, f"the request body was not all in within {seconds:g} s "
-                                    "(FBGP_BODY_TIMEOUT_SECONDS)",
-                                    headers={"Connection": "close"}) from None  # fmt: skip
+                raise HTTPException(
+                    408,
+                    f"the request body was not all in within {seconds:g} s "
+                    "(FBGP_BODY_TIMEOUT_SECONDS)",
+                    headers={"Connection": "close"},
+                ) from None
             done = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 
@@ -207,8 +212,7 @@ class Observe:
         route = getattr(scope.get("route"), "path", "unmatched")
         metrics.requests.labels(method, route, str(status)).inc()
         metrics.latency.labels(method, route).observe(seconds)
-        extra = {"method": method, "route": route, "status": status,
-                 "seconds": round(seconds, 6)}  # fmt: skip
+        extra = {"method": method, "route": route, "status": status, "seconds": round(seconds, 6)}
         waited = scope.get("state", {}).get("waited")
         if waited is not None:
             extra["waited"] = round(waited, 6)

@@ -43,12 +43,16 @@ def visible(value: str) -> str:
         if unicodedata.category(character) in HIDDEN:
             code = f"U+{ord(character):04X}"
             what = unicodedata.name(character, code)
-            raise ValueError(f"{text!r} holds {what} ({code}), which shows nothing or reorders "
-                             "the text: names must read as they are")  # fmt: skip
+            raise ValueError(
+                f"{text!r} holds {what} ({code}), which shows nothing or reorders "
+                "the text: names must read as they are"
+            )
     scripts = {s for c in text if c.isalpha() and (s := _script(c))}
     if len(scripts) > 1:
-        raise ValueError(f"{text!r} mixes {' and '.join(sorted(s.title() for s in scripts))} "
-                         "letters, which can look alike: write it in one script")  # fmt: skip
+        raise ValueError(
+            f"{text!r} mixes {' and '.join(sorted(s.title() for s in scripts))} "
+            "letters, which can look alike: write it in one script"
+        )
     return text
 
 

@@ -69,21 +69,35 @@ class RedisCollector:
     def _capacity(self):
         """Redis's memory and the data directory's disk (:mod:`service.capacity`)."""
         room = capacity.read(self.redis, self.settings)
-        gauges = [("fbgp_redis_memory_bytes", "Redis's used memory", room.memory_bytes),
-                  ("fbgp_redis_memory_limit_bytes", "Redis's maxmemory, or the machine's "
-                   "memory when it has none", room.memory_limit),
-                  ("fbgp_redis_aof_write_ok", "1 while Redis's last write of its append-only "
-                   "file succeeded", int(room.aof_ok)),
-                  ("fbgp_data_disk_free_bytes", "free space on the disk of Redis's data "
-                   "directory (FBGP_DATA_DIR)", room.disk_free),
-                  ("fbgp_data_disk_size_bytes", "size of that disk", room.disk_total)]  # fmt: skip
+        gauges = [
+            ("fbgp_redis_memory_bytes", "Redis's used memory", room.memory_bytes),
+            (
+                "fbgp_redis_memory_limit_bytes",
+                "Redis's maxmemory, or the machine's memory when it has none",
+                room.memory_limit,
+            ),
+            (
+                "fbgp_redis_aof_write_ok",
+                "1 while Redis's last write of its append-only file succeeded",
+                int(room.aof_ok),
+            ),
+            (
+                "fbgp_data_disk_free_bytes",
+                "free space on the disk of Redis's data directory (FBGP_DATA_DIR)",
+                room.disk_free,
+            ),
+            ("fbgp_data_disk_size_bytes", "size of that disk", room.disk_total),
+        ]
         for name, text, value in gauges:
             if value is not None:
                 gauge = GaugeMetricFamily(name, text)
                 gauge.add_metric([], value)
                 yield gauge
-        state = GaugeMetricFamily("fbgp_capacity_state", "1 for the state /readyz reports for "
-                                  "Redis's memory and disk", labels=["state"])  # fmt: skip
+        state = GaugeMetricFamily(
+            "fbgp_capacity_state",
+            "1 for the state /readyz reports for Redis's memory and disk",
+            labels=["state"],
+        )
         now, _ = room.verdict(self.settings)
         for name in (capacity.READY, capacity.DEGRADED, capacity.UNAVAILABLE):
             state.add_metric([name], int(name == now))
@@ -100,10 +114,13 @@ class Metrics:
         self.requests = Counter(
             "fbgp_http_requests", "HTTP requests", labels, registry=self.registry
         )
-        self.latency = Histogram("fbgp_http_request_seconds", "HTTP request latency",
-                                 ["method", "route"], registry=self.registry,
-                                 buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-                                          30, 60))  # fmt: skip
+        self.latency = Histogram(
+            "fbgp_http_request_seconds",
+            "HTTP request latency",
+            ["method", "route"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
 
 
 def cut(text: str, most: int) -> str:

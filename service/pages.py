@@ -73,8 +73,9 @@ def _page(title: str, body: str, refresh: bool) -> HTMLResponse:
     )
 
 
-def list_page(store: CampaignStore, cursor: str | None = None,
-              team: str | None = None) -> HTMLResponse:  # fmt: skip
+def list_page(
+    store: CampaignStore, cursor: str | None = None, team: str | None = None
+) -> HTMLResponse:
     """A page of :data:`INDEX_PAGE` campaigns after ``cursor`` (``team``'s only, with a team),
     with a link to the next."""
     rows = []
@@ -83,11 +84,15 @@ def list_page(store: CampaignStore, cursor: str | None = None,
         link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
-            f"<a href='{link}'>{html.escape(s['name'])}</a>", s["id"],
+            f"<a href='{link}'>{html.escape(s['name'])}</a>",
+            s["id"],
             f"<span class='state-{s['state']}'>{s['state']}</span>",
-            f"{s['n_labeled']} / {s['max_labels']}", s["n_failed"], version,
-            html.escape(s["acquisition"]), s["mode"],
-        ]  # fmt: skip
+            f"{s['n_labeled']} / {s['max_labels']}",
+            s["n_failed"],
+            version,
+            html.escape(s["acquisition"]),
+            s["mode"],
+        ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     heads = ("name", "id", "state", "labels", "failed runs", "model", "acquisition", "mode")
     header = "<tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"
@@ -103,8 +108,12 @@ def list_page(store: CampaignStore, cursor: str | None = None,
     return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=True)
 
 
-def campaign_page(store: CampaignStore, campaign_id: str, horizontal: str | None = None,
-                  vertical: str | None = None) -> HTMLResponse:  # fmt: skip
+def campaign_page(
+    store: CampaignStore,
+    campaign_id: str,
+    horizontal: str | None = None,
+    vertical: str | None = None,
+) -> HTMLResponse:
     """A campaign's page (:func:`service.campaign_page.campaign_body`)."""
     name, body, refresh = campaign_body(store, campaign_id, horizontal, vertical)
     return _page(f"{name} - fbgp-al", body, refresh=refresh)
@@ -117,8 +126,14 @@ def _keep_token(request: Request) -> RedirectResponse:
     rest = request.url.remove_query_params("token")
     location = rest.path + (f"?{rest.query}" if rest.query else "")
     response = RedirectResponse(location, status_code=303, headers=SECURITY_HEADERS)
-    response.set_cookie(PAGE_COOKIE, request.query_params["token"], path="/", httponly=True,
-                        samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+    response.set_cookie(
+        PAGE_COOKIE,
+        request.query_params["token"],
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -129,8 +144,7 @@ PAIR_QUERY = (
 )
 
 
-@router.get("/", response_class=HTMLResponse, include_in_schema=False,
-            dependencies=[TeamScope])  # fmt: skip
+@router.get("/", response_class=HTMLResponse, include_in_schema=False, dependencies=[TeamScope])
 def index(request: Request, store: StoreDep, cursor: str | None = None):
     if "token" in request.query_params:
         return _keep_token(request)
@@ -144,7 +158,7 @@ def view(
     store: StoreDep,
     horizontal: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
     vertical: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
-):  # fmt: skip
+):
     """The campaign's page, for people: its state, inputs, and per output the model, each
     input's main effect, the Sobol indices and the model over two inputs (`horizontal`,
     `vertical`: the page's form), then the accuracy estimates, the failed runs and the
@@ -158,19 +172,27 @@ def view(
 @router.get("/campaigns/{campaign_id}/plots/{kind}.png", response_class=Response)
 async def plot(
     campaign_id: CampaignId,
-    kind: Annotated[str, Path(description="`model`, `effects`, `sobol`, `pair`, `posterior`, "
-                                          "`failures`, `accuracy` or `curve`.")],  # fmt: skip
+    kind: Annotated[
+        str,
+        Path(
+            description="`model`, `effects`, `sobol`, `pair`, `posterior`, "
+            "`failures`, `accuracy` or `curve`."
+        ),
+    ],
     request: Request,
     store: StoreDep,
     redis: RedisDep,
     settings: SettingsDep,
     output: Annotated[
-        str | None, Query(description="With several outputs: the output to draw (`model`, "
-                          "`effects`, `sobol`, `pair`, `posterior`); default: the first.")
+        str | None,
+        Query(
+            description="With several outputs: the output to draw (`model`, "
+            "`effects`, `sobol`, `pair`, `posterior`); default: the first."
+        ),
     ] = None,
     horizontal: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
     vertical: Annotated[str | None, Query(description=PAIR_QUERY)] = None,
-):  # fmt: skip
+):
     """A picture of the campaign's page (PNG). It is drawn by a worker once per change of the
     campaign and kept: every page that shows it meanwhile gets the one drawing. 404 when the
     campaign has no such picture yet; 422 for a `pair` over inputs that are not two distinct
@@ -180,8 +202,9 @@ async def plot(
     that ask while it is drawn wait for the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)
-    name, stamp, png, pair = await run_in_threadpool(_kept_plot, store, campaign_id, kind,
-                                                     output, horizontal, vertical)  # fmt: skip
+    name, stamp, png, pair = await run_in_threadpool(
+        _kept_plot, store, campaign_id, kind, output, horizontal, vertical
+    )
     if png is None:
         job = (id(asyncio.get_running_loop()), campaign_id, name, stamp)
         drawing = _drawing.get(job)
@@ -202,9 +225,14 @@ async def plot(
 _drawing: dict[tuple, asyncio.Future] = {}  # the pictures being drawn for this process
 
 
-def _kept_plot(store: CampaignStore, campaign_id: str, kind: str, output: str | None,
-               horizontal: str | None = None, vertical: str | None = None
-               ) -> tuple[str, str, bytes | None, list[str] | None]:  # fmt: skip
+def _kept_plot(
+    store: CampaignStore,
+    campaign_id: str,
+    kind: str,
+    output: str | None,
+    horizontal: str | None = None,
+    vertical: str | None = None,
+) -> tuple[str, str, bytes | None, list[str] | None]:
     """The picture's name (``{kind}:{output}``), the stamp it is drawn at (the campaign's; a
     ``pair``'s with its two inputs, so that one picture per output is kept whichever two are
     asked), the picture drawn at that stamp if it is kept, and a ``pair``'s two inputs (None
@@ -233,22 +261,27 @@ def _pair(spec: dict, horizontal: str | None, vertical: str | None) -> list[str]
     campaign has fewer than two)."""
     numeric = numeric_inputs(spec)
     if len(numeric) < 2:
-        raise NotFound("a picture over two inputs needs two numeric inputs; the campaign has "
-                       f"{len(numeric)}")  # fmt: skip
+        raise NotFound(
+            f"a picture over two inputs needs two numeric inputs; the campaign has {len(numeric)}"
+        )
     first = horizontal or next(n for n in numeric if n != vertical)
     pair = [first, vertical or next(n for n in numeric if n != first)]
     for axis, name in zip(("horizontal", "vertical"), pair, strict=True):
         if name not in numeric:
-            raise Unprocessable(f"{axis}: {name!r} is not a numeric input of the campaign (its "
-                                f"numeric inputs: {', '.join(numeric)})")  # fmt: skip
+            raise Unprocessable(
+                f"{axis}: {name!r} is not a numeric input of the campaign (its "
+                f"numeric inputs: {', '.join(numeric)})"
+            )
     if pair[0] == pair[1]:
-        raise Unprocessable(f"horizontal and vertical are both {pair[0]!r}: two different "
-                            "inputs, please")  # fmt: skip
+        raise Unprocessable(
+            f"horizontal and vertical are both {pair[0]!r}: two different inputs, please"
+        )
     return pair
 
 
-def _draw(store: CampaignStore, redis, settings, args: tuple, name: str,
-          stamp: str) -> bytes | None:  # fmt: skip
+def _draw(
+    store: CampaignStore, redis, settings, args: tuple, name: str, stamp: str
+) -> bytes | None:
     drawn = run_job(redis, settings, "plot", *args)  # base64: a job's result is JSON
     png = None if drawn is None else base64.b64decode(drawn)
     if png is not None:

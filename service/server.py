@@ -87,11 +87,26 @@ def protocol(http: str = "auto") -> type[asyncio.Protocol]:
     return fast or H11HeaderDeadline
 
 
-def config(app="fbgp_al.service.main:app", host: str = "127.0.0.1", port: int = 8000, *,
-           loop: str = "auto", http: str = "auto", **more) -> uvicorn.Config:  # fmt: skip
+def config(
+    app="fbgp_al.service.main:app",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    loop: str = "auto",
+    http: str = "auto",
+    **more,
+) -> uvicorn.Config:
     """Uvicorn's configuration for the API (or for ``app``), with :func:`protocol`."""
-    return uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
-                          loop=loop, http=protocol(http), **more)  # fmt: skip
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        loop=loop,
+        http=protocol(http),
+        **more,
+    )
 
 
 def serve(host: str, port: int, *, loop: str = "auto", http: str = "auto") -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 
-def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: int,
-                 targets: Sequence[str]) -> dict | None:  # fmt: skip
+def stop_verdict(
+    rule: Mapping | None, history: Sequence[Mapping], design_size: int, targets: Sequence[str]
+) -> dict | None:
     """Whether a campaign's stopping rule (its spec's ``stop``) is met by its history's latest
     model: ``{rule, value, target, version}`` for the first of ``targets`` that the rule names
     whose value is at or below it on each of the ``patience`` latest models (those since the
@@ -20,8 +21,11 @@ def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: 
     patience = int(rule.get("patience") or 1)
     resumed = [i for i, e in enumerate(history) if e.get("event") == "resumed"]
     since = resumed[-1] + 1 if resumed else 0
-    models = [e for e in history[since:] if e.get("event") == "model"
-              and e.get("accuracy") and e["version"] >= min_labels]  # fmt: skip
+    models = [
+        e
+        for e in history[since:]
+        if e.get("event") == "model" and e.get("accuracy") and e["version"] >= min_labels
+    ]
     if len(models) < patience:
         return None
     window = models[-patience:]
@@ -29,6 +33,10 @@ def stop_verdict(rule: Mapping | None, history: Sequence[Mapping], design_size: 
         target = rule.get(name)
         values = [e["accuracy"].get(name) for e in window]
         if target is not None and all(v is not None and v <= target for v in values):
-            return {"rule": name, "value": values[-1], "target": target,
-                    "version": window[-1]["version"]}  # fmt: skip
+            return {
+                "rule": name,
+                "value": values[-1],
+                "target": target,
+                "version": window[-1]["version"],
+            }
     return None

@@ -43,8 +43,9 @@ class RefitCondition(StrEnum):
     DEAD = "dead"  # it will never end by itself: a failure of the refit, revived or failed
 
 
-def refit_condition(refit: Refit, now: float, lease: float,
-                    facts: Callable[[], JobFacts]) -> RefitCondition:  # fmt: skip
+def refit_condition(
+    refit: Refit, now: float, lease: float, facts: Callable[[], JobFacts]
+) -> RefitCondition:
     """The one decision on a campaign's refit that a look (``/next``, a worker's maintenance)
     acts on: whether its back-off ran out (:func:`retry_due`), or, for a suspect
     (:func:`refit_suspect`; only then is ``facts``, RQ's facts about its job, looked up, since

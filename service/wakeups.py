@@ -7,7 +7,7 @@ model, a refit's end), and one listener per process (a Redis pub/sub subscriptio
 campaign's longest-waiting poll. Polls also look again after a fallback interval without a
 message (``next_poll_seconds``), so that a lost message or a lease that ran out is still noticed.
 
-The look itself (:func:`service.routes.labeling.offer`: the campaign's Redis lock, a snapshot,
+The look itself (:func:`service.offers.offer`: the campaign's Redis lock, a snapshot,
 the rules, tickets) is short sync Redis work, run in the threadpool, one at a time per campaign
 in this process (an :class:`asyncio.Lock`). It asks for a ticket for every poll waiting and
 hands them out. An answer "wait" is shared: a poll that comes to look while no change was
@@ -94,8 +94,9 @@ class Waiters:
     def _done(self, job: asyncio.Future) -> None:
         self._pending.discard(job)
         if not job.cancelled() and job.exception() is not None:
-            log.warning("wake-ups: tickets not withdrawn (%s); their leases run out",
-                        job.exception())  # fmt: skip
+            log.warning(
+                "wake-ups: tickets not withdrawn (%s); their leases run out", job.exception()
+            )
 
     def _fresh(self, fresh_for: float) -> tuple[int, float, object] | None:
         """The shared answer, if nothing changed since it and it is younger than
@@ -105,9 +106,11 @@ class Waiters:
         return shared if fresh and time.monotonic() - shared[1] < fresh_for else None
 
     async def look(
-        self, offer: Callable[[int], T | list[dict]], shareable: Callable[[T], bool],
+        self,
+        offer: Callable[[int], T | list[dict]],
+        shareable: Callable[[T], bool],
         fresh_for: float,
-    ) -> tuple[T | dict, int]:  # fmt: skip
+    ) -> tuple[T | dict, int]:
         """The campaign's answer now, and the generation it answers for (taken before the
         look, so a change during it counts). ``offer(count)`` runs in the threadpool and
         returns up to ``count`` tickets or an answer; this poll gets the first ticket, the
@@ -229,8 +232,7 @@ class Hub:
                             self.wake(message["data"].decode())
             except (RedisError, OSError) as error:
                 if self.subscribed:
-                    log.warning("wake-ups: %s; polls look every next_poll_seconds meanwhile",
-                                error)  # fmt: skip
+                    log.warning("wake-ups: %s; polls look every next_poll_seconds meanwhile", error)
             except Exception:  # never let the listener die: polls would only time out
                 log.exception("wake-ups: the listener failed; it subscribes again")
             finally:

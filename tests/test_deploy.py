@@ -85,8 +85,9 @@ def test_api_is_published_on_loopback_by_default_on_the_port_it_listens_on():
     api = SERVICES["api"]
     assert _fbgp_command(api["command"]) == "api"
     port = api["command"][api["command"].index("--port") + 1]
-    published = re.fullmatch(r"\$\{FBGP_BIND:-127\.0\.0\.1\}:\$\{FBGP_PORT:-(\d+)\}:(\d+)",
-                             api["ports"][0])  # fmt: skip
+    published = re.fullmatch(
+        r"\$\{FBGP_BIND:-127\.0\.0\.1\}:\$\{FBGP_PORT:-(\d+)\}:(\d+)", api["ports"][0]
+    )
     assert published, api["ports"]
     assert published.groups() == (port, port)
     assert f"EXPOSE {port}" in DOCKERFILE

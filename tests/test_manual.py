@@ -12,8 +12,9 @@ CITED = re.compile(r"`((?:tests|service|worker|clients)/[\w/.-]+\.(?:py|lua))`")
 
 def test_the_manual_cites_only_files_the_repository_has():
     cited = [(page, path) for page in PAGES for path in CITED.findall(page.read_text())]
-    missing = [f"{page.relative_to(ROOT)}: {path}" for page, path in cited
-               if not (ROOT / path).exists()]  # fmt: skip
+    missing = [
+        f"{page.relative_to(ROOT)}: {path}" for page, path in cited if not (ROOT / path).exists()
+    ]
     assert len(PAGES) > 10 and not missing, missing
 
 
@@ -29,17 +30,25 @@ def _tables(text: str) -> list[list[str]]:
 
 
 def test_no_table_of_the_manual_has_a_row_twice():
-    twice = [f"{page.relative_to(ROOT)}: {row[:80]}" for page in PAGES
-             for table in _tables(page.read_text()) for row in set(table)
-             if table.count(row) > 1]  # fmt: skip
+    twice = [
+        f"{page.relative_to(ROOT)}: {row[:80]}"
+        for page in PAGES
+        for table in _tables(page.read_text())
+        for row in set(table)
+        if table.count(row) > 1
+    ]
     assert not twice, twice
 
 
 def test_the_reliability_tables_name_each_case_once():
     """A case (a row's first cell) of the reliability page is answered in one row."""
     page = (ROOT / "docs/operations/reliability.md").read_text()
-    twice = [case for table in _tables(page) for case in {r.split(" | ")[0] for r in table}
-             if [r.split(" | ")[0] for r in table].count(case) > 1]  # fmt: skip
+    twice = [
+        case
+        for table in _tables(page)
+        for case in {r.split(" | ")[0] for r in table}
+        if [r.split(" | ")[0] for r in table].count(case) > 1
+    ]
     assert not twice, twice
 
 

@@ -87,8 +87,10 @@ def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
 def loo(u, z, lengthscale, noise, label_noise=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Closed-form leave-one-out predictions of each label by each draw's GP: means and
     variances of ``y_i`` (``B x n`` each, standardized units)."""
-    parts = [_loo_of(z, chol_inv, alpha) for _, chol_inv, alpha in
-             _fits(u, z, lengthscale, noise, label_noise)]  # fmt: skip
+    parts = [
+        _loo_of(z, chol_inv, alpha)
+        for _, chol_inv, alpha in _fits(u, z, lengthscale, noise, label_noise)
+    ]
     return torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
 
 
@@ -149,15 +151,25 @@ class _Pool:
 
     def add(self, g: slice, chol_inv, alpha) -> None:
         u, points, k = self.u, self.points, self.k
-        gp = Conditioned(u=u, lengthscale=self.lengthscale[g], noise=self.noise[g], alpha=alpha,
-                         chol_inv=chol_inv)  # fmt: skip
+        gp = Conditioned(
+            u=u,
+            lengthscale=self.lengthscale[g],
+            noise=self.noise[g],
+            alpha=alpha,
+            chol_inv=chol_inv,
+        )
         if k > 1:
             self.means.add(gp.predict(points, False)[0])
             turn = torch.arange(g.start, g.start + len(alpha)) % k
             for r in turn.unique().tolist():
                 rows = (turn == r).nonzero().squeeze(-1)
-                some = Conditioned(u=u, lengthscale=gp.lengthscale[rows], noise=gp.noise[rows],
-                                   alpha=alpha[rows], chol_inv=chol_inv[rows])  # fmt: skip
+                some = Conditioned(
+                    u=u,
+                    lengthscale=gp.lengthscale[rows],
+                    noise=gp.noise[rows],
+                    alpha=alpha[rows],
+                    chol_inv=chol_inv[rows],
+                )
                 _, w = some.predict(points[r::k])
                 self.sum_var[r::k] += w.sum(0)
                 self.sum_latent[r::k] += (w - some.noise[:, None]).sum(0)
@@ -181,12 +193,16 @@ class _Pool:
     def result(self) -> dict:
         qbc = self.means.variance()
         qbc_f = self.latent_means.variance() if self.log else qbc
-        return {"ipv": self.sum_var / self.seen + qbc,
-                "ipv_f": self.sum_latent / self.seen + qbc_f, "qbc": qbc}  # fmt: skip
+        return {
+            "ipv": self.sum_var / self.seen + qbc,
+            "ipv_f": self.sum_latent / self.seen + qbc_f,
+            "qbc": qbc,
+        }
 
 
-def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
-                 scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
+def pool_moments(
+    u, z, lengthscale, noise, points, label_noise=None, scale_y: OutputStandardization | None = None
+) -> dict:
     """At each pool point (``m x d``): the mixture's variance of ``y`` (``ipv``) and of ``f``
     (``ipv_f``) and the variance of the draws' means (``qbc``), ``m`` each, standardized
     units; for a log output (``scale_y.log``) of ``y`` and ``exp f`` in the output's units.
@@ -199,8 +215,16 @@ def pool_moments(u, z, lengthscale, noise, points, label_noise=None,
     return pool.result()
 
 
-def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
-            scale_y: OutputStandardization | None = None) -> dict:  # fmt: skip
+def summary(
+    u,
+    z,
+    lengthscale,
+    noise,
+    points,
+    y_std: float,
+    label_noise=None,
+    scale_y: OutputStandardization | None = None,
+) -> dict:
     """The model body's ``accuracy``: LOO RMSE of the mixture mean (original units, and
     relative to the labels' sd), mean LOO NLPD (standardized units, as ``/evaluate``'s
     ``nlpd_mixture``), the share of labels within the mixture's central 95% LOO interval, and
@@ -217,8 +241,12 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
     mix = mixture_loo(z, means, variances)
     rmse_z = float((z - mix["mean"]).square().mean().sqrt())
     covered = ((mix["cdf"] >= 1 - NORMAL_95) & (mix["cdf"] <= NORMAL_95)).to(DTYPE).mean()
-    out = {"loo_rmse": rmse_z * y_std, "loo_rmse_relative": rmse_z,
-           "loo_nlpd": float(mix["nlpd"].mean()), "loo_coverage_95": float(covered)}  # fmt: skip
+    out = {
+        "loo_rmse": rmse_z * y_std,
+        "loo_rmse_relative": rmse_z,
+        "loo_nlpd": float(mix["nlpd"].mean()),
+        "loo_coverage_95": float(covered),
+    }
     sd = y_std
     if pool.log:  # y's units: the labels' and the mixture's means
         sd, rmse = _log_rmse(z, means, variances, scale_y)
@@ -229,8 +257,12 @@ def summary(u, z, lengthscale, noise, points, y_std: float, label_noise=None,
             relative /= sd**2
         out[name] = relative * sd**2
         out[f"{name}_relative"] = relative
-    out.update(pool_points=len(points), draws=len(noise), variance_stride=pool.k,
-               seconds=time.perf_counter() - started)  # fmt: skip
+    out.update(
+        pool_points=len(points),
+        draws=len(noise),
+        variance_stride=pool.k,
+        seconds=time.perf_counter() - started,
+    )
     return out
 
 

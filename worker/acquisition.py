@@ -156,8 +156,11 @@ class DrawGPs:
         self.label_noise = label_noise
         per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
         self.groups = [slice(i, i + per) for i in range(0, len(noise), per)]
-        self.whole = (Conditioned.fit(u, z, lengthscale, noise, label_noise)
-                      if len(self.groups) == 1 else None)  # fmt: skip
+        self.whole = (
+            Conditioned.fit(u, z, lengthscale, noise, label_noise)
+            if len(self.groups) == 1
+            else None
+        )
 
     @property
     def block(self) -> int:
@@ -191,8 +194,9 @@ class DrawGPs:
                 start += m.shape[1]
             return mean, var
         for g in self.groups:
-            fitted = Conditioned.fit(self.u, self.z, self.lengthscale[g], self.noise[g],
-                                     self.label_noise)  # fmt: skip
+            fitted = Conditioned.fit(
+                self.u, self.z, self.lengthscale[g], self.noise[g], self.label_noise
+            )
             mean[g], v = fitted.predict(candidates, variance)
             if variance:
                 var[g] = v
@@ -218,17 +222,31 @@ def evaluate(
         return torch.rand(len(candidates), generator=generator, dtype=DTYPE)
     if name == "alm":
         posterior = posterior.mode()
-    gps = DrawGPs(as_tensor(u), as_tensor(z), posterior.lengthscale, posterior.noise,
-                  None if label_noise is None else as_tensor(label_noise))  # fmt: skip
+    gps = DrawGPs(
+        as_tensor(u),
+        as_tensor(z),
+        posterior.lengthscale,
+        posterior.noise,
+        None if label_noise is None else as_tensor(label_noise),
+    )
     score = scorer(name, posterior.noise)
     parts = [score(mean, var) for mean, var in gps.chunks(candidates, name not in MEANS_ONLY)]
     return torch.cat(parts) if parts else torch.empty(0, dtype=DTYPE)
 
 
 def greedy_batch(
-    name: str, posterior: Posterior, u, z, candidates, size: int, pending=None, *,
-    shortlist: int = SHORTLIST, seed: int = 0, label_noise=None,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    name: str,
+    posterior: Posterior,
+    u,
+    z,
+    candidates,
+    size: int,
+    pending=None,
+    *,
+    shortlist: int = SHORTLIST,
+    seed: int = 0,
+    label_noise=None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of ``size`` candidates chosen one after another (``candidates``: ``m x d``).
 
     After each pick, every posterior-draw GP is conditioned on the picked input with its own
@@ -243,8 +261,15 @@ def greedy_batch(
 
     Returns the picked rows of ``candidates`` in order and their scores when picked.
     """
-    return greedy_batch_outputs(name, [(1.0, posterior, u, z, label_noise)], candidates, size,
-                                pending, shortlist=shortlist, seed=seed)  # fmt: skip
+    return greedy_batch_outputs(
+        name,
+        [(1.0, posterior, u, z, label_noise)],
+        candidates,
+        size,
+        pending,
+        shortlist=shortlist,
+        seed=seed,
+    )
 
 
 def _output_gps(name: str, parts: list[tuple]) -> list[tuple]:
@@ -297,10 +322,17 @@ def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Ten
 
 
 def greedy_batch_outputs(
-    name: str, parts: list[tuple], candidates, size: int, pending=None, *,
-    shortlist: int = SHORTLIST, seed: int = 0, scores: torch.Tensor | None = None,
+    name: str,
+    parts: list[tuple],
+    candidates,
+    size: int,
+    pending=None,
+    *,
+    shortlist: int = SHORTLIST,
+    seed: int = 0,
+    scores: torch.Tensor | None = None,
     weights: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`greedy_batch` for several outputs: ``parts`` holds each output's ``(weight,
     posterior, u, z, label_noise)``, and a candidate's score is ``sum_k weight_k * score_k``
     (each output's in its standardized units). Each pick is a fantasy for every output's GPs;
@@ -313,7 +345,8 @@ def greedy_batch_outputs(
         scores = torch.zeros(len(candidates), dtype=DTYPE)
         for weight, posterior, u, z, noise in parts[:1] if name == "random" else parts:
             scores += (1.0 if name == "random" else weight) * evaluate(
-                name, posterior, u, z, candidates, seed=seed, label_noise=noise)  # fmt: skip
+                name, posterior, u, z, candidates, seed=seed, label_noise=noise
+            )
         if weights is not None:
             scores = scores * weights
         order = torch.argsort(scores, descending=True, stable=True)[:size]

@@ -56,20 +56,29 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
         variances.append(qb_mgp(m_mean, m_var))  # QB-MGP's score is the mixture's variance
     mixture_mean = torch.cat(means) if means else torch.empty(0, dtype=u.dtype)
     mixture_var = torch.cat(variances) if variances else torch.empty(0, dtype=u.dtype)
-    return with_p_success(model, cand.numpy(), {
-        "mean": scale_y.mean_from_z(mean[0]).tolist(),
-        "variance": scale_y.variance_from_z(var[0]).tolist(),
-        "mixture_mean": scale_y.mean_from_z(mixture_mean).tolist(),
-        "mixture_variance": scale_y.variance_from_z(mixture_var).tolist(),
-    })  # fmt: skip
+    return with_p_success(
+        model,
+        cand.numpy(),
+        {
+            "mean": scale_y.mean_from_z(mean[0]).tolist(),
+            "variance": scale_y.variance_from_z(var[0]).tolist(),
+            "mixture_mean": scale_y.mean_from_z(mixture_mean).tolist(),
+            "mixture_variance": scale_y.variance_from_z(mixture_var).tolist(),
+        },
+    )
 
 
 def predict_log(scale_y: OutputStandardization, mean, var, draws) -> dict:
     """A log output's predictions in its units (:func:`worker.spec.lognormal.predictions`) from
     the mode GP's ``mean`` and ``var`` of standardized ``log y`` (``1 x m``) and the draws'
     (``(B x c, B x c)`` chunks of the points)."""
-    answer = lognormal.predictions(scale_y.mean, scale_y.std, mean[0].numpy(), var[0].numpy(),
-                                   ((m.numpy(), v.numpy()) for m, v in draws))  # fmt: skip
+    answer = lognormal.predictions(
+        scale_y.mean,
+        scale_y.std,
+        mean[0].numpy(),
+        var[0].numpy(),
+        ((m.numpy(), v.numpy()) for m, v in draws),
+    )
     return {key: values.tolist() for key, values in answer.items()}
 
 
@@ -84,13 +93,15 @@ def with_p_success(model: dict, u: np.ndarray, answer: dict) -> dict:
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
     box, _, u, z, post, noise = _context(spec, model, labels)
-    values = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"],
-                                label_noise=noise)  # fmt: skip
+    values = acquisition_values(
+        name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"], label_noise=noise
+    )
     return {"values": values.tolist(), "acquisition": name}
 
 
-def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
-            noise: list | None = None) -> dict:  # fmt: skip
+def metrics(
+    spec: dict, model: dict, labels: list[dict], x: list, y: list, noise: list | None = None
+) -> dict:
     """The paper's metrics on a test set (``/evaluate``): joint NLML of the mode GP per point and
     the mixture's mean NLPD (standardized units), RMSE of the mode GP's mean (original units).
     The joint NLML factors the ``m x m`` predictive covariance (the service caps ``m``); the
@@ -104,8 +115,11 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     box, scale_y, u, z, post, known = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     z_test = scale_y.to_z(y)
-    test_noise = (scale_y.variance_to_z(noise, y) if noise is not None
-                  else torch.zeros(len(z_test), dtype=z_test.dtype))  # fmt: skip
+    test_noise = (
+        scale_y.variance_to_z(noise, y)
+        if noise is not None
+        else torch.zeros(len(z_test), dtype=z_test.dtype)
+    )
     mode = post.mode()
     mean, cov = _joint_predictive(u, z, mode.lengthscale, mode.noise, cand, known, test_noise)
     point_mean = scale_y.mean_from_z(mean)
@@ -116,10 +130,12 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
     # the paper's code's NLML: the same covariance with the noise added once more
     twice = cov.clone()
     twice.diagonal().add_(mode.noise[0])
-    nlml_paper = (_gaussian_nll(twice, residual)
-                  - _paper_log_prior(mode, model.get("input_scale"),
-                                     model.get("diagnostics", {}).get("noise_floor", 0.0))
-                  ) / len(z_test)  # fmt: skip
+    nlml_paper = (
+        _gaussian_nll(twice, residual)
+        - _paper_log_prior(
+            mode, model.get("input_scale"), model.get("diagnostics", {}).get("noise_floor", 0.0)
+        )
+    ) / len(z_test)
     del twice
     nlml = _gaussian_nll(cov, residual) / len(z_test)
     rmse = float(torch.sqrt(((point_mean - as_tensor(y)) ** 2).mean()))
@@ -132,9 +148,15 @@ def metrics(spec: dict, model: dict, labels: list[dict], x: list, y: list,
         nlpd.append(-(torch.logsumexp(log_density, 0) - math.log(len(m_mean))))
     nlpd_mixture = float(torch.cat(nlpd).mean())
     jacobian = math.log(scale_y.std) + (float(scale_y.modeled(y).mean()) if scale_y.log else 0.0)
-    return {"nlml": nlml, "rmse": rmse, "nlpd_mixture": nlpd_mixture, "nlml_paper": nlml_paper,
-            "nlml_y": nlml + jacobian, "nlpd_mixture_y": nlpd_mixture + jacobian,
-            "n": len(z_test)}  # fmt: skip
+    return {
+        "nlml": nlml,
+        "rmse": rmse,
+        "nlpd_mixture": nlpd_mixture,
+        "nlml_paper": nlml_paper,
+        "nlml_y": nlml + jacobian,
+        "nlpd_mixture_y": nlpd_mixture + jacobian,
+        "n": len(z_test),
+    }
 
 
 def _paper_log_prior(mode: Posterior, input_scale, noise_floor: float = 0.0) -> float:
@@ -149,8 +171,13 @@ def _paper_log_prior(mode: Posterior, input_scale, noise_floor: float = 0.0) -> 
     if input_scale is not None:
         lengthscale = lengthscale / np.asarray(input_scale, dtype=np.float64)
     log_raw = np.log(np.concatenate([lengthscale, [float(mode.noise[0]) - noise_floor]]))
-    return float(np.sum(-log_raw - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
-                        - log_raw**2 / (2 * PRIOR_VARIANCE)))  # fmt: skip
+    return float(
+        np.sum(
+            -log_raw
+            - 0.5 * math.log(2 * math.pi * PRIOR_VARIANCE)
+            - log_raw**2 / (2 * PRIOR_VARIANCE)
+        )
+    )
 
 
 # jitter added to the predictive covariance's diagonal, in turn, if rounding made it indefinite
@@ -196,8 +223,12 @@ def output_model(model: dict, name: str) -> dict:
     campaign (its draws, mode, diagnostics, with the inputs' transform and its own ``y_mean``
     and ``y_std``)."""
     own = model["outputs"][name]
-    body = {**own, "version": model["version"], "n_labeled": model["n_labeled"],
-            "transform": {**model["transform"], **own["transform"]}}  # fmt: skip
+    body = {
+        **own,
+        "version": model["version"],
+        "n_labeled": model["n_labeled"],
+        "transform": {**model["transform"], **own["transform"]},
+    }
     for key in ("features", "input_scale"):
         if key in model:
             body[key] = model[key]
@@ -207,17 +238,25 @@ def output_model(model: dict, name: str) -> dict:
 def _outputs(spec: dict, model: dict, labels: list[dict]):
     """Each output's ``(name, weight, single-output spec, single-output model, labels)``."""
     names, weights = output_names(spec), output_weights(spec)
-    return [(name, weights[k], output_spec(spec, k), output_model(model, name),
-             output_labels(labels[: model["n_labeled"]], name))
-            for k, name in enumerate(names)]  # fmt: skip
+    return [
+        (
+            name,
+            weights[k],
+            output_spec(spec, k),
+            output_model(model, name),
+            output_labels(labels[: model["n_labeled"]], name),
+        )
+        for k, name in enumerate(names)
+    ]
 
 
 def predict_outputs(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
     """:func:`predict` for each output of a multi-output campaign: ``{outputs: {name: ...}}``,
     and ``p_success`` beside them when the model has a failure model."""
     parts = _outputs(spec, model, labels)
-    answer = {"outputs": {name: predict(single, body, seen, x)
-                          for name, _, single, body, seen in parts}}  # fmt: skip
+    answer = {
+        "outputs": {name: predict(single, body, seen, x) for name, _, single, body, seen in parts}
+    }
     return with_p_success(model, Space.of(spec["inputs"]).to_gp(x), answer)
 
 
@@ -228,8 +267,9 @@ def acquisition_outputs(spec: dict, model: dict, labels: list[dict], x: list, na
     values, each = None, {}
     for k, (out, weight, single, body, seen) in enumerate(_outputs(spec, model, labels)):
         box, _, u, z, post, noise = _context(single, body, seen)
-        scores = acquisition_values(name, post, u, z, as_tensor(box.to_gp(x)),
-                                    seed=model["version"] + k, label_noise=noise)  # fmt: skip
+        scores = acquisition_values(
+            name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"] + k, label_noise=noise
+        )
         each[out] = scores.tolist()
         if name == "random":
             return {"values": each[out], "acquisition": name}
@@ -237,10 +277,14 @@ def acquisition_outputs(spec: dict, model: dict, labels: list[dict], x: list, na
     return {"values": values.tolist(), "acquisition": name, "outputs": each}
 
 
-def metrics_outputs(spec: dict, model: dict, labels: list[dict], x: list, y: dict,
-                    noise: dict | None = None) -> dict:  # fmt: skip
+def metrics_outputs(
+    spec: dict, model: dict, labels: list[dict], x: list, y: dict, noise: dict | None = None
+) -> dict:
     """:func:`metrics` for each output: ``y`` (and ``noise``) ``{name: [...]}``."""
-    return {"outputs": {name: metrics(single, body, seen, x, y[name],
-                                      None if noise is None else noise[name])
-                        for name, _, single, body, seen in _outputs(spec, model, labels)},
-            "n": len(x)}  # fmt: skip
+    return {
+        "outputs": {
+            name: metrics(single, body, seen, x, y[name], None if noise is None else noise[name])
+            for name, _, single, body, seen in _outputs(spec, model, labels)
+        },
+        "n": len(x),
+    }

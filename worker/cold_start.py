@@ -35,8 +35,9 @@ START_SPACING = 2.0  # in every log-hyperparameter
 START_ITERATIONS = 40  # L-BFGS iterations per run
 
 
-def initial_points(potential: GPPotential, chain_ids, seed: int,
-                   how: str) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+def initial_points(
+    potential: GPPotential, chain_ids, seed: int, how: str
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Per chain, a starting point with a finite potential (see ``INITS``), drawn from a stream
     of its own (keyed by the chain's number, as in the sampler); the modes it is drawn from
     depend only on the data and ``seed``. And per chain a first guess of the posterior's
@@ -86,8 +87,10 @@ def _init_grid(potential: GPPotential):
         return None
     weights = np.exp(-(values - values[np.isfinite(values)].min()))
     weights = np.where(np.isfinite(weights), weights, 0.0)
-    half = np.array([(GRID_LOG_LENGTHSCALE[1] - GRID_LOG_LENGTHSCALE[0]) / 2] * d
-                    + [(GRID_LOG_NOISE[1] - GRID_LOG_NOISE[0]) / 2])  # fmt: skip
+    half = np.array(
+        [(GRID_LOG_LENGTHSCALE[1] - GRID_LOG_LENGTHSCALE[0]) / 2] * d
+        + [(GRID_LOG_NOISE[1] - GRID_LOG_NOISE[0]) / 2]
+    )
     return points, weights / weights.sum(), half
 
 
@@ -133,8 +136,9 @@ def local_minima(potential: GPPotential, seed: int) -> list[tuple[float, np.ndar
             starts.append(points[i])
             if len(starts) == START_OPTIMA:
                 break
-    found = sorted((descend(potential, x, search_bounds(potential)) for x in starts),
-                   key=lambda m: m[0])  # fmt: skip
+    found = sorted(
+        (descend(potential, x, search_bounds(potential)) for x in starts), key=lambda m: m[0]
+    )
     return found
 
 
@@ -182,8 +186,9 @@ def near(x: np.ndarray, mode: np.ndarray, h: np.ndarray) -> bool:
     return bool((x - mode) @ h @ (x - mode) < 9.0)
 
 
-def descend(potential: GPPotential, x0: np.ndarray, bounds,
-            iterations: int = START_ITERATIONS) -> tuple[float, np.ndarray]:  # fmt: skip
+def descend(
+    potential: GPPotential, x0: np.ndarray, bounds, iterations: int = START_ITERATIONS
+) -> tuple[float, np.ndarray]:
     """A local minimum of the potential from ``x0`` by L-BFGS (``iterations`` at most):
     ``(U, theta)``, or ``x0`` where the search found nothing better."""
 
@@ -193,8 +198,9 @@ def descend(potential: GPPotential, x0: np.ndarray, bounds,
 
     start = f(x0)[0]
     with np.errstate(all="ignore"):
-        result = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": iterations})  # fmt: skip
+        result = minimize(
+            f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": iterations}
+        )
     value = f(result.x)[0]
     return (value, result.x) if value <= start else (start, x0)
 

@@ -33,8 +33,11 @@ class Target:
         if not mcmc.get("draws"):
             return None
         rhat = mcmc.get("target_rhat", 1.01)  # specs made before the option: 1.01
-        return cls(draws=int(mcmc["draws"]), rhat=None if rhat is None else float(rhat),
-                   max_samples=int(mcmc.get("max_samples", 1000)))  # fmt: skip
+        return cls(
+            draws=int(mcmc["draws"]),
+            rhat=None if rhat is None else float(rhat),
+            max_samples=int(mcmc.get("max_samples", 1000)),
+        )
 
     def share(self, chains: int, of: int) -> Target:
         """The part of the target that ``chains`` of ``of`` chains must reach on their own."""

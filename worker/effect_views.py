@@ -52,18 +52,25 @@ def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> byt
             ax.set_yscale("log")
         if inp.type == "choice":
             where = np.arange(len(curve["x"]))
-            ax.errorbar(where, mean, yerr=[mean - low, high - mean], fmt="o", capsize=4,
-                        color="tab:blue")  # fmt: skip
+            ax.errorbar(
+                where, mean, yerr=[mean - low, high - mean], fmt="o", capsize=4, color="tab:blue"
+            )
             ax.set_xticks(where, [_plain(str(x)) for x in curve["x"]])
             ax.set_xlim(-0.5, len(where) - 0.5)
         else:
             x = np.asarray(curve["x"], dtype=float)
             ax.fill_between(x, low, high, color="tab:blue", alpha=0.2)
-            ax.plot(x, mean, color="tab:blue", marker="o" if inp.type == "int" else None,
-                    ms=3)  # fmt: skip
+            ax.plot(x, mean, color="tab:blue", marker="o" if inp.type == "int" else None, ms=3)
             seen = np.asarray(_labels_at(labels, model, j), dtype=float)
-            ax.plot(seen, np.zeros_like(seen), "|", color="black", ms=8, alpha=0.6,
-                    transform=ax.get_xaxis_transform())  # fmt: skip
+            ax.plot(
+                seen,
+                np.zeros_like(seen),
+                "|",
+                color="black",
+                ms=8,
+                alpha=0.6,
+                transform=ax.get_xaxis_transform(),
+            )
             if inp.type == "log":
                 ax.set_xscale("log")
             if inp.type == "int":
@@ -75,12 +82,18 @@ def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> byt
     for ax in axes[len(curves) :]:
         ax.set_visible(False)
     more = f" (the first {len(shown)} of {space.dim} inputs)" if len(shown) < space.dim else ""
-    what = (f"geometric mean of {_plain(output)} over the other inputs' ranges: the model's "
-            "median and 95% band" if curves and curves[0]["geometric"] else
-            "mean and 95% band of the model along each input, the other inputs averaged over "
-            "their ranges")  # fmt: skip
-    fig.suptitle(f"{_plain(output)}: main effects, model {model['version']}{more}\n"
-                 f"{what}; ticks: the labels", fontsize=10)  # fmt: skip
+    what = (
+        f"geometric mean of {_plain(output)} over the other inputs' ranges: the model's "
+        "median and 95% band"
+        if curves and curves[0]["geometric"]
+        else "mean and 95% band of the model along each input, the other inputs averaged over "
+        "their ranges"
+    )
+    fig.suptitle(
+        f"{_plain(output)}: main effects, model {model['version']}{more}\n"
+        f"{what}; ticks: the labels",
+        fontsize=10,
+    )
     return _png(fig)
 
 
@@ -92,13 +105,21 @@ def sobol_png(spec: dict, model: dict, labels: list[dict], output: str) -> bytes
     where = np.arange(len(names))
     fig = Figure(figsize=(7.5, 0.9 + 0.45 * len(names) + 0.8), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    for offset, key, label, color in ((-0.2, "first", "first-order", "tab:blue"),
-                                      (0.2, "total", "total", "tab:orange")):  # fmt: skip
+    for offset, key, label, color in (
+        (-0.2, "first", "first-order", "tab:blue"),
+        (0.2, "total", "total", "tab:orange"),
+    ):
         b = s[key]
         mean, low, high = (np.asarray(b[k]) for k in ("mean", "low", "high"))
-        ax.barh(where + offset, mean, height=0.38, color=color, label=label,
-                xerr=[np.maximum(mean - low, 0), np.maximum(high - mean, 0)],
-                error_kw={"capsize": 3, "elinewidth": 1})  # fmt: skip
+        ax.barh(
+            where + offset,
+            mean,
+            height=0.38,
+            color=color,
+            label=label,
+            xerr=[np.maximum(mean - low, 0), np.maximum(high - mean, 0)],
+            error_kw={"capsize": 3, "elinewidth": 1},
+        )
         for y, m, h in zip(where + offset, mean, high, strict=True):
             ax.text(max(h, m) + 0.01, y, f"{m:.2f}", va="center", fontsize=7)
     ax.set_yticks(where, names)
@@ -115,8 +136,9 @@ def sobol_png(spec: dict, model: dict, labels: list[dict], output: str) -> bytes
     return _png(fig)
 
 
-def pair_png(spec: dict, model: dict, labels: list[dict], output: str,
-             drawn: tuple[int, int]) -> bytes | None:  # fmt: skip
+def pair_png(
+    spec: dict, model: dict, labels: list[dict], output: str, drawn: tuple[int, int]
+) -> bytes | None:
     """The model of ``output`` over the numeric inputs ``drawn`` (two indices), the other
     inputs averaged over their ranges: the mean and the width of its 95% band, the labels'
     points (their other inputs anywhere); None unless both are numeric and distinct."""
@@ -136,8 +158,10 @@ def pair_png(spec: dict, model: dict, labels: list[dict], output: str,
     center = "mean of"
     if g["geometric"]:  # the others averaged on the log scale: y's geometric mean over them
         center = "median of the geometric mean of" if space.dim > 2 else "median of"
-    panels = ((g["center"], f"{center} {_plain(output)}", "viridis"),
-              (g["high"] - g["low"], "width of its 95% band", "magma"))  # fmt: skip
+    panels = (
+        (g["center"], f"{center} {_plain(output)}", "viridis"),
+        (g["high"] - g["low"], "width of its 95% band", "magma"),
+    )
     seen_h = np.asarray(_labels_at(labels, model, h), dtype=float)
     seen_v = np.asarray(_labels_at(labels, model, v), dtype=float)
     for k, (values_k, title, cmap) in enumerate(panels):
@@ -153,8 +177,10 @@ def pair_png(spec: dict, model: dict, labels: list[dict], output: str,
                 (ax.set_xscale if which == "x" else ax.set_yscale)("log")
             if inp.type == "int":
                 getattr(ax, f"{which}axis").set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(f"{_plain(output)} over {_plain(space.inputs[h].name)} and "
-                 f"{_plain(space.inputs[v].name)}, model {model['version']}\n"
-                 f"{_others(space, [h, v])}; dots: the labels (at any values of the others)",
-                 fontsize=10)  # fmt: skip
+    fig.suptitle(
+        f"{_plain(output)} over {_plain(space.inputs[h].name)} and "
+        f"{_plain(space.inputs[v].name)}, model {model['version']}\n"
+        f"{_others(space, [h, v])}; dots: the labels (at any values of the others)",
+        fontsize=10,
+    )
     return _png(fig)

@@ -80,9 +80,17 @@ def other_inputs(space: Space, samples: int = SAMPLES, seed: int = 0) -> np.ndar
     return space.stratify(u)
 
 
-def averaged_draws(space: Space, u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,
-                   noise: torch.Tensor, label_noise, fixed: list[int], t: np.ndarray,
-                   others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def averaged_draws(
+    space: Space,
+    u: torch.Tensor,
+    z: torch.Tensor,
+    lengthscale: torch.Tensor,
+    noise: torch.Tensor,
+    label_noise,
+    fixed: list[int],
+    t: np.ndarray,
+    others: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Each draw's mean and variance of ``g_J`` at ``t`` (``T x d`` pool coordinates, only the
     columns of ``fixed`` read), in the GP's standardized units (``B x T`` each); ``others``:
     the samples of the inputs averaged over (``S x d`` pool coordinates, the columns not in
@@ -144,9 +152,18 @@ def _draws(post, draws: int | None):
     return lengthscale, noise
 
 
-def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: np.ndarray, *,
-             samples: int = SAMPLES, draws: int | None = DRAWS, seed: int = 0,
-             level: float = LEVEL) -> dict:  # fmt: skip
+def averaged(
+    spec: dict,
+    model: dict,
+    labels: list[dict],
+    fixed: list[int],
+    t: np.ndarray,
+    *,
+    samples: int = SAMPLES,
+    draws: int | None = DRAWS,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict:
     """``g_J`` of a single-output campaign's model at ``t`` (``T x d`` pool coordinates, the
     columns of ``fixed``, ``J``, read), in the output's units: ``center`` (the line to draw: the
     mixture's mean; for a log output, ``exp`` of its median), ``low``, ``high`` (the ``level``
@@ -156,8 +173,9 @@ def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: n
     space, scale_y, u, z, post, noise = _context(spec, model, labels)
     lengthscale, s2 = _draws(post, draws)
     others = other_inputs(space, samples, seed)
-    means, variances = averaged_draws(space, u, z, lengthscale, s2, noise, fixed,
-                                      np.atleast_2d(t), others)  # fmt: skip
+    means, variances = averaged_draws(
+        space, u, z, lengthscale, s2, noise, fixed, np.atleast_2d(t), others
+    )
     means = scale_y.mean + scale_y.std * means
     variances = variances * scale_y.std**2
     tail = (1.0 - level) / 2
@@ -165,8 +183,14 @@ def averaged(spec: dict, model: dict, labels: list[dict], fixed: list[int], t: n
         center, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
     else:
         center, low, high = mixture_band(means, variances, level)
-    return {"center": center, "low": low, "high": high, "geometric": bool(scale_y.log),
-            "draw_means": means, "draw_variances": variances}  # fmt: skip
+    return {
+        "center": center,
+        "low": low,
+        "high": high,
+        "geometric": bool(scale_y.log),
+        "draw_means": means,
+        "draw_variances": variances,
+    }
 
 
 def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **options) -> list:
@@ -181,8 +205,16 @@ def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **opt
         t[:, j] = v
         g = averaged(spec, model, labels, [j], t, **options)
         values = [row[j] for row in space.from_pool(t)]
-        out.append({"input": space.inputs[j].name, "type": space.inputs[j].type,
-                    "v": v.tolist(), "x": values, "center": g["center"].tolist(),
-                    "low": g["low"].tolist(), "high": g["high"].tolist(),
-                    "geometric": g["geometric"]})  # fmt: skip
+        out.append(
+            {
+                "input": space.inputs[j].name,
+                "type": space.inputs[j].type,
+                "v": v.tolist(),
+                "x": values,
+                "center": g["center"].tolist(),
+                "low": g["low"].tolist(),
+                "high": g["high"].tolist(),
+                "geometric": g["geometric"],
+            }
+        )
     return out

@@ -120,9 +120,11 @@ def inverse_factor(chol: torch.Tensor) -> torch.Tensor:
 
 
 def factorize(
-    u: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor,
+    u: torch.Tensor,
+    lengthscale: torch.Tensor,
+    noise: torch.Tensor,
     label_noise: torch.Tensor | None = None,
-) -> Factor:  # fmt: skip
+) -> Factor:
     """Cholesky factors of ``K(u, u) + diag(label_noise) + s2 I`` for each hyperparameter set
     (``label_noise``: the labels' known noise variances, ``n``; None: none)."""
     eye = torch.eye(len(u), dtype=u.dtype)
@@ -133,9 +135,12 @@ def factorize(
 
 
 def log_marginal_likelihood(
-    u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor, noise: torch.Tensor,
+    u: torch.Tensor,
+    z: torch.Tensor,
+    lengthscale: torch.Tensor,
+    noise: torch.Tensor,
     label_noise: torch.Tensor | None = None,
-) -> torch.Tensor:  # fmt: skip
+) -> torch.Tensor:
     """``log N(z; 0, K + diag(label_noise) + s2 I)`` for each of ``B`` sets: ``u`` ``n x d``,
     ``z`` ``n`` -> ``B``.
 

@@ -82,20 +82,25 @@ def _components(modes, scales, df: float | None):
     return [multivariate_t(m, s @ s.T, df=df) for m, s in zip(modes, scales, strict=True)]
 
 
-def mixture_log_density(theta: np.ndarray, modes, weights, scales,
-                        df: float | None = None) -> np.ndarray:  # fmt: skip
+def mixture_log_density(
+    theta: np.ndarray, modes, weights, scales, df: float | None = None
+) -> np.ndarray:
     """``log q(theta)`` (``B``) of the mixture with ``weights`` of components centred on
     ``modes`` with scale matrices ``L_k L_k^T`` (``scales[k] = L_k``): Gaussians, or Student-t
     with ``df`` degrees of freedom."""
     theta = np.atleast_2d(theta)
     components = _components(modes, scales, df)
-    parts = [math.log(w) + np.atleast_1d(c.logpdf(theta))
-             for w, c in zip(weights, components, strict=True) if w > 0]  # fmt: skip
+    parts = [
+        math.log(w) + np.atleast_1d(c.logpdf(theta))
+        for w, c in zip(weights, components, strict=True)
+        if w > 0
+    ]
     return logsumexp(np.array(parts), axis=0)
 
 
-def mixture_draws(count: int, modes, weights, scales, df: float | None,
-                  rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def mixture_draws(
+    count: int, modes, weights, scales, df: float | None, rng: np.random.Generator
+) -> np.ndarray:
     """``count`` draws (``count x P``) of that mixture, from ``rng``."""
     k = rng.choice(len(modes), count, p=weights)
     steps = np.einsum("bij,bj->bi", scales[k], rng.standard_normal((count, modes.shape[1])))
@@ -218,12 +223,20 @@ def resample(weights: np.ndarray, count: int, rng: np.random.Generator) -> np.nd
     return np.searchsorted(edges, (rng.random() + np.arange(count)) / count, side="right")
 
 
-def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, *,
-                      previous: dict | None = None, chains: int = MCMC_DEFAULTS["chains"],
-                      label_noise=None, prior_mean=None,
-                      noise_floor: float = MCMC_DEFAULTS["noise_floor"],
-                      df: float | None = PROPOSAL_DF,
-                      proposals: int | None = None) -> Posterior:  # fmt: skip
+def laplace_posterior(
+    u,
+    z,
+    draws: int = MCMC_DEFAULTS["draws"],
+    seed: int = 0,
+    *,
+    previous: dict | None = None,
+    chains: int = MCMC_DEFAULTS["chains"],
+    label_noise=None,
+    prior_mean=None,
+    noise_floor: float = MCMC_DEFAULTS["noise_floor"],
+    df: float | None = PROPOSAL_DF,
+    proposals: int | None = None,
+) -> Posterior:
     """``draws`` draws of ``(l_1..l_d, s2)``: ``draws`` from the mixture at the posterior's modes
     (:func:`modes_of`: warm from ``previous``, a posterior's ``adaptation``, where it has modes
     or draws, with a cold search beside them when one is due; else cold), resampled by their
@@ -243,8 +256,9 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     started = time.perf_counter()
     u = np.asarray(u, dtype=np.float64)
     noise = None if label_noise is None else np.asarray(label_noise, dtype=np.float64)
-    potential = _Counted(GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise,
-                                     prior_mean, noise_floor))  # fmt: skip
+    potential = _Counted(
+        GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise, prior_mean, noise_floor)
+    )
     mixture, how, searched = modes_of(potential, previous, len(u), seed)
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
@@ -252,21 +266,32 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
     count = max(draws, proposals or proposal_count(draws, len(u)))
     proposed = mixture_draws(count, modes, weights, scales, df, rng)
-    log_ratios = (-potential.values(proposed)
-                  - mixture_log_density(proposed, modes, weights, scales, df))  # fmt: skip
+    log_ratios = -potential.values(proposed) - mixture_log_density(
+        proposed, modes, weights, scales, df
+    )
     w, khat = psis(log_ratios)
     theta = proposed[resample(w, draws, rng)]
     d = u.shape[1]
     best = modes[int(np.argmax(weights))]
     diagnostics = {
-        "method": "laplace", "khat": khat, "khat_limit": khat_limit(len(proposed)),
-        "importance_ess": float(1.0 / (w * w).sum()), "modes": len(modes),
-        "mode_weights": weights.tolist(), "distinct_draws": len(np.unique(theta, axis=0)),
-        "max_rhat": None, "min_ess_bulk": None, "divergences": 0,
-        "gradient_evaluations": potential.gradients, "value_evaluations": potential.values_only,
-        "seconds": time.perf_counter() - started, "chains": 1, "samples_per_chain": draws,
-        "warm_start": how, "noise_floor": noise_floor,
-    }  # fmt: skip
+        "method": "laplace",
+        "khat": khat,
+        "khat_limit": khat_limit(len(proposed)),
+        "importance_ess": float(1.0 / (w * w).sum()),
+        "modes": len(modes),
+        "mode_weights": weights.tolist(),
+        "distinct_draws": len(np.unique(theta, axis=0)),
+        "max_rhat": None,
+        "min_ess_bulk": None,
+        "divergences": 0,
+        "gradient_evaluations": potential.gradients,
+        "value_evaluations": potential.values_only,
+        "seconds": time.perf_counter() - started,
+        "chains": 1,
+        "samples_per_chain": draws,
+        "warm_start": how,
+        "noise_floor": noise_floor,
+    }
     spread = np.maximum(theta.var(0), 1e-6)
     return Posterior(
         lengthscale=torch.from_numpy(np.exp(theta[:, :d])),
@@ -283,5 +308,5 @@ def laplace_posterior(u, z, draws: int = MCMC_DEFAULTS["draws"], seed: int = 0, 
             "last": theta[rng.choice(draws, chains)].tolist(),
             "step_size": [WARM_STEP_SIZE] * chains,
             "inverse_mass": [spread.tolist()] * chains,
-        },  # fmt: skip
+        },
     )

@@ -98,9 +98,11 @@ class Posterior:
     def mode(self) -> Posterior:
         """The single-draw posterior at the mode (for ALM and predictions)."""
         return replace(
-            self, lengthscale=self.mode_lengthscale[None], noise=torch.tensor([self.mode_noise],
-            dtype=DTYPE), chains=1,
-        )  # fmt: skip
+            self,
+            lengthscale=self.mode_lengthscale[None],
+            noise=torch.tensor([self.mode_noise], dtype=DTYPE),
+            chains=1,
+        )
 
     def to_dict(self) -> dict:
         """Plain lists and numbers, as a model body (``GET /campaigns/{id}/model``,
@@ -180,25 +182,43 @@ def sample_posterior(
     u, z = _checked(u, z, chains, samples, warmup)
     started = time.perf_counter()
     ids = list(range(chains))
-    kw = {"target_accept": target_accept, "max_tree_depth": max_tree_depth, "init": init,
-          "target": target, "metric": metric, "label_noise": label_noise,
-          "start_metric": start_metric, "prior_mean": prior_mean,
-          "noise_floor": noise_floor}  # fmt: skip
-    draws, how = run_chains(u, z, ids, warmup, samples, seed, warm_start=warm_start,
-                            warm_warmup=warm_warmup, **kw)  # fmt: skip
+    kw = {
+        "target_accept": target_accept,
+        "max_tree_depth": max_tree_depth,
+        "init": init,
+        "target": target,
+        "metric": metric,
+        "label_noise": label_noise,
+        "start_metric": start_metric,
+        "prior_mean": prior_mean,
+        "noise_floor": noise_floor,
+    }
+    draws, how = run_chains(
+        u, z, ids, warmup, samples, seed, warm_start=warm_start, warm_warmup=warm_warmup, **kw
+    )
     calls = draws.potential_calls
     how, redo = judge_warm_start(draws, how, warm_start, target)
     if redo:
         draws, _ = run_chains(u, z, ids, warmup, samples, seed, **kw)
         draws.potential_calls += calls  # the discarded warm run's cost counts
-    post = assemble(draws, u.shape[1], time.perf_counter() - started, how, seed, mode_draws,
-                    mode_rule=mode_rule, prior_mean=prior_mean,
-                    noise_floor=noise_floor)  # fmt: skip
+    post = assemble(
+        draws,
+        u.shape[1],
+        time.perf_counter() - started,
+        how,
+        seed,
+        mode_draws,
+        mode_rule=mode_rule,
+        prior_mean=prior_mean,
+        noise_floor=noise_floor,
+    )
     if target is not None:
         post.diagnostics["target"] = {
-            "draws": target.draws, "rhat": target.rhat, "max_samples": target.max_samples,
+            "draws": target.draws,
+            "rhat": target.rhat,
+            "max_samples": target.max_samples,
             "met": target.met(post.diagnostics),
-        }  # fmt: skip
+        }
     return post
 
 
@@ -212,13 +232,26 @@ def _checked(u, z, chains, samples, warmup):
 
 
 def run_chains(
-    u, z, chain_ids: list[int], warmup: int, samples: int, seed: int, *,
-    warm_start: dict | None = None, warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
-    target_accept: float = 0.8, max_tree_depth: int = 10, init: str = MCMC_DEFAULTS["init"],
-    target: Target | None = None, metric: str = "diag", label_noise=None,
-    start_metric: bool = False, prior_mean=None, more=None,
+    u,
+    z,
+    chain_ids: list[int],
+    warmup: int,
+    samples: int,
+    seed: int,
+    *,
+    warm_start: dict | None = None,
+    warm_warmup: int = MCMC_DEFAULTS["warm_warmup"],
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    init: str = MCMC_DEFAULTS["init"],
+    target: Target | None = None,
+    metric: str = "diag",
+    label_noise=None,
+    start_metric: bool = False,
+    prior_mean=None,
+    more=None,
     noise_floor: float = MCMC_DEFAULTS["noise_floor"],
-) -> tuple[nuts.Draws, str]:  # fmt: skip
+) -> tuple[nuts.Draws, str]:
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
     only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
@@ -232,30 +265,60 @@ def run_chains(
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     noise = None if label_noise is None else as_tensor(label_noise).numpy()
     potential = GPPotential(u, z, noise, prior_mean, noise_floor)
-    settings = nuts.NutsSettings(target_accept=target_accept, max_tree_depth=max_tree_depth,
-                                 dense_mass=metric == "dense")  # fmt: skip
+    settings = nuts.NutsSettings(
+        target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=metric == "dense"
+    )
     if more is None and target is not None:
         more = target.more
     ids = np.asarray(chain_ids, dtype=np.int64)
     if usable(warm_start, ids, potential):
-        rows = {k: np.asarray(warm_start[k], dtype=np.float64)[ids]
-                for k in ("last", "step_size", "inverse_mass")}  # fmt: skip
-        draws = nuts.sample(potential, rows["last"], warm_warmup, samples, seed, settings,
-                            step_size=rows["step_size"], inverse_mass=rows["inverse_mass"],
-                            chain_ids=ids, more=more)  # fmt: skip
+        rows = {
+            k: np.asarray(warm_start[k], dtype=np.float64)[ids]
+            for k in ("last", "step_size", "inverse_mass")
+        }
+        draws = nuts.sample(
+            potential,
+            rows["last"],
+            warm_warmup,
+            samples,
+            seed,
+            settings,
+            step_size=rows["step_size"],
+            inverse_mass=rows["inverse_mass"],
+            chain_ids=ids,
+            more=more,
+        )
         return draws, "warm"
     start, guess = initial_points(potential, ids, seed, init)
     if not start_metric:
         guess = None
-    draws = nuts.sample(potential, start, warmup, samples, seed, settings, chain_ids=ids,
-                        more=more, inverse_mass=guess, adapt_mass=True)  # fmt: skip
+    draws = nuts.sample(
+        potential,
+        start,
+        warmup,
+        samples,
+        seed,
+        settings,
+        chain_ids=ids,
+        more=more,
+        inverse_mass=guess,
+        adapt_mass=True,
+    )
     return draws, "cold"
 
 
-def assemble(draws: nuts.Draws, d: int, seconds: float, how: str, seed: int,
-             mode_draws: int = MODE_DRAWS, *, mode_rule: str = "kde",
-             prior_mean=None, noise_floor: float = MCMC_DEFAULTS["noise_floor"],
-             ) -> Posterior:  # fmt: skip
+def assemble(
+    draws: nuts.Draws,
+    d: int,
+    seconds: float,
+    how: str,
+    seed: int,
+    mode_draws: int = MODE_DRAWS,
+    *,
+    mode_rule: str = "kde",
+    prior_mean=None,
+    noise_floor: float = MCMC_DEFAULTS["noise_floor"],
+) -> Posterior:
     """The posterior of all chains' draws: diagnostics, the mode (:func:`mode_index`'s), what a
     warm start needs. The noise variances are ``noise_floor + exp(theta_noise)``."""
     theta = torch.from_numpy(draws.theta.reshape(-1, d + 1))  # chain-major

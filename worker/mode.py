@@ -17,8 +17,13 @@ MODE_RULES = ("kde", "kde-raw")
 RAW_KDE_BANDWIDTH = 0.3
 
 
-def mode_index(log_draws: np.ndarray, rule: str = "kde", limit: int = MODE_DRAWS, seed: int = 0,
-               prior_mean=None) -> int:  # fmt: skip
+def mode_index(
+    log_draws: np.ndarray,
+    rule: str = "kde",
+    limit: int = MODE_DRAWS,
+    seed: int = 0,
+    prior_mean=None,
+) -> int:
     """Index of the draw (``S x P``, log space) that stands for the posterior's mode.
 
     - ``kde``: :func:`posterior_mode_index`, the densest draw under scipy's Gaussian KDE of the

@@ -53,8 +53,16 @@ class Draws:
     warmup_divergences: np.ndarray  # C
     potential_calls: int = 0
 
-    ARRAYS = ("theta", "accept_stat", "diverging", "tree_depth", "n_leapfrog", "step_size",
-              "inverse_mass", "warmup_divergences")  # fmt: skip
+    ARRAYS = (
+        "theta",
+        "accept_stat",
+        "diverging",
+        "tree_depth",
+        "n_leapfrog",
+        "step_size",
+        "inverse_mass",
+        "warmup_divergences",
+    )
 
     def to_dict(self) -> dict:
         out = {name: getattr(self, name).tolist() for name in self.ARRAYS}
@@ -75,9 +83,12 @@ class Draws:
         keeps its first draws, as many as the shortest run's (each chain's first draws after
         its warm-up are draws of the posterior as much as all of them are)."""
         kept = min(p.theta.shape[1] for p in parts)
-        arrays = {n: np.concatenate([getattr(p, n)[:, :kept] if n in cls.PER_DRAW
-                                     else getattr(p, n) for p in parts])
-                  for n in cls.ARRAYS}  # fmt: skip
+        arrays = {
+            n: np.concatenate(
+                [getattr(p, n)[:, :kept] if n in cls.PER_DRAW else getattr(p, n) for p in parts]
+            )
+            for n in cls.ARRAYS
+        }
         return cls(**arrays, potential_calls=sum(p.potential_calls for p in parts))
 
 
@@ -88,8 +99,19 @@ class _Run:
     bookkeeping of :mod:`worker.nuts_kernels`; chains whose iteration ended are then recorded or
     adapted here and start their next iteration."""
 
-    def __init__(self, potential, init, warmup, samples, seed, s: NutsSettings,
-                 step_size=None, inverse_mass=None, chain_ids=None, adapt_mass=None):  # fmt: skip
+    def __init__(
+        self,
+        potential,
+        init,
+        warmup,
+        samples,
+        seed,
+        s: NutsSettings,
+        step_size=None,
+        inverse_mass=None,
+        chain_ids=None,
+        adapt_mass=None,
+    ):
         self.potential, self.s = potential, s
         self.dense = s.dense_mass
         self.warmup, self.total = warmup, warmup + samples
@@ -211,9 +233,19 @@ class _Run:
             p0[c] = self.draw_momentum(c, rng)
             self.log_u[c] = np.log(rng.random(self.block))
         kernels.begin_iterations(
-            rows, p0, self.theta, self.U, self.grad, self.pts, self.vec, self.sc, self.ic,
-            self.log_u, self.inverse_mass, self.theta_next,
-        )  # fmt: skip
+            rows,
+            p0,
+            self.theta,
+            self.U,
+            self.grad,
+            self.pts,
+            self.vec,
+            self.sc,
+            self.ic,
+            self.log_u,
+            self.inverse_mass,
+            self.theta_next,
+        )
 
     def finish_iteration(self, c: int) -> None:
         """Chain ``c`` moves to its proposal; record it, or adapt during warm-up."""
@@ -262,10 +294,18 @@ class _Run:
         while (self.iteration < self.total).any():
             _, U, grad = self.evaluate(self.theta_next)
             kernels.advance(
-                np.asarray(U, dtype=np.float64), np.asarray(grad, dtype=np.float64), self.pts,
-                self.vec, self.ck, self.sc, self.ic, self.log_u, self.inverse_mass,
-                self.theta_next, max_delta_h,
-            )  # fmt: skip
+                np.asarray(U, dtype=np.float64),
+                np.asarray(grad, dtype=np.float64),
+                self.pts,
+                self.vec,
+                self.ck,
+                self.sc,
+                self.ic,
+                self.log_u,
+                self.inverse_mass,
+                self.theta_next,
+                max_delta_h,
+            )
             stopped = np.flatnonzero(self.ic[:, kernels.STOPPED])
             if len(stopped):
                 for c in stopped:
@@ -276,12 +316,16 @@ class _Run:
         """The kept draws so far, and the adaptation (diagonals for a diagonal metric)."""
         m = self.inverse_mass
         return Draws(
-            theta=self.out_theta.copy(), accept_stat=self.out_accept.copy(),
-            diverging=self.out_diverging.copy(), tree_depth=self.out_depth.copy(),
-            n_leapfrog=self.out_leapfrog.copy(), step_size=self.step_size.copy(),
+            theta=self.out_theta.copy(),
+            accept_stat=self.out_accept.copy(),
+            diverging=self.out_diverging.copy(),
+            tree_depth=self.out_depth.copy(),
+            n_leapfrog=self.out_leapfrog.copy(),
+            step_size=self.step_size.copy(),
             inverse_mass=m.copy() if self.dense else np.diagonal(m, axis1=1, axis2=2).copy(),
-            warmup_divergences=self.warmup_divergences.copy(), potential_calls=self.calls,
-        )  # fmt: skip
+            warmup_divergences=self.warmup_divergences.copy(),
+            potential_calls=self.calls,
+        )
 
 
 def _momentum_factor(inverse_mass: np.ndarray) -> np.ndarray:

@@ -50,20 +50,36 @@ class Output:
 
     def to_plain(self) -> dict:
         post = self.post
-        return {"weight": float(self.weight), "seed": int(self.seed), "chains": int(post.chains),
-                "lengthscale": pack(post.lengthscale), "noise_draws": pack(post.noise),
-                "mode_lengthscale": pack(post.mode_lengthscale),
-                "mode_noise": pack(post.mode_noise), "u": pack(self.u), "z": pack(self.z),
-                "noise": None if self.noise is None else pack(self.noise)}  # fmt: skip
+        return {
+            "weight": float(self.weight),
+            "seed": int(self.seed),
+            "chains": int(post.chains),
+            "lengthscale": pack(post.lengthscale),
+            "noise_draws": pack(post.noise),
+            "mode_lengthscale": pack(post.mode_lengthscale),
+            "mode_noise": pack(post.mode_noise),
+            "u": pack(self.u),
+            "z": pack(self.z),
+            "noise": None if self.noise is None else pack(self.noise),
+        }
 
     @classmethod
     def from_plain(cls, plain: dict) -> Output:
-        post = Posterior(lengthscale=_tensor(plain["lengthscale"]),
-                         noise=_tensor(plain["noise_draws"]), chains=int(plain["chains"]),
-                         mode_lengthscale=_tensor(plain["mode_lengthscale"]),
-                         mode_noise=float(unpack(plain["mode_noise"])))  # fmt: skip
-        return cls(float(plain["weight"]), post, _tensor(plain["u"]), _tensor(plain["z"]),
-                   _tensor(plain["noise"]), int(plain["seed"]))  # fmt: skip
+        post = Posterior(
+            lengthscale=_tensor(plain["lengthscale"]),
+            noise=_tensor(plain["noise_draws"]),
+            chains=int(plain["chains"]),
+            mode_lengthscale=_tensor(plain["mode_lengthscale"]),
+            mode_noise=float(unpack(plain["mode_noise"])),
+        )
+        return cls(
+            float(plain["weight"]),
+            post,
+            _tensor(plain["u"]),
+            _tensor(plain["z"]),
+            _tensor(plain["noise"]),
+            int(plain["seed"]),
+        )
 
 
 KINDS = ("single", "combined", "batch")
@@ -86,11 +102,13 @@ class Scoring:
             parts = [(o.weight, o.post, o.u, o.z, o.noise) for o in self.outputs]
             return batch_scores(self.name, parts, candidates, pending=self.pending)
         if self.kind == "combined":
-            return combined_scores(self.name, [(o.weight, o.post, o) for o in self.outputs],
-                                   candidates)  # fmt: skip
+            return combined_scores(
+                self.name, [(o.weight, o.post, o) for o in self.outputs], candidates
+            )
         (one,) = self.outputs
-        return acquisition_values(self.name, one.post, one.u, one.z, candidates, seed=one.seed,
-                                  label_noise=one.noise)  # fmt: skip
+        return acquisition_values(
+            self.name, one.post, one.u, one.z, candidates, seed=one.seed, label_noise=one.noise
+        )
 
     @property
     def draws(self) -> int:
@@ -110,20 +128,28 @@ class Scoring:
         return replace(self, outputs=outputs)
 
     def to_plain(self) -> dict:
-        return {"name": self.name, "kind": self.kind,
-                "outputs": [o.to_plain() for o in self.outputs],
-                "pending": None if self.pending is None else pack(self.pending)}  # fmt: skip
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "outputs": [o.to_plain() for o in self.outputs],
+            "pending": None if self.pending is None else pack(self.pending),
+        }
 
     @classmethod
     def from_plain(cls, plain: dict) -> Scoring:
         if plain["kind"] not in KINDS:
             raise ValueError(f"no scoring of kind {plain['kind']!r}")
-        return cls(str(plain["name"]), tuple(Output.from_plain(o) for o in plain["outputs"]),
-                   plain["kind"], _tensor(plain["pending"]))  # fmt: skip
+        return cls(
+            str(plain["name"]),
+            tuple(Output.from_plain(o) for o in plain["outputs"]),
+            plain["kind"],
+            _tensor(plain["pending"]),
+        )
 
 
-def combined_scores(name: str, parts: list[tuple], candidates,
-                    version_seed: int | None = None) -> torch.Tensor:  # fmt: skip
+def combined_scores(
+    name: str, parts: list[tuple], candidates, version_seed: int | None = None
+) -> torch.Tensor:
     """A multi-output acquisition: ``sum_k w_k * score_k``, each output's score in its own
     standardized units (so no output dominates by its units). ``random``: output 0's random
     scores alone. ``parts``: each output's ``(weight, thinned draws, data)``, ``data`` holding
@@ -133,8 +159,9 @@ def combined_scores(name: str, parts: list[tuple], candidates,
     total = None
     for k, (weight, thin, data) in enumerate(parts):
         seed = data.seed if version_seed is None else version_seed + k
-        scores = acquisition_values(name, thin, data.u, data.z, candidates, seed=seed,
-                                    label_noise=data.noise)  # fmt: skip
+        scores = acquisition_values(
+            name, thin, data.u, data.z, candidates, seed=seed, label_noise=data.noise
+        )
         if name == "random":
             return scores
         total = weight * scores if total is None else total + weight * scores

@@ -25,8 +25,13 @@ from fbgp_al.worker.spec import sobol
 from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec
 
 
-def draw_weights(u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,
-                 noise: torch.Tensor, label_noise=None) -> np.ndarray:  # fmt: skip
+def draw_weights(
+    u: torch.Tensor,
+    z: torch.Tensor,
+    lengthscale: torch.Tensor,
+    noise: torch.Tensor,
+    label_noise=None,
+) -> np.ndarray:
     """``alpha = (K + diag(label_noise) + s2 I)^-1 z`` of each draw (``B x n``): its mean is
     ``k(x, X) alpha``, as :class:`worker.gp.Conditioned` predicts it."""
     factor = factorize(u, lengthscale, noise, label_noise)
@@ -34,9 +39,17 @@ def draw_weights(u: torch.Tensor, z: torch.Tensor, lengthscale: torch.Tensor,
     return alpha.numpy()
 
 
-def sensitivity(spec: dict, model: dict, labels: list[dict], *, method: str = "closed-form",
-                level: float = 0.95, draws: int | None = None, samples: int = 8192,
-                seed: int = 0) -> dict:  # fmt: skip
+def sensitivity(
+    spec: dict,
+    model: dict,
+    labels: list[dict],
+    *,
+    method: str = "closed-form",
+    level: float = 0.95,
+    draws: int | None = None,
+    samples: int = 8192,
+    seed: int = 0,
+) -> dict:
     """The indices of a single-output campaign's model over its draws:
     :func:`worker.spec.sobol.summarize`'s answer (``inputs``, ``first`` and ``total``, each
     ``{"mean", "low", "high"}``, ``variance`` of the mean in the output's units, ``draws``,
@@ -66,6 +79,14 @@ def sensitivity_outputs(spec: dict, model: dict, labels: list[dict], **options) 
     if names is None:
         return sensitivity(spec, model, labels, **options)
     seen = labels[: model["n_labeled"]]
-    return {"outputs": {name: sensitivity(output_spec(spec, k), output_model(model, name),
-                                          output_labels(seen, name), **options)
-                        for k, name in enumerate(names)}}  # fmt: skip
+    return {
+        "outputs": {
+            name: sensitivity(
+                output_spec(spec, k),
+                output_model(model, name),
+                output_labels(seen, name),
+                **options,
+            )
+            for k, name in enumerate(names)
+        }
+    }

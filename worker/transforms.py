@@ -79,5 +79,8 @@ class OutputStandardization:
     @classmethod
     def of(cls, transform: dict) -> OutputStandardization:
         """From a model body's ``transform`` (a model made before output transforms: as is)."""
-        return cls(mean=transform["y_mean"], std=transform["y_std"],
-                   log=transform.get("y_transform", "none") == "log")  # fmt: skip
+        return cls(
+            mean=transform["y_mean"],
+            std=transform["y_std"],
+            log=transform.get("y_transform", "none") == "log",
+        )

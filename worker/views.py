@@ -49,8 +49,10 @@ def posterior_png(spec: dict, model: dict, output: str = "y") -> bytes:
         if i == 0:
             ax.set_ylabel("log nugget variance" if known_noise(spec) else "log noise variance")
             ax.legend(loc="best", fontsize=8)
-    fig.suptitle(f"{_plain(output)}: hyperparameter posterior, model {model['version']} "
-                 "(inputs scaled to [0, 1], output standardized)")  # fmt: skip
+    fig.suptitle(
+        f"{_plain(output)}: hyperparameter posterior, model {model['version']} "
+        "(inputs scaled to [0, 1], output standardized)"
+    )
     return _png(fig)
 
 
@@ -74,16 +76,34 @@ def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") ->
         fig = Figure(figsize=(8, 4))
         ax = fig.add_subplot(1, 1, 1)
         low, high = (pred["lower"], pred["upper"]) if log else (mean - 2 * sd, mean + 2 * sd)
-        ax.fill_between(grid[:, 0], low, high, color="tab:blue", alpha=0.2,
-                        label="mode GP: median and 95% interval of y" if log
-                        else "mode GP: mean +- 2 sd of y")  # fmt: skip
+        ax.fill_between(
+            grid[:, 0],
+            low,
+            high,
+            color="tab:blue",
+            alpha=0.2,
+            label="mode GP: median and 95% interval of y" if log else "mode GP: mean +- 2 sd of y",
+        )
         ax.plot(grid[:, 0], pred["median"] if log else mean, color="tab:blue")
-        ax.plot(grid[:, 0], pred["mixture_median" if log else "mixture_mean"], "--",
-                color="tab:purple", label="mixture median" if log else "mixture mean")  # fmt: skip
+        ax.plot(
+            grid[:, 0],
+            pred["mixture_median" if log else "mixture_mean"],
+            "--",
+            color="tab:purple",
+            label="mixture median" if log else "mixture mean",
+        )
         if known_noise(spec):  # each label with its own noise: +- 2 of its sd
             sd_seen = 2 * np.sqrt([label.get("noise", 0.0) for label in labels[: len(y_seen)]])
-            ax.errorbar(x_seen[:, 0], y_seen, yerr=sd_seen, fmt="o", color="black", zorder=3,
-                        markersize=4, label="labels +- 2 sd of their noise")  # fmt: skip
+            ax.errorbar(
+                x_seen[:, 0],
+                y_seen,
+                yerr=sd_seen,
+                fmt="o",
+                color="black",
+                zorder=3,
+                markersize=4,
+                label="labels +- 2 sd of their noise",
+            )
         else:
             ax.scatter(x_seen[:, 0], y_seen, color="black", zorder=3, s=18, label="labels")
         ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
@@ -94,22 +114,32 @@ def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") ->
         ax.legend(loc="best", fontsize=8)
     else:
         k = 60
-        axes = [np.unique(np.array(space.from_pool(np.column_stack([np.linspace(0, 1, k)] * 2)),
-                                   dtype=float)[:, j]) for j in range(2)]  # fmt: skip
+        axes = [
+            np.unique(
+                np.array(space.from_pool(np.column_stack([np.linspace(0, 1, k)] * 2)), dtype=float)[
+                    :, j
+                ]
+            )
+            for j in range(2)
+        ]
         g0, g1 = np.meshgrid(*axes)
         grid = np.column_stack([g0.ravel(), g1.ravel()])
         pred = answers.predict(spec, model, labels, grid.tolist())
         fig = Figure(figsize=(10, 4), layout="constrained")
         name = _plain(output)
-        centre = ((np.log10(pred["median"]), f"mode GP: log10 of the median of {name}")
-                  if "median" in pred else (pred["mean"], f"mode GP: mean of {name}"))  # fmt: skip
+        centre = (
+            (np.log10(pred["median"]), f"mode GP: log10 of the median of {name}")
+            if "median" in pred
+            else (pred["mean"], f"mode GP: mean of {name}")
+        )
         spread = (np.sqrt(pred["variance"]), f"sd of {name}")
         for j, (values, title) in enumerate((centre, spread)):
             ax = fig.add_subplot(1, 2, j + 1)
             image = ax.contourf(g0, g1, np.reshape(values, g0.shape), levels=20, cmap="viridis")
             fig.colorbar(image, ax=ax)
-            ax.scatter(x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white",
-                       clip_on=False)  # fmt: skip
+            ax.scatter(
+                x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white", clip_on=False
+            )
             ax.set_title(title)
             ax.set_xlabel(_plain(spec["inputs"][0]["name"]))
             ax.set_ylabel(_plain(spec["inputs"][1]["name"]))
@@ -162,9 +192,11 @@ def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
     names = output_names(spec)
     series = []
     for name in names or [None]:
-        models = [(e["version"], e["accuracy"] if name is None else
-                   (e.get("outputs") or {}).get(name)) for e in history
-                  if e.get("event") == "model" and e.get("accuracy")]  # fmt: skip
+        models = [
+            (e["version"], e["accuracy"] if name is None else (e.get("outputs") or {}).get(name))
+            for e in history
+            if e.get("event") == "model" and e.get("accuracy")
+        ]
         models = [(version, a) for version, a in models if a]
         if models:
             series.append((name, models))
@@ -177,13 +209,15 @@ def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
         for j in range(2):
             ax = fig.add_subplot(len(series), 2, 2 * row + j + 1)
             _accuracy_panel(ax, j, models, spec.get("stop") or {}, history)
-            ax.set_title(f"{title}: " + ("LOO RMSE" if j == 0 else "integrated variances"),
-                         fontsize=9)  # fmt: skip
+            ax.set_title(
+                f"{title}: " + ("LOO RMSE" if j == 0 else "integrated variances"), fontsize=9
+            )
             unit2 = units if units is None or units.isalnum() else f"({units})"
             squared = f"variance of {name}" + (f" [{_plain(unit2)}²]" if units else "")
             ax.set_ylabel(title if j == 0 else squared)
-    fig.suptitle("accuracy without a test set, model after model (dotted: stopped, resumed)",
-                 fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "accuracy without a test set, model after model (dotted: stopped, resumed)", fontsize=10
+    )
     return _png(fig)
 
 
@@ -239,8 +273,9 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
     for where, j, values in zip(index, drawn, axes, strict=True):
         for point, i in zip(points, where.ravel(), strict=True):
             point[j] = values[i]
-    mesh = [np.asarray(values, dtype=float)[where]
-            for values, where in zip(axes, index, strict=True)]  # fmt: skip
+    mesh = [
+        np.asarray(values, dtype=float)[where] for values, where in zip(axes, index, strict=True)
+    ]
     fail = 1.0 - failure.p_success(space.to_gp(points)).reshape(mesh[0].shape)
     bad = np.array([[run["x"][j] for j in drawn] for run in failures], dtype=float)
     good = np.array([[label["x"][j] for j in drawn] for label in labels], dtype=float)
@@ -249,10 +284,17 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
     ax = fig.add_subplot(1, 1, 1)
     if len(drawn) == 1:
         ax.plot(mesh[0].ravel(), fail.ravel(), color="tab:red", label="P(failure)")
-        ax.scatter(good[:, 0], np.zeros(len(good)), s=14, color="black", label="labels",
-                   clip_on=False)  # fmt: skip
-        ax.scatter(bad[:, 0], np.ones(len(bad)), marker="x", color="tab:red", label="failed runs",
-                   clip_on=False)  # fmt: skip
+        ax.scatter(
+            good[:, 0], np.zeros(len(good)), s=14, color="black", label="labels", clip_on=False
+        )
+        ax.scatter(
+            bad[:, 0],
+            np.ones(len(bad)),
+            marker="x",
+            color="tab:red",
+            label="failed runs",
+            clip_on=False,
+        )
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("P(failure)")
         ax.legend(loc="best", fontsize=8)
@@ -260,8 +302,16 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
         image = ax.contourf(*mesh, fail, levels=np.linspace(0, 1, 11), cmap="Reds")
         fig.colorbar(image, ax=ax, label="P(failure)")
         ax.scatter(good[:, 0], good[:, 1], s=10, color="black", label="labels", clip_on=False)
-        ax.scatter(bad[:, 0], bad[:, 1], marker="x", s=40, color="blue", label="failed runs",
-                   clip_on=False, zorder=3)  # fmt: skip
+        ax.scatter(
+            bad[:, 0],
+            bad[:, 1],
+            marker="x",
+            s=40,
+            color="blue",
+            label="failed runs",
+            clip_on=False,
+            zorder=3,
+        )
         ax.set_ylabel(names[1])
         if drawn == [0, 1]:
             _scale(ax, space, "y")
@@ -269,9 +319,11 @@ def failures_png(spec: dict, model: dict, labels: list[dict], failures: list[dic
     ax.set_xlabel(names[0])
     if drawn[0] == 0:
         _scale(ax, space, "x")
-    others = [f"{_plain(spec['inputs'][j]['name'])} = {base[j]}" for j in range(space.dim)
-              if j not in drawn]  # fmt: skip
+    others = [
+        f"{_plain(spec['inputs'][j]['name'])} = {base[j]}"
+        for j in range(space.dim)
+        if j not in drawn
+    ]
     held = f" ({', '.join(others)}: the latest failed run's)" if others else ""
-    fig.suptitle(f"failure model {model['version']}: {len(failures)} failed runs{held}",
-                 fontsize=9)  # fmt: skip
+    fig.suptitle(f"failure model {model['version']}: {len(failures)} failed runs{held}", fontsize=9)
     return _png(fig)

@@ -48,16 +48,19 @@ def usable(warm: dict | None, ids: np.ndarray, potential: GPPotential) -> bool:
     return bool(np.isfinite(potential(last)[0]).all())
 
 
-def judge_warm_start(draws: nuts.Draws, how: str, warm_start: dict | None,
-                     target: Target | None = None) -> tuple[str, bool]:  # fmt: skip
+def judge_warm_start(
+    draws: nuts.Draws, how: str, warm_start: dict | None, target: Target | None = None
+) -> tuple[str, bool]:
     """What to report of the start, and whether warm draws must be redone cold: they must show
     the bulk ESS of :func:`warm_min_ess` (of the draws, or of the ``target`` sampled to)."""
     if how == "warm":
         d = diagnose(draws, 0.0, 0)
         floor = warm_min_ess(draws, target)
         if d["max_rhat"] > WARM_MAX_RHAT or d["min_ess_bulk"] < floor or d["divergences"]:
-            return (f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
-                    f"{d['divergences']} divergences)"), True  # fmt: skip
+            return (
+                f"redone cold (R-hat {d['max_rhat']:.3f}, ESS {d['min_ess_bulk']:.0f}, "
+                f"{d['divergences']} divergences)"
+            ), True
         return "warm", False
     if warm_start is not None:
         return "cold (the previous posterior did not mix or does not fit)", False

@@ -65,10 +65,16 @@ class TimedLabeler(Labeler):
 
 def well_behaved_body(seed: int) -> dict:
     sim = get_simulator("gramacy1d")
-    return {"name": "well-behaved", "inputs": sim.inputs(),
-            "pool": {"type": "grid", "points_per_dim": 1001}, "acquisition": "qb-mgp",
-            "initial_design": {"type": "maximin-lhs", "size": 3}, "max_labels": 1000,
-            "mcmc": dict(MCMC), "seed": seed}  # fmt: skip
+    return {
+        "name": "well-behaved",
+        "inputs": sim.inputs(),
+        "pool": {"type": "grid", "points_per_dim": 1001},
+        "acquisition": "qb-mgp",
+        "initial_design": {"type": "maximin-lhs", "size": 3},
+        "max_labels": 1000,
+        "mcmc": dict(MCMC),
+        "seed": seed,
+    }
 
 
 def _inputs(d: int) -> list[dict]:
@@ -86,32 +92,57 @@ def greedy_bodies(limits: Settings, seed: int) -> dict[str, dict]:
     pending = min(limits.limit_pending, 1000)
     draws = 2 * 50  # the pool campaign's acquisition draws: chains x samples / thinning
     subsample = max(1, min(1_000_000, limits.limit_scoring_work // draws))
-    small = {"inputs": _inputs(2), "max_labels": 2000, "mcmc": dict(MCMC), "seed": seed,
-             "pool": {"type": "grid", "points_per_dim": 100}}  # fmt: skip
+    small = {
+        "inputs": _inputs(2),
+        "max_labels": 2000,
+        "mcmc": dict(MCMC),
+        "seed": seed,
+        "pool": {"type": "grid", "points_per_dim": 100},
+    }
     calls = {f"calls-{k}": dict(small, name=f"greedy-calls-{k}") for k in range(CALL_CAMPAIGNS)}
-    imports = {f"imports-{k}": dict(small, name=f"greedy-imports-{k}")
-               for k in range(IMPORT_CAMPAIGNS)}  # fmt: skip
+    imports = {
+        f"imports-{k}": dict(small, name=f"greedy-imports-{k}") for k in range(IMPORT_CAMPAIGNS)
+    }
     return {
         **calls,
         **imports,
-        "mcmc": {"name": "greedy-mcmc", "inputs": _inputs(2), "max_labels": 1000,
-                 "pool": {"type": "grid", "points_per_dim": 100}, "mcmc": mcmc, "seed": seed},
-        "evaluate": {"name": "greedy-evaluate", "inputs": _inputs(2), "max_labels": 1000,
-                     "pool": {"type": "grid", "points_per_dim": 100}, "mcmc": dict(MCMC),
-                     "seed": seed},
-        "pool": {"name": "greedy-pool", "inputs": _inputs(d), "max_labels": 1000,
-                 "pool": {"type": "grid", "points_per_dim": k}, "pool_subsample": subsample,
-                 "acquisition": "bald", "mode": "parallel", "max_pending": pending,
-                 "mcmc": {"chains": 2, "warmup": 50, "samples": 100, "thinning": 2},
-                 "seed": seed},
-    }  # fmt: skip
+        "mcmc": {
+            "name": "greedy-mcmc",
+            "inputs": _inputs(2),
+            "max_labels": 1000,
+            "pool": {"type": "grid", "points_per_dim": 100},
+            "mcmc": mcmc,
+            "seed": seed,
+        },
+        "evaluate": {
+            "name": "greedy-evaluate",
+            "inputs": _inputs(2),
+            "max_labels": 1000,
+            "pool": {"type": "grid", "points_per_dim": 100},
+            "mcmc": dict(MCMC),
+            "seed": seed,
+        },
+        "pool": {
+            "name": "greedy-pool",
+            "inputs": _inputs(d),
+            "max_labels": 1000,
+            "pool": {"type": "grid", "points_per_dim": k},
+            "pool_subsample": subsample,
+            "acquisition": "bald",
+            "mode": "parallel",
+            "max_pending": pending,
+            "mcmc": {"chains": 2, "warmup": 50, "samples": 100, "thinning": 2},
+            "seed": seed,
+        },
+    }
 
 
 class Greedy:
     """The greedy tenant's threads; ``answers`` counts its calls' outcomes by kind."""
 
-    def __init__(self, url: str, limits: Settings, seed: int, ledger: Ledger,
-                 stop: threading.Event):  # fmt: skip
+    def __init__(
+        self, url: str, limits: Settings, seed: int, ledger: Ledger, stop: threading.Event
+    ):
         self.url, self.limits, self.ledger, self.stop = url, limits, ledger, stop
         self.rng = np.random.default_rng(seed)
         self.bodies = greedy_bodies(limits, seed)
@@ -131,11 +162,13 @@ class Greedy:
             x = self.rng.uniform(size=(8, 2))
             for kind in self.ids:
                 if kind == "mcmc" or kind == "evaluate" or kind.startswith("calls-"):
-                    api.import_observations(self.ids[kind], x.tolist(),
-                                            np.sin(6 * x).sum(1).tolist())  # fmt: skip
+                    api.import_observations(
+                        self.ids[kind], x.tolist(), np.sin(6 * x).sum(1).tolist()
+                    )
                 elif kind.startswith("imports-"):
-                    api.import_observations(self.ids[kind], x[:3].tolist(),
-                                            np.sin(6 * x[:3]).sum(1).tolist())  # fmt: skip
+                    api.import_observations(
+                        self.ids[kind], x[:3].tolist(), np.sin(6 * x[:3]).sum(1).tolist()
+                    )
         runs = [self._mcmc, self._pool] + [self._evaluate] * EVALUATE_THREADS
         runs += [lambda k=k: self._calls(f"calls-{k}") for k in range(CALL_CAMPAIGNS)]
         runs += [lambda k=k: self._imports(f"imports-{k}") for k in range(IMPORT_CAMPAIGNS)]
@@ -197,8 +230,7 @@ class Greedy:
                 with contextlib.suppress(ApiError, httpx.HTTPError):
                     if api.campaign(campaign).model_version == 3:
                         x = rng.uniform(size=(IMPORT_LABELS, 2))
-                        api.import_observations(campaign, x.tolist(),
-                                                np.sin(6 * x).sum(1).tolist())  # fmt: skip
+                        api.import_observations(campaign, x.tolist(), np.sin(6 * x).sum(1).tolist())
                         self.count("import 201")
                         return
                 self.stop.wait(0.5)
@@ -235,8 +267,9 @@ class Greedy:
             thread.join(timeout=200)
 
 
-def _phase(stack: LocalStack, seconds: float, seed: int, greedy: bool,
-           progress: Callable[[str], None]) -> dict:  # fmt: skip
+def _phase(
+    stack: LocalStack, seconds: float, seed: int, greedy: bool, progress: Callable[[str], None]
+) -> dict:
     ledger, stop = Ledger(), threading.Event()
     with FbgpClient(stack.url, token="") as api:
         campaign = api.create_campaign(well_behaved_body(seed)).id
@@ -254,26 +287,33 @@ def _phase(stack: LocalStack, seconds: float, seed: int, greedy: bool,
     with FbgpClient(stack.url, token="", timeout=60.0) as api:
         acked = ledger.of(campaign)
         waits = labeler.waits
-        row.update(labels=len(acked), labels_per_minute=round(60 * len(acked) / elapsed, 1),
-                   worst_wait_seconds=round(max(waits), 2) if waits else None,
-                   median_wait_seconds=round(statistics.median(waits), 2) if waits else None,
-                   check=check_labels(stack, api, campaign, acked))  # fmt: skip
+        row.update(
+            labels=len(acked),
+            labels_per_minute=round(60 * len(acked) / elapsed, 1),
+            worst_wait_seconds=round(max(waits), 2) if waits else None,
+            median_wait_seconds=round(statistics.median(waits), 2) if waits else None,
+            check=check_labels(stack, api, campaign, acked),
+        )
         if tenant is not None:
             tenant.join()
             row["greedy_answers"] = dict(tenant.answers)
-            row["greedy_checks"] = {kind: check_labels(stack, api, c, ledger.of(c))
-                                    for kind, c in tenant.ids.items()}  # fmt: skip
+            row["greedy_checks"] = {
+                kind: check_labels(stack, api, c, ledger.of(c)) for kind, c in tenant.ids.items()
+            }
             deleted = time.monotonic()
             for c in tenant.ids.values():
                 api.delete_campaign(c)
             row["workers_free_after_delete_seconds"] = _workers_free(stack, tenant.ids, deleted)
-    progress(f"soak --adversarial: {'with' if greedy else 'without'} the greedy tenant: "
-             f"{row['labels']} labels, worst wait {row['worst_wait_seconds']} s")  # fmt: skip
+    progress(
+        f"soak --adversarial: {'with' if greedy else 'without'} the greedy tenant: "
+        f"{row['labels']} labels, worst wait {row['worst_wait_seconds']} s"
+    )
     return row
 
 
-def _workers_free(stack: LocalStack, campaigns: dict[str, str], since: float,
-                  limit: float = 120.0) -> float | None:  # fmt: skip
+def _workers_free(
+    stack: LocalStack, campaigns: dict[str, str], since: float, limit: float = 120.0
+) -> float | None:
     """Seconds from ``since`` until no worker runs a job of ``campaigns`` (None: not in
     ``limit`` seconds)."""
     redis = Redis.from_url(stack.redis_url)
@@ -290,9 +330,13 @@ def _workers_free(stack: LocalStack, campaigns: dict[str, str], since: float,
     return None
 
 
-def run_adversarial(seconds: float = 90.0, workers: int = 2, seed: int = 0,
-                    data_dir: Path | None = None,
-                    progress: Callable[[str], None] = print) -> dict:  # fmt: skip
+def run_adversarial(
+    seconds: float = 90.0,
+    workers: int = 2,
+    seed: int = 0,
+    data_dir: Path | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict:
     """Both phases (module docstring) on one stack; the figures as a dict."""
     with contextlib.ExitStack() as cleanup:
         if data_dir is None:
@@ -308,24 +352,34 @@ def run_adversarial(seconds: float = 90.0, workers: int = 2, seed: int = 0,
     wait = (beside["worst_wait_seconds"] or float("inf")) / (alone["worst_wait_seconds"] or 1e-9)
     lost = sum(p["check"]["lost"] for p in (alone, beside))
     lost += sum(c["lost"] for c in beside.get("greedy_checks", {}).values())
-    return {"seconds": seconds, "workers": workers, "seed": seed, "alone": alone,
-            "beside_greedy": beside, "rate_ratio": round(rate, 2), "wait_ratio": round(wait, 2),
-            "target_ratio": TARGET_RATIO, "lost": lost,
-            "met": rate <= TARGET_RATIO and wait <= TARGET_RATIO and lost == 0}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "workers": workers,
+        "seed": seed,
+        "alone": alone,
+        "beside_greedy": beside,
+        "rate_ratio": round(rate, 2),
+        "wait_ratio": round(wait, 2),
+        "target_ratio": TARGET_RATIO,
+        "lost": lost,
+        "met": rate <= TARGET_RATIO and wait <= TARGET_RATIO and lost == 0,
+    }
 
 
 def summary(report: dict) -> str:
     a, b = report["alone"], report["beside_greedy"]
-    return "\n".join([
-        f"soak --adversarial: {report['seconds']:g} s per phase, {report['workers']} workers",
-        f"  alone:          {a['labels_per_minute']:6.1f} labels/min, worst wait "
-        f"{a['worst_wait_seconds']} s, median {a['median_wait_seconds']} s",
-        f"  beside greedy:  {b['labels_per_minute']:6.1f} labels/min, worst wait "
-        f"{b['worst_wait_seconds']} s, median {b['median_wait_seconds']} s",
-        f"  ratios: labels/min {report['rate_ratio']}x, worst wait {report['wait_ratio']}x "
-        f"(target <= {report['target_ratio']:g}x)",
-        f"  greedy answers: {b.get('greedy_answers')}",
-        f"  workers free {b.get('workers_free_after_delete_seconds')} s after the greedy "
-        "campaigns were deleted",
-        f"  acknowledged labels lost: {report['lost']}",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"soak --adversarial: {report['seconds']:g} s per phase, {report['workers']} workers",
+            f"  alone:          {a['labels_per_minute']:6.1f} labels/min, worst wait "
+            f"{a['worst_wait_seconds']} s, median {a['median_wait_seconds']} s",
+            f"  beside greedy:  {b['labels_per_minute']:6.1f} labels/min, worst wait "
+            f"{b['worst_wait_seconds']} s, median {b['median_wait_seconds']} s",
+            f"  ratios: labels/min {report['rate_ratio']}x, worst wait {report['wait_ratio']}x "
+            f"(target <= {report['target_ratio']:g}x)",
+            f"  greedy answers: {b.get('greedy_answers')}",
+            f"  workers free {b.get('workers_free_after_delete_seconds')} s after the greedy "
+            "campaigns were deleted",
+            f"  acknowledged labels lost: {report['lost']}",
+        ]
+    )

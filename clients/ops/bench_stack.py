@@ -17,16 +17,26 @@ from fbgp_al.clients.ops.stack import LocalStack
 def service(workers: int, timeout: float, light: bool = True):
     """A client of a stack of this machine's own, started and stopped around the block
     (``light``: worker 0 light, as ``fbgp-al up`` starts it)."""
-    with (tempfile.TemporaryDirectory() as tmp,
-          LocalStack(Path(tmp), workers=workers, light=light).start() as stack,
-          httpx.Client(base_url=stack.url, timeout=timeout) as client):  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalStack(Path(tmp), workers=workers, light=light).start() as stack,
+        httpx.Client(base_url=stack.url, timeout=timeout) as client,
+    ):
         yield client
 
 
 def campaign_body(sim, mode: str, max_labels: int, mcmc: dict) -> dict:
-    return {"name": f"bench-{mode}", "inputs": sim.inputs(), "pool": sim.pool,
-            "acquisition": "qb-mgp", "max_labels": max_labels, "mcmc": dict(mcmc), "mode": mode,
-            "max_pending": 1_000, "seed": 3}  # fmt: skip
+    return {
+        "name": f"bench-{mode}",
+        "inputs": sim.inputs(),
+        "pool": sim.pool,
+        "acquisition": "qb-mgp",
+        "max_labels": max_labels,
+        "mcmc": dict(mcmc),
+        "mode": mode,
+        "max_pending": 1_000,
+        "seed": 3,
+    }
 
 
 def sdk_client(client: httpx.Client) -> FbgpClient:
@@ -40,6 +50,8 @@ def wait_model(api: FbgpClient, campaign: str, version: int, seconds: float = 60
 
 def import_random(client, campaign, sim, rng, n):
     x = sim.lower + rng.random((n, sim.dim)) * (sim.upper - sim.lower)
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": x.tolist(), "y": sim.sample(x, rng).tolist()})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations",
+        json={"x": x.tolist(), "y": sim.sample(x, rng).tolist()},
+    )
     r.raise_for_status()

@@ -42,25 +42,41 @@ def churn_body(design: int = 20) -> dict:
     """A campaign whose ``design`` points each may fail up to 1000 times, with no failure limit
     in reach, so that its tickets can be ended again and again."""
     sim = get_simulator("gramacy1d")
-    return {"name": "churn", "inputs": sim.inputs(), "pool": {"type": "grid",
-            "points_per_dim": 1001}, "acquisition": "random",
-            "initial_design": {"type": "maximin-lhs", "size": design}, "max_labels": 2 * design,
-            "max_retries": 1000, "max_failures": 10_000_000, "mcmc": dict(MCMC),
-            "lease_seconds": 600, "seed": 0}  # fmt: skip
+    return {
+        "name": "churn",
+        "inputs": sim.inputs(),
+        "pool": {"type": "grid", "points_per_dim": 1001},
+        "acquisition": "random",
+        "initial_design": {"type": "maximin-lhs", "size": design},
+        "max_labels": 2 * design,
+        "max_retries": 1000,
+        "max_failures": 10_000_000,
+        "mcmc": dict(MCMC),
+        "lease_seconds": 600,
+        "seed": 0,
+    }
 
 
 def campaign_bytes(redis: Redis, campaign: str) -> int:
     """The bytes Redis holds for ``campaign``'s keys (``MEMORY USAGE``, every element counted)."""
-    return sum(redis.memory_usage(key, samples=0) or 0
-               for key in redis.scan_iter(f"fbgp:c:{campaign}:*", count=1000))  # fmt: skip
+    return sum(
+        redis.memory_usage(key, samples=0) or 0
+        for key in redis.scan_iter(f"fbgp:c:{campaign}:*", count=1000)
+    )
 
 
 def _used_memory(redis: Redis) -> int:
     return int(redis.info("memory")["used_memory"])
 
 
-def _phase(name: str, steps: int, step: Callable[[int], None], redis: Redis, campaign: str,
-           progress: Callable[[str], None]) -> dict:  # fmt: skip
+def _phase(
+    name: str,
+    steps: int,
+    step: Callable[[int], None],
+    redis: Redis,
+    campaign: str,
+    progress: Callable[[str], None],
+) -> dict:
     """Run ``step(i)`` ``steps`` times, measuring ``campaign``'s bytes at the start, half-way
     and at the end."""
     marks, used, times = [campaign_bytes(redis, campaign)], [_used_memory(redis)], []
@@ -74,21 +90,31 @@ def _phase(name: str, steps: int, step: Callable[[int], None], redis: Redis, cam
         step(i)
         times.append(time.monotonic() - t)
         if (i + 1) % max(1, steps // 10) == 0:
-            progress(f"churn: {name} {i + 1}/{steps}, campaign {campaign_bytes(redis, campaign):,}"
-                     " bytes")  # fmt: skip
+            progress(
+                f"churn: {name} {i + 1}/{steps}, campaign {campaign_bytes(redis, campaign):,} bytes"
+            )
     marks.append(campaign_bytes(redis, campaign))
     used.append(_used_memory(redis))
     second = steps - half
-    return {"phase": name, "steps": steps, "seconds": round(time.monotonic() - started, 1),
-            "campaign_bytes": marks, "used_memory": used,
-            "bytes_per_step": round((marks[2] - marks[0]) / steps, 1),
-            "bytes_per_step_second_half": round((marks[2] - marks[1]) / second, 1),
-            "used_memory_per_step": round((used[2] - used[0]) / steps, 1)}  # fmt: skip
+    return {
+        "phase": name,
+        "steps": steps,
+        "seconds": round(time.monotonic() - started, 1),
+        "campaign_bytes": marks,
+        "used_memory": used,
+        "bytes_per_step": round((marks[2] - marks[0]) / steps, 1),
+        "bytes_per_step_second_half": round((marks[2] - marks[1]) / second, 1),
+        "used_memory_per_step": round((used[2] - used[0]) / steps, 1),
+    }
 
 
-def run_churn(cycles: int = 2000, evaluations: int = 300, data_dir: Path | None = None,
-              settings: dict | None = None,
-              progress: Callable[[str], None] = print) -> dict:  # fmt: skip
+def run_churn(
+    cycles: int = 2000,
+    evaluations: int = 300,
+    data_dir: Path | None = None,
+    settings: dict | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict:
     """The three phases (module docstring) on one stack; the figures as a dict."""
     settings = dict(settings or {})
     with contextlib.ExitStack() as cleanup:
@@ -102,12 +128,12 @@ def run_churn(cycles: int = 2000, evaluations: int = 300, data_dir: Path | None 
                 phases = _phases(api, redis, cycles, evaluations, progress)
         finally:
             stack.stop()
-    return {"cycles": cycles, "evaluations": evaluations, "settings": settings,
-            "phases": phases}  # fmt: skip
+    return {"cycles": cycles, "evaluations": evaluations, "settings": settings, "phases": phases}
 
 
-def _phases(api: FbgpClient, redis: Redis, cycles: int, evaluations: int,
-            progress: Callable[[str], None]) -> list[dict]:  # fmt: skip
+def _phases(
+    api: FbgpClient, redis: Redis, cycles: int, evaluations: int, progress: Callable[[str], None]
+) -> list[dict]:
     out = []
     for kind in ("abandon", "fail"):
         campaign = api.create_campaign(churn_body()).id
@@ -137,13 +163,20 @@ def _phases(api: FbgpClient, redis: Redis, cycles: int, evaluations: int,
 
 
 def summary(report: dict) -> str:
-    lines = [f"soak --churn: {report['cycles']} cycles, {report['evaluations']} evaluations, "
-             f"settings {report['settings'] or 'default'}"]  # fmt: skip
+    lines = [
+        f"soak --churn: {report['cycles']} cycles, {report['evaluations']} evaluations, "
+        f"settings {report['settings'] or 'default'}"
+    ]
     for p in report["phases"]:
         first, half, last = p["campaign_bytes"]
-        per, second, used = (p["bytes_per_step"], p["bytes_per_step_second_half"],
-                             p["used_memory_per_step"])  # fmt: skip
-        lines.append(f"  {p['phase']:13s} {p['steps']:6d} steps in {p['seconds']:6.1f} s: "
-                     f"campaign {first:,} -> {half:,} -> {last:,} bytes; {per:.0f} bytes/step, "
-                     f"{second:.0f} in the second half (used_memory {used:.0f})")  # fmt: skip
+        per, second, used = (
+            p["bytes_per_step"],
+            p["bytes_per_step_second_half"],
+            p["used_memory_per_step"],
+        )
+        lines.append(
+            f"  {p['phase']:13s} {p['steps']:6d} steps in {p['seconds']:6.1f} s: "
+            f"campaign {first:,} -> {half:,} -> {last:,} bytes; {per:.0f} bytes/step, "
+            f"{second:.0f} in the second half (used_memory {used:.0f})"
+        )
     return "\n".join(lines)

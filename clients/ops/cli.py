@@ -7,8 +7,12 @@ import argparse
 import os
 import sys
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "NUMBA_NUM_THREADS")  # fmt: skip
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
 
 
 def _bench_core(argv: list[str]) -> None:
@@ -83,10 +87,11 @@ def _worker(argv: list[str]) -> None:
     parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
     parser.add_argument("--name", default=None)
     parser.add_argument(
-        "--light", action="store_true",
+        "--light",
+        action="store_true",
         help="never take the long refits' queue: keep this worker for short jobs and ordinary "
         "refits, so that small campaigns always find one",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
@@ -101,14 +106,18 @@ def _api(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al api", description="the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"),
-                        default=os.environ.get("FBGP_API_LOOP", "auto"),
-                        help="the event loop (default: uvloop where installed; "
-                             "env FBGP_API_LOOP)")  # fmt: skip
-    parser.add_argument("--http", choices=("auto", "h11", "httptools"),
-                        default=os.environ.get("FBGP_API_HTTP", "auto"),
-                        help="the HTTP parser (default: httptools where installed; "
-                             "env FBGP_API_HTTP)")  # fmt: skip
+    parser.add_argument(
+        "--loop",
+        choices=("auto", "asyncio", "uvloop"),
+        default=os.environ.get("FBGP_API_LOOP", "auto"),
+        help="the event loop (default: uvloop where installed; env FBGP_API_LOOP)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=("auto", "h11", "httptools"),
+        default=os.environ.get("FBGP_API_HTTP", "auto"),
+        help="the HTTP parser (default: httptools where installed; env FBGP_API_HTTP)",
+    )
     args = parser.parse_args(argv)
     from fbgp_al.service.observability import json_logging
     from fbgp_al.service.server import serve
@@ -145,16 +154,16 @@ def _healthcheck(argv: list[str]) -> None:
         from fbgp_al.service.queues import workers as registered
         from fbgp_al.service.settings import get_settings
 
-        connection = Redis.from_url(get_settings().redis_url, socket_timeout=2,
-                                    socket_connect_timeout=2)  # fmt: skip
+        connection = Redis.from_url(
+            get_settings().redis_url, socket_timeout=2, socket_connect_timeout=2
+        )
         fresh = datetime.now(UTC) - timedelta(seconds=120)
         try:
             workers = registered(connection)
         except RedisError:
             return False
         mine = [w for w in workers if w.hostname == socket.gethostname()]
-        return any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh
-                   for w in mine)  # fmt: skip
+        return any(w.last_heartbeat and w.last_heartbeat.replace(tzinfo=UTC) > fresh for w in mine)
 
     healthy = (args.role in ("api", "auto") and api_answers()) or (
         args.role in ("worker", "auto") and worker_alive()
@@ -170,10 +179,13 @@ def _export(argv: list[str]) -> None:
     )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--campaign", required=True, help="the campaign's id")
-    parser.add_argument("--token", help="its owner token or the service's (default: "
-                        "FBGP_API_TOKEN)")  # fmt: skip
-    parser.add_argument("--out", help="the file to write, '-' for stdout (default: "
-                        "fbgp-al-ID-model-VERSION.json here)")  # fmt: skip
+    parser.add_argument(
+        "--token", help="its owner token or the service's (default: FBGP_API_TOKEN)"
+    )
+    parser.add_argument(
+        "--out",
+        help="the file to write, '-' for stdout (default: fbgp-al-ID-model-VERSION.json here)",
+    )
     args = parser.parse_args(argv)
     import json
 
@@ -191,8 +203,11 @@ def _export(argv: list[str]) -> None:
     out = args.out or f"fbgp-al-{args.campaign}-model-{document['version']}.json"
     with open(out, "w") as f:
         json.dump(document, f)
-    print(f"fbgp-al export: model {document['version']} of campaign {args.campaign} "
-          f"({document['n_labeled']} labels) -> {out}", file=sys.stderr)  # fmt: skip
+    print(
+        f"fbgp-al export: model {document['version']} of campaign {args.campaign} "
+        f"({document['n_labeled']} labels) -> {out}",
+        file=sys.stderr,
+    )
 
 
 def _team(argv: list[str]) -> None:
@@ -203,10 +218,13 @@ def _team(argv: list[str]) -> None:
         description="teams of a shared stack: a team's token creates campaigns, lists its own "
         "and opens those, and nothing of another team's",
     )
-    parser.add_argument("action", choices=("create", "list", "rotate", "delete"),
-                        help="create NAME (prints its token), list, rotate NAME (a new token; "
-                        "the old one stops working), delete NAME (its token ends; its campaigns "
-                        "stay)")  # fmt: skip
+    parser.add_argument(
+        "action",
+        choices=("create", "list", "rotate", "delete"),
+        help="create NAME (prints its token), list, rotate NAME (a new token; "
+        "the old one stops working), delete NAME (its token ends; its campaigns "
+        "stay)",
+    )
     parser.add_argument("name", nargs="?", help="the team's name")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--token", help="the service token (default: FBGP_API_TOKEN)")
@@ -222,17 +240,23 @@ def _team(argv: list[str]) -> None:
                     count = team["n_campaigns"]
                     state = "" if team["live"] else "\tdeleted (rotate makes it live again)"
                     turns = f"\ttenant {team['tenant']}" if "tenant" in team else ""
-                    print(f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}{turns}"
-                          f"{state}")  # fmt: skip
+                    print(
+                        f"{team['name']}\t{count} campaign{'' if count == 1 else 's'}{turns}{state}"
+                    )
             elif args.action == "delete":
                 api.delete_team(args.name)
-                print(f"fbgp-al team: the token of {args.name} ended (its campaigns stay)",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"fbgp-al team: the token of {args.name} ended (its campaigns stay)",
+                    file=sys.stderr,
+                )
             else:
                 make = api.create_team if args.action == "create" else api.rotate_team_token
                 print(make(args.name))  # the token alone on stdout, for a script to keep
-                print(f"fbgp-al team: the token of team {args.name} is shown once: give it to "
-                      "the team (FBGP_API_TOKEN on its side)", file=sys.stderr)  # fmt: skip
+                print(
+                    f"fbgp-al team: the token of team {args.name} is shown once: give it to "
+                    "the team (FBGP_API_TOKEN on its side)",
+                    file=sys.stderr,
+                )
     except ApiError as error:
         raise SystemExit(f"fbgp-al team: {error}") from None
 
@@ -274,8 +298,11 @@ def main(argv: list[str] | None = None) -> None:
         prog="fbgp-al",
         description="Bayesian active learning with fully Bayesian GPs: a labeling service.",
     )
-    parser.add_argument("command", choices=list(COMMANDS), help="; ".join(
-        f"{name}: {text}" for name, (_, text) in COMMANDS.items()))  # fmt: skip
+    parser.add_argument(
+        "command",
+        choices=list(COMMANDS),
+        help="; ".join(f"{name}: {text}" for name, (_, text) in COMMANDS.items()),
+    )
     args = parser.parse_args(argv[:1])
     COMMANDS[args.command][0](argv[1:])
 

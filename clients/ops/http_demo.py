@@ -16,8 +16,13 @@ from fbgp_al.clients.simulators import MultiSimulator, get_simulator
 from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 
-def run_demo(url: str, simulator: str = "gramacy1d", labels: int = 15, acquisition: str = "qb-mgp",
-             token: str | None = None) -> dict:  # fmt: skip
+def run_demo(
+    url: str,
+    simulator: str = "gramacy1d",
+    labels: int = 15,
+    acquisition: str = "qb-mgp",
+    token: str | None = None,
+) -> dict:
     sim = get_simulator(simulator)
     if isinstance(sim, MultiSimulator):
         return run_multi_demo(url, sim, labels, acquisition, token)
@@ -50,26 +55,43 @@ def run_demo(url: str, simulator: str = "gramacy1d", labels: int = 15, acquisiti
         api.wait_for_model(campaign, labels)  # the last model sees every label
         metrics = dataclasses.asdict(api.evaluate(campaign, setup.test_x, setup.test_y))
         took = time.perf_counter() - started
-        print(f"demo: done in {took:.1f} s; test NLML {metrics['nlml']:.3f}, "
-              f"RMSE {metrics['rmse']:.4f}", flush=True)  # fmt: skip
+        print(
+            f"demo: done in {took:.1f} s; test NLML {metrics['nlml']:.3f}, "
+            f"RMSE {metrics['rmse']:.4f}",
+            flush=True,
+        )
         return {"campaign": campaign, **metrics}
 
 
-def run_multi_demo(url: str, sim: MultiSimulator, labels: int, acquisition: str,
-                   token: str | None = None, test_points: int = 200) -> dict:  # fmt: skip
+def run_multi_demo(
+    url: str,
+    sim: MultiSimulator,
+    labels: int,
+    acquisition: str,
+    token: str | None = None,
+    test_points: int = 200,
+) -> dict:
     """The demo of a simulator of several outputs: a multi-output campaign labeled over HTTP,
     then each output's model scored on noisy test points drawn from its pool."""
     body = {
-        "name": f"demo-{sim.name}", "inputs": sim.inputs(), "outputs": sim.campaign_outputs(),
-        "pool": sim.pool, "acquisition": acquisition,
+        "name": f"demo-{sim.name}",
+        "inputs": sim.inputs(),
+        "outputs": sim.campaign_outputs(),
+        "pool": sim.pool,
+        "acquisition": acquisition,
         "initial_design": {"type": "maximin-lhs", "size": INITIAL_DESIGN_SIZE},
-        "max_labels": labels, "mcmc": dict(MCMC_PRESETS["demo"]), "seed": 0,
-    }  # fmt: skip
+        "max_labels": labels,
+        "mcmc": dict(MCMC_PRESETS["demo"]),
+        "seed": 0,
+    }
     rng = np.random.default_rng(0)
     with FbgpClient(url, token, timeout=120) as api:
         campaign = api.create_campaign(body).id
-        print(f"demo: campaign {campaign} ({sim.name}: {', '.join(sim.output_names)}; "
-              f"{acquisition}, {labels} labels)", flush=True)  # fmt: skip
+        print(
+            f"demo: campaign {campaign} ({sim.name}: {', '.join(sim.output_names)}; "
+            f"{acquisition}, {labels} labels)",
+            flush=True,
+        )
         started = time.perf_counter()
 
         def show(x, y, n):

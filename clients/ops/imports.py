@@ -122,8 +122,9 @@ def reach(graph: Graph, module: str) -> set[str]:
         parts = current.split(".")
         # the packages above (Python runs their __init__ first), but fbgp_al itself, whose
         # __init__ loads the SDK's names lazily, when first used
-        todo += [".".join(parts[:k]) for k in range(2, len(parts)) if ".".join(parts[:k])
-                 in graph.edges]  # fmt: skip
+        todo += [
+            ".".join(parts[:k]) for k in range(2, len(parts)) if ".".join(parts[:k]) in graph.edges
+        ]
         todo += graph.edges.get(current, ())
     return seen
 
@@ -181,13 +182,16 @@ def violations(graph: Graph) -> list[str]:
         if mine in ("math", "vocabulary") and libraries & QUEUE_AND_WEB:
             out.append(f"{module} imports {sorted(libraries & QUEUE_AND_WEB)}: the math is pure")
         if mine == "vocabulary" and libraries & TORCH:
-            out.append(f"{module} imports {sorted(libraries & TORCH)}: the vocabulary loads no "
-                       "torch")  # fmt: skip
+            out.append(
+                f"{module} imports {sorted(libraries & TORCH)}: the vocabulary loads no torch"
+            )
         if mine == "service" and libraries & TORCH:
             out.append(f"{module} imports {sorted(libraries & TORCH)}: the API never loads torch")
         if mine == "sdk" and libraries - SDK_LIBRARIES:
-            out.append(f"{module} imports {sorted(libraries - SDK_LIBRARIES)}: the SDK needs "
-                       "only httpx and numpy")  # fmt: skip
+            out.append(
+                f"{module} imports {sorted(libraries - SDK_LIBRARIES)}: the SDK needs "
+                "only httpx and numpy"
+            )
     return out
 
 

@@ -203,11 +203,15 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
                 )
                 worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
 
-            body = {"name": "label-path", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                    "pool": {"type": "grid", "points_per_dim": 64},
-                    "initial_design": {"type": "maximin-lhs", "size": 3},
-                    "seed": 0, "max_labels": 10,
-                    "mcmc": {"chains": 2, "warmup": 20, "samples": 20}}  # fmt: skip
+            body = {
+                "name": "label-path",
+                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+                "pool": {"type": "grid", "points_per_dim": 64},
+                "initial_design": {"type": "maximin-lhs", "size": 3},
+                "seed": 0,
+                "max_labels": 10,
+                "mcmc": {"chains": 2, "warmup": 20, "samples": 20},
+            }
             logging.getLogger("rq").setLevel(logging.WARNING)
             # the profiler is set before the test client starts its threads (a thread takes
             # it when it starts), and records from the label on
@@ -218,8 +222,9 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
 
                 def label() -> int:
                     ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-                    r = client.post(f"/campaigns/{campaign}/label",
-                                    json={"ticket": ticket, "y": 0.25})  # fmt: skip
+                    r = client.post(
+                        f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": 0.25}
+                    )
                     return r.status_code
 
                 for _ in range(3):
@@ -228,8 +233,9 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
                 ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
                 time.sleep(0.1)
                 with tracer.recorded():
-                    r = client.post(f"/campaigns/{campaign}/label",
-                                    json={"ticket": ticket, "y": 0.5})  # fmt: skip
+                    r = client.post(
+                        f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": 0.5}
+                    )
                     work()
                 status = client.get(f"/campaigns/{campaign}").json()
             assert r.status_code == 201, r.text
@@ -254,8 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = run(args.json, args.math)
-    print(f"{len(out['modules'])} rooms, {out['entries']} entries, "
-          f"{len(out['callbacks'])} call-backs, {len(out['reentered'])} re-entered")  # fmt: skip
+    print(
+        f"{len(out['modules'])} rooms, {out['entries']} entries, "
+        f"{len(out['callbacks'])} call-backs, {len(out['reentered'])} re-entered"
+    )
     for module in out["modules"]:
         k = out["entered"].get(module, 0)
         times = "entered by the framework" if k == 0 else f"entered {k} time{'s' * (k > 1)}"

@@ -72,8 +72,15 @@ class Labeler(threading.Thread):
 
     pending_pause = 2.0
 
-    def __init__(self, url: str, campaign: str, simulator: str, seed: list[int],
-                 ledger: Ledger, stop: threading.Event):  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        campaign: str,
+        simulator: str,
+        seed: list[int],
+        ledger: Ledger,
+        stop: threading.Event,
+    ):
         super().__init__(name=f"sim-{campaign}-{seed[-1]}", daemon=True)
         self.url, self.campaign, self.ledger, self.stop = url, campaign, ledger, stop
         self.sim = get_simulator(simulator)

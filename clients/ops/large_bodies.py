@@ -26,9 +26,12 @@ from fbgp_al.clients.ops.stack import LocalStack
 def body(points: int, k: int) -> bytes:
     """A campaign over ``x`` in [0.5, 2.5] with ``points`` distinct explicit points."""
     x = 0.5 + 2.0 * (np.arange(points) + 0.5 * (k + 1) / 16) / points
-    spec = {"name": f"large-body-{k}", "max_labels": 20,
-            "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-            "pool": {"type": "points", "points": x[:, None].tolist()}}  # fmt: skip
+    spec = {
+        "name": f"large-body-{k}",
+        "max_labels": 20,
+        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+        "pool": {"type": "points", "points": x[:, None].tolist()},
+    }
     return json.dumps(spec).encode()
 
 
@@ -51,8 +54,9 @@ def once(bodies: list[bytes], env: dict) -> dict:
         def create(raw: bytes) -> float:
             with httpx.Client(base_url=stack.url, timeout=300) as client:
                 started = time.perf_counter()
-                r = client.post("/campaigns", content=raw,
-                                headers={"Content-Type": "application/json"})  # fmt: skip
+                r = client.post(
+                    "/campaigns", content=raw, headers={"Content-Type": "application/json"}
+                )
                 assert r.status_code == 201, r.text[:300]
                 return time.perf_counter() - started
 
@@ -64,9 +68,12 @@ def once(bodies: list[bytes], env: dict) -> dict:
         time.sleep(0.5)
         done.set()
         poller.join()
-    return {"create_seconds": seconds, "healthz_max": max(latencies),
-            "healthz_p99": float(np.quantile(latencies, 0.99)),
-            "healthz_calls": len(latencies)}  # fmt: skip
+    return {
+        "create_seconds": seconds,
+        "healthz_max": max(latencies),
+        "healthz_p99": float(np.quantile(latencies, 0.99)),
+        "healthz_calls": len(latencies),
+    }
 
 
 def measure(n: int, points: int) -> dict:
@@ -79,11 +86,14 @@ def measure(n: int, points: int) -> dict:
         for name, some in (("one alone", bodies[:1]), (f"{n} at once", bodies)):
             r = report[f"{where}, {name}"] = once(some, env)
             took = r["create_seconds"]
-            print(f"  {where}, {name:10s} /healthz worst {r['healthz_max']:.2f} s, p99 "
-                  f"{r['healthz_p99']:.2f} s ({r['healthz_calls']} calls); creations "
-                  f"{min(took):.1f} to {max(took):.1f} s")  # fmt: skip
+            print(
+                f"  {where}, {name:10s} /healthz worst {r['healthz_max']:.2f} s, p99 "
+                f"{r['healthz_p99']:.2f} s ({r['healthz_calls']} calls); creations "
+                f"{min(took):.1f} to {max(took):.1f} s"
+            )
     for name in ("one alone", f"{n} at once"):
         ratio = report[f"on the loop, {name}"]["healthz_max"] / max(
-            report[f"off the loop, {name}"]["healthz_max"], 1e-9)  # fmt: skip
+            report[f"off the loop, {name}"]["healthz_max"], 1e-9
+        )
         print(f"  {name}: /healthz's worst latency {ratio:.2f}x lower off the loop")
     return report

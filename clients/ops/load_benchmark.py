@@ -49,8 +49,9 @@ async def _load(url: str, ids: list[str], simulators: int, seconds: float, wait:
             left = max(0.0, stop - time.monotonic())
             t = time.perf_counter()
             try:
-                r = await client.get(f"/campaigns/{campaign}/next",
-                                     params={"wait": min(wait, left)}, timeout=grace)  # fmt: skip
+                r = await client.get(
+                    f"/campaigns/{campaign}/next", params={"wait": min(wait, left)}, timeout=grace
+                )
             except httpx.TimeoutException:
                 unanswered[0] += 1
                 continue
@@ -84,13 +85,28 @@ async def _load(url: str, ids: list[str], simulators: int, seconds: float, wait:
     await asyncio.gather(*(simulate(k) for k in range(simulators)))
     t_health = results.get(timeout=60)
     prober.join(timeout=30)
-    (n50, n99), (l50, l99), (_, h99) = (_quantiles(t_next), _quantiles(t_label),
-                                        _quantiles(t_health))  # fmt: skip
-    return {"simulators": simulators, "campaigns": len(ids), "seconds": seconds, "wait": wait,
-            "next_200_p50_ms": n50, "next_200_p99_ms": n99, "label_p50_ms": l50,
-            "label_p99_ms": l99, "healthz_p99_ms": h99, "healthz_max_ms": 1000 * max(t_health),
-            "labels": labels[0], "labels_per_minute": 60 * labels[0] / seconds,
-            "unanswered": unanswered[0], "errors": errors[0], "statuses": statuses}  # fmt: skip
+    (n50, n99), (l50, l99), (_, h99) = (
+        _quantiles(t_next),
+        _quantiles(t_label),
+        _quantiles(t_health),
+    )
+    return {
+        "simulators": simulators,
+        "campaigns": len(ids),
+        "seconds": seconds,
+        "wait": wait,
+        "next_200_p50_ms": n50,
+        "next_200_p99_ms": n99,
+        "label_p50_ms": l50,
+        "label_p99_ms": l99,
+        "healthz_p99_ms": h99,
+        "healthz_max_ms": 1000 * max(t_health),
+        "labels": labels[0],
+        "labels_per_minute": 60 * labels[0] / seconds,
+        "unanswered": unanswered[0],
+        "errors": errors[0],
+        "statuses": statuses,
+    }
 
 
 def probe_healthz(url: str, seconds: float, grace: float, results) -> None:
@@ -129,8 +145,9 @@ def _served(api_log: Path, start: int) -> dict:
     return out
 
 
-def concurrency(client, counts: list[int], campaigns: int, seconds: float, wait: float,
-                api_log: Path) -> list:  # fmt: skip
+def concurrency(
+    client, counts: list[int], campaigns: int, seconds: float, wait: float, api_log: Path
+) -> list:
     """The load of :func:`_load` for each count of simulators, each on fresh campaigns that
     have a first model (10 imported points) before it starts."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -155,17 +172,19 @@ def concurrency(client, counts: list[int], campaigns: int, seconds: float, wait:
         (row["served_next_p50_ms"], row["served_next_p99_ms"]) = _quantiles(served["next"])
         (row["served_label_p50_ms"], row["served_label_p99_ms"]) = _quantiles(served["label"])
         rows.append(row)
-        print(f"N={n:5d} on {campaigns} campaigns, {seconds:.0f} s, wait={wait:g}: "
-              f"/next (200) p50 {row['next_200_p50_ms']:.1f} ms p99 {row['next_200_p99_ms']:.1f} "
-              f"ms; /label p50 {row['label_p50_ms']:.1f} ms p99 {row['label_p99_ms']:.1f} ms; "
-              f"/healthz p99 {row['healthz_p99_ms']:.1f} ms (max {row['healthz_max_ms']:.0f}); "
-              f"{row['labels_per_minute']:.0f} labels/min; unanswered after wait+5 s: "
-              f"{row['unanswered']}; errors {row['errors']}; statuses {row['statuses']}; "
-              f"as served (the API's log, waits left out): /next (200) p50 "
-              f"{row['served_next_p50_ms']:.1f} ms "
-              f"p99 {row['served_next_p99_ms']:.1f} ms, /label p50 "
-              f"{row['served_label_p50_ms']:.1f} ms p99 {row['served_label_p99_ms']:.1f} ms",
-              flush=True)  # fmt: skip
+        print(
+            f"N={n:5d} on {campaigns} campaigns, {seconds:.0f} s, wait={wait:g}: "
+            f"/next (200) p50 {row['next_200_p50_ms']:.1f} ms p99 {row['next_200_p99_ms']:.1f} "
+            f"ms; /label p50 {row['label_p50_ms']:.1f} ms p99 {row['label_p99_ms']:.1f} ms; "
+            f"/healthz p99 {row['healthz_p99_ms']:.1f} ms (max {row['healthz_max_ms']:.0f}); "
+            f"{row['labels_per_minute']:.0f} labels/min; unanswered after wait+5 s: "
+            f"{row['unanswered']}; errors {row['errors']}; statuses {row['statuses']}; "
+            f"as served (the API's log, waits left out): /next (200) p50 "
+            f"{row['served_next_p50_ms']:.1f} ms "
+            f"p99 {row['served_next_p99_ms']:.1f} ms, /label p50 "
+            f"{row['served_label_p50_ms']:.1f} ms p99 {row['served_label_p99_ms']:.1f} ms",
+            flush=True,
+        )
     return rows
 
 
@@ -182,15 +201,21 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
         # distinct points of 3 decimals (a pool's points must be distinct): 1e6 in 14 MB
         cells = rng.choice(1001 * 1001, size=size, replace=False)
         points = (np.stack([cells // 1001, cells % 1001], axis=1) / 1000).tolist()
-        body = {"name": f"pool-{size}", "inputs": inputs, "acquisition": "random",
-                "pool": {"type": "points", "points": points}, "mode": "parallel",
-                "initial_design": {"size": requests}, "max_labels": requests + 10,
-                "max_pending": 10_000, "seed": 1}  # fmt: skip
+        body = {
+            "name": f"pool-{size}",
+            "inputs": inputs,
+            "acquisition": "random",
+            "pool": {"type": "points", "points": points},
+            "mode": "parallel",
+            "initial_design": {"size": requests},
+            "max_labels": requests + 10,
+            "max_pending": 10_000,
+            "seed": 1,
+        }
         raw = json.dumps(body).encode()
         with _probing(str(client.base_url)) as waits:  # what other requests wait meanwhile
             t = time.perf_counter()
-            r = client.post("/campaigns", content=raw,
-                            headers={"Content-Type": "application/json"})  # fmt: skip
+            r = client.post("/campaigns", content=raw, headers={"Content-Type": "application/json"})
             created = time.perf_counter() - t
         r.raise_for_status()
         campaign = r.json()["id"]
@@ -212,18 +237,26 @@ def pool_cost(client, sizes: list[int], requests: int) -> list[dict]:
             client.get("/campaigns", params={"limit": 50}).raise_for_status()
             t_list.append(time.perf_counter() - t)
         client.delete(f"/campaigns/{campaign}").raise_for_status()
-        row = {"pool": size, "body_mb": len(raw) / 1e6, "create_s": created,
-               "healthz_worst_s": max(waits, default=float("nan")), "next": _quantiles(t_next),
-               "label": _quantiles(t_label), "status": _quantiles(t_status),
-               "list": _quantiles(t_list)}  # fmt: skip
+        row = {
+            "pool": size,
+            "body_mb": len(raw) / 1e6,
+            "create_s": created,
+            "healthz_worst_s": max(waits, default=float("nan")),
+            "next": _quantiles(t_next),
+            "label": _quantiles(t_label),
+            "status": _quantiles(t_status),
+            "list": _quantiles(t_list),
+        }
         rows.append(row)
-        print(f"pool {size:>9,} ({row['body_mb']:.1f} MB): create {created:6.2f} s, "
-              f"/healthz meanwhile at worst {row['healthz_worst_s']:.3f} s "
-              f"({row['healthz_worst_s'] / created:.2f} of it) | p50/p99 ms: /next "
-              f"{row['next'][0]:7.1f}/{row['next'][1]:7.1f}  /label {row['label'][0]:6.1f}/"
-              f"{row['label'][1]:6.1f}  status {row['status'][0]:7.1f}/{row['status'][1]:7.1f}  "
-              f"GET /campaigns?limit=50 {row['list'][0]:7.1f}/{row['list'][1]:7.1f}",
-              flush=True)  # fmt: skip
+        print(
+            f"pool {size:>9,} ({row['body_mb']:.1f} MB): create {created:6.2f} s, "
+            f"/healthz meanwhile at worst {row['healthz_worst_s']:.3f} s "
+            f"({row['healthz_worst_s'] / created:.2f} of it) | p50/p99 ms: /next "
+            f"{row['next'][0]:7.1f}/{row['next'][1]:7.1f}  /label {row['label'][0]:6.1f}/"
+            f"{row['label'][1]:6.1f}  status {row['status'][0]:7.1f}/{row['status'][1]:7.1f}  "
+            f"GET /campaigns?limit=50 {row['list'][0]:7.1f}/{row['list'][1]:7.1f}",
+            flush=True,
+        )
     return rows
 
 

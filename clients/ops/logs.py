@@ -59,8 +59,9 @@ class RotatingLog:
     def pump(self, stream: BinaryIO) -> threading.Thread:
         """Copy ``stream`` (a part's stdout pipe) into this log line by line until it ends, in a
         thread of this process."""
-        thread = threading.Thread(target=self._copy, args=(stream,), daemon=True,
-                                  name=f"log {self.path.name}")  # fmt: skip
+        thread = threading.Thread(
+            target=self._copy, args=(stream,), daemon=True, name=f"log {self.path.name}"
+        )
         thread.start()
         self._pumps = [t for t in self._pumps if t.is_alive()] + [thread]
         return thread

@@ -29,13 +29,23 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 h2 { border-top: 1px solid #ccc; padding-top: 0.5em; margin-top: 1.6em; }
 img { max-width: 100%; display: block; margin: 0.8em 0; } .muted { color: #666; }
 """
-ACCURACY = (("loo_rmse", "LOO RMSE"), ("loo_nlpd", "LOO NLPD"),
-            ("loo_coverage_95", "LOO 95% coverage"), ("ipv", "ipv"), ("ipv_f", "ipv_f"),
-            ("qbc", "qbc"))  # fmt: skip
-DIAGNOSTICS = (("method", "sampler"), ("max_rhat", "largest R-hat"),
-               ("min_ess_bulk", "smallest bulk ESS"), ("divergences", "divergences"),
-               ("khat", "Pareto k"), ("refit_seconds", "refit seconds"),
-               ("warm_start", "start"))  # fmt: skip
+ACCURACY = (
+    ("loo_rmse", "LOO RMSE"),
+    ("loo_nlpd", "LOO NLPD"),
+    ("loo_coverage_95", "LOO 95% coverage"),
+    ("ipv", "ipv"),
+    ("ipv_f", "ipv_f"),
+    ("qbc", "qbc"),
+)
+DIAGNOSTICS = (
+    ("method", "sampler"),
+    ("max_rhat", "largest R-hat"),
+    ("min_ess_bulk", "smallest bulk ESS"),
+    ("divergences", "divergences"),
+    ("khat", "Pareto k"),
+    ("refit_seconds", "refit seconds"),
+    ("warm_start", "start"),
+)
 
 
 def _e(value) -> str:
@@ -52,9 +62,17 @@ def _number(value) -> str:
 
 def _table(head: list[str], rows: list[list], numbers: bool = True) -> str:
     cells = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td class='n'>{_number(c)}</td>" if numbers and
-                                    isinstance(c, (int, float)) else f"<td>{_e(c)}</td>"
-                                    for c in row) + "</tr>" for row in rows)  # fmt: skip
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td class='n'>{_number(c)}</td>"
+            if numbers and isinstance(c, (int, float))
+            else f"<td>{_e(c)}</td>"
+            for c in row
+        )
+        + "</tr>"
+        for row in rows
+    )
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
@@ -73,12 +91,20 @@ def _range(i: dict) -> str:
 
 
 def _point(names: list[str], x: list) -> str:
-    return ", ".join(f"{n}={v if isinstance(v, str) else format(v, '.6g')}"
-                     for n, v in zip(names, x, strict=False))  # fmt: skip
+    return ", ".join(
+        f"{n}={v if isinstance(v, str) else format(v, '.6g')}"
+        for n, v in zip(names, x, strict=False)
+    )
 
 
-def pictures(api: FbgpClient, campaign_id: str, inputs: list[dict], outputs: list[dict] | None,
-             history: list[dict], failures: bool) -> list[tuple[str, str, bytes]]:  # fmt: skip
+def pictures(
+    api: FbgpClient,
+    campaign_id: str,
+    inputs: list[dict],
+    outputs: list[dict] | None,
+    history: list[dict],
+    failures: bool,
+) -> list[tuple[str, str, bytes]]:
     """The campaign page's pictures as ``(section, alt, png)``, in its order; one the service
     has none of (404) is left out."""
     numeric = [i["name"] for i in inputs if i.get("type") != "choice"]
@@ -94,8 +120,9 @@ def pictures(api: FbgpClient, campaign_id: str, inputs: list[dict], outputs: lis
             wanted.append((section, "sobol", name, {}, f"{title}: Sobol indices"))
         if len(numeric) >= 2 and not drawable:
             pair = {"horizontal": numeric[0], "vertical": numeric[1]}
-            wanted.append((section, "pair", name, pair,
-                           f"{title} over {numeric[0]} and {numeric[1]}"))  # fmt: skip
+            wanted.append(
+                (section, "pair", name, pair, f"{title} over {numeric[0]} and {numeric[1]}")
+            )
     key = "outputs" if outputs else "accuracy"  # several: each one's, in its own units
     if any(e.get("event") == "model" and e.get(key) for e in history):
         wanted.append(("Accuracy", "accuracy", None, {}, "accuracy estimates, model after model"))
@@ -105,8 +132,15 @@ def pictures(api: FbgpClient, campaign_id: str, inputs: list[dict], outputs: lis
         wanted.append(("Failed runs", "failures", None, {}, "the failure model's P(failure)"))
     for output in outputs or [None]:
         title = _title(output)
-        wanted.append(("Diagnostics", "posterior", (output or {}).get("name"), {},
-                       f"{title}: hyperparameter posterior"))  # fmt: skip
+        wanted.append(
+            (
+                "Diagnostics",
+                "posterior",
+                (output or {}).get("name"),
+                {},
+                f"{title}: hyperparameter posterior",
+            )
+        )
     out = []
     for section, kind, name, params, alt in wanted:
         try:
@@ -120,18 +154,25 @@ def pictures(api: FbgpClient, campaign_id: str, inputs: list[dict], outputs: lis
 def collect(api: FbgpClient, campaign_id: str) -> dict:
     """What the report shows, read over the API."""
     status = api.campaign(campaign_id)
-    data = {"status": status, "name": status.raw.get("name", campaign_id),
-            "inputs": status.inputs, "outputs": status.outputs,
-            "observations": api.observations(campaign_id),
-            "history": api.history(campaign_id), "model": None, "sensitivity": None,
-            "pictures": []}  # fmt: skip
+    data = {
+        "status": status,
+        "name": status.raw.get("name", campaign_id),
+        "inputs": status.inputs,
+        "outputs": status.outputs,
+        "observations": api.observations(campaign_id),
+        "history": api.history(campaign_id),
+        "model": None,
+        "sensitivity": None,
+        "pictures": [],
+    }
     if status.model_version is None:
         return data
     model = api.model(campaign_id)
     data["model"] = model
     data["sensitivity"] = api.sensitivity(campaign_id)
-    data["pictures"] = pictures(api, campaign_id, status.inputs, status.outputs,
-                                data["history"], status.n_failed > 0)  # fmt: skip
+    data["pictures"] = pictures(
+        api, campaign_id, status.inputs, status.outputs, data["history"], status.n_failed > 0
+    )
     return data
 
 
@@ -142,23 +183,49 @@ def render(data: dict, url: str, campaign_id: str, now: float) -> str:
     page = f"{url}/campaigns/{quote(campaign_id)}/view"
     written = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(now))
     version = "no model yet" if model is None else f"model {model.version}"
-    parts = [f"<h1>{_e(data['name'])}</h1>",
-             f"<p>Campaign <a href='{_e(page)}'>{_e(campaign_id)}</a>: {_e(version)}, report "
-             f"written {_e(written)} by <code>fbgp-al report</code>.</p>",
-             "<h2 id='summary'>Summary</h2>",
-             _table(["state", "labels", "max labels", "pending", "failed runs", "abandoned",
-                     "acquisition", "mode"],
-                    [[status.state, status.n_labeled, status.max_labels, status.n_pending,
-                      status.n_failed, status.n_abandoned, status.raw.get("acquisition", ""),
-                      status.raw.get("mode", "")]]),
-             "<h3>Inputs</h3>",
-             _table(["input", "type", "values"],
-                    [[i["name"], i.get("type") or "float", _range(i)] for i in data["inputs"]]),
-             ]  # fmt: skip
+    parts = [
+        f"<h1>{_e(data['name'])}</h1>",
+        f"<p>Campaign <a href='{_e(page)}'>{_e(campaign_id)}</a>: {_e(version)}, report "
+        f"written {_e(written)} by <code>fbgp-al report</code>.</p>",
+        "<h2 id='summary'>Summary</h2>",
+        _table(
+            [
+                "state",
+                "labels",
+                "max labels",
+                "pending",
+                "failed runs",
+                "abandoned",
+                "acquisition",
+                "mode",
+            ],
+            [
+                [
+                    status.state,
+                    status.n_labeled,
+                    status.max_labels,
+                    status.n_pending,
+                    status.n_failed,
+                    status.n_abandoned,
+                    status.raw.get("acquisition", ""),
+                    status.raw.get("mode", ""),
+                ]
+            ],
+        ),
+        "<h3>Inputs</h3>",
+        _table(
+            ["input", "type", "values"],
+            [[i["name"], i.get("type") or "float", _range(i)] for i in data["inputs"]],
+        ),
+    ]
     if outputs:
-        parts += ["<h3>Outputs</h3>",
-                  _table(["output", "units", "weight"], [[o["name"], o.get("units") or "",
-                         o.get("weight", 1.0)] for o in outputs])]  # fmt: skip
+        parts += [
+            "<h3>Outputs</h3>",
+            _table(
+                ["output", "units", "weight"],
+                [[o["name"], o.get("units") or "", o.get("weight", 1.0)] for o in outputs],
+            ),
+        ]
     if model is not None:
         parts += _model_parts(model, outputs)
         parts += _sobol_parts(data["sensitivity"], outputs)
@@ -170,46 +237,72 @@ def render(data: dict, url: str, campaign_id: str, now: float) -> str:
         uri = "data:image/png;base64," + base64.b64encode(png).decode()
         parts.append(f"<img alt='{_e(alt)}' src='{uri}'>")
     parts += _data_parts(data)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(data['name'])} - "
-            f"fbgp-al report</title><style>{STYLE}</style></head><body>{''.join(parts)}"
-            "</body></html>")  # fmt: skip
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(data['name'])} - "
+        f"fbgp-al report</title><style>{STYLE}</style></head><body>{''.join(parts)}"
+        "</body></html>"
+    )
 
 
 def _model_parts(model, outputs: list[dict] | None) -> list[str]:
     """The model's diagnostics and accuracy estimates, per output."""
     single = [("y", {"diagnostics": model.diagnostics, "accuracy": model.accuracy})]
-    per = ([(_title(o), model.outputs[o["name"]]) for o in outputs]
-           if outputs and model.outputs else single)  # fmt: skip
+    per = (
+        [(_title(o), model.outputs[o["name"]]) for o in outputs]
+        if outputs and model.outputs
+        else single
+    )
     if len(per) > 1:  # the refit's own (its seconds), then each output's sampler
         per = [("all outputs", {"diagnostics": model.diagnostics}), *per]
-    rows = [[title, *[own.get("diagnostics", {}).get(k, "") for k, _ in DIAGNOSTICS]]
-            for title, own in per]  # fmt: skip
-    accuracy = [[title, *[own.get("accuracy", {}).get(k, "") for k, _ in ACCURACY]]
-                for title, own in per if "accuracy" in own]  # fmt: skip
-    return [f"<h2 id='model'>Model {model.version} ({model.n_labeled} labels)</h2>",
-            "<h3>Diagnostics of the sampler</h3>",
-            _table(["output", *[h for _, h in DIAGNOSTICS]], rows),
-            "<h3>Accuracy estimates (in each output's units, from the labels alone)</h3>",
-            _table(["output", *[h for _, h in ACCURACY]], accuracy)]  # fmt: skip
+    rows = [
+        [title, *[own.get("diagnostics", {}).get(k, "") for k, _ in DIAGNOSTICS]]
+        for title, own in per
+    ]
+    accuracy = [
+        [title, *[own.get("accuracy", {}).get(k, "") for k, _ in ACCURACY]]
+        for title, own in per
+        if "accuracy" in own
+    ]
+    return [
+        f"<h2 id='model'>Model {model.version} ({model.n_labeled} labels)</h2>",
+        "<h3>Diagnostics of the sampler</h3>",
+        _table(["output", *[h for _, h in DIAGNOSTICS]], rows),
+        "<h3>Accuracy estimates (in each output's units, from the labels alone)</h3>",
+        _table(["output", *[h for _, h in ACCURACY]], accuracy),
+    ]
 
 
 def _sobol_parts(sensitivity: dict, outputs: list[dict] | None) -> list[str]:
     """Each output's Sobol indices with their credible intervals."""
-    per = ([(_title(o), sensitivity["outputs"][o["name"]]) for o in outputs] if outputs
-           else [("y", sensitivity)])  # fmt: skip
-    parts = ["<h2 id='sobol'>Which inputs matter: Sobol indices</h2>",
-             "<p class='muted'>The share of the variance of the model's mean due to each input "
-             "alone (first-order) and with its interactions (total), each input uniform over "
-             "its values; mean over the posterior's draws and credible interval.</p>"]  # fmt: skip
+    per = (
+        [(_title(o), sensitivity["outputs"][o["name"]]) for o in outputs]
+        if outputs
+        else [("y", sensitivity)]
+    )
+    parts = [
+        "<h2 id='sobol'>Which inputs matter: Sobol indices</h2>",
+        "<p class='muted'>The share of the variance of the model's mean due to each input "
+        "alone (first-order) and with its interactions (total), each input uniform over "
+        "its values; mean over the posterior's draws and credible interval.</p>",
+    ]
     for title, s in per:
         level = f"{s['level']:.0%}"
-        rows = [[name, f"{s['first']['mean'][j]:.3f}", f"{s['first']['low'][j]:.3f} to "
-                 f"{s['first']['high'][j]:.3f}", f"{s['total']['mean'][j]:.3f}",
-                 f"{s['total']['low'][j]:.3f} to {s['total']['high'][j]:.3f}"]
-                for j, name in enumerate(s["inputs"])]  # fmt: skip
-        parts += [f"<h3 class='sobol'>{_e(title)} ({s['draws']} draws, {s['method']})</h3>",
-                  _table(["input", "first-order", f"{level} interval", "total",
-                          f"{level} interval"], rows)]  # fmt: skip
+        rows = [
+            [
+                name,
+                f"{s['first']['mean'][j]:.3f}",
+                f"{s['first']['low'][j]:.3f} to {s['first']['high'][j]:.3f}",
+                f"{s['total']['mean'][j]:.3f}",
+                f"{s['total']['low'][j]:.3f} to {s['total']['high'][j]:.3f}",
+            ]
+            for j, name in enumerate(s["inputs"])
+        ]
+        parts += [
+            f"<h3 class='sobol'>{_e(title)} ({s['draws']} draws, {s['method']})</h3>",
+            _table(
+                ["input", "first-order", f"{level} interval", "total", f"{level} interval"], rows
+            ),
+        ]
     return parts
 
 
@@ -218,8 +311,10 @@ def _data_parts(data: dict) -> list[str]:
     obs, names = data["observations"], [i["name"] for i in data["inputs"]]
     outputs = [o["name"] for o in data["outputs"] or []]
     head = [*names, *(outputs or ["y"])]
-    rows = [[*x, *([y[o] for o in outputs] if outputs else [y])]
-            for x, y in zip(obs.x, obs.y, strict=True)]  # fmt: skip
+    rows = [
+        [*x, *([y[o] for o in outputs] if outputs else [y])]
+        for x, y in zip(obs.x, obs.y, strict=True)
+    ]
     parts = [
         "<h2 id='data'>Data</h2>",
         f"<details><summary>{len(rows)} labels</summary>{_table(head, rows)}</details>",
@@ -227,8 +322,10 @@ def _data_parts(data: dict) -> list[str]:
     if obs.failures:
         failed = [[_point(names, f["x"]), f.get("reason", "")] for f in obs.failures]
         n = data["status"].n_failed
-        parts += [f"<h3>Failed runs ({n}; the latest {len(failed)} kept)</h3>",
-                  _table(["point", "reason"], failed, numbers=False)]  # fmt: skip
+        parts += [
+            f"<h3>Failed runs ({n}; the latest {len(failed)} kept)</h3>",
+            _table(["point", "reason"], failed, numbers=False),
+        ]
     return parts
 
 
@@ -240,10 +337,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("campaign", help="the campaign's id")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
-    parser.add_argument("--token", help="its owner token or the service's (default: "
-                        "FBGP_API_TOKEN)")  # fmt: skip
-    parser.add_argument("-o", "--out", help="the file to write (default: "
-                        "fbgp-al-ID-report.html here), '-' for stdout")  # fmt: skip
+    parser.add_argument(
+        "--token", help="its owner token or the service's (default: FBGP_API_TOKEN)"
+    )
+    parser.add_argument(
+        "-o",
+        "--out",
+        help="the file to write (default: fbgp-al-ID-report.html here), '-' for stdout",
+    )
     args = parser.parse_args(argv)
     url = args.url.rstrip("/")
     try:
@@ -258,5 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"fbgp-al-{args.campaign}-report.html"
     with open(out, "w", encoding="utf-8") as f:
         f.write(document)
-    print(f"fbgp-al report: campaign {args.campaign}, {len(data['pictures'])} pictures -> {out}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"fbgp-al report: campaign {args.campaign}, {len(data['pictures'])} pictures -> {out}",
+        file=sys.stderr,
+    )

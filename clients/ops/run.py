@@ -69,9 +69,10 @@ def command_for(
     placeholders of ``template`` replaced, or the point's JSON on stdin if it has none.
     ``integers``: the names of the campaign's int inputs, whose values stay integers."""
     point = {n: _value(v, n in integers) for n, v in zip(names, x, strict=True)}
-    values = {"{json}": json.dumps(point),
-              **{"{" + n + "}": v if isinstance(v, str) else repr(v)
-                 for n, v in point.items()}}  # fmt: skip
+    values = {
+        "{json}": json.dumps(point),
+        **{"{" + n + "}": v if isinstance(v, str) else repr(v) for n, v in point.items()},
+    }
     # one pass over each argument: a value that reads like a placeholder (a choice "{n}") is
     # put in as it is, never expanded in turn
     pattern = re.compile("|".join(re.escape(p) for p in sorted(values, key=len, reverse=True)))
@@ -100,8 +101,9 @@ def parse_y(stdout: str) -> float | tuple[float, float] | dict:
         try:
             value = json.loads(lines[-1])
         except ValueError:
-            raise CommandFailed(f"the last line of stdout is not a JSON object: "
-                                f"{lines[-1][:200]!r}") from None  # fmt: skip
+            raise CommandFailed(
+                f"the last line of stdout is not a JSON object: {lines[-1][:200]!r}"
+            ) from None
         if not isinstance(value, dict):
             raise CommandFailed("the last line of stdout is not a JSON object")
         return value
@@ -110,8 +112,9 @@ def parse_y(stdout: str) -> float | tuple[float, float] | dict:
         try:
             return {w.split("=", 1)[0]: float(w.split("=", 1)[1]) for w in words}
         except ValueError:
-            raise CommandFailed(f"the last line of stdout is not name=value pairs of floats: "
-                                f"{lines[-1][:200]!r}") from None  # fmt: skip
+            raise CommandFailed(
+                f"the last line of stdout is not name=value pairs of floats: {lines[-1][:200]!r}"
+            ) from None
     try:
         if len(words) > 2:
             raise ValueError
@@ -138,8 +141,13 @@ def _tail(text: str) -> str:
 class CommandRunner:
     """Runs the command for a point; stops every command it runs when :meth:`stop` is called."""
 
-    def __init__(self, template: list[str], names: list[str], timeout: float | None = None,
-                 integers: Collection[str] = ()):  # fmt: skip
+    def __init__(
+        self,
+        template: list[str],
+        names: list[str],
+        timeout: float | None = None,
+        integers: Collection[str] = (),
+    ):
         self.template, self.names, self.timeout = template, names, timeout
         self.integers = frozenset(integers)
         self.stopping = threading.Event()
@@ -152,9 +160,14 @@ class CommandRunner:
         if self.stopping.is_set():
             raise Stopped()
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True,
-                                       start_new_session=True)  # fmt: skip
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
         except OSError as error:
             raise CommandFailed(f"cannot run {argv[0]!r}: {error}") from None
         started = time.monotonic()
@@ -194,35 +207,60 @@ def main(argv: list[str] | None = None) -> None:
         own, template = argv[:split], argv[split + 1 :]
     else:
         own, template = argv, []
-    parser = argparse.ArgumentParser(prog="fbgp-al run", description=described(__doc__),
-                                     usage="fbgp-al run --url URL --campaign ID [options] -- "
-                                           "COMMAND [ARG...]")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al run",
+        description=described(__doc__),
+        usage="fbgp-al run --url URL --campaign ID [options] -- COMMAND [ARG...]",
+    )
     parser.add_argument("--url", required=True, help="the service, e.g. http://127.0.0.1:8000")
     parser.add_argument("--campaign", required=True, help="the campaign's id")
     parser.add_argument("--token", default=None, help="bearer token [FBGP_API_TOKEN]")
     parser.add_argument("--parallel", type=int, default=1, help="commands at once [1]")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command")
     parser.add_argument("--wait", type=float, default=20.0, help="seconds per long poll [20]")
-    parser.add_argument("--max-labels", type=int, default=None,
-                        help="take no more points once this runner (all slots together) "
-                             "posted this many labels; the runs under way finish")  # fmt: skip
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log every HTTP request and the runner's steps")  # fmt: skip
+    parser.add_argument(
+        "--max-labels",
+        type=int,
+        default=None,
+        help="take no more points once this runner (all slots together) "
+        "posted this many labels; the runs under way finish",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log every HTTP request and the runner's steps"
+    )
     args = parser.parse_args(own)
     if not template:
         parser.error("give the command after --, e.g. -- ./simulate.sh {x1} {x2}")
     if args.parallel < 1:
         parser.error("--parallel must be at least 1")
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(message)s")  # fmt: skip
-    raise SystemExit(run(args.url, args.campaign, template, token=args.token,
-                         parallel=args.parallel, timeout=args.timeout, wait=args.wait,
-                         max_labels=args.max_labels))  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s"
+    )
+    raise SystemExit(
+        run(
+            args.url,
+            args.campaign,
+            template,
+            token=args.token,
+            parallel=args.parallel,
+            timeout=args.timeout,
+            wait=args.wait,
+            max_labels=args.max_labels,
+        )
+    )
 
 
-def run(url: str, campaign_id: str, template: list[str], *, token: str | None = None,
-        parallel: int = 1, timeout: float | None = None, wait: float = 20.0,
-        max_labels: int | None = None) -> int:  # fmt: skip
+def run(
+    url: str,
+    campaign_id: str,
+    template: list[str],
+    *,
+    token: str | None = None,
+    parallel: int = 1,
+    timeout: float | None = None,
+    wait: float = 20.0,
+    max_labels: int | None = None,
+) -> int:
     """Label the campaign with the command in ``parallel`` slots until it is done; the exit
     status: 0 done, 1 a slot failed (the service unreachable, the campaign stalled), 130 or
     143 stopped by SIGINT or SIGTERM."""
@@ -243,8 +281,14 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     errors: list[BaseException] = []
     lock = threading.Lock()
 
-    bar = tqdm(total=start.max_labels, initial=start.n_labeled, unit="label", file=sys.stderr,
-               desc="labels", dynamic_ncols=True)  # fmt: skip
+    bar = tqdm(
+        total=start.max_labels,
+        initial=start.n_labeled,
+        unit="label",
+        file=sys.stderr,
+        desc="labels",
+        dynamic_ncols=True,
+    )
     bar.set_postfix(failed=0)
 
     def count(key: str, reason: str | None = None) -> None:
@@ -264,10 +308,16 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
 
     def slot() -> None:
         try:
-            run_simulator(url, campaign_id, runner, token=token, wait=wait,
-                          on_label=lambda x, y, n: count("labels"),
-                          on_failure=lambda x, reason: count("failures", reason),
-                          should_stop=lambda: runner.stopping.is_set() or enough())  # fmt: skip
+            run_simulator(
+                url,
+                campaign_id,
+                runner,
+                token=token,
+                wait=wait,
+                on_label=lambda x, y, n: count("labels"),
+                on_failure=lambda x, reason: count("failures", reason),
+                should_stop=lambda: runner.stopping.is_set() or enough(),
+            )
         except Stopped:
             pass
         except Exception as error:  # the service out of reach, the campaign stalled (409)
@@ -284,8 +334,10 @@ def run(url: str, campaign_id: str, template: list[str], *, token: str | None = 
     # a failed run's log line prints above the bar, not through it
     with logging_redirect_tqdm(loggers=[logging.getLogger()]):
         try:
-            threads = [threading.Thread(target=slot, name=f"slot-{k}", daemon=True)
-                       for k in range(parallel)]  # fmt: skip
+            threads = [
+                threading.Thread(target=slot, name=f"slot-{k}", daemon=True)
+                for k in range(parallel)
+            ]
             for thread in threads:
                 thread.start()
             while any(thread.is_alive() for thread in threads):
@@ -327,9 +379,11 @@ def parallel_warning(status: CampaignStatus, parallel: int) -> str | None:
     a sequential campaign gives one at a time after its initial design."""
     mode = status.raw.get("mode")
     if parallel > 1 and mode == "sequential":
-        return (f"--parallel {parallel}, but the campaign is sequential: after its initial "
-                "design it hands out one point at a time, so one command runs at a time (create "
-                'it with "mode": "parallel" and "max_pending" to run several)')  # fmt: skip
+        return (
+            f"--parallel {parallel}, but the campaign is sequential: after its initial "
+            "design it hands out one point at a time, so one command runs at a time (create "
+            'it with "mode": "parallel" and "max_pending" to run several)'
+        )
     return None
 
 
@@ -337,8 +391,10 @@ def ended_because(status: CampaignStatus) -> str:
     """Why a campaign gave its runner no more points, in words, from its status."""
     if status.stopped_by:
         rule = status.stopped_by
-        return (f"its stopping rule was met: {rule['rule']} {rule['value']:.4g} <= "
-                f"{rule['target']:.4g} at model {rule['version']}")  # fmt: skip
+        return (
+            f"its stopping rule was met: {rule['rule']} {rule['value']:.4g} <= "
+            f"{rule['target']:.4g} at model {rule['version']}"
+        )
     if status.state == "done" and status.n_labeled >= status.max_labels:
         return f"done: max_labels ({status.max_labels}) reached"
     if status.state == "done":
@@ -346,10 +402,14 @@ def ended_because(status: CampaignStatus) -> str:
     if status.state == "failed":
         return f"the campaign failed: its refits failed ({status.last_error}); POST .../retry"
     if status.failing:
-        return (f"the campaign is failing: {status.n_failed} runs failed, more than its "
-                "max_failures; fix the simulator, then POST .../retry")  # fmt: skip
+        return (
+            f"the campaign is failing: {status.n_failed} runs failed, more than its "
+            "max_failures; fix the simulator, then POST .../retry"
+        )
     if status.stalled:
-        return ("the campaign stalled: runs failed and no point is left to offer (each failed "
-                "for good, or below the failure model's min_success); POST .../retry (with "
-                '{"forget_failures": true} if the simulator changed)')  # fmt: skip
+        return (
+            "the campaign stalled: runs failed and no point is left to offer (each failed "
+            "for good, or below the failure model's min_success); POST .../retry (with "
+            '{"forget_failures": true} if the simulator changed)'
+        )
     return f"the campaign is {status.state} ({status.n_labeled} of {status.max_labels} labels)"

@@ -66,17 +66,25 @@ def latency(client, sim, rng, requests: int) -> dict:
         client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
         t_label.append(time.perf_counter() - t)
     ms = lambda v, q: 1000 * float(np.quantile(v, q))  # noqa: E731
-    out = {"next_p50_ms": ms(t_next, 0.5), "next_p99_ms": ms(t_next, 0.99),
-           "label_p50_ms": ms(t_label, 0.5), "label_p99_ms": ms(t_label, 0.99),
-           "requests": requests}  # fmt: skip
-    print(f"/next  p50 {out['next_p50_ms']:.1f} ms  p99 {out['next_p99_ms']:.1f} ms   "
-          f"/label p50 {out['label_p50_ms']:.1f} ms  p99 {out['label_p99_ms']:.1f} ms  "
-          f"({requests} each, a refit running after every label)", flush=True)  # fmt: skip
+    out = {
+        "next_p50_ms": ms(t_next, 0.5),
+        "next_p99_ms": ms(t_next, 0.99),
+        "label_p50_ms": ms(t_label, 0.5),
+        "label_p99_ms": ms(t_label, 0.99),
+        "requests": requests,
+    }
+    print(
+        f"/next  p50 {out['next_p50_ms']:.1f} ms  p99 {out['next_p99_ms']:.1f} ms   "
+        f"/label p50 {out['label_p50_ms']:.1f} ms  p99 {out['label_p99_ms']:.1f} ms  "
+        f"({requests} each, a refit running after every label)",
+        flush=True,
+    )
     return out
 
 
-def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None = MCMC_DEFAULTS,
-                  wait: float = 60) -> list[dict]:  # fmt: skip
+def label_to_next(
+    client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None = MCMC_DEFAULTS, wait: float = 60
+) -> list[dict]:
     """A sequential campaign's label-to-next-point time at ``n`` labels and up: ``n - 1``
     uniform random points imported, its model awaited, then ``rounds`` times a label posted and
     ``/next`` long-polled until the point of the model that saw it, against that refit's own
@@ -103,16 +111,25 @@ def label_to_next(client, sim, rng, rounds: int, n: int = 40, mcmc: dict | None 
         total = time.perf_counter() - t
         d = client.get(f"/campaigns/{campaign}/model").json()["diagnostics"]
         refit = d["refit_seconds"]
-        rows.append({"n": point["model_version"], "total_s": total, "refit_s": refit,
-                     "overhead_s": total - refit, "sampling_s": d.get("seconds"),
-                     "draws_per_chain": d.get("samples_per_chain"),
-                     "chain_groups": d.get("chain_groups", 1)})  # fmt: skip
+        rows.append(
+            {
+                "n": point["model_version"],
+                "total_s": total,
+                "refit_s": refit,
+                "overhead_s": total - refit,
+                "sampling_s": d.get("seconds"),
+                "draws_per_chain": d.get("samples_per_chain"),
+                "chain_groups": d.get("chain_groups", 1),
+            }
+        )
         share = 100 * (total - refit) / total
-        print(f"n={point['model_version']}: label -> next point {total:.2f} s, refit "
-              f"{refit:.2f} s ({d.get('method', 'nuts')} {d.get('seconds', float('nan')):.2f} "
-              f"s, {d.get('samples_per_chain')} draws/chain, {d.get('chain_groups', 1)} chain "
-              f"group(s)), overhead {total - refit:.3f} s ({share:.1f}%)",
-              flush=True)  # fmt: skip
+        print(
+            f"n={point['model_version']}: label -> next point {total:.2f} s, refit "
+            f"{refit:.2f} s ({d.get('method', 'nuts')} {d.get('seconds', float('nan')):.2f} "
+            f"s, {d.get('samples_per_chain')} draws/chain, {d.get('chain_groups', 1)} chain "
+            f"group(s)), overhead {total - refit:.3f} s ({share:.1f}%)",
+            flush=True,
+        )
     return rows
 
 
@@ -139,11 +156,13 @@ def refit_time(client, sim, rng, rounds: int, n: int = 40) -> list[float]:
             wait_model(api, campaign, n)
             times.append(time.perf_counter() - t)
             d = client.get(f"/campaigns/{campaign}/model").json()["diagnostics"]
-            print(f"  {times[-1]:.2f} s: refit {d['refit_seconds']:.2f} s, of which sampling "
-                  f"{d['seconds']:.2f} s ({d['chain_groups']} chain group(s), "
-                  f"{d['samples_per_chain']} draws/chain, {d['gradient_evaluations']} gradient "
-                  f"evaluations; {sampler_line(d)})",
-                  flush=True)  # fmt: skip
+            print(
+                f"  {times[-1]:.2f} s: refit {d['refit_seconds']:.2f} s, of which sampling "
+                f"{d['seconds']:.2f} s ({d['chain_groups']} chain group(s), "
+                f"{d['samples_per_chain']} draws/chain, {d['gradient_evaluations']} gradient "
+                f"evaluations; {sampler_line(d)})",
+                flush=True,
+            )
     return times
 
 
@@ -154,8 +173,10 @@ def throughput(client, sim, campaigns: int, simulators: int, seconds: float) -> 
 
     ids = []
     for _ in range(campaigns):
-        body = dict(campaign_body(sim, "parallel", 2_000, MCMC_DEFAULTS),
-                    max_pending=simulators // campaigns)  # fmt: skip
+        body = dict(
+            campaign_body(sim, "parallel", 2_000, MCMC_DEFAULTS),
+            max_pending=simulators // campaigns,
+        )
         ids.append(client.post("/campaigns", json=body).json()["id"])
     stop = time.monotonic() + seconds
     counts, waits = [0] * simulators, [0.0] * simulators
@@ -181,9 +202,12 @@ def throughput(client, sim, campaigns: int, simulators: int, seconds: float) -> 
         t.join()
     total = sum(counts)
     out = {"labels": total, "per_minute": 60 * total / seconds, "longest_wait_s": max(waits)}
-    print(f"{simulators} simulators on {campaigns} parallel campaigns for {seconds:.0f} s: "
-          f"{total} labels, {out['per_minute']:.1f} per minute, longest wait for a point "
-          f"{out['longest_wait_s']:.1f} s", flush=True)  # fmt: skip
+    print(
+        f"{simulators} simulators on {campaigns} parallel campaigns for {seconds:.0f} s: "
+        f"{total} labels, {out['per_minute']:.1f} per minute, longest wait for a point "
+        f"{out['longest_wait_s']:.1f} s",
+        flush=True,
+    )
     return out
 
 
@@ -198,8 +222,10 @@ def scaling(rounds: int, simulator: str = "gramacy2d", n: int = 40, light: bool 
         with service(workers, timeout=600, light=light) as client:
             result[workers] = refit_time(client, sim, np.random.default_rng(0), rounds, n)
         times = ", ".join(f"{t:.2f}" for t in result[workers])
-        print(f"refit ({simulator}, n={n}, d={sim.dim}, cold) on {workers} worker(s): {times} s",
-              flush=True)  # fmt: skip
+        print(
+            f"refit ({simulator}, n={n}, d={sim.dim}, cold) on {workers} worker(s): {times} s",
+            flush=True,
+        )
     one, two = np.median(result[1]), np.median(result[2])
     print(f"median {one:.2f} s on 1 worker, {two:.2f} s on 2: {one / two:.2f}x", flush=True)
 
@@ -209,23 +235,40 @@ def main(argv=None) -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--scaling", action="store_true",
-                        help="instead: a refit's time on 1 and on 2 workers")  # fmt: skip
+    parser.add_argument(
+        "--scaling", action="store_true", help="instead: a refit's time on 1 and on 2 workers"
+    )
     parser.add_argument("--simulator", default="gramacy2d", help="the data of --scaling")
     parser.add_argument("--labels", type=int, default=40, help="the labels of --scaling")
-    parser.add_argument("--light", action="store_true",
-                        help="--scaling: worker 0 light, as fbgp-al up starts two")  # fmt: skip
-    parser.add_argument("--throughput", type=float, default=0, metavar="SECONDS",
-                        help="instead: 8 simulators, 4 parallel campaigns, 2 workers")  # fmt: skip
-    parser.add_argument("--concurrency", metavar="N,N,..",
-                        help="instead: N simulator connections long-polling --campaigns "
-                             "parallel campaigns on one API, for each N")  # fmt: skip
-    parser.add_argument("--pool-sizes", metavar="N,N,..",
-                        help="instead: per-request cost against the size of an explicit pool, "
-                             "among --campaigns small campaigns")  # fmt: skip
-    parser.add_argument("--large-bodies", type=int, metavar="N",
-                        help="instead: N campaigns with large explicit pools created at once, "
-                             "and /healthz meanwhile")  # fmt: skip
+    parser.add_argument(
+        "--light", action="store_true", help="--scaling: worker 0 light, as fbgp-al up starts two"
+    )
+    parser.add_argument(
+        "--throughput",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="instead: 8 simulators, 4 parallel campaigns, 2 workers",
+    )
+    parser.add_argument(
+        "--concurrency",
+        metavar="N,N,..",
+        help="instead: N simulator connections long-polling --campaigns "
+        "parallel campaigns on one API, for each N",
+    )
+    parser.add_argument(
+        "--pool-sizes",
+        metavar="N,N,..",
+        help="instead: per-request cost against the size of an explicit pool, "
+        "among --campaigns small campaigns",
+    )
+    parser.add_argument(
+        "--large-bodies",
+        type=int,
+        metavar="N",
+        help="instead: N campaigns with large explicit pools created at once, "
+        "and /healthz meanwhile",
+    )
     parser.add_argument("--points", type=int, default=700_000, help="each --large-bodies pool")
     parser.add_argument(
         "--label-to-next",
@@ -246,11 +289,14 @@ def main(argv=None) -> None:
         return
     if args.concurrency:
         counts = [int(n) for n in args.concurrency.split(",")]
-        with (tempfile.TemporaryDirectory() as tmp,
-              LocalStack(Path(tmp), workers=args.workers).start() as stack,
-              httpx.Client(base_url=stack.url, timeout=120) as client):  # fmt: skip
-            concurrency(client, counts, args.campaigns, args.seconds, args.wait,
-                        Path(tmp) / "api.log")  # fmt: skip
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            LocalStack(Path(tmp), workers=args.workers).start() as stack,
+            httpx.Client(base_url=stack.url, timeout=120) as client,
+        ):
+            concurrency(
+                client, counts, args.campaigns, args.seconds, args.wait, Path(tmp) / "api.log"
+            )
         return
     if args.pool_sizes:
         with service(args.workers, timeout=300) as client:
@@ -264,8 +310,11 @@ def main(argv=None) -> None:
         return
     if args.label_to_next:
         sim, rng = get_simulator(args.simulator), np.random.default_rng(0)
-        stack = (httpx.Client(base_url=args.url, timeout=3700) if args.url
-                 else service(args.workers, timeout=3700, light=args.workers > 1))  # fmt: skip
+        stack = (
+            httpx.Client(base_url=args.url, timeout=3700)
+            if args.url
+            else service(args.workers, timeout=3700, light=args.workers > 1)
+        )
         with stack as client:
             label_to_next(client, sim, rng, args.rounds, args.labels, None, wait=3600)
         return

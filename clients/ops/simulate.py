@@ -31,16 +31,26 @@ from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPE
 MULTI_ITERATIONS = 20  # labels after the design of a multi-output simulator's campaign
 
 
-def multi_body(sim: MultiSimulator, acquisition: str, run: int, iterations: int | None,
-               mcmc: str, known_noise: bool = False) -> dict:  # fmt: skip
+def multi_body(
+    sim: MultiSimulator,
+    acquisition: str,
+    run: int,
+    iterations: int | None,
+    mcmc: str,
+    known_noise: bool = False,
+) -> dict:
     """A campaign for a simulator of several outputs: its box, grid pool and ``outputs``."""
     body = {
-        "name": f"{sim.name}-{acquisition}-{run}", "inputs": sim.inputs(),
-        "outputs": sim.campaign_outputs(), "pool": sim.pool, "acquisition": acquisition,
+        "name": f"{sim.name}-{acquisition}-{run}",
+        "inputs": sim.inputs(),
+        "outputs": sim.campaign_outputs(),
+        "pool": sim.pool,
+        "acquisition": acquisition,
         "initial_design": {"type": "maximin-lhs", "size": INITIAL_DESIGN_SIZE},
         "max_labels": INITIAL_DESIGN_SIZE + (iterations or MULTI_ITERATIONS),
-        "mcmc": dict(MCMC_PRESETS[mcmc]), "seed": run,
-    }  # fmt: skip
+        "mcmc": dict(MCMC_PRESETS[mcmc]),
+        "seed": run,
+    }
     if known_noise:
         body["noise"] = {"type": "known"}
     return body
@@ -74,15 +84,19 @@ def _parser() -> argparse.ArgumentParser:
         prog="fbgp-al simulate",
         description="a built-in simulator labeling a campaign as a remote simulator would",
     )
-    parser.add_argument("name", choices=SIMULATORS + MULTI_SIMULATORS,
-                        help="the built-in simulator")  # fmt: skip
+    parser.add_argument(
+        "name", choices=SIMULATORS + MULTI_SIMULATORS, help="the built-in simulator"
+    )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--campaign", help="label this campaign (default: create one)")
     parser.add_argument("--token", help="bearer token (default: FBGP_API_TOKEN)")
     new = parser.add_argument_group("a new campaign")
     new.add_argument("--acquisition", default="qb-mgp", choices=[*PAPER_ACQUISITIONS, "random"])
-    new.add_argument("--iterations", default="paper", help="labels after the initial design: "
-                     "'paper' (the paper's count for NAME) or a number")  # fmt: skip
+    new.add_argument(
+        "--iterations",
+        default="paper",
+        help="labels after the initial design: 'paper' (the paper's count for NAME) or a number",
+    )
     new.add_argument("--mcmc", default="paper", choices=list(MCMC_PRESETS))
     new.add_argument("--run", type=int, default=0, help="repetition whose seed the campaign uses")
     new.add_argument(
@@ -105,16 +119,26 @@ def main(argv: list[str] | None = None) -> int:
     campaign = args.campaign
     multi = isinstance(sim, MultiSimulator)
     if campaign is None and multi:
-        body = multi_body(sim, args.acquisition, args.run, parse_iterations(args.iterations),
-                          args.mcmc, args.known_noise)  # fmt: skip
+        body = multi_body(
+            sim,
+            args.acquisition,
+            args.run,
+            parse_iterations(args.iterations),
+            args.mcmc,
+            args.known_noise,
+        )
     elif campaign is None:
-        body = paper_body(args.name, args.acquisition, args.run,
-                          parse_iterations(args.iterations), args.mcmc)  # fmt: skip
+        body = paper_body(
+            args.name, args.acquisition, args.run, parse_iterations(args.iterations), args.mcmc
+        )
     if campaign is None:
         with FbgpClient(args.url, args.token) as api:
             campaign = api.create_campaign(body).id
-        print(f"simulate: created campaign {campaign} ({args.name}, {args.acquisition}, "
-              f"{body['max_labels']} labels, MCMC {args.mcmc})", flush=True)  # fmt: skip
+        print(
+            f"simulate: created campaign {campaign} ({args.name}, {args.acquisition}, "
+            f"{body['max_labels']} labels, MCMC {args.mcmc})",
+            flush=True,
+        )
     rng = np.random.default_rng(args.noise_seed)
 
     def f(x: list[float]) -> float | dict:
@@ -123,18 +147,25 @@ def main(argv: list[str] | None = None) -> int:
         return float(sim.sample(np.array([x]), rng)[0])
 
     def show(x: list[float], y: float | dict, n: int) -> None:
-        shown = ({k: float(f"{v:.5g}") for k, v in y.items()} if isinstance(y, dict)
-                 else f"{y:.5g}")  # fmt: skip
+        shown = {k: float(f"{v:.5g}") for k, v in y.items()} if isinstance(y, dict) else f"{y:.5g}"
         print(f"  label {n:4d}: x = {np.round(x, 4).tolist()}  y = {shown}", flush=True)
 
     try:
         with _sigterm_stops():
-            posted = run_simulator(args.url, campaign, f, token=args.token, wait=args.wait,
-                                   max_labels=args.max_labels,
-                                   on_label=None if args.quiet else show)  # fmt: skip
+            posted = run_simulator(
+                args.url,
+                campaign,
+                f,
+                token=args.token,
+                wait=args.wait,
+                max_labels=args.max_labels,
+                on_label=None if args.quiet else show,
+            )
     except Terminated:
-        print(f"simulate: stopped by SIGTERM (campaign {campaign}); a ticket held was given "
-              "back", flush=True)  # fmt: skip
+        print(
+            f"simulate: stopped by SIGTERM (campaign {campaign}); a ticket held was given back",
+            flush=True,
+        )
         raise SystemExit(128 + signal.SIGTERM) from None
     print(f"simulate: posted {posted} labels to campaign {campaign}", flush=True)
     return posted

@@ -65,10 +65,19 @@ def campaign_body(index: int, simulators: int, seed: int, max_labels: int) -> di
     name, mode = campaign_kind(index)
     sim = get_simulator(name)
     pool = {"type": "grid", "points_per_dim": 1001 if sim.dim == 1 else 50}
-    return {"name": f"soak-{index}-{name}-{mode}", "inputs": sim.inputs(), "pool": pool,
-            "acquisition": "qb-mgp", "initial_design": {"type": "maximin-lhs", "size": 3},
-            "max_labels": max_labels, "mcmc": dict(MCMC), "mode": mode,
-            "max_pending": simulators, "lease_seconds": 20, "seed": seed + index}  # fmt: skip
+    return {
+        "name": f"soak-{index}-{name}-{mode}",
+        "inputs": sim.inputs(),
+        "pool": pool,
+        "acquisition": "qb-mgp",
+        "initial_design": {"type": "maximin-lhs", "size": 3},
+        "max_labels": max_labels,
+        "mcmc": dict(MCMC),
+        "mode": mode,
+        "max_pending": simulators,
+        "lease_seconds": 20,
+        "seed": seed + index,
+    }
 
 
 def _version(status) -> int:
@@ -76,8 +85,13 @@ def _version(status) -> int:
 
 
 class Soak:
-    def __init__(self, stack: LocalStack, campaigns: list[str], ledger: Ledger,
-                 progress: Callable[[str], None]):  # fmt: skip
+    def __init__(
+        self,
+        stack: LocalStack,
+        campaigns: list[str],
+        ledger: Ledger,
+        progress: Callable[[str], None],
+    ):
         self.stack, self.campaigns, self.ledger, self.progress = stack, campaigns, ledger, progress
         self.api = FbgpClient(stack.url, token="", timeout=30.0, retries=12)
         self.redis = Redis.from_url(stack.redis_url)
@@ -215,13 +229,15 @@ class Soak:
             if fault["interrupted"]:
                 what += ", killed before it stored its model"
             if kind == "worker":
-                self.progress(f"soak: {fault['at']:6.1f} s  SIGKILL worker {k}'s process group "
-                              f"({what})")  # fmt: skip
+                self.progress(
+                    f"soak: {fault['at']:6.1f} s  SIGKILL worker {k}'s process group ({what})"
+                )
                 time.sleep(3.0)
                 stack.start_worker(k)
             else:
-                self.progress(f"soak: {fault['at']:6.1f} s  SIGKILL work horse {horse} of "
-                              f"worker {k} ({what})")  # fmt: skip
+                self.progress(
+                    f"soak: {fault['at']:6.1f} s  SIGKILL work horse {horse} of worker {k} ({what})"
+                )
             seconds = self.wait_models(before, kill)
             label_after = None
         elif kind == "redis":
@@ -261,10 +277,17 @@ def _refit_state(soak: Soak, campaign: str) -> dict:
     return state
 
 
-def run_soak(seconds: float = 180, campaigns: int = 3, simulators_per_campaign: int = 2,
-             workers: int = 2, data_dir: Path | None = None, seed: int = 0,
-             progress: Callable[[str], None] = print, max_labels: int | None = None,
-             faults: tuple[str, ...] = FAULT_KINDS) -> dict:  # fmt: skip
+def run_soak(
+    seconds: float = 180,
+    campaigns: int = 3,
+    simulators_per_campaign: int = 2,
+    workers: int = 2,
+    data_dir: Path | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] = print,
+    max_labels: int | None = None,
+    faults: tuple[str, ...] = FAULT_KINDS,
+) -> dict:
     """Run the soak (module docstring) for about ``seconds`` of labeling plus the recovery and
     progress waits; its figures as a dict.
 
@@ -284,8 +307,16 @@ def run_soak(seconds: float = 180, campaigns: int = 3, simulators_per_campaign: 
         stack = LocalStack(Path(data_dir), workers=workers, env=fbgp_env())
         try:
             stack.start()
-            report = _soak(stack, seconds, campaigns, simulators_per_campaign, seed, progress,
-                           max_labels, tuple(faults))  # fmt: skip
+            report = _soak(
+                stack,
+                seconds,
+                campaigns,
+                simulators_per_campaign,
+                seed,
+                progress,
+                max_labels,
+                tuple(faults),
+            )
             if not temporary:  # the caller's data directory: the stack's logs stay there
                 report["data_dir"] = str(stack.data_dir)
             return report
@@ -293,9 +324,16 @@ def run_soak(seconds: float = 180, campaigns: int = 3, simulators_per_campaign: 
             stack.stop()
 
 
-def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int, seed: int,
-          progress: Callable[[str], None], max_labels: int,
-          kinds: tuple[str, ...]) -> dict:  # fmt: skip
+def _soak(
+    stack: LocalStack,
+    seconds: float,
+    n_campaigns: int,
+    n_simulators: int,
+    seed: int,
+    progress: Callable[[str], None],
+    max_labels: int,
+    kinds: tuple[str, ...],
+) -> dict:
     ledger, stop = Ledger(), threading.Event()
     bodies = [campaign_body(i, n_simulators, seed, max_labels) for i in range(n_campaigns)]
     with FbgpClient(stack.url, token="") as api:
@@ -303,8 +341,11 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
     for c, body in zip(ids, bodies, strict=True):
         progress(f"soak: campaign {c}: {body['name']}, {body['max_labels']} labels")
     soak = Soak(stack, ids, ledger, progress)
-    threads = [Labeler(stack.url, c, campaign_kind(i)[0], [seed, i, j], ledger, stop)
-               for i, c in enumerate(ids) for j in range(n_simulators)]  # fmt: skip
+    threads = [
+        Labeler(stack.url, c, campaign_kind(i)[0], [seed, i, j], ledger, stop)
+        for i, c in enumerate(ids)
+        for j in range(n_simulators)
+    ]
     for thread in threads:
         thread.start()
     rounds = max(1, round(seconds / 90))
@@ -319,8 +360,7 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
         time.sleep(max(0.0, seconds - soak.now()))
         # done, or a newer model than at the last fault; else up to STUCK_GRACE s more
         deadline = time.monotonic() + STUCK_GRACE
-        waiting = [c for c in ids
-                   if not soak.newer_model(c, last_versions.get(c, -1), deadline)]  # fmt: skip
+        waiting = [c for c in ids if not soak.newer_model(c, last_versions.get(c, -1), deadline)]
     finally:
         stop.set()
         for thread in threads:
@@ -332,26 +372,45 @@ def _soak(stack: LocalStack, seconds: float, n_campaigns: int, n_simulators: int
         status = soak.api.campaign(c)
         check = check_labels(stack, soak.api, c, ledger.of(c))
         progressing = _version(status) > last_versions.get(c, -1)
-        rows.append({"id": c, "name": bodies[i]["name"], "mode": bodies[i]["mode"],
-                     "n_labeled": status.n_labeled, "max_labels": status.max_labels,
-                     "model_version": status.model_version, "state": status.state,
-                     "progressing": status.state == "done" or progressing,
-                     "stuck": c in waiting, **check})  # fmt: skip
+        rows.append(
+            {
+                "id": c,
+                "name": bodies[i]["name"],
+                "mode": bodies[i]["mode"],
+                "n_labeled": status.n_labeled,
+                "max_labels": status.max_labels,
+                "model_version": status.model_version,
+                "state": status.state,
+                "progressing": status.state == "done" or progressing,
+                "stuck": c in waiting,
+                **check,
+            }
+        )
         if c in waiting:  # what it waits for, to tell why
             rows[-1]["refit_state"] = _refit_state(soak, c)
     soak.api.close()
-    total = {k: sum(r[k] for r in rows) for k in ("acknowledged", "stored", "lost", "lost_y",
-                                                   "extra", "observations")}  # fmt: skip
+    total = {
+        k: sum(r[k] for r in rows)
+        for k in ("acknowledged", "stored", "lost", "lost_y", "extra", "observations")
+    }
     return {
-        "seconds": seconds, "elapsed_seconds": round(elapsed, 1),
-        "campaigns": n_campaigns, "simulators": n_campaigns * n_simulators,
-        "workers": len(stack.workers), "seed": seed,
-        "labels_acknowledged": total["acknowledged"], "labels_stored": total["stored"],
-        "lost": total["lost"], "lost_y": total["lost_y"], "extra": total["extra"],
-        "acknowledged_by_repeat": ledger.repeats, "labels_rejected": dict(ledger.rejected),
-        "labels_unanswered": ledger.unanswered, "transient_errors": dict(ledger.errors),
+        "seconds": seconds,
+        "elapsed_seconds": round(elapsed, 1),
+        "campaigns": n_campaigns,
+        "simulators": n_campaigns * n_simulators,
+        "workers": len(stack.workers),
+        "seed": seed,
+        "labels_acknowledged": total["acknowledged"],
+        "labels_stored": total["stored"],
+        "lost": total["lost"],
+        "lost_y": total["lost_y"],
+        "extra": total["extra"],
+        "acknowledged_by_repeat": ledger.repeats,
+        "labels_rejected": dict(ledger.rejected),
+        "labels_unanswered": ledger.unanswered,
+        "transient_errors": dict(ledger.errors),
         "faults": faults,
         "unrecovered": sum(f["recovery_seconds"] is None for f in faults),
         "campaign_details": rows,
         "stuck": sum(r["stuck"] for r in rows),
-    }  # fmt: skip
+    }

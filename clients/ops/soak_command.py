@@ -29,23 +29,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulators", type=int, default=2, help="per campaign")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-labels", type=int, help="per campaign (default: 1.5 * seconds)")
-    parser.add_argument("--faults", default=",".join(soak.FAULT_KINDS),
-                        help="the fault kinds, in order (default: %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--faults",
+        default=",".join(soak.FAULT_KINDS),
+        help="the fault kinds, in order (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, help="the stack's data and logs (default: temp)")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
-    parser.add_argument("--adversarial", action="store_true",
-                        help="instead: a well-behaved campaign alone, then beside a greedy "
-                        "tenant (clients/ops/adversarial.py); --seconds per phase")  # fmt: skip
-    parser.add_argument("--churn", type=int, metavar="CYCLES",
-                        help="instead: CYCLES /next+/abandon and /next+/fail cycles and "
-                        "--evaluations /evaluate calls, and the bytes each keeps in Redis "
-                        "(clients/ops/churn.py)")  # fmt: skip
-    parser.add_argument("--evaluations", type=int, default=300,
-                        help="with --churn: /evaluate calls [300]")  # fmt: skip
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="with --churn: a setting for the stack (FBGP_NAME), e.g. "
-                        "keep_runs=100; repeatable")  # fmt: skip
+    parser.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="instead: a well-behaved campaign alone, then beside a greedy "
+        "tenant (clients/ops/adversarial.py); --seconds per phase",
+    )
+    parser.add_argument(
+        "--churn",
+        type=int,
+        metavar="CYCLES",
+        help="instead: CYCLES /next+/abandon and /next+/fail cycles and "
+        "--evaluations /evaluate calls, and the bytes each keeps in Redis "
+        "(clients/ops/churn.py)",
+    )
+    parser.add_argument(
+        "--evaluations", type=int, default=300, help="with --churn: /evaluate calls [300]"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --churn: a setting for the stack (FBGP_NAME), e.g. keep_runs=100; repeatable",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("fbgp.client").setLevel(logging.ERROR)  # retries are expected here
     if args.churn is not None:
@@ -59,9 +74,16 @@ def main(argv: list[str] | None = None) -> int:
         if not report["met"]:
             raise SystemExit(1)
         return 0
-    report = soak.run_soak(args.seconds, args.campaigns, args.simulators, args.workers,
-                           args.data_dir, args.seed, max_labels=args.max_labels,
-                           faults=tuple(k for k in args.faults.split(",") if k))  # fmt: skip
+    report = soak.run_soak(
+        args.seconds,
+        args.campaigns,
+        args.simulators,
+        args.workers,
+        args.data_dir,
+        args.seed,
+        max_labels=args.max_labels,
+        faults=tuple(k for k in args.faults.split(",") if k),
+    )
     _write(args.out, report, soak_report.summary(report))
     if soak_report.failed(report):
         raise SystemExit(1)

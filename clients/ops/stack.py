@@ -58,8 +58,10 @@ def redis_password(data_dir: Path) -> str:
                 "sudo?): run as its owner, or give another --data-dir"
             ) from None
         if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", password):
-            raise SystemExit(f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
-                             " (remove the file to have one made)") from None  # fmt: skip
+            raise SystemExit(
+                f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
+                " (remove the file to have one made)"
+            ) from None
         return password
     password = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w") as out:
@@ -79,9 +81,16 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
-                bind: tuple[str, ...] = (LOOPBACK,), preexec=None,
-                rotating: RotatingLog | None = None) -> subprocess.Popen:  # fmt: skip
+def start_redis(
+    data_dir: Path,
+    port: int,
+    log: Path,
+    *,
+    password: str,
+    bind: tuple[str, ...] = (LOOPBACK,),
+    preexec=None,
+    rotating: RotatingLog | None = None,
+) -> subprocess.Popen:
     """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
     append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
     it is on disk). The password goes to it on stdin, never on a command line. ``preexec``:
@@ -92,14 +101,33 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
     host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
     if port_in_use(host, port):  # else the ping below could reach another server there
-        raise SystemExit(f"port {port} is in use (another Redis?); choose another with "
-                         "--redis-port, or none for a free one")  # fmt: skip
+        raise SystemExit(
+            f"port {port} is in use (another Redis?); choose another with "
+            "--redis-port, or none for a free one"
+        )
     data_dir.mkdir(parents=True, exist_ok=True)
     # Redis changes into --dir before it opens the log: both must be absolute
     data_dir, log = data_dir.resolve(), log.resolve()
-    command = [binary, "-", "--port", str(port), "--bind", *bind, "--protected-mode", "yes",
-               "--dir", str(data_dir), "--appendonly", "yes", "--appendfsync", "always",
-               "--save", "", "--logfile", "" if rotating else str(log)]  # fmt: skip
+    command = [
+        binary,
+        "-",
+        "--port",
+        str(port),
+        "--bind",
+        *bind,
+        "--protected-mode",
+        "yes",
+        "--dir",
+        str(data_dir),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--save",
+        "",
+        "--logfile",
+        "" if rotating else str(log),
+    ]
     out = subprocess.DEVNULL if rotating is None else subprocess.PIPE
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, preexec_fn=preexec)
     if rotating is not None:
@@ -119,8 +147,9 @@ def start_redis(data_dir: Path, port: int, log: Path, *, password: str,
             time.sleep(0.05)
     process.terminate()  # not left running behind this stack's back
     process.wait()
-    raise SystemExit(f"redis-server did not answer on port {port} in {REDIS_START_SECONDS:.0f} s;"
-                     f" see {log}")  # fmt: skip
+    raise SystemExit(
+        f"redis-server did not answer on port {port} in {REDIS_START_SECONDS:.0f} s; see {log}"
+    )
 
 
 def _fbgp(*args: str) -> list[str]:
@@ -168,10 +197,19 @@ class LocalStack:
     rotates it by size (:mod:`clients.ops.logs`).
     """
 
-    def __init__(self, data_dir: Path, *, workers: int = 1, port: int | None = None,
-                 env: dict | None = None, cores: list[int] | None = None,
-                 redis_port: int | None = None, redis_bind: str | None = None,
-                 light: bool = True, tied: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        workers: int = 1,
+        port: int | None = None,
+        env: dict | None = None,
+        cores: list[int] | None = None,
+        redis_port: int | None = None,
+        redis_bind: str | None = None,
+        light: bool = True,
+        tied: bool = False,
+    ):
         """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
         never a long refit), so that small campaigns always find a worker. ``tied``: every
         part gets SIGTERM when this process dies (:func:`die_with_parent`; start them from one
@@ -207,16 +245,21 @@ class LocalStack:
             from fbgp_al.service.settings import get_settings
 
             settings = get_settings()
-            self._logs[name] = RotatingLog(self.data_dir / f"{name}.log",
-                                           settings.log_file_bytes,
-                                           settings.log_file_backups)  # fmt: skip
+            self._logs[name] = RotatingLog(
+                self.data_dir / f"{name}.log", settings.log_file_bytes, settings.log_file_backups
+            )
         return self._logs[name]
 
     def _popen(self, command: list[str], log: str, **options) -> subprocess.Popen:
         """Part ``log`` (its log's name) started: its stdout and stderr pumped into its log."""
-        process = subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, preexec_fn=self.preexec,
-                                   **options)  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=self.preexec,
+            **options,
+        )
         self._log(log).pump(process.stdout)
         return process
 
@@ -230,9 +273,15 @@ class LocalStack:
         return socket.getfqdn() if host in WILDCARDS else host
 
     def start_redis(self) -> None:
-        self.redis = start_redis(self.data_dir, self.redis_port, self.data_dir / "redis.log",
-                                 password=self.redis_password, bind=self.redis_bind,
-                                 preexec=self.preexec, rotating=self._log("redis"))  # fmt: skip
+        self.redis = start_redis(
+            self.data_dir,
+            self.redis_port,
+            self.data_dir / "redis.log",
+            password=self.redis_password,
+            bind=self.redis_bind,
+            preexec=self.preexec,
+            rotating=self._log("redis"),
+        )
 
     def start_worker(self, k: int) -> subprocess.Popen:
         core = self.cores[k % len(self.cores)]
@@ -249,8 +298,9 @@ class LocalStack:
 
         host = socket.gethostname()
         with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
-            dead = [w for w in workers(connection)
-                    if w.hostname == host and w.pid and not alive(w.pid)]  # fmt: skip
+            dead = [
+                w for w in workers(connection) if w.hostname == host and w.pid and not alive(w.pid)
+            ]
             for worker in dead:
                 worker.register_death()
         return len(dead)
@@ -293,8 +343,10 @@ class LocalStack:
             except httpx.TransportError:
                 pass
             if self.api is not None and self.api.poll() is not None:
-                raise SystemExit(f"the API exited with code {self.api.returncode}; see "
-                                 f"{self.data_dir / 'api.log'}")  # fmt: skip
+                raise SystemExit(
+                    f"the API exited with code {self.api.returncode}; see "
+                    f"{self.data_dir / 'api.log'}"
+                )
             ours = [w for w in self.workers if w is not None]
             if ours and all(w.poll() is not None for w in ours):
                 raise SystemExit(f"every worker exited; see {self.data_dir}/worker-*.log")
@@ -302,8 +354,10 @@ class LocalStack:
                 print(note, flush=True)
                 noted = True
             time.sleep(0.2)
-        raise SystemExit(f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s; see "
-                         f"{self.data_dir}/api.log and worker-*.log")  # fmt: skip
+        raise SystemExit(
+            f"{self.url} not ready with {want} worker(s) in {seconds:.0f} s; see "
+            f"{self.data_dir}/api.log and worker-*.log"
+        )
 
     def kill_redis(self, sig: int = signal.SIGKILL) -> None:
         self.redis.send_signal(sig)
@@ -339,8 +393,11 @@ class LocalStack:
         if self.redis is not None and self.redis.poll() is not None:
             self.start_redis()
             restarted.append("redis")
-        dead = [k for k, worker in enumerate(self.workers)
-                if worker is not None and worker.poll() is not None]  # fmt: skip
+        dead = [
+            k
+            for k, worker in enumerate(self.workers)
+            if worker is not None and worker.poll() is not None
+        ]
         if dead or restarted:
             with contextlib.suppress(RedisError):  # left to the keys' expiry
                 self.forget_dead_workers()

@@ -35,8 +35,10 @@ def hold_data_dir(data_dir: Path):
         handle.seek(0)
         holder = handle.read().strip() or "?"
         handle.close()
-        raise SystemExit(f"fbgp-al: another fbgp-al up (pid {holder}) uses {data_dir}; stop it "
-                         "first, or give this one another --data-dir") from None  # fmt: skip
+        raise SystemExit(
+            f"fbgp-al: another fbgp-al up (pid {holder}) uses {data_dir}; stop it "
+            "first, or give this one another --data-dir"
+        ) from None
     handle.truncate(0)
     handle.write(f"{os.getpid()}\n")
     handle.flush()
@@ -48,9 +50,12 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al up", description=described(__doc__))
     parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
     parser.add_argument("--port", type=int, default=8000, help="the API's port on loopback [8000]")
-    parser.add_argument("--data-dir", type=Path, default=Path("fbgp-data"),
-                        help="Redis's append-only file, its password and the logs "
-                             "[./fbgp-data]")  # fmt: skip
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("fbgp-data"),
+        help="Redis's append-only file, its password and the logs [./fbgp-data]",
+    )
     demos = SIMULATORS + MULTI_SIMULATORS
     parser.add_argument(
         "--demo",
@@ -58,17 +63,28 @@ def main(argv=None) -> None:
         choices=demos,
         help=f"then run a demo campaign: one of {', '.join(demos)}",
     )
-    parser.add_argument("--demo-labels", type=int, default=15,
-                        help="labels of the demo campaign [15]")  # fmt: skip
-    parser.add_argument("--exit-after-demo", action="store_true",
-                        help="stop the stack once the demo campaign is done")  # fmt: skip
+    parser.add_argument(
+        "--demo-labels", type=int, default=15, help="labels of the demo campaign [15]"
+    )
+    parser.add_argument(
+        "--exit-after-demo",
+        action="store_true",
+        help="stop the stack once the demo campaign is done",
+    )
     parser.add_argument("--redis-port", type=int, default=None, help="a free port by default")
-    parser.add_argument("--redis-bind", metavar="ADDR", default=LOOPBACK,
-                        help="Redis listens here too (a private interface, for workers on other "
-                             "machines); loopback only by default")  # fmt: skip
-    parser.add_argument("--print-redis-url", action="store_true",
-                        help="print the Redis URL for workers on other machines with its "
-                             "password (by default, the password's file is named)")  # fmt: skip
+    parser.add_argument(
+        "--redis-bind",
+        metavar="ADDR",
+        default=LOOPBACK,
+        help="Redis listens here too (a private interface, for workers on other "
+        "machines); loopback only by default",
+    )
+    parser.add_argument(
+        "--print-redis-url",
+        action="store_true",
+        help="print the Redis URL for workers on other machines with its "
+        "password (by default, the password's file is named)",
+    )
     args = parser.parse_args(argv)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
@@ -77,9 +93,15 @@ def main(argv=None) -> None:
     if port_in_use(LOOPBACK, args.port):
         raise SystemExit(f"fbgp-al: port {args.port} is in use; choose another with --port")
     lock = hold_data_dir(args.data_dir)  # noqa: F841 (held while this process runs)
-    stack = LocalStack(args.data_dir, workers=args.workers, port=args.port, cores=cores,
-                       redis_port=args.redis_port, redis_bind=args.redis_bind,
-                       tied=True)  # fmt: skip
+    stack = LocalStack(
+        args.data_dir,
+        workers=args.workers,
+        port=args.port,
+        cores=cores,
+        redis_port=args.redis_port,
+        redis_bind=args.redis_bind,
+        tied=True,
+    )
     exits: dict[str, list[float]] = {}
     try:
         stack.start(ready=False)
@@ -88,24 +110,32 @@ def main(argv=None) -> None:
             note="fbgp-al: waiting for a worker (a first start on this "
             "machine compiles the sampler's kernels: a minute or more)",
         )
-        print(f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
-              f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
-              f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all", flush=True)  # fmt: skip
+        print(
+            f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
+            f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
+            f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all",
+            flush=True,
+        )
         # the password stays out of this output (and of logs of it) unless asked for
         password = stack.redis_password if args.print_redis_url else "PASSWORD"
         remote = f"redis://:{password}@{stack.remote_redis_host()}:{stack.redis_port}/0"
         told = f"fbgp-al: Redis requires the password in {args.data_dir / PASSWORD_FILE}"
         if stack.redis_bind == (LOOPBACK,):
-            print(f"{told} (FBGP_REDIS_URL={remote}); it listens on loopback only: "
-                  "--redis-bind ADDR lets workers on other machines join", flush=True)  # fmt: skip
+            print(
+                f"{told} (FBGP_REDIS_URL={remote}); it listens on loopback only: "
+                "--redis-bind ADDR lets workers on other machines join",
+                flush=True,
+            )
         else:
-            print(f"{told}; a worker on another machine joins with FBGP_REDIS_URL={remote} "
-                  "fbgp-al worker", flush=True)  # fmt: skip
+            print(
+                f"{told}; a worker on another machine joins with FBGP_REDIS_URL={remote} "
+                "fbgp-al worker",
+                flush=True,
+            )
         if args.demo:
             from fbgp_al.clients.ops.http_demo import run_demo
 
-            run_demo(stack.url, args.demo, args.demo_labels,
-                     token=os.environ.get("FBGP_API_TOKEN"))  # fmt: skip
+            run_demo(stack.url, args.demo, args.demo_labels, token=os.environ.get("FBGP_API_TOKEN"))
             if args.exit_after_demo:
                 return
         while True:  # keep it all running: what exits is started again, within reason
@@ -114,8 +144,11 @@ def main(argv=None) -> None:
             for name in stack.restart_dead():
                 exits[name] = [t for t in exits.get(name, []) if now - t < 60.0] + [now]
                 if len(exits[name]) > RESTARTS_PER_MINUTE:
-                    print(f"fbgp-al: {name} exited {len(exits[name])} times in a minute; "
-                          f"stopping (see {args.data_dir / name}.log)", flush=True)  # fmt: skip
+                    print(
+                        f"fbgp-al: {name} exited {len(exits[name])} times in a minute; "
+                        f"stopping (see {args.data_dir / name}.log)",
+                        flush=True,
+                    )
                     raise SystemExit(1)
                 print(f"fbgp-al: {name} exited; started it again", flush=True)
     except KeyboardInterrupt:

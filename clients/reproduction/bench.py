@@ -87,35 +87,64 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the service")
     parser.add_argument("--token", help="bearer token (default: FBGP_API_TOKEN)")
-    parser.add_argument("--simulators", default="all", type=lambda v: _names(v, SIMULATORS),
-                        help=f"comma-separated, or 'all': {','.join(SIMULATORS)}")  # fmt: skip
-    parser.add_argument("--acquisitions", default="all",
-                        type=lambda v: _names(v, PAPER_ACQUISITIONS, OTHER_ACQUISITIONS),
-                        help=f"comma-separated, or 'all': {','.join(PAPER_ACQUISITIONS)}; also "
-                             f"{' and '.join(OTHER_ACQUISITIONS)} (bald-std: BALD as the "
-                             "paper's code computes it)")  # fmt: skip
+    parser.add_argument(
+        "--simulators",
+        default="all",
+        type=lambda v: _names(v, SIMULATORS),
+        help=f"comma-separated, or 'all': {','.join(SIMULATORS)}",
+    )
+    parser.add_argument(
+        "--acquisitions",
+        default="all",
+        type=lambda v: _names(v, PAPER_ACQUISITIONS, OTHER_ACQUISITIONS),
+        help=f"comma-separated, or 'all': {','.join(PAPER_ACQUISITIONS)}; also "
+        f"{' and '.join(OTHER_ACQUISITIONS)} (bald-std: BALD as the "
+        "paper's code computes it)",
+    )
     parser.add_argument("--runs", type=int, default=RUNS, help="repetitions 0..RUNS-1")
-    parser.add_argument("--iterations", default="paper", type=parse_iterations,
-                        help="labels after the initial design: 'paper' or a number")  # fmt: skip
-    parser.add_argument("--protocol", default="paper", choices=list(PROTOCOLS),
-                        help="the settings of the five options below unless given: "
-                             + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()))  # fmt: skip
-    parser.add_argument("--mcmc", choices=list(MCMC_PRESETS),
-                        help="MCMC preset; " + "; ".join(f"{k}: {v}" for k, v in
-                                                         MCMC_PRESETS.items()))  # fmt: skip
-    parser.add_argument("--allow-repeats", action=argparse.BooleanOptionalAction,
-                        help="pool points may be labeled again, as in the paper's code, which "
-                             "scores the whole grid every iteration")  # fmt: skip
-    parser.add_argument("--bald", choices=BALDS,
-                        help="the service acquisition the 'bald' column runs (bald-code: BALD "
-                             "as the paper's code computes it); records keep 'bald'")  # fmt: skip
-    parser.add_argument("--input-scaling", choices=INPUT_SCALINGS,
-                        help="box: inputs scaled by the declared bounds; labels: min-max by the "
-                             "labeled inputs at each refit, as the paper's code")  # fmt: skip
-    parser.add_argument("--initial-design", choices=INITIAL_DESIGNS,
-                        help="pool: the repetition's maximin LHS snapped to the pool; "
-                             "continuous: the same LHS, not snapped, as the paper's "
-                             "code")  # fmt: skip
+    parser.add_argument(
+        "--iterations",
+        default="paper",
+        type=parse_iterations,
+        help="labels after the initial design: 'paper' or a number",
+    )
+    parser.add_argument(
+        "--protocol",
+        default="paper",
+        choices=list(PROTOCOLS),
+        help="the settings of the five options below unless given: "
+        + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
+    )
+    parser.add_argument(
+        "--mcmc",
+        choices=list(MCMC_PRESETS),
+        help="MCMC preset; " + "; ".join(f"{k}: {v}" for k, v in MCMC_PRESETS.items()),
+    )
+    parser.add_argument(
+        "--allow-repeats",
+        action=argparse.BooleanOptionalAction,
+        help="pool points may be labeled again, as in the paper's code, which "
+        "scores the whole grid every iteration",
+    )
+    parser.add_argument(
+        "--bald",
+        choices=BALDS,
+        help="the service acquisition the 'bald' column runs (bald-code: BALD "
+        "as the paper's code computes it); records keep 'bald'",
+    )
+    parser.add_argument(
+        "--input-scaling",
+        choices=INPUT_SCALINGS,
+        help="box: inputs scaled by the declared bounds; labels: min-max by the "
+        "labeled inputs at each refit, as the paper's code",
+    )
+    parser.add_argument(
+        "--initial-design",
+        choices=INITIAL_DESIGNS,
+        help="pool: the repetition's maximin LHS snapped to the pool; "
+        "continuous: the same LHS, not snapped, as the paper's "
+        "code",
+    )
     parser.add_argument("--parallel", type=int, help="campaigns at once (default: the workers)")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the runs' setups")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -134,17 +163,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.mcmc not in MCMC_PRESETS:
-        parser.error(f"--protocol {args.protocol}: MCMC preset {args.mcmc!r} is not one of "
-                     f"this service's ({', '.join(MCMC_PRESETS)})")  # fmt: skip
+        parser.error(
+            f"--protocol {args.protocol}: MCMC preset {args.mcmc!r} is not one of "
+            f"this service's ({', '.join(MCMC_PRESETS)})"
+        )
     return args
 
 
 def plan(args) -> list[RunSpec]:
     """Every run asked for, repetition-major."""
-    return [RunSpec(sim, acq, run, iterations_for(sim, args.iterations), args.mcmc, args.seed,
-                    args.allow_repeats, args.bald, args.input_scaling, args.initial_design)
-            for run in range(args.runs) for sim in args.simulators
-            for acq in args.acquisitions]  # fmt: skip
+    return [
+        RunSpec(
+            sim,
+            acq,
+            run,
+            iterations_for(sim, args.iterations),
+            args.mcmc,
+            args.seed,
+            args.allow_repeats,
+            args.bald,
+            args.input_scaling,
+            args.initial_design,
+        )
+        for run in range(args.runs)
+        for sim in args.simulators
+        for acq in args.acquisitions
+    ]
 
 
 def _read(path: Path) -> tuple[list[dict], int]:
@@ -213,8 +257,15 @@ def _same_protocol(path: Path, spec: RunSpec, records: list[dict]) -> None:
 class _Bench:
     """Runs specs on a thread pool: one progress bar overall and one per running campaign."""
 
-    def __init__(self, args, path: Path, todo: list[RunSpec], done: dict[tuple, list[dict]],
-                 parallel: int, workers: int):  # fmt: skip
+    def __init__(
+        self,
+        args,
+        path: Path,
+        todo: list[RunSpec],
+        done: dict[tuple, list[dict]],
+        parallel: int,
+        workers: int,
+    ):
         self.args, self.path, self.todo, self.parallel = args, path, todo, parallel
         self.done, self.workers = done, workers
         self.lock = threading.Lock()  # the results file and the bars
@@ -224,8 +275,14 @@ class _Bench:
             self.slots.put(slot)
         self.disable = True if args.no_progress else None  # None: bars only on a terminal
         total = sum(s.iterations + 1 - self._scored(s) for s in todo)
-        self.overall = tqdm(total=total, desc="bench", unit="model", position=0,
-                            disable=self.disable, dynamic_ncols=True)  # fmt: skip
+        self.overall = tqdm(
+            total=total,
+            desc="bench",
+            unit="model",
+            position=0,
+            disable=self.disable,
+            dynamic_ncols=True,
+        )
 
     def _scored(self, spec: RunSpec) -> int:
         """Models of ``spec``'s run kept from an earlier attempt (its last one is scored again)."""
@@ -233,9 +290,16 @@ class _Bench:
 
     def _run(self, spec: RunSpec) -> None:
         slot = self.slots.get()
-        bar = tqdm(total=spec.iterations + 1, initial=self._scored(spec), desc=spec.label,
-                   unit="model", position=slot, leave=False, disable=self.disable,
-                   dynamic_ncols=True)  # fmt: skip
+        bar = tqdm(
+            total=spec.iterations + 1,
+            initial=self._scored(spec),
+            desc=spec.label,
+            unit="model",
+            position=slot,
+            leave=False,
+            disable=self.disable,
+            dynamic_ncols=True,
+        )
 
         def on_record(record: dict) -> None:
             record["workers"] = self.workers
@@ -247,8 +311,15 @@ class _Bench:
 
         try:
             with FbgpClient(self.args.url, self.args.token) as api:
-                run_campaign(api, spec, on_record, self.stop, self.args.wait,
-                             self.args.keep_campaigns, self.done.get(spec.key))  # fmt: skip
+                run_campaign(
+                    api,
+                    spec,
+                    on_record,
+                    self.stop,
+                    self.args.wait,
+                    self.args.keep_campaigns,
+                    self.done.get(spec.key),
+                )
         finally:
             bar.close()
             self.slots.put(slot)
@@ -272,8 +343,10 @@ class _Bench:
                     tqdm.write(f"bench: {spec.label} FAILED: {type(error).__name__}: {error}")
         except KeyboardInterrupt:
             self.stop.set()
-            tqdm.write("bench: interrupted; stopping the runs in progress (the same command "
-                       "goes on with them from their last scored model)")  # fmt: skip
+            tqdm.write(
+                "bench: interrupted; stopping the runs in progress (the same command "
+                "goes on with them from their last scored model)"
+            )
             executor.shutdown(wait=True, cancel_futures=True)
             raise SystemExit(130) from None
         finally:
@@ -301,26 +374,39 @@ def _header(argv: list[str], args, todo: int, seconds: float, parallel: int, wor
     iterations = "the paper's" if args.iterations is None else str(args.iterations)
     settings = {k: getattr(args, k) for k in PROTOCOLS[args.protocol]}
     custom = "" if settings == PROTOCOLS[args.protocol] else ", with the options given"
-    return "\n".join([
-        f"Command: `fbgp-al bench {shlex.join(argv)}`", "",
-        f"- protocol `{args.protocol}`{custom}: the `bald` column runs the service's "
-        f"`{args.bald}`; inputs scaled by "
-        f"{'the labeled inputs at each refit' if args.input_scaling == 'labels' else 'the box'}"
-        "; initial design " + ("snapped to the pool" if args.initial_design == "pool"
-                               else "continuous (not snapped)"),
-        f"- MCMC preset `{args.mcmc}`: {mcmc['chains']} chains, {mcmc['warmup']} warm-up + "
-        f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}, cold chains started "
-        f"{'uniformly in [-2, 2]' if mcmc.get('init') == 'uniform' else 'from the posterior grid'}"
-        f"{'' if mcmc.get('warm_start', True) else ', every refit cold'}",
-        "- pool points labeled at most once" if not args.allow_repeats else
-        "- pool points may be labeled again (`--allow-repeats`)",
-        f"- simulators {', '.join(args.simulators)}; acquisitions "
-        f"{', '.join(args.acquisitions)}; {args.runs} repetition(s); {iterations} iterations",
-        f"- this invocation: {todo} runs in {seconds / 60:.1f} min, {parallel} campaigns at "
-        f"once on {workers} workers" if not args.report_only else
-        "- this invocation: the report only, from the results file (the time of its runs is "
-        "below)",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"Command: `fbgp-al bench {shlex.join(argv)}`",
+            "",
+            f"- protocol `{args.protocol}`{custom}: the `bald` column runs the service's "
+            f"`{args.bald}`; inputs scaled by "
+            f"{'the labeled inputs at each refit' if args.input_scaling == 'labels' else 'the box'}"
+            "; initial design "
+            + (
+                "snapped to the pool"
+                if args.initial_design == "pool"
+                else "continuous (not snapped)"
+            ),
+            f"- MCMC preset `{args.mcmc}`: {mcmc['chains']} chains, {mcmc['warmup']} warm-up + "
+            f"{mcmc['samples']} kept NUTS steps, thinning {mcmc['thinning']}, cold chains started "
+            + (
+                "uniformly in [-2, 2]"
+                if mcmc.get("init") == "uniform"
+                else "from the posterior grid"
+            )
+            + f"{'' if mcmc.get('warm_start', True) else ', every refit cold'}",
+            "- pool points labeled at most once"
+            if not args.allow_repeats
+            else "- pool points may be labeled again (`--allow-repeats`)",
+            f"- simulators {', '.join(args.simulators)}; acquisitions "
+            f"{', '.join(args.acquisitions)}; {args.runs} repetition(s); {iterations} iterations",
+            f"- this invocation: {todo} runs in {seconds / 60:.1f} min, {parallel} campaigns at "
+            f"once on {workers} workers"
+            if not args.report_only
+            else "- this invocation: the report only, from the results file "
+            "(the time of its runs is below)",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -341,14 +427,18 @@ def main(argv: list[str] | None = None) -> None:
         skipped = len(plan(args)) - len(todo)
         resumed = sum(bool(records) for records in done.values())
         going_on = f", {resumed} going on from where they stopped" if resumed else ""
-        print(f"bench: {len(todo)} runs to do ({skipped} done already{going_on}), {parallel} at "
-              f"once, {workers} workers; results in {path}", flush=True)  # fmt: skip
+        print(
+            f"bench: {len(todo)} runs to do ({skipped} done already{going_on}), {parallel} at "
+            f"once, {workers} workers; results in {path}",
+            flush=True,
+        )
         if todo:
             failures = _Bench(args, path, todo, done, parallel, workers).run()
     if not path.exists():
         raise SystemExit(f"bench: no results in {path} to report on")
-    header = _header(argv, args, len(todo) - len(failures), time.perf_counter() - started,
-                     parallel, workers)  # fmt: skip
+    header = _header(
+        argv, args, len(todo) - len(failures), time.perf_counter() - started, parallel, workers
+    )
     claims = write_report(path, args.out, header)
     print("\nThe paper's claims:")
     for claim in claims:

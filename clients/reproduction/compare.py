@@ -36,14 +36,19 @@ def side_by_side(base: dict, other: dict, names: tuple[str, str] = ("base", "oth
     columns = [c for c in other["columns"] if c in base["columns"] or c in PAPER_SIMULATORS]
     lines = []
     for metric in ("nlml", "rmse"):
-        lines += [f"#### {metric.upper()}", "",
-                  "| acquisition | source | " + " | ".join(columns) + " |",
-                  "|---|---|" + "---|" * len(columns)]  # fmt: skip
+        lines += [
+            f"#### {metric.upper()}",
+            "",
+            "| acquisition | source | " + " | ".join(columns) + " |",
+            "|---|---|" + "---|" * len(columns),
+        ]
         acquisitions = [a for a in other["metrics"][metric] if a != other.get("baseline")]
         for acq in acquisitions:
-            rows = [("paper", base["metrics"][metric].get(acq, {}), "paper", "pm"),
-                    (names[0], base["metrics"][metric].get(acq, {}), "ours", "sd"),
-                    (names[1], other["metrics"][metric].get(acq, {}), "ours", "sd")]  # fmt: skip
+            rows = [
+                ("paper", base["metrics"][metric].get(acq, {}), "paper", "pm"),
+                (names[0], base["metrics"][metric].get(acq, {}), "ours", "sd"),
+                (names[1], other["metrics"][metric].get(acq, {}), "ours", "sd"),
+            ]
             if metric == "nlml" and "nlml_paper" in other["metrics"]:
                 code = other["metrics"]["nlml_paper"].get(acq, {})
                 rows.append((f"{names[1]}, the code's NLML", code, "ours", "sd"))
@@ -78,15 +83,24 @@ def gaps(
     those cells of the source's ``±`` over the paper's (both are Algorithm 1's, which shrinks
     as ``1 / sqrt(R)`` with the repetitions ``R``)."""
     baseline = other.get("baseline")
-    cells = [(acq, sim) for acq in other["metrics"]["nlml"] if acq != baseline
-             for sim in PAPER_SIMULATORS
-             if all(_mean(t["metrics"]["nlml"].get(acq, {}).get(sim, {}).get("ours"))
-                    is not None for t in (base, other))]  # fmt: skip
-    lines = [f"Over {len(cells)} cells ({len({a for a, _ in cells})} acquisitions x "
-             f"{len({s for _, s in cells})} simulators) that both protocols ran:", "",
-             "| source | metric | mean absolute gap | median absolute gap | "
-             f"cells > {k:g} paper ± | cells > {k:g} joint ± | median ± / paper ± |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    cells = [
+        (acq, sim)
+        for acq in other["metrics"]["nlml"]
+        if acq != baseline
+        for sim in PAPER_SIMULATORS
+        if all(
+            _mean(t["metrics"]["nlml"].get(acq, {}).get(sim, {}).get("ours")) is not None
+            for t in (base, other)
+        )
+    ]
+    lines = [
+        f"Over {len(cells)} cells ({len({a for a, _ in cells})} acquisitions x "
+        f"{len({s for _, s in cells})} simulators) that both protocols ran:",
+        "",
+        "| source | metric | mean absolute gap | median absolute gap | "
+        f"cells > {k:g} paper ± | cells > {k:g} joint ± | median ± / paper ± |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, metric, per_acq in _sources(base, other, names):
         diffs, ratios, far, joint_far = [], [], 0, 0
         for acq, sim in cells:
@@ -103,8 +117,9 @@ def gaps(
         mean = f"{sum(diffs) / len(diffs):.1f}" if diffs else ""
         middle = f"{statistics.median(diffs):.1f}" if diffs else ""
         ratio = f"{statistics.median(ratios):.2f}" if ratios else ""
-        lines.append(f"| {name} | {metric.upper()} | {mean} | {middle} | {far} | {joint_far} | "
-                     f"{ratio} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {metric.upper()} | {mean} | {middle} | {far} | {joint_far} | {ratio} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -113,8 +128,9 @@ def _mean(cell: dict | None) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fbgp_al.clients.reproduction.compare",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m fbgp_al.clients.reproduction.compare", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("base", type=Path, help="an rdauc.json")
     parser.add_argument("other", type=Path, help="another rdauc.json")
     parser.add_argument("--names", default="base,other", help="the two protocols' names")

@@ -156,12 +156,19 @@ def time_warm_start(simulator="gramacy2d", n=40, chains=5, warmup=200, samples=3
     t = time.perf_counter()
     warm = sample_posterior(u, z, chains, warmup, samples, seed=2, warm_start=previous.adaptation)
     warm_s = time.perf_counter() - t
-    out = {"cold_s": cold_s, "warm_s": warm_s, "ratio": cold_s / warm_s,
-           "agreement_sd": agreement(warm.log_draws().numpy(), cold.log_draws().numpy()),
-           "warm_start": warm.diagnostics["warm_start"]}  # fmt: skip
-    print(f"{simulator} n={n}: cold refit {cold_s:.2f} s, warm {warm_s:.2f} s "
-          f"({out['warm_start']}), ratio {out['ratio']:.2f}x, quantile diff "
-          f"{out['agreement_sd']:.2f} sd", flush=True)  # fmt: skip
+    out = {
+        "cold_s": cold_s,
+        "warm_s": warm_s,
+        "ratio": cold_s / warm_s,
+        "agreement_sd": agreement(warm.log_draws().numpy(), cold.log_draws().numpy()),
+        "warm_start": warm.diagnostics["warm_start"],
+    }
+    print(
+        f"{simulator} n={n}: cold refit {cold_s:.2f} s, warm {warm_s:.2f} s "
+        f"({out['warm_start']}), ratio {out['ratio']:.2f}x, quantile diff "
+        f"{out['agreement_sd']:.2f} sd",
+        flush=True,
+    )
     return out
 
 
@@ -192,24 +199,38 @@ def mode_gap(u, z) -> float:
     return float(energy[~short].min() - energy[short].min())
 
 
-def chain_modes(n: int, datasets: int = 4, chains: int = 5, warmup: int = 200,
-                samples: int = 300) -> dict:  # fmt: skip
+def chain_modes(
+    n: int, datasets: int = 4, chains: int = 5, warmup: int = 200, samples: int = 300
+) -> dict:
     """For ``datasets`` random sets of ``n`` of Gramacy & Lee's pool points: per chain of each
     sampler, its median log lengthscale; totals of chains in the short-lengthscale mode."""
     totals = {"ours": 0, "reference": 0, "chains": 0}
     for seed in range(datasets):
         u, z = gramacy_data(n, seed)
-        ours = sample_posterior(u, z, chains=chains, warmup=warmup, samples=samples, seed=seed,
-                                init="uniform").lengthscale[:, 0].log().numpy()  # fmt: skip
+        ours = (
+            sample_posterior(
+                u, z, chains=chains, warmup=warmup, samples=samples, seed=seed, init="uniform"
+            )
+            .lengthscale[:, 0]
+            .log()
+            .numpy()
+        )
         reference = reference_posterior(u, z, chains, warmup, samples, seed)[:, 0]
-        row = {"ours": np.median(ours.reshape(chains, -1), axis=1),
-               "reference": np.median(reference.reshape(chains, -1), axis=1)}  # fmt: skip
+        row = {
+            "ours": np.median(ours.reshape(chains, -1), axis=1),
+            "reference": np.median(reference.reshape(chains, -1), axis=1),
+        }
         for name in ("ours", "reference"):
             totals[name] += int((row[name] < SHORT_MODE).sum())
         totals["chains"] += chains
-        print(f"n={n} data set {seed}: short mode more probable by {mode_gap(u, z):.1f} nats; "
-              + "; ".join(f"{name}: " + " ".join(f"{v:+.2f}" for v in row[name])
-                          for name in ("ours", "reference")), flush=True)  # fmt: skip
+        print(
+            f"n={n} data set {seed}: short mode more probable by {mode_gap(u, z):.1f} nats; "
+            + "; ".join(
+                f"{name}: " + " ".join(f"{v:+.2f}" for v in row[name])
+                for name in ("ours", "reference")
+            ),
+            flush=True,
+        )
     print(
         f"chains in the short-lengthscale mode (log l < {SHORT_MODE}): ours {totals['ours']} "
         f"of {totals['chains']}, reference {totals['reference']} of {totals['chains']}"
@@ -254,55 +275,82 @@ def time_potential(sizes=(20, 40, 100, 200, 400), against: str | None = None) ->
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="fbgp-al bench-core", description=described(__doc__))
-    parser.add_argument("--cases", default="all",
-                        help="'all', 'target' (gramacy2d n=40), 'none', 'large': refits at "
-                        "n = 100..400 of every sampler side by side (options below), 'metric': "
-                        "diagonal against dense mass matrix, 'potential': seconds per "
-                        "gradient evaluation (--against FILE: beside another version), 'next': "
-                        "label to next point (warm refit, scoring, accuracy) at --simulators, "
-                        "--sizes and --data, 'groups': a refit's two chain groups, each to its "
-                        "own share of the target or to the target together, 'stop': when "
-                        "sampling stops (R-hat waited for or reported only), the refit's time "
-                        "and its next point against a long run's, at --simulators, --sizes "
-                        "and --data; 'screen': each acquisition's scoring in full and screened, at "
-                        "--simulators, --sizes and --data; 'repro-screen': the same on the "
-                        "reproduction's stored campaigns of --simulators (ishigami), at --sizes "
-                        "labels, --seeds as its runs (0,1,2); 'subset': the hyperparameters "
-                        "sampled by NUTS on all labels and on 200 of them, and drawn from the "
-                        "Laplace mixture (cold, warm from n - 1 labels, and warm with the cold "
-                        "search a doubling brings), each conditioned "
-                        "on all, at --simulators, --sizes and --arms; 'proposals': the Laplace "
-                        "mixture's proposal (Gaussian or Student-t, draws weighed), its Pareto k "
-                        "over --seeds (0..7); 'search': the cold search for modes, its candidates "
-                        "ranked by values alone and by the gradient call, at --simulators "
-                        "and --sizes")  # fmt: skip
+    parser.add_argument(
+        "--cases",
+        default="all",
+        help="'all', 'target' (gramacy2d n=40), 'none', 'large': refits at "
+        "n = 100..400 of every sampler side by side (options below), 'metric': "
+        "diagonal against dense mass matrix, 'potential': seconds per "
+        "gradient evaluation (--against FILE: beside another version), 'next': "
+        "label to next point (warm refit, scoring, accuracy) at --simulators, "
+        "--sizes and --data, 'groups': a refit's two chain groups, each to its "
+        "own share of the target or to the target together, 'stop': when "
+        "sampling stops (R-hat waited for or reported only), the refit's time "
+        "and its next point against a long run's, at --simulators, --sizes "
+        "and --data; 'screen': each acquisition's scoring in full and screened, at "
+        "--simulators, --sizes and --data; 'repro-screen': the same on the "
+        "reproduction's stored campaigns of --simulators (ishigami), at --sizes "
+        "labels, --seeds as its runs (0,1,2); 'subset': the hyperparameters "
+        "sampled by NUTS on all labels and on 200 of them, and drawn from the "
+        "Laplace mixture (cold, warm from n - 1 labels, and warm with the cold "
+        "search a doubling brings), each conditioned "
+        "on all, at --simulators, --sizes and --arms; 'proposals': the Laplace "
+        "mixture's proposal (Gaussian or Student-t, draws weighed), its Pareto k "
+        "over --seeds (0..7); 'search': the cold search for modes, its candidates "
+        "ranked by values alone and by the gradient call, at --simulators "
+        "and --sizes",
+    )
     parser.add_argument("--against", help="potential: a file with another GPPotential")
-    parser.add_argument("--simulators", default=",".join(LARGE_SIMULATORS),
-                        help="large: simulators")  # fmt: skip
+    parser.add_argument(
+        "--simulators", default=",".join(LARGE_SIMULATORS), help="large: simulators"
+    )
     parser.add_argument("--sizes", default=",".join(map(str, LARGE_SIZES)), help="large: n")
-    parser.add_argument("--data", default=",".join(SOURCES),
-                        help="large: uniform random inputs, and/or the points of the "
-                        "reproduction's campaigns (docs/reproduction/results.jsonl)")  # fmt: skip
-    parser.add_argument("--samplers", default="paper,fixed,default",
-                        help=f"large: of {','.join(SAMPLERS)} (botorch needs botorch, jax and "
-                        "numpyro importable: docs/benchmarks.md)")  # fmt: skip
-    parser.add_argument("--peer-max-n", type=int, default=100,
-                        help="large: run the peers (paper, botorch) only up to this n")  # fmt: skip
-    parser.add_argument("--reference-draws", type=int, default=1000,
-                        help="large: draws per chain of the long reference run")  # fmt: skip
+    parser.add_argument(
+        "--data",
+        default=",".join(SOURCES),
+        help="large: uniform random inputs, and/or the points of the "
+        "reproduction's campaigns (docs/reproduction/results.jsonl)",
+    )
+    parser.add_argument(
+        "--samplers",
+        default="paper,fixed,default",
+        help=f"large: of {','.join(SAMPLERS)} (botorch needs botorch, jax and "
+        "numpyro importable: docs/benchmarks.md)",
+    )
+    parser.add_argument(
+        "--peer-max-n",
+        type=int,
+        default=100,
+        help="large: run the peers (paper, botorch) only up to this n",
+    )
+    parser.add_argument(
+        "--reference-draws",
+        type=int,
+        default=1000,
+        help="large: draws per chain of the long reference run",
+    )
     parser.add_argument("--no-reference", action="store_true", help="skip the Pyro reference path")
     parser.add_argument("--chains", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--modes", type=int, metavar="N",
-                        help="only: where chains settle on Gramacy & Lee, N labels")  # fmt: skip
+    parser.add_argument(
+        "--modes",
+        type=int,
+        metavar="N",
+        help="only: where chains settle on Gramacy & Lee, N labels",
+    )
     parser.add_argument("--datasets", type=int, default=4, help="data sets for --modes")
-    parser.add_argument("--arms", default=",".join(LARGE_N_ARMS),
-                        help="subset: of all,subset,laplace,laplace-warm,"
-                        "laplace-search")  # fmt: skip
-    parser.add_argument("--seeds", default=None, metavar="S,S,..",
-                        help="stop, screen, subset, proposals: the seeds (0,1,2; subset 0,1; "
-                        "proposals 0..7)")  # fmt: skip
+    parser.add_argument(
+        "--arms",
+        default=",".join(LARGE_N_ARMS),
+        help="subset: of all,subset,laplace,laplace-warm,laplace-search",
+    )
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        metavar="S,S,..",
+        help="stop, screen, subset, proposals: the seeds (0,1,2; subset 0,1; proposals 0..7)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.modes is not None:
@@ -311,8 +359,19 @@ def main(argv=None) -> None:
     cores = os.sched_getaffinity(0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, cores {sorted(cores)}")
     seeds = {} if args.seeds is None else {"seeds": tuple(int(v) for v in args.seeds.split(","))}
-    if args.cases in ("large", "metric", "potential", "next", "groups", "stop", "screen", "subset",
-                      "proposals", "repro-screen", "search"):  # fmt: skip
+    if args.cases in (
+        "large",
+        "metric",
+        "potential",
+        "next",
+        "groups",
+        "stop",
+        "screen",
+        "subset",
+        "proposals",
+        "repro-screen",
+        "search",
+    ):
         if args.cases == "large":
             large_cases(args)
         elif args.cases == "groups":

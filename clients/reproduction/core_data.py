@@ -106,9 +106,16 @@ def agreement(ours: np.ndarray, reference: np.ndarray) -> float:
 def fit(u, z, mcmc: dict, seed: int, warm: Posterior | None = None) -> Posterior:
     """A refit as the service runs it with campaign settings ``mcmc`` (warm from ``warm``)."""
     return sample_posterior(
-        u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
+        u,
+        z,
+        mcmc["chains"],
+        mcmc["warmup"],
+        mcmc["samples"],
+        seed=seed,
         warm_start=warm.adaptation if warm is not None and mcmc.get("warm_start") else None,
-        warm_warmup=mcmc.get("warm_warmup", 50), init=mcmc.get("init", "grid"),
-        target=Target.of(mcmc), metric=mcmc.get("metric", "diag"),
+        warm_warmup=mcmc.get("warm_warmup", 50),
+        init=mcmc.get("init", "grid"),
+        target=Target.of(mcmc),
+        metric=mcmc.get("metric", "diag"),
         start_metric=mcmc.get("start_metric", False),
-    )  # fmt: skip
+    )

@@ -57,8 +57,10 @@ def main(argv=None) -> None:
             u, z, post.mode_lengthscale[None], torch.tensor([post.mode_noise]), truth_u
         )
         rmse = float(np.sqrt(np.mean((scale.mean_from_z(mean[0]).numpy() - setup.rmse_mean) ** 2)))
-        line = (f"n={len(labeled):3d}  rmse {rmse:8.4f}  R-hat {post.diagnostics['max_rhat']:.3f}  "
-                f"refit {post.diagnostics['seconds']:.2f} s")  # fmt: skip
+        line = (
+            f"n={len(labeled):3d}  rmse {rmse:8.4f}  R-hat {post.diagnostics['max_rhat']:.3f}  "
+            f"refit {post.diagnostics['seconds']:.2f} s"
+        )
         if it == args.iterations:
             print(line)
             break

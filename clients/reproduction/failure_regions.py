@@ -92,8 +92,15 @@ def region(sim: Simulator, fraction: float = FRACTION, seed: int = 0) -> Region:
     return Region(centre, lower, upper, covered)
 
 
-def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, seed: int,
-            token: str | None = None) -> dict:  # fmt: skip
+def run_one(
+    url: str,
+    sim: Simulator,
+    where: Region,
+    model: str,
+    labels: int,
+    seed: int,
+    token: str | None = None,
+) -> dict:
     """One campaign of ``sim`` failing in ``where``, failure model ``model``, to ``labels``
     labels: its runs, failures (all, and after the design), and the feasible RMSE of its models.
 
@@ -122,9 +129,15 @@ def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, se
             curve[int(prediction.model_version)] = rmse
         return rmse
 
-    body = {"name": f"failures-{sim.name}-{model}-{seed}", "inputs": sim.inputs(),
-            "pool": sim.pool, "max_labels": labels, "seed": seed,
-            "failures": {"model": model}, "max_failures": 100 * labels}  # fmt: skip
+    body = {
+        "name": f"failures-{sim.name}-{model}-{seed}",
+        "inputs": sim.inputs(),
+        "pool": sim.pool,
+        "max_labels": labels,
+        "seed": seed,
+        "failures": {"model": model},
+        "max_failures": 100 * labels,
+    }
     with FbgpClient(url, token) as api:
         campaign = api.create_campaign(body)
         design = int(campaign.spec["initial_design"]["size"])
@@ -148,12 +161,22 @@ def run_one(url: str, sim: Simulator, where: Region, model: str, labels: int, se
         rmse = measure(api, campaign.id)
         api.delete_campaign(campaign.id, missing_ok=True)
     after = runs[design:]
-    return {"simulator": sim.name, "model": model, "seed": seed, "runs": len(runs),
-            "failed": int(sum(runs)), "runs_after_design": len(after),
-            "failed_after_design": int(sum(after)), "rmse_feasible": rmse,
-            "region_fraction": where.fraction, "ended": ended, "design": design,
-            "labels": labels, "n_labeled": n_labeled,
-            "rmse_curve": [[n, curve[n]] for n in sorted(curve)]}  # fmt: skip
+    return {
+        "simulator": sim.name,
+        "model": model,
+        "seed": seed,
+        "runs": len(runs),
+        "failed": int(sum(runs)),
+        "runs_after_design": len(after),
+        "failed_after_design": int(sum(after)),
+        "rmse_feasible": rmse,
+        "region_fraction": where.fraction,
+        "ended": ended,
+        "design": design,
+        "labels": labels,
+        "n_labeled": n_labeled,
+        "rmse_curve": [[n, curve[n]] for n in sorted(curve)],
+    }
 
 
 def curve_auc(record: dict) -> float:
@@ -171,21 +194,28 @@ def curve_auc(record: dict) -> float:
     return float(auc(values[np.searchsorted(at, grid, side="right")], grid))
 
 
-def rd_auc_by_simulator(records: list[dict], baseline: str = "none",
-                        new: str = "classifier") -> dict[str, RdAuc]:  # fmt: skip
+def rd_auc_by_simulator(
+    records: list[dict], baseline: str = "none", new: str = "classifier"
+) -> dict[str, RdAuc]:
     """Per simulator, the RD-AUC of the feasible RMSE curves (:func:`curve_auc`) of model
     ``new`` against ``baseline`` (the bound 0: RMSE's), over the repetitions (seeds) that both
     have: positive when ``new``'s curves lie lower. Simulators lacking either model are left
     out."""
     out = {}
     for name in sorted({r["simulator"] for r in records}):
-        aucs = {m: {r["seed"]: curve_auc(r) for r in records
-                    if r["simulator"] == name and r["model"] == m}
-                for m in (baseline, new)}  # fmt: skip
+        aucs = {
+            m: {
+                r["seed"]: curve_auc(r)
+                for r in records
+                if r["simulator"] == name and r["model"] == m
+            }
+            for m in (baseline, new)
+        }
         seeds = sorted(set(aucs[baseline]) & set(aucs[new]))
         if seeds:
-            out[name] = rd_auc([aucs[baseline][s] for s in seeds],
-                               [aucs[new][s] for s in seeds], auc_best=0.0)  # fmt: skip
+            out[name] = rd_auc(
+                [aucs[baseline][s] for s in seeds], [aucs[new][s] for s in seeds], auc_best=0.0
+            )
     return out
 
 
@@ -194,16 +224,20 @@ def table(records: list[dict]) -> str:
     the median over repetitions and pooled, the median final feasible RMSE, the median area
     under the feasible RMSE curve (:func:`curve_auc`) and, on the classifier's row, the RD-AUC
     of its curves against ``none``'s (:func:`rd_auc_by_simulator`; percent, mean ± sd)."""
-    lines = ["| simulator | region | model | reps | runs failed (pooled) | after the design, "
-             "median share | final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC "
-             "against none (%) |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| simulator | region | model | reps | runs failed (pooled) | after the design, "
+        "median share | final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC "
+        "against none (%) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     rd = rd_auc_by_simulator(records)
     keys = sorted({(r["simulator"], r["model"]) for r in records})
     for name, model in keys:
         rs = [r for r in records if r["simulator"] == name and r["model"] == model]
         failed, runs = sum(r["failed"] for r in rs), sum(r["runs"] for r in rs)
-        share = statistics.median(r["failed_after_design"] / max(1, r["runs_after_design"])
-                                  for r in rs)  # fmt: skip
+        share = statistics.median(
+            r["failed_after_design"] / max(1, r["runs_after_design"]) for r in rs
+        )
         rmse = statistics.median(r["rmse_feasible"] for r in rs)
         area = statistics.median(curve_auc(r) for r in rs)
         if model == "none":
@@ -213,23 +247,31 @@ def table(records: list[dict]) -> str:
             versus = f"{100 * rd[name].mean:.1f} ± {sd}"
         else:
             versus = ""
-        lines.append(f"| {name} | {rs[0]['region_fraction']:.0%} | {model} | {len(rs)} | "
-                     f"{failed}/{runs} | {share:.1%} | {rmse:.4g} | {area:.4g} | "
-                     f"{versus} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {rs[0]['region_fraction']:.0%} | {model} | {len(rs)} | "
+            f"{failed}/{runs} | {share:.1%} | {rmse:.4g} | {area:.4g} | "
+            f"{versus} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="fbgp-al bench-failures", description=__doc__.split(
-        "\n\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="fbgp-al bench-failures", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", default=None)
-    parser.add_argument("--simulators", nargs="+", default=list(SIMULATORS_FAILING),
-                        choices=sorted(SIMULATORS))  # fmt: skip
+    parser.add_argument(
+        "--simulators", nargs="+", default=list(SIMULATORS_FAILING), choices=sorted(SIMULATORS)
+    )
     parser.add_argument("--labels", type=int, default=30)
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--fraction", type=float, default=FRACTION,
-                        help="the share of each domain that fails [0.15]")  # fmt: skip
+    parser.add_argument(
+        "--fraction",
+        type=float,
+        default=FRACTION,
+        help="the share of each domain that fails [0.15]",
+    )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     args = parser.parse_args(argv)
     records = []

@@ -62,17 +62,21 @@ def zero_mean(u, success, seed: int = 0):
     centre, scale, bounds = centre[:-1], scale[:-1], bounds[:-1]
 
     def objective(theta):
-        value, grad, _ = fe.log_marginal(u, success, np.exp(theta[:-1]), math.exp(theta[-1]),
-                                         0.0, "probit", True)  # fmt: skip
+        value, grad, _ = fe.log_marginal(
+            u, success, np.exp(theta[:-1]), math.exp(theta[-1]), 0.0, "probit", True
+        )
         z = (theta - centre) / scale
         return -(value - 0.5 * z @ z), -(grad[:-1] - z / scale)
 
     rng = np.random.default_rng(seed)
     lo, hi = np.array(bounds).T
-    starts = [centre] + [np.clip(centre + scale * rng.standard_normal(len(centre)), lo, hi)
-                         for _ in range(fe.RESTARTS - 1)]  # fmt: skip
-    ends = [optimize.minimize(objective, s, jac=True, method="L-BFGS-B", bounds=bounds)
-            for s in starts]  # fmt: skip
+    starts = [centre] + [
+        np.clip(centre + scale * rng.standard_normal(len(centre)), lo, hi)
+        for _ in range(fe.RESTARTS - 1)
+    ]
+    ends = [
+        optimize.minimize(objective, s, jac=True, method="L-BFGS-B", bounds=bounds) for s in starts
+    ]
     theta = min(ends, key=lambda r: r.fun).x
     return fe.condition(u, success, np.exp(theta[:-1]), math.exp(theta[-1]), 0.0, "probit", "ep")
 
@@ -87,8 +91,9 @@ def _chol(K: np.ndarray) -> np.ndarray:
     raise linalg.LinAlgError("no jitter factorizes K")
 
 
-def fully_bayesian(u, success, test, seed: int, iterations: int = 1500, warmup: int = 500,
-                   thin: int = 5) -> np.ndarray:  # fmt: skip
+def fully_bayesian(
+    u, success, test, seed: int, iterations: int = 1500, warmup: int = 500, thin: int = 5
+) -> np.ndarray:
     """One chain of the reference sampler; the mean probability of success at ``test``."""
     rng = np.random.default_rng(seed)
     y = 2.0 * success - 1.0
@@ -162,10 +167,17 @@ def fully_bayesian(u, success, test, seed: int, iterations: int = 1500, warmup: 
 
 
 def accuracy(ns: list[int], ds: list[int], seeds: int) -> None:
-    methods = ("laplace probit", "laplace logistic", "ep probit", "ep at laplace's theta",
-               "ep at laplace's theta, zero mean", "fully Bayesian probit")  # fmt: skip
-    print("d\tn\tseed\t" + "\t".join(f"{m}: log loss\tBrier\ts" for m in methods)
-          + "\tchains differ")  # fmt: skip
+    methods = (
+        "laplace probit",
+        "laplace logistic",
+        "ep probit",
+        "ep at laplace's theta",
+        "ep at laplace's theta, zero mean",
+        "fully Bayesian probit",
+    )
+    print(
+        "d\tn\tseed\t" + "\t".join(f"{m}: log loss\tBrier\ts" for m in methods) + "\tchains differ"
+    )
     sums = {m: np.zeros(3) for m in methods}
     rows = 0
     for d in ds:
@@ -201,8 +213,10 @@ def accuracy(ns: list[int], ds: list[int], seeds: int) -> None:
 
 
 def timing(ns: list[int], d: int, candidates: int = 10_000) -> None:
-    print("n\td\tfit s\tEP at the end s\tp_success s (10,000)\tone evidence + gradient,"
-          " Laplace s\tEP s\tfully Bayesian s per iteration (x 1,500 x 2 chains)")  # fmt: skip
+    print(
+        "n\td\tfit s\tEP at the end s\tp_success s (10,000)\tone evidence + gradient,"
+        " Laplace s\tEP s\tfully Bayesian s per iteration (x 1,500 x 2 chains)"
+    )
     for n in ns:
         u, success, _, _ = problem(n, d, 0)
         test = np.random.default_rng(0).random((candidates, d))
@@ -218,15 +232,24 @@ def timing(ns: list[int], d: int, candidates: int = 10_000) -> None:
         evaluations = []
         for inference in fe.INFERENCES:
             started = time.perf_counter()
-            fe.log_marginal(u, success, model.lengthscale, model.variance, model.bias,
-                            gradient=True, inference=inference)  # fmt: skip
+            fe.log_marginal(
+                u,
+                success,
+                model.lengthscale,
+                model.variance,
+                model.bias,
+                gradient=True,
+                inference=inference,
+            )
             evaluations.append(time.perf_counter() - started)
         started = time.perf_counter()
         fully_bayesian(u, success, test[:1], 0, iterations=20, warmup=19, thin=1)
         per_iteration = (time.perf_counter() - started) / 20
-        print(f"{n}\t{d}\t{fitted:.2f}\t{conditioned:.2f}\t{predicted:.3f}\t{evaluations[0]:.3f}"
-              f"\t{evaluations[1]:.3f}\t{per_iteration:.4f} ({per_iteration * 3000:.0f} s)",
-              flush=True)  # fmt: skip
+        print(
+            f"{n}\t{d}\t{fitted:.2f}\t{conditioned:.2f}\t{predicted:.3f}\t{evaluations[0]:.3f}"
+            f"\t{evaluations[1]:.3f}\t{per_iteration:.4f} ({per_iteration * 3000:.0f} s)",
+            flush=True,
+        )
 
 
 def main(argv=None) -> None:

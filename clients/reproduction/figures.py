@@ -28,8 +28,9 @@ from fbgp_al.clients.simulators import get_simulator
 Share = tuple[int, int]  # (how many of them, out of how many)
 
 
-def mode_share(records: Iterable[dict], simulator: str, after: int, rmse_above: float
-               ) -> dict[str, Share]:  # fmt: skip
+def mode_share(
+    records: Iterable[dict], simulator: str, after: int, rmse_above: float
+) -> dict[str, Share]:
     """``{acquisition: (models with rmse > rmse_above, models)}`` over the models of
     ``simulator`` fitted on ``after`` labels or more."""
     out: dict[str, list[int]] = {}
@@ -46,8 +47,9 @@ def _chosen(records: list[dict]):
     record's points are the initial design, the later records' the acquisition's choices."""
     for sim, acq, run in sorted({run_key(r) for r in records}):
         X, _ = labeled_points(records, sim, acq, run)
-        first = min((r for r in records if run_key(r) == (sim, acq, run)),
-                    key=lambda r: r["n_labeled"])  # fmt: skip
+        first = min(
+            (r for r in records if run_key(r) == (sim, acq, run)), key=lambda r: r["n_labeled"]
+        )
         k = len(first.get("x") or [])
         yield sim, acq, X[:k], X[k:]
 
@@ -126,18 +128,22 @@ def report(path: Path, args) -> str:
         repeats.setdefault(sim, {})[acq] = share
     rhat = rhat_share(records, args.rhat_above)
     modes = mode_share(records, args.simulator, args.after, args.rmse_above)
-    return "\n\n".join([
-        f"## {path} (finished runs, repetitions {', '.join(map(str, runs))})",
-        f"Models of {args.simulator} on {args.after}+ labels with RMSE above {args.rmse_above}:",
-        _table({"share": modes}, "acquisition") if modes else
-        f"(no models of {args.simulator} on {args.after}+ labels)",
-        f"Chosen points within {100 * args.face:g} % of a face of the box:",
-        _table(by_sim, "simulator"),
-        "Chosen points that had been labeled before in their run:",
-        _table(repeats, "simulator"),
-        f"Models with max R-hat above {args.rhat_above}:",
-        _table({"share": rhat}, "simulator"),
-    ])  # fmt: skip
+    return "\n\n".join(
+        [
+            f"## {path} (finished runs, repetitions {', '.join(map(str, runs))})",
+            f"Models of {args.simulator} on {args.after}+ labels with RMSE above "
+            f"{args.rmse_above}:",
+            _table({"share": modes}, "acquisition")
+            if modes
+            else f"(no models of {args.simulator} on {args.after}+ labels)",
+            f"Chosen points within {100 * args.face:g} % of a face of the box:",
+            _table(by_sim, "simulator"),
+            "Chosen points that had been labeled before in their run:",
+            _table(repeats, "simulator"),
+            f"Models with max R-hat above {args.rhat_above}:",
+            _table({"share": rhat}, "simulator"),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -147,8 +153,11 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("results", type=Path, nargs="+", help="results files (JSON lines)")
-    parser.add_argument("--runs", type=lambda s: {int(v) for v in s.split(",")},
-                        help="only these repetitions, comma-separated (default: all)")  # fmt: skip
+    parser.add_argument(
+        "--runs",
+        type=lambda s: {int(v) for v in s.split(",")},
+        help="only these repetitions, comma-separated (default: all)",
+    )
     parser.add_argument("--simulator", default="gramacy1d", help="for the mode share")
     parser.add_argument("--after", type=int, default=30, help="for the mode share: labels")
     parser.add_argument("--rmse-above", type=float, default=0.2, help="for the mode share")

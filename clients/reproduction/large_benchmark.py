@@ -57,8 +57,9 @@ def botorch_posterior(u, z, chains, warmup, samples, seed=0) -> tuple[np.ndarray
 
     def one(s, warm, draws):
         gp = FullyBayesianSingleTaskGP(u, y)
-        fit_fully_bayesian_model_nuts(gp, warmup_steps=warm, num_samples=draws, thinning=1,
-                                      disable_progbar=True, seed=s)  # fmt: skip
+        fit_fully_bayesian_model_nuts(
+            gp, warmup_steps=warm, num_samples=draws, thinning=1, disable_progbar=True, seed=s
+        )
         lengthscale = gp.covar_module.lengthscale.detach().reshape(draws, -1)
         noise = gp.likelihood.noise.detach().reshape(draws, 1)
         return torch.cat([lengthscale.log(), noise.log()], 1).numpy()
@@ -76,8 +77,9 @@ def long_reference(u, z, draws: int, seed: int = 99) -> np.ndarray:
     return post.log_draws().numpy()
 
 
-def large_case(simulator: str, n: int, source: str, samplers, reference_draws: int,
-               peer_max_n: int) -> list[dict]:  # fmt: skip
+def large_case(
+    simulator: str, n: int, source: str, samplers, reference_draws: int, peer_max_n: int
+) -> list[dict]:
     """Every sampler on one case: cold, and (for the service's) warm after a refit on the first
     ``n - 1`` points; printed as it goes."""
     u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
@@ -85,28 +87,52 @@ def large_case(simulator: str, n: int, source: str, samplers, reference_draws: i
     case = f"{simulator} n={n} {source}"
     t = time.perf_counter()
     reference = long_reference(u, z, reference_draws)
-    print(f"{case}: reference {len(reference)} draws in {time.perf_counter() - t:.1f} s",
-          flush=True)  # fmt: skip
+    print(
+        f"{case}: reference {len(reference)} draws in {time.perf_counter() - t:.1f} s", flush=True
+    )
     rows = []
 
-    def report(sampler, start, seconds, log_draws, scoring, chains, grads=None, per_chain=None,
-               rhat_all=None, note="", compare=True):  # fmt: skip
+    def report(
+        sampler,
+        start,
+        seconds,
+        log_draws,
+        scoring,
+        chains,
+        grads=None,
+        per_chain=None,
+        rhat_all=None,
+        note="",
+        compare=True,
+    ):
         ess, rhat = scoring_convergence(scoring, chains)
         if rhat_all is None:
             rhat_all = scoring_convergence(log_draws, chains)[1]
-        row = {"case": case, "sampler": sampler, "start": start, "seconds": seconds,
-               "gradient_evaluations": grads, "draws_per_chain": per_chain, "ess": ess,
-               "ess_per_s": ess / seconds, "rhat": rhat_all, "scoring_draws": len(scoring),
-               "agreement_sd": agreement(log_draws, reference) if compare else None,
-               "note": note}  # fmt: skip
+        row = {
+            "case": case,
+            "sampler": sampler,
+            "start": start,
+            "seconds": seconds,
+            "gradient_evaluations": grads,
+            "draws_per_chain": per_chain,
+            "ess": ess,
+            "ess_per_s": ess / seconds,
+            "rhat": rhat_all,
+            "scoring_draws": len(scoring),
+            "agreement_sd": agreement(log_draws, reference) if compare else None,
+            "note": note,
+        }
         rows.append(row)
         grads_text = f"{grads:6d}" if grads is not None else "     -"
         chain_text = f"{per_chain:5d}" if per_chain is not None else "    -"
         sd = f"{row['agreement_sd']:.2f} sd" if compare else "   -   "
-        print(f"  {sampler:<8} {start:<5} {seconds:7.2f} s  grad evals {grads_text}  "
-              f"draws/chain {chain_text}  ESS {ess:6.0f} of {len(scoring)}  "
-              f"ESS/s {row['ess_per_s']:7.2f}  R-hat {rhat_all:.3f}  "
-              f"quantiles {sd} {note}", flush=True)  # fmt: skip
+        print(
+            f"  {sampler:<8} {start:<5} {seconds:7.2f} s  grad evals {grads_text}  "
+            f"draws/chain {chain_text}  ESS {ess:6.0f} of {len(scoring)}  "
+            f"ESS/s {row['ess_per_s']:7.2f}  R-hat {rhat_all:.3f}  "
+            f"quantiles {sd} {note}",
+            flush=True,
+        )
 
     presets = {"fixed": MCMC_PRESETS["fixed"], "default": MCMC_DEFAULTS}
     for sampler in samplers:
@@ -122,10 +148,18 @@ def large_case(simulator: str, n: int, source: str, samplers, reference_draws: i
                 note = "" if start == "cold" else d["warm_start"]
                 if "target" in d:
                     note += "" if d["target"]["met"] else " target not met (cap)"
-                report(sampler, start, seconds, post.log_draws().numpy(),
-                       post.for_scoring(mcmc).log_draws().numpy(), post.chains,
-                       d["gradient_evaluations"], d["samples_per_chain"], d["max_rhat"],
-                       note)  # fmt: skip
+                report(
+                    sampler,
+                    start,
+                    seconds,
+                    post.log_draws().numpy(),
+                    post.for_scoring(mcmc).log_draws().numpy(),
+                    post.chains,
+                    d["gradient_evaluations"],
+                    d["samples_per_chain"],
+                    d["max_rhat"],
+                    note,
+                )
         elif sampler == "paper":
             if n > peer_max_n:
                 print(f"  paper    skipped (n > --peer-max-n {peer_max_n})", flush=True)
@@ -143,8 +177,17 @@ def large_case(simulator: str, n: int, source: str, samplers, reference_draws: i
             draws, overhead = botorch_posterior(u, z, 5, 200, 300, seed=2)
             seconds = time.perf_counter() - t - overhead
             scoring = draws.reshape(5, 300, -1)[:, 9::10].reshape(150, -1)
-            report("botorch", "cold", seconds, draws, scoring, 5, per_chain=300, compare=False,
-                   note=f"(its own model; compiling first: +{overhead:.1f} s)")  # fmt: skip
+            report(
+                "botorch",
+                "cold",
+                seconds,
+                draws,
+                scoring,
+                5,
+                per_chain=300,
+                compare=False,
+                note=f"(its own model; compiling first: +{overhead:.1f} s)",
+            )
     return rows
 
 
@@ -153,13 +196,25 @@ def large_cases(args) -> list[dict]:
     for simulator in args.simulators.split(","):
         for n in (int(v) for v in args.sizes.split(",")):
             for source in args.data.split(","):
-                rows += large_case(simulator, n, source, args.samplers.split(","),
-                                   args.reference_draws, args.peer_max_n)  # fmt: skip
+                rows += large_case(
+                    simulator,
+                    n,
+                    source,
+                    args.samplers.split(","),
+                    args.reference_draws,
+                    args.peer_max_n,
+                )
     return rows
 
 
-def time_next_point(simulator: str, n: int, source: str, acquisitions=PAPER_ACQUISITIONS,
-                    candidates: int = 10_000, seed: int = 0) -> list[dict]:  # fmt: skip
+def time_next_point(
+    simulator: str,
+    n: int,
+    source: str,
+    acquisitions=PAPER_ACQUISITIONS,
+    candidates: int = 10_000,
+    seed: int = 0,
+) -> list[dict]:
     """Label to next point as a refit job runs it at ``n`` labels with the defaults: a warm refit
     (from one on the first ``n - 1`` labels, not timed), the 150 draws thinned for scoring,
     ``candidates`` uniform random candidates scored, and the model's accuracy estimates
@@ -182,23 +237,37 @@ def time_next_point(simulator: str, n: int, source: str, acquisitions=PAPER_ACQU
     accuracy_s = time.perf_counter() - t
     d = post.diagnostics
     case = f"{simulator} n={n} {source}"
-    print(f"{case}: warm refit {refit_s:.2f} s ({d['gradient_evaluations']} grad evals, "
-          f"{d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, min bulk ESS "
-          f"{d['min_ess_bulk']:.0f}, target met: {d['target']['met']}), "
-          f"accuracy {accuracy_s:.2f} s",
-          flush=True)  # fmt: skip
+    print(
+        f"{case}: warm refit {refit_s:.2f} s ({d['gradient_evaluations']} grad evals, "
+        f"{d['samples_per_chain']} draws/chain, R-hat {d['max_rhat']:.3f}, min bulk ESS "
+        f"{d['min_ess_bulk']:.0f}, target met: {d['target']['met']}), "
+        f"accuracy {accuracy_s:.2f} s",
+        flush=True,
+    )
     rows = []
     for name in acquisitions:
         t = time.perf_counter()
         evaluate(name, thin, u, z, cand, seed=seed)
         scoring_s = time.perf_counter() - t
         total = refit_s + scoring_s + accuracy_s
-        rows.append({"case": case, "acquisition": name, "refit_s": refit_s,
-                     "scoring_s": scoring_s, "accuracy_s": accuracy_s, "total_s": total,
-                     "gradient_evaluations": d["gradient_evaluations"],
-                     "rhat": d["max_rhat"], "ess": d["min_ess_bulk"]})  # fmt: skip
-        print(f"  {name:<7} scoring {candidates} candidates {scoring_s:5.2f} s   label to next "
-              f"point {total:5.2f} s", flush=True)  # fmt: skip
+        rows.append(
+            {
+                "case": case,
+                "acquisition": name,
+                "refit_s": refit_s,
+                "scoring_s": scoring_s,
+                "accuracy_s": accuracy_s,
+                "total_s": total,
+                "gradient_evaluations": d["gradient_evaluations"],
+                "rhat": d["max_rhat"],
+                "ess": d["min_ess_bulk"],
+            }
+        )
+        print(
+            f"  {name:<7} scoring {candidates} candidates {scoring_s:5.2f} s   label to next "
+            f"point {total:5.2f} s",
+            flush=True,
+        )
     return rows
 
 
@@ -260,29 +329,41 @@ def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
                         results = {"one job": [one]}
                         for how, redis_url in (("own share", None), ("together", url)):
                             token = uuid.uuid4().hex
-                            jobs = [(spec, labels, ids, redis_url, token, warm)
-                                    for ids in ([0, 1, 2], [3, 4])]  # fmt: skip
+                            jobs = [
+                                (spec, labels, ids, redis_url, token, warm)
+                                for ids in ([0, 1, 2], [3, 4])
+                            ]
                             results[how] = pool.map(_group_run, jobs)
                         for how, parts in results.items():
                             kept = min(theta.shape[1] for theta, _ in parts)
                             theta = np.concatenate([t[:, :kept] for t, _ in parts])
                             rhat, ess = convergence(theta)
-                            met = target.met({"max_rhat": max(rhat.values()),
-                                              "min_ess_bulk": min(ess.values())})  # fmt: skip
-                            row = {"case": f"{simulator} n={n} {source}", "seed": seed,
-                                   "start": start, "how": how,
-                                   "gradient_evaluations": sum(c for _, c in parts),
-                                   "longest_group": max(c for _, c in parts),
-                                   "lengths": [t.shape[1] for t, _ in parts], "kept": kept,
-                                   "rhat": max(rhat.values()), "ess": min(ess.values()),
-                                   "met": met}  # fmt: skip
+                            met = target.met(
+                                {"max_rhat": max(rhat.values()), "min_ess_bulk": min(ess.values())}
+                            )
+                            row = {
+                                "case": f"{simulator} n={n} {source}",
+                                "seed": seed,
+                                "start": start,
+                                "how": how,
+                                "gradient_evaluations": sum(c for _, c in parts),
+                                "longest_group": max(c for _, c in parts),
+                                "lengths": [t.shape[1] for t, _ in parts],
+                                "kept": kept,
+                                "rhat": max(rhat.values()),
+                                "ess": min(ess.values()),
+                                "met": met,
+                            }
                             rows.append(row)
-                            print(f"{row['case']} seed {seed} {start:<4} {how:<9}  grad evals "
-                                  f"{row['gradient_evaluations']:6d} (longest group "
-                                  f"{row['longest_group']:5d})  draws/chain "
-                                  f"{'/'.join(map(str, row['lengths'])):>9}  kept {kept:4d}  "
-                                  f"R-hat {row['rhat']:.3f}  ESS {row['ess']:5.0f}  "
-                                  f"target {'met' if met else 'NOT met'}", flush=True)  # fmt: skip
+                            print(
+                                f"{row['case']} seed {seed} {start:<4} {how:<9}  grad evals "
+                                f"{row['gradient_evaluations']:6d} (longest group "
+                                f"{row['longest_group']:5d})  draws/chain "
+                                f"{'/'.join(map(str, row['lengths'])):>9}  kept {kept:4d}  "
+                                f"R-hat {row['rhat']:.3f}  ESS {row['ess']:5.0f}  "
+                                f"target {'met' if met else 'NOT met'}",
+                                flush=True,
+                            )
         finally:
             pool.terminate()
             server.terminate()
@@ -290,9 +371,14 @@ def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
     return rows
 
 
-METRIC_CASES = [("ishigami", 100, "campaign"), ("hartmann6", 100, "campaign"),
-                ("ishigami", 100, "uniform"), ("hartmann6", 100, "uniform"),
-                ("hartmann6", 63, "campaign"), ("ishigami", 40, "campaign")]  # fmt: skip
+METRIC_CASES = [
+    ("ishigami", 100, "campaign"),
+    ("hartmann6", 100, "campaign"),
+    ("ishigami", 100, "uniform"),
+    ("hartmann6", 100, "uniform"),
+    ("hartmann6", 63, "campaign"),
+    ("ishigami", 40, "campaign"),
+]
 
 
 def compare_metrics(cases=METRIC_CASES, seeds=4) -> None:
@@ -302,16 +388,21 @@ def compare_metrics(cases=METRIC_CASES, seeds=4) -> None:
     for simulator, n, source in cases:
         u, z = campaign_data(simulator, n) if source == "campaign" else data(simulator, n)
         for metric in ("diag", "dense"):
-            runs = [sample_posterior(u, z, 5, 200, 300, seed=s, metric=metric).diagnostics
-                    for s in range(seeds)]  # fmt: skip
+            runs = [
+                sample_posterior(u, z, 5, 200, 300, seed=s, metric=metric).diagnostics
+                for s in range(seeds)
+            ]
             post = sample_posterior(u, z, 5, 200, 300, seed=seeds - 1, metric=metric)
             corr = np.corrcoef(post.log_draws().numpy().T)
             np.fill_diagonal(corr, 0.0)
             lf = [r["leapfrogs_per_draw"] for r in runs]
             ess = np.array([r["min_ess_bulk"] for r in runs])
             grads = np.array([r["gradient_evaluations"] for r in runs])
-            print(f"{simulator} n={n} {source} {metric}: leapfrogs per draw {np.mean(lf):.2f}, "
-                  f"tree depth {np.mean([r['tree_depth_mean'] for r in runs]):.2f}, "
-                  f"gradient evaluations {grads.mean():.0f}, bulk ESS {ess.mean():.0f}, "
-                  f"ESS per 1000 gradient evaluations {1000 * np.mean(ess / grads):.1f}, "
-                  f"max |corr| {np.abs(corr).max():.2f}", flush=True)  # fmt: skip
+            print(
+                f"{simulator} n={n} {source} {metric}: leapfrogs per draw {np.mean(lf):.2f}, "
+                f"tree depth {np.mean([r['tree_depth_mean'] for r in runs]):.2f}, "
+                f"gradient evaluations {grads.mean():.0f}, bulk ESS {ess.mean():.0f}, "
+                f"ESS per 1000 gradient evaluations {1000 * np.mean(ess / grads):.1f}, "
+                f"max |corr| {np.abs(corr).max():.2f}",
+                flush=True,
+            )

@@ -49,10 +49,13 @@ def offline(ns: list[int], floors: list[float]) -> None:
             started = time.perf_counter()
             post = fitting.posterior(spec, fitting.prepare(spec, labels), None)
             d = post.diagnostics
-            print(f"{n}\t{floor:g}\t{time.perf_counter() - started:.1f}\t"
-                  f"{d['gradient_evaluations']}\t{d['max_rhat']:.3f}\t{d['divergences']}\t"
-                  f"{min(d['step_size']):.3g}\t{d['tree_depth_max']}\t"
-                  f"{float(post.noise.median()):.3g}", flush=True)  # fmt: skip
+            print(
+                f"{n}\t{floor:g}\t{time.perf_counter() - started:.1f}\t"
+                f"{d['gradient_evaluations']}\t{d['max_rhat']:.3f}\t{d['divergences']}\t"
+                f"{min(d['step_size']):.3g}\t{d['tree_depth_max']}\t"
+                f"{float(post.noise.median()):.3g}",
+                flush=True,
+            )
 
 
 def run_campaign(url: str, max_labels: int) -> None:
@@ -71,19 +74,31 @@ def run_campaign(url: str, max_labels: int) -> None:
     models = [e for e in history if e["event"] == "model"]
     seconds = np.array([e["refit_seconds"] for e in models])
     state = httpx.get(f"{url}/campaigns/{campaign_id}", timeout=60).json()
-    print(f"campaign {campaign_id}: {state['state']}, {state['n_labeled']} labels in "
-          f"{time.time() - started:.0f} s; {len(models)} models, refit seconds max "
-          f"{seconds.max():.1f}, median {np.median(seconds):.1f}, over 60: "
-          f"{int((seconds > 60).sum())}; max R-hat {max(e['max_rhat'] for e in models):.3f}, "
-          f"divergences {sum(e['divergences'] for e in models)}")  # fmt: skip
+    print(
+        f"campaign {campaign_id}: {state['state']}, {state['n_labeled']} labels in "
+        f"{time.time() - started:.0f} s; {len(models)} models, refit seconds max "
+        f"{seconds.max():.1f}, median {np.median(seconds):.1f}, over 60: "
+        f"{int((seconds > 60).sum())}; max R-hat {max(e['max_rhat'] for e in models):.3f}, "
+        f"divergences {sum(e['divergences'] for e in models)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[40, 75],
-                        help="labels of each offline refit (at most 81)")  # fmt: skip
-    parser.add_argument("--floors", type=float, nargs="+", default=[0.0, 1e-6],
-                        help="the noise floors to compare (mcmc.noise_floor)")  # fmt: skip
+    parser.add_argument(
+        "--n",
+        type=int,
+        nargs="+",
+        default=[40, 75],
+        help="labels of each offline refit (at most 81)",
+    )
+    parser.add_argument(
+        "--floors",
+        type=float,
+        nargs="+",
+        default=[0.0, 1e-6],
+        help="the noise floors to compare (mcmc.noise_floor)",
+    )
     parser.add_argument("--url", help="run a default campaign against this service instead")
     parser.add_argument("--max-labels", type=int, default=200)
     args = parser.parse_args(argv)

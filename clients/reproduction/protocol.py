@@ -44,11 +44,21 @@ RUNS = 10
 # ``labels``: min-max by the labeled inputs at each refit); ``initial_design``: ``pool`` (the
 # maximin LHS snapped to the pool) or ``continuous`` (the same LHS, not snapped).
 PROTOCOLS: dict[str, dict] = {
-    "paper": {"allow_repeats": False, "bald": "bald", "mcmc": "paper", "input_scaling": "box",
-              "initial_design": "pool"},
-    "paper-code": {"allow_repeats": True, "bald": "bald-code", "mcmc": "paper-code",
-                   "input_scaling": "labels", "initial_design": "continuous"},
-}  # fmt: skip
+    "paper": {
+        "allow_repeats": False,
+        "bald": "bald",
+        "mcmc": "paper",
+        "input_scaling": "box",
+        "initial_design": "pool",
+    },
+    "paper-code": {
+        "allow_repeats": True,
+        "bald": "bald-code",
+        "mcmc": "paper-code",
+        "input_scaling": "labels",
+        "initial_design": "continuous",
+    },
+}
 INITIAL_DESIGNS = ("pool", "continuous")
 INPUT_SCALINGS = ("box", "labels")
 
@@ -99,8 +109,9 @@ def run_seed(simulator: str, run: int, base_seed: int = 0) -> int:
     return int(np.random.SeedSequence(key).generate_state(1)[0])
 
 
-def run_setup(simulator: str | Simulator, run: int, base_seed: int = 0,
-              design: str = "pool") -> RunSetup:  # fmt: skip
+def run_setup(
+    simulator: str | Simulator, run: int, base_seed: int = 0, design: str = "pool"
+) -> RunSetup:
     """The initial design, test set and RMSE points of run ``run`` (deterministic in its args).
 
     ``design``: ``pool``, the run seed's maximin LHS snapped to the pool (``initial_index``: its

@@ -38,8 +38,11 @@ BOUNDED = {"nlml": False, "nlml_paper": False, "rmse": True}
 OPTIONAL_METRICS = ("nlml_paper",)
 # the paper's Table 2 entry each metric is compared with
 PAPER_METRIC = {"nlml": "nlml", "nlml_paper": "nlml", "rmse": "rmse"}
-TITLES = {"nlml": "NLML", "rmse": "RMSE",
-          "nlml_paper": "NLML as the paper's code computes it (noise counted twice)"}  # fmt: skip
+TITLES = {
+    "nlml": "NLML",
+    "rmse": "RMSE",
+    "nlml_paper": "NLML as the paper's code computes it (noise counted twice)",
+}
 # how many of the paper's ± a cell may be away from the paper's value before it is listed
 FAR = 2.0
 PAPER_SIMULATORS = ("gramacy1d", "higdon", "gramacy2d", "branin", "ishigami", "hartmann6")
@@ -288,11 +291,23 @@ def far_from_paper(summary: dict, paper: dict | None = None, k: float = FAR) -> 
                     continue
                 gap, joint = cell_gaps(ours["mean"], ours["sd"], theirs["mean"], theirs["pm"])
                 if abs(gap) > k:
-                    cell = {"metric": metric, "acquisition": acq, "simulator": sim,
-                            "joint_gap": joint}  # fmt: skip
-                    out.append({**cell, "ours": ours["mean"], "sd": ours["sd"],
-                                "runs": ours["runs"], "paper": theirs["mean"],
-                                "pm": theirs["pm"], "gap": gap})  # fmt: skip
+                    cell = {
+                        "metric": metric,
+                        "acquisition": acq,
+                        "simulator": sim,
+                        "joint_gap": joint,
+                    }
+                    out.append(
+                        {
+                            **cell,
+                            "ours": ours["mean"],
+                            "sd": ours["sd"],
+                            "runs": ours["runs"],
+                            "paper": theirs["mean"],
+                            "pm": theirs["pm"],
+                            "gap": gap,
+                        }
+                    )
     return out
 
 
@@ -300,17 +315,22 @@ def far_markdown(cells: list[dict], k: float = FAR) -> str:
     """:func:`far_from_paper`'s cells as a Markdown table."""
     if not cells:
         return f"No cell is more than {k:g} of the paper's ± from the paper's RD-AUC.\n"
-    lines = [f"RD-AUC cells more than {k:g} of the paper's ± from the paper's (percent; gap: "
-             "ours minus the paper's, in the paper's ±; joint gap: in sqrt(paper's ±^2 + our "
-             "±^2), n/a while a cell has one repetition):", "",
-             "| metric | acquisition | simulator | ours | paper | gap (paper sds) | joint gap |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"RD-AUC cells more than {k:g} of the paper's ± from the paper's (percent; gap: "
+        "ours minus the paper's, in the paper's ±; joint gap: in sqrt(paper's ±^2 + our "
+        "±^2), n/a while a cell has one repetition):",
+        "",
+        "| metric | acquisition | simulator | ours | paper | gap (paper sds) | joint gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in cells:
         ours = _fmt({"mean": c["ours"], "sd": c["sd"]}, "sd") + f" ({c['runs']} runs)"
         paper = _fmt({"mean": c["paper"], "pm": c["pm"]}, "pm")
         joint = f"{c['joint_gap']:+.1f}" if np.isfinite(c.get("joint_gap", np.nan)) else "n/a"
-        lines.append(f"| {c['metric']} | {c['acquisition']} | {c['simulator']} | {ours} | "
-                     f"{paper} | {c['gap']:+.1f} | {joint} |")  # fmt: skip
+        lines.append(
+            f"| {c['metric']} | {c['acquisition']} | {c['simulator']} | {ours} | "
+            f"{paper} | {c['gap']:+.1f} | {joint} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -325,8 +345,9 @@ def _finite(obj):
     return obj
 
 
-def write_table(results_path: str | Path, out_dir: str | Path,
-                records: list[dict] | None = None) -> tuple[Path, Path]:  # fmt: skip
+def write_table(
+    results_path: str | Path, out_dir: str | Path, records: list[dict] | None = None
+) -> tuple[Path, Path]:
     """Write ``rdauc.md`` and ``rdauc.json`` into ``out_dir`` from a results file (or from
     ``records`` read from it already)."""
     out_dir = Path(out_dir)

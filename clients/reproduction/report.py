@@ -27,8 +27,11 @@ DOMINANT_SHARE = 0.5  # a run's area is one model's when that model holds this m
 def diagnostics_markdown(records: list[dict]) -> str:
     """One row per simulator: models scored, median and total refit seconds, the worst R-hat,
     the smallest ESS and the divergences summed over every model."""
-    lines = ["| simulator | models | median refit s | total refit s | max R-hat | min ESS | "
-             "divergences |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| simulator | models | median refit s | total refit s | max R-hat | min ESS | "
+        "divergences |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for sim in sorted({r["simulator"] for r in records}):
         rows = [r for r in records if r["simulator"] == sim]
 
@@ -44,8 +47,9 @@ def diagnostics_markdown(records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def dominant_models(records: list[dict], metric: str = "nlml",
-                    share: float = DOMINANT_SHARE) -> list[dict]:  # fmt: skip
+def dominant_models(
+    records: list[dict], metric: str = "nlml", share: float = DOMINANT_SHARE
+) -> list[dict]:
     """The runs where one model holds at least ``share`` of the area under ``metric``'s curve
     (trapezoidal over ``n_labeled``, as RD-AUC's): a model's part of the area is its value times
     its trapezoid weight (half an interval at each end), and its share is that part over the
@@ -72,10 +76,18 @@ def dominant_models(records: list[dict], metric: str = "nlml",
         area, unsigned = float(parts.sum()), float(np.abs(parts).sum())
         top = int(np.argmax(parts))
         if parts[top] > 0 and parts[top] >= share * unsigned:
-            out.append({"simulator": sim, "acquisition": acq, "run": run,
-                        "n_labeled": int(x[top]), "value": float(values[top]),
-                        "nlpd_mixture": rows[top].get("nlpd_mixture"), "area": area,
-                        "share": float(parts[top] / unsigned)})  # fmt: skip
+            out.append(
+                {
+                    "simulator": sim,
+                    "acquisition": acq,
+                    "run": run,
+                    "n_labeled": int(x[top]),
+                    "value": float(values[top]),
+                    "nlpd_mixture": rows[top].get("nlpd_mixture"),
+                    "area": area,
+                    "share": float(parts[top] / unsigned),
+                }
+            )
     return sorted(out, key=lambda d: -d["share"])
 
 
@@ -86,20 +98,28 @@ def dominant_markdown(records: list[dict], share: float = DOMINANT_SHARE) -> str
         rows = dominant_models(records, metric, share)
         if not rows:
             continue
-        lines += ["", f"{name}: {len(rows)} run(s)", "",
-                  "| simulator | acquisition | run | model (labels) | its value "
-                  "| its mixture NLPD | run's area | model's share |",
-                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"{name}: {len(rows)} run(s)",
+            "",
+            "| simulator | acquisition | run | model (labels) | its value "
+            "| its mixture NLPD | run's area | model's share |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for d in rows:
             nlpd = "" if d["nlpd_mixture"] is None else f"{d['nlpd_mixture']:.2f}"
-            lines.append(f"| {d['simulator']} | {d['acquisition']} | {d['run']} | "
-                         f"{d['n_labeled']} | {d['value']:.1f} | {nlpd} | {d['area']:.1f} | "
-                         f"{d['share']:.0%} |")  # fmt: skip
+            lines.append(
+                f"| {d['simulator']} | {d['acquisition']} | {d['run']} | "
+                f"{d['n_labeled']} | {d['value']:.1f} | {nlpd} | {d['area']:.1f} | "
+                f"{d['share']:.0%} |"
+            )
     if not lines:
         return f"No model holds {share:.0%} of its run's area.\n"
-    head = (f"Runs where one model holds at least {share:.0%} of the area under the curve (its "
-            "value times its trapezoid weight, over the sum of every model's taken unsigned), "
-            "largest share first:")  # fmt: skip
+    head = (
+        f"Runs where one model holds at least {share:.0%} of the area under the curve (its "
+        "value times its trapezoid weight, over the sum of every model's taken unsigned), "
+        "largest share first:"
+    )
     return head + "\n" + "\n".join(lines) + "\n"
 
 
@@ -110,13 +130,18 @@ def time_markdown(records: list[dict]) -> str:
     wall, timed = wall_seconds(records)
     workers = sorted({int(r["workers"]) for r in records if "workers" in r})
     on = f" on {' or '.join(map(str, workers))} worker(s)" if workers else ""
-    text = (f"Time over every run so far (all invocations, in-progress runs included): "
-            f"{hours:.2f} h of campaign time, summed over campaigns.")  # fmt: skip
+    text = (
+        f"Time over every run so far (all invocations, in-progress runs included): "
+        f"{hours:.2f} h of campaign time, summed over campaigns."
+    )
     if timed:
         untimed = len(records) - timed
-        text += (f" Wall time with at least one campaign running: {wall / 3600:.2f} h{on}, "
-                 f"from the {timed} records that say when they ran"
-                 + (f" ({untimed} older ones do not)" if untimed else "") + ".")  # fmt: skip
+        text += (
+            f" Wall time with at least one campaign running: {wall / 3600:.2f} h{on}, "
+            f"from the {timed} records that say when they ran"
+            + (f" ({untimed} older ones do not)" if untimed else "")
+            + "."
+        )
     return text + "\n"
 
 
@@ -141,16 +166,32 @@ def write_report(results_path: str | Path, out_dir: str | Path, header: str = ""
         names = ", ".join(f"{s}/{a}/run{k}" for s, a, k in short)
         left_out = f"Left out of the tables and plots until they finish: {names}.\n"
     spent = time_markdown(everything)
-    text = "\n".join([
-        "# Benchmark summary", "", header.strip(), "", spent,
-        f"{len(runs)} finished runs, {len(records)} scored models in "
-        f"`{Path(results_path).name}`.", left_out,
-        "## The paper's claims", "", claims_markdown(claims),
-        "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
-        "`learning_curves.png`.", "",
-        f"## Cells more than {FAR:g} paper-sds from the paper", "", far,
-        "## Runs whose NLML area one model holds", "", dominant_markdown(records),
-        "## Sampler diagnostics", "", diagnostics_markdown(records),
-    ])  # fmt: skip
+    text = "\n".join(
+        [
+            "# Benchmark summary",
+            "",
+            header.strip(),
+            "",
+            spent,
+            f"{len(runs)} finished runs, {len(records)} scored models in "
+            f"`{Path(results_path).name}`.",
+            left_out,
+            "## The paper's claims",
+            "",
+            claims_markdown(claims),
+            "RD-AUC tables beside the paper's: `rdauc.md` (`rdauc.json`); learning curves: "
+            "`learning_curves.png`.",
+            "",
+            f"## Cells more than {FAR:g} paper-sds from the paper",
+            "",
+            far,
+            "## Runs whose NLML area one model holds",
+            "",
+            dominant_markdown(records),
+            "## Sampler diagnostics",
+            "",
+            diagnostics_markdown(records),
+        ]
+    )
     (out_dir / "summary.md").write_text(text, encoding="utf-8")
     return claims

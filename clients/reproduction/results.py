@@ -166,8 +166,11 @@ def wall_seconds(records: list[dict]) -> tuple[float, int]:
     """Seconds during which at least one iteration was running, and how many records say when
     they ran: the length of the union of ``[finished_at - seconds, finished_at]`` over the
     records that carry both (campaigns that ran side by side count once)."""
-    spans = sorted((float(r["finished_at"]) - float(r["seconds"]), float(r["finished_at"]))
-                   for r in records if "finished_at" in r and "seconds" in r)  # fmt: skip
+    spans = sorted(
+        (float(r["finished_at"]) - float(r["seconds"]), float(r["finished_at"]))
+        for r in records
+        if "finished_at" in r and "seconds" in r
+    )
     total, end = 0.0, -np.inf
     for lo, hi in spans:
         if hi > end:

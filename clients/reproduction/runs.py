@@ -102,11 +102,13 @@ class RunSpec:
 def record_settings(record: dict) -> dict:
     """:data:`SETTINGS` of a record; a field it lacks (files written before it existed) reads
     as today's default (``mcmc``: ``?``, which matches no preset)."""
-    return {"mcmc": record.get("mcmc", "?"),
-            "allow_repeats": record.get("allow_repeats", False),
-            "service_acquisition": record.get("service_acquisition", record.get("acquisition")),
-            "input_scaling": record.get("input_scaling", "box"),
-            "initial_design": record.get("initial_design", "pool")}  # fmt: skip
+    return {
+        "mcmc": record.get("mcmc", "?"),
+        "allow_repeats": record.get("allow_repeats", False),
+        "service_acquisition": record.get("service_acquisition", record.get("acquisition")),
+        "input_scaling": record.get("input_scaling", "box"),
+        "initial_design": record.get("initial_design", "pool"),
+    }
 
 
 def setup_for(spec: RunSpec):
@@ -129,9 +131,16 @@ def iterations_for(simulator: str, iterations: int | None) -> int:
     return ITERATIONS[simulator] if iterations is None else iterations
 
 
-def paper_body(simulator: str, acquisition: str, run: int, iterations: int | None = None,
-               mcmc: str = "paper", base_seed: int = 0, allow_repeats: bool = False,
-               input_scaling: str = "box") -> dict:  # fmt: skip
+def paper_body(
+    simulator: str,
+    acquisition: str,
+    run: int,
+    iterations: int | None = None,
+    mcmc: str = "paper",
+    base_seed: int = 0,
+    allow_repeats: bool = False,
+    input_scaling: str = "box",
+) -> dict:
     """:func:`clients.reproduction.protocol.campaign_body` with the iteration count, MCMC preset,
     whether pool points may be labeled again and the input scaling (the field is sent only
     when it is not the default ``box``). ``acquisition`` is the service's."""
@@ -146,9 +155,16 @@ def paper_body(simulator: str, acquisition: str, run: int, iterations: int | Non
 
 def spec_body(spec: RunSpec) -> dict:
     """The ``POST /campaigns`` body of ``spec``'s run."""
-    body = paper_body(spec.simulator, spec.service_acquisition, spec.run, spec.iterations,
-                      spec.mcmc, spec.base_seed, spec.allow_repeats,
-                      spec.input_scaling)  # fmt: skip
+    body = paper_body(
+        spec.simulator,
+        spec.service_acquisition,
+        spec.run,
+        spec.iterations,
+        spec.mcmc,
+        spec.base_seed,
+        spec.allow_repeats,
+        spec.input_scaling,
+    )
     body["name"] = f"bench-{spec.simulator}-{spec.acquisition}-run{spec.run}"
     return body
 
@@ -174,8 +190,11 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
     prefix, labels = [], []
     for n in range(INITIAL_DESIGN_SIZE, spec.max_labels + 1):
         record = by_n.get(n)
-        if (record is None or record_settings(record) != spec.settings
-                or record.get("seed") != setup.seed):  # fmt: skip
+        if (
+            record is None
+            or record_settings(record) != spec.settings
+            or record.get("seed") != setup.seed
+        ):
             break
         try:
             x = sim.check_inputs(record["x"])
@@ -189,8 +208,10 @@ def _replay(spec: RunSpec, records: list[dict], sim, setup):
             break
         if x.shape != expected_x.shape or y.shape != expected_y.shape:
             break
-        if not (np.allclose(x, expected_x, rtol=1e-12, atol=0)
-                and np.allclose(y, expected_y, rtol=1e-9, atol=1e-12)):  # fmt: skip
+        if not (
+            np.allclose(x, expected_x, rtol=1e-12, atol=0)
+            and np.allclose(y, expected_y, rtol=1e-9, atol=1e-12)
+        ):
             break
         prefix.append(record)
         labels.append((x, y))
@@ -206,9 +227,15 @@ def resumable(spec: RunSpec, records: list[dict]) -> list[dict]:
     return _replay(spec, records, get_simulator(spec.simulator), setup_for(spec))[0]
 
 
-def run_campaign(api: FbgpClient, spec: RunSpec, on_record: Callable[[dict], None],
-                 stop: threading.Event | None = None, wait: float = 10.0,
-                 keep: bool = False, done: list[dict] | None = None) -> str:  # fmt: skip
+def run_campaign(
+    api: FbgpClient,
+    spec: RunSpec,
+    on_record: Callable[[dict], None],
+    stop: threading.Event | None = None,
+    wait: float = 10.0,
+    keep: bool = False,
+    done: list[dict] | None = None,
+) -> str:
     """Run ``spec`` on a new campaign, calling ``on_record`` with each model version's record
     (:mod:`clients.reproduction.results` fields plus diagnostics). Returns the campaign id. The
     campaign is deleted at the end, also after an error, unless ``keep``.
@@ -236,13 +263,13 @@ def _delete(api: FbgpClient, campaign: str) -> None:
         log.warning("could not delete campaign %s: %s", campaign, error)
 
 
-def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, stop,
-                     wait) -> None:  # fmt: skip
+def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, stop, wait) -> None:
     """Import ``labels`` (the initial design, then one label per model version), then label
     and score until ``spec.max_labels``, drawing label noise from ``rng``."""
     started = time.perf_counter()
-    api.import_observations(campaign, np.concatenate([x for x, _ in labels]),
-                            np.concatenate([y for _, y in labels]))  # fmt: skip
+    api.import_observations(
+        campaign, np.concatenate([x for x, _ in labels]), np.concatenate([y for _, y in labels])
+    )
     new_x, new_y = labels[-1][0].tolist(), labels[-1][1].tolist()
     n = INITIAL_DESIGN_SIZE + len(labels) - 1
     while True:
@@ -256,10 +283,19 @@ def _label_and_score(api, campaign, spec, labels, rng, setup, sim, on_record, st
         else:
             _wait_for_last_model(api, campaign, n, stop)
         record = score(api, campaign, setup, n)
-        record.update(simulator=spec.simulator, acquisition=spec.acquisition, run=spec.run,
-                      **spec.record_fields(), seed=setup.seed, campaign=campaign, x=new_x,
-                      y=new_y, max_labels=spec.max_labels,
-                      seconds=time.perf_counter() - started, finished_at=time.time())  # fmt: skip
+        record.update(
+            simulator=spec.simulator,
+            acquisition=spec.acquisition,
+            run=spec.run,
+            **spec.record_fields(),
+            seed=setup.seed,
+            campaign=campaign,
+            x=new_x,
+            y=new_y,
+            max_labels=spec.max_labels,
+            seconds=time.perf_counter() - started,
+            finished_at=time.time(),
+        )
         on_record(record)
         if point is None:
             return
@@ -317,5 +353,7 @@ def score(api: FbgpClient, campaign: str, setup, n: int) -> dict:
 
 def _check_version(campaign: str, n: int, *versions: int | None) -> None:
     if any(v is not None and v != n for v in versions):
-        raise RuntimeError(f"campaign {campaign}: scored model versions {versions}, wanted {n} "
-                           "(is something else labeling it?)")  # fmt: skip
+        raise RuntimeError(
+            f"campaign {campaign}: scored model versions {versions}, wanted {n} "
+            "(is something else labeling it?)"
+        )

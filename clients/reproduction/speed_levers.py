@@ -29,16 +29,24 @@ from fbgp_al.worker.transforms import OutputStandardization
 
 # the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
 # shorter step-size warm-up of a warm start
-STOP_RULES = {"rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
-              "ess": {**MCMC_DEFAULTS, "target_rhat": None},
-              "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20}}  # fmt: skip
+STOP_RULES = {
+    "rhat": {**MCMC_DEFAULTS, "target_rhat": 1.01},
+    "ess": {**MCMC_DEFAULTS, "target_rhat": None},
+    "ess-w20": {**MCMC_DEFAULTS, "target_rhat": None, "warm_warmup": 20},
+}
 # --cases subset: how the hyperparameters are drawn (see compare_subset)
 LARGE_N_ARMS = ("all", "subset", "laplace", "laplace-warm", "laplace-search")
 
 
-def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
-                       candidates: int = 10_000, acquisition: str = "qb-mgp",
-                       reference_draws: int = 600) -> list[dict]:  # fmt: skip
+def compare_stop_rules(
+    simulator: str,
+    n: int,
+    source: str,
+    seeds=(0, 1, 2),
+    candidates: int = 10_000,
+    acquisition: str = "qb-mgp",
+    reference_draws: int = 600,
+) -> list[dict]:
     """When sampling stops (issue 40's first lever): a warm refit at ``n`` labels (from one on
     the first ``n - 1``) with each of :data:`STOP_RULES`, per seed, timed, and its next point
     (``acquisition`` over ``candidates`` seeded uniform candidates) against a long reference run's
@@ -51,12 +59,16 @@ def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
     cand = torch.from_numpy(np.random.default_rng(0).random((candidates, u.shape[1])))
     case = f"{simulator} n={n} {source}"
     t = time.perf_counter()
-    ref = sample_posterior(u, z, chains=5, warmup=300, samples=reference_draws, seed=99,
-                           init="grid", start_metric=True)  # fmt: skip
+    ref = sample_posterior(
+        u, z, chains=5, warmup=300, samples=reference_draws, seed=99, init="grid", start_metric=True
+    )
     reference = evaluate(acquisition, ref.spread(600), u, z, cand).numpy()
-    print(f"{case}: reference 5 x {reference_draws} draws (R-hat "
-          f"{ref.diagnostics['max_rhat']:.3f}, ESS {ref.diagnostics['min_ess_bulk']:.0f}) "
-          f"and its scores in {time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
+    print(
+        f"{case}: reference 5 x {reference_draws} draws (R-hat "
+        f"{ref.diagnostics['max_rhat']:.3f}, ESS {ref.diagnostics['min_ess_bulk']:.0f}) "
+        f"and its scores in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
     rows, chosen = [], {}
     for seed in seeds:
         warm = fit(u[:-1], zp, STOP_RULES["rhat"], seed=10 + seed)  # one start for every rule
@@ -68,22 +80,36 @@ def compare_stop_rules(simulator: str, n: int, source: str, seeds=(0, 1, 2),
             scores = evaluate(acquisition, post.for_scoring(mcmc), u, z, cand).numpy()
             scoring_s = time.perf_counter() - t
             d = post.diagnostics
-            row = {"case": case, "rule": rule, "seed": seed, "refit_s": refit_s,
-                   "scoring_s": scoring_s, "gradient_evaluations": d["gradient_evaluations"],
-                   "draws_per_chain": d["samples_per_chain"], "rhat": d["max_rhat"],
-                   "ess": d["min_ess_bulk"], "start": d["warm_start"],
-                   **ranking_against(scores, reference)}  # fmt: skip
+            row = {
+                "case": case,
+                "rule": rule,
+                "seed": seed,
+                "refit_s": refit_s,
+                "scoring_s": scoring_s,
+                "gradient_evaluations": d["gradient_evaluations"],
+                "draws_per_chain": d["samples_per_chain"],
+                "rhat": d["max_rhat"],
+                "ess": d["min_ess_bulk"],
+                "start": d["warm_start"],
+                **ranking_against(scores, reference),
+            }
             chosen.setdefault(rule, []).append(scores)
             rows.append(row)
-            print(f"  {rule:<7} seed {seed}: refit {refit_s:6.2f} s ({row['gradient_evaluations']}"
-                  f" grad evals, {row['draws_per_chain']} draws/chain, R-hat {row['rhat']:.3f}, "
-                  f"ESS {row['ess']:.0f}, {row['start']}), scoring {scoring_s:.2f} s; next point:"
-                  f" reference rank {row['rank']}, top-10 overlap {row['overlap']:.1f}, "
-                  f"reference score {row['relative']:.3f} of its best", flush=True)  # fmt: skip
+            print(
+                f"  {rule:<7} seed {seed}: refit {refit_s:6.2f} s ({row['gradient_evaluations']}"
+                f" grad evals, {row['draws_per_chain']} draws/chain, R-hat {row['rhat']:.3f}, "
+                f"ESS {row['ess']:.0f}, {row['start']}), scoring {scoring_s:.2f} s; next point:"
+                f" reference rank {row['rank']}, top-10 overlap {row['overlap']:.1f}, "
+                f"reference score {row['relative']:.3f} of its best",
+                flush=True,
+            )
     for rule, runs in chosen.items():  # the noise of the draws: seed against seed, one rule
         pairs = [ranking_against(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
-        print(f"  {rule:<7} seed against seed: ranks {[p['rank'] for p in pairs]}, top-10 "
-              f"overlap {[p['overlap'] for p in pairs]}", flush=True)  # fmt: skip
+        print(
+            f"  {rule:<7} seed against seed: ranks {[p['rank'] for p in pairs]}, top-10 "
+            f"overlap {[p['overlap'] for p in pairs]}",
+            flush=True,
+        )
     for rule in STOP_RULES:
         mine = [r for r in rows if r["rule"] == rule]
         print(
@@ -128,13 +154,16 @@ def time_cold_search(simulator: str, sizes, seed: int = 0) -> list[dict]:
             t = time.perf_counter()
             found[how] = local_minima(p, seed)
             seconds[how] = time.perf_counter() - t
-        same = all(np.array_equal(a[1], b[1])
-                   for a, b in zip(found["values"], found["call"], strict=True))  # fmt: skip
+        same = all(
+            np.array_equal(a[1], b[1]) for a, b in zip(found["values"], found["call"], strict=True)
+        )
         rows.append({"case": f"{simulator} n={n}", **seconds, "same": same})
-        print(f"{simulator} n={n}: cold search {seconds['values']:.2f} s ranking by values alone"
-              f", {seconds['call']:.2f} s by the gradient call "
-              f"({seconds['call'] / seconds['values']:.2f}x); the same minima: {same}",
-              flush=True)  # fmt: skip
+        print(
+            f"{simulator} n={n}: cold search {seconds['values']:.2f} s ranking by values alone"
+            f", {seconds['call']:.2f} s by the gradient call "
+            f"({seconds['call'] / seconds['values']:.2f}x); the same minima: {same}",
+            flush=True,
+        )
     return rows
 
 
@@ -150,9 +179,15 @@ def _laplace(u, z, seed: int, warm: bool, search: bool = False):
     return post, time.perf_counter() - t
 
 
-def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
-                   candidates: int = 10_000, test_points: int = 2_000,
-                   arms=LARGE_N_ARMS) -> list[dict]:  # fmt: skip
+def compare_subset(
+    simulator: str,
+    n: int,
+    subset: int = 200,
+    seeds=(0, 1),
+    candidates: int = 10_000,
+    test_points: int = 2_000,
+    arms=LARGE_N_ARMS,
+) -> list[dict]:
     """Large n (issue 40's fourth lever): the hyperparameters sampled by the defaults' NUTS on
     all ``n`` labels (``all``), on a seeded ``subset`` of them (``subset``), and drawn from the
     large campaigns' Laplace mixture (:mod:`worker.laplace`: importance-resampled, its Pareto
@@ -179,8 +214,11 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
     for seed in seeds:
         chosen = {}
         for how in ("all", *(a for a in arms if a != "all")):
-            keep = (np.sort(np.random.default_rng([seed, 5]).choice(n, subset, replace=False))
-                    if how == "subset" else np.arange(n))  # fmt: skip
+            keep = (
+                np.sort(np.random.default_rng([seed, 5]).choice(n, subset, replace=False))
+                if how == "subset"
+                else np.arange(n)
+            )
             t = time.perf_counter()
             if how.startswith("laplace"):
                 post, seconds = _laplace(u, z, seed, how != "laplace", how == "laplace-search")
@@ -202,25 +240,37 @@ def compare_subset(simulator: str, n: int, subset: int = 200, seeds=(0, 1),
             chosen[how] = (int(np.argmax(scores)), thin)
             logs = post.log_draws().numpy()
             d = post.diagnostics
-            row = {"case": case, "seed": seed, "how": how, "seconds": seconds,
-                   "median_log_draws": np.median(logs, 0).round(3).tolist(),
-                   "rmse": rmse, "nlpd": nlpd, "rhat": d["max_rhat"],
-                   "ess": d["min_ess_bulk"], "khat": d.get("khat"),
-                   "start": d["warm_start"]}  # fmt: skip
+            row = {
+                "case": case,
+                "seed": seed,
+                "how": how,
+                "seconds": seconds,
+                "median_log_draws": np.median(logs, 0).round(3).tolist(),
+                "rmse": rmse,
+                "nlpd": nlpd,
+                "rhat": d["max_rhat"],
+                "ess": d["min_ess_bulk"],
+                "khat": d.get("khat"),
+                "start": d["warm_start"],
+            }
             rows.append(row)
-            print(f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
-                  f"({d['gradient_evaluations']} gradients, {d['samples_per_chain']} "
-                  f"draws/chain; {sampler_line(d)}, {d['warm_start']}); median "
-                  f"log l, log s2 {row['median_log_draws']}; RMSE {rmse:.4f}, NLPD {nlpd:.4f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{case} seed {seed} {how:<6}: sampling {seconds:7.2f} s "
+                f"({d['gradient_evaluations']} gradients, {d['samples_per_chain']} "
+                f"draws/chain; {sampler_line(d)}, {d['warm_start']}); median "
+                f"log l, log s2 {row['median_log_draws']}; RMSE {rmse:.4f}, NLPD {nlpd:.4f}",
+                flush=True,
+            )
         best = chosen["all"][0]
         for how in (a for a in arms if a != "all"):
             pick = chosen[how][0]
             full = evaluate("qb-mgp", chosen["all"][1], u, z, cand[[pick, best]]).numpy()
             relative = full[0] / full[1]  # the full posterior's exact scores of the two choices
-            print(f"{case} seed {seed} {how}: same next point as all: {pick == best}; the full "
-                  f"posterior's score of its choice {relative:.3f} of its best",
-                  flush=True)  # fmt: skip
+            print(
+                f"{case} seed {seed} {how}: same next point as all: {pick == best}; the full "
+                f"posterior's score of its choice {relative:.3f} of its best",
+                flush=True,
+            )
     return rows
 
 
@@ -244,15 +294,26 @@ def compare_proposals(simulator: str, n: int, seeds=tuple(range(8))) -> list[dic
     for df, count in PROPOSALS:
         t, ks = time.perf_counter(), []
         for seed in seeds:
-            d = laplace_posterior(unit, z, seed=100 + seed, previous=modes, df=df,
-                                  proposals=count).diagnostics  # fmt: skip
+            d = laplace_posterior(
+                unit, z, seed=100 + seed, previous=modes, df=df, proposals=count
+            ).diagnostics
             ks.append(d["khat"])
         seconds = (time.perf_counter() - t) / len(seeds)
         passed = sum(k <= d["khat_limit"] for k in ks)
-        rows.append({"case": f"{simulator} n={n}", "df": df, "proposals": count, "khat": ks,
-                     "passed": passed, "seconds": seconds})  # fmt: skip
-        print(f"{simulator} n={n} {'t' + str(int(df)) if df else 'gaussian':<8} "
-              f"{count or 'default'} draws weighed: k {[round(k, 2) for k in ks]}, within "
-              f"{d['khat_limit']:.2f}: {passed} of {len(ks)}; {seconds:.2f} s a refit",
-              flush=True)  # fmt: skip
+        rows.append(
+            {
+                "case": f"{simulator} n={n}",
+                "df": df,
+                "proposals": count,
+                "khat": ks,
+                "passed": passed,
+                "seconds": seconds,
+            }
+        )
+        print(
+            f"{simulator} n={n} {'t' + str(int(df)) if df else 'gaussian':<8} "
+            f"{count or 'default'} draws weighed: k {[round(k, 2) for k in ks]}, within "
+            f"{d['khat_limit']:.2f}: {passed} of {len(ks)}; {seconds:.2f} s a refit",
+            flush=True,
+        )
     return rows

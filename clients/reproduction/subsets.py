@@ -46,9 +46,17 @@ def subset_cells(records: list[dict], metric: str, size: int = 3) -> list[dict]:
             for acq, cell in cells.items():
                 if acq == BASELINE:
                     continue
-                out.append({"simulator": sim, "acquisition": acq, "runs": group,
-                            "full": full[acq].mean, "group": cell.mean, "sd": cell.sd,
-                            "diff": cell.mean - full[acq].mean})  # fmt: skip
+                out.append(
+                    {
+                        "simulator": sim,
+                        "acquisition": acq,
+                        "runs": group,
+                        "full": full[acq].mean,
+                        "group": cell.mean,
+                        "sd": cell.sd,
+                        "diff": cell.mean - full[acq].mean,
+                    }
+                )
     return out
 
 
@@ -61,15 +69,18 @@ def describe(cells: list[dict], points: float, sds: float) -> str:
     n = len(cells)
     over_points = sum(d > points for d in diff)
     over_sds = sum(z > sds for z in in_sd)
-    return (f"{n} group cells: |group - all| median {statistics.median(diff):.1f} points, "
-            f"{statistics.median(in_sd):.2f} of the group's sd; > {points:g} points: "
-            f"{over_points} ({over_points / n:.0%}); > {sds:g} sd: {over_sds} "
-            f"({over_sds / n:.0%})")  # fmt: skip
+    return (
+        f"{n} group cells: |group - all| median {statistics.median(diff):.1f} points, "
+        f"{statistics.median(in_sd):.2f} of the group's sd; > {points:g} points: "
+        f"{over_points} ({over_points / n:.0%}); > {sds:g} sd: {over_sds} "
+        f"({over_sds / n:.0%})"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fbgp_al.clients.reproduction.subsets",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m fbgp_al.clients.reproduction.subsets", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("results", type=Path, help="a results.jsonl")
     parser.add_argument("--size", type=int, default=3, help="repetitions per group")
     parser.add_argument("--points", type=float, default=20.0, help="a difference in points")

@@ -28,19 +28,30 @@ def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> 
     failing = loop.failing(rules, n_failed, refit.n_forgiven)
     phase = loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))
     return {
-        "id": campaign_id, "name": spec["name"], "team": spec.get("team"),
+        "id": campaign_id,
+        "name": spec["name"],
+        "team": spec.get("team"),
         "state": str(loop.state(phase, failing, stalled)),
-        "n_labeled": n, "n_pending": pending, "max_labels": spec["max_labels"],
-        "model_version": refit.model_version, "last_error": refit.last_error,
-        "refit_failures": refit.failures, "refit_retry_at": refit.retry_at or None,
-        "refit": str(refit.phase), "acquisition": spec["acquisition"], "mode": spec["mode"],
-        "inputs": spec["inputs"], "outputs": spec.get("outputs"), "n_failed": n_failed,
+        "n_labeled": n,
+        "n_pending": pending,
+        "max_labels": spec["max_labels"],
+        "model_version": refit.model_version,
+        "last_error": refit.last_error,
+        "refit_failures": refit.failures,
+        "refit_retry_at": refit.retry_at or None,
+        "refit": str(refit.phase),
+        "acquisition": spec["acquisition"],
+        "mode": spec["mode"],
+        "inputs": spec["inputs"],
+        "outputs": spec.get("outputs"),
+        "n_failed": n_failed,
         "n_abandoned": refit.n_abandoned,
-        "n_forgiven": refit.n_forgiven, "max_failures": rules.failure_limit,
+        "n_forgiven": refit.n_forgiven,
+        "max_failures": rules.failure_limit,
         "failing": failing,
         "stalled": stalled,
         "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
-    }  # fmt: skip
+    }
 
 
 def statuses(store: CampaignStore, ids: list[str]) -> list[dict]:

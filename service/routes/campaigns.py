@@ -34,8 +34,13 @@ router = APIRouter(
 
 
 @router.post("", status_code=201, response_model=Campaign, dependencies=[TeamScope])
-def create(body: CampaignCreate, store: StoreDep, request: Request, response: Response,
-           settings: SettingsDep):  # fmt: skip
+def create(
+    body: CampaignCreate,
+    store: StoreDep,
+    request: Request,
+    response: Response,
+    settings: SettingsDep,
+):
     """The campaign, with its two tokens: ``token`` for its simulators (points, labels, failed
     runs, status) and ``owner_token`` for everything else of it. Created with a team's token,
     it is the team's (``team``): that token opens it, and lists it."""
@@ -47,29 +52,51 @@ def create(body: CampaignCreate, store: StoreDep, request: Request, response: Re
     except TeamFull as full:
         raise limits.team_full(str(full), settings.limit_team_campaigns) from None
     except TeamGone as gone:
-        raise Unauthorized(f"the token of team {str(gone)!r} was replaced or the team deleted "
-                           "while this request ran",
-                           {"WWW-Authenticate": "Bearer"}) from None  # fmt: skip
+        raise Unauthorized(
+            f"the token of team {str(gone)!r} was replaced or the team deleted "
+            "while this request ran",
+            {"WWW-Authenticate": "Bearer"},
+        ) from None
     token, owner_token = store.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
     return dict(spec, status=bodies.status(store, spec["id"]), token=token, owner_token=owner_token)
 
 
-LIST_RESPONSES = {200: {"headers": {
-    "X-Next-Cursor": {"description": "the cursor of the next page; absent on the last page",
-                      "schema": {"type": "string"}},
-    "Link": {"description": 'the next page, as <...>; rel="next"', "schema": {"type": "string"}},
-}}}  # fmt: skip
+LIST_RESPONSES = {
+    200: {
+        "headers": {
+            "X-Next-Cursor": {
+                "description": "the cursor of the next page; absent on the last page",
+                "schema": {"type": "string"},
+            },
+            "Link": {
+                "description": 'the next page, as <...>; rel="next"',
+                "schema": {"type": "string"},
+            },
+        }
+    }
+}
 
 
-@router.get("", response_model=list[CampaignStatus], responses=LIST_RESPONSES,
-            dependencies=[TeamScope])  # fmt: skip
-def list_campaigns(store: StoreDep, request: Request, response: Response,
-                   limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description=(
-                       "Campaigns per page; absent: all of them."))] = None,
-                   cursor: Annotated[str | None, Query(max_length=200, description=(
-                       "Where the page starts: the previous page's `X-Next-Cursor`."
-                   ))] = None):  # fmt: skip
+@router.get(
+    "", response_model=list[CampaignStatus], responses=LIST_RESPONSES, dependencies=[TeamScope]
+)
+def list_campaigns(
+    store: StoreDep,
+    request: Request,
+    response: Response,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_PAGE, description=("Campaigns per page; absent: all of them.")),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description=("Where the page starts: the previous page's `X-Next-Cursor`."),
+        ),
+    ] = None,
+):
     """The campaigns' status, by id. Without ``limit``, all of them; with it, a page of at most
     ``limit``, and, when more follow, the next page's ``cursor`` in ``X-Next-Cursor`` and a
     ``Link: <...>; rel="next"`` header (pass it as ``?cursor=``). A team's token lists the
@@ -82,24 +109,33 @@ def list_campaigns(store: StoreDep, request: Request, response: Response,
     return bodies.statuses(store, ids)
 
 
-@router.get("/{campaign_id}", response_model=CampaignStatus,
-            responses=problem_responses(404), dependencies=[SimulatorScope])  # fmt: skip
+@router.get(
+    "/{campaign_id}",
+    response_model=CampaignStatus,
+    responses=problem_responses(404),
+    dependencies=[SimulatorScope],
+)
 def status(campaign_id: CampaignId, store: StoreDep):
     """Where the campaign stands: its state, counts of labels, tickets out, failed and
     abandoned runs, its refit, and its inputs. The simulator token opens it too."""
     return bodies.status(store, campaign_id)
 
 
-@router.delete("/{campaign_id}", status_code=204, response_class=Response,
-               responses=problem_responses(404))  # fmt: skip
+@router.delete(
+    "/{campaign_id}", status_code=204, response_class=Response, responses=problem_responses(404)
+)
 def delete(campaign_id: CampaignId, store: StoreDep):
     """The campaign and all its data; its jobs, running or queued, are stopped."""
     store.delete(campaign_id)
     return Response(status_code=204)
 
 
-@router.post("/{campaign_id}/retry", status_code=202, response_model=CampaignStatus,
-             responses=problem_responses(404, 409))  # fmt: skip
+@router.post(
+    "/{campaign_id}/retry",
+    status_code=202,
+    response_model=CampaignStatus,
+    responses=problem_responses(404, 409),
+)
 def retry(campaign_id: CampaignId, store: StoreDep, body: Retry | None = None):
     """The owner's word that what stopped the campaign is fixed. A failed campaign (its refit
     failed ``refit_max_attempts`` times in a row): its failed state cleared and a refit
@@ -114,13 +150,18 @@ def retry(campaign_id: CampaignId, store: StoreDep, body: Retry | None = None):
     409 if there is nothing to retry."""
     forget = body is not None and body.forget_failures
     if not store.retry(campaign_id, time.time(), forget):
-        raise Conflict("the campaign has not failed, is not failing and has not stalled: "
-                       "there is nothing to retry")  # fmt: skip
+        raise Conflict(
+            "the campaign has not failed, is not failing and has not stalled: "
+            "there is nothing to retry"
+        )
     return bodies.status(store, campaign_id)
 
 
-@router.post("/{campaign_id}/resume", response_model=CampaignStatus,
-             responses=problem_responses(404, 409, 422))  # fmt: skip
+@router.post(
+    "/{campaign_id}/resume",
+    response_model=CampaignStatus,
+    responses=problem_responses(404, 409, 422),
+)
 def resume(campaign_id: CampaignId, store: StoreDep, body: Resume | None = None):
     """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
     points again, and the rule's ``patience`` counts from the next model. With a body

@@ -47,8 +47,9 @@ def input_columns(spec: dict, service_columns: list[str]) -> list[str]:
     return out
 
 
-def observations_csv(spec: dict, x: list[list], y: list, noise: list | None,
-                     failures: list[dict]) -> str:  # fmt: skip
+def observations_csv(
+    spec: dict, x: list[list], y: list, noise: list | None, failures: list[dict]
+) -> str:
     """The CSV export: the inputs' columns (:func:`input_columns`), ``y`` (``y_<output>`` for
     each output), ``noise`` with known noise (``noise_<output>``), ``status`` and ``reason``;
     a row per label (``status`` ``ok``), then one per failed run (``status`` ``failed``, ``y``
@@ -71,10 +72,12 @@ def observations_csv(spec: dict, x: list[list], y: list, noise: list | None,
             known = []
         else:
             known = [noise[k]] if names is None else [noise[k][name] for name in names]
-        writer.writerow([_value_cell(v) for v in xi] + [float(v) for v in values + known]
-                        + ["ok", ""])  # fmt: skip
+        writer.writerow(
+            [_value_cell(v) for v in xi] + [float(v) for v in values + known] + ["ok", ""]
+        )
     for f in failures:
         empty = [""] * (len(columns) + len(extra))  # y, and its noise
-        writer.writerow([_value_cell(v) for v in f["x"]]
-                        + [*empty, "failed", _text_cell(f["reason"])])  # fmt: skip
+        writer.writerow(
+            [_value_cell(v) for v in f["x"]] + [*empty, "failed", _text_cell(f["reason"])]
+        )
     return out.getvalue()

@@ -29,8 +29,7 @@ async def livez():
     return {"status": "ok"}
 
 
-@router.get("/metrics", response_class=PlainTextResponse,
-            responses=problem_responses(503))  # fmt: skip
+@router.get("/metrics", response_class=PlainTextResponse, responses=problem_responses(503))
 def prometheus_metrics(redis: RedisDep, store: StoreDep, settings: SettingsDep):
     """Prometheus metrics (text format): requests and latencies, queue depths, failed jobs,
     refit seconds, labels stored, runs failed and abandoned, campaigns by state, Redis's memory
@@ -41,9 +40,17 @@ def prometheus_metrics(redis: RedisDep, store: StoreDep, settings: SettingsDep):
     return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@router.get("/readyz", response_model=Readiness, response_model_exclude_none=True,
-            responses={503: {"description": "Redis unreachable or refusing writes, or no "
-                             "worker", "model": Readiness}})  # fmt: skip
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    response_model_exclude_none=True,
+    responses={
+        503: {
+            "description": "Redis unreachable or refusing writes, or no worker",
+            "model": Readiness,
+        }
+    },
+)
 def readyz(redis: RedisDep, settings: SettingsDep, response: Response):
     """200 when Redis answers and takes writes and a worker is registered, with `status`
     `degraded` and why when Redis's memory or its disk is nearly full (before it refuses the
@@ -54,13 +61,20 @@ def readyz(redis: RedisDep, settings: SettingsDep, response: Response):
         status, detail = capacity.read(redis, settings).verdict(settings)
     except RedisError as error:
         response.status_code = 503
-        return {"ready": False, "status": capacity.UNAVAILABLE,
-                "detail": f"Redis unreachable: {error}"}  # fmt: skip
+        return {
+            "ready": False,
+            "status": capacity.UNAVAILABLE,
+            "detail": f"Redis unreachable: {error}",
+        }
     if status == capacity.UNAVAILABLE:
         response.status_code = 503
         return {"ready": False, "status": status, "detail": detail, "workers": workers}
     if workers == 0:
         response.status_code = 503
-        return {"ready": False, "status": capacity.UNAVAILABLE, "detail": "no worker is running",
-                "workers": 0}  # fmt: skip
+        return {
+            "ready": False,
+            "status": capacity.UNAVAILABLE,
+            "detail": "no worker is running",
+            "workers": 0,
+        }
     return {"ready": True, "status": status, "detail": detail, "workers": workers}

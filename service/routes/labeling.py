@@ -2,7 +2,8 @@
 ``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
 ``/observations`` imports and exports labels (and failures; as CSV by
 :mod:`service.routes.csv_export`). The rules are :mod:`service.loop`'s; here they meet Redis
-(:func:`offer`) and HTTP (:func:`label_status`, :func:`run_status`)."""
+(:func:`service.offers.offer`, ``/next``'s story) and HTTP (:func:`label_status`,
+:func:`run_status`)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
-from redis.exceptions import LockError
 from starlette.concurrency import run_in_threadpool
 
 from fbgp_al.service import limits, loop, wakeups
 from fbgp_al.service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from fbgp_al.service.errors import Busy, Conflict, Gone, NotFound, Unprocessable, as_422
+from fbgp_al.service.errors import Conflict, Gone, NotFound, Unprocessable, as_422
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.offers import offer
 from fbgp_al.service.routes.checks import spec_with_points
 from fbgp_al.service.routes.csv_export import observations_csv
 from fbgp_al.service.schemas.labeling import (
@@ -71,8 +72,10 @@ def label_status(outcome: LabelOutcome, ticket: str) -> int:
         case LabelOutcome.SAME_AGAIN:
             return 200
         case LabelOutcome.CONFLICT:
-            raise Conflict("this ticket has a different label, or its point is labeled (then "
-                           "the ticket has ended: its lease no longer holds a place)")  # fmt: skip
+            raise Conflict(
+                "this ticket has a different label, or its point is labeled (then "
+                "the ticket has ended: its lease no longer holds a place)"
+            )
         case LabelOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {ticket!r}")
         case LabelOutcome.DONE:
@@ -88,77 +91,55 @@ def run_status(outcome: RunOutcome, ticket: str) -> int:
         case RunOutcome.SAME_AGAIN:
             return 200
         case RunOutcome.CONFLICT:
-            raise Conflict("this ticket has ended otherwise: labeled, failed with another "
-                           "reason, abandoned, or superseded (its point was labeled under "
-                           "another ticket)")  # fmt: skip
+            raise Conflict(
+                "this ticket has ended otherwise: labeled, failed with another "
+                "reason, abandoned, or superseded (its point was labeled under "
+                "another ticket)"
+            )
         case RunOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {ticket!r}")
     raise AssertionError(outcome)
 
 
-def offer(
-    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int = 1
-) -> list[dict] | loop.Answer:
-    """One look at the campaign, under its lock: up to ``count`` tickets (the dicts ``/next``
-    answers, for as many polls), or the answer the rules gave instead of even one
-    (:class:`~service.loop.Wait`, :class:`~service.loop.Done`, :class:`~service.loop.Stalled`,
-    :class:`~service.loop.Failed`, :class:`~service.loop.Failing`). A campaign that waits for
-    a model also has its refit revived if that died. 503 (:class:`Busy`) when the campaign's
-    lock is not acquired in ``lock_timeout_seconds``."""
-    lock = store.lock(campaign_id, settings.lock_timeout_seconds)
-    if not lock.acquire():
-        raise Busy(f"the campaign's lock was not acquired within {settings.lock_timeout_seconds:g} "
-                   "s (another request is choosing its points); try again",
-                   settings.store_retry_after_seconds)  # fmt: skip
-    try:
-        return _offer_locked(store, campaign_id, now, settings, count)
-    finally:
-        try:
-            lock.release()
-        except LockError as error:  # held past lock_timeout_seconds: it had expired already
-            log.warning("the campaign's lock expired before its release (%s)", error,
-                        extra={"campaign": campaign_id})  # fmt: skip
-
-
-def _offer_locked(
-    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int
-) -> list[dict] | loop.Answer:
-    spec = store.spec(campaign_id)
-    rules = loop.Rules.of(spec)
-    snap = store.snapshot(campaign_id, now)
-    if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
-        store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
-    answers = loop.next_answers(rules, snap, count)
-    if not isinstance(answers, list):
-        return answers
-    points = store.pool_points(campaign_id, spec, [a.index for a in answers])
-    offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
-    return store.issue(campaign_id, offers, spec["lease_seconds"], now)
-
-
 def _key_header(description: str):
     """An ``Idempotency-Key`` header: up to 200 visible ASCII characters (a UUID, usually)."""
-    return Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$",
-                  description=description)  # fmt: skip
+    return Header(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$", description=description)
 
 
-IDEMPOTENCY_KEY = _key_header("the same key sent again gets the same ticket while it is out "
-                              "(a request whose answer was lost)")  # fmt: skip
+IDEMPOTENCY_KEY = _key_header(
+    "the same key sent again gets the same ticket while it is out (a request whose answer was lost)"
+)
 IMPORT_KEY = _key_header("the same import sent again with its key is stored once")
 REPLAYED = "Idempotent-Replayed"
 
-NEXT_RESPONSES = {202: {"description": "no point yet", "model": NotYet},
-                  **problem_responses(404, 409, 410)}  # fmt: skip
+NEXT_RESPONSES = {
+    202: {"description": "no point yet", "model": NotYet},
+    **problem_responses(404, 409, 410),
+}
 
 
-@router.get("/next", response_model=NextPoint, responses=NEXT_RESPONSES,
-            dependencies=[SimulatorScope])  # fmt: skip
-async def next_point(campaign_id: CampaignId, request: Request, response: Response, store: StoreDep,
-                     settings: SettingsDep,
-                     wait: Annotated[float, Query(ge=0, allow_inf_nan=False, description=(
-                         "Seconds to wait for a point before answering 202 (a long poll; at "
-                         "most `FBGP_MAX_WAIT_SECONDS`, 60 by default)."))] = 0.0,
-                     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None):  # fmt: skip
+@router.get(
+    "/next", response_model=NextPoint, responses=NEXT_RESPONSES, dependencies=[SimulatorScope]
+)
+async def next_point(
+    campaign_id: CampaignId,
+    request: Request,
+    response: Response,
+    store: StoreDep,
+    settings: SettingsDep,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            allow_inf_nan=False,
+            description=(
+                "Seconds to wait for a point before answering 202 (a long poll; at "
+                "most `FBGP_MAX_WAIT_SECONDS`, 60 by default)."
+            ),
+        ),
+    ] = 0.0,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
+):
     """A point to label, or 202 once ``wait`` seconds passed without one. The poll holds no
     thread while it waits: it is woken when the campaign changes, and looks again at least
     every `FBGP_NEXT_POLL_SECONDS`. 410 when the campaign is done; 409 when it is failed,
@@ -184,8 +165,9 @@ async def next_point(campaign_id: CampaignId, request: Request, response: Respon
     return _next_response(answer, campaign_id)
 
 
-def _keyed(store: CampaignStore, campaign_id: str, key: str,
-           answer: dict | loop.Answer) -> dict | loop.Answer | tuple[dict]:  # fmt: skip
+def _keyed(
+    store: CampaignStore, campaign_id: str, key: str, answer: dict | loop.Answer
+) -> dict | loop.Answer | tuple[dict]:
     """``answer`` for the request with Idempotency-Key ``key``: a ticket bound to the key, or
     the one a request sent before with the key got while this one waited (a 1-tuple: a
     replay)."""
@@ -197,8 +179,9 @@ def _keyed(store: CampaignStore, campaign_id: str, key: str,
     return answer if replayed is None else (replayed,)
 
 
-async def _next_answer(campaign_id: CampaignId, request: Request, store: CampaignStore,
-                       settings: Settings, wait: float) -> dict | loop.Answer:  # fmt: skip
+async def _next_answer(
+    campaign_id: CampaignId, request: Request, store: CampaignStore, settings: Settings, wait: float
+) -> dict | loop.Answer:
     """A ticket, or the answer in its place once ``wait`` seconds passed without one."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     request.state.waited = 0.0
@@ -232,35 +215,51 @@ def _next_response(answer: dict | loop.Answer, campaign_id: str):
     url = f"/campaigns/{campaign_id}"
     if isinstance(answer, loop.Done) and answer.stopped:
         verdict = json.loads(answer.stopped)
-        raise Gone(f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
-                   f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
-                   f"{verdict['version']}); its owner can resume it with POST "
-                   f"{url}/resume")  # fmt: skip
+        raise Gone(
+            f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
+            f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
+            f"{verdict['version']}); its owner can resume it with POST "
+            f"{url}/resume"
+        )
     if isinstance(answer, loop.Done):
         raise Gone(DONE)
     if isinstance(answer, loop.Stalled):
         raise Conflict(STALLED.format(url=url))
     if isinstance(answer, loop.Failed):
-        raise Conflict(f"the campaign has failed ({answer.reason}); its owner can retry it "
-                       f"with POST {url}/retry")  # fmt: skip
+        raise Conflict(
+            f"the campaign has failed ({answer.reason}); its owner can retry it "
+            f"with POST {url}/retry"
+        )
     if isinstance(answer, loop.Failing):
-        raise Conflict(f"the campaign is failing: {answer.failed} runs failed, more than its "
-                       f"max_failures ({answer.limit}), so no point is handed out (labels for "
-                       "tickets out are still taken); once the simulator is fixed, its owner "
-                       f"can retry it with POST {url}/retry, which offers the failed "
-                       "points again")  # fmt: skip
+        raise Conflict(
+            f"the campaign is failing: {answer.failed} runs failed, more than its "
+            f"max_failures ({answer.limit}), so no point is handed out (labels for "
+            "tickets out are still taken); once the simulator is fixed, its owner "
+            f"can retry it with POST {url}/retry, which offers the failed "
+            "points again"
+        )
     retry = max(1, math.ceil(answer.seconds))
-    return JSONResponse({"detail": "no point can be given yet", "retry_after": retry},
-                        status_code=202, headers={"Retry-After": str(retry)})  # fmt: skip
+    return JSONResponse(
+        {"detail": "no point can be given yet", "retry_after": retry},
+        status_code=202,
+        headers={"Retry-After": str(retry)},
+    )
 
 
-LABEL_RESPONSES = {200: {"description": "the same label again", "model": LabelAnswer},
-                   **problem_responses(404, 409, 410)}  # fmt: skip
+LABEL_RESPONSES = {
+    200: {"description": "the same label again", "model": LabelAnswer},
+    **problem_responses(404, 409, 410),
+}
 
 
-@router.post("/label", status_code=201, response_model=LabelAnswer,
-             response_model_exclude_none=True, responses=LABEL_RESPONSES,
-             dependencies=[SimulatorScope])  # fmt: skip
+@router.post(
+    "/label",
+    status_code=201,
+    response_model=LabelAnswer,
+    response_model_exclude_none=True,
+    responses=LABEL_RESPONSES,
+    dependencies=[SimulatorScope],
+)
 def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     values = LabelValues(body.y, body.noise, replicates=body.y_replicates or False)
@@ -269,12 +268,19 @@ def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: R
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
 
 
-RUN_RESPONSES = {200: {"description": "the same report again", "model": RunAnswer},
-                 **problem_responses(404, 409)}  # fmt: skip
+RUN_RESPONSES = {
+    200: {"description": "the same report again", "model": RunAnswer},
+    **problem_responses(404, 409),
+}
 
 
-@router.post("/fail", status_code=201, response_model=RunAnswer,
-             responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
+@router.post(
+    "/fail",
+    status_code=201,
+    response_model=RunAnswer,
+    responses=RUN_RESPONSES,
+    dependencies=[SimulatorScope],
+)
 def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
@@ -283,8 +289,13 @@ def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Res
     return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
 
 
-@router.post("/abandon", status_code=201, response_model=RunAnswer,
-             responses=RUN_RESPONSES, dependencies=[SimulatorScope])  # fmt: skip
+@router.post(
+    "/abandon",
+    status_code=201,
+    response_model=RunAnswer,
+    responses=RUN_RESPONSES,
+    dependencies=[SimulatorScope],
+)
 def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
@@ -293,9 +304,12 @@ def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response
     return {"ticket": body.ticket, "status": "abandoned", "count": n}
 
 
-@router.post("/renew", response_model=Renewed,
-             responses=problem_responses(404, 409),
-             dependencies=[SimulatorScope])  # fmt: skip
+@router.post(
+    "/renew",
+    response_model=Renewed,
+    responses=problem_responses(404, 409),
+    dependencies=[SimulatorScope],
+)
 def renew(campaign_id: CampaignId, body: TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
     outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
@@ -303,21 +317,35 @@ def renew(campaign_id: CampaignId, body: TicketPost, store: StoreDep):
         case RenewOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {body.ticket!r}")
         case RenewOutcome.ENDED:
-            raise Conflict("this ticket has ended: labeled, failed, abandoned, or superseded "
-                           "(its point was labeled under another ticket)")  # fmt: skip
+            raise Conflict(
+                "this ticket has ended: labeled, failed, abandoned, or superseded "
+                "(its point was labeled under another ticket)"
+            )
         case RenewOutcome.EXPIRED:
-            raise Conflict("the lease has expired: its point may be out again (a label for it "
-                           "is still taken while the point has none)")  # fmt: skip
+            raise Conflict(
+                "the lease has expired: its point may be out again (a label for it "
+                "is still taken while the point has none)"
+            )
     return {"ticket": body.ticket, "expires_at": expires_at}
 
 
-@router.post("/observations", status_code=201, response_model=Imported,
-             responses={200: {"description": "the same import again (its Idempotency-Key)",
-                              "model": Imported},
-                        **problem_responses(404, 409)})  # fmt: skip
-def import_observations(campaign_id: CampaignId, body: Observations, store: StoreDep,
-                        settings: SettingsDep, response: Response,
-                        idempotency_key: Annotated[str | None, IMPORT_KEY] = None):  # fmt: skip
+@router.post(
+    "/observations",
+    status_code=201,
+    response_model=Imported,
+    responses={
+        200: {"description": "the same import again (its Idempotency-Key)", "model": Imported},
+        **problem_responses(404, 409),
+    },
+)
+def import_observations(
+    campaign_id: CampaignId,
+    body: Observations,
+    store: StoreDep,
+    settings: SettingsDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, IMPORT_KEY] = None,
+):
     """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
     the same import sent again (its answer was lost) is answered 200 with what the first
     stored, and nothing is stored twice; the key sent with other observations is a 422."""
@@ -332,17 +360,21 @@ def import_observations(campaign_id: CampaignId, body: Observations, store: Stor
         if held is not None:
             return _imported_again(held[:2], len(body.y), response)
     limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, _ = store.import_observations(campaign_id, x, y, time.time(), noise,
-                                              idempotency_key, digest)  # fmt: skip
+    outcome, n, _ = store.import_observations(
+        campaign_id, x, y, time.time(), noise, idempotency_key, digest
+    )
     if outcome in (ImportOutcome.SAME_AGAIN, ImportOutcome.KEY_REUSED):
         return _imported_again((outcome, n), len(body.y), response)
     if outcome == ImportOutcome.TOO_MANY:
-        raise Conflict(f"{len(body.y)} more labels would exceed max_labels "
-                       f"({spec['max_labels']}; {n} stored)")  # fmt: skip
+        raise Conflict(
+            f"{len(body.y)} more labels would exceed max_labels ({spec['max_labels']}; {n} stored)"
+        )
     if outcome == ImportOutcome.REPEATED:
-        raise Conflict("a pool point among them has a label already, or appears twice, and "
-                       "the campaign does not allow repeats (allow_repeats): none was "
-                       "stored")  # fmt: skip
+        raise Conflict(
+            "a pool point among them has a label already, or appears twice, and "
+            "the campaign does not allow repeats (allow_repeats): none was "
+            "stored"
+        )
     return {"n_labeled": n, "imported": len(body.y)}
 
 
@@ -351,8 +383,10 @@ def _imported_again(held: tuple[ImportOutcome, int], count: int, response: Respo
     answer, or 422 if the key came with other observations then."""
     outcome, n = held
     if outcome == ImportOutcome.KEY_REUSED:
-        raise Unprocessable("this Idempotency-Key was sent with other observations before; "
-                            "send a new key with each import")  # fmt: skip
+        raise Unprocessable(
+            "this Idempotency-Key was sent with other observations before; "
+            "send a new key with each import"
+        )
     response.status_code = 200
     response.headers[REPLAYED] = "true"
     return {"n_labeled": n, "imported": count}
@@ -364,19 +398,28 @@ OBSERVATIONS_RESPONSES = {
 }
 
 
-@router.get("/observations", response_model=ObservationList,
-            response_model_exclude_none=True, responses=OBSERVATIONS_RESPONSES)  # fmt: skip
-def export_observations(campaign_id: CampaignId, store: StoreDep,
-                        accept: Annotated[str | None, Header(description=(
-                            "`text/csv` for CSV; JSON otherwise."))] = None):  # fmt: skip
+@router.get(
+    "/observations",
+    response_model=ObservationList,
+    response_model_exclude_none=True,
+    responses=OBSERVATIONS_RESPONSES,
+)
+def export_observations(
+    campaign_id: CampaignId,
+    store: StoreDep,
+    accept: Annotated[
+        str | None, Header(description=("`text/csv` for CSV; JSON otherwise."))
+    ] = None,
+):
     """The labels (``x``, ``y``, and ``noise`` with known noise) and the failed runs
     (``failures``); as CSV, one row per label (``status`` ``ok``) then one per failed run
     (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column after ``y``
     in a campaign with known noise."""
     spec = store.spec(campaign_id)
     labels = store.labels(campaign_id)
-    failures = [{k: f[k] for k in ("x", "ticket", "reason", "at")}
-                for f in store.failures(campaign_id)]  # fmt: skip
+    failures = [
+        {k: f[k] for k in ("x", "ticket", "reason", "at")} for f in store.failures(campaign_id)
+    ]
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
     if accept and "text/csv" in accept:

@@ -84,8 +84,9 @@ def _logged(transforms) -> bool:
     return any(t.get("y_transform") == "log" for t in transforms)
 
 
-def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: list[dict],
-                    now: float) -> dict:  # fmt: skip
+def export_document(
+    campaign_id: CampaignId, spec: dict, model: dict, labels: list[dict], now: float
+) -> dict:
     """The stored ``model`` with what it needs to predict without the service: the campaign's
     inputs and the first ``n_labeled`` of its ``labels`` (the ones the model saw), with their
     known ``noise`` variances when any label carries one (0 for a label without)."""
@@ -97,15 +98,22 @@ def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: li
         data["noise"] = [float(label.get("noise") or 0.0) for label in seen]
     document = {
         "format": EXPORT_FORMAT,
-        "format_version": (EXPORT_FORMAT_VERSION_LOG if _logged([model["transform"]])
-                           else EXPORT_FORMAT_VERSION),
+        "format_version": (
+            EXPORT_FORMAT_VERSION_LOG if _logged([model["transform"]]) else EXPORT_FORMAT_VERSION
+        ),
         "campaign": {"id": campaign_id, "name": spec["name"]},
-        "version": model["version"], "n_labeled": model["n_labeled"],
-        "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],
-        "samples": model["samples"], "acquisition_samples": model["acquisition_samples"],
-        "mode": model["mode"], "chains": model.get("chains"), "data": data,
+        "version": model["version"],
+        "n_labeled": model["n_labeled"],
+        "inputs": spec["inputs"],
+        "kernel": "rbf-ard",
+        "transform": model["transform"],
+        "samples": model["samples"],
+        "acquisition_samples": model["acquisition_samples"],
+        "mode": model["mode"],
+        "chains": model.get("chains"),
+        "data": data,
         "diagnostics": model.get("diagnostics", {}),
-    }  # fmt: skip
+    }
     if "accuracy" in model:
         document["accuracy"] = model["accuracy"]
     if "failures" in model:
@@ -114,28 +122,45 @@ def export_document(campaign_id: CampaignId, spec: dict, model: dict, labels: li
     return document
 
 
-def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list[dict], data: dict,
-                    now: float) -> dict:  # fmt: skip
+def _export_outputs(
+    campaign_id: CampaignId, spec: dict, model: dict, seen: list[dict], data: dict, now: float
+) -> dict:
     """A multi-output model's document (``format_version`` 2; 3 with a log output): the
     inputs' ``transform``, each output's draws, mode and ``transform`` under ``outputs``, and
     the labels with ``y`` (and ``noise``) objects ``{name: value}``."""
     names = output_names(spec)
     if any(label.get("noise") is not None for label in seen):
         data["noise"] = [label.get("noise") or dict.fromkeys(names, 0.0) for label in seen]
-    keep = ("transform", "samples", "acquisition_samples", "mode", "chains", "diagnostics",
-            "accuracy")  # fmt: skip
-    outputs = {name: {k: model["outputs"][name][k] for k in keep if k in model["outputs"][name]}
-               for name in names}  # fmt: skip
+    keep = (
+        "transform",
+        "samples",
+        "acquisition_samples",
+        "mode",
+        "chains",
+        "diagnostics",
+        "accuracy",
+    )
+    outputs = {
+        name: {k: model["outputs"][name][k] for k in keep if k in model["outputs"][name]}
+        for name in names
+    }
     document = {
         "format": EXPORT_FORMAT,
-        "format_version": (EXPORT_FORMAT_VERSION_LOG
-                           if _logged(o["transform"] for o in outputs.values())
-                           else EXPORT_FORMAT_VERSION_OUTPUTS),
+        "format_version": (
+            EXPORT_FORMAT_VERSION_LOG
+            if _logged(o["transform"] for o in outputs.values())
+            else EXPORT_FORMAT_VERSION_OUTPUTS
+        ),
         "campaign": {"id": campaign_id, "name": spec["name"]},
-        "version": model["version"], "n_labeled": model["n_labeled"],
-        "inputs": spec["inputs"], "kernel": "rbf-ard", "transform": model["transform"],
-        "outputs": outputs, "data": data, "diagnostics": model.get("diagnostics", {}),
-    }  # fmt: skip
+        "version": model["version"],
+        "n_labeled": model["n_labeled"],
+        "inputs": spec["inputs"],
+        "kernel": "rbf-ard",
+        "transform": model["transform"],
+        "outputs": outputs,
+        "data": data,
+        "diagnostics": model.get("diagnostics", {}),
+    }
     if "accuracy" in model:
         document["accuracy"] = model["accuracy"]
     if "failures" in model:
@@ -144,9 +169,12 @@ def _export_outputs(campaign_id: CampaignId, spec: dict, model: dict, seen: list
     return document
 
 
-@router.get("/model/export", response_model=MetamodelExport | MultiMetamodelExport,
-            response_model_exclude_unset=True,
-            responses=problem_responses(404))  # fmt: skip
+@router.get(
+    "/model/export",
+    response_model=MetamodelExport | MultiMetamodelExport,
+    response_model_exclude_unset=True,
+    responses=problem_responses(404),
+)
 def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     """The latest model as a self-contained JSON file (a download): its draws, mode, transforms
     and the labeled data it saw, which the SDK's ``Metamodel`` predicts from as ``/predict``
@@ -160,8 +188,7 @@ def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     return export_document(campaign_id, spec, model, labels, time.time())
 
 
-@router.get("/history", response_model=list[HistoryEvent],
-            responses=problem_responses(404))  # fmt: skip
+@router.get("/history", response_model=list[HistoryEvent], responses=problem_responses(404))
 def history(campaign_id: CampaignId, store: StoreDep):
     """One entry per model version stored, evaluation, refit failed, stop and resume, and per
     failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
@@ -182,8 +209,9 @@ def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
     response_model_exclude_unset=True,
     responses=MODEL_RESPONSES,
 )
-def predict(campaign_id: CampaignId, body: Points, store: StoreDep, redis: RedisDep,
-            settings: SettingsDep):  # fmt: skip
+def predict(
+    campaign_id: CampaignId, body: Points, store: StoreDep, redis: RedisDep, settings: SettingsDep
+):
     """The latest model's predictions at `x` (points within the inputs' bounds): the mode
     GP's mean and variance of y and the mixture's, original units; where runs have failed, the
     failure model's probability that a run at each point succeeds (`p_success`)."""
@@ -192,8 +220,13 @@ def predict(campaign_id: CampaignId, body: Points, store: StoreDep, redis: Redis
 
 
 @router.post("/acquisition", response_model=AcquisitionValues, responses=MODEL_RESPONSES)
-def acquisition(campaign_id: CampaignId, body: AcquisitionRequest, store: StoreDep,
-                redis: RedisDep, settings: SettingsDep):  # fmt: skip
+def acquisition(
+    campaign_id: CampaignId,
+    body: AcquisitionRequest,
+    store: StoreDep,
+    redis: RedisDep,
+    settings: SettingsDep,
+):
     """The acquisition's scores at `x` under the latest model (the campaign's acquisition,
     or `acquisition`)."""
     x = _checked_points(store, campaign_id, body.x)
@@ -205,13 +238,24 @@ def acquisition(campaign_id: CampaignId, body: AcquisitionRequest, store: StoreD
     response_model=Sensitivity | MultiSensitivity,
     responses=MODEL_RESPONSES,
 )
-def sensitivity(campaign_id: CampaignId, store: StoreDep, redis: RedisDep, settings: SettingsDep,
-                method: Annotated[Literal["closed-form", "monte-carlo"], Query(description=(
-                    "`closed-form` (exact for the model's squared-exponential kernel) or "
-                    "`monte-carlo` (Saltelli's and Jansen's estimators on 8,192 samples)"))
-                ] = "closed-form",
-                level: Annotated[float, Query(gt=0, lt=1, description=(
-                    "The credible intervals' probability."))] = 0.95):  # fmt: skip
+def sensitivity(
+    campaign_id: CampaignId,
+    store: StoreDep,
+    redis: RedisDep,
+    settings: SettingsDep,
+    method: Annotated[
+        Literal["closed-form", "monte-carlo"],
+        Query(
+            description=(
+                "`closed-form` (exact for the model's squared-exponential kernel) or "
+                "`monte-carlo` (Saltelli's and Jansen's estimators on 8,192 samples)"
+            )
+        ),
+    ] = "closed-form",
+    level: Annotated[
+        float, Query(gt=0, lt=1, description=("The credible intervals' probability."))
+    ] = 0.95,
+):
     """Which inputs matter: the first-order and total Sobol indices of the latest model's mean,
     each input uniform over its range (a log input on the log scale, an int input over its
     integers, a choice over its values, as one input), each index's mean and credible interval
@@ -227,8 +271,13 @@ def sensitivity(campaign_id: CampaignId, store: StoreDep, redis: RedisDep, setti
     response_model=Evaluation | MultiEvaluation,
     responses=MODEL_RESPONSES,
 )
-def evaluate(campaign_id: CampaignId, body: Observations, store: StoreDep, redis: RedisDep,
-             settings: SettingsDep):  # fmt: skip
+def evaluate(
+    campaign_id: CampaignId,
+    body: Observations,
+    store: StoreDep,
+    redis: RedisDep,
+    settings: SettingsDep,
+):
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)

@@ -17,8 +17,10 @@ from fbgp_al.service.schemas.teams import Team, TeamCreate, TeamToken
 TeamName = Annotated[str, Path(description="The team's name.")]
 
 router = APIRouter(prefix="/teams", tags=["teams"], dependencies=[Authorized])
-OPEN = ("the service is open (FBGP_API_TOKEN is not set): every call is allowed without a "
-        "token, so a team's token would keep nothing apart; set FBGP_API_TOKEN first")  # fmt: skip
+OPEN = (
+    "the service is open (FBGP_API_TOKEN is not set): every call is allowed without a "
+    "token, so a team's token would keep nothing apart; set FBGP_API_TOKEN first"
+)
 
 
 def _guarded(settings) -> None:
@@ -26,20 +28,23 @@ def _guarded(settings) -> None:
         raise Conflict(OPEN)
 
 
-@router.post("", status_code=201, response_model=TeamToken,
-             responses=problem_responses(409))  # fmt: skip
+@router.post("", status_code=201, response_model=TeamToken, responses=problem_responses(409))
 def create(body: TeamCreate, store: StoreDep, settings: SettingsDep, response: Response):
     """A new team and its token, shown once (only its SHA-256 is kept); 409 if the name is
     taken."""
     _guarded(settings)
     token = store.create_team(body.name, time.time())
     if token == 0:
-        raise Conflict(f"a team named {body.name!r} exists already (POST /teams/{body.name}/"
-                       "token gives it a new token)")  # fmt: skip
+        raise Conflict(
+            f"a team named {body.name!r} exists already (POST /teams/{body.name}/"
+            "token gives it a new token)"
+        )
     if token == -1:
-        raise Conflict(f"team {body.name!r} was deleted and still holds campaigns: POST "
-                       f"/teams/{body.name}/token makes it live again with a new token, or "
-                       "choose another name")  # fmt: skip
+        raise Conflict(
+            f"team {body.name!r} was deleted and still holds campaigns: POST "
+            f"/teams/{body.name}/token makes it live again with a new token, or "
+            "choose another name"
+        )
     response.headers["Cache-Control"] = "no-store"
     return {"name": body.name, "token": token}
 
@@ -50,8 +55,7 @@ def list_teams(store: StoreDep):
     return store.teams()
 
 
-@router.post("/{name}/token", response_model=TeamToken,
-             responses=problem_responses(404, 409))  # fmt: skip
+@router.post("/{name}/token", response_model=TeamToken, responses=problem_responses(404, 409))
 def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Response):
     """A new token for the team, shown once; its old token stops working at once. A deleted
     team that still holds campaigns is live again."""
@@ -63,8 +67,9 @@ def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Res
     return {"name": name, "token": token}
 
 
-@router.delete("/{name}", status_code=204, response_class=Response,
-               responses=problem_responses(404))  # fmt: skip
+@router.delete(
+    "/{name}", status_code=204, response_class=Response, responses=problem_responses(404)
+)
 def delete(name: TeamName, store: StoreDep):
     """The team's token ends at once; its campaigns stay (the service token and their own
     tokens open them). A team that holds campaigns stays listed, not live, and its name cannot

@@ -162,9 +162,11 @@ class CampaignCreate(CampaignFields):
             check_distinguishable(spec)
         if self.outputs is not None:
             if self.transform != "none":
-                raise ValueError("transform: a campaign with several outputs declares each "
-                                 'output\'s own, {"name": ..., "transform": "log"} in '
-                                 "outputs")  # fmt: skip
+                raise ValueError(
+                    "transform: a campaign with several outputs declares each "
+                    'output\'s own, {"name": ..., "transform": "log"} in '
+                    "outputs"
+                )
             outputs = [o.name for o in self.outputs]
             if len(set(outputs)) != len(outputs):
                 raise ValueError("outputs: their names must be distinct")
@@ -173,8 +175,10 @@ class CampaignCreate(CampaignFields):
         for spec in self.inputs:
             same = same or look_alikes([v for v in spec.values or () if isinstance(v, str)])
         if same:
-            raise ValueError(f"{same[0]!r} and {same[1]!r} look alike (Latin beside Greek or "
-                             "Cyrillic letters): name them apart")  # fmt: skip
+            raise ValueError(
+                f"{same[0]!r} and {same[1]!r} look alike (Latin beside Greek or "
+                "Cyrillic letters): name them apart"
+            )
         if self.max_labels < self.initial_design.size:
             raise ValueError(
                 f"max_labels ({self.max_labels}) is smaller than the initial design "
@@ -185,14 +189,15 @@ class CampaignCreate(CampaignFields):
         features = space.feature_names
         if len(set(features)) != len(features):
             same = next(f for f in features if features.count(f) > 1)
-            raise ValueError(f"two of the model's features read {same!r} (a choice's value "
-                             "reads '<input>=<value>'); rename an input")  # fmt: skip
+            raise ValueError(
+                f"two of the model's features read {same!r} (a choice's value "
+                "reads '<input>=<value>'); rename an input"
+            )
         if isinstance(self.pool, GridPoolSpec):
             size = space.grid_size(self.pool.points_per_dim)
             if size > MAX_POOL:
                 shape = space.grid_shape(self.pool.points_per_dim)
-                raise ValueError(f"the grid has {shape} points, more than 2^62: too many to "
-                                 "index")  # fmt: skip
+                raise ValueError(f"the grid has {shape} points, more than 2^62: too many to index")
         else:
             size = len(self.pool.points)
             self.pool.points = canonical_points(self.pool.points, space, "pool point")
@@ -203,14 +208,18 @@ class CampaignCreate(CampaignFields):
         if self.constraints:  # only their points count; an explicit pool keeps only them
             inputs = [i.model_dump() for i in self.inputs]
             if isinstance(self.pool, GridPoolSpec):
-                size, _, how = feasible_pool(self.constraints, space, inputs,
-                                             self.pool.model_dump(), None)  # fmt: skip
+                size, _, how = feasible_pool(
+                    self.constraints, space, inputs, self.pool.model_dump(), None
+                )
             else:
-                size, self.pool.points, how = feasible_pool(self.constraints, space, inputs,
-                                                            None, self.pool.points)  # fmt: skip
+                size, self.pool.points, how = feasible_pool(
+                    self.constraints, space, inputs, None, self.pool.points
+                )
         if size < self.initial_design.size:
-            raise ValueError(f"the pool ({size:,} points{how}) is smaller than the initial "
-                             f"design ({self.initial_design.size})")  # fmt: skip
+            raise ValueError(
+                f"the pool ({size:,} points{how}) is smaller than the initial "
+                f"design ({self.initial_design.size})"
+            )
         if not self.allow_repeats and size < self.max_labels:
             raise ValueError(
                 f"max_labels ({self.max_labels}) exceeds the pool ({size:,} points{how}) and "

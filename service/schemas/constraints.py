@@ -28,8 +28,9 @@ def _nfkc(text: str) -> str:
 ConstraintText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_nfkc)]
 
 
-def feasible_pool(texts: list[str], space: Space, inputs: list[dict], pool: dict | None,
-                  points: list[list] | None) -> tuple[int, list[list] | None, str]:  # fmt: skip
+def feasible_pool(
+    texts: list[str], space: Space, inputs: list[dict], pool: dict | None, points: list[list] | None
+) -> tuple[int, list[list] | None, str]:
     """``(size, kept, how)``: the points of the pool inside every constraint (a grid's counted,
     or estimated from a seeded sample on a grid of more than 2^20 points), an explicit pool's
     ``points`` that are inside (None for a grid), and how the count was made (for messages).
@@ -44,8 +45,11 @@ def feasible_pool(texts: list[str], space: Space, inputs: list[dict], pool: dict
         keep = np.logical_and.reduce(each)
         if not keep.any():
             raise ValueError(_none_left(texts, [e.any() for e in each], "the pool's points"))
-        return int(keep.sum()), [p for p, k in zip(points, keep, strict=True) if k], \
-            " inside the constraints"  # fmt: skip
+        return (
+            int(keep.sum()),
+            [p for p, k in zip(points, keep, strict=True) if k],
+            " inside the constraints",
+        )
     grid = pools.pool_of({"inputs": inputs, "pool": pool, "constraints": texts})
     listed = grid.total <= ENUMERATE
     if grid.sample_hits[0] == 0:
@@ -55,16 +59,21 @@ def feasible_pool(texts: list[str], space: Space, inputs: list[dict], pool: dict
         else:
             rng = np.random.default_rng(FRACTION_SEED)
             index = rng.integers(0, grid.total, size=FRACTION_SAMPLE, dtype=np.int64)
-            where = (f"{FRACTION_SAMPLE:,} of the grid's points drawn at random (a feasible part "
-                     f"under about 1 in {FRACTION_SAMPLE:,} of the grid is too small to draw "
-                     "candidates from: narrow the inputs' bounds instead)")  # fmt: skip
+            where = (
+                f"{FRACTION_SAMPLE:,} of the grid's points drawn at random (a feasible part "
+                f"under about 1 in {FRACTION_SAMPLE:,} of the grid is too small to draw "
+                "candidates from: narrow the inputs' bounds instead)"
+            )
         some = np.zeros(len(texts), dtype=bool)
         for start in range(0, len(index), CHUNK):
             codes = pool_codes(space, grid.points(index[start : start + CHUNK]))
             some |= np.array([e.any() for e in constraints.each(codes)])
         raise ValueError(_none_left(texts, some.tolist(), where))
-    how = " inside the constraints" if listed else \
-        f" inside the constraints, estimated from {FRACTION_SAMPLE:,} drawn"  # fmt: skip
+    how = (
+        " inside the constraints"
+        if listed
+        else f" inside the constraints, estimated from {FRACTION_SAMPLE:,} drawn"
+    )
     return grid.size, None, how
 
 

@@ -32,8 +32,10 @@ MAX_ABS_Y = 1e150
 
 def _within_range(y: float) -> float:
     if abs(y) > MAX_ABS_Y:
-        raise ValueError(f"an output must lie within +-{MAX_ABS_Y:g} (larger magnitudes overflow "
-                         "the GP's float64 variances; rescale the output)")  # fmt: skip
+        raise ValueError(
+            f"an output must lie within +-{MAX_ABS_Y:g} (larger magnitudes overflow "
+            "the GP's float64 variances; rescale the output)"
+        )
     return y
 
 
@@ -44,9 +46,11 @@ MAX_NOISE = MAX_ABS_Y**2
 
 def _variance_in_range(v: float) -> float:
     if not 0 <= v <= MAX_NOISE:
-        raise ValueError(f"a noise variance must lie within [0, {MAX_NOISE:g}] (the variance "
-                         f"of y in its units; a standard deviation of at most "
-                         f"{MAX_ABS_Y:g})")  # fmt: skip
+        raise ValueError(
+            f"a noise variance must lie within [0, {MAX_NOISE:g}] (the variance "
+            f"of y in its units; a standard deviation of at most "
+            f"{MAX_ABS_Y:g})"
+        )
     return v
 
 

@@ -56,9 +56,11 @@ def check_distinguishable(spec: InputSpec) -> None:
         texts = [str(v) for v in spec.values]
         if len(set(texts)) != len(texts):
             same = [v for v in spec.values if texts.count(str(v)) > 1]
-            raise ValueError(f"input {name!r}: its values {same[0]!r} and {same[1]!r} read "
-                             "the same as text (in the CSV export and the model's features); "
-                             "make them distinct as text")  # fmt: skip
+            raise ValueError(
+                f"input {name!r}: its values {same[0]!r} and {same[1]!r} read "
+                "the same as text (in the CSV export and the model's features); "
+                "make them distinct as text"
+            )
         return
     if spec.type == "int":  # distinct integers within +-2^53: exact
         return
@@ -68,9 +70,11 @@ def check_distinguishable(spec: InputSpec) -> None:
         lo, hi, floor = spec.lower, spec.upper, 1e-300
     if not hi - lo > NARROWEST * max(abs(lo), abs(hi), floor):
         scale = "log(upper) - log(lower)" if spec.type == "log" else "upper - lower"
-        raise ValueError(f"input {name!r}: its range is too narrow to tell points apart in "
-                         f"float64 ({scale} must exceed {NARROWEST:g} of the bounds' size; "
-                         "rescale the input)")  # fmt: skip
+        raise ValueError(
+            f"input {name!r}: its range is too narrow to tell points apart in "
+            f"float64 ({scale} must exceed {NARROWEST:g} of the bounds' size; "
+            "rescale the input)"
+        )
 
 
 class InputSpec(Strict):
@@ -103,8 +107,9 @@ class InputSpec(Strict):
                 raise ValueError(f"input {name!r}: its values must be distinct")
             return self
         if self.values is not None:
-            raise ValueError(f"input {name!r}: values are for a choice input only "
-                             '("type": "choice")')  # fmt: skip
+            raise ValueError(
+                f'input {name!r}: values are for a choice input only ("type": "choice")'
+            )
         if self.lower is None or self.upper is None:
             raise ValueError(f"input {name!r}: a {self.type} input needs lower and upper")
         if not self.lower < self.upper:
@@ -112,13 +117,17 @@ class InputSpec(Strict):
                 f"input {name!r}: lower ({self.lower}) must be below upper ({self.upper})"
             )
         if not math.isfinite(self.upper - self.lower):
-            raise ValueError(f"input {name!r}: its range, upper - lower, overflows a float "
-                             f"({self.lower} to {self.upper})")  # fmt: skip
+            raise ValueError(
+                f"input {name!r}: its range, upper - lower, overflows a float "
+                f"({self.lower} to {self.upper})"
+            )
         if self.type == "int":
             for bound in (self.lower, self.upper):
                 if bound != math.floor(bound) or abs(bound) > MAX_INT_BOUND:
-                    raise ValueError(f"input {name!r}: an int input's bounds must be integers "
-                                     f"within +-2^53, not {bound}")  # fmt: skip
+                    raise ValueError(
+                        f"input {name!r}: an int input's bounds must be integers "
+                        f"within +-2^53, not {bound}"
+                    )
         if self.type == "log" and not self.lower > 0:
             raise ValueError(f"input {name!r}: a log input needs lower > 0, not {self.lower}")
         return self
@@ -174,8 +183,9 @@ def canonical_points(points: list[list], space: Space, what: str) -> list[list]:
     the input and what is wrong (``what``: how to name a point)."""
     for k, point in enumerate(points):
         if len(point) != space.dim:
-            raise ValueError(f"{what} {k} has {len(point)} coordinates, the campaign has "
-                             f"{space.dim} inputs")  # fmt: skip
+            raise ValueError(
+                f"{what} {k} has {len(point)} coordinates, the campaign has {space.dim} inputs"
+            )
     try:
         return space.canonical(points)
     except ValueError as error:

@@ -82,8 +82,10 @@ class LabelPost(Strict):
     def _one_y(self):
         if self.y_replicates is not None:
             if self.y is not None or self.noise is not None:
-                raise ValueError("y_replicates give y (their mean) and noise (the variance of "
-                                 "that mean): send them without y and noise")  # fmt: skip
+                raise ValueError(
+                    "y_replicates give y (their mean) and noise (the variance of "
+                    "that mean): send them without y and noise"
+                )
             if isinstance(self.y_replicates, dict):
                 moments = {k: replicate_moments(v) for k, v in self.y_replicates.items()}
                 self.y = {k: m[0] for k, m in moments.items()}
@@ -229,8 +231,10 @@ class Observations(Strict):
             if isinstance(value, dict):  # columns: as rows
                 for name, column in value.items():
                     if len(column) != len(self.x):
-                        raise ValueError(f"x has {len(self.x)} points but {field}[{name!r}] has "
-                                         f"{len(column)} values")  # fmt: skip
+                        raise ValueError(
+                            f"x has {len(self.x)} points but {field}[{name!r}] has "
+                            f"{len(column)} values"
+                        )
                 rows = [{name: value[name][i] for name in value} for i in range(len(self.x))]
                 setattr(self, field, rows)
         if len(self.x) != len(self.y):

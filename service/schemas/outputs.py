@@ -33,9 +33,11 @@ class KnownNoise(Strict):
     @model_validator(mode="after")
     def _with_nugget(self):
         if not self.nugget:
-            raise ValueError("nugget: false is not supported: the sampler's parameters are the "
-                             "lengthscales and the nugget s2 (give nugget: true; with accurate "
-                             "noise variances its posterior stays small)")  # fmt: skip
+            raise ValueError(
+                "nugget: false is not supported: the sampler's parameters are the "
+                "lengthscales and the nugget s2 (give nugget: true; with accurate "
+                "noise variances its posterior stays small)"
+            )
         return self
 
 
@@ -57,8 +59,9 @@ class OutputSpec(Strict):
     transform: OutputTransform = "none"
     """`none`: the GP models the output as it is; `log`: it models log y (see the campaign's
     `transform`)."""
-    units: Annotated[str, AfterValidator(visible)] | None = Field(default=None, min_length=1,
-                                                                 max_length=40)  # fmt: skip
+    units: Annotated[str, AfterValidator(visible)] | None = Field(
+        default=None, min_length=1, max_length=40
+    )
     """The output's units, for people (`"MPa"`): the campaign page's pictures and the report
     name the output as `stress [MPa]`; nothing else reads them."""
 

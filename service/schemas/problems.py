@@ -26,6 +26,10 @@ class Problem(Body):
 def problem_responses(*codes: int) -> dict:
     """OpenAPI ``responses`` for these error codes, each a :class:`Problem`."""
     schema = Problem.model_json_schema()
-    return {code: {"description": HTTPStatus(code).phrase,
-                   "content": {"application/problem+json": {"schema": schema}}}
-            for code in codes}  # fmt: skip
+    return {
+        code: {
+            "description": HTTPStatus(code).phrase,
+            "content": {"application/problem+json": {"schema": schema}},
+        }
+        for code in codes
+    }

@@ -14,8 +14,11 @@ class TeamCreate(Strict):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{"name": "physics"}]})
 
-    name: str = Field(pattern=TEAM_NAME, description="lower-case letters, digits, '_', '.' "
-                      "and '-', starting with a letter or digit; at most 64")  # fmt: skip
+    name: str = Field(
+        pattern=TEAM_NAME,
+        description="lower-case letters, digits, '_', '.' "
+        "and '-', starting with a letter or digit; at most 64",
+    )
 
 
 class Team(Body):

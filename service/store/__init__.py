@@ -16,6 +16,7 @@ from fbgp_al.service.store.labels import Labels
 from fbgp_al.service.store.models import Models
 from fbgp_al.service.store.plots import Plots
 from fbgp_al.service.store.refits import Refits
+from fbgp_al.service.store.revivals import Revivals
 from fbgp_al.service.store.runs import Runs
 from fbgp_al.service.store.teams import TeamFull, TeamGone, Teams
 from fbgp_al.service.store.tickets import Tickets
@@ -23,8 +24,20 @@ from fbgp_al.service.store.tickets import Tickets
 __all__ = ["CampaignStore", "TeamFull", "TeamGone"]
 
 
-class CampaignStore(Campaigns, Teams, Labels, Runs, Tickets, Models, Refits, Jobs, History, Plots,
-                    Counters):  # fmt: skip
+class CampaignStore(
+    Campaigns,
+    Teams,
+    Labels,
+    Runs,
+    Tickets,
+    Models,
+    Refits,
+    Revivals,
+    Jobs,
+    History,
+    Plots,
+    Counters,
+):
     """Every noun of the store on one Redis client. Cheap to build: the scripts are registered
     once per client (:func:`service.store.scripts.on`)."""
 

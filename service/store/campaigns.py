@@ -49,8 +49,7 @@ class Campaigns:
     """A campaign's spec, pool, state and delete, and the index of campaigns
     (a part of :class:`service.store.CampaignStore`)."""
 
-    def create(self, body: dict, team: tuple[str, str] | None = None,
-               team_limit: int = 0) -> dict:  # fmt: skip
+    def create(self, body: dict, team: tuple[str, str] | None = None, team_limit: int = 0) -> dict:
         """The campaign of ``body``, stored; with ``team`` (its name and its token's SHA-256:
         the token that creates it), the team's, all in one transaction with the check that
         the token is still the team's (:class:`TeamGone` if it was rotated or deleted
@@ -62,8 +61,9 @@ class Campaigns:
         tenant = 0 if name is None else self.team_tenant(name)
         spec = dict(body, id=campaign_id, created_at=time.time(), team=name, tenant=tenant)
         pool = pools.pool_of(spec)
-        design = initial_design(pool, spec["initial_design"]["size"], spec["seed"],
-                                warp=pools.space_of(spec).stratify)  # fmt: skip
+        design = initial_design(
+            pool, spec["initial_design"]["size"], spec["seed"], warp=pools.space_of(spec).stratify
+        )
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         stored = json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"])))
@@ -143,8 +143,17 @@ class Campaigns:
         then its jobs are stopped (running) or canceled (queued)."""
         spec = self.spec(campaign_id)
         part = functools.partial(self.k, campaign_id)
-        keys = [part("spec"), part("labels"), part("token"), CAMPAIGNS, TOKENS, PHASES,
-                part("state"), part("jobs"), self.team_key(spec.get("team") or "")]  # fmt: skip
+        keys = [
+            part("spec"),
+            part("labels"),
+            part("token"),
+            CAMPAIGNS,
+            TOKENS,
+            PHASES,
+            part("state"),
+            part("jobs"),
+            self.team_key(spec.get("team") or ""),
+        ]
         args = [campaign_id, spec["initial_design"]["size"], spec["max_labels"]]
         found, *jobs = self.s.delete(keys=keys + [part(p) for p in PARTS], args=args)
         if not found:
@@ -164,8 +173,9 @@ class Campaigns:
         members = self.r.smembers(CAMPAIGNS if team is None else self.team_key(team))
         return sorted(i.decode() for i in members)
 
-    def ids_page(self, cursor: str | None, limit: int | None,
-                 team: str | None = None) -> tuple[list[str], str | None]:  # fmt: skip
+    def ids_page(
+        self, cursor: str | None, limit: int | None, team: str | None = None
+    ) -> tuple[list[str], str | None]:
         """The campaign ids (with ``team``, that team's only) after ``cursor`` (an id; None:
         from the first), in order, at most ``limit`` of them (None: all), and the cursor of the
         next page (None: this is the last). Only the page's campaigns are read further by the
@@ -202,11 +212,13 @@ class Campaigns:
             with contextlib.suppress(NotFound):  # deleted meanwhile
                 rules = Rules.of(self.spec(campaign_id))
                 refit = loop.Refit.of(self.state(campaign_id))
-                phase = loop.phase(rules, self.n_labeled(campaign_id), bool(refit.failed),
-                                   bool(refit.stopped))  # fmt: skip
+                phase = loop.phase(
+                    rules, self.n_labeled(campaign_id), bool(refit.failed), bool(refit.stopped)
+                )
                 failing = loop.failing(rules, refit.n_failed, refit.n_forgiven)
-                stalled = not failing and loop.stalled(rules, self.snapshot(campaign_id, now,
-                                                                            False))  # fmt: skip
+                stalled = not failing and loop.stalled(
+                    rules, self.snapshot(campaign_id, now, False)
+                )
                 state = loop.state(phase, failing, stalled)
                 if state != phase:
                     counts[str(phase)] -= 1

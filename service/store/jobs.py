@@ -37,8 +37,15 @@ class Jobs:
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
         return bool(self.s.track(keys=keys, args=[now, until, *members]))
 
-    def admit_short(self, campaign_id: str, member: str, now: float, until: float,
-                    most: int, most_of_stack: int | None = None) -> int:  # fmt: skip
+    def admit_short(
+        self,
+        campaign_id: str,
+        member: str,
+        now: float,
+        until: float,
+        most: int,
+        most_of_stack: int | None = None,
+    ) -> int:
         """Note model call ``member`` among the campaign's jobs and the stack's until ``until``
         unless ``most`` of the campaign's or ``most_of_stack`` of all campaigns' are out already
         (None: a call the stack's share does not count, a plot): 1 noted, 0 the campaign is

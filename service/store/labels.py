@@ -32,9 +32,15 @@ class Labels:
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
 
     def record_label(
-        self, campaign_id: str, ticket: str, y, now: float, noise=None,
-        values: Callable[[dict], tuple] | None = None, enqueue: bool = True,
-    ) -> tuple[LabelOutcome, int, bool]:  # fmt: skip
+        self,
+        campaign_id: str,
+        ticket: str,
+        y,
+        now: float,
+        noise=None,
+        values: Callable[[dict], tuple] | None = None,
+        enqueue: bool = True,
+    ) -> tuple[LabelOutcome, int, bool]:
         """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically),
         enqueue the refit it makes due and count it: ``(outcome, n_labeled, refit_due)``.
         ``noise``: its known noise variance, kept in the record (and in the ticket's state, for
@@ -57,13 +63,23 @@ class Labels:
             fields["noise"] = noise
         record = json.dumps(fields)
         index = "" if info["index"] is None else str(info["index"])
-        keys = [self.k(campaign_id, p) for p in
-                ("tickets", "ticket_state", "leases", "labels", "labeled", "state")]  # fmt: skip
+        keys = [
+            self.k(campaign_id, p)
+            for p in ("tickets", "ticket_state", "leases", "labels", "labeled", "state")
+        ]
         keys += [PHASES, self.k(campaign_id, "expired")]
         repeats = "1" if spec["allow_repeats"] else "0"
         state = loop.labeled_state(y, noise).removeprefix("labeled:")
-        args = [ticket, state, record, index, spec["max_labels"], repeats,
-                spec["initial_design"]["size"], now]  # fmt: skip
+        args = [
+            ticket,
+            state,
+            record,
+            index,
+            spec["max_labels"],
+            repeats,
+            spec["initial_design"]["size"],
+            now,
+        ]
         outcome, n, due = self.s.label(keys=keys, args=args)
         self.wake(campaign_id)
         outcome = LabelOutcome(outcome.decode())
@@ -71,8 +87,9 @@ class Labels:
             self.count_labels(1)
         return outcome, int(n), self.requested(campaign_id, bool(due)) if enqueue else bool(due)
 
-    def imported(self, campaign_id: str, key: str, digest: str) -> tuple[ImportOutcome, int,
-                                                                         int] | None:  # fmt: skip
+    def imported(
+        self, campaign_id: str, key: str, digest: str
+    ) -> tuple[ImportOutcome, int, int] | None:
         """What became of the import with Idempotency-Key ``key``: None if none was stored;
         else ``(SAME_AGAIN, n_labeled after it, its count)``, or ``KEY_REUSED`` if it had other
         observations than those of SHA-256 ``digest``."""
@@ -80,9 +97,16 @@ class Labels:
         return None if held is None else _held_import(held, digest)
 
     def import_observations(
-        self, campaign_id: str, x: list, y: list, now: float, noise: list | None = None,
-        key: str | None = None, digest: str = "", enqueue: bool = True,
-    ) -> tuple[ImportOutcome, int, bool]:  # fmt: skip
+        self,
+        campaign_id: str,
+        x: list,
+        y: list,
+        now: float,
+        noise: list | None = None,
+        key: str | None = None,
+        digest: str = "",
+        enqueue: bool = True,
+    ) -> tuple[ImportOutcome, int, bool]:
         """Store imported observations, all or none (``import_observations.lua``), enqueue the
         refit they make due and count them: ``(outcome, n_labeled, refit_due)``; ``noise``:
         their known noise variances. With

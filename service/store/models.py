@@ -54,8 +54,14 @@ class Models:
             event["outputs"] = each
         keys = [self.k(campaign_id, p) for p in ("state", "history", "model", "ranking")]
         keys += [self.k(campaign_id, "labels"), PHASES]
-        args = [token, model["version"], json.dumps(event), json.dumps(model), json.dumps(ranking),
-                d.get("refit_seconds", 0.0)]  # fmt: skip
+        args = [
+            token,
+            model["version"],
+            json.dumps(event),
+            json.dumps(model),
+            json.dumps(ranking),
+            d.get("refit_seconds", 0.0),
+        ]
         args += self._stop_args(campaign_id, event)
         args.append(get_settings().keep_history)
         outcome = self.s.save_model(keys=keys, args=args)
@@ -79,14 +85,19 @@ class Models:
         if not spec.get("stop"):
             return ["", "", 0, 0]
         history = [*self.history(campaign_id, evaluations=False), event]
-        verdict = stopping.stop_verdict(spec["stop"], history, spec["initial_design"]["size"],
-                                    STOP_TARGETS)  # fmt: skip
+        verdict = stopping.stop_verdict(
+            spec["stop"], history, spec["initial_design"]["size"], STOP_TARGETS
+        )
         if verdict is None or verdict["version"] != event["version"]:
             return ["", "", 0, 0]
         verdict["at"] = event["at"]
         stopped = dict(verdict, event="stopped", n_labeled=event["version"])
-        return [json.dumps(verdict), json.dumps(stopped), spec["initial_design"]["size"],
-                spec["max_labels"]]  # fmt: skip
+        return [
+            json.dumps(verdict),
+            json.dumps(stopped),
+            spec["initial_design"]["size"],
+            spec["max_labels"],
+        ]
 
     def model(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
@@ -105,8 +116,9 @@ class Models:
         event = {"event": "evaluate", "version": version, "n_labeled": version, "at": time.time()}
         kept = ("nlml", "rmse", "nlpd_mixture", "nlml_paper", "nlml_y", "nlpd_mixture_y")
         if "outputs" in metrics:  # several outputs: each one's, and their mean in GP units
-            event["outputs"] = {name: {k: m[k] for k in kept if k in m}
-                                for name, m in metrics["outputs"].items()}  # fmt: skip
+            event["outputs"] = {
+                name: {k: m[k] for k in kept if k in m} for name, m in metrics["outputs"].items()
+            }
             for k in ("nlml", "nlpd_mixture", "nlml_paper"):
                 values = [m[k] for m in event["outputs"].values() if k in m]
                 if len(values) == len(event["outputs"]):
@@ -126,13 +138,22 @@ class Models:
                 raise NotFound(f"no campaign {campaign_id!r}")
             spec = json.loads(raw)
             new = json.dumps(dict(spec, stop=stop)) if replace else ""
-            event = {"event": "resumed", "at": time.time(),
-                     "n_labeled": self.n_labeled(campaign_id),
-                     "stop": stop if replace else spec.get("stop")}  # fmt: skip
+            event = {
+                "event": "resumed",
+                "at": time.time(),
+                "n_labeled": self.n_labeled(campaign_id),
+                "stop": stop if replace else spec.get("stop"),
+            }
             keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
             keys += [self.k(campaign_id, "history"), self.k(campaign_id, "spec")]
-            args = [json.dumps(event), spec["initial_design"]["size"], spec["max_labels"], raw,
-                    new, get_settings().keep_history]  # fmt: skip
+            args = [
+                json.dumps(event),
+                spec["initial_design"]["size"],
+                spec["max_labels"],
+                raw,
+                new,
+                get_settings().keep_history,
+            ]
             outcome = int(self.s.resume(keys=keys, args=args))
             if outcome >= 0:
                 self.wake(campaign_id)

@@ -1,10 +1,10 @@
 """Refit supervision: the refit in charge of a campaign (its job id fences off every other's
-writes), its heartbeat, its end, its failures and their back-off, a dead one revived, the
-owner's retry; and the one place that puts a refit on the queue (:meth:`Refits._enqueue`)."""
+writes), its heartbeat, its end, its failures and their back-off, the owner's retry; and the one
+place that puts a refit on the queue (:meth:`Refits._enqueue`). A refit that died or never
+reached the queue is revived by :mod:`service.store.revivals`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -13,18 +13,20 @@ from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
 
-from fbgp_al.service import costs, loop, queues, supervision
+from fbgp_al.service import costs, loop, queues
 from fbgp_al.service.errors import NotFound
 from fbgp_al.service.keys import PHASES
-from fbgp_al.service.loop import Refit, Rules
+from fbgp_al.service.loop import Rules
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store.runs import MAX_REASON
 
 log = logging.getLogger("fbgp.store")
 
 # a refit whose job died (its history's error, and the campaign's if it failed so)
-DIED = ("its job ended without a result (its work horse was killed, or ran out of time or "
-        "memory, or its worker died)")  # fmt: skip
+DIED = (
+    "its job ended without a result (its work horse was killed, or ran out of time or "
+    "memory, or its worker died)"
+)
 
 
 @dataclass
@@ -56,8 +58,11 @@ class Refits:
             try:
                 self.enqueue_refit(campaign_id)
             except RedisError as error:
-                log.warning("refit not enqueued (%s); it will be revived", error,
-                            extra={"campaign": campaign_id})  # fmt: skip
+                log.warning(
+                    "refit not enqueued (%s); it will be revived",
+                    error,
+                    extra={"campaign": campaign_id},
+                )
         return enqueue
 
     def enqueue_refit(self, campaign_id: str) -> str | None:
@@ -66,8 +71,9 @@ class Refits:
         was deleted or failed meanwhile, or has no refit queued."""
         return self._enqueue(campaign_id, uuid.uuid4().hex, time.time(), take_charge=True)
 
-    def _enqueue(self, campaign_id: str, job_id: str, now: float,
-                 take_charge: bool = False) -> str | None:  # fmt: skip
+    def _enqueue(
+        self, campaign_id: str, job_id: str, now: float, take_charge: bool = False
+    ) -> str | None:
         """The one place a refit goes on the queue: job ``job_id``, noted among the campaign's
         jobs first (``enqueue.lua`` puts it in charge of the queued refit as well, with
         ``take_charge``; else a script has put it in charge already), so that the job finds
@@ -92,8 +98,12 @@ class Refits:
         """A refit job's timeout and whether it is long (:func:`service.costs.refit_job`)."""
         settings = get_settings()
         n = self.n_labeled(campaign_id)
-        *took, version = self.r.hmget(self.k(campaign_id, "state"), "last_refit_seconds",
-                                      "failed_refit_seconds", "model_version")  # fmt: skip
+        *took, version = self.r.hmget(
+            self.k(campaign_id, "state"),
+            "last_refit_seconds",
+            "failed_refit_seconds",
+            "model_version",
+        )
         known = [float(t) for t in took if t and float(t) > 0]
         last_seconds = max(known) if known else None
         # the time is scaled from the last model's labels to the labels now (a failed refit's
@@ -101,8 +111,9 @@ class Refits:
         last_n = int(version) if version else None
         return costs.refit_job(spec, n, last_seconds, settings, last_n)
 
-    def _failure(self, campaign_id: str, job_id: str, now: float, cause: str,
-                 died: bool) -> tuple[list[str], str] | None:  # fmt: skip
+    def _failure(
+        self, campaign_id: str, job_id: str, now: float, cause: str, died: bool
+    ) -> tuple[list[str], str] | None:
         """``after_failure.lua``'s keys and its ``p`` (as JSON) for a refit that failed of
         ``cause`` (``died``: its job died), the next one to run as ``job_id``; None if the
         campaign is gone."""
@@ -111,94 +122,48 @@ class Refits:
         except NotFound:
             return None
         settings = get_settings()
-        reason = (f"the refit failed {settings.refit_max_attempts} times in a row; the last "
-                  f"time: {cause}")  # fmt: skip
+        reason = (
+            f"the refit failed {settings.refit_max_attempts} times in a row; the last time: {cause}"
+        )
         keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
         keys.append(self.k(campaign_id, "history"))
-        params = json.dumps({
-            "job": job_id, "now": now, "attempts": settings.refit_max_attempts,
-            "base": settings.refit_backoff_seconds, "cap": settings.refit_backoff_max_seconds,
-            "died": died,
-            "reason": reason[:MAX_REASON], "design_size": spec["initial_design"]["size"],
-            "max_labels": spec["max_labels"], "keep": settings.keep_history,
-        })  # fmt: skip
+        params = json.dumps(
+            {
+                "job": job_id,
+                "now": now,
+                "attempts": settings.refit_max_attempts,
+                "base": settings.refit_backoff_seconds,
+                "cap": settings.refit_backoff_max_seconds,
+                "died": died,
+                "reason": reason[:MAX_REASON],
+                "design_size": spec["initial_design"]["size"],
+                "max_labels": spec["max_labels"],
+                "keep": settings.keep_history,
+            }
+        )
         return keys, params
 
-    def _after_failure(self, campaign_id: str, outcome: int, job_id: str, now: float,
-                       but: str | None = None) -> None:  # fmt: skip
+    def _after_failure(
+        self, campaign_id: str, outcome: int, job_id: str, now: float, but: str | None = None
+    ) -> None:
         """Act on ``after_failure.lua``'s outcome: enqueue the new job (1), or stop the campaign's
         other refit jobs once it failed (3)."""
         if outcome == 1:
             self._enqueue(campaign_id, job_id, now)
         elif outcome == 3:
-            log.error("campaign failed: %s", self.state(campaign_id).get("failed"),
-                      extra={"campaign": campaign_id})  # fmt: skip
+            log.error(
+                "campaign failed: %s",
+                self.state(campaign_id).get("failed"),
+                extra={"campaign": campaign_id},
+            )
             self.stop_refits(campaign_id, but)
         self.wake(campaign_id)
-
-    def _adopt_refit(self, campaign_id: str, old: str, now: float) -> bool:
-        """Enqueue a queued refit whose job ``old`` ('' for none) never reached RQ under a new
-        job (a new id, so that a late push of the old one cannot run a job twice)."""
-        job_id = uuid.uuid4().hex
-        if not self.s.adopt(keys=[self.k(campaign_id, "state")], args=[job_id, now, old]):
-            return False
-        log.warning("a queued refit's job never reached RQ (whoever was to enqueue it stopped "
-                    "first): enqueued now", extra={"campaign": campaign_id})  # fmt: skip
-        self._enqueue(campaign_id, job_id, now)
-        self.wake(campaign_id)
-        return True
 
     def note_merge(self, campaign_id: str, token: str, merge_id: str) -> bool:
         """Note ``merge_id`` as the job that merges refit ``token``'s chain groups (while it waits
         or runs, the silent refit is alive); False when another refit is in charge."""
         keys = [self.k(campaign_id, "state")]
         return bool(self.s.note_merge(keys=keys, args=[token, merge_id]))
-
-    def revive_refit(self, campaign_id: str, now: float, lease: float) -> bool:
-        """Act on :func:`service.supervision.refit_condition`: a failed refit whose back-off ran
-        out is queued again; a queued one whose enqueue never came (the API or worker that queued it
-        stopped in between) is enqueued, and counts as nothing; a dead one is queued again
-        under a new job (the old one, should it still run somewhere, is no longer in charge and
-        cannot write), and its death counts as a failure of the refit: from the second in a row
-        on it backs off, and at ``refit_max_attempts`` in a row the campaign fails. True if this
-        call acted (one caller wins when several look at once)."""
-        refit = Refit.of(self.state(campaign_id))
-        condition = supervision.refit_condition(
-            refit, now, lease, lambda: queues.job_facts(self.r, refit.job, refit.merge)
-        )
-        if condition == supervision.RefitCondition.RETRY_DUE:
-            job_id = uuid.uuid4().hex
-            if not self.s.retry_due(keys=[self.k(campaign_id, "state")], args=[job_id, now]):
-                return False
-            self._after_failure(campaign_id, 1, job_id, now)
-            return True
-        if condition == supervision.RefitCondition.UNENQUEUED:
-            return self._adopt_refit(campaign_id, refit.job, now)
-        if condition != supervision.RefitCondition.DEAD:
-            return False
-        job_id = uuid.uuid4().hex
-        failure = self._failure(campaign_id, job_id, now, DIED, died=True)
-        if failure is None:
-            return False  # deleted meanwhile
-        keys, params = failure
-        event = {"event": "refit_failed", "n_labeled": self.n_labeled(campaign_id), "at": now,
-                 "error": DIED}  # fmt: skip
-        outcome = self.s.revive(keys=keys, args=[refit.job, params, json.dumps(event)])
-        if not outcome:
-            return False
-        self._after_failure(campaign_id, outcome, job_id, now)
-        return True
-
-    def revive_all(self, now: float, lease: float) -> list[str]:
-        """:meth:`revive_refit` for every campaign (and its expired tickets pruned): the ids
-        revived."""
-        revived = []
-        for campaign_id in self.ids():
-            with contextlib.suppress(NotFound):
-                self._expire_tickets(campaign_id, now)
-                if self.revive_refit(campaign_id, now, lease):
-                    revived.append(campaign_id)
-        return revived
 
     def retry(self, campaign_id: str, now: float, forget_failures: bool = False) -> bool:
         """The owner's retry (``retry.lua``): a failed campaign's failed state cleared;
@@ -212,9 +177,15 @@ class Refits:
         stalled = loop.stalled(rules, self.snapshot(campaign_id, now, False))
         keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
         keys += [self.k(campaign_id, p) for p in ("failed", "failures")]
-        args = [job_id, now, spec["initial_design"]["size"], spec["max_labels"],
-                rules.failure_limit, "1" if stalled else "0",
-                "1" if forget_failures else "0"]  # fmt: skip
+        args = [
+            job_id,
+            now,
+            spec["initial_design"]["size"],
+            spec["max_labels"],
+            rules.failure_limit,
+            "1" if stalled else "0",
+            "1" if forget_failures else "0",
+        ]
         outcome = self.s.retry(keys=keys, args=args)
         if outcome == 2:
             self._enqueue(campaign_id, job_id, now)
@@ -227,8 +198,9 @@ class Refits:
         keys = [self.k(campaign_id, "state")]
         return bool(self.s.beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
-    def refit_inputs(self, campaign_id: str, token: str, now: float,
-                     start: bool = False) -> RefitInputs | None:  # fmt: skip
+    def refit_inputs(
+        self, campaign_id: str, token: str, now: float, start: bool = False
+    ) -> RefitInputs | None:
         """Refit ``token``'s beat (``start``: it begins now) and, if it is in charge, what it
         reads, in one round trip (:class:`RefitInputs`); None if another refit is in charge or
         the campaign was deleted."""
@@ -241,18 +213,21 @@ class Refits:
         spec, labels, model = pipe.execute()
         if spec is None:
             return None
-        return RefitInputs(json.loads(spec), [json.loads(v) for v in labels],
-                           None if model is None else json.loads(model))  # fmt: skip
+        return RefitInputs(
+            json.loads(spec),
+            [json.loads(v) for v in labels],
+            None if model is None else json.loads(model),
+        )
 
-    def refit_failed(self, campaign_id: str, message: str, n_seen: int, token: str,
-                     current: str | None = None) -> bool:  # fmt: skip
+    def refit_failed(
+        self, campaign_id: str, message: str, n_seen: int, token: str, current: str | None = None
+    ) -> bool:
         """Record why refit ``token`` failed (if it is in charge; False if not); the model
         stays. The refit runs again after a back-off (:func:`service.store.rules.backoff`;
         sooner when new data comes), and at ``refit_max_attempts`` failures in a row the
         campaign fails."""
         now = time.time()
-        event = {"event": "refit_failed", "n_labeled": n_seen, "at": now,
-                 "error": message[:2000]}  # fmt: skip
+        event = {"event": "refit_failed", "n_labeled": n_seen, "at": now, "error": message[:2000]}
         job_id = uuid.uuid4().hex
         failure = self._failure(campaign_id, job_id, now, message, died=False)
         if failure is None:
@@ -266,8 +241,9 @@ class Refits:
             self.wake(campaign_id)
         return bool(outcome)
 
-    def end_refit(self, campaign_id: str, n_seen: int, now: float, token: str,
-                  enqueue: bool = True) -> bool:  # fmt: skip
+    def end_refit(
+        self, campaign_id: str, n_seen: int, now: float, token: str, enqueue: bool = True
+    ) -> bool:
         """The end of refit ``token`` on ``n_seen`` labels; True when another refit must run
         (labels came in meanwhile), which is enqueued (``enqueue=False``: left queued)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
@@ -275,8 +251,15 @@ class Refits:
         self.wake(campaign_id)
         return self.requested(campaign_id, again) if enqueue else again
 
-    def finish_refit(self, campaign_id: str, model: dict, ranking: list[dict], token: str,
-                     n_seen: int, now: float) -> bool:  # fmt: skip
+    def finish_refit(
+        self,
+        campaign_id: str,
+        model: dict,
+        ranking: list[dict],
+        token: str,
+        n_seen: int,
+        now: float,
+    ) -> bool:
         """The end of refit ``token`` on ``n_seen`` labels: its model and ranking stored
         (:meth:`save_model`: True if they were) and the refit ended (:meth:`end_refit`), the
         next enqueued if labels came meanwhile."""

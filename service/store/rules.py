@@ -18,9 +18,13 @@ from fbgp_al.service.loop import (
 
 
 def label_outcome(
-    rules: Rules, ticket_state: str | None, y: float, n_labeled: int, point_labeled: bool,
+    rules: Rules,
+    ticket_state: str | None,
+    y: float,
+    n_labeled: int,
+    point_labeled: bool,
     noise: float | None = None,
-) -> LabelOutcome:  # fmt: skip
+) -> LabelOutcome:
     """The outcome of posting ``y`` (and its ``noise`` variance, if known) for a ticket in
     ``ticket_state`` (None: no such ticket; ``pending``; :func:`service.loop.labeled_state`),
     ``point_labeled``: its pool point has a label already. A ticket whose lease expired is

@@ -71,37 +71,66 @@ class Runs:
         if info is None:
             return RunOutcome.UNKNOWN_TICKET, self.n_failed(campaign_id), False
         reason = reason[:MAX_REASON]
-        record = {"x": info["x"], "index": info["index"], "ticket": ticket, "reason": reason,
-                  "at": now}  # fmt: skip
-        keys = [self.k(campaign_id, p) for p in ("ticket_state", "leases", "failures", "failed",
-                                                 "state", "expired", "labels")]  # fmt: skip
+        record = {
+            "x": info["x"],
+            "index": info["index"],
+            "ticket": ticket,
+            "reason": reason,
+            "at": now,
+        }
+        keys = [
+            self.k(campaign_id, p)
+            for p in ("ticket_state", "leases", "failures", "failed", "state", "expired", "labels")
+        ]
         index = "" if info["index"] is None else str(info["index"])
-        args = [ticket, loop.failed_state(reason), json.dumps(record), index,
-                spec["initial_design"]["size"], now, get_settings().keep_runs,
-                reason]  # fmt: skip
+        args = [
+            ticket,
+            loop.failed_state(reason),
+            json.dumps(record),
+            index,
+            spec["initial_design"]["size"],
+            now,
+            get_settings().keep_runs,
+            reason,
+        ]
         outcome, n, due = self.s.fail_run(keys=keys, args=args)
-        return self._ended(campaign_id, RunOutcome(outcome.decode()), int(n), bool(due),
-                           "failed", enqueue)  # fmt: skip
+        return self._ended(
+            campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "failed", enqueue
+        )
 
-    def abandon(self, campaign_id: str, ticket: str, now: float,
-                enqueue: bool = True) -> tuple[RunOutcome, int, bool]:  # fmt: skip
+    def abandon(
+        self, campaign_id: str, ticket: str, now: float, enqueue: bool = True
+    ) -> tuple[RunOutcome, int, bool]:
         """Abandon ``ticket`` (:func:`service.store.rules.abandon_outcome`, atomically): its
         point is free again; the refit it makes due is enqueued, the run counted.
         ``(outcome, n_abandoned, refit_due)``."""
         spec = self.spec(campaign_id)
         info = self._ticket(campaign_id, ticket)
-        event = {"event": "run_abandoned", "ticket": ticket, "at": now,
-                 "x": None if info is None else info["x"]}  # fmt: skip
-        keys = [self.k(campaign_id, p) for p in
-                ("ticket_state", "leases", "state", "abandons", "labels", "expired")]  # fmt: skip
-        args = [ticket, spec["initial_design"]["size"], now, json.dumps(event),
-                get_settings().keep_runs]  # fmt: skip
+        event = {
+            "event": "run_abandoned",
+            "ticket": ticket,
+            "at": now,
+            "x": None if info is None else info["x"],
+        }
+        keys = [
+            self.k(campaign_id, p)
+            for p in ("ticket_state", "leases", "state", "abandons", "labels", "expired")
+        ]
+        args = [
+            ticket,
+            spec["initial_design"]["size"],
+            now,
+            json.dumps(event),
+            get_settings().keep_runs,
+        ]
         outcome, n, due = self.s.abandon(keys=keys, args=args)
-        return self._ended(campaign_id, RunOutcome(outcome.decode()), int(n), bool(due),
-                           "abandoned", enqueue)  # fmt: skip
+        return self._ended(
+            campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "abandoned", enqueue
+        )
 
-    def _ended(self, campaign_id: str, outcome: RunOutcome, n: int, due: bool, kind: str,
-               enqueue: bool) -> tuple[RunOutcome, int, bool]:  # fmt: skip
+    def _ended(
+        self, campaign_id: str, outcome: RunOutcome, n: int, due: bool, kind: str, enqueue: bool
+    ) -> tuple[RunOutcome, int, bool]:
         """After a run ended without a label: the pollers woken, the run counted, the refit
         due enqueued (unless ``enqueue`` is False: left queued for the caller)."""
         self.wake(campaign_id)

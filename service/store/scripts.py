@@ -19,11 +19,37 @@ from redis import Redis
 HERE = pathlib.Path(__file__).parent
 NEEDS = re.compile(r"^-- needs: (.+)$", re.MULTILINE)
 # the scripts the store runs (each a file NAME.lua here); the other .lua files are fragments
-NAMES = ("abandon", "add_evaluation", "admit_short", "adopt", "beat", "claim", "count_created",
-         "delete", "delete_team", "end_refit", "enqueue", "expire", "fail_refit", "fail_run",
-         "import_observations", "issue", "label", "note_merge", "rebuild_phases", "renew",
-         "replay", "resume", "retry", "retry_due", "revive", "save_model", "team_token", "track",
-         "write_if_campaign")  # fmt: skip
+NAMES = (
+    "abandon",
+    "add_evaluation",
+    "admit_short",
+    "adopt",
+    "beat",
+    "claim",
+    "count_created",
+    "delete",
+    "delete_team",
+    "end_refit",
+    "enqueue",
+    "expire",
+    "fail_refit",
+    "fail_run",
+    "import_observations",
+    "issue",
+    "label",
+    "note_merge",
+    "rebuild_phases",
+    "renew",
+    "replay",
+    "resume",
+    "retry",
+    "retry_due",
+    "revive",
+    "save_model",
+    "team_token",
+    "track",
+    "write_if_campaign",
+)
 
 
 @functools.cache

@@ -62,18 +62,20 @@ class Teams:
         team's, -1 if a deleted team's that still holds campaigns."""
         token = new_token()
         record = json.dumps({"created_at": now})
-        done = self.s.team_token(keys=self._team_keys(name),
-                                args=[name, token_digest(token), record, "create",
-                                      queues.TENANTS])  # fmt: skip
+        done = self.s.team_token(
+            keys=self._team_keys(name),
+            args=[name, token_digest(token), record, "create", queues.TENANTS],
+        )
         return token if done == 1 else int(done)
 
     def rotate_team_token(self, name: str) -> str | None:
         """A new token for team ``name`` in place of its old one (a deleted team's: it is live
         again), or None if there is no such team."""
         token = new_token()
-        done = self.s.team_token(keys=self._team_keys(name),
-                                args=[name, token_digest(token), "", "rotate",
-                                      queues.TENANTS])  # fmt: skip
+        done = self.s.team_token(
+            keys=self._team_keys(name),
+            args=[name, token_digest(token), "", "rotate", queues.TENANTS],
+        )
         return token if done else None
 
     def delete_team(self, name: str) -> bool:
@@ -94,9 +96,15 @@ class Teams:
         out = []
         for (name, raw), count in zip(records, counts, strict=True):
             name, record = name.decode(), json.loads(raw)
-            out.append({"name": name, "created_at": record["created_at"], "live": name in live,
-                        "n_campaigns": int(count),
-                        "tenant": _team_tenant(name, record)})  # fmt: skip
+            out.append(
+                {
+                    "name": name,
+                    "created_at": record["created_at"],
+                    "live": name in live,
+                    "n_campaigns": int(count),
+                    "tenant": _team_tenant(name, record),
+                }
+            )
         return out
 
     def team_tenant(self, name: str) -> int:

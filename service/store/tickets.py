@@ -20,27 +20,42 @@ def _ticket_answer(found: list) -> dict:
     """A ticket as ``/next`` answers it, from a script's ``{ticket, info, expiry}``."""
     ticket, info, expiry = found
     info = json.loads(info)
-    return {"ticket": ticket.decode(), "x": info["x"], "expires_at": float(expiry),
-            "model_version": info["model_version"]}  # fmt: skip
+    return {
+        "ticket": ticket.decode(),
+        "x": info["x"],
+        "expires_at": float(expiry),
+        "model_version": info["model_version"],
+    }
 
 
 class Tickets:
     """Tickets out, their Idempotency-Keys and their expiry; ``/next``'s snapshot
     (a part of :class:`service.store.CampaignStore`)."""
 
-    def issue(self, campaign_id: str, offers: list[tuple[int | None, list[float], int | None]],
-              lease: float, now: float) -> list[dict]:  # fmt: skip
+    def issue(
+        self,
+        campaign_id: str,
+        offers: list[tuple[int | None, list[float], int | None]],
+        lease: float,
+        now: float,
+    ) -> list[dict]:
         """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
         one round trip; the tickets as ``/next`` answers them."""
         args: list = []
         out = []
         for index, x, version in offers:
             ticket = uuid.uuid4().hex
-            info = {"x": x, "index": index, "issued_at": now, "expires_at": now + lease,
-                    "model_version": version}  # fmt: skip
+            info = {
+                "x": x,
+                "index": index,
+                "issued_at": now,
+                "expires_at": now + lease,
+                "model_version": version,
+            }
             args += [ticket, json.dumps(info), now + lease]
-            out.append({"ticket": ticket, "x": x, "expires_at": now + lease,
-                        "model_version": version})  # fmt: skip
+            out.append(
+                {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
+            )
         keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
         if args and not self.s.issue(keys=keys, args=args):  # deleted meanwhile: nothing written
             raise NotFound(f"no campaign {campaign_id!r}")
@@ -115,8 +130,12 @@ class Tickets:
         ``keep_ended_tickets``, are pruned unless labeled (``expire.lua``)."""
         settings = get_settings()
         keys = [self.k(campaign_id, p) for p in ("leases", "expired", "tickets", "ticket_state")]
-        args = [now, now - settings.expired_ticket_seconds, EXPIRED_PRUNE_BATCH,
-                settings.keep_ended_tickets]  # fmt: skip
+        args = [
+            now,
+            now - settings.expired_ticket_seconds,
+            EXPIRED_PRUNE_BATCH,
+            settings.keep_ended_tickets,
+        ]
         return self.s.expire(keys=keys, args=args, client=client)
 
     def n_pending(self, campaign_id: str, now: float) -> int:

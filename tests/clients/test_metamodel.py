@@ -33,26 +33,40 @@ def _campaign(d: int, n: int, f, seed: int, noise=None, nuts: bool = True, trans
     upper = np.array([i["upper"] for i in inputs])
     x = lower + rng.random((n, d)) * (upper - lower)
     y = 40.0 * f(x) + 7.0
-    labels = [{"x": row.tolist(), "y": float(v), "index": k, "ticket": f"t{k}"}
-              for k, (row, v) in enumerate(zip(x, y, strict=True))]  # fmt: skip
+    labels = [
+        {"x": row.tolist(), "y": float(v), "index": k, "ticket": f"t{k}"}
+        for k, (row, v) in enumerate(zip(x, y, strict=True))
+    ]
     if noise is not None:
         for label, variance in zip(labels, noise, strict=True):
             label["noise"] = float(variance)
-    spec = {"name": "unit", "inputs": inputs, "seed": seed, "mcmc": SPEC_MCMC,
-            "transform": transform}  # fmt: skip
+    spec = {
+        "name": "unit",
+        "inputs": inputs,
+        "seed": seed,
+        "mcmc": SPEC_MCMC,
+        "transform": transform,
+    }
     data = prepare(spec, labels)
     if nuts:
         post = sample_posterior(data.u, data.z, 2, 40, 40, seed=seed)
     else:
         draws = np.exp(rng.normal(np.log([0.4] * d + [0.01]), 0.3, (80, d + 1)))
-        post = Posterior(torch.from_numpy(draws[:, :d]), torch.from_numpy(draws[:, d]), 2,
-                         torch.from_numpy(draws[0, :d]), float(draws[0, d]))  # fmt: skip
+        post = Posterior(
+            torch.from_numpy(draws[:, :d]),
+            torch.from_numpy(draws[:, d]),
+            2,
+            torch.from_numpy(draws[0, :d]),
+            float(draws[0, d]),
+        )
     model = {
-        "version": n, "n_labeled": n, **post.to_dict(),
+        "version": n,
+        "n_labeled": n,
+        **post.to_dict(),
         "acquisition_samples": post.thinned(2).to_dict()["samples"],
         "transform": {**data.space.transform(), **data.scale_y.to_dict()},
         "diagnostics": {"max_rhat": 1.0},
-    }  # fmt: skip
+    }
     return spec, labels, model, lower, upper
 
 
@@ -62,23 +76,31 @@ def _points(lower, upper, labels, m: int, seed: int) -> np.ndarray:
     d = len(lower)
     corners = np.array(np.meshgrid(*[[0.0, 1.0]] * d)).reshape(d, -1).T
     unit = np.concatenate([rng.random((m, d)), corners])
-    return np.concatenate([np.array([label["x"] for label in labels]),
-                           lower + unit * (upper - lower)])  # fmt: skip
+    return np.concatenate(
+        [np.array([label["x"] for label in labels]), lower + unit * (upper - lower)]
+    )
 
 
 def _assert_same(got: dict, want: dict, y_std: float) -> None:
-    for key, scale in (("mean", y_std), ("variance", y_std**2), ("mixture_mean", y_std),
-                       ("mixture_variance", y_std**2)):  # fmt: skip
+    for key, scale in (
+        ("mean", y_std),
+        ("variance", y_std**2),
+        ("mixture_mean", y_std),
+        ("mixture_variance", y_std**2),
+    ):
         assert isinstance(got[key], np.ndarray) and got[key].dtype == np.float64
-        np.testing.assert_allclose(got[key], np.asarray(want[key]), rtol=RTOL,
-                                   atol=RTOL * scale, err_msg=key)  # fmt: skip
+        np.testing.assert_allclose(
+            got[key], np.asarray(want[key]), rtol=RTOL, atol=RTOL * scale, err_msg=key
+        )
 
 
 @pytest.mark.parametrize(
     ("d", "n", "f"),
-    [(1, 9, lambda x: np.sin(3 * x[:, 0])),
-     (2, 24, lambda x: np.sin(2 * x[:, 0]) + 0.1 * x[:, 1] ** 2)],
-)  # fmt: skip
+    [
+        (1, 9, lambda x: np.sin(3 * x[:, 0])),
+        (2, 24, lambda x: np.sin(2 * x[:, 0]) + 0.1 * x[:, 1] ** 2),
+    ],
+)
 def test_predictions_equal_the_service_s(d, n, f):
     spec, labels, model, lower, upper = _campaign(d, n, f, seed=d)
     labels_later = labels + [{"x": labels[0]["x"], "y": 1e6}]  # a label the model did not see
@@ -102,8 +124,9 @@ def test_predictions_equal_the_service_s(d, n, f):
 def test_groups_of_draws_and_blocks_of_points_change_nothing(monkeypatch):
     """With the draws' GPs fitted in groups and the points taken a few at a time (as for many
     labels, draws and points), the answers are those of one fit and one block."""
-    spec, labels, model, lower, upper = _campaign(2, 12, lambda x: np.cos(x[:, 0]) * x[:, 1], 4,
-                                                  nuts=False)  # fmt: skip
+    spec, labels, model, lower, upper = _campaign(
+        2, 12, lambda x: np.cos(x[:, 0]) * x[:, 1], 4, nuts=False
+    )
     document = export_document("c4", spec, model, labels, 0.0)
     x = _points(lower, upper, labels, 25, seed=4)
     whole = Metamodel.load(document).predict(x)
@@ -113,8 +136,9 @@ def test_groups_of_draws_and_blocks_of_points_change_nothing(monkeypatch):
     parts = Metamodel.load(document).predict(x)
     for key in whole:
         np.testing.assert_allclose(parts[key], whole[key], rtol=1e-12, err_msg=key)
-    _assert_same(parts, answers.predict(spec, model, labels, x.tolist()),
-                 model["transform"]["y_std"])  # fmt: skip
+    _assert_same(
+        parts, answers.predict(spec, model, labels, x.tolist()), model["transform"]["y_std"]
+    )
 
 
 def _gp_with_known_noise(u, z, noise_z, lengthscale, s2, cand):
@@ -159,11 +183,13 @@ def test_known_label_noise_enters_the_covariance_of_the_labels():
     z = (np.array(document["data"]["y"]) - t["y_mean"]) / t["y_std"]
     cand = (x - lower) / (upper - lower)
     noise_z = noise / t["y_std"] ** 2
-    mode_mean, mode_var = _gp_with_known_noise(u, z, noise_z, [model["mode"]["lengthscale"]],
-                                               [model["mode"]["noise"]], cand)  # fmt: skip
+    mode_mean, mode_var = _gp_with_known_noise(
+        u, z, noise_z, [model["mode"]["lengthscale"]], [model["mode"]["noise"]], cand
+    )
     draws = model["acquisition_samples"]
-    means, variances = _gp_with_known_noise(u, z, noise_z, draws["lengthscale"], draws["noise"],
-                                            cand)  # fmt: skip
+    means, variances = _gp_with_known_noise(
+        u, z, noise_z, draws["lengthscale"], draws["noise"], cand
+    )
     want = {
         "mean": t["y_mean"] + t["y_std"] * mode_mean[0],
         "variance": t["y_std"] ** 2 * mode_var[0],
@@ -218,13 +244,15 @@ def test_load_takes_a_path_a_file_or_the_document(document, tmp_path):
 
 @pytest.mark.parametrize(
     ("x", "message"),
-    [([[0.0, 1.0, 2.0]], r"x must be m x 2 \(inputs x0, x1\)"),
-     ([0.5], r"x must be m x 2"),
-     ([[[0.0, 1.0]]], r"x must be m x 2"),
-     ([[0.0, 1.0], [math.nan, 1.0]], "point 1 of x is not finite"),
-     ([[0.0, math.inf]], "point 0 of x is not finite"),
-     ([["a", 1.0]], "x must be numbers")],
-)  # fmt: skip
+    [
+        ([[0.0, 1.0, 2.0]], r"x must be m x 2 \(inputs x0, x1\)"),
+        ([0.5], r"x must be m x 2"),
+        ([[[0.0, 1.0]]], r"x must be m x 2"),
+        ([[0.0, 1.0], [math.nan, 1.0]], "point 1 of x is not finite"),
+        ([[0.0, math.inf]], "point 0 of x is not finite"),
+        ([["a", 1.0]], "x must be numbers"),
+    ],
+)
 def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
     with pytest.raises(ValueError, match=message):
         Metamodel.load(document).predict(x)
@@ -232,18 +260,28 @@ def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"format": "something"}, "not an exported model"),
-     ({"format_version": 2}, "format_version 2 is not one this SDK reads"),
-     ({"kernel": "matern52"}, "kernel 'matern52'"),
-     ({"n_labeled": 9}, "the document holds 8 inputs and 8 outputs; its model saw n_labeled = 9"),
-     ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode need finite lengthscales"),
-     ({"acquisition_samples": {"lengthscale": [[1.0, 1.0]], "noise": [math.nan]}},
-      "acquisition_samples need finite"),
-     ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension"),
-     ({"data": {"x": [[0.0, 1.0, 2.0]] * 8, "y": [1.0] * 8}}, r"data.x is \(8, 3\), not 8 points"),
-     ({"data": {"y": [1.0] * 8}}, "the document lacks 'x'"),
-     ({"mode": None}, "the document is malformed")],
-)  # fmt: skip
+    [
+        ({"format": "something"}, "not an exported model"),
+        ({"format_version": 2}, "format_version 2 is not one this SDK reads"),
+        ({"kernel": "matern52"}, "kernel 'matern52'"),
+        (
+            {"n_labeled": 9},
+            "the document holds 8 inputs and 8 outputs; its model saw n_labeled = 9",
+        ),
+        ({"mode": {"lengthscale": [1.0, -1.0], "noise": 0.1}}, "mode need finite lengthscales"),
+        (
+            {"acquisition_samples": {"lengthscale": [[1.0, 1.0]], "noise": [math.nan]}},
+            "acquisition_samples need finite",
+        ),
+        ({"transform": {"lower": [0.0], "upper": [1.0], "y_mean": 0, "y_std": 1}}, "dimension"),
+        (
+            {"data": {"x": [[0.0, 1.0, 2.0]] * 8, "y": [1.0] * 8}},
+            r"data.x is \(8, 3\), not 8 points",
+        ),
+        ({"data": {"y": [1.0] * 8}}, "the document lacks 'x'"),
+        ({"mode": None}, "the document is malformed"),
+    ],
+)
 def test_a_malformed_document_is_refused(document, change, message):
     with pytest.raises(ValueError, match=message):
         Metamodel.load(dict(document, **change))
@@ -254,8 +292,9 @@ def test_a_log_outputs_document_predicts_as_the_service_does_and_says_so():
     predates output transforms refuses it, rather than read log y as y), carries
     ``y_transform``, and predicts ``/predict``'s ten arrays; a log document with a label <= 0,
     an unknown ``y_transform`` or a later version is refused."""
-    spec, labels, model, lower, upper = _campaign(2, 10, lambda x: np.exp(x[:, 0]), seed=4,
-                                                  nuts=False, transform="log")  # fmt: skip
+    spec, labels, model, lower, upper = _campaign(
+        2, 10, lambda x: np.exp(x[:, 0]), seed=4, nuts=False, transform="log"
+    )
     document = json.loads(json.dumps(export_document("c4", spec, model, labels, 1.0)))
     assert document["format_version"] == 3 and document["transform"]["y_transform"] == "log"
     x = _points(lower, upper, labels, 20, seed=4)
@@ -265,10 +304,14 @@ def test_a_log_outputs_document_predicts_as_the_service_does_and_says_so():
     for key in want:
         np.testing.assert_allclose(got[key], want[key], rtol=RTOL, err_msg=key)
     bad_y = dict(document["data"], y=[-1.0] + document["data"]["y"][1:])
-    for change, message in (({"data": bad_y}, "data.y must be > 0"),
-                            ({"transform": dict(document["transform"], y_transform="sqrt")},
-                             "y_transform 'sqrt' is unknown"),
-                            ({"format_version": 4}, "format_version 4 is not one")):  # fmt: skip
+    for change, message in (
+        ({"data": bad_y}, "data.y must be > 0"),
+        (
+            {"transform": dict(document["transform"], y_transform="sqrt")},
+            "y_transform 'sqrt' is unknown",
+        ),
+        ({"format_version": 4}, "format_version 4 is not one"),
+    ):
         with pytest.raises(ValueError, match=message):
             Metamodel.load(dict(document, **change))
     spec, labels, model, _, _ = _campaign(2, 8, lambda x: x[:, 0], seed=3, nuts=False)
@@ -309,12 +352,17 @@ def test_a_model_over_the_memory_budget_is_refused_with_what_it_needs(document):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [(lambda d: d["transform"].update(y_std=1e-300), "does not standardize its labels"),
-     (lambda d: d["data"].update(y=[str(v) for v in d["data"]["y"]]), "must hold numbers, not str"),
-     (lambda d: d["transform"].update(y_mean="0.5"), "must hold numbers, not str"),
-     (lambda d: d["mode"].update(noise=True), "must hold numbers, not bool"),
-     (lambda d: d["acquisition_samples"].update(noise=[[[0.1]]]), "nested deeper")],
-)  # fmt: skip
+    [
+        (lambda d: d["transform"].update(y_std=1e-300), "does not standardize its labels"),
+        (
+            lambda d: d["data"].update(y=[str(v) for v in d["data"]["y"]]),
+            "must hold numbers, not str",
+        ),
+        (lambda d: d["transform"].update(y_mean="0.5"), "must hold numbers, not str"),
+        (lambda d: d["mode"].update(noise=True), "must hold numbers, not bool"),
+        (lambda d: d["acquisition_samples"].update(noise=[[[0.1]]]), "nested deeper"),
+    ],
+)
 def test_numbers_that_are_not_numbers_or_do_not_fit_are_refused(document, change, message):
     bad = json.loads(json.dumps(document))
     change(bad)
@@ -333,12 +381,14 @@ def test_sensitivity_equals_the_service_s(method):
     """The exported model's Sobol indices are those ``GET .../sensitivity`` computes
     (:func:`worker.sensitivity.sensitivity_outputs`, its draws' weights solved in torch) from
     the same model: every index, bound and the variance, to 1e-9."""
-    spec, labels, model, _, _ = _campaign(3, 30, lambda x: np.sin(x[:, 0]) + 0.2 * x[:, 1] ** 2,
-                                          seed=5, nuts=False)  # fmt: skip
+    spec, labels, model, _, _ = _campaign(
+        3, 30, lambda x: np.sin(x[:, 0]) + 0.2 * x[:, 1] ** 2, seed=5, nuts=False
+    )
     document = json.loads(json.dumps(export_document("c5", spec, model, labels, 0.0)))
     got = Metamodel.load(document).sensitivity(method=method, level=0.9, samples=512, seed=2)
-    want = sensitivity.sensitivity_outputs(spec, model, labels, method=method, level=0.9,
-                                           samples=512, seed=2)  # fmt: skip
+    want = sensitivity.sensitivity_outputs(
+        spec, model, labels, method=method, level=0.9, samples=512, seed=2
+    )
     assert got.pop("model_version") == 30
     assert got.keys() == want.keys() and got["inputs"] == ["x0", "x1", "x2"]
     draws = len(model["acquisition_samples"]["noise"])

@@ -6,8 +6,13 @@ import pytest
 
 from fbgp_al.clients.prediction import Prediction
 
-BODY = {"mean": [1.0, 2.0], "variance": [0.1, 0.2], "mixture_mean": [1.1, 2.1],
-        "mixture_variance": [0.3, 0.4], "model_version": 7}  # fmt: skip
+BODY = {
+    "mean": [1.0, 2.0],
+    "variance": [0.1, 0.2],
+    "mixture_mean": [1.1, 2.1],
+    "mixture_variance": [0.3, 0.4],
+    "model_version": 7,
+}
 
 
 def test_a_prediction_reads_its_body_into_arrays_by_name_and_as_a_mapping():

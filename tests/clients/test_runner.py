@@ -49,8 +49,14 @@ def test_an_exception_in_f_reports_a_failure_and_the_campaign_still_reaches_done
             raise RuntimeError("solver diverged")
         return math.sin(3 * x[0]) + x[0]
 
-    posted = run_simulator(api_url, campaign, f, token="", wait=30,
-                           on_failure=lambda x, reason: failed.append((x, reason)))  # fmt: skip
+    posted = run_simulator(
+        api_url,
+        campaign,
+        f,
+        token="",
+        wait=30,
+        on_failure=lambda x, reason: failed.append((x, reason)),
+    )
     assert posted == 4 and len(calls) == 5
     assert failed == [(calls[1], "RuntimeError: solver diverged")]
     status = api.campaign(campaign)
@@ -70,8 +76,9 @@ def test_on_error_raise_reports_the_failure_then_stops(api, api_url, make_body):
         run_simulator(api_url, campaign, f, token="", on_error="raise")
     status = api.campaign(campaign)
     assert status.n_failed == 1 and status.n_pending == 0
-    report = api.fail(campaign, api.observations(campaign).failures[0]["ticket"],
-                      "ValueError: bad mesh")  # fmt: skip
+    report = api.fail(
+        campaign, api.observations(campaign).failures[0]["ticket"], "ValueError: bad mesh"
+    )
     assert report.status == "failed" and not report.created  # the same report: idempotent
 
 
@@ -97,8 +104,13 @@ def test_ctrl_c_abandons_the_ticket_held(api, api_url, make_body):
 def test_a_run_longer_than_its_lease_keeps_its_point(api, api_url, make_body):
     """The runner renews the lease while ``f`` runs: past ``lease_seconds`` the ticket is still
     out (nobody else is offered its point), and its label is stored."""
-    campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1},
-                         lease_seconds=2.0, max_labels=1)  # fmt: skip
+    campaign = _campaign(
+        api,
+        make_body,
+        initial_design={"type": "maximin-lhs", "size": 1},
+        lease_seconds=2.0,
+        max_labels=1,
+    )
     seen = []
 
     def f(x):
@@ -152,8 +164,14 @@ def test_a_stop_ends_the_wait_for_a_point(api, api_url, make_body):
     held = api.next_point(campaign, wait=0)  # the only design point is out: others wait
     stop_at = time.monotonic() + 1.0
     started = time.monotonic()
-    posted = run_simulator(api_url, campaign, lambda x: 0.5, token="", wait=1.0,
-                           should_stop=lambda: time.monotonic() > stop_at)  # fmt: skip
+    posted = run_simulator(
+        api_url,
+        campaign,
+        lambda x: 0.5,
+        token="",
+        wait=1.0,
+        should_stop=lambda: time.monotonic() > stop_at,
+    )
     assert posted == 0 and time.monotonic() - started < 30
     status = api.campaign(campaign)
     assert status.n_pending == 1 and status.n_abandoned == 0  # only the ticket held here
@@ -190,10 +208,25 @@ def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(api, api_url, 
     campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1})
     env = {k: v for k, v in os.environ.items() if k != "FBGP_API_TOKEN"}
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SIMULATE, "gramacy1d", "--url", api_url, "--campaign",
-         campaign, "--token", "", "--quiet"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            SLOW_SIMULATE,
+            "gramacy1d",
+            "--url",
+            api_url,
+            "--campaign",
+            campaign,
+            "--token",
+            "",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while api.campaign(campaign).n_pending == 0:
@@ -213,8 +246,15 @@ def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(api, api_url, 
 
 def _body(**changes) -> dict:
     sim = get_simulator("motorcycle")
-    body = {"name": "known-noise", "inputs": sim.inputs(), "pool": sim.pool, "max_labels": 8,
-            "mcmc": FAST, "seed": 2, "noise": {"type": "known"}}  # fmt: skip
+    body = {
+        "name": "known-noise",
+        "inputs": sim.inputs(),
+        "pool": sim.pool,
+        "max_labels": 8,
+        "mcmc": FAST,
+        "seed": 2,
+        "noise": {"type": "known"},
+    }
     return dict(body, **changes)
 
 
@@ -225,8 +265,15 @@ def test_label_of_reads_what_a_simulator_returns():
     assert label_of({"y": 1.0, "noise": 0.5}) == {"y": 1.0, "noise": 0.5}
     assert label_of({"y": 1.0}) == {"y": 1.0}
     assert label_of({"y_replicates": [1.0, 2.0]}) == {"replicates": [1.0, 2.0]}
-    for bad in ((1.0, 2.0, 3.0), {"y": 1.0, "sd": 2.0}, {"noise": 1.0}, (1.0, -0.5),
-                (1.0, math.nan), {"y_replicates": [1.0, 2.0], "y": 1.5}, math.inf):  # fmt: skip
+    for bad in (
+        (1.0, 2.0, 3.0),
+        {"y": 1.0, "sd": 2.0},
+        {"noise": 1.0},
+        (1.0, -0.5),
+        (1.0, math.nan),
+        {"y_replicates": [1.0, 2.0], "y": 1.5},
+        math.inf,
+    ):
         with pytest.raises(ValueError):
             label_of(bad)
 
@@ -258,8 +305,15 @@ def test_a_known_noise_campaign_through_the_sdk(api, api_url):
         return {"y_replicates": list(y + sd * rng.standard_normal(3))}
 
     seen = []
-    posted = run_simulator(api_url, campaign.id, f, token="", wait=10, max_labels=3,
-                           on_label=lambda x, y, n: seen.append((y, n)))  # fmt: skip
+    posted = run_simulator(
+        api_url,
+        campaign.id,
+        f,
+        token="",
+        wait=10,
+        max_labels=3,
+        on_label=lambda x, y, n: seen.append((y, n)),
+    )
     assert posted == 3 and [n for _, n in seen] == [2, 3, 4]
     n = api.import_observations(campaign.id, [[10.0], [50.0]], [0.1, -0.2], noise=[0.01, 0.3])
     assert n == 6
@@ -279,21 +333,35 @@ def test_a_known_noise_campaign_through_the_sdk(api, api_url):
 def test_label_of_reads_several_outputs():
     assert label_of({"stress": 1.0, "disp": 2}) == {"y": {"stress": 1.0, "disp": 2.0}}
     assert label_of({"y": {"a": 1.0, "b": 2.0}, "noise": {"a": 0.1, "b": 0.0}}) == {
-        "y": {"a": 1.0, "b": 2.0}, "noise": {"a": 0.1, "b": 0.0}}  # fmt: skip
+        "y": {"a": 1.0, "b": 2.0},
+        "noise": {"a": 0.1, "b": 0.0},
+    }
     assert label_of({"y_replicates": {"a": [1.0, 2.0]}}) == {"replicates": {"a": [1.0, 2.0]}}
-    for bad in ({"a": float("nan")}, {"y": {"a": 1.0}, "noise": {"a": -1.0}}, {"y": {}},
-                {"a": "x"}):  # fmt: skip
+    for bad in (
+        {"a": float("nan")},
+        {"y": {"a": 1.0}, "noise": {"a": -1.0}},
+        {"y": {}},
+        {"a": "x"},
+    ):
         with pytest.raises(ValueError):
             label_of(bad)
 
 
 def test_run_simulator_with_several_outputs_and_mixed_inputs(api, api_url):
-    inputs = [{"name": "load", "lower": 0.0, "upper": 1.0},
-              {"name": "layers", "type": "int", "lower": 1, "upper": 4},
-              {"name": "alloy", "type": "choice", "values": ["steel", "titanium"]}]  # fmt: skip
-    body = {"name": "beam", "inputs": inputs, "pool": {"type": "grid", "points_per_dim": 6},
-            "outputs": [{"name": "stress"}, {"name": "disp", "weight": 0.5}],
-            "max_labels": 5, "mcmc": FAST, "seed": 3}  # fmt: skip
+    inputs = [
+        {"name": "load", "lower": 0.0, "upper": 1.0},
+        {"name": "layers", "type": "int", "lower": 1, "upper": 4},
+        {"name": "alloy", "type": "choice", "values": ["steel", "titanium"]},
+    ]
+    body = {
+        "name": "beam",
+        "inputs": inputs,
+        "pool": {"type": "grid", "points_per_dim": 6},
+        "outputs": [{"name": "stress"}, {"name": "disp", "weight": 0.5}],
+        "max_labels": 5,
+        "mcmc": FAST,
+        "seed": 3,
+    }
     campaign = api.create_campaign(body)
 
     def beam(x):
@@ -302,8 +370,9 @@ def test_run_simulator_with_several_outputs_and_mixed_inputs(api, api_url):
         return {"stress": 1e6 * load / layers, "disp": load / (layers * stiffness)}
 
     seen = []
-    posted = run_simulator(api_url, campaign.id, beam, token="",
-                           on_label=lambda x, y, n: seen.append(y))  # fmt: skip
+    posted = run_simulator(
+        api_url, campaign.id, beam, token="", on_label=lambda x, y, n: seen.append(y)
+    )
     assert posted == 5 and all(set(y) == {"stress", "disp"} for y in seen)
     api.wait_for_model(campaign.id, 5, timeout=120)
     model = api.model(campaign.id)

@@ -44,8 +44,11 @@ def f(x: list[float]) -> float:
 def next_label(api: httpx.Client, campaign: str, token: str) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     point = api.get(f"/campaigns/{campaign}/next", headers=headers).json()
-    r = api.post(f"/campaigns/{campaign}/label", headers=headers,
-                 json={"ticket": point["ticket"], "y": f(point["x"])})  # fmt: skip
+    r = api.post(
+        f"/campaigns/{campaign}/label",
+        headers=headers,
+        json={"ticket": point["ticket"], "y": f(point["x"])},
+    )
     r.raise_for_status()
 
 
@@ -71,12 +74,14 @@ def main(out: Path) -> None:
 
             def create(name: str, token: str = ADMIN, **changes) -> str:
                 body = _campaign_body(name=name, max_labels=5, **changes)
-                r = api.post("/campaigns", json=body,
-                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+                r = api.post("/campaigns", json=body, headers={"Authorization": f"Bearer {token}"})
                 r.raise_for_status()
                 body = r.json()
-                tokens[name] = {"id": body["id"], "token": body["token"],
-                                "owner_token": body["owner_token"]}  # fmt: skip
+                tokens[name] = {
+                    "id": body["id"],
+                    "token": body["token"],
+                    "owner_token": body["owner_token"],
+                }
                 return body["id"]
 
             # long enough a refit to be caught running
@@ -99,12 +104,15 @@ def main(out: Path) -> None:
             headers = {"Authorization": f"Bearer {token}"}
             next_label(api, out_c, token)
             failed = ticket(api, out_c, token)["ticket"]
-            api.post(f"/campaigns/{out_c}/fail", headers=headers,
-                     json={"ticket": failed, "reason": "the mesh did not converge"}
-                     ).raise_for_status()  # fmt: skip
+            api.post(
+                f"/campaigns/{out_c}/fail",
+                headers=headers,
+                json={"ticket": failed, "reason": "the mesh did not converge"},
+            ).raise_for_status()
             abandoned = ticket(api, out_c, token)["ticket"]
-            api.post(f"/campaigns/{out_c}/abandon", headers=headers,
-                     json={"ticket": abandoned}).raise_for_status()  # fmt: skip
+            api.post(
+                f"/campaigns/{out_c}/abandon", headers=headers, json={"ticket": abandoned}
+            ).raise_for_status()
             tokens["tickets"]["out"] = ticket(api, out_c, token, key="request-of-d84e063")
             of_team = create("team", team)
             next_label(api, of_team, tokens["team"]["token"])
@@ -114,12 +122,26 @@ def main(out: Path) -> None:
             if key.startswith(b"rq:worker") or key.startswith(b"rq:workers"):
                 continue
             pttl = redis.pttl(key)
-            entries.append({"key": base64.b64encode(key).decode(),
-                            "dump": base64.b64encode(redis.dump(key)).decode(),
-                            "pttl": max(pttl, 0)})  # fmt: skip
-        out.write_text(json.dumps({"admin_token": ADMIN, "team_token": team,
-                                   "campaigns": tokens, "written_at": time.time(),
-                                   "keys": entries}, indent=1) + "\n")  # fmt: skip
+            entries.append(
+                {
+                    "key": base64.b64encode(key).decode(),
+                    "dump": base64.b64encode(redis.dump(key)).decode(),
+                    "pttl": max(pttl, 0),
+                }
+            )
+        out.write_text(
+            json.dumps(
+                {
+                    "admin_token": ADMIN,
+                    "team_token": team,
+                    "campaigns": tokens,
+                    "written_at": time.time(),
+                    "keys": entries,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     finally:
         if worker.poll() is None:
             stop(worker)

@@ -18,8 +18,7 @@ def make_stack(tmp_path):
 
     def make(workers: int = 1, light: bool = True, **settings) -> LocalStack:
         env = fbgp_env(**settings)
-        stack = LocalStack(tmp_path / f"stack-{len(stacks)}", workers=workers, env=env,
-                           light=light)  # fmt: skip
+        stack = LocalStack(tmp_path / f"stack-{len(stacks)}", workers=workers, env=env, light=light)
         stacks.append(stack)
         return stack.start()
 

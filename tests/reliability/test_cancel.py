@@ -41,14 +41,22 @@ def test_a_delete_stops_the_campaigns_running_jobs_and_frees_the_workers(make_st
         assert statuses & {"stopped", "canceled"}, statuses
         assert list(redis.scan_iter(f"fbgp:c:{campaign}*")) == []
         # the workers are free: another campaign's refit runs at once
-        other = api.post("/campaigns", json={
-            "name": "next", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-            "pool": {"type": "grid", "points_per_dim": 51}, "max_labels": 10, "seed": 2,
-            "initial_design": {"size": 3},
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 2},
-        }).json()["id"]  # fmt: skip
-        r = api.post(f"/campaigns/{other}/observations",
-                     json={"x": [[0.1], [0.5], [0.9]], "y": [0.3, -0.2, 0.8]})  # fmt: skip
+        other = api.post(
+            "/campaigns",
+            json={
+                "name": "next",
+                "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+                "pool": {"type": "grid", "points_per_dim": 51},
+                "max_labels": 10,
+                "seed": 2,
+                "initial_design": {"size": 3},
+                "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 2},
+            },
+        ).json()["id"]
+        r = api.post(
+            f"/campaigns/{other}/observations",
+            json={"x": [[0.1], [0.5], [0.9]], "y": [0.3, -0.2, 0.8]},
+        )
         assert r.status_code == 201, r.text
         wait_for(lambda: api.get(f"/campaigns/{other}").json()["model_version"] == 3, 20)
         assert time.monotonic() - deleted < 20

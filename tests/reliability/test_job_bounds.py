@@ -18,13 +18,20 @@ pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 
 def _one_d(api: httpx.Client) -> str:
-    body = {"name": "bounded", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-            "pool": {"type": "grid", "points_per_dim": 101}, "initial_design": {"size": 3},
-            "max_labels": 20, "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 2},
-            "seed": 1}  # fmt: skip
+    body = {
+        "name": "bounded",
+        "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+        "pool": {"type": "grid", "points_per_dim": 101},
+        "initial_design": {"size": 3},
+        "max_labels": 20,
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 30, "thinning": 2},
+        "seed": 1,
+    }
     campaign = api.post("/campaigns", json=body).json()["id"]
-    r = api.post(f"/campaigns/{campaign}/observations",
-                 json={"x": [[0.1], [0.5], [0.9]], "y": [0.1, 0.5, -0.2]})  # fmt: skip
+    r = api.post(
+        f"/campaigns/{campaign}/observations",
+        json={"x": [[0.1], [0.5], [0.9]], "y": [0.1, 0.5, -0.2]},
+    )
     assert r.status_code == 201, r.text
     wait_for(lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == 3, 60)
     return campaign
@@ -39,8 +46,9 @@ def test_a_job_over_the_memory_bound_fails_cleanly_and_the_worker_keeps_serving(
     with httpx.Client(base_url=stack.url, timeout=120) as api:
         campaign = _one_d(api)
         worker = stack.workers[0].pid
-        small = api.post(f"/campaigns/{campaign}/evaluate",
-                         json={"x": [[0.2], [0.7]], "y": [0.3, 0.1]})  # fmt: skip
+        small = api.post(
+            f"/campaigns/{campaign}/evaluate", json={"x": [[0.2], [0.7]], "y": [0.3, 0.1]}
+        )
         assert small.status_code == 200, small.text
         m = 4000
         x = [[i / (m - 1)] for i in range(m)]

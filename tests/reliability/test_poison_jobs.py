@@ -53,8 +53,13 @@ def _assert_failed_and_readable(api: httpx.Client, campaign: str, reason: str) -
 
 
 def test_a_refit_that_always_fails_marks_its_campaign_failed_until_a_retry(make_stack):
-    stack = make_stack(workers=1, job_timeout_seconds=1, refit_iteration_seconds=0,
-                       refit_max_attempts=3, **FAST_MAINTENANCE)  # fmt: skip
+    stack = make_stack(
+        workers=1,
+        job_timeout_seconds=1,
+        refit_iteration_seconds=0,
+        refit_max_attempts=3,
+        **FAST_MAINTENANCE,
+    )
     with httpx.Client(base_url=stack.url, timeout=30) as api:
         campaign, _, _ = slow_campaign(api, n=LABELS, mcmc=LONG_MCMC)  # each runs out of time
         began = time.monotonic()
@@ -65,8 +70,11 @@ def test_a_refit_that_always_fails_marks_its_campaign_failed_until_a_retry(make_
         assert _events(api, campaign, "refit_failed") == 3
         # out of time: RQ's timeout raised in the job (or, striking outside its refit's error
         # handling, the job ended without a result)
-        errors = [e["error"] for e in api.get(f"/campaigns/{campaign}/history").json()
-                  if e["event"] == "refit_failed"]  # fmt: skip
+        errors = [
+            e["error"]
+            for e in api.get(f"/campaigns/{campaign}/history").json()
+            if e["event"] == "refit_failed"
+        ]
         assert all("JobTimeoutException" in e or "without a result" in e for e in errors), errors
         assert _events(api, campaign, "failed") == 1
         # backed off: 1 s after the first failure, 2 s after the second (and ~1 s per attempt)
@@ -86,8 +94,14 @@ def test_a_refit_that_always_fails_marks_its_campaign_failed_until_a_retry(make_
         assert _events(api, campaign, "refit_failed") == 6
         # the counts kept by the store's scripts are exact: as counted again from scratch
         kept = _campaign_counts(api)
-        assert kept == {"design": 0, "active": 0, "done": 0, "failed": 1, "failing": 0,
-                        "stalled": 0}, kept  # fmt: skip
+        assert kept == {
+            "design": 0,
+            "active": 0,
+            "done": 0,
+            "failed": 1,
+            "failing": 0,
+            "stalled": 0,
+        }, kept
         Redis.from_url(stack.redis_url).delete("fbgp:metrics:campaigns")
         assert _campaign_counts(api) == kept
         assert api.post(f"/campaigns/{campaign}/retry").status_code == 202
@@ -108,8 +122,13 @@ def test_a_refit_whose_job_always_dies_marks_its_campaign_failed(make_stack):
             wait_for(lambda: api.get(f"/campaigns/{campaign}").json()["refit"] == "running", 30)
             time.sleep(1.0)
             os.kill(horse, signal.SIGKILL)
-            wait_for(lambda a=attempt: (s := api.get(f"/campaigns/{campaign}").json())[
-                "refit_failures"] == a or s["state"] == "failed", 60)  # fmt: skip
+            wait_for(
+                lambda a=attempt: (
+                    (s := api.get(f"/campaigns/{campaign}").json())["refit_failures"] == a
+                    or s["state"] == "failed"
+                ),
+                60,
+            )
         status = _assert_failed_and_readable(api, campaign, "failed 2 times in a row")
         assert "ended without a result" in status["last_error"]
         assert redis.hget(f"fbgp:c:{campaign}:state", "refit_job") == b""

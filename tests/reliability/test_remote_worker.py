@@ -45,8 +45,9 @@ def _networks_in_use() -> list[ipaddress.IPv4Network]:
     used = []
     for entry in json.loads(_ip("-j", "-4", "addr", "show").stdout or "[]"):
         for address in entry.get("addr_info", []):
-            used.append(ipaddress.ip_network(f"{address['local']}/{address['prefixlen']}",
-                                             strict=False))  # fmt: skip
+            used.append(
+                ipaddress.ip_network(f"{address['local']}/{address['prefixlen']}", strict=False)
+            )
     for route in json.loads(_ip("-j", "-4", "route", "show", "table", "all").stdout or "[]"):
         if route.get("dst", "default") != "default":
             used.append(ipaddress.ip_network(route["dst"], strict=False))
@@ -57,8 +58,9 @@ def _free_subnet(rng: random.Random) -> ipaddress.IPv4Network:
     """A /30 in 10.0.0.0/8 that overlaps none of this host's addresses and routes."""
     used = _networks_in_use()
     for _ in range(1000):
-        subnet = ipaddress.ip_network(f"10.{rng.randrange(256)}.{rng.randrange(256)}."
-                                      f"{4 * rng.randrange(64)}/30")  # fmt: skip
+        subnet = ipaddress.ip_network(
+            f"10.{rng.randrange(256)}.{rng.randrange(256)}.{4 * rng.randrange(64)}/30"
+        )
         if not any(subnet.overlaps(network) for network in used):
             return subnet
     pytest.skip("no free /30 in 10.0.0.0/8")
@@ -78,10 +80,23 @@ class Link:
         command line."""
         with open(log, "w") as out:
             process = subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, sys.executable, "-m", "fbgp_al.clients.ops.cli",
-                 "worker", "--name", name],
-                env=fbgp_env(redis_url=redis_url), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.netns,
+                    sys.executable,
+                    "-m",
+                    "fbgp_al.clients.ops.cli",
+                    "worker",
+                    "--name",
+                    name,
+                ],
+                env=fbgp_env(redis_url=redis_url),
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         self.processes.append(process)
         return process
 
@@ -102,8 +117,19 @@ def link(tmp_path):
     host_ip, remote_ip = (str(a) for a in subnet.hosts())
     link = Link(netns, host_ip, remote_ip)
     try:
-        veth = _ip("link", "add", host_end, "type", "veth", "peer", "name", remote_end, "netns",
-                   netns, check=False)  # fmt: skip
+        veth = _ip(
+            "link",
+            "add",
+            host_end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            remote_end,
+            "netns",
+            netns,
+            check=False,
+        )
         if veth.returncode != 0:
             pytest.skip(f"no veth pair here: {veth.stderr.strip()}")
         _ip("addr", "add", f"{host_ip}/30", "dev", host_end)
@@ -126,8 +152,7 @@ def redis_on_link(link, tmp_path):
     """A redis-server with a password, listening on the link's host end only: its URL."""
     port = free_port()
     data = tmp_path / "redis"
-    process = start_redis(data, port, data / "redis.log", password=PASSWORD,
-                          bind=(link.host_ip,))  # fmt: skip
+    process = start_redis(data, port, data / "redis.log", password=PASSWORD, bind=(link.host_ip,))
     link.processes.append(process)
     return f"redis://:{PASSWORD}@{link.host_ip}:{port}/0"
 
@@ -159,11 +184,15 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
     app.dependency_overrides[get_settings] = lambda: settings
     try:
         with TestClient(app) as api:
-            body = {"name": "remote", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                    "pool": {"type": "grid", "points_per_dim": 51}, "max_labels": 5,
-                    "initial_design": {"type": "maximin-lhs", "size": 3},
-                    "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-                    "seed": 1}  # fmt: skip
+            body = {
+                "name": "remote",
+                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+                "pool": {"type": "grid", "points_per_dim": 51},
+                "max_labels": 5,
+                "initial_design": {"type": "maximin-lhs", "size": 3},
+                "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+                "seed": 1,
+            }
             r = api.post("/campaigns", json=body)
             assert r.status_code == 201, r.text
             campaign = r.json()["id"]
@@ -171,8 +200,11 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
                 ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
                 r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
                 assert r.status_code == 201, r.text
-            _until(lambda: api.get(f"/campaigns/{campaign}").json()["model_version"], 120,
-                   f"a model (worker log:\n{log.read_text()})")  # fmt: skip
+            _until(
+                lambda: api.get(f"/campaigns/{campaign}").json()["model_version"],
+                120,
+                f"a model (worker log:\n{log.read_text()})",
+            )
             model = api.get(f"/campaigns/{campaign}/model")
             assert model.status_code == 200, model.text
             assert "max_rhat" in model.json()["diagnostics"], model.json()["diagnostics"]
@@ -197,8 +229,13 @@ def test_a_worker_without_the_password_is_refused(link, redis_on_link, tmp_path)
         "wrong-password": link.start_worker(wrong, "wrong-password", logs["wrong-password"]),
     }
     for name, log in logs.items():  # it says why, or gives up
-        _until(lambda log=log, name=name: REFUSED.search(log.read_text())
-               or processes[name].poll() is not None, 120, f"{name} refused")  # fmt: skip
+        _until(
+            lambda log=log, name=name: (
+                REFUSED.search(log.read_text()) or processes[name].poll() is not None
+            ),
+            120,
+            f"{name} refused",
+        )
     time.sleep(3.0)  # and tries again, in vain
     assert Worker.all(connection=connection) == []
     for log in logs.values():

@@ -24,8 +24,12 @@ BODY = {
 
 
 def _label_next(api: httpx.Client, campaign: str, y: float) -> tuple[str, int]:
-    point = wait_for(lambda: (r := api.get(f"/campaigns/{campaign}/next", params={"wait": 5}))
-                     .status_code == 200 and r.json())  # fmt: skip
+    point = wait_for(
+        lambda: (
+            (r := api.get(f"/campaigns/{campaign}/next", params={"wait": 5})).status_code == 200
+            and r.json()
+        )
+    )
     r = api.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
     assert r.status_code == 201, r.text
     return point["ticket"], r.json()["n_labeled"]
@@ -57,8 +61,9 @@ def test_redis_killed_right_after_acknowledged_labels_loses_none(make_stack):
         n = len(stored["y"])
         # the worker came back too: a new label gets its model
         _, n = _label_next(api, campaign, 0.5)
-        wait_for(lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == n,
-                 seconds=120)  # fmt: skip
+        wait_for(
+            lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == n, seconds=120
+        )
 
 
 def test_api_killed_and_restarted_keeps_tickets_valid(make_stack):

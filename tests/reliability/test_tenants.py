@@ -39,8 +39,11 @@ def test_a_team_queued_after_another_teams_many_refits_runs_next(make_stack):
             r = client.get(f"/campaigns/{campaign}/model")
             return r.json()["diagnostics"]["started_at"] if r.status_code == 200 else None
 
-        wait_for(lambda: all(started(busy, c) for c in many) and started(careful, mine),
-                 seconds=180, every=0.25)  # fmt: skip
+        wait_for(
+            lambda: all(started(busy, c) for c in many) and started(careful, mine),
+            seconds=180,
+            every=0.25,
+        )
         order = sorted([(started(busy, c), c) for c in many] + [(started(careful, mine), mine)])
     # one worker: the busy team's first refit ran first, then the other team's, then the rest
     assert [c for _, c in order][:2] == [many[0], mine], order

@@ -46,8 +46,9 @@ def test_a_refit_whose_worker_is_killed_is_run_again(make_stack, target):
             os.kill(horse, signal.SIGKILL)  # the worker sees its horse die
         done = wait_for(
             lambda: api.get(f"/campaigns/{campaign}").json()["model_version"] == len(x),
-            seconds=180, every=0.25,
-        )  # fmt: skip
+            seconds=180,
+            every=0.25,
+        )
         recovery = time.monotonic() - killed
         assert done and recovery < 120, recovery
         if target != "horse":

@@ -93,8 +93,7 @@ def guarded(redis_url, worker_process, tmp_path_factory):
     schemathesis's request timeout and count as a network error."""
     log = tmp_path_factory.mktemp("guarded") / "api.log"
     own_db = redis_url.rsplit("/", 1)[0] + "/1"
-    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT,
-                             max_wait_seconds=1)  # fmt: skip
+    process, url = start_api(own_db, log, api_token=ADMIN, max_body_bytes=LIMIT, max_wait_seconds=1)
     yield url, log
     stop(process)
 
@@ -106,9 +105,13 @@ def admin_client(url: str, token: str = ADMIN) -> httpx.Client:
 
 def guarded_body(**changes) -> dict:
     """A small campaign for the guarded APIs, with changes."""
-    body = {"name": "guarded", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-            "pool": {"type": "grid", "points_per_dim": 101}, "max_labels": 6,
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-            "seed": 1}  # fmt: skip
+    body = {
+        "name": "guarded",
+        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+        "pool": {"type": "grid", "points_per_dim": 101},
+        "max_labels": 6,
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+        "seed": 1,
+    }
     body.update(changes)
     return body

@@ -50,12 +50,20 @@ class LoopModel:
     def snapshot(self) -> loop.Snapshot:
         live = self.live()
         return loop.Snapshot(
-            n_labeled=len(self.labels), n_pending=len(live),
-            pending=frozenset(t.index for t in live), labeled=frozenset(self.labeled),
-            refit=loop.Refit(phase=self.refit, model_version=self.version, changes=self.changes,
-                             changes_seen=self.changes_seen, n_failed=len(self.failures)),
-            ranking=self.ranking, failures=dict(self.failed),
-        )  # fmt: skip
+            n_labeled=len(self.labels),
+            n_pending=len(live),
+            pending=frozenset(t.index for t in live),
+            labeled=frozenset(self.labeled),
+            refit=loop.Refit(
+                phase=self.refit,
+                model_version=self.version,
+                changes=self.changes,
+                changes_seen=self.changes_seen,
+                n_failed=len(self.failures),
+            ),
+            ranking=self.ranking,
+            failures=dict(self.failed),
+        )
 
     # -- the operations -------------------------------------------------------------------------
     def next(self) -> loop.Answer:
@@ -158,24 +166,43 @@ def resolve(ref: int | None, issued: int) -> int | None:
 # a ticket re-issued after its lease expired, then both labeled: the late label is stored, the
 # new ticket's conflicts (its point has a label now); hypothesis rarely builds this by chance
 LATE_LABEL = (
-    {"mode": "sequential", "max_pending": 1, "design": 2, "max_labels": 5, "allow_repeats": False,
-     "seed": 0},
-    [("next",), ("tick", 7.0), ("next",), ("label", 1, 0.0), ("label", 0, 1.0), ("label", 0, 1.0),
-     ("next",), ("label", 0, 2.5), ("start",), ("finish", (7, 6, 5, 4, 3, 2, 1, 0)), ("next",)],
-)  # fmt: skip
+    {
+        "mode": "sequential",
+        "max_pending": 1,
+        "design": 2,
+        "max_labels": 5,
+        "allow_repeats": False,
+        "seed": 0,
+    },
+    [
+        ("next",),
+        ("tick", 7.0),
+        ("next",),
+        ("label", 1, 0.0),
+        ("label", 0, 1.0),
+        ("label", 0, 1.0),
+        ("next",),
+        ("label", 0, 2.5),
+        ("start",),
+        ("finish", (7, 6, 5, 4, 3, 2, 1, 0)),
+        ("next",),
+    ],
+)
 
 
 def rules_strategy(pool_size: int) -> st.SearchStrategy[dict]:
     """Campaign bodies over a 1-D grid of ``pool_size`` points."""
-    return st.fixed_dictionaries({
-        "mode": st.sampled_from(["sequential", "parallel"]),
-        "max_pending": st.integers(1, 3),
-        "design": st.integers(1, 3),
-        "max_labels": st.integers(3, pool_size),
-        "allow_repeats": st.booleans(),
-        "max_retries": st.integers(0, 2),
-        "seed": st.integers(0, 5),
-    })  # fmt: skip
+    return st.fixed_dictionaries(
+        {
+            "mode": st.sampled_from(["sequential", "parallel"]),
+            "max_pending": st.integers(1, 3),
+            "design": st.integers(1, 3),
+            "max_labels": st.integers(3, pool_size),
+            "allow_repeats": st.booleans(),
+            "max_retries": st.integers(0, 2),
+            "seed": st.integers(0, 5),
+        }
+    )
 
 
 def operations(pool_size: int, length: int = 40) -> st.SearchStrategy[list[tuple]]:
@@ -187,22 +214,31 @@ def operations(pool_size: int, length: int = 40) -> st.SearchStrategy[list[tuple
     label = st.tuples(st.just("label"), refs, st.sampled_from(YS))
     # labels and /next twice as often as the rest
     op = st.one_of(
-        st.just(("next",)), label, st.just(("next",)), label,
+        st.just(("next",)),
+        label,
+        st.just(("next",)),
+        label,
         st.tuples(st.just("tick"), st.sampled_from([0.5, 2.0, 7.0])),
-        st.just(("start",)), st.tuples(st.just("finish"), ranking),
+        st.just(("start",)),
+        st.tuples(st.just("finish"), ranking),
         st.tuples(st.just("fail"), refs, st.sampled_from(REASONS)),
-        st.tuples(st.just("abandon"), refs), st.tuples(st.just("renew"), refs),
-    )  # fmt: skip
+        st.tuples(st.just("abandon"), refs),
+        st.tuples(st.just("renew"), refs),
+    )
     return st.lists(op, min_size=length // 2, max_size=length)
 
 
 def body(settings: dict, pool_size: int, lease_seconds: float) -> dict:
     return {
-        "name": "loop", "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+        "name": "loop",
+        "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
         "pool": {"type": "grid", "points_per_dim": pool_size},
         "initial_design": {"size": settings["design"]},
         "max_labels": max(settings["max_labels"], settings["design"]),
-        "mode": settings["mode"], "max_pending": settings["max_pending"],
-        "allow_repeats": settings["allow_repeats"], "seed": settings["seed"],
-        "max_retries": settings.get("max_retries", 0), "lease_seconds": lease_seconds,
-    }  # fmt: skip
+        "mode": settings["mode"],
+        "max_pending": settings["max_pending"],
+        "allow_repeats": settings["allow_repeats"],
+        "seed": settings["seed"],
+        "max_retries": settings.get("max_retries", 0),
+        "lease_seconds": lease_seconds,
+    }

@@ -33,11 +33,15 @@ def test_docs_render_the_operations_offline_in_headless_chromium(redis_url, tmp_
     process, api_url = start_api(redis_url, tmp_path / "api.log")
     try:
         summary = httpx.get(f"{api_url}/openapi.json").json()["paths"][
-            "/campaigns/{campaign_id}/next"]["get"]["summary"]  # fmt: skip
+            "/campaigns/{campaign_id}/next"
+        ]["get"]["summary"]
         browser = [chromium, *CHROMIUM_FLAGS, *OFFLINE, f"--user-data-dir={tmp_path / 'p'}"]
-        dom = subprocess.run([*browser, "--virtual-time-budget=15000", "--dump-dom",
-                              f"{api_url}/docs"], capture_output=True, text=True,
-                             timeout=120)  # fmt: skip
+        dom = subprocess.run(
+            [*browser, "--virtual-time-budget=15000", "--dump-dom", f"{api_url}/docs"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert "opblock-summary" in dom.stdout, dom.stderr[-2000:]  # Swagger UI ran
         assert "/campaigns/{campaign_id}/next" in dom.stdout
         assert summary in dom.stdout

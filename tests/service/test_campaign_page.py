@@ -10,9 +10,11 @@ import re
 from tests.service.conftest import wait_for_model
 
 MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
-MIXED = [{"name": "load", "lower": 0.0, "upper": 10.0},
-         {"name": "thickness", "type": "int", "lower": 1, "upper": 4},
-         {"name": "material", "type": "choice", "values": ["steel", "aluminium"]}]  # fmt: skip
+MIXED = [
+    {"name": "load", "lower": 0.0, "upper": 10.0},
+    {"name": "thickness", "type": "int", "lower": 1, "upper": 4},
+    {"name": "material", "type": "choice", "values": ["steel", "aluminium"]},
+]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -31,8 +33,9 @@ def _campaign(client, make_body, f, labels: int, fail_first: bool = False, **cha
         assert client.post(f"/campaigns/{campaign}/fail", json=reason).status_code == 201
     for _ in range(labels):
         point = client.get(f"/campaigns/{campaign}/next", params={"wait": 30}).json()
-        r = client.post(f"/campaigns/{campaign}/label",
-                        json={"ticket": point["ticket"], "y": f(point["x"])})  # fmt: skip
+        r = client.post(
+            f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": f(point["x"])}
+        )
         assert r.status_code == 201, r.text
     wait_for_model(client, campaign, labels)
     return campaign
@@ -69,8 +72,15 @@ def test_a_mixed_campaign_page(client, make_body):
     inputs (the first two, or the page's choice), the failed run with its inputs' names, the
     posterior below in Diagnostics; a picture over a choice input or one input twice is 422,
     an unknown kind 404."""
-    campaign = _campaign(client, make_body, _plate, 6, fail_first=True, inputs=MIXED,
-                         pool={"type": "grid", "points_per_dim": 6})  # fmt: skip
+    campaign = _campaign(
+        client,
+        make_body,
+        _plate,
+        6,
+        fail_first=True,
+        inputs=MIXED,
+        pool={"type": "grid", "points_per_dim": 6},
+    )
     page = client.get(f"/campaigns/{campaign}/view").text
     assert _sections(page) == ["model", "accuracy", "failed-runs", "diagnostics"]
     for kind in ("effects", "sobol", "pair", "posterior"):
@@ -84,15 +94,20 @@ def test_a_mixed_campaign_page(client, make_body):
     drawn = {kind: _png(client, campaign, kind) for kind in ("effects", "sobol", "pair")}
     chosen = _png(client, campaign, "pair", horizontal="thickness", vertical="load")
     assert chosen != drawn["pair"]
-    page = client.get(f"/campaigns/{campaign}/view",
-                      params={"horizontal": "thickness", "vertical": "load"}).text  # fmt: skip
+    page = client.get(
+        f"/campaigns/{campaign}/view", params={"horizontal": "thickness", "vertical": "load"}
+    ).text
     assert "horizontal=thickness&amp;vertical=load" in page
     assert "<option value='thickness' selected>" in page
-    page = client.get(f"/campaigns/{campaign}/view",
-                      params={"horizontal": "material", "vertical": "load"}).text  # fmt: skip
+    page = client.get(
+        f"/campaigns/{campaign}/view", params={"horizontal": "material", "vertical": "load"}
+    ).text
     assert "not a choice input" in page and "horizontal=load&amp;vertical=thickness" in page
-    for params in ({"horizontal": "material"}, {"horizontal": "load", "vertical": "load"},
-                   {"vertical": "nope"}):  # fmt: skip
+    for params in (
+        {"horizontal": "material"},
+        {"horizontal": "load", "vertical": "load"},
+        {"vertical": "nope"},
+    ):
         r = client.get(f"/campaigns/{campaign}/plots/pair.png", params=params)
         assert r.status_code == 422, (params, r.text)
     assert client.get(f"/campaigns/{campaign}/plots/shap.png").status_code == 404
@@ -103,10 +118,15 @@ def test_a_two_output_campaign_page(client, make_body):
     each output's main effects, indices and model over two inputs served; the accuracy
     estimates of each output kept in the history for its own panel."""
     outputs = [{"name": "stress", "units": "MPa"}, {"name": "disp"}]
-    campaign = _campaign(client, make_body,
-                         lambda x: {"stress": 100 * _plate(x), "disp": 0.01 * x[0] * x[1]}, 6,
-                         inputs=MIXED, outputs=outputs,
-                         pool={"type": "grid", "points_per_dim": 6})  # fmt: skip
+    campaign = _campaign(
+        client,
+        make_body,
+        lambda x: {"stress": 100 * _plate(x), "disp": 0.01 * x[0] * x[1]},
+        6,
+        inputs=MIXED,
+        outputs=outputs,
+        pool={"type": "grid", "points_per_dim": 6},
+    )
     page = client.get(f"/campaigns/{campaign}/view").text
     assert _sections(page) == ["output-stress", "output-disp", "accuracy", "diagnostics"]
     assert ">stress [MPa]</h2>" in page and ">disp</h2>" in page
@@ -116,8 +136,9 @@ def test_a_two_output_campaign_page(client, make_body):
             _png(client, campaign, kind, output=name)
     assert "alt='stress [MPa]: main effects'" in page
     _png(client, campaign, "accuracy")
-    models = [e for e in client.get(f"/campaigns/{campaign}/history").json()
-              if e["event"] == "model"]  # fmt: skip
+    models = [
+        e for e in client.get(f"/campaigns/{campaign}/history").json() if e["event"] == "model"
+    ]
     assert set(models[-1]["outputs"]) == {"stress", "disp"}
     assert models[-1]["outputs"]["stress"]["loo_rmse"] > models[-1]["outputs"]["disp"]["loo_rmse"]
     r = client.get(f"/campaigns/{campaign}/plots/effects.png", params={"output": "strain"})

@@ -115,10 +115,12 @@ def test_an_eviction_policy_and_a_failed_append_are_reported():
     """What ``/readyz`` makes of what Redis reports: a maxmemory-policy that would evict
     campaigns' keys, and a failed write of the append-only file (a full disk)."""
     settings = Settings()
-    lru = capacity.Capacity(memory_bytes=10, maxmemory=1000, system_memory=0,
-                            policy="allkeys-lru", aof_ok=True)  # fmt: skip
+    lru = capacity.Capacity(
+        memory_bytes=10, maxmemory=1000, system_memory=0, policy="allkeys-lru", aof_ok=True
+    )
     assert lru.verdict(settings)[0] == capacity.DEGRADED and "evicts" in lru.verdict(settings)[1]
-    failed = capacity.Capacity(memory_bytes=10, maxmemory=0, system_memory=10**9,
-                               policy="noeviction", aof_ok=False)  # fmt: skip
+    failed = capacity.Capacity(
+        memory_bytes=10, maxmemory=0, system_memory=10**9, policy="noeviction", aof_ok=False
+    )
     assert failed.verdict(settings)[0] == capacity.UNAVAILABLE
     assert "append-only file" in failed.verdict(settings)[1]

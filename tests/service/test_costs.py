@@ -18,10 +18,12 @@ from fbgp_al.service.settings import Settings
 
 X = {"name": "x", "lower": 0.0, "upper": 1.0}
 # a count of draws (no target): 2 chains x (100 warm-up + 50 samples), thinned by 5
-COUNTED = {"inputs": [X], "pool": {"type": "grid", "points_per_dim": 101},
-           "acquisition": "qb-mgp",
-           "mcmc": {"chains": 2, "warmup": 100, "samples": 50, "thinning": 5,
-                    "draws": None}}  # fmt: skip
+COUNTED = {
+    "inputs": [X],
+    "pool": {"type": "grid", "points_per_dim": 101},
+    "acquisition": "qb-mgp",
+    "mcmc": {"chains": 2, "warmup": 100, "samples": 50, "thinning": 5, "draws": None},
+}
 
 
 def test_a_refits_work_counts_chains_iterations_labels_outputs_and_features():

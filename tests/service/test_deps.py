@@ -21,8 +21,14 @@ from tests.service.conftest import guarded_body as _body
 
 ADMIN = "service-token-for-the-access-tests"
 # what a simulator token opens: method and path under /campaigns/{campaign_id}
-SIMULATOR_CALLS = {("GET", ""), ("GET", "/next"), ("POST", "/label"), ("POST", "/fail"),
-                   ("POST", "/abandon"), ("POST", "/renew")}  # fmt: skip
+SIMULATOR_CALLS = {
+    ("GET", ""),
+    ("GET", "/next"),
+    ("POST", "/label"),
+    ("POST", "/fail"),
+    ("POST", "/abandon"),
+    ("POST", "/renew"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +82,10 @@ def test_the_simulator_token_opens_the_loop_and_the_status_only(guarded, make_bo
         assert label.status_code == 201
         failed = sim.post(f"/campaigns/{a['id']}/fail", json={"ticket": tickets[1], "reason": "x"})
         assert failed.status_code == 201
-        assert sim.post(f"/campaigns/{a['id']}/abandon",
-                        json={"ticket": tickets[2]}).status_code == 201  # fmt: skip
+        assert (
+            sim.post(f"/campaigns/{a['id']}/abandon", json={"ticket": tickets[2]}).status_code
+            == 201
+        )
         for method, rest in calls:
             if (method, rest) in SIMULATOR_CALLS:
                 continue
@@ -95,8 +103,9 @@ def test_the_simulator_token_opens_the_loop_and_the_status_only(guarded, make_bo
             body = {} if method in ("POST", "PUT", "PATCH") else None
             r = owner.request(method, f"/campaigns/{a['id']}{rest}", json=body)
             assert r.status_code not in (401, 403), (method, rest, r.text)
-        imported = owner.post(f"/campaigns/{a['id']}/observations",
-                              json={"x": [[1.0]], "y": [0.25]})  # fmt: skip
+        imported = owner.post(
+            f"/campaigns/{a['id']}/observations", json={"x": [[1.0]], "y": [0.25]}
+        )
         assert imported.status_code == 201 and imported.json()["n_labeled"] == 2
         csv = owner.get(f"/campaigns/{a['id']}/observations", headers={"Accept": "text/csv"})
         assert csv.status_code == 200 and csv.text.count("\n") == 4  # header, 2 labels, 1 failure
@@ -125,12 +134,25 @@ def test_the_sdk_and_the_simulator_commands_need_only_the_simulator_token(guarde
         campaign = api.create_campaign(make_body(name="sdk", max_labels=6))
     assert campaign.token and campaign.owner_token and campaign.owner_token != campaign.token
     assert "owner_token" not in campaign.spec and campaign.owner_token not in repr(campaign)
-    posted = run_simulator(url, campaign.id, lambda x: x[0] ** 2, token=campaign.token,
-                           wait=1, max_labels=1)  # fmt: skip
+    posted = run_simulator(
+        url, campaign.id, lambda x: x[0] ** 2, token=campaign.token, wait=1, max_labels=1
+    )
     command = [sys.executable, "-c", "import sys; print(float(sys.argv[1]) ** 2)", "{x}"]
     status = run.run(url, campaign.id, command, token=campaign.token, wait=1, max_labels=1)
-    labeled = simulate.main(["gramacy1d", "--url", url, "--campaign", campaign.id, "--token",
-                             campaign.token, "--max-labels", "1", "--quiet"])  # fmt: skip
+    labeled = simulate.main(
+        [
+            "gramacy1d",
+            "--url",
+            url,
+            "--campaign",
+            campaign.id,
+            "--token",
+            campaign.token,
+            "--max-labels",
+            "1",
+            "--quiet",
+        ]
+    )
     assert (posted, status, labeled) == (1, 0, 1)
     with FbgpClient(url, campaign.token) as sim:
         assert sim.campaign(campaign.id).n_labeled == 3
@@ -146,8 +168,10 @@ def _announce(url: str, path: str, authorization: str | None) -> str:
     """What the API answers a POST to ``path`` that announces a 15 MB body and sends 12 bytes
     of it (the whole answer; the socket gives up after 5 s of silence)."""
     host, port = url.removeprefix("http://").split(":")
-    head = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 15000000\r\n")  # fmt: skip
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 15000000\r\n"
+    )
     if authorization:
         head += f"Authorization: {authorization}\r\n"
     with socket.create_connection((host, int(port)), timeout=10) as sock:
@@ -155,7 +179,8 @@ def _announce(url: str, path: str, authorization: str | None) -> str:
         sock.settimeout(5)
         answer = b""
         while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < int(
-            re.search(rb"(?i)content-length: (\d+)", answer)[1]):  # fmt: skip
+            re.search(rb"(?i)content-length: (\d+)", answer)[1]
+        ):
             answer += sock.recv(65536)
         return answer.decode("latin-1")
 
@@ -213,17 +238,23 @@ def test_a_campaign_token_opens_its_campaign_only(guarded):
         b = api.post("/campaigns", json=_body(name="b")).json()
     token_a = a["token"]
     assert token_a and token_a != b["token"] and token_a not in str(a["status"])
-    with httpx.Client(base_url=url, timeout=30,
-                      headers={"Authorization": f"Bearer {token_a}"}) as sim:  # fmt: skip
+    with httpx.Client(
+        base_url=url, timeout=30, headers={"Authorization": f"Bearer {token_a}"}
+    ) as sim:
         point = sim.get(f"/campaigns/{a['id']}/next")
         assert point.status_code == 200
         label = {"ticket": point.json()["ticket"], "y": 1.0}
         assert sim.post(f"/campaigns/{a['id']}/label", json=label).status_code == 201
         assert sim.get(f"/campaigns/{a['id']}").json()["n_labeled"] == 1
-        for r in (sim.get(f"/campaigns/{b['id']}"), sim.get(f"/campaigns/{b['id']}/next"),
-                  sim.post(f"/campaigns/{b['id']}/label", json=label),
-                  sim.get(f"/campaigns/{b['id']}/observations"), sim.get("/campaigns"),
-                  sim.post("/campaigns", json=_body()), sim.get("/campaigns/unknown")):  # fmt: skip
+        for r in (
+            sim.get(f"/campaigns/{b['id']}"),
+            sim.get(f"/campaigns/{b['id']}/next"),
+            sim.post(f"/campaigns/{b['id']}/label", json=label),
+            sim.get(f"/campaigns/{b['id']}/observations"),
+            sim.get("/campaigns"),
+            sim.post("/campaigns", json=_body()),
+            sim.get("/campaigns/unknown"),
+        ):
             assert r.status_code == 403, (r.request.url, r.text)
             assert a["id"] in r.json()["detail"]
         assert sim.get(f"/campaigns/{a['id']}/view").status_code == 403  # its owner's page
@@ -233,8 +264,9 @@ def test_a_campaign_token_opens_its_campaign_only(guarded):
         assert anyone.get(f"/campaigns/{a['id']}").status_code == 401
     with _admin(url) as api:
         assert api.delete(f"/campaigns/{a['id']}").status_code == 204
-    with httpx.Client(base_url=url, timeout=30,
-                      headers={"Authorization": f"Bearer {token_a}"}) as sim:  # fmt: skip
+    with httpx.Client(
+        base_url=url, timeout=30, headers={"Authorization": f"Bearer {token_a}"}
+    ) as sim:
         assert sim.get(f"/campaigns/{a['id']}").status_code == 401  # gone with its campaign
     text = log.read_text()
     assert ADMIN not in text and token_a not in text and b["token"] not in text

@@ -35,9 +35,10 @@ def test_schemathesis_finds_nothing(guarded, tmp_path):
         # CPython 3.11.7 and schemathesis reports a runtime error of its own
         "--workers",
         "1",
+        # 503 by design: no worker serves db 1
         "--exclude-path",
         "/readyz",
-    ]  # fmt: skip  (503 by design: no worker serves db 1)
+    ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
@@ -50,11 +51,12 @@ def test_errors_are_problem_json_with_a_message(guarded):
         cases = [
             api.get("/campaigns/nope"),
             api.post("/campaigns", json=_body(acquisition="ucb")),
-            api.post("/campaigns", content=b"\xff\xfe{",
-                     headers={"Content-Type": "application/json"}),
+            api.post(
+                "/campaigns", content=b"\xff\xfe{", headers={"Content-Type": "application/json"}
+            ),
             api.request("PATCH", "/campaigns"),
             httpx.get(f"{url}/campaigns"),
-        ]  # fmt: skip
+        ]
         for r in cases:
             assert 400 <= r.status_code < 500, r.text
             assert r.headers["content-type"] == "application/problem+json", r.headers

@@ -40,8 +40,9 @@ def few_client(tmp_path, keep_few):
     """The API in process against a Redis and a worker of their own, both keeping few events
     (the worker stores each evaluation)."""
     redis_process, url = start_redis(tmp_path)
-    worker = start_worker(url, tmp_path / "worker.log", keep_evaluations=KEEP_EVALUATIONS,
-                          keep_history=KEEP_HISTORY)  # fmt: skip
+    worker = start_worker(
+        url, tmp_path / "worker.log", keep_evaluations=KEEP_EVALUATIONS, keep_history=KEEP_HISTORY
+    )
     try:
         deadline = time.monotonic() + 120
         while not Worker.all(connection=Redis.from_url(url)):
@@ -88,8 +89,11 @@ def test_evaluations_are_kept_to_the_latest_apart_from_the_models(few_client, ma
 
 def _model(version: int, ipv_relative: float) -> dict:
     diagnostics = {"refit_seconds": 0.1, "max_rhat": 1.0, "min_ess_bulk": 100.0, "divergences": 0}
-    return {"version": version, "diagnostics": diagnostics,
-            "accuracy": {"ipv_relative": ipv_relative}}  # fmt: skip
+    return {
+        "version": version,
+        "diagnostics": diagnostics,
+        "accuracy": {"ipv_relative": ipv_relative},
+    }
 
 
 def test_the_history_is_kept_to_its_latest_and_the_stopping_rule_reads_what_is_kept(
@@ -102,10 +106,16 @@ def test_the_history_is_kept_to_its_latest_and_the_stopping_rule_reads_what_is_k
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
     redis.flushdb()
     store = CampaignStore(redis)
-    body = {"name": "kept", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
-            "seed": 0, "allow_repeats": False, "max_labels": 100,
-            "stop": {"ipv_relative": 0.5, "min_labels": 1, "patience": 3}}  # fmt: skip
+    body = {
+        "name": "kept",
+        "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+        "pool": {"type": "grid", "points_per_dim": 11},
+        "initial_design": {"size": 1},
+        "seed": 0,
+        "allow_repeats": False,
+        "max_labels": 100,
+        "stop": {"ipv_relative": 0.5, "min_labels": 1, "patience": 3},
+    }
     campaign = store.create(body)["id"]
     history = store.k(campaign, "history")
     version = 0

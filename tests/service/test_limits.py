@@ -25,8 +25,9 @@ def _no_campaign(client):
 def test_the_largest_mcmc_is_refused(client, make_body):
     # 32 chains x (10,000 warm-up + 10,000 draws): 640,000 NUTS iterations in one refit
     mcmc = {"chains": 32, "warmup": 10_000, "samples": 10_000, "thinning": 10}
-    detail = _rejected(client.post("/campaigns", json=make_body(mcmc=mcmc)),
-                       "limit_mcmc_iterations")  # fmt: skip
+    detail = _rejected(
+        client.post("/campaigns", json=make_body(mcmc=mcmc)), "limit_mcmc_iterations"
+    )
     assert "640,000" in detail
     # sampling to a target counts max_samples, the most draws a chain may run
     target = {"chains": 32, "warmup": 1000, "draws": 150, "max_samples": 100_000}
@@ -40,8 +41,11 @@ def test_the_largest_mcmc_is_refused(client, make_body):
 def test_what_the_protocol_and_the_tooling_send_is_within_the_limits():
     settings = Settings()
     bodies = [campaign_body(sim, acq, 0) for sim in ITERATIONS for acq in PAPER_ACQUISITIONS]
-    bodies += [paper_body(sim, "qb-mgp", 0, mcmc=preset, allow_repeats=True)
-               for sim in ITERATIONS for preset in ("paper", "paper-grid", "fast")]  # fmt: skip
+    bodies += [
+        paper_body(sim, "qb-mgp", 0, mcmc=preset, allow_repeats=True)
+        for sim in ITERATIONS
+        for preset in ("paper", "paper-grid", "fast")
+    ]
     bodies += [soak.campaign_body(i, 2, 0, 270) for i in range(3)]
     bodies += [adversarial.well_behaved_body(0), *adversarial.greedy_bodies(settings, 0).values()]
     for body in bodies:
@@ -72,16 +76,19 @@ def test_an_import_counts_the_labels_stored(client, make_body, settings):
     x = [[0.5 + 0.2 * k] for k in range(8)]
     r = client.post(f"/campaigns/{campaign}/observations", json={"x": x, "y": [0.0] * 8})
     assert r.status_code == 201, r.text
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[2.45], [2.47], [2.49]], "y": [1.0] * 3})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": [[2.45], [2.47], [2.49]], "y": [1.0] * 3}
+    )
     _rejected(r, "limit_labels")
     assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 8
 
 
 def test_scoring_work_beyond_the_limit_is_refused(client, make_body):
     # a pool subsample of a million on a grid of 10^8, scored with 150 draws
-    big = {"inputs": [{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(4)],
-           "pool": {"type": "grid", "points_per_dim": 100}}  # fmt: skip
+    big = {
+        "inputs": [{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(4)],
+        "pool": {"type": "grid", "points_per_dim": 100},
+    }
     body = make_body(**big, pool_subsample=1_000_000, acquisition="bald", mcmc={})
     detail = _rejected(client.post("/campaigns", json=body), "limit_scoring_work")
     assert "1,000,000 candidates" in detail and "150 acquisition draws" in detail

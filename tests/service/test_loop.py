@@ -38,12 +38,14 @@ POOL = 8
 
 def _model(draw_settings: dict, design: list[int]) -> LoopModel:
     rules = loop.Rules(
-        max_labels=max(draw_settings["max_labels"], len(design)), design_index=tuple(design),
-        mode=draw_settings["mode"], max_pending=draw_settings["max_pending"],
+        max_labels=max(draw_settings["max_labels"], len(design)),
+        design_index=tuple(design),
+        mode=draw_settings["mode"],
+        max_pending=draw_settings["max_pending"],
         allow_repeats=draw_settings["allow_repeats"],
         max_retries=draw_settings.get("max_retries", 0),
         design_reserve=tuple(i for i in reversed(range(POOL)) if i not in design),
-    )  # fmt: skip
+    )
     return LoopModel(rules, lease_seconds=5.0)
 
 
@@ -78,9 +80,16 @@ def _run(model: LoopModel, ops: list[tuple], check=None) -> None:
 
 
 def _state(model: LoopModel):
-    return (list(model.labels), set(model.labeled), [copy.copy(t) for t in model.tickets],
-            model.refit, model.version, list(model.failures), dict(model.failed),
-            model.abandoned)  # fmt: skip
+    return (
+        list(model.labels),
+        set(model.labeled),
+        [copy.copy(t) for t in model.tickets],
+        model.refit,
+        model.version,
+        list(model.failures),
+        dict(model.failed),
+        model.abandoned,
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -126,8 +135,14 @@ def test_every_offer_keeps_the_loop_s_promises(model, ops):
 
 def test_the_design_labels_distinct_points_where_repeats_are_allowed():
     """One simulator labeling a campaign that allows repeats gets each design point once."""
-    rules = loop.Rules(max_labels=6, design_index=(5, 7, 2), mode="sequential", max_pending=1,
-                       allow_repeats=True, design_reserve=(0, 1))  # fmt: skip
+    rules = loop.Rules(
+        max_labels=6,
+        design_index=(5, 7, 2),
+        mode="sequential",
+        max_pending=1,
+        allow_repeats=True,
+        design_reserve=(0, 1),
+    )
     model = LoopModel(rules, lease_seconds=5.0)
     offered = []
     for k in range(3):
@@ -142,8 +157,14 @@ def test_a_ticket_whose_point_was_labeled_under_another_ends_and_frees_its_place
     """A lease ran out, the point went out again, the late label was stored: the second
     ticket's label conflicts and ends it, so a sequential campaign goes on at once instead of
     waiting out that ticket's lease; the ended ticket cannot be renewed, failed or abandoned."""
-    rules = loop.Rules(max_labels=4, design_index=(3, 6), mode="sequential", max_pending=1,
-                       allow_repeats=False, design_reserve=(0,))  # fmt: skip
+    rules = loop.Rules(
+        max_labels=4,
+        design_index=(3, 6),
+        mode="sequential",
+        max_pending=1,
+        allow_repeats=False,
+        design_reserve=(0,),
+    )
     model = LoopModel(rules, lease_seconds=5.0)
     assert model.next() == loop.Offer(3, None)
     model.tick(7.0)  # its lease ran out: the point is offered again
@@ -226,7 +247,8 @@ def test_a_campaign_that_cannot_go_on_says_so(model, ops):
         if isinstance(answer, loop.Stalled):
             assert snap.failures and snap.n_pending == 0
             gone = loop.failed_for_good(m.rules, snap) | (
-                frozenset() if m.rules.allow_repeats else snap.labeled)  # fmt: skip
+                frozenset() if m.rules.allow_repeats else snap.labeled
+            )
             if snap.n_labeled < m.rules.design_size:
                 assert set(loop.design_points(m.rules, snap)) <= gone
             else:
@@ -242,9 +264,16 @@ def test_a_campaign_that_cannot_go_on_says_so(model, ops):
 
 
 def test_a_failed_point_is_offered_again_max_retries_times_then_replaced():
-    rules = loop.Rules(max_labels=3, design_index=(0, 1), mode="sequential", max_pending=1,
-                       allow_repeats=False, max_retries=1, max_failures=6,
-                       design_reserve=(5, 6))  # fmt: skip
+    rules = loop.Rules(
+        max_labels=3,
+        design_index=(0, 1),
+        mode="sequential",
+        max_pending=1,
+        allow_repeats=False,
+        max_retries=1,
+        max_failures=6,
+        design_reserve=(5, 6),
+    )
     model = LoopModel(rules, lease_seconds=5.0)
     assert model.next() == loop.Offer(0, None) and model.next() == loop.Offer(1, None)
     assert model.fail(0, "boom") == (RunOutcome.STORED, 1, False)
@@ -269,8 +298,15 @@ def test_a_failed_point_is_offered_again_max_retries_times_then_replaced():
 def test_a_failing_campaign_hands_out_nothing():
     """More failed runs than max_failures (but for those forgiven): no point, whatever else
     could be offered; the labels of tickets out are still taken."""
-    rules = loop.Rules(max_labels=5, design_index=(0, 1, 2), mode="sequential", max_pending=1,
-                       allow_repeats=False, max_failures=1, design_reserve=(7, 8))  # fmt: skip
+    rules = loop.Rules(
+        max_labels=5,
+        design_index=(0, 1, 2),
+        mode="sequential",
+        max_pending=1,
+        allow_repeats=False,
+        max_failures=1,
+        design_reserve=(7, 8),
+    )
     model = LoopModel(rules, lease_seconds=5.0)
     assert [model.next() for _ in range(3)] == [loop.Offer(i, None) for i in range(3)]
     assert model.fail(0, "boom")[0] == RunOutcome.STORED
@@ -306,8 +342,9 @@ def test_the_order_of_arrival_does_not_change_the_set_stored(model, random, repe
 
 def test_done_answers_done_and_stores_nothing_more():
     """A ticket re-issued after its lease expired is labeled after the campaign filled up."""
-    rules = loop.Rules(max_labels=2, design_index=(0, 1), mode="parallel", max_pending=3,
-                       allow_repeats=True)  # fmt: skip
+    rules = loop.Rules(
+        max_labels=2, design_index=(0, 1), mode="parallel", max_pending=3, allow_repeats=True
+    )
     model = LoopModel(rules, lease_seconds=5.0)
     assert [model.next(), model.next()] == [loop.Offer(0, None), loop.Offer(1, None)]
     assert isinstance(model.next(), loop.Wait)  # max_labels tickets are out
@@ -322,18 +359,30 @@ def test_done_answers_done_and_stores_nothing_more():
 
 @given(st.integers(0, 10), st.integers(0, 10), st.sampled_from(list(RefitPhase)))
 def test_a_refit_is_due_once_the_design_is_labeled_and_none_is_in_charge(n, design, phase):
-    rules = loop.Rules(max_labels=20, design_index=tuple(range(design)), mode="sequential",
-                       max_pending=1, allow_repeats=False)  # fmt: skip
+    rules = loop.Rules(
+        max_labels=20,
+        design_index=tuple(range(design)),
+        mode="sequential",
+        max_pending=1,
+        allow_repeats=False,
+    )
     assert store_rules.refit_due(rules, n, phase) == (n >= design and phase == RefitPhase.IDLE)
 
 
 def test_a_stopped_campaign_is_done_in_the_loop_s_rules():
-    rules = loop.Rules(max_labels=10, design_index=(0, 1, 2), mode="parallel", max_pending=3,
-                       allow_repeats=False)  # fmt: skip
+    rules = loop.Rules(
+        max_labels=10, design_index=(0, 1, 2), mode="parallel", max_pending=3, allow_repeats=False
+    )
     verdict = '{"rule": "qbc", "value": 0.1, "target": 0.2, "version": 5, "at": 1.0}'
     stopped = loop.Refit(model_version=5, stopped=verdict)
-    snap = loop.Snapshot(n_labeled=5, n_pending=1, pending=frozenset({7}), labeled=frozenset(),
-                         refit=stopped, ranking=(3, 4, 5))  # fmt: skip
+    snap = loop.Snapshot(
+        n_labeled=5,
+        n_pending=1,
+        pending=frozenset({7}),
+        labeled=frozenset(),
+        refit=stopped,
+        ranking=(3, 4, 5),
+    )
     assert loop.next_answer(rules, snap) == loop.Done(verdict)
     assert loop.next_answer(rules, replace(snap, refit=loop.Refit(model_version=5))) == loop.Offer(
         3, 5
@@ -357,9 +406,13 @@ def _label(client, campaign: str, point: dict, y: float):
 def test_four_simulators_label_one_campaign_without_duplicates(client, make_body):
     sim = get_simulator("gramacy2d")
     body = make_body(
-        inputs=sim.inputs(), pool={"type": "grid", "points_per_dim": 30}, mode="parallel",
-        max_pending=4, max_labels=15, acquisition="qb-mgp",
-    )  # fmt: skip
+        inputs=sim.inputs(),
+        pool={"type": "grid", "points_per_dim": 30},
+        mode="parallel",
+        max_pending=4,
+        max_labels=15,
+        acquisition="qb-mgp",
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     rng = np.random.default_rng(0)
 
@@ -431,8 +484,9 @@ def test_four_simulators_label_one_campaign_without_duplicates(client, make_body
     assert len(stored) == len(set(stored)) == 15  # no point labeled twice
     # labels kept arriving while models were fitted, yet refits ran one after another; a batch
     # holds at most 4 points, so the 12 labels after the design needed at least 3 models
-    models = [e for e in client.get(f"/campaigns/{campaign}/history").json()
-              if e["event"] == "model"]  # fmt: skip
+    models = [
+        e for e in client.get(f"/campaigns/{campaign}/history").json() if e["event"] == "model"
+    ]
     spans = sorted((m["started_at"], m["at"]) for m in models)
     assert len(spans) >= 3 and all(a < b for a, b in spans)
     assert all(end <= start for (_, end), (start, _) in pairwise(spans)), spans

@@ -28,8 +28,11 @@ def test_oversized_bodies_are_413_whether_announced_or_streamed(guarded):
     with _admin(url) as api:
         campaign = api.post("/campaigns", json=_body()).json()["id"]
         big = b'{"x": [' + b"[1.0]," * (LIMIT // 6) + b"[1.0]]}"
-        r = api.post(f"/campaigns/{campaign}/predict", content=big,
-                     headers={"Content-Type": "application/json"})  # fmt: skip
+        r = api.post(
+            f"/campaigns/{campaign}/predict",
+            content=big,
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
         assert str(LIMIT) in r.json()["detail"]
 
@@ -39,8 +42,11 @@ def test_oversized_bodies_are_413_whether_announced_or_streamed(guarded):
                 yield b"[1.0]," * 100
             yield b"[1.0]]}"
 
-        r = api.post(f"/campaigns/{campaign}/predict", content=chunks(),
-                     headers={"Content-Type": "application/json"})  # fmt: skip
+        r = api.post(
+            f"/campaigns/{campaign}/predict",
+            content=chunks(),
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 413, r.text
         small = api.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]})
         assert small.status_code == 404  # under the limit it is read: no model yet
@@ -54,15 +60,22 @@ SLACK = 1.5
 def api(request, redis_url, worker_process, tmp_path_factory):
     """``fbgp-al api`` with short header and body deadlines, on one HTTP parser."""
     log = tmp_path_factory.mktemp("transport") / "api.log"
-    process, url = start_api(redis_url, log, header_timeout_seconds=HEADERS,
-                             body_timeout_seconds=BODY, api_http=request.param)  # fmt: skip
+    process, url = start_api(
+        redis_url,
+        log,
+        header_timeout_seconds=HEADERS,
+        body_timeout_seconds=BODY,
+        api_http=request.param,
+    )
     yield url
     stop(process)
 
 
 def test_a_slow_body_is_answered_408_and_closed(api):
-    head = (b"POST /campaigns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 400\r\n\r\n")  # fmt: skip
+    head = (
+        b"POST /campaigns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 400\r\n\r\n"
+    )
     with _connect(api) as sock:
         took, answer = _trickle(sock, head, b" " * 60, 0.5)
         assert answer.startswith(b"HTTP/1.1 408"), answer

@@ -77,8 +77,14 @@ def test_a_log_line_stays_short_whatever_a_client_sends(client, caplog):
     line = json.loads(text)
     assert len(text) < 3_000 and line["campaign"].startswith("x" * 100)
     assert line["campaign"].endswith("(59900 more)")
-    record = logging.makeLogRecord({"msg": "reason: " + "y" * 10_000, "levelno": logging.INFO,
-                                    "levelname": "INFO", "job": "j" * 500})  # fmt: skip
+    record = logging.makeLogRecord(
+        {
+            "msg": "reason: " + "y" * 10_000,
+            "levelno": logging.INFO,
+            "levelname": "INFO",
+            "job": "j" * 500,
+        }
+    )
     out = json.loads(JsonFormatter().format(record))
     assert len(out["message"]) < 2_100 and len(out["job"]) < 120
 

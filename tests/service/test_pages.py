@@ -19,9 +19,15 @@ from tests.service.test_deps import ADMIN, _as, _create
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "results" / "test-artifacts"
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _with_model(client, make_body, **changes) -> str:
@@ -61,8 +67,9 @@ def test_pages_over_http(client, make_body):
     assert client.get("/campaigns/nope/view").status_code == 404
 
 
-def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_process,
-                                                             make_body, tmp_path):  # fmt: skip
+def test_campaign_page_renders_its_plots_in_headless_chromium(
+    redis_url, worker_process, make_body, tmp_path
+):
     """The page and its four plots load in a real browser, under the pages' security headers:
     the API's log shows each plot fetched and answered 200."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -73,34 +80,49 @@ def test_campaign_page_renders_its_plots_in_headless_chromium(redis_url, worker_
         with httpx.Client(base_url=api_url, timeout=60) as client:
             # done: the page stops refreshing itself, so the browser's load finishes
             campaign = _with_model(client, make_body, name="page-test", max_labels=4)
-            client.post(f"/campaigns/{campaign}/evaluate",
-                        json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]})  # fmt: skip
+            client.post(
+                f"/campaigns/{campaign}/evaluate", json={"x": [[1.0], [2.0]], "y": [0.2, 0.4]}
+            )
         seen = len(log.read_text().splitlines())
         url = f"{api_url}/campaigns/{campaign}/view"
         profile = ["--user-data-dir=" + str(tmp_path / "profile")]
         browser = [chromium, *CHROMIUM_FLAGS, *profile]
-        dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True,
-                             timeout=120)  # fmt: skip
+        dom = subprocess.run(
+            [*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120
+        )
         lines = log.read_text().splitlines()[seen:]
         assert "page-test" in dom.stdout, dom.stderr[-2000:]
         for kind in ("model", "posterior", "accuracy", "curve"):
             assert f'id="plot-{kind}"' in dom.stdout
         events = [json.loads(line) for line in lines if line.startswith("{")]
-        plots = [e["status"] for e in events if e.get("route", "").endswith("/plots/{kind}.png")
-                 and e.get("campaign") == campaign]  # fmt: skip
+        plots = [
+            e["status"]
+            for e in events
+            if e.get("route", "").endswith("/plots/{kind}.png") and e.get("campaign") == campaign
+        ]
         assert plots == [200, 200, 200, 200], events
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "campaign-page.png"
-        subprocess.run([*browser, "--virtual-time-budget=10000", "--window-size=1100,1500",
-                        f"--screenshot={shot}", url],
-                       capture_output=True, timeout=120, check=True)  # fmt: skip
+        subprocess.run(
+            [
+                *browser,
+                "--virtual-time-budget=10000",
+                "--window-size=1100,1500",
+                f"--screenshot={shot}",
+                url,
+            ],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
         assert shot.stat().st_size > 20_000  # text and four plots, not a blank page
     finally:
         stop(process)
 
 
-def test_a_picture_is_drawn_once_per_change_however_many_ask(client, make_body, settings,
-                                                             monkeypatch):  # fmt: skip
+def test_a_picture_is_drawn_once_per_change_however_many_ask(
+    client, make_body, settings, monkeypatch
+):
     """Eight pages asking for one picture at once get one drawing (more than a campaign's
     plots may have out at once: none is 429), later pages get it kept, and a change of the
     campaign draws it anew; a deleted campaign keeps none."""
@@ -219,9 +241,18 @@ def test_a_browser_opens_a_campaign_page_with_its_owner_token(guarded, make_body
         wait_for_model(owner, campaign["id"], 4)
     seen = len(log.read_text().splitlines())
     page = f"{url}/campaigns/{campaign['id']}/view?token={campaign['owner_token']}"
-    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page]  # fmt: skip
+    command = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--dump-dom",
+        page,
+    ]
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert "browser" in dom.stdout and 'id="plot-posterior"' in dom.stdout, dom.stderr[-2000:]
     browser = ("/campaigns/{campaign_id}/view", "/campaigns/{campaign_id}/plots/{kind}.png")

@@ -74,8 +74,11 @@ def test_the_queue_follows_the_last_refit_then_the_estimate(make_body):
     assert refit_queue(small, 3, None, settings) == REFIT
     assert refit_queue(big, 3, None, settings) == LONG  # 2 x 12,000 iterations, twice
     assert refit_queue(small, 1500, None, settings) == LONG  # n^3
-    wide = _spec(make_body, inputs=[{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(6)],
-                 pool={"type": "grid", "points_per_dim": 20})  # fmt: skip
+    wide = _spec(
+        make_body,
+        inputs=[{"name": f"x{i}", "lower": 0, "upper": 1} for i in range(6)],
+        pool={"type": "grid", "points_per_dim": 20},
+    )
     assert refit_queue(dict(wide, pool_subsample=200_000), 3, None, settings) == LONG  # 4M
     # each feature past 6 adds to the work: a choice of 60 values is 61 features, ~10x
     choice = {"name": "material", "type": "choice", "values": [f"m{k}" for k in range(60)]}
@@ -118,8 +121,9 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
     assert client.delete(f"/campaigns/{big}").status_code == 204  # stops its refit
 
 
-def test_a_long_model_call_runs_where_no_light_worker_takes_it(client, make_body, light_worker,
-                                                                 redis_url):  # fmt: skip
+def test_a_long_model_call_runs_where_no_light_worker_takes_it(
+    client, make_body, light_worker, redis_url
+):
     """A /predict estimated over ``long_call_seconds`` waits in the long calls' queue, which
     the light worker does not serve: the other worker answers it. A short one waits in the high
     queue, which both serve."""
@@ -141,8 +145,9 @@ def test_a_long_model_call_runs_where_no_light_worker_takes_it(client, make_body
     assert job.origin == HIGH_LONG and job.worker_name != light_worker
 
 
-def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(client, make_body,
-                                                                           redis_url):  # fmt: skip
+def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(
+    client, make_body, redis_url
+):
     """A refit killed by its timeout leaves no refit time behind (only a model does); its
     next attempt still goes where long refits go, not to the light worker's queue, until a
     model says how long a refit takes."""
@@ -163,8 +168,9 @@ def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(clien
 
 
 @pytest.mark.parametrize(("ran", "queue"), [(1.0, REFIT), (None, LONG)])
-def test_a_refit_that_died_counts_until_its_last_heartbeat(client, make_body, redis_url, ran,
-                                                           queue):  # fmt: skip
+def test_a_refit_that_died_counts_until_its_last_heartbeat(
+    client, make_body, redis_url, ran, queue
+):
     """A refit whose worker was killed is noticed dead a lease (15 s) or more after its last
     heartbeat: what it ran is until that heartbeat, so a refit killed a second in stays on the
     ordinary queue (where a light worker takes it, should the killed worker be the only other),
@@ -176,9 +182,16 @@ def test_a_refit_that_died_counts_until_its_last_heartbeat(client, make_body, re
     store = CampaignStore(redis)
     now = time.time()
     started = now - ran - 60  # its death noticed a minute after its last heartbeat
-    redis.hset(f"fbgp:c:{campaign}:state",
-               mapping={"refit": "running", "refit_job": "gone-job", "started_at": started,
-                        "heartbeat": started + ran, "queued_at": started})  # fmt: skip
+    redis.hset(
+        f"fbgp:c:{campaign}:state",
+        mapping={
+            "refit": "running",
+            "refit_job": "gone-job",
+            "started_at": started,
+            "heartbeat": started + ran,
+            "queued_at": started,
+        },
+    )
     # taken for dead: its job is unknown to RQ and its heartbeat a minute old
     assert store.revive_refit(campaign, now, lease=15)
     spec = store.spec(campaign)
@@ -225,8 +238,9 @@ def test_a_quick_first_refit_does_not_keep_a_campaign_grown_by_an_import_in_the_
     small, big = _spec(make_body), _spec(make_body, mcmc=BIG)
     campaign = bare_store.create(make_body(max_labels=2000))["id"]
     spec = bare_store.spec(campaign)
-    bare_store.r.hset(f"fbgp:c:{campaign}:state",
-                      mapping={"model_version": 3, "last_refit_seconds": 0.4})  # fmt: skip
+    bare_store.r.hset(
+        f"fbgp:c:{campaign}:state", mapping={"model_version": 3, "last_refit_seconds": 0.4}
+    )
     labels = f"fbgp:c:{campaign}:labels"
     bare_store.r.rpush(labels, *['{"x": [1.0], "y": 0.0}'] * 4)
     assert lane(spec, bare_store._refit_job(campaign, spec)[1]) == REFIT  # 4 labels: quick
@@ -239,8 +253,9 @@ def test_a_quick_first_refit_does_not_keep_a_campaign_grown_by_an_import_in_the_
     assert long_refit(small, 3, settings.long_refit_seconds + 1, settings, last_n=3)
 
 
-def test_the_stacks_model_calls_hold_at_most_their_share_of_the_workers(client, make_body,
-                                                                         redis_url):  # fmt: skip
+def test_the_stacks_model_calls_hold_at_most_their_share_of_the_workers(
+    client, make_body, redis_url
+):
     """Across campaigns, model calls out at once are at most model_call_share of the workers
     (at least one): one more is 503 with Retry-After until one ends; a page's plots are
     bounded per campaign, not by the share."""

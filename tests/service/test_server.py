@@ -18,8 +18,13 @@ SLACK = 1.5
 def api(request, redis_url, worker_process, tmp_path_factory):
     """``fbgp-al api`` with short header and body deadlines, on one HTTP parser."""
     log = tmp_path_factory.mktemp("transport") / "api.log"
-    process, url = start_api(redis_url, log, header_timeout_seconds=HEADERS,
-                             body_timeout_seconds=BODY, api_http=request.param)  # fmt: skip
+    process, url = start_api(
+        redis_url,
+        log,
+        header_timeout_seconds=HEADERS,
+        body_timeout_seconds=BODY,
+        api_http=request.param,
+    )
     yield url
     stop(process)
 

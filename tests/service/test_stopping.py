@@ -93,8 +93,14 @@ def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, s
     r = client.post(f"/campaigns/{campaign}/resume")
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "active" and r.json()["stopped_by"] is None
-    assert _phases(settings) == {"design": 0, "active": 1, "done": 0, "failed": 0,
-                                "failing": 0, "stalled": 0}  # fmt: skip
+    assert _phases(settings) == {
+        "design": 0,
+        "active": 1,
+        "done": 0,
+        "failed": 0,
+        "failing": 0,
+        "stalled": 0,
+    }
     assert client.post(f"/campaigns/{campaign}/resume").status_code == 409  # not stopped
     _label(client, campaign, _ticket(client, campaign), 0.4)
     status = _refitted(client, campaign, 8)
@@ -174,8 +180,10 @@ def test_the_rule_needs_patience_consecutive_models_of_min_labels():
     assert verdict({"qbc": 2.0, "patience": 1}, [_model_event(3, **good)], 3, STOP_TARGETS) is None
     assert verdict({"qbc": 2.0, "patience": 1}, [_model_event(4, **good)], 3, STOP_TARGETS)
     assert verdict(None, history, 3, STOP_TARGETS) is None
-    assert verdict({"qbc": 2.0, "patience": 1}, [{"event": "model", "version": 9}], 3,
-                   STOP_TARGETS) is None  # a model stored before accuracy existed  # fmt: skip
+    assert (
+        verdict({"qbc": 2.0, "patience": 1}, [{"event": "model", "version": 9}], 3, STOP_TARGETS)
+        is None
+    )  # a model stored before accuracy existed
 
 
 def test_the_sdk_sees_the_stop_and_resumes(api_url, make_body):

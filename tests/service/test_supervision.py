@@ -56,22 +56,22 @@ def test_a_refit_is_dead_only_when_the_clock_and_its_job_say_so():
     never_enqueued = Refit(phase=RefitPhase.QUEUED, queued_at=now - 5.0)  # its enqueuer stopped
     assert not refit_dead(never_enqueued, now, lease, alive)
     assert refit_unenqueued(never_enqueued, now, gone)
-    assert not refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now,
-                                   gone)  # fmt: skip
+    assert not refit_unenqueued(Refit(phase=RefitPhase.QUEUED, queued_at=now - 1.0), now, gone)
     assert not refit_unenqueued(late, now, gone)  # a job is in charge: alive or dead, not this
     unpushed = JobFacts(False, False, exists=False)  # its id was written, RQ never got it
-    assert refit_unenqueued(late, now, unpushed) and not refit_dead(late, now, lease,
-                                                                              unpushed)  # fmt: skip
+    assert refit_unenqueued(late, now, unpushed) and not refit_dead(late, now, lease, unpushed)
     merging = JobFacts(False, False, merging=True)  # its groups are done, its merge waits
-    assert not refit_dead(Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 60.0),
-                               now, lease, merging)  # fmt: skip
+    assert not refit_dead(
+        Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 60.0), now, lease, merging
+    )
     beating = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 1.0)
     assert not refit_suspect(beating, now, lease)
     assert not refit_dead(beating, now, lease, failed)
     silent = Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 5.0)
     assert refit_dead(silent, now, lease, failed)  # its work horse was killed
     assert not refit_dead(silent, now, lease, alive)
-    assert refit_dead(Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 20.0), now,
-                           lease, alive)  # fmt: skip
+    assert refit_dead(
+        Refit(phase=RefitPhase.RUNNING, job="j", heartbeat=now - 20.0), now, lease, alive
+    )
     # a lease shorter than the silence that makes a refit suspect still counts
     assert refit_dead(Refit(phase=RefitPhase.RUNNING, heartbeat=now - 2.0), now, 1.0, alive)

@@ -155,8 +155,9 @@ async def _waiting_then_answered(url: str, campaigns: list[str]) -> None:
     prober = context.Process(target=probe_healthz, args=(url, WAIT + 1.0, 30.0, results))
     limits = httpx.Limits(max_connections=POLLS + 50, max_keepalive_connections=POLLS + 50)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
-        polls = [asyncio.create_task(_poll(client, campaigns[i % CAMPAIGNS], WAIT))
-                 for i in range(POLLS)]  # fmt: skip
+        polls = [
+            asyncio.create_task(_poll(client, campaigns[i % CAMPAIGNS], WAIT)) for i in range(POLLS)
+        ]
         await asyncio.sleep(0.5)  # the polls are out
         prober.start()
         answers = await asyncio.gather(*polls)
@@ -175,8 +176,9 @@ async def _woken(url: str, abandoned: tuple[str, str], labeled: tuple[str, list[
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         (campaign_a, ticket), (campaign_b, tickets) = abandoned, labeled
         poll_a = asyncio.create_task(_poll(client, campaign_a, WOKEN_WAIT))
-        polls_b = [asyncio.create_task(_poll_point(client, campaign_b, WOKEN_WAIT))
-                   for _ in range(5)]  # fmt: skip
+        polls_b = [
+            asyncio.create_task(_poll_point(client, campaign_b, WOKEN_WAIT)) for _ in range(5)
+        ]
         await asyncio.sleep(1.0)  # every poll is waiting
         assert not poll_a.done() and not any(p.done() for p in polls_b)
         started = time.monotonic()

@@ -15,7 +15,12 @@ SPEC = {
 def labels(x, y, noise=None) -> list[dict]:
     """Labels of 1-D points ``x`` as the store keeps them, with ``noise`` variances if given."""
     return [
-        {"x": [float(a)], "y": float(b), "index": None, "ticket": None,
-         **({} if noise is None else {"noise": float(noise[i])})}
+        {
+            "x": [float(a)],
+            "y": float(b),
+            "index": None,
+            "ticket": None,
+            **({} if noise is None else {"noise": float(noise[i])}),
+        }
         for i, (a, b) in enumerate(zip(x, y, strict=True))
-    ]  # fmt: skip
+    ]

@@ -58,8 +58,9 @@ def test_mixture_moments_density_and_cdf_against_numpy():
     np.testing.assert_allclose(mix["variance"], second - means.mean(0) ** 2, rtol=1e-12)
     density = norm.pdf(z, means, np.sqrt(variances)).mean(0)
     np.testing.assert_allclose(mix["nlpd"], -np.log(density), rtol=1e-12)
-    np.testing.assert_allclose(mix["cdf"], norm.cdf(z, means, np.sqrt(variances)).mean(0),
-                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        mix["cdf"], norm.cdf(z, means, np.sqrt(variances)).mean(0), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
@@ -139,15 +140,21 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     from fbgp_al.worker.spec.space import Space
 
     seen = []
-    monkeypatch.setattr(accuracy, "summary",
-                        lambda u, z, l, s, points, y_std, **_: seen.append(points))  # fmt: skip
+    monkeypatch.setattr(
+        accuracy, "summary", lambda u, z, l, s, points, y_std, **_: seen.append(points)
+    )
     pool, spec = GridPool(dim=2, points_per_dim=60), {"seed": 3, "pool_subsample": 5000}
     ones = torch.ones(1, 2, dtype=DTYPE)
     thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
     space = Space.of([{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}])
     for n in (4, 9):
-        data = fitting.Data(torch.zeros(n, 2, dtype=DTYPE), torch.zeros(n, dtype=DTYPE), space,
-                          OutputStandardization(0.0, 1.0), seed=n)  # fmt: skip
+        data = fitting.Data(
+            torch.zeros(n, 2, dtype=DTYPE),
+            torch.zeros(n, dtype=DTYPE),
+            space,
+            OutputStandardization(0.0, 1.0),
+            seed=n,
+        )
         fitting.accuracy_of(spec, pool, data, thin)
     assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
     fitting.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)

@@ -73,8 +73,9 @@ def test_bald_is_non_negative_and_zero_for_a_single_model(setting):
     post, u, z, cand = setting
     assert (evaluate("bald", post, u, z, cand) >= -1e-10).all()
     single = post.mode()
-    assert torch.allclose(evaluate("bald", single, u, z, cand), torch.zeros(len(cand), dtype=D),
-                          atol=1e-9)  # fmt: skip
+    assert torch.allclose(
+        evaluate("bald", single, u, z, cand), torch.zeros(len(cand), dtype=D), atol=1e-9
+    )
     # identical draws: no disagreement at all
     assert torch.allclose(evaluate("b-qbc", single, u, z, cand), torch.zeros(len(cand), dtype=D))
 
@@ -239,8 +240,14 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
 def test_a_batch_over_many_candidates_keeps_its_memory_bounded():
     # 150 draws x 400,000 candidates: 480 MB for each of the means and the variances at once
     # (1.85 GB in all when they were held at once; about 170 MB block by block)
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(BATCH_MEMORY)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(BATCH_MEMORY)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     grew_mb = float(out.stdout.split()[-1])
     assert grew_mb < 400, f"peak memory grew by {grew_mb:.0f} MB"
 
@@ -266,10 +273,23 @@ def test_fantasies_in_a_greedy_batch_have_the_nugget_alone():
     cand = torch.linspace(0, 1, 21, dtype=D)[:, None]
     pending = torch.tensor([[0.5]], dtype=D)
     ls = torch.tensor([[0.2]], dtype=D)
-    post = Posterior(lengthscale=ls, noise=torch.tensor([0.3], dtype=D), chains=1,
-                     mode_lengthscale=ls[0], mode_noise=0.3)  # fmt: skip
-    order, scores = greedy_batch("alm", post, torch.tensor(u), torch.tensor(z), cand, 1, pending,
-                                 label_noise=torch.tensor(noise))  # fmt: skip
+    post = Posterior(
+        lengthscale=ls,
+        noise=torch.tensor([0.3], dtype=D),
+        chains=1,
+        mode_lengthscale=ls[0],
+        mode_noise=0.3,
+    )
+    order, scores = greedy_batch(
+        "alm",
+        post,
+        torch.tensor(u),
+        torch.tensor(z),
+        cand,
+        1,
+        pending,
+        label_noise=torch.tensor(noise),
+    )
     uu = np.concatenate([u, [[0.5]]])
     K = _kernel(uu, uu, np.array([0.2])) + np.diag(np.append(noise, 0.0)) + 0.3 * np.eye(7)
     k = _kernel(uu, cand.numpy(), np.array([0.2]))
@@ -291,8 +311,15 @@ X = [0.5, 2.0, 3.5, 6.0, 8.5]
 
 
 def _labels():
-    return [{"x": [x], "y": {"stress": 1e5 * np.sin(x), "disp": 1e-4 * x**2},
-             "index": None, "ticket": None} for x in X]  # fmt: skip
+    return [
+        {
+            "x": [x],
+            "y": {"stress": 1e5 * np.sin(x), "disp": 1e-4 * x**2},
+            "index": None,
+            "ticket": None,
+        }
+        for x in X
+    ]
 
 
 @pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "random"])
@@ -302,10 +329,10 @@ def test_a_batch_of_one_output_is_greedy_batchs(name):
     thin = f.post.thinned(2)
     candidates = torch.linspace(0, 1, 40, dtype=torch.float64)[:, None]
     pending = torch.tensor([[0.5]], dtype=torch.float64)
-    one = greedy_batch_outputs(name, [(1.0, thin, f.data.u, f.data.z, None)], candidates, 4,
-                               pending, seed=f.data.seed)  # fmt: skip
-    alone = greedy_batch(name, thin, f.data.u, f.data.z, candidates, 4, pending,
-                         seed=f.data.seed)  # fmt: skip
+    one = greedy_batch_outputs(
+        name, [(1.0, thin, f.data.u, f.data.z, None)], candidates, 4, pending, seed=f.data.seed
+    )
+    alone = greedy_batch(name, thin, f.data.u, f.data.z, candidates, 4, pending, seed=f.data.seed)
     assert torch.equal(one[0], alone[0]) and torch.equal(one[1], alone[1])
 
 

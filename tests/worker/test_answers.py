@@ -28,10 +28,15 @@ def test_metrics_and_predictions_with_known_noise_match_the_formula():
     labels = _labels(x, y, noise)
     mean_y, std_y = float(np.mean(y)), float(np.std(y, ddof=1))
     draws = {"lengthscale": [[0.2], [0.35]], "noise": [0.05, 0.2]}
-    model = {"n_labeled": 8, "version": 8, "samples": draws, "acquisition_samples": draws,
-             "mode": {"lengthscale": [0.3], "noise": 0.1}, "chains": 2,
-             "transform": {"lower": [0.0], "upper": [10.0], "y_mean": mean_y,
-                           "y_std": std_y}}  # fmt: skip
+    model = {
+        "n_labeled": 8,
+        "version": 8,
+        "samples": draws,
+        "acquisition_samples": draws,
+        "mode": {"lengthscale": [0.3], "noise": 0.1},
+        "chains": 2,
+        "transform": {"lower": [0.0], "upper": [10.0], "y_mean": mean_y, "y_std": std_y},
+    }
     u, ut = x[:, None] / 10, xt[:, None] / 10
     z, zt = (y - mean_y) / std_y, (yt - mean_y) / std_y
     nz, ntz = noise / std_y**2, nt / std_y**2
@@ -78,9 +83,14 @@ def test_known_noise_beats_one_learned_level_on_motorcycle():
 
     x, y, var = observe(train)
     xt, yt, vt = observe(test)
-    spec = dict(SPEC, inputs=[{"name": "x", "lower": 0.0, "upper": 100.0}],
-                pool={"type": "grid", "points_per_dim": 101}, pool_subsample=20, seed=3,
-                mcmc={"chains": 2, "warmup": 40, "samples": 40, "thinning": 4})  # fmt: skip
+    spec = dict(
+        SPEC,
+        inputs=[{"name": "x", "lower": 0.0, "upper": 100.0}],
+        pool={"type": "grid", "points_per_dim": 101},
+        pool_subsample=20,
+        seed=3,
+        mcmc={"chains": 2, "warmup": 40, "samples": 40, "thinning": 4},
+    )
     learned_spec = dict(spec, noise={"type": "learned"})
     grid = GridPool(dim=1, points_per_dim=101)
     nlpd = {}
@@ -92,8 +102,14 @@ def test_known_noise_beats_one_learned_level_on_motorcycle():
         pred = answers.predict(s, model, labels, xt.tolist())
         sd = np.sqrt(np.array(pred["variance"]) + (0 if test_noise is None else test_noise))
         nlpd[name] = -norm(pred["mean"], sd).logpdf(yt).mean()
-        metrics = answers.metrics(s, model, labels, xt.tolist(), yt.tolist(),
-                                  None if test_noise is None else test_noise.tolist())  # fmt: skip
+        metrics = answers.metrics(
+            s,
+            model,
+            labels,
+            xt.tolist(),
+            yt.tolist(),
+            None if test_noise is None else test_noise.tolist(),
+        )
         nlpd[name + " nlml"] = metrics["nlml"]
         if name == "known":
             assert model["mode"]["noise"] < 0.05  # the nugget: little noise left to learn

@@ -25,8 +25,9 @@ def ishigami():
 
 
 def _log_posterior_at_mode(potential, start):
-    result = minimize(lambda x: tuple(a[0] for a in potential(x[None])), start, jac=True,
-                      method="L-BFGS-B")  # fmt: skip
+    result = minimize(
+        lambda x: tuple(a[0] for a in potential(x[None])), start, jac=True, method="L-BFGS-B"
+    )
     return -result.fun, result.x
 
 

@@ -12,16 +12,18 @@ from fbgp_al.worker.spec.pools import pool_of
 from fbgp_al.worker.spec.space import Space
 
 SPEC = {
-    "inputs": [{"name": "load", "lower": 0.0, "upper": 10.0},
-               {"name": "gap", "type": "log", "lower": 0.01, "upper": 10.0},
-               {"name": "layers", "type": "int", "lower": 1, "upper": 4},
-               {"name": "alloy", "type": "choice", "values": ["steel", "al", "ti"]}],
+    "inputs": [
+        {"name": "load", "lower": 0.0, "upper": 10.0},
+        {"name": "gap", "type": "log", "lower": 0.01, "upper": 10.0},
+        {"name": "layers", "type": "int", "lower": 1, "upper": 4},
+        {"name": "alloy", "type": "choice", "values": ["steel", "al", "ti"]},
+    ],
     "pool": {"type": "grid", "points_per_dim": 9},
     "pool_subsample": 200,
     "acquisition": "qb-mgp",
     "mcmc": {"chains": 2, "warmup": 40, "samples": 20, "thinning": 2},
     "seed": 3,
-}  # fmt: skip
+}
 
 
 def truth(point) -> float:
@@ -55,8 +57,9 @@ def test_main_effects_mean_is_the_average_of_predictions(fitted):
         for i in picks:
             v = others.copy()
             v[:, j] = curve["v"][i]
-            mean = np.array(answers.predict(SPEC, model, labels, space.from_pool(v))
-                            ["mixture_mean"])  # fmt: skip
+            mean = np.array(
+                answers.predict(SPEC, model, labels, space.from_pool(v))["mixture_mean"]
+            )
             se = mean.std(ddof=1) / np.sqrt(len(mean))
             assert abs(curve["center"][i] - mean.mean()) <= 4 * se + 1e-9, (j, i, curve, se)
             assert curve["low"][i] < curve["center"][i] < curve["high"][i]
@@ -76,8 +79,7 @@ def test_each_draws_variance_is_the_joint_covariance_averaged(fitted):
         ls, s2 = post.lengthscale[b : b + 1], post.noise[b : b + 1]
         for fixed, t in (([0], [[0.3, 0, 0, 0]]), ([0, 3], [[0.7, 0, 0, 0.5]])):
             t = np.array(t)
-            means, variances = effects.averaged_draws(space, u, z, ls, s2, noise, fixed, t,
-                                                      others)  # fmt: skip
+            means, variances = effects.averaged_draws(space, u, z, ls, s2, noise, fixed, t, others)
             v = others.copy()
             v[:, fixed] = t[0, fixed]
             cand = torch.as_tensor(space.features(v))
@@ -106,8 +108,15 @@ def test_a_log_outputs_curve_is_the_geometric_mean_of_its_predictions():
     space = Space.of(spec["inputs"])
     rng = np.random.default_rng(1)
     x = space.from_pool(space.stratify(rng.random((16, 2))))
-    labels = [{"x": p, "y": float(np.exp(np.sin(p[0] / 3.0) + 0.5 * np.log10(p[1]))),
-               "index": None, "ticket": None} for p in x]  # fmt: skip
+    labels = [
+        {
+            "x": p,
+            "y": float(np.exp(np.sin(p[0] / 3.0) + 0.5 * np.log10(p[1]))),
+            "index": None,
+            "ticket": None,
+        }
+        for p in x
+    ]
     torch.manual_seed(0)
     model, _ = fitting.fit(spec, pool_of(spec), labels, exclude=set())
     one = {key: value[:1] for key, value in model["acquisition_samples"].items()}

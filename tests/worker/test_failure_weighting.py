@@ -22,11 +22,15 @@ from fbgp_al.worker.spec.space import Space
 
 SPEC = {
     "inputs": [{"name": n, "lower": 0.0, "upper": 1.0} for n in ("a", "b")],
-    "pool": {"type": "grid", "points_per_dim": 16}, "pool_subsample": 256,
-    "acquisition": "qb-mgp", "mode": "sequential", "max_pending": 4, "seed": 3,
+    "pool": {"type": "grid", "points_per_dim": 16},
+    "pool_subsample": 256,
+    "acquisition": "qb-mgp",
+    "mode": "sequential",
+    "max_pending": 4,
+    "seed": 3,
     "mcmc": {"chains": 2, "warmup": 20, "samples": 20, "thinning": 2},
     "failures": {"model": "classifier", "min_success": 0.3},
-}  # fmt: skip
+}
 POOL = GridPool(dim=2, points_per_dim=16)
 ACQUISITIONS = ["alm", "b-alm", "b-qbc", "qb-mgp", "bald", "bald-std", "random"]
 
@@ -53,8 +57,7 @@ def fitted():
 def _candidates(spec, data, pending=()):
     """The candidates a refit scores without a failure model, their features, and their
     probabilities of success under ``failure`` (computed apart from the code under test)."""
-    candidates, cand_u, _, _ = candidates_of(spec, POOL, data.space, data.n, set(),
-                                                   list(pending))  # fmt: skip
+    candidates, cand_u, _, _ = candidates_of(spec, POOL, data.space, data.n, set(), list(pending))
     return candidates, cand_u
 
 
@@ -63,8 +66,9 @@ def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(fi
     labels, failures, data, post, failure = fitted
     spec = dict(SPEC, acquisition=name)
     assert isinstance(failure.model, Classifier)
-    model, ranking = fitting.model_and_ranking(spec, POOL, data, post, set(), [], 0.0,
-                                               failure=failure)  # fmt: skip
+    model, ranking = fitting.model_and_ranking(
+        spec, POOL, data, post, set(), [], 0.0, failure=failure
+    )
     candidates, cand_u = _candidates(spec, data)
     p = failure.model.p_success(cand_u.numpy())
     keep = p >= 0.3
@@ -91,8 +95,9 @@ def test_the_greedy_batch_weighs_every_pick_with_its_fantasies(fitted, name):
     labels, failures, data, post, failure = fitted
     spec = dict(SPEC, acquisition=name, mode="parallel")
     pending = [int(POOL.subsample(1, np.random.default_rng(0))[0])]
-    _, ranking = fitting.model_and_ranking(spec, POOL, data, post, set(), pending, 0.0,
-                                           failure=failure)  # fmt: skip
+    _, ranking = fitting.model_and_ranking(
+        spec, POOL, data, post, set(), pending, 0.0, failure=failure
+    )
     candidates, cand_u = _candidates(spec, data, pending)
     p = failure.model.p_success(cand_u.numpy())
     keep = p >= 0.3
@@ -123,8 +128,7 @@ def test_several_outputs_weigh_their_combined_score(fitted):
     multi = [dict(label, y={"f": label["y"], "g": label["y"] ** 2}) for label in labels]
     fits = fitting.fit_outputs(spec, multi)
     failure = fit_campaign(spec, multi, failures, fits[0].data.seed)
-    _, ranking = fitting.multi_model_and_ranking(spec, POOL, fits, set(), [], 0.0,
-                                                 failure=failure)  # fmt: skip
+    _, ranking = fitting.multi_model_and_ranking(spec, POOL, fits, set(), [], 0.0, failure=failure)
     candidates, cand_u = _candidates(spec, fits[0].data)
     p = failure.model.p_success(cand_u.numpy())
     keep = p >= 0.3
@@ -144,8 +148,9 @@ def test_none_or_no_failure_ranks_as_before_bit_for_bit(fitted, mode):
     for campaign, runs in ((none, failures), (spec, []), ({**spec, "failures": None}, [])):
         failure = fit_campaign(campaign, labels, runs, data.seed)
         assert failure is None  # nothing fitted: no cost
-        after = fitting.model_and_ranking(campaign, POOL, data, post, set(), [5], 0.0,
-                                          failure=failure)  # fmt: skip
+        after = fitting.model_and_ranking(
+            campaign, POOL, data, post, set(), [5], 0.0, failure=failure
+        )
         assert json.dumps(after[1]) == json.dumps(before[1])
         assert "failures" not in after[0]
 

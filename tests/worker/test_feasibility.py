@@ -81,11 +81,19 @@ def test_log_marginal_gradient_against_finite_differences(likelihood, inference)
     theta = np.log([0.4, 0.25, 3.0, 1.2])
 
     def value(t):
-        return fe.log_marginal(u, success, np.exp(t[:2]), math.exp(t[2]), math.exp(t[3]),
-                               likelihood, inference=inference)[0]  # fmt: skip
+        return fe.log_marginal(
+            u,
+            success,
+            np.exp(t[:2]),
+            math.exp(t[2]),
+            math.exp(t[3]),
+            likelihood,
+            inference=inference,
+        )[0]
 
-    _, grad, _ = fe.log_marginal(u, success, np.exp(theta[:2]), 3.0, 1.2, likelihood, True,
-                                 inference=inference)  # fmt: skip
+    _, grad, _ = fe.log_marginal(
+        u, success, np.exp(theta[:2]), 3.0, 1.2, likelihood, True, inference=inference
+    )
     step = 1e-5
     numeric = [(value(theta + e) - value(theta - e)) / (2 * step) for e in step * np.eye(4)]
     # the approximations are converged to 1e-10 in their objectives: differences carry ~1e-5
@@ -113,8 +121,12 @@ def test_likelihood_derivatives(likelihood):
     h = 1e-5
 
     def log_p(x):
-        return np.array([fe.likelihood_terms(np.array([a]), np.array([b]), likelihood)[0]
-                         for a, b in zip(x, y, strict=True)])  # fmt: skip
+        return np.array(
+            [
+                fe.likelihood_terms(np.array([a]), np.array([b]), likelihood)[0]
+                for a, b in zip(x, y, strict=True)
+            ]
+        )
 
     _, grad, W, third = fe.likelihood_terms(f, y, likelihood)
     plus, minus = (
@@ -180,14 +192,19 @@ def test_against_exact_posterior_in_1d(u, success, variance, bias, laplace_error
 def test_laplace_error_grows_with_the_signal():
     u, success = np.array([[0.2], [0.5], [0.8]]), np.array([1.0, 0.0, 1.0])
     test = np.linspace(0, 1, 11)[:, None]
-    errors = [np.abs(fe.condition(u, success, 0.3, s2, 0.0, inference="laplace").p_success(test)
-                     - _exact(u, success, 0.3, s2, 0.0, test, nodes=41)[0]).max()
-              for s2 in (1.0, 4.0, 25.0)]  # fmt: skip
+    errors = [
+        np.abs(
+            fe.condition(u, success, 0.3, s2, 0.0, inference="laplace").p_success(test)
+            - _exact(u, success, 0.3, s2, 0.0, test, nodes=41)[0]
+        ).max()
+        for s2 in (1.0, 4.0, 25.0)
+    ]
     assert errors[0] < errors[1] < errors[2]
 
 
-@pytest.mark.parametrize("mean, var", [(0.0, 0.0), (1.3, 0.5), (-2.0, 4.0), (4.0, 60.0),
-                                       (-9.0, 1e-4), (0.5, 400.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "mean, var", [(0.0, 0.0), (1.3, 0.5), (-2.0, 4.0), (4.0, 60.0), (-9.0, 1e-4), (0.5, 400.0)]
+)
 def test_predictive_probability_integral(mean, var):
     """Probit: the closed form against adaptive quadrature of Phi(f) N(f; m, v); logistic: the
     Gauss-Hermite rule against the same quadrature of the sigmoid."""
@@ -197,8 +214,14 @@ def test_predictive_probability_integral(mean, var):
         if var == 0.0:
             assert ours == pytest.approx(float(link(mean)), abs=1e-15)
             continue
-        exact = integrate.quad(lambda x: link(mean + sd * x) * math.exp(-0.5 * x * x),  # noqa: B023
-                               -40, 40, epsabs=1e-14, epsrel=1e-13, limit=500)[0]  # fmt: skip
+        exact = integrate.quad(
+            lambda x: link(mean + sd * x) * math.exp(-0.5 * x * x),  # noqa: B023
+            -40,
+            40,
+            epsabs=1e-14,
+            epsrel=1e-13,
+            limit=500,
+        )[0]
         assert ours == pytest.approx(exact / math.sqrt(2 * math.pi), abs=1e-10)
 
 

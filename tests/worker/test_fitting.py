@@ -104,9 +104,11 @@ def test_a_refit_over_typed_inputs_learns_each_choice_and_ranks_values():
     """A choice input is a one-hot block: the model predicts each value's level apart (an
     offset of 3 between solvers), its lengthscales have one column per feature, and the
     ranking names points by their values."""
-    inputs = [{"name": "solver", "type": "choice", "values": ["cg", "direct"]},
-              {"name": "mesh", "type": "int", "lower": 1, "upper": 5},
-              {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0}]  # fmt: skip
+    inputs = [
+        {"name": "solver", "type": "choice", "values": ["cg", "direct"]},
+        {"name": "mesh", "type": "int", "lower": 1, "upper": 5},
+        {"name": "rate", "type": "log", "lower": 1e-4, "upper": 1.0},
+    ]
     spec = dict(SPEC, inputs=inputs, pool={"type": "grid", "points_per_dim": 5})
     space = Space.of(inputs)
     pool = GridPool(dim=3, points_per_dim=5, axes=space.axes(5))
@@ -147,10 +149,16 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     from fbgp_al.worker import fitting
     from fbgp_al.worker.spec.design import GridPool
 
-    spec = {"inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
-            "pool": {"type": "grid", "points_per_dim": 30}, "pool_subsample": 600,
-            "acquisition": "qb-mgp", "mode": mode, "max_pending": 4, "seed": 2,
-            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}}  # fmt: skip
+    spec = {
+        "inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
+        "pool": {"type": "grid", "points_per_dim": 30},
+        "pool_subsample": 600,
+        "acquisition": "qb-mgp",
+        "mode": mode,
+        "max_pending": 4,
+        "seed": 2,
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+    }
     g = torch.Generator().manual_seed(3)
     x = torch.rand(12, 2, generator=g, dtype=D)
     labels = [{"x": a.tolist(), "y": float(torch.sin(4 * a).sum())} for a in x]
@@ -162,12 +170,14 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     _, shared = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
     assert calls == [600]  # every candidate (the subsample) through the share, once
     assert [r["index"] for r in shared] == [r["index"] for r in alone]
-    np.testing.assert_allclose([r["score"] for r in shared], [r["score"] for r in alone],
-                               rtol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        [r["score"] for r in shared], [r["score"] for r in alone], rtol=1e-10
+    )
     # random's scores are drawn for all candidates at once: never shared
     share, calls = _in_parts(4)
-    fitting.model_and_ranking(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0,
-                            share)  # fmt: skip
+    fitting.model_and_ranking(
+        dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0, share
+    )
     assert calls == []
 
 
@@ -240,8 +250,12 @@ def test_the_quadrature_check_tells_one_floor_from_another(floored):
     """The check has teeth: the same draws against the model with a floor 100 times higher."""
     u, z, post = floored
     with pytest.raises(AssertionError):
-        _assert_matches(_theta(post, FLOOR), _quadrature(u, z, size=200, noise_floor=100 * FLOOR),
-                        tol_mean=0.1, tol_q=0.2)  # fmt: skip
+        _assert_matches(
+            _theta(post, FLOOR),
+            _quadrature(u, z, size=200, noise_floor=100 * FLOOR),
+            tol_mean=0.1,
+            tol_q=0.2,
+        )
 
 
 def test_a_stopping_target_is_met_when_every_output_meets_it():

@@ -163,8 +163,9 @@ def test_predictions_with_known_noise_match_the_formula():
     cand = np.random.default_rng(4).random((7, 2))
     ls = np.array([[0.3, 0.8], [0.5, 0.2]])
     s2 = np.array([0.01, 0.2])
-    gp = Conditioned.fit(torch.tensor(u), torch.tensor(z), torch.tensor(ls), torch.tensor(s2),
-                         torch.tensor(noise))  # fmt: skip
+    gp = Conditioned.fit(
+        torch.tensor(u), torch.tensor(z), torch.tensor(ls), torch.tensor(s2), torch.tensor(noise)
+    )
     mean, var = gp.predict(torch.tensor(cand))
     for b in range(2):
         K = _kernel(u, u, ls[b]) + np.diag(noise) + s2[b] * np.eye(10)

@@ -44,8 +44,12 @@ def test_psis_weights_and_k_are_arviz_s(shape, size):
 
 def test_psis_k_grows_with_the_tail_and_is_infinite_for_a_ratio_that_is_not():
     rng = np.random.default_rng(0)
-    ks = [np.mean([psis(np.log(genpareto(c=c).rvs(size=3000, random_state=rng)))[1]
-                   for _ in range(5)]) for c in (0.2, 0.5, 0.9)]  # fmt: skip
+    ks = [
+        np.mean(
+            [psis(np.log(genpareto(c=c).rvs(size=3000, random_state=rng)))[1] for _ in range(5)]
+        )
+        for c in (0.2, 0.5, 0.9)
+    ]
     assert ks[0] < ks[1] < ks[2] and all(
         abs(k - c) < 0.12 for k, c in zip(ks, (0.2, 0.5, 0.9), strict=True)
     )
@@ -69,15 +73,18 @@ def test_the_mixture_s_draws_have_its_moments_and_its_density_integrates_them(df
     draws = mixture_draws(200_000, modes, weights, scales, df, np.random.default_rng(1))
     widen = 1.0 if df is None else df / (df - 2)  # a Student-t's covariance: df / (df - 2) S
     mean = weights @ modes
-    second = sum(w * (widen * s @ s.T + np.outer(m, m))
-                 for w, m, s in zip(weights, modes, scales, strict=True))  # fmt: skip
+    second = sum(
+        w * (widen * s @ s.T + np.outer(m, m))
+        for w, m, s in zip(weights, modes, scales, strict=True)
+    )
     np.testing.assert_allclose(draws.mean(0), mean, atol=0.02)
     np.testing.assert_allclose(np.cov(draws.T), second - np.outer(mean, mean), atol=0.05)
     # the density on a grid sums to 1 (the t's tails beyond the box hold a little)
     g = np.linspace(-12, 14, 401)
     a, b = np.meshgrid(g, g, indexing="ij")
-    density = np.exp(mixture_log_density(np.column_stack([a.ravel(), b.ravel()]), modes, weights,
-                                         scales, df))  # fmt: skip
+    density = np.exp(
+        mixture_log_density(np.column_stack([a.ravel(), b.ravel()]), modes, weights, scales, df)
+    )
     assert density.sum() * (g[1] - g[0]) ** 2 == pytest.approx(1.0, abs=0.01)
 
 
@@ -93,8 +100,9 @@ def test_the_resampled_draws_match_a_quadrature_of_a_concentrated_posterior(conc
     post = laplace_posterior(u, z, draws=2000, seed=3)
     d = post.diagnostics
     assert d["method"] == "laplace" and d["khat"] <= d["khat_limit"], d
-    logs = np.column_stack([post.lengthscale[:, 0].log().numpy(),
-                            (post.noise - d["noise_floor"]).log().numpy()])  # fmt: skip
+    logs = np.column_stack(
+        [post.lengthscale[:, 0].log().numpy(), (post.noise - d["noise_floor"]).log().numpy()]
+    )
     _assert_matches(logs, exact, tol_mean=0.1, tol_q=0.15)
     # the model's mode (the heaviest mode) lies within a posterior sd of the median
     mode = (post.mode_lengthscale[0].log().item(), math.log(post.mode_noise - d["noise_floor"]))
@@ -127,8 +135,10 @@ def test_a_warm_start_finds_the_cold_search_s_mode_for_a_fraction_of_its_gradien
     cold = laplace_posterior(u, z, seed=2)
     warm = laplace_posterior(u, z, seed=2, previous=before.adaptation)
     assert (before.diagnostics["warm_start"], warm.diagnostics["warm_start"]) == ("cold", "warm")
-    heaviest = [np.array(p.adaptation["modes"])[np.argmax(p.diagnostics["mode_weights"])]
-                for p in (cold, warm)]  # fmt: skip
+    heaviest = [
+        np.array(p.adaptation["modes"])[np.argmax(p.diagnostics["mode_weights"])]
+        for p in (cold, warm)
+    ]
     np.testing.assert_allclose(heaviest[0], heaviest[1], atol=0.02)
     assert warm.diagnostics["gradient_evaluations"] * 10 < cold.diagnostics["gradient_evaluations"]
     # from a NUTS posterior's adaptation (its chains' last draws) too
@@ -147,10 +157,12 @@ def test_a_cold_search_beside_the_warm_starts_once_the_labels_have_doubled():
     y = u[:, 0] + 0.25 * np.sin(30 * u[:, 0]) + 0.1 * rng.standard_normal(60)
     z = (y - y.mean()) / y.std()
     stuck = [[-0.71, -1.2]]  # the local mode: a previous posterior that knew only it
-    kept = laplace_posterior(u, z, seed=3, previous={"source": "laplace", "modes": stuck,
-                                                     "searched_at": 31})  # fmt: skip
-    again = laplace_posterior(u, z, seed=3, previous={"source": "laplace", "modes": stuck,
-                                                      "searched_at": 30})  # fmt: skip
+    kept = laplace_posterior(
+        u, z, seed=3, previous={"source": "laplace", "modes": stuck, "searched_at": 31}
+    )
+    again = laplace_posterior(
+        u, z, seed=3, previous={"source": "laplace", "modes": stuck, "searched_at": 30}
+    )
     assert kept.diagnostics["warm_start"] == "warm" and kept.adaptation["searched_at"] == 31
     assert again.diagnostics["warm_start"] == "warm+cold" and again.adaptation["searched_at"] == 60
     assert float(kept.mode_lengthscale.log()) == pytest.approx(-0.71, abs=0.05)
@@ -186,8 +198,10 @@ SPEC = {
 
 
 def _labels(u, z):
-    return [{"x": [float(a)], "y": float(b), "index": None, "ticket": None}
-            for a, b in zip(u[:, 0].tolist(), z.tolist(), strict=True)]  # fmt: skip
+    return [
+        {"x": [float(a)], "y": float(b), "index": None, "ticket": None}
+        for a, b in zip(u[:, 0].tolist(), z.tolist(), strict=True)
+    ]
 
 
 def test_a_refit_past_laplace_from_uses_the_mixture_and_below_it_nuts(concentrated):

@@ -42,14 +42,27 @@ def _hand_made(known: bool):
     x, xt = rng.uniform(0, 10, 9), rng.uniform(0, 10, 6)
     y, yt = np.exp(rng.normal(0.0, 1.5, 9)), np.exp(rng.normal(0.0, 1.5, 6))
     noise = rng.uniform(0.001, 0.05, 9) * y**2 if known else None
-    labels = [{"x": [float(a)], "y": float(b), **({"noise": float(noise[i])} if known else {})}
-              for i, (a, b) in enumerate(zip(x, y, strict=True))]  # fmt: skip
+    labels = [
+        {"x": [float(a)], "y": float(b), **({"noise": float(noise[i])} if known else {})}
+        for i, (a, b) in enumerate(zip(x, y, strict=True))
+    ]
     log_mean, log_std = float(np.log(y).mean()), float(np.log(y).std(ddof=1))
     draws = {"lengthscale": [[ls] for ls, _ in DRAWS], "noise": [s2 for _, s2 in DRAWS]}
-    model = {"n_labeled": 9, "version": 9, "samples": draws, "acquisition_samples": draws,
-             "mode": {"lengthscale": [MODE[0]], "noise": MODE[1]}, "chains": 1,
-             "transform": {"lower": [0.0], "upper": [10.0], "y_mean": log_mean,
-                           "y_std": log_std, "y_transform": "log"}}  # fmt: skip
+    model = {
+        "n_labeled": 9,
+        "version": 9,
+        "samples": draws,
+        "acquisition_samples": draws,
+        "mode": {"lengthscale": [MODE[0]], "noise": MODE[1]},
+        "chains": 1,
+        "transform": {
+            "lower": [0.0],
+            "upper": [10.0],
+            "y_mean": log_mean,
+            "y_std": log_std,
+            "y_transform": "log",
+        },
+    }
     u, ut = x[:, None] / 10, xt[:, None] / 10
     z = (np.log(y) - log_mean) / log_std
     nz = np.zeros(9) if noise is None else noise / y**2 / log_std**2  # the delta method
@@ -74,15 +87,20 @@ def test_predictions_are_the_lognormals_of_the_gps_of_log_y(known):
     got = answers.predict(spec, model, labels, xt[:, None].tolist())
     mu, cov = gp(*MODE)
     mode = lognorm(s=np.sqrt(np.diag(cov)), scale=np.exp(mu))
-    for key, want in (("mean", mode.mean()), ("variance", mode.var()), ("median", mode.median()),
-                      ("lower", mode.ppf(0.025)), ("upper", mode.ppf(0.975))):  # fmt: skip
+    for key, want in (
+        ("mean", mode.mean()),
+        ("variance", mode.var()),
+        ("median", mode.median()),
+        ("lower", mode.ppf(0.025)),
+        ("upper", mode.ppf(0.975)),
+    ):
         np.testing.assert_allclose(got[key], want, rtol=1e-9, err_msg=key)
     laws = [lognorm(s=np.sqrt(np.diag(c)), scale=np.exp(m)) for m, c in (gp(*d) for d in DRAWS)]
     means = np.array([law.mean() for law in laws])
     np.testing.assert_allclose(got["mixture_mean"], means.mean(0), rtol=1e-9)
-    np.testing.assert_allclose(got["mixture_variance"],
-                               np.mean([law.var() for law in laws], 0) + means.var(0),
-                               rtol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(
+        got["mixture_variance"], np.mean([law.var() for law in laws], 0) + means.var(0), rtol=1e-9
+    )
     for key, p in (("mixture_median", 0.5), ("mixture_lower", 0.025), ("mixture_upper", 0.975)):
         at = np.mean([law.cdf(got[key]) for law in laws], 0)
         np.testing.assert_allclose(at, p, rtol=0, atol=1e-10, err_msg=key)
@@ -97,8 +115,14 @@ def test_test_metrics_are_the_lognormals_densities_of_y(known):
     known noise the test points' own noise variances, ``noise / y^2`` on the log scale."""
     spec, labels, model, xt, yt, gp = _hand_made(known)
     noise = (0.01 * yt**2) if known else None
-    got = answers.metrics(spec, model, labels, xt[:, None].tolist(), yt.tolist(),
-                          None if noise is None else noise.tolist())  # fmt: skip
+    got = answers.metrics(
+        spec,
+        model,
+        labels,
+        xt[:, None].tolist(),
+        yt.tolist(),
+        None if noise is None else noise.tolist(),
+    )
     test_noise = None if noise is None else noise / yt**2
     densities = []
     for ls, s2 in DRAWS:
@@ -131,8 +155,10 @@ def test_accuracy_estimates_of_a_log_output_are_in_its_units():
     for key in ("loo_nlpd", "loo_coverage_95"):  # the GP's units, and the same on either scale
         assert out[key] == plain[key]
     means, variances = accuracy.loo(u, z, lengthscale, noise)
-    laws = lognorm(s=np.sqrt(scale.std**2 * variances.numpy()),
-                   scale=np.exp(scale.mean + scale.std * means.numpy()))  # fmt: skip
+    laws = lognorm(
+        s=np.sqrt(scale.std**2 * variances.numpy()),
+        scale=np.exp(scale.mean + scale.std * means.numpy()),
+    )
     sd = float(y.std(correction=1))
     rmse = float(np.sqrt(np.mean((laws.mean().mean(0) - y.numpy()) ** 2)))
     assert out["loo_rmse"] == pytest.approx(rmse, rel=1e-10)
@@ -156,8 +182,12 @@ def test_a_spec_and_model_made_before_the_option_model_y_as_it_is():
     labels = [{"x": [float(a)], "y": float(math.sin(a))} for a in (1.0, 3.0, 5.0, 8.0)]
     data = fitting.prepare(spec, labels)
     assert not data.scale_y.log
-    torch.testing.assert_close(data.z, OutputStandardization.from_labels(
-        [label["y"] for label in labels]).to_z([label["y"] for label in labels]))  # fmt: skip
+    torch.testing.assert_close(
+        data.z,
+        OutputStandardization.from_labels([label["y"] for label in labels]).to_z(
+            [label["y"] for label in labels]
+        ),
+    )
     model, _ = fitting.fit(spec, GridPool(dim=1, points_per_dim=51), labels, exclude=set())
     assert set(model["transform"]) == {"lower", "upper", "y_mean", "y_std"}
     got = answers.predict(spec, model, labels, [[0.0], [5.0]])
@@ -192,19 +222,27 @@ def test_a_positive_output_over_three_orders_of_magnitude_is_better_modeled_on_t
     x, xt = rng.random((25, 2)), rng.random((200, 2))
     y, yt = _positive(x), _positive(xt)
     assert y.min() < 0.02 and y.max() > 8 and yt.min() < 0.02 and yt.max() > 7
-    spec = {"inputs": [{"name": "a", "lower": 0.0, "upper": 1.0},
-                       {"name": "b", "lower": 0.0, "upper": 1.0}],
-            "pool": {"type": "grid", "points_per_dim": 11}, "pool_subsample": 20,
-            "acquisition": "qb-mgp", "seed": 1,
-            "mcmc": {"chains": 2, "warmup": 60, "samples": 40, "thinning": 2}}  # fmt: skip
+    spec = {
+        "inputs": [
+            {"name": "a", "lower": 0.0, "upper": 1.0},
+            {"name": "b", "lower": 0.0, "upper": 1.0},
+        ],
+        "pool": {"type": "grid", "points_per_dim": 11},
+        "pool_subsample": 20,
+        "acquisition": "qb-mgp",
+        "seed": 1,
+        "mcmc": {"chains": 2, "warmup": 60, "samples": 40, "thinning": 2},
+    }
     labels = [{"x": p.tolist(), "y": float(v)} for p, v in zip(x, y, strict=True)]
     got = {}
     for transform in ("none", "log"):
         single = dict(spec, transform=transform)
         model, _ = fitting.fit(single, GridPool(dim=2, points_per_dim=11), labels, exclude=set())
-        got[transform] = (answers.predict(single, model, labels, xt.tolist()),
-                          answers.metrics(single, model, labels, xt.tolist(), yt.tolist()),
-                          model["accuracy"])  # fmt: skip
+        got[transform] = (
+            answers.predict(single, model, labels, xt.tolist()),
+            answers.metrics(single, model, labels, xt.tolist(), yt.tolist()),
+            model["accuracy"],
+        )
     plain, plain_metrics, plain_accuracy = got["none"]
     log, log_metrics, log_accuracy = got["log"]
     for key in ("mean", "mixture_mean", "median", "lower", "mixture_median", "mixture_lower"):

@@ -65,8 +65,11 @@ def _moments(marginal: np.ndarray, values: np.ndarray) -> dict:
     cdf = np.cumsum(marginal) - 0.5 * marginal
     mean = float((marginal * values).sum())
     sd = float(np.sqrt((marginal * (values - mean) ** 2).sum()))
-    return {"mean": mean, "sd": sd, "quantiles": [float(np.interp(q, cdf, values))
-                                                   for q in QUANTILES]}  # fmt: skip
+    return {
+        "mean": mean,
+        "sd": sd,
+        "quantiles": [float(np.interp(q, cdf, values)) for q in QUANTILES],
+    }
 
 
 def _quadrature(u, z, size=300, noise_floor=0.0):
@@ -87,9 +90,10 @@ def _quadrature(u, z, size=300, noise_floor=0.0):
     log_s2 = torch.linspace(float(log_s2[lo[1]]), float(log_s2[hi[1]]), size, dtype=D)
     weights = torch.exp(_log_posterior_grid(u, z, log_l, log_s2, noise_floor) - coarse.max())
     weights /= weights.sum()
-    return {name: _moments(weights.sum(axis).numpy(), values)
-            for name, axis, values in (("log_l", 1, log_l.numpy()),
-                                       ("log_s2", 0, log_s2.numpy()))}  # fmt: skip
+    return {
+        name: _moments(weights.sum(axis).numpy(), values)
+        for name, axis, values in (("log_l", 1, log_l.numpy()), ("log_s2", 0, log_s2.numpy()))
+    }
 
 
 def _assert_matches(log_draws: np.ndarray, quadrature: dict, tol_mean: float, tol_q: float):
@@ -145,8 +149,13 @@ def test_pyro_reference_sampler_matches_the_same_quadrature(one_mode):
     for chain in range(2):  # one after another, as the paper's reference path runs them
         pyro.set_rng_seed(chain)
         kernel = NUTS(potential_fn=potential_fn, target_accept_prob=0.8)
-        mcmc = MCMC(kernel, num_samples=1000, warmup_steps=300, disable_progbar=True,
-                    initial_params={"theta": torch.zeros(2, dtype=D)})  # fmt: skip
+        mcmc = MCMC(
+            kernel,
+            num_samples=1000,
+            warmup_steps=300,
+            disable_progbar=True,
+            initial_params={"theta": torch.zeros(2, dtype=D)},
+        )
         mcmc.run()
         draws.append(mcmc.get_samples()["theta"].numpy())
     _assert_matches(np.concatenate(draws), _quadrature(u, z), tol_mean=0.15, tol_q=0.2)
@@ -205,8 +214,16 @@ def test_mode_of_degenerate_draws_does_not_crash():
 def test_warm_start_from_the_previous_posterior_is_still_right(one_mode):
     u, z = one_mode
     previous = sample_posterior(u[:-1], z[:-1], chains=4, warmup=300, samples=300, seed=1)
-    warm = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=2,
-                            warm_start=previous.adaptation, warm_warmup=50)  # fmt: skip
+    warm = sample_posterior(
+        u,
+        z,
+        chains=4,
+        warmup=300,
+        samples=1500,
+        seed=2,
+        warm_start=previous.adaptation,
+        warm_warmup=50,
+    )
     assert warm.diagnostics["warm_start"] == "warm"
     _assert_matches(warm.log_draws().numpy(), _quadrature(u, z), tol_mean=0.1, tol_q=0.15)
     cold = sample_posterior(u, z, chains=4, warmup=300, samples=1500, seed=2)
@@ -223,8 +240,9 @@ def test_warm_start_falls_back_to_cold_when_it_cannot_be_trusted(one_mode):
     # a wrecked adaptation (chains far apart, a step size that cannot move them) is redone cold;
     # 20 draws a chain: each of its iterations runs the longest trajectory (1,024 steps)
     wrecked = dict(previous.adaptation, last=[[-8.0, -8.0], [8.0, 6.0]], step_size=[1e-6, 1e-6])
-    post = sample_posterior(u, z, chains=2, warmup=100, samples=20, seed=1, warm_start=wrecked,
-                            warm_warmup=0)  # fmt: skip
+    post = sample_posterior(
+        u, z, chains=2, warmup=100, samples=20, seed=1, warm_start=wrecked, warm_warmup=0
+    )
     assert post.diagnostics["warm_start"].startswith("redone cold")
     assert post.diagnostics["max_rhat"] < 1.1
     mismatched = dict(previous.adaptation, last=[[0.0, 0.0, 0.0]] * 2)
@@ -256,8 +274,13 @@ def _default(**changes):
     from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 
     mcmc = {**MCMC_DEFAULTS, **changes}
-    kw = {"warm_warmup": mcmc["warm_warmup"], "init": mcmc["init"], "metric": mcmc["metric"],
-          "target": Target.of(mcmc), "start_metric": mcmc["start_metric"]}  # fmt: skip
+    kw = {
+        "warm_warmup": mcmc["warm_warmup"],
+        "init": mcmc["init"],
+        "metric": mcmc["metric"],
+        "target": Target.of(mcmc),
+        "start_metric": mcmc["start_metric"],
+    }
     return mcmc, kw
 
 
@@ -291,11 +314,13 @@ def _quadrature_two_inputs(u, z, size=72, cut=15.0):
 
     def log_post(axes):
         grid = torch.cartesian_prod(*axes)
-        values = torch.cat([
-            log_marginal_likelihood(u, z, part[:, :2].exp(), part[:, 2].exp())
-            + prior.log_prob(part).sum(1)
-            for part in grid.split(50_000)
-        ])  # fmt: skip
+        values = torch.cat(
+            [
+                log_marginal_likelihood(u, z, part[:, :2].exp(), part[:, 2].exp())
+                + prior.log_prob(part).sum(1)
+                for part in grid.split(50_000)
+            ]
+        )
         return values.reshape(*(len(a) for a in axes))
 
     lengthscale = torch.linspace(-14.0, 14.0, 57, dtype=D)
@@ -305,14 +330,14 @@ def _quadrature_two_inputs(u, z, size=72, cut=15.0):
     lo, hi = mass.min(0).values - 1, mass.max(0).values + 1
     for j in range(3):  # the mass lies inside the coarse box
         assert lo[j] >= 0 and hi[j] < len(axes[j])
-    fine = [torch.linspace(float(a[lo[j]]), float(a[hi[j]]), size, dtype=D)
-            for j, a in enumerate(axes)]  # fmt: skip
+    fine = [
+        torch.linspace(float(a[lo[j]]), float(a[hi[j]]), size, dtype=D) for j, a in enumerate(axes)
+    ]
     weights = torch.exp(log_post(fine) - coarse.max())
     weights /= weights.sum()
     out = {}
     for j, name in enumerate(("log_l1", "log_l2", "log_s2")):
-        out[name] = _moments(weights.sum([k for k in range(3) if k != j]).numpy(),
-                             fine[j].numpy())  # fmt: skip
+        out[name] = _moments(weights.sum([k for k in range(3) if k != j]).numpy(), fine[j].numpy())
     return out
 
 
@@ -360,8 +385,9 @@ def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_
     mcmc, kw = _default()
     scored = []
     for seed in (3, 4, 5):
-        post = sample_posterior(u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed,
-                                **kw)  # fmt: skip
+        post = sample_posterior(
+            u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed, **kw
+        )
         d = post.diagnostics
         assert d["target"]["met"] and d["min_ess_bulk"] >= 150 and d["max_rhat"] <= 1.05
         scoring = post.for_scoring(mcmc)
@@ -383,10 +409,16 @@ def test_a_target_stops_at_its_cap_and_asks_for_what_the_ess_projects(one_mode):
     assert capped.diagnostics["samples_per_chain"] == 70
     assert not capped.diagnostics["target"]["met"]
     rng = np.random.default_rng(0)
-    iid = nuts.Draws(theta=rng.standard_normal((4, 100, 2)), accept_stat=np.ones((4, 100)),
-                     diverging=np.zeros((4, 100), bool), tree_depth=np.ones((4, 100), int),
-                     n_leapfrog=np.ones((4, 100)), step_size=np.ones(4),
-                     inverse_mass=np.ones((4, 2)), warmup_divergences=np.zeros(4, int))  # fmt: skip
+    iid = nuts.Draws(
+        theta=rng.standard_normal((4, 100, 2)),
+        accept_stat=np.ones((4, 100)),
+        diverging=np.zeros((4, 100), bool),
+        tree_depth=np.ones((4, 100), int),
+        n_leapfrog=np.ones((4, 100)),
+        step_size=np.ones(4),
+        inverse_mass=np.ones((4, 2)),
+        warmup_divergences=np.zeros(4, int),
+    )
     assert Target(draws=100).more(iid) == 0  # ESS about 400, R-hat about 1
     assert Target(draws=100, max_samples=100).more(iid) == 0
     ess = min(convergence(iid.theta)[1].values())
@@ -403,11 +435,16 @@ def test_a_target_without_rhat_stops_at_its_ess_and_reports_rhat():
     option wait for 1.01."""
     rng = np.random.default_rng(3)
     theta = rng.standard_normal((4, 100, 2)) + np.array([0.0, 0.3, -0.3, 0.2])[:, None, None]
-    draws = nuts.Draws(theta=theta, accept_stat=np.ones((4, 100)),
-                       diverging=np.zeros((4, 100), bool), tree_depth=np.ones((4, 100), int),
-                       n_leapfrog=np.ones((4, 100)), step_size=np.ones(4),
-                       inverse_mass=np.ones((4, 2)),
-                       warmup_divergences=np.zeros(4, int))  # fmt: skip
+    draws = nuts.Draws(
+        theta=theta,
+        accept_stat=np.ones((4, 100)),
+        diverging=np.zeros((4, 100), bool),
+        tree_depth=np.ones((4, 100), int),
+        n_leapfrog=np.ones((4, 100)),
+        step_size=np.ones(4),
+        inverse_mass=np.ones((4, 2)),
+        warmup_divergences=np.zeros(4, int),
+    )
     rhat, ess = convergence(theta)
     assert max(rhat.values()) > 1.01 and min(ess.values()) >= 100  # the case: R-hat alone fails
     assert Target(draws=100).more(draws) > 0
@@ -424,8 +461,9 @@ def test_small_settings_keep_their_warm_starts(one_mode):
     # a previous posterior that mixed (R-hat of 2 x 50 draws is too noisy to count on)
     previous = sample_posterior(u[:-1], z[:-1], chains=2, warmup=100, samples=200, seed=1)
     assert previous.diagnostics["max_rhat"] <= 1.05
-    warm = sample_posterior(u, z, chains=2, warmup=50, samples=50, seed=2,
-                            warm_start=previous.adaptation)  # fmt: skip
+    warm = sample_posterior(
+        u, z, chains=2, warmup=50, samples=50, seed=2, warm_start=previous.adaptation
+    )
     assert warm.diagnostics["warm_start"] == "warm"
     assert warm.diagnostics["min_ess_bulk"] < 100
     assert warm_min_ess(nuts.Draws.from_dict(_fake_draws(2, 50))) == 10.0
@@ -435,10 +473,16 @@ def test_small_settings_keep_their_warm_starts(one_mode):
 
 def _fake_draws(chains, samples):
     zeros = np.zeros((chains, samples)).tolist()
-    return {"theta": np.zeros((chains, samples, 2)).tolist(), "accept_stat": zeros,
-            "diverging": zeros, "tree_depth": zeros, "n_leapfrog": zeros,
-            "step_size": [1.0] * chains, "inverse_mass": np.ones((chains, 2)).tolist(),
-            "warmup_divergences": [0] * chains}  # fmt: skip
+    return {
+        "theta": np.zeros((chains, samples, 2)).tolist(),
+        "accept_stat": zeros,
+        "diverging": zeros,
+        "tree_depth": zeros,
+        "n_leapfrog": zeros,
+        "step_size": [1.0] * chains,
+        "inverse_mass": np.ones((chains, 2)).tolist(),
+        "warmup_divergences": [0] * chains,
+    }
 
 
 def test_dense_metric_matches_the_quadrature(data_1d, quadrature):
@@ -479,8 +523,12 @@ def test_ess_stays_positive_and_at_most_n_log10_n_as_stan_holds_it():
     t = np.arange(60)
     n = 5 * 60
     for swing in (1.0, 1.2):
-        flip = np.stack([np.stack([(-1.0) ** t * swing + rng.normal(0, 1, 60),
-                                   rng.normal(0, 1, 60)], -1) for _ in range(5)])  # fmt: skip
+        flip = np.stack(
+            [
+                np.stack([(-1.0) ** t * swing + rng.normal(0, 1, 60), rng.normal(0, 1, 60)], -1)
+                for _ in range(5)
+            ]
+        )
         z = _split(_rank_normalized(flip[:, :, 0]))
         raw = float(effective_sample_size(torch.from_numpy(z), 0, 1))
         assert not 0 < raw <= n * np.log10(n), raw  # what pyro says: out of bounds
@@ -499,11 +547,24 @@ def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     from fbgp_al.worker import fitting
     from fbgp_al.worker.spec.design import GridPool
 
-    mcmc = {"chains": 2, "warmup": 60, "samples": 20, "thinning": 2, "draws": 40,
-            "max_samples": 200, "metric": "dense", "warm_start": True}  # fmt: skip
-    spec = {"inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}], "pool_subsample": 20,
-            "pool": {"type": "grid", "points_per_dim": 21}, "acquisition": "qb-mgp",
-            "mcmc": mcmc, "seed": 3}  # fmt: skip
+    mcmc = {
+        "chains": 2,
+        "warmup": 60,
+        "samples": 20,
+        "thinning": 2,
+        "draws": 40,
+        "max_samples": 200,
+        "metric": "dense",
+        "warm_start": True,
+    }
+    spec = {
+        "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+        "pool_subsample": 20,
+        "pool": {"type": "grid", "points_per_dim": 21},
+        "acquisition": "qb-mgp",
+        "mcmc": mcmc,
+        "seed": 3,
+    }
     u, z = _data(*DATASETS["one-mode"])
     labels = [{"x": [float(a)], "y": float(b)} for a, b in zip(u[:, 0], z, strict=True)]
     pool = GridPool(dim=1, points_per_dim=21)

@@ -29,8 +29,15 @@ def test_a_first_guess_of_the_metric_is_adapted_from():
     begin: a short warm-up from a good guess samples as well as a long one from the identity,
     with fewer gradient evaluations, and the windows still adapt it."""
     guess = np.tile(np.diag(SCALES**2), (4, 1, 1))
-    short = nuts.sample(gaussian, np.full((4, 3), 0.5), warmup=100, samples=1000, seed=3,
-                        inverse_mass=guess, adapt_mass=True)  # fmt: skip
+    short = nuts.sample(
+        gaussian,
+        np.full((4, 3), 0.5),
+        warmup=100,
+        samples=1000,
+        seed=3,
+        inverse_mass=guess,
+        adapt_mass=True,
+    )
     x = short.theta.reshape(-1, 3)
     assert np.all(np.abs(x.mean(0)) < 0.12 * SCALES)
     assert np.allclose(x.std(0), SCALES, rtol=0.1)
@@ -103,8 +110,9 @@ def correlated(theta):
 
 def test_dense_metric_learns_the_covariance_and_takes_fewer_leapfrogs():
     dense = nuts.NutsSettings(dense_mass=True)
-    draws = nuts.sample(correlated, np.full((4, 3), 0.5), warmup=400, samples=800, seed=3,
-                        settings=dense)  # fmt: skip
+    draws = nuts.sample(
+        correlated, np.full((4, 3), 0.5), warmup=400, samples=800, seed=3, settings=dense
+    )
     x = draws.theta.reshape(-1, 3)
     assert draws.inverse_mass.shape == (4, 3, 3)
     assert np.allclose(np.cov(x.T), CORRELATED, atol=0.12)
@@ -119,15 +127,30 @@ def test_dense_metric_learns_the_covariance_and_takes_fewer_leapfrogs():
 
 def test_a_warm_start_keeps_a_dense_mass_matrix_and_reads_a_diagonal_one():
     dense = nuts.NutsSettings(dense_mass=True)
-    first = nuts.sample(correlated, np.zeros((2, 3)), warmup=300, samples=50, seed=1,
-                        settings=dense)  # fmt: skip
-    again = nuts.sample(correlated, first.theta[:, -1], warmup=30, samples=50, seed=2,
-                        settings=dense, step_size=first.step_size,
-                        inverse_mass=first.inverse_mass)  # fmt: skip
+    first = nuts.sample(
+        correlated, np.zeros((2, 3)), warmup=300, samples=50, seed=1, settings=dense
+    )
+    again = nuts.sample(
+        correlated,
+        first.theta[:, -1],
+        warmup=30,
+        samples=50,
+        seed=2,
+        settings=dense,
+        step_size=first.step_size,
+        inverse_mass=first.inverse_mass,
+    )
     assert np.array_equal(again.inverse_mass, first.inverse_mass)  # only the step size is tuned
-    diagonal = nuts.sample(correlated, first.theta[:, -1], warmup=30, samples=50, seed=2,
-                           settings=dense, step_size=first.step_size,
-                           inverse_mass=np.full((2, 3), 0.5))  # fmt: skip
+    diagonal = nuts.sample(
+        correlated,
+        first.theta[:, -1],
+        warmup=30,
+        samples=50,
+        seed=2,
+        settings=dense,
+        step_size=first.step_size,
+        inverse_mass=np.full((2, 3), 0.5),
+    )
     assert np.array_equal(diagonal.inverse_mass, np.tile(np.diag([0.5] * 3), (2, 1, 1)))
 
 
@@ -148,7 +171,13 @@ def test_more_draws_continue_the_same_chains():
     assert np.array_equal(grown.theta, whole.theta)
     assert np.array_equal(grown.n_leapfrog, whole.n_leapfrog)
     # several chains: each runs every draw asked for, none left unfilled
-    several = nuts.sample(gaussian, np.zeros((3, 3)), warmup=20, samples=10, seed=7,
-                          more=lambda d: 15 if d.theta.shape[1] == 10 else 0)  # fmt: skip
+    several = nuts.sample(
+        gaussian,
+        np.zeros((3, 3)),
+        warmup=20,
+        samples=10,
+        seed=7,
+        more=lambda d: 15 if d.theta.shape[1] == 10 else 0,
+    )
     assert several.theta.shape == (3, 25, 3) and np.isfinite(several.theta).all()
     assert np.isfinite(several.n_leapfrog).all() and (several.tree_depth > 0).all()

@@ -11,8 +11,9 @@ import pytest
 from fbgp_al.worker.nuts_kernels import _logaddexp, _mass_times, _turned
 
 
-@pytest.mark.parametrize("a,b", [(0.0, 0.0), (-1000.0, -1001.5), (3.0, -math.inf),
-                                 (-math.inf, 2.0), (700.0, 710.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "a,b", [(0.0, 0.0), (-1000.0, -1001.5), (3.0, -math.inf), (-math.inf, 2.0), (700.0, 710.0)]
+)
 def test_logaddexp_is_numpys_without_overflow(a, b):
     assert _logaddexp(a, b) == pytest.approx(np.logaddexp(a, b), rel=1e-15, abs=1e-12)
 

@@ -24,8 +24,15 @@ X = [0.5, 2.0, 3.5, 6.0, 8.5]
 
 
 def _labels():
-    return [{"x": [x], "y": {"stress": 1e5 * np.sin(x), "disp": 1e-4 * x**2},
-             "index": None, "ticket": None} for x in X]  # fmt: skip
+    return [
+        {
+            "x": [x],
+            "y": {"stress": 1e5 * np.sin(x), "disp": 1e-4 * x**2},
+            "index": None,
+            "ticket": None,
+        }
+        for x in X
+    ]
 
 
 def test_output_k_has_the_seed_of_its_single_output_campaign():
@@ -77,8 +84,9 @@ def test_the_combined_score_is_the_weighted_sum_of_each_outputs(name):
     assert 1e-3 < float(each[0].abs().max() / each[1].abs().max()) < 1e3
     random = scoring.combined_scores("random", parts, candidates)
     d0 = parts[0][2]
-    torch.testing.assert_close(random, evaluate("random", parts[0][1], d0.u, d0.z, candidates,
-                                                seed=d0.seed))  # fmt: skip
+    torch.testing.assert_close(
+        random, evaluate("random", parts[0][1], d0.u, d0.z, candidates, seed=d0.seed)
+    )
 
 
 def test_a_model_and_its_answers_cover_every_output():
@@ -91,12 +99,16 @@ def test_a_model_and_its_answers_cover_every_output():
     assert scores == sorted(scores, reverse=True)
     x = [[1.0], [4.0], [9.0]]
     a = answers.acquisition_outputs(SPEC, model, labels, x, "qb-mgp")
-    np.testing.assert_allclose(a["values"], 3.0 * np.array(a["outputs"]["stress"])
-                               + np.array(a["outputs"]["disp"]), rtol=1e-14)  # fmt: skip
+    np.testing.assert_allclose(
+        a["values"],
+        3.0 * np.array(a["outputs"]["stress"]) + np.array(a["outputs"]["disp"]),
+        rtol=1e-14,
+    )
     p = answers.predict_outputs(SPEC, model, labels, x)
     for k, name in enumerate(("stress", "disp")):
-        alone = answers.predict(output_spec(SPEC, k), answers.output_model(model, name),
-                                output_labels(labels, name), x)  # fmt: skip
+        alone = answers.predict(
+            output_spec(SPEC, k), answers.output_model(model, name), output_labels(labels, name), x
+        )
         assert p["outputs"][name] == alone
     # each in its own units
     assert 1e3 < max(abs(v) for v in p["outputs"]["stress"]["mean"]) < 1e6

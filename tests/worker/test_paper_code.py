@@ -38,8 +38,10 @@ def _data(n=9, seed=0):
 
 
 def _labels(x, y):
-    return [{"x": list(map(float, a)), "y": float(b), "index": None, "ticket": None}
-            for a, b in zip(x, y, strict=True)]  # fmt: skip
+    return [
+        {"x": list(map(float, a)), "y": float(b), "index": None, "ticket": None}
+        for a, b in zip(x, y, strict=True)
+    ]
 
 
 def _reference_kde_scores(values, bandwidth=0.3):
@@ -68,8 +70,11 @@ def test_the_raw_kde_rule_reads_lengthscales_in_the_units_of_their_priors():
     picked = mode_index(theta, "kde-raw", limit=100, seed=3)
     again = mode_index(theta, "kde-raw", limit=100, seed=3)
     assert picked == again
-    rows = np.sort(np.random.default_rng(np.random.SeedSequence(3, spawn_key=(2,))).choice(
-        400, size=100, replace=False))  # fmt: skip
+    rows = np.sort(
+        np.random.default_rng(np.random.SeedSequence(3, spawn_key=(2,))).choice(
+            400, size=100, replace=False
+        )
+    )
     assert picked == rows[np.argmax(_reference_kde_scores(np.exp(theta[rows])))]
     with pytest.raises(ValueError, match="unknown mode rule"):
         mode_index(theta, "mean")
@@ -99,15 +104,21 @@ def test_a_refit_with_inputs_scaled_by_the_labels_samples_the_scaled_posterior()
     span = u.max(0) - u.min(0)
     np.testing.assert_allclose(data.input_scale, span, rtol=1e-12)
     post = fitting.posterior(spec, data, None)
-    plain = sample_posterior((u - u.min(0)) / span, data.z, 2, 40, 30, seed=data.seed,
-                             init="uniform")  # fmt: skip
-    np.testing.assert_allclose(post.lengthscale.numpy(), plain.lengthscale.numpy() * span,
-                               rtol=1e-6)  # fmt: skip
+    plain = sample_posterior(
+        (u - u.min(0)) / span, data.z, 2, 40, 30, seed=data.seed, init="uniform"
+    )
+    np.testing.assert_allclose(
+        post.lengthscale.numpy(), plain.lengthscale.numpy() * span, rtol=1e-6
+    )
     np.testing.assert_allclose(post.noise.numpy(), plain.noise.numpy(), rtol=1e-6)
     model, _ = fitting.fit(spec, GridPool(dim=2, points_per_dim=11), _labels(x, y), exclude=set())
     assert model["input_scale"] == pytest.approx(span.tolist(), rel=1e-12)
-    assert "input_scale" not in fitting.fit(SPEC, GridPool(dim=2, points_per_dim=11),
-                                          _labels(x, y), exclude=set())[0]  # fmt: skip
+    assert (
+        "input_scale"
+        not in fitting.fit(SPEC, GridPool(dim=2, points_per_dim=11), _labels(x, y), exclude=set())[
+            0
+        ]
+    )
 
 
 def test_inputs_that_do_not_vary_keep_the_box():
@@ -131,10 +142,13 @@ def test_bald_code_is_the_log_of_the_mean_latent_sd():
     rng = np.random.default_rng(2)
     x, y = _data()
     u, z = torch.as_tensor((x - [0.0, -1.0]) / [10.0, 2.0]), torch.as_tensor(y - y.mean())
-    post = Posterior(lengthscale=torch.as_tensor(np.exp(rng.normal(-1, 0.3, (8, 2)))),
-                     noise=torch.as_tensor(np.exp(rng.normal(-4, 0.5, 8))), chains=2,
-                     mode_lengthscale=torch.tensor([0.3, 0.3], dtype=torch.float64),
-                     mode_noise=0.02)  # fmt: skip
+    post = Posterior(
+        lengthscale=torch.as_tensor(np.exp(rng.normal(-1, 0.3, (8, 2)))),
+        noise=torch.as_tensor(np.exp(rng.normal(-4, 0.5, 8))),
+        chains=2,
+        mode_lengthscale=torch.tensor([0.3, 0.3], dtype=torch.float64),
+        mode_noise=0.02,
+    )
     cand = torch.as_tensor(rng.uniform(size=(30, 2)))
     latent = []
     for ls, s2 in zip(post.lengthscale, post.noise, strict=True):

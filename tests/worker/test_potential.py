@@ -26,8 +26,9 @@ def _reference(u, z, theta, noise_floor=0.0):
     return -(log_marginal_likelihood(u, z, theta[:, :d].exp(), noise) + prior)
 
 
-@pytest.mark.parametrize("n,d,floor", [(1, 1, 0.0), (7, 1, 0.0), (12, 3, 0.0), (7, 1, 1e-6),
-                                       (12, 3, 0.05)])  # fmt: skip
+@pytest.mark.parametrize(
+    "n,d,floor", [(1, 1, 0.0), (7, 1, 0.0), (12, 3, 0.0), (7, 1, 1e-6), (12, 3, 0.05)]
+)
 def test_value_and_analytic_gradient_match_autograd(n, d, floor):
     g = torch.Generator().manual_seed(n * 10 + d)
     u = torch.rand(n, d, generator=g, dtype=D)
@@ -156,8 +157,9 @@ def test_the_potential_with_known_noise_matches_autograd_and_scipy(n, d):
     t = torch.tensor(theta, requires_grad=True)
     zero, scale = torch.tensor(0.0, dtype=D), torch.tensor(math.sqrt(3.0), dtype=D)
     prior = torch.distributions.Normal(zero, scale).log_prob(t).sum(-1)
-    lml = log_marginal_likelihood(torch.tensor(u), torch.tensor(z), t[:, :d].exp(),
-                                  t[:, d].exp(), torch.tensor(noise))  # fmt: skip
+    lml = log_marginal_likelihood(
+        torch.tensor(u), torch.tensor(z), t[:, :d].exp(), t[:, d].exp(), torch.tensor(noise)
+    )
     (-(lml + prior)).sum().backward()
     assert np.allclose(value, (-(lml + prior)).detach().numpy(), rtol=1e-10, atol=1e-9)
     assert np.allclose(grad, t.grad.numpy(), rtol=1e-7, atol=1e-7)

@@ -106,14 +106,17 @@ def test_scores_in_parts_are_the_scores_of_the_whole(setting, name):
     pending = candidates[:3]
     parts = [(1.0, post, u, z, None)]
     whole = batch_scores(name, parts, candidates, pending)
-    split = torch.cat([batch_scores(name, parts, c, pending)
-                       for c in torch.tensor_split(candidates, 3)])  # fmt: skip
+    split = torch.cat(
+        [batch_scores(name, parts, c, pending) for c in torch.tensor_split(candidates, 3)]
+    )
     torch.testing.assert_close(split, whole, rtol=1e-10, atol=1e-12)
     alone = evaluate(name, post, u, z, candidates)
     torch.testing.assert_close(
         torch.cat([evaluate(name, post, u, z, c) for c in torch.tensor_split(candidates, 3)]),
-        alone, rtol=1e-10, atol=1e-12,
-    )  # fmt: skip
+        alone,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     batch = greedy_batch(name, post, u, z, candidates, 5, pending)
     given = greedy_batch_outputs(name, parts, candidates, 5, pending, scores=split)
     assert batch[0].tolist() == given[0].tolist()

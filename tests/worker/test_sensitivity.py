@@ -19,13 +19,20 @@ from fbgp_al.worker.spec.space import Space
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PI = math.pi
-FLOAT_LOG = Space.of([{"name": "a", "lower": 0, "upper": 1},
-                      {"name": "b", "type": "log", "lower": 1, "upper": 1000},
-                      {"name": "c", "lower": -5, "upper": 5}])  # fmt: skip
-MIXED = Space.of([{"name": "a", "lower": 0, "upper": 1},
-                  {"name": "n", "type": "int", "lower": 1, "upper": 6},
-                  {"name": "alloy", "type": "choice",
-                   "values": ["steel", "ti", "al"]}])  # fmt: skip
+FLOAT_LOG = Space.of(
+    [
+        {"name": "a", "lower": 0, "upper": 1},
+        {"name": "b", "type": "log", "lower": 1, "upper": 1000},
+        {"name": "c", "lower": -5, "upper": 5},
+    ]
+)
+MIXED = Space.of(
+    [
+        {"name": "a", "lower": 0, "upper": 1},
+        {"name": "n", "type": "int", "lower": 1, "upper": 6},
+        {"name": "alloy", "type": "choice", "values": ["steel", "ti", "al"]},
+    ]
+)
 
 
 def _kernel(a, b, ls):
@@ -39,8 +46,11 @@ def _draws(space, n, lengthscales, noise=1e-4, seed=0, f=None):
     rng = np.random.default_rng(seed)
     v = sobol.sample_inputs(space, n, rng)
     u = space.features(v)
-    y = f(v) if f is not None else _kernel(u, rng.random((4, u.shape[1])), 0.3) @ rng.normal(
-        size=4) + 0.3 * u[:, 0]  # fmt: skip
+    y = (
+        f(v)
+        if f is not None
+        else _kernel(u, rng.random((4, u.shape[1])), 0.3) @ rng.normal(size=4) + 0.3 * u[:, 0]
+    )
     z = (y - y.mean()) / y.std(ddof=1)
     ls = np.atleast_2d(lengthscales)
     alpha = np.stack([np.linalg.solve(_kernel(u, u, l) + noise * np.eye(n), z) for l in ls])
@@ -74,8 +84,9 @@ def test_closed_form_agrees_with_a_million_point_pick_freeze_estimate():
     within 0.5%."""
     u, alpha, ls = _draws(FLOAT_LOG, 30, [[0.2, 0.5, 0.3], [0.6, 0.15, 1.5]], seed=1)
     exact = sobol.closed_form(FLOAT_LOG, u, alpha, ls)
-    mc = sobol.monte_carlo(FLOAT_LOG, sobol.gp_mean(FLOAT_LOG, u, alpha, ls), samples=2**20,
-                           seed=5, chunk=2**16)  # fmt: skip
+    mc = sobol.monte_carlo(
+        FLOAT_LOG, sobol.gp_mean(FLOAT_LOG, u, alpha, ls), samples=2**20, seed=5, chunk=2**16
+    )
     for key in ("first", "total"):
         assert np.all(np.abs(mc[key] - exact[key]) <= 4 * mc[f"{key}_se"]), (key, mc, exact)
         assert mc[f"{key}_se"].max() < 0.01
@@ -98,10 +109,19 @@ def test_ishigami_indices_from_a_stored_model_are_within_005_of_the_analytic_one
     x = space.pool_to_code(v)
     labels = [{"x": row.tolist(), "y": float(t)} for row, t in zip(x, y, strict=True)]
     draw = {"lengthscale": [[0.26, 0.19, 0.21]], "noise": [1e-6]}
-    model = {"n_labeled": 300, "version": 1, "acquisition_samples": draw, "chains": 1,
-             "mode": {"lengthscale": draw["lengthscale"][0], "noise": 1e-6},
-             "transform": {"lower": [-PI] * 3, "upper": [PI] * 3,
-                           "y_mean": float(y.mean()), "y_std": float(y.std(ddof=1))}}  # fmt: skip
+    model = {
+        "n_labeled": 300,
+        "version": 1,
+        "acquisition_samples": draw,
+        "chains": 1,
+        "mode": {"lengthscale": draw["lengthscale"][0], "noise": 1e-6},
+        "transform": {
+            "lower": [-PI] * 3,
+            "upper": [PI] * 3,
+            "y_mean": float(y.mean()),
+            "y_std": float(y.std(ddof=1)),
+        },
+    }
     spec = {"inputs": [i.spec() for i in space.inputs]}
     got = sensitivity.sensitivity_outputs(spec, model, labels)
     assert got["inputs"] == ["x1", "x2", "x3"] and got["draws"] == 1
@@ -126,8 +146,12 @@ def test_int_and_choice_inputs_agree_with_monte_carlo_over_their_values():
 
 
 def test_an_int_input_of_many_values_is_integrated_as_a_continuous_one():
-    space = Space.of([{"name": "n", "type": "int", "lower": 0, "upper": 5000},
-                      {"name": "a", "lower": 0, "upper": 1}])  # fmt: skip
+    space = Space.of(
+        [
+            {"name": "n", "type": "int", "lower": 0, "upper": 5000},
+            {"name": "a", "lower": 0, "upper": 1},
+        ]
+    )
     assert sobol._levels(space.inputs[0]) is None
     u, alpha, ls = _draws(space, 25, [0.2, 0.4], seed=3)
     exact = sobol.closed_form(space, u, alpha, ls)
@@ -180,8 +204,9 @@ def _two_output_campaign():
     x = space.from_pool(v)
     ya = 3 * v[:, 0] + np.sin(6 * v[:, 1])
     yb = 100 + 40 * (v[:, 2] > 0.7) + v[:, 0]
-    labels = [{"x": p, "y": {"s": float(a), "t": float(b)}}
-              for p, a, b in zip(x, ya, yb, strict=True)]  # fmt: skip
+    labels = [
+        {"x": p, "y": {"s": float(a), "t": float(b)}} for p, a, b in zip(x, ya, yb, strict=True)
+    ]
 
     def part(y, ls):
         draws = {"lengthscale": ls, "noise": [1e-3] * len(ls)}
@@ -192,11 +217,20 @@ def _two_output_campaign():
             "transform": {"y_mean": float(np.mean(y)), "y_std": float(np.std(y, ddof=1))},
         }
 
-    model = {"n_labeled": 24, "version": 24, "transform": space.transform(),
-             "outputs": {"s": part(ya, [[0.4, 0.5, 1, 1, 1], [0.6, 0.3, 2, 2, 2]]),
-                         "t": part(yb, [[1.0, 2.0, 0.7, 0.7, 0.7]])}}  # fmt: skip
-    spec = {"inputs": [i.spec() for i in space.inputs], "seed": 1,
-            "outputs": [{"name": "s"}, {"name": "t"}]}  # fmt: skip
+    model = {
+        "n_labeled": 24,
+        "version": 24,
+        "transform": space.transform(),
+        "outputs": {
+            "s": part(ya, [[0.4, 0.5, 1, 1, 1], [0.6, 0.3, 2, 2, 2]]),
+            "t": part(yb, [[1.0, 2.0, 0.7, 0.7, 0.7]]),
+        },
+    }
+    spec = {
+        "inputs": [i.spec() for i in space.inputs],
+        "seed": 1,
+        "outputs": [{"name": "s"}, {"name": "t"}],
+    }
     return spec, model, labels
 
 
@@ -214,8 +248,9 @@ def test_each_output_has_its_own_draws_and_indices():
 def test_monte_carlo_method_agrees_with_the_closed_form_on_a_stored_model():
     spec, model, labels = _two_output_campaign()
     exact = sensitivity.sensitivity_outputs(spec, model, labels)["outputs"]["s"]
-    mc = sensitivity.sensitivity_outputs(spec, model, labels, method="monte-carlo",
-                                         samples=2**15)["outputs"]["s"]  # fmt: skip
+    mc = sensitivity.sensitivity_outputs(spec, model, labels, method="monte-carlo", samples=2**15)[
+        "outputs"
+    ]["s"]
     assert mc["method"] == "monte-carlo"
     for key in ("first", "total"):
         assert np.allclose(mc[key]["mean"], exact[key]["mean"], atol=0.03), (key, mc, exact)
@@ -228,9 +263,11 @@ def test_monte_carlo_method_agrees_with_the_closed_form_on_a_stored_model():
 
 def test_the_closed_form_needs_numpy_alone():
     """The SDK's Metamodel may call it: importing it loads no torch nor scipy."""
-    code = ("import sys, fbgp_al.worker.spec.sobol;"
-            "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
-            "assert not loaded, loaded")  # fmt: skip
+    code = (
+        "import sys, fbgp_al.worker.spec.sobol;"
+        "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
+        "assert not loaded, loaded"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -261,8 +298,9 @@ def test_ishigami_150_labels_and_nuts_give_the_analytic_indices_and_salib_agrees
     space = Space.of([{"name": f"x{i}", "lower": -PI, "upper": PI} for i in (1, 2, 3)])
     v = qmc.LatinHypercube(d=3, seed=11).random(150)
     y = _ishigami(v)
-    labels = [{"x": row.tolist(), "y": float(t)}
-              for row, t in zip(space.pool_to_code(v), y, strict=True)]  # fmt: skip
+    labels = [
+        {"x": row.tolist(), "y": float(t)} for row, t in zip(space.pool_to_code(v), y, strict=True)
+    ]
     mcmc = {
         "chains": 2,
         "warmup": 100,
@@ -274,10 +312,17 @@ def test_ishigami_150_labels_and_nuts_give_the_analytic_indices_and_salib_agrees
     spec = {"inputs": [i.spec() for i in space.inputs], "seed": 3, "mcmc": mcmc}
     sampled = fitting.sample(spec, labels)
     data, post = sampled.data, sampled.post
-    model = {"n_labeled": 150, "version": 150, **post.to_dict(),
-             "acquisition_samples": post.for_scoring(mcmc).to_dict()["samples"],
-             "transform": {**data.space.transform(), "y_mean": data.scale_y.mean,
-                           "y_std": data.scale_y.std}}  # fmt: skip
+    model = {
+        "n_labeled": 150,
+        "version": 150,
+        **post.to_dict(),
+        "acquisition_samples": post.for_scoring(mcmc).to_dict()["samples"],
+        "transform": {
+            **data.space.transform(),
+            "y_mean": data.scale_y.mean,
+            "y_std": data.scale_y.std,
+        },
+    }
     got = sensitivity.sensitivity_outputs(spec, model, labels)
     assert got["draws"] == 50 and got["level"] == 0.95
     for key, analytic in (("first", [0.3139, 0.4424, 0.0]), ("total", [0.5576, 0.4424, 0.2437])):

@@ -22,11 +22,21 @@ def test_the_accuracy_is_drawn_per_output_in_its_own_units():
     with only the worst estimates over the outputs (kept before each output's were) has none
     to draw, rather than one axis for outputs of different units."""
     spec = {"outputs": [{"name": "stress", "units": "MPa"}, {"name": "disp"}]}
-    one = {"loo_rmse": 2.0, "ipv": 4.0, "ipv_f": 3.0, "qbc": 0.5, "loo_rmse_relative": 0.1,
-           "ipv_relative": 0.01, "ipv_f_relative": 0.01, "qbc_relative": 0.001}  # fmt: skip
+    one = {
+        "loo_rmse": 2.0,
+        "ipv": 4.0,
+        "ipv_f": 3.0,
+        "qbc": 0.5,
+        "loo_rmse_relative": 0.1,
+        "ipv_relative": 0.01,
+        "ipv_f_relative": 0.01,
+        "qbc_relative": 0.001,
+    }
     worst = [{"event": "model", "version": v, "accuracy": one} for v in (3, 4)]
     assert views.accuracy_png(worst, spec) is None
-    each = [dict(e, outputs={"stress": one, "disp": {k: v / 1000 for k, v in one.items()}})
-            for e in worst]  # fmt: skip
+    each = [
+        dict(e, outputs={"stress": one, "disp": {k: v / 1000 for k, v in one.items()}})
+        for e in worst
+    ]
     assert views.accuracy_png(each, spec).startswith(b"\x89PNG")
     assert views.accuracy_png(worst, {}).startswith(b"\x89PNG")  # one output: its own

@@ -93,20 +93,32 @@ class FailureModel:
 
     def to_dict(self) -> dict:
         """The model body's ``failures``: the classifier and what it was fitted on."""
-        return {"model": self.model.to_dict(), "min_success": self.min_success,
-                "n_successes": self.n_successes, "n_failures": self.n_failures,
-                "n_fitted": self.n_fitted, "fit_seconds": self.fit_seconds,
-                "excluded": self.excluded}  # fmt: skip
+        return {
+            "model": self.model.to_dict(),
+            "min_success": self.min_success,
+            "n_successes": self.n_successes,
+            "n_failures": self.n_failures,
+            "n_fitted": self.n_fitted,
+            "fit_seconds": self.fit_seconds,
+            "excluded": self.excluded,
+        }
 
     @classmethod
     def from_dict(cls, body: dict) -> FailureModel:
-        return cls(from_dict(body["model"]), float(body["min_success"]),
-                   int(body["n_successes"]), int(body["n_failures"]), int(body["n_fitted"]),
-                   float(body.get("fit_seconds", 0.0)), int(body.get("excluded", 0)))  # fmt: skip
+        return cls(
+            from_dict(body["model"]),
+            float(body["min_success"]),
+            int(body["n_successes"]),
+            int(body["n_failures"]),
+            int(body["n_fitted"]),
+            float(body.get("fit_seconds", 0.0)),
+            int(body.get("excluded", 0)),
+        )
 
 
-def fit_campaign(spec: dict, labels: list[dict], failures: list[dict], seed: int,
-                 limit: int = MAX_RUNS) -> FailureModel | None:  # fmt: skip
+def fit_campaign(
+    spec: dict, labels: list[dict], failures: list[dict], seed: int, limit: int = MAX_RUNS
+) -> FailureModel | None:
     """The campaign's failure model on its ``labels`` and ``failures`` (the failed runs it
     counts), or None when it has none (``"model": "none"``, or no failed run: nothing is fitted
     and the ranking is the acquisition's, bit for bit)."""
@@ -117,8 +129,9 @@ def fit_campaign(spec: dict, labels: list[dict], failures: list[dict], seed: int
     u, success = outcomes(Space.of(spec["inputs"]), labels, failures)
     rows = bounded(u, success, seed, limit)
     model = fit(u[rows], success[rows], seed=seed)
-    return FailureModel(model, min_success, len(labels), len(failures), len(rows),
-                        time.perf_counter() - started)  # fmt: skip
+    return FailureModel(
+        model, min_success, len(labels), len(failures), len(rows), time.perf_counter() - started
+    )
 
 
 def of_model(model: dict | None) -> FailureModel | None:

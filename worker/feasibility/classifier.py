@@ -55,8 +55,9 @@ class Classifier:
             self.nu = np.asarray(self.nu, dtype=np.float64)
             self.sW = np.sqrt(self.tau)
             self.L = _cholesky(np.eye(len(self.u)) + self.sW[:, None] * K * self.sW[None, :])
-            self.alpha = self.nu - self.sW * linalg.cho_solve((self.L, True),
-                                                              self.sW * (K @ self.nu))  # fmt: skip
+            self.alpha = self.nu - self.sW * linalg.cho_solve(
+                (self.L, True), self.sW * (K @ self.nu)
+            )
         else:
             self.f_hat = np.asarray(self.f_hat, dtype=np.float64)
             y = 2.0 * self.success - 1.0
@@ -89,10 +90,17 @@ class Classifier:
 
     def to_dict(self) -> dict:
         """JSON-ready: lists of floats (Python's float repr reads back to the same bits)."""
-        body = {"kind": "classifier", "likelihood": self.likelihood, "inference": self.inference,
-                "u": self.u.tolist(), "success": self.success.tolist(),
-                "lengthscale": self.lengthscale.tolist(), "variance": float(self.variance),
-                "bias": float(self.bias), "log_marginal": float(self.log_marginal)}  # fmt: skip
+        body = {
+            "kind": "classifier",
+            "likelihood": self.likelihood,
+            "inference": self.inference,
+            "u": self.u.tolist(),
+            "success": self.success.tolist(),
+            "lengthscale": self.lengthscale.tolist(),
+            "variance": float(self.variance),
+            "bias": float(self.bias),
+            "log_marginal": float(self.log_marginal),
+        }
         if self.inference == "ep":
             return {**body, "tau": self.tau.tolist(), "nu": self.nu.tolist()}
         return {**body, "f_hat": self.f_hat.tolist()}
@@ -100,11 +108,19 @@ class Classifier:
     @classmethod
     def from_dict(cls, body: dict) -> Classifier:
         u = _array(body["u"], 2).reshape(len(body["success"]), len(body["lengthscale"]))
-        return cls(u=u, success=body["success"], lengthscale=body["lengthscale"],
-                   variance=float(body["variance"]), bias=float(body["bias"]),
-                   likelihood=body["likelihood"], inference=body.get("inference", "laplace"),
-                   f_hat=body.get("f_hat"), tau=body.get("tau"), nu=body.get("nu"),
-                   log_marginal=float(body.get("log_marginal", math.nan)))  # fmt: skip
+        return cls(
+            u=u,
+            success=body["success"],
+            lengthscale=body["lengthscale"],
+            variance=float(body["variance"]),
+            bias=float(body["bias"]),
+            likelihood=body["likelihood"],
+            inference=body.get("inference", "laplace"),
+            f_hat=body.get("f_hat"),
+            tau=body.get("tau"),
+            nu=body.get("nu"),
+            log_marginal=float(body.get("log_marginal", math.nan)),
+        )
 
 
 @dataclass
@@ -125,13 +141,18 @@ class Constant:
         return np.full(len(_array(u_star, 2)), self.p)
 
     def to_dict(self) -> dict:
-        return {"kind": "constant", "p": self.p, "successes": self.successes,
-                "failures": self.failures}  # fmt: skip
+        return {
+            "kind": "constant",
+            "p": self.p,
+            "successes": self.successes,
+            "failures": self.failures,
+        }
 
     @classmethod
     def from_dict(cls, body: dict) -> Constant:
-        return cls(p=float(body["p"]), successes=int(body["successes"]),
-                   failures=int(body["failures"]))  # fmt: skip
+        return cls(
+            p=float(body["p"]), successes=int(body["successes"]), failures=int(body["failures"])
+        )
 
 
 def from_dict(body: dict) -> Classifier | Constant:
@@ -139,23 +160,45 @@ def from_dict(body: dict) -> Classifier | Constant:
     return (Constant if body.get("kind") == "constant" else Classifier).from_dict(body)
 
 
-def condition(u, success, lengthscale, variance: float, bias: float = 0.0,
-              likelihood: str = LIKELIHOOD, inference: str = INFERENCE) -> Classifier:  # fmt: skip
+def condition(
+    u,
+    success,
+    lengthscale,
+    variance: float,
+    bias: float = 0.0,
+    likelihood: str = LIKELIHOOD,
+    inference: str = INFERENCE,
+) -> Classifier:
     """The approximation at fixed hyperparameters (no fitting of them)."""
     u = _array(u, 2)
     success = np.asarray(success, dtype=np.float64)
     lengthscale = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (u.shape[1],))
-    value, _, approx = log_marginal(u, success, lengthscale, variance, bias, likelihood,
-                                    inference=inference)  # fmt: skip
+    value, _, approx = log_marginal(
+        u, success, lengthscale, variance, bias, likelihood, inference=inference
+    )
     sites = {"tau": approx.tau, "nu": approx.nu} if inference == "ep" else {"f_hat": approx.f}
-    return Classifier(u=u, success=success, lengthscale=lengthscale.copy(), variance=variance,
-                      bias=bias, likelihood=likelihood, inference=inference, log_marginal=value,
-                      **sites)  # fmt: skip
+    return Classifier(
+        u=u,
+        success=success,
+        lengthscale=lengthscale.copy(),
+        variance=variance,
+        bias=bias,
+        likelihood=likelihood,
+        inference=inference,
+        log_marginal=value,
+        **sites,
+    )
 
 
-def fit(u, success, seed: int = 0, likelihood: str = LIKELIHOOD, restarts: int = RESTARTS,
-        inference: str = INFERENCE, evidence: str = EVIDENCE
-        ) -> Classifier | Constant | None:  # fmt: skip
+def fit(
+    u,
+    success,
+    seed: int = 0,
+    likelihood: str = LIKELIHOOD,
+    restarts: int = RESTARTS,
+    inference: str = INFERENCE,
+    evidence: str = EVIDENCE,
+) -> Classifier | Constant | None:
     """The failure model of runs at ``u`` (``n x d``, the unit cube) with outcomes ``success``
     (``n``, true/1: the run answered; false/0: it failed). None without any failure; a
     :class:`Constant` without any success; else the GP classifier: its hyperparameters at the
@@ -174,5 +217,12 @@ def fit(u, success, seed: int = 0, likelihood: str = LIKELIHOOD, restarts: int =
     if successes == 0:
         return Constant(p=1.0 / (len(success) + 2), successes=0, failures=failures)
     theta = hyperparameters(u, success, seed, likelihood, restarts, evidence)
-    return condition(u, success, np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1]),
-                     likelihood, inference)  # fmt: skip
+    return condition(
+        u,
+        success,
+        np.exp(theta[:-2]),
+        math.exp(theta[-2]),
+        math.exp(theta[-1]),
+        likelihood,
+        inference,
+    )

@@ -50,9 +50,14 @@ def _ep_log_marginal(y, tau, nu, L, Sigma, mu) -> float:
     tau_c = 1.0 / v - tau
     nu_c = mu / v - nu
     z = y * (nu_c / tau_c) / np.sqrt(1.0 + 1.0 / tau_c)
-    value = (special.log_ndtr(z).sum() + 0.5 * nu @ Sigma @ nu - 0.5 * (v * nu) @ nu
-             + 0.5 * nu_c @ ((tau / tau_c * nu_c - 2.0 * nu) * v)
-             + 0.5 * np.log1p(tau / tau_c).sum() - np.log(np.diag(L)).sum())  # fmt: skip
+    value = (
+        special.log_ndtr(z).sum()
+        + 0.5 * nu @ Sigma @ nu
+        - 0.5 * (v * nu) @ nu
+        + 0.5 * nu_c @ ((tau / tau_c * nu_c - 2.0 * nu) * v)
+        + 0.5 * np.log1p(tau / tau_c).sum()
+        - np.log(np.diag(L)).sum()
+    )
     return float(value)
 
 

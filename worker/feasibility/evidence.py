@@ -35,15 +35,24 @@ RESTARTS = 3  # L-BFGS-B starts: the prior's centre, then draws from the prior (
 def _dkernels(u: np.ndarray, lengthscale: np.ndarray, variance: float, bias: float):
     """``K`` and its derivatives with respect to ``(log l_1..d, log s2, log b2)``."""
     se = kernel(u, u, lengthscale, variance)
-    derivs = [se * ((u[:, j, None] - u[None, :, j]) / lengthscale[j]) ** 2
-              for j in range(u.shape[1])]  # fmt: skip
+    derivs = [
+        se * ((u[:, j, None] - u[None, :, j]) / lengthscale[j]) ** 2 for j in range(u.shape[1])
+    ]
     derivs += [se, np.full_like(se, bias)]
     return se + bias, derivs
 
 
-def log_marginal(u, success, lengthscale, variance: float, bias: float = 0.0,
-                 likelihood: str = LIKELIHOOD, gradient: bool = False, start=None,
-                 inference: str = "laplace"):  # fmt: skip
+def log_marginal(
+    u,
+    success,
+    lengthscale,
+    variance: float,
+    bias: float = 0.0,
+    likelihood: str = LIKELIHOOD,
+    gradient: bool = False,
+    start=None,
+    inference: str = "laplace",
+):
     """The approximate log marginal likelihood at fixed hyperparameters, and with ``gradient``
     its gradient with respect to ``(log l_1..d, log s2, log b2)``. Returns ``(value, gradient or
     None, approximation)``: a :class:`Mode` or :class:`Sites`. ``start``: the previous
@@ -70,8 +79,7 @@ def log_marginal(u, success, lengthscale, variance: float, bias: float = 0.0,
         return approx.log_marginal, None, approx
     sW, L = approx.sW, approx.L
     R = sW[:, None] * linalg.cho_solve((L, True), np.diag(sW))  # S^1/2 B^-1 S^1/2
-    out = np.array([0.5 * float(alpha @ dK @ alpha) - 0.5 * float((R * dK).sum())
-                    for dK in derivs])  # fmt: skip
+    out = np.array([0.5 * float(alpha @ dK @ alpha) - 0.5 * float((R * dK).sum()) for dK in derivs])
     if inference == "laplace":
         C = linalg.solve_triangular(L, sW[:, None] * K, lower=True)
         # d(-log|B| / 2) / df_i = [(K^-1 + W)^-1]_ii (third derivative of log p) / 2, as dW / df
@@ -87,8 +95,9 @@ def log_marginal(u, success, lengthscale, variance: float, bias: float = 0.0,
 def _prior(likelihood: str, d: int):
     """Centres, scales and bounds of the log-hyperparameters ``(log l_1..d, log s2, log b2)``."""
     shift = LOGISTIC_SCALE if likelihood == "logistic" else 0.0
-    centre = np.array([LOG_LENGTHSCALE_PRIOR[0]] * d
-                      + [LOG_VARIANCE_PRIOR[0] + shift, LOG_BIAS_PRIOR[0] + shift])  # fmt: skip
+    centre = np.array(
+        [LOG_LENGTHSCALE_PRIOR[0]] * d + [LOG_VARIANCE_PRIOR[0] + shift, LOG_BIAS_PRIOR[0] + shift]
+    )
     scale = np.array([LOG_LENGTHSCALE_PRIOR[1]] * d + [LOG_VARIANCE_PRIOR[1], LOG_BIAS_PRIOR[1]])
     bounds = [LOG_LENGTHSCALE_BOUNDS] * d + [LOG_VARIANCE_BOUNDS] * 2
     return centre, scale, bounds
@@ -101,8 +110,14 @@ def log_prior(theta: np.ndarray, likelihood: str = LIKELIHOOD) -> float:
     return float(-0.5 * (z * z).sum() - np.log(scale).sum() - len(z) * LOG_SQRT_2PI)
 
 
-def hyperparameters(u, success, seed: int = 0, likelihood: str = LIKELIHOOD,
-                    restarts: int = RESTARTS, inference: str = EVIDENCE) -> np.ndarray:  # fmt: skip
+def hyperparameters(
+    u,
+    success,
+    seed: int = 0,
+    likelihood: str = LIKELIHOOD,
+    restarts: int = RESTARTS,
+    inference: str = EVIDENCE,
+) -> np.ndarray:
     """The log-hyperparameters ``(log l_1..d, log s2, log b2)`` at the maximum of the
     approximate ``log p(y | X, theta) + log p(theta)`` of ``inference``: L-BFGS-B within the
     bounds, from the prior's centre and ``restarts - 1`` seeded draws from the prior; the best
@@ -111,16 +126,26 @@ def hyperparameters(u, success, seed: int = 0, likelihood: str = LIKELIHOOD,
     centre, scale, bounds = _prior(likelihood, u.shape[1])
     lo, hi = np.array(bounds).T
     rng = np.random.default_rng(seed)
-    starts = [centre] + [np.clip(centre + scale * rng.standard_normal(len(centre)), lo, hi)
-                         for _ in range(max(restarts, 1) - 1)]  # fmt: skip
+    starts = [centre] + [
+        np.clip(centre + scale * rng.standard_normal(len(centre)), lo, hi)
+        for _ in range(max(restarts, 1) - 1)
+    ]
     warm = {"start": None}
 
     def objective(theta):
         ell = np.exp(theta[:-2])
         try:
-            value, grad, approx = log_marginal(u, success, ell, math.exp(theta[-2]),
-                                               math.exp(theta[-1]), likelihood, True,
-                                               warm["start"], inference)  # fmt: skip
+            value, grad, approx = log_marginal(
+                u,
+                success,
+                ell,
+                math.exp(theta[-2]),
+                math.exp(theta[-1]),
+                likelihood,
+                True,
+                warm["start"],
+                inference,
+            )
         except ValueError:
             return 1e300, np.zeros_like(theta)
         if not (np.isfinite(value) and np.isfinite(grad).all()):
@@ -132,8 +157,9 @@ def hyperparameters(u, success, seed: int = 0, likelihood: str = LIKELIHOOD,
     best, best_value = centre, math.inf
     for start in starts:
         warm["start"] = None
-        result = optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                                   options={"maxiter": 200})  # fmt: skip
+        result = optimize.minimize(
+            objective, start, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 200}
+        )
         if np.isfinite(result.fun) and result.fun < best_value:
             best, best_value = np.asarray(result.x, dtype=np.float64), float(result.fun)
     return best

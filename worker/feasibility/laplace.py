@@ -34,18 +34,30 @@ class Mode:
     iterations: int
 
 
-def _at(K: np.ndarray, y: np.ndarray, f: np.ndarray, a: np.ndarray, likelihood: str,
-        iterations: int = 0) -> Mode:  # fmt: skip
+def _at(
+    K: np.ndarray, y: np.ndarray, f: np.ndarray, a: np.ndarray, likelihood: str, iterations: int = 0
+) -> Mode:
     log_lik, grad, W, third = likelihood_terms(f, y, likelihood)
     sW = np.sqrt(W)
     L = _cholesky(np.eye(len(f)) + sW[:, None] * K * sW[None, :])
     log_q = -0.5 * float(a @ f) + log_lik - float(np.log(np.diag(L)).sum())
-    return Mode(f=f, a=a, log_lik=log_lik, grad=grad, W=W, third=third, sW=sW, L=L,
-                log_marginal=log_q, iterations=iterations)  # fmt: skip
+    return Mode(
+        f=f,
+        a=a,
+        log_lik=log_lik,
+        grad=grad,
+        W=W,
+        third=third,
+        sW=sW,
+        L=L,
+        log_marginal=log_q,
+        iterations=iterations,
+    )
 
 
-def posterior_mode(K: np.ndarray, y: np.ndarray, likelihood: str = LIKELIHOOD,
-                   a0: np.ndarray | None = None) -> Mode:  # fmt: skip
+def posterior_mode(
+    K: np.ndarray, y: np.ndarray, likelihood: str = LIKELIHOOD, a0: np.ndarray | None = None
+) -> Mode:
     """GPML Algorithm 3.1: Newton's method on ``Psi(f) = log p(y | f) - f' K^-1 f / 2`` in the
     variable ``a = K^-1 f`` (no inverse of ``K``, which duplicates make singular), each step
     halved while ``Psi`` does not rise. ``a0``: a start (a previous mode's ``a``, when the

@@ -26,8 +26,9 @@ def _array(values, ndim: int) -> np.ndarray:
     return out.reshape(len(out), -1) if ndim == 2 and out.ndim == 1 else out
 
 
-def kernel(u1: np.ndarray, u2: np.ndarray, lengthscale, variance: float, bias: float = 0.0
-           ) -> np.ndarray:  # fmt: skip
+def kernel(
+    u1: np.ndarray, u2: np.ndarray, lengthscale, variance: float, bias: float = 0.0
+) -> np.ndarray:
     """``s2 exp(-|(u1 - u2) / l|^2 / 2) + b2`` between ``u1`` (``n x d``) and ``u2`` (``m x d``):
     ``n x m``; squared distances clamped at zero against rounding."""
     a, b = u1 / lengthscale, u2 / lengthscale

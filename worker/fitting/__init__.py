@@ -38,11 +38,30 @@ from fbgp_al.worker.spec.defaults import output_names
 from fbgp_al.worker.spec.design import GridPool, PointPool
 
 __all__ = [
-    "Data", "OutputFit", "Sampled", "Share", "accuracy_of", "chains", "failure_model", "fit",
-    "fit_outputs", "here", "input_scale_prior", "label_noise", "model_and_ranking",
-    "multi_model_and_ranking", "noise_floor", "posterior", "prepare", "prepare_outputs",
-    "rank", "sample", "uses_laplace", "warm_start_of", "worst_accuracy",
-]  # fmt: skip
+    "Data",
+    "OutputFit",
+    "Sampled",
+    "Share",
+    "accuracy_of",
+    "chains",
+    "failure_model",
+    "fit",
+    "fit_outputs",
+    "here",
+    "input_scale_prior",
+    "label_noise",
+    "model_and_ranking",
+    "multi_model_and_ranking",
+    "noise_floor",
+    "posterior",
+    "prepare",
+    "prepare_outputs",
+    "rank",
+    "sample",
+    "uses_laplace",
+    "warm_start_of",
+    "worst_accuracy",
+]
 
 
 @dataclass(frozen=True)
@@ -61,8 +80,9 @@ class Sampled:
         return (self.data if self.fits is None else self.fits[0].data).seed
 
 
-def sample(spec: dict, labels: list[dict], previous: dict | None = None,
-           mode_draws: int = MODE_DRAWS) -> Sampled:  # fmt: skip
+def sample(
+    spec: dict, labels: list[dict], previous: dict | None = None, mode_draws: int = MODE_DRAWS
+) -> Sampled:
     """The posterior of every output on ``labels``, all chains here, warm-started from the
     ``previous`` model when the campaign's ``mcmc`` asks so."""
     if output_names(spec):
@@ -71,9 +91,16 @@ def sample(spec: dict, labels: list[dict], previous: dict | None = None,
     return Sampled(labels, data, posterior(spec, data, warm_start_of(spec, previous), mode_draws))
 
 
-def rank(spec: dict, sampled: Sampled, pool: GridPool | PointPool, exclude: set[int],
-         pending: list[int], failures: list[dict], started: float,
-         share: Share = here) -> tuple[dict, list]:  # fmt: skip
+def rank(
+    spec: dict,
+    sampled: Sampled,
+    pool: GridPool | PointPool,
+    exclude: set[int],
+    pending: list[int],
+    failures: list[dict],
+    started: float,
+    share: Share = here,
+) -> tuple[dict, list]:
     """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
     now (:func:`~worker.fitting.ranking.model_and_ranking` with one output,
     :func:`~worker.fitting.outputs.multi_model_and_ranking` with several), with the failure
@@ -81,18 +108,26 @@ def rank(spec: dict, sampled: Sampled, pool: GridPool | PointPool, exclude: set[
     runs, ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once."""
     failure = failure_model(spec, sampled.labels, failures, sampled.seed)
     if sampled.fits is not None:
-        return multi_model_and_ranking(spec, pool, sampled.fits, exclude, pending, started, share,
-                                       failure)  # fmt: skip
-    return model_and_ranking(spec, pool, sampled.data, sampled.post, exclude, pending, started,
-                             share, failure)  # fmt: skip
+        return multi_model_and_ranking(
+            spec, pool, sampled.fits, exclude, pending, started, share, failure
+        )
+    return model_and_ranking(
+        spec, pool, sampled.data, sampled.post, exclude, pending, started, share, failure
+    )
 
 
 def fit(
-    spec: dict, pool: GridPool | PointPool, labels: list[dict], exclude: set[int],
-    pending: list[int] = (), previous: dict | None = None, failures: list[dict] = (),
-) -> tuple[dict, list]:  # fmt: skip
+    spec: dict,
+    pool: GridPool | PointPool,
+    labels: list[dict],
+    exclude: set[int],
+    pending: list[int] = (),
+    previous: dict | None = None,
+    failures: list[dict] = (),
+) -> tuple[dict, list]:
     """Refit on ``labels`` (``[{x, y, ...}]``), all chains in this process, and rank: a refit
     job's :func:`sample` and :func:`rank`, with its candidates known beforehand."""
     started = time.perf_counter()
-    return rank(spec, sample(spec, labels, previous), pool, exclude, pending, list(failures),
-                started)  # fmt: skip
+    return rank(
+        spec, sample(spec, labels, previous), pool, exclude, pending, list(failures), started
+    )

@@ -62,8 +62,9 @@ def output_warm_start(spec: dict, previous: dict | None, name: str) -> dict | No
     return None
 
 
-def fit_outputs(spec: dict, labels: list[dict], previous: dict | None = None,
-                mode_draws: int = MODE_DRAWS) -> list[OutputFit]:  # fmt: skip
+def fit_outputs(
+    spec: dict, labels: list[dict], previous: dict | None = None, mode_draws: int = MODE_DRAWS
+) -> list[OutputFit]:
     """Every output's posterior, one after the other in this process: each the posterior its
     single-output campaign would sample on the same labels (the same draws)."""
     fits = []
@@ -75,9 +76,15 @@ def fit_outputs(spec: dict, labels: list[dict], previous: dict | None = None,
 
 
 def multi_model_and_ranking(
-    spec: dict, pool: GridPool | PointPool, fits: list[OutputFit], exclude: set[int],
-    pending: list[int], started: float, share: Share = here, failure: FailureModel | None = None,
-) -> tuple[dict, list]:  # fmt: skip
+    spec: dict,
+    pool: GridPool | PointPool,
+    fits: list[OutputFit],
+    exclude: set[int],
+    pending: list[int],
+    started: float,
+    share: Share = here,
+    failure: FailureModel | None = None,
+) -> tuple[dict, list]:
     """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
     campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
     greedy batch, :func:`worker.acquisition.greedy_batch_outputs`); the model holds each
@@ -85,19 +92,25 @@ def multi_model_and_ranking(
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
-    candidates, cand_u, pending_u, weights = candidates_of(spec, pool, first.space, n, exclude,
-                                                         pending, failure)  # fmt: skip
+    candidates, cand_u, pending_u, weights = candidates_of(
+        spec, pool, first.space, n, exclude, pending, failure
+    )
     ranking = []
     if len(candidates):
         if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            parts = [(f.weight, t, f.data.u, f.data.z, f.data.noise)
-                     for f, t in zip(fits, thins, strict=True)]  # fmt: skip
-            best, best_scores = greedy_batch(spec["acquisition"], parts, cand_u, size, pending_u,
-                                       first.seed, share, weights)  # fmt: skip
+            parts = [
+                (f.weight, t, f.data.u, f.data.z, f.data.noise)
+                for f, t in zip(fits, thins, strict=True)
+            ]
+            best, best_scores = greedy_batch(
+                spec["acquisition"], parts, cand_u, size, pending_u, first.seed, share, weights
+            )
         else:
-            outputs = tuple(Output(f.weight, t, f.data.u, f.data.z, f.data.noise, f.data.seed)
-                            for f, t in zip(fits, thins, strict=True))  # fmt: skip
+            outputs = tuple(
+                Output(f.weight, t, f.data.u, f.data.z, f.data.noise, f.data.seed)
+                for f, t in zip(fits, thins, strict=True)
+            )
             fn = Scoring(spec["acquisition"], outputs, "combined")
             scores = scores_of(spec["acquisition"], fn, cand_u, share, weights)
             best, best_scores = best_of(weighed(scores, weights))
@@ -134,19 +147,23 @@ def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:
     ESS, all divergences, each output's warm start."""
     d = [o["diagnostics"] for o in outputs.values()]
     return {
-        "refit_seconds": seconds, "seed": seed,
-        "max_rhat": max((x["max_rhat"] for x in d if x.get("max_rhat") is not None),
-                        default=None),
-        "min_ess_bulk": min((x["min_ess_bulk"] for x in d if x.get("min_ess_bulk") is not None),
-                            default=None),
+        "refit_seconds": seconds,
+        "seed": seed,
+        "max_rhat": max((x["max_rhat"] for x in d if x.get("max_rhat") is not None), default=None),
+        "min_ess_bulk": min(
+            (x["min_ess_bulk"] for x in d if x.get("min_ess_bulk") is not None), default=None
+        ),
         "divergences": sum(int(x["divergences"]) for x in d),
         "warm_start": "; ".join(sorted({str(x.get("warm_start")) for x in d})),
         "chain_groups": 1,
-    }  # fmt: skip
+    }
 
 
 def worst_accuracy(estimates: list[dict]) -> dict:
     """The outputs' accuracy estimates that a stopping rule may name, each the worst (largest)
     over the outputs, so that a target is met when every output meets it."""
-    return {key: max(e[key] for e in estimates) for key in STOP_TARGETS
-            if all(e.get(key) is not None for e in estimates)}  # fmt: skip
+    return {
+        key: max(e[key] for e in estimates)
+        for key in STOP_TARGETS
+        if all(e.get(key) is not None for e in estimates)
+    }

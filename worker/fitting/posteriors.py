@@ -20,8 +20,16 @@ from fbgp_al.worker.spec.space import Space
 from fbgp_al.worker.transforms import OutputStandardization, as_tensor
 
 # what a NUTS refit reports of a Laplace mixture it tried and did not use
-LAPLACE_TRIED = ("khat", "khat_limit", "importance_ess", "modes", "gradient_evaluations",
-                 "value_evaluations", "seconds", "warm_start")  # fmt: skip
+LAPLACE_TRIED = (
+    "khat",
+    "khat_limit",
+    "importance_ess",
+    "modes",
+    "gradient_evaluations",
+    "value_evaluations",
+    "seconds",
+    "warm_start",
+)
 
 
 @dataclass(frozen=True)
@@ -82,8 +90,9 @@ def label_noise(spec: dict, labels: list[dict], scale_y: OutputStandardization):
     learns its noise."""
     if not known_noise(spec):
         return None
-    return scale_y.variance_to_z([float(label.get("noise", 0.0)) for label in labels],
-                                 [label["y"] for label in labels])  # fmt: skip
+    return scale_y.variance_to_z(
+        [float(label.get("noise", 0.0)) for label in labels], [label["y"] for label in labels]
+    )
 
 
 def warm_start_of(spec: dict, previous: dict | None) -> dict | None:
@@ -110,10 +119,13 @@ def _sampler_options(spec: dict) -> dict:
     """The campaign's MCMC options as keywords of :mod:`worker.mcmc` (specs made before an
     option existed get the behavior they were made with, but for :func:`noise_floor`)."""
     mcmc = spec["mcmc"]
-    return {"warm_warmup": mcmc.get("warm_warmup", 50), "init": mcmc.get("init", "uniform"),
-            "metric": mcmc.get("metric", "diag"),
-            "start_metric": mcmc.get("start_metric", False),
-            "noise_floor": noise_floor(spec)}  # fmt: skip
+    return {
+        "warm_warmup": mcmc.get("warm_warmup", 50),
+        "init": mcmc.get("init", "uniform"),
+        "metric": mcmc.get("metric", "diag"),
+        "start_metric": mcmc.get("start_metric", False),
+        "noise_floor": noise_floor(spec),
+    }
 
 
 def uses_laplace(spec: dict, n: int) -> bool:
@@ -140,29 +152,46 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     mcmc = spec["mcmc"]
     tried = None
     if uses_laplace(spec, data.n):
-        post = laplace_posterior(data.u, data.z, scoring_draws(mcmc), data.seed, previous=warm,
-                                 chains=mcmc["chains"], label_noise=data.noise,
-                                 prior_mean=data.prior_mean,
-                                 noise_floor=noise_floor(spec))  # fmt: skip
+        post = laplace_posterior(
+            data.u,
+            data.z,
+            scoring_draws(mcmc),
+            data.seed,
+            previous=warm,
+            chains=mcmc["chains"],
+            label_noise=data.noise,
+            prior_mean=data.prior_mean,
+            noise_floor=noise_floor(spec),
+        )
         d = post.diagnostics
         if d["khat"] <= d["khat_limit"]:
             return post
         tried = {key: d[key] for key in LAPLACE_TRIED}
         warm = post.adaptation  # its draws and spread start the chains
-    post = sample_posterior(data.u, data.z, mcmc["chains"], mcmc["warmup"], mcmc["samples"],
-                            seed=data.seed, warm_start=warm, target=Target.of(mcmc),
-                            mode_draws=mode_draws, label_noise=data.noise,
-                            prior_mean=data.prior_mean,
-                            mode_rule=mcmc.get("mode_rule", "kde"),
-                            **_sampler_options(spec))  # fmt: skip
+    post = sample_posterior(
+        data.u,
+        data.z,
+        mcmc["chains"],
+        mcmc["warmup"],
+        mcmc["samples"],
+        seed=data.seed,
+        warm_start=warm,
+        target=Target.of(mcmc),
+        mode_draws=mode_draws,
+        label_noise=data.noise,
+        prior_mean=data.prior_mean,
+        mode_rule=mcmc.get("mode_rule", "kde"),
+        **_sampler_options(spec),
+    )
     if tried is not None:
         post.diagnostics["laplace"] = tried
         post.adaptation["searched_at"] = warm["searched_at"]  # when the modes were last searched
     return post
 
 
-def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None,
-           peers=None):  # fmt: skip
+def chains(
+    spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None, peers=None
+):
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
     target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
     refit: :class:`worker.jobs.fanout.Peers`), to the target judged at each check on all the chains
@@ -183,7 +212,17 @@ def chains(spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dic
                 peers.publish(draws.theta, stopped=True)
             return extra
 
-    return run_chains(data.u, data.z, ids, mcmc["warmup"], mcmc["samples"], data.seed,
-                      warm_start=warm, target=target, label_noise=data.noise,
-                      prior_mean=data.prior_mean, more=more,
-                      **_sampler_options(spec))  # fmt: skip
+    return run_chains(
+        data.u,
+        data.z,
+        ids,
+        mcmc["warmup"],
+        mcmc["samples"],
+        data.seed,
+        warm_start=warm,
+        target=target,
+        label_noise=data.noise,
+        prior_mean=data.prior_mean,
+        more=more,
+        **_sampler_options(spec),
+    )

@@ -24,8 +24,15 @@ from fbgp_al.worker.spec.design import GridPool, PointPool
 from fbgp_al.worker.spec.space import Space
 
 
-def candidates_of(spec: dict, pool, space, n: int, exclude: set[int], pending: list[int],
-                failure: FailureModel | None = None):  # fmt: skip
+def candidates_of(
+    spec: dict,
+    pool,
+    space,
+    n: int,
+    exclude: set[int],
+    pending: list[int],
+    failure: FailureModel | None = None,
+):
     """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
     ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
     GP's features of them and of the ``pending`` points (None when there are no candidates, or
@@ -44,8 +51,9 @@ def candidates_of(spec: dict, pool, space, n: int, exclude: set[int], pending: l
         candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
         if not len(candidates):
             return candidates, None, None, None
-    pending_u = (torch.from_numpy(space.features(pool.points(list(pending))))
-                 if len(pending) else None)  # fmt: skip
+    pending_u = (
+        torch.from_numpy(space.features(pool.points(list(pending)))) if len(pending) else None
+    )
     return candidates, torch.from_numpy(features), pending_u, weights
 
 
@@ -81,8 +89,12 @@ EXACT_WORK = 150 * KEEP_LEAST * 1000**2
 
 def screens(name: str, fn: Scoring, candidates) -> bool:
     """Whether :func:`scored` screens ``fn``'s scoring of ``candidates``."""
-    return (name in SCREENED and len(candidates) > SCREEN_KEEP and fn.draws > SCREEN_DRAWS
-            and fn.draws * len(candidates) * fn.labels**2 > SCREEN_WORK)  # fmt: skip
+    return (
+        name in SCREENED
+        and len(candidates) > SCREEN_KEEP
+        and fn.draws > SCREEN_DRAWS
+        and fn.draws * len(candidates) * fn.labels**2 > SCREEN_WORK
+    )
 
 
 def kept_count(fn: Scoring) -> int:
@@ -125,12 +137,22 @@ def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def ranking_of(space: Space, pool, candidates, best, best_scores) -> list[dict]:
     """The ranking a model keeps: ``[{index, x, score}]`` of the candidates' rows ``best``."""
     points = space.from_pool(pool.points(candidates[best]))
-    return [{"index": int(candidates[b]), "x": p, "score": float(v)}
-            for b, p, v in zip(best, points, best_scores, strict=True)]  # fmt: skip
+    return [
+        {"index": int(candidates[b]), "x": p, "score": float(v)}
+        for b, p, v in zip(best, points, best_scores, strict=True)
+    ]
 
 
-def greedy_batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, seed: int,
-           share: Share, weights=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def greedy_batch(
+    name: str,
+    parts: list[tuple],
+    cand_u,
+    size: int,
+    pending_u,
+    seed: int,
+    share: Share,
+    weights=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
     goes through ``share``, each score weighed by ``weights`` (if any): the picked candidates'
     rows and their scores."""
@@ -138,15 +160,23 @@ def greedy_batch(name: str, parts: list[tuple], cand_u, size: int, pending_u, se
     if name != "random":  # random's scores are drawn by the batch itself
         outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
         first = scored(name, Scoring(name, outputs, "batch", pending_u), cand_u, share, weights)
-    order, scores = greedy_batch_outputs(name, parts, cand_u, size, pending_u, seed=seed,
-                                         scores=first, weights=weights)  # fmt: skip
+    order, scores = greedy_batch_outputs(
+        name, parts, cand_u, size, pending_u, seed=seed, scores=first, weights=weights
+    )
     return order.numpy(), scores.numpy()
 
 
 def model_and_ranking(
-    spec: dict, pool: GridPool | PointPool, data: Data, post: Posterior, exclude: set[int],
-    pending: list[int], started: float, share: Share = here, failure: FailureModel | None = None,
-) -> tuple[dict, list]:  # fmt: skip
+    spec: dict,
+    pool: GridPool | PointPool,
+    data: Data,
+    post: Posterior,
+    exclude: set[int],
+    pending: list[int],
+    started: float,
+    share: Share = here,
+    failure: FailureModel | None = None,
+) -> tuple[dict, list]:
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
     labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
@@ -157,18 +187,21 @@ def model_and_ranking(
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
-    candidates, cand_u, pending_u, weights = candidates_of(spec, pool, data.space, n, exclude,
-                                                         pending, failure)  # fmt: skip
+    candidates, cand_u, pending_u, weights = candidates_of(
+        spec, pool, data.space, n, exclude, pending, failure
+    )
     ranking = []
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            best, best_scores = greedy_batch(name, [(1.0, thin, u, z, data.noise)], cand_u, size,
-                                       pending_u, seed, share, weights)  # fmt: skip
+            best, best_scores = greedy_batch(
+                name, [(1.0, thin, u, z, data.noise)], cand_u, size, pending_u, seed, share, weights
+            )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            best, best_scores = best_of(weighed(scores_of(name, fn, cand_u, share, weights),
-                                                weights))  # fmt: skip
+            best, best_scores = best_of(
+                weighed(scores_of(name, fn, cand_u, share, weights), weights)
+            )
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
@@ -203,6 +236,13 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     rng = np.random.default_rng([int(spec["seed"]), 2**32])
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(data.space.features(pool.points(index)))
-    return accuracy.summary(data.u, data.z, thin.lengthscale, thin.noise, points,
-                            data.scale_y.std, label_noise=data.noise,
-                            scale_y=data.scale_y)  # fmt: skip
+    return accuracy.summary(
+        data.u,
+        data.z,
+        thin.lengthscale,
+        thin.noise,
+        points,
+        data.scale_y.std,
+        label_noise=data.noise,
+        scale_y=data.scale_y,
+    )

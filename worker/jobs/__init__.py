@@ -62,8 +62,9 @@ def refit(campaign_id: str) -> dict:
     # not a large campaign's Laplace mixture, which has no chains to share)
     if not output_names(spec) and not fitting.uses_laplace(spec, inputs.n):
         chains = spec["mcmc"]["chains"]
-        where = fanout.chain_lane(fanout.lane(), inputs.previous, inputs.n, chains,
-                                  get_settings().long_refit_seconds)  # fmt: skip
+        where = fanout.chain_lane(
+            fanout.lane(), inputs.previous, inputs.n, chains, get_settings().long_refit_seconds
+        )
         free = fanout.free_workers(store, campaign_id, began, where)
         groups = fanout.chain_groups(chains, free)
         if len(groups) > 1:
@@ -71,8 +72,9 @@ def refit(campaign_id: str) -> dict:
     started = time.perf_counter()
 
     def sample() -> fitting.Sampled:
-        sampled = fitting.sample(spec, inputs.labels, inputs.previous,
-                                 get_settings().limit_mode_draws)  # fmt: skip
+        sampled = fitting.sample(
+            spec, inputs.labels, inputs.previous, get_settings().limit_mode_draws
+        )
         if sampled.post is not None:
             sampled.post.diagnostics["chain_groups"] = 1
         return sampled
@@ -91,11 +93,13 @@ def _fan_out(store, campaign_id, inputs, groups, token, began, where: str | None
         now = time.time()
         members = [f"refit:{j}" for j in job_ids]
         # the last is the merge: while it waits its turn, nothing beats for the refit
-        return (store.track_jobs(campaign_id, members, now, now + 2 * timeout)
-                and store.note_merge(campaign_id, token, job_ids[-1]))  # fmt: skip
+        return store.track_jobs(campaign_id, members, now, now + 2 * timeout) and store.note_merge(
+            campaign_id, token, job_ids[-1]
+        )
 
-    merge = fanout.dispatch(store.r, campaign_id, n, groups, warm, token, began, timeout, track,
-                            where)  # fmt: skip
+    merge = fanout.dispatch(
+        store.r, campaign_id, n, groups, warm, token, began, timeout, track, where
+    )
     return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
 
 
@@ -113,13 +117,15 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
         sampled = sample()
         share = _share(store, campaign_id, spec, n, len(sampled.fits or [None]))
         return lambda pool, exclude, pending, failures: fitting.rank(
-            spec, sampled, pool, exclude, pending, failures, started, share)  # fmt: skip
+            spec, sampled, pool, exclude, pending, failures, started, share
+        )
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
 
 
-def refit_chains(campaign_id: str, n: int, chain_ids: list[int], warm: dict | None,
-                 token: str) -> dict | None:  # fmt: skip
+def refit_chains(
+    campaign_id: str, n: int, chain_ids: list[int], warm: dict | None, token: str
+) -> dict | None:
     """One group of refit ``token``'s chains (on whichever worker takes it)."""
     store = _store()
     inputs = store.refit_inputs(campaign_id, token, time.time())
@@ -154,8 +160,9 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         groups = fanout.merged(store.r, job_ids)
         store.r.delete(*fanout.peers_keys(token))
         if groups is None:  # a group failed or its worker died: redo all here
-            log.warning("a chain group is missing; running all chains here",
-                        extra=log_ids(campaign_id))  # fmt: skip
+            log.warning(
+                "a chain group is missing; running all chains here", extra=log_ids(campaign_id)
+            )
             draws, how = fitting.chains(spec, data)
             warm = None
         else:
@@ -164,11 +171,17 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
         if redo:
             draws, _ = fitting.chains(spec, data)
         seconds = time.perf_counter() - started  # the chain groups' time included
-        post = assemble(draws, data.u.shape[1], seconds, how, data.seed,
-                        get_settings().limit_mode_draws,
-                        mode_rule=spec["mcmc"].get("mode_rule", "kde"),
-                        prior_mean=data.prior_mean,
-                        noise_floor=fitting.noise_floor(spec))  # fmt: skip
+        post = assemble(
+            draws,
+            data.u.shape[1],
+            seconds,
+            how,
+            data.seed,
+            get_settings().limit_mode_draws,
+            mode_rule=spec["mcmc"].get("mode_rule", "kde"),
+            prior_mean=data.prior_mean,
+            noise_floor=fitting.noise_floor(spec),
+        )
         post.diagnostics["chain_groups"] = len(job_ids)
         return fitting.Sampled(inputs.labels, data, post)
 
@@ -192,14 +205,28 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
         return _failed(store, campaign_id, n, error, token)
     model["diagnostics"]["started_at"] = began
     if not store.finish_refit(campaign_id, model, ranking, token, n, time.time()):
-        log.warning("model %d not stored: another refit is in charge or newer", n,
-                    extra=log_ids(campaign_id, version=n))  # fmt: skip
+        log.warning(
+            "model %d not stored: another refit is in charge or newer",
+            n,
+            extra=log_ids(campaign_id, version=n),
+        )
         return {"campaign": campaign_id, "n_labeled": n, "skipped": "not stored"}
     d = model["diagnostics"]
-    log.info("model %d in %.2f s (%s, %s)", n, d["refit_seconds"], sampler_line(d),
-             d["warm_start"], extra=log_ids(campaign_id, version=n))  # fmt: skip
-    return {"campaign": campaign_id, "n_labeled": n, "version": n,
-            "seconds": d["refit_seconds"], "max_rhat": d["max_rhat"]}  # fmt: skip
+    log.info(
+        "model %d in %.2f s (%s, %s)",
+        n,
+        d["refit_seconds"],
+        sampler_line(d),
+        d["warm_start"],
+        extra=log_ids(campaign_id, version=n),
+    )
+    return {
+        "campaign": campaign_id,
+        "n_labeled": n,
+        "version": n,
+        "seconds": d["refit_seconds"],
+        "max_rhat": d["max_rhat"],
+    }
 
 
 def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
@@ -262,8 +289,9 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
     return dict(result, model_version=model["version"])
 
 
-def plot(campaign_id: str, kind: str, output: str | None = None,
-         inputs: list[str] | None = None) -> str | None:  # fmt: skip
+def plot(
+    campaign_id: str, kind: str, output: str | None = None, inputs: list[str] | None = None
+) -> str | None:
     """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
     ``effects``, ``sobol``, ``pair``, ``failures``, ``curve`` or ``accuracy`` (None: none to
     draw); with several outputs the ``posterior``, ``model``, ``effects``, ``sobol`` and
@@ -284,8 +312,11 @@ def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | No
     title = output_title(spec, output)
     if names:
         k = names.index(output) if output in names else 0
-        spec, model, labels = (output_spec(spec, k), answers.output_model(model, names[k]),
-                               output_labels(labels, names[k]))  # fmt: skip
+        spec, model, labels = (
+            output_spec(spec, k),
+            answers.output_model(model, names[k]),
+            output_labels(labels, names[k]),
+        )
     if kind == "failures":
         return views.failures_png(spec, model, labels, store.failures(campaign_id))
     if kind == "posterior":
@@ -298,6 +329,7 @@ def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | No
         index = {i["name"]: j for j, i in enumerate(spec["inputs"])}
         if not inputs or len(inputs) != 2 or not set(inputs) <= set(index):
             return None
-        return effect_views.pair_png(spec, model, labels, title, (index[inputs[0]],
-                                                                  index[inputs[1]]))  # fmt: skip
+        return effect_views.pair_png(
+            spec, model, labels, title, (index[inputs[0]], index[inputs[1]])
+        )
     return views.model_png(spec, model, labels, title)

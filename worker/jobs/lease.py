@@ -63,8 +63,10 @@ def lease(store: CampaignStore, campaign_id: str, token: str):
             except RedisError:
                 continue
             if not in_charge and not stop.is_set():
-                log.warning("this refit is no longer in charge (deleted, failed or superseded); "
-                            "it stops", extra=log_ids(campaign_id))  # fmt: skip
+                log.warning(
+                    "this refit is no longer in charge (deleted, failed or superseded); it stops",
+                    extra=log_ids(campaign_id),
+                )
                 os._exit(75)
 
     thread = threading.Thread(target=beat, name="refit-heartbeat", daemon=True)

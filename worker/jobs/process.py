@@ -81,8 +81,12 @@ class FbgpWorker(Worker):
         try:
             job.func_name  # noqa: B018  (reads its call: one not fbgp-al's is refused here)
         except DeserializationError as refused:  # RQ fails it below, running nothing
-            log.error("a job on %s refused, nothing of it runs: %s", queue.name, refused,
-                      extra={"job": job.id})  # fmt: skip
+            log.error(
+                "a job on %s refused, nothing of it runs: %s",
+                queue.name,
+                refused,
+                extra={"job": job.id},
+            )
         return super().perform_job(job, queue, execution)
 
     def run_maintenance_tasks(self):
@@ -96,8 +100,10 @@ class FbgpWorker(Worker):
             log.warning("could not look for stuck refits: %s", error)
             return
         for campaign_id in revived:
-            log.warning("refit queued again: its job had died, or its back-off ran out",
-                        extra={"campaign": campaign_id})  # fmt: skip
+            log.warning(
+                "refit queued again: its job had died, or its back-off ran out",
+                extra={"campaign": campaign_id},
+            )
 
 
 def run_worker(name: str | None = None, burst: bool = False, light: bool = False) -> None:
@@ -114,24 +120,34 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
     json_logging()
     log.info(
         "worker pid %d on cores %s, %d torch thread, queues %s",
-        os.getpid(), sorted(os.sched_getaffinity(0)), torch.get_num_threads(), ", ".join(queues),
-    )  # fmt: skip
+        os.getpid(),
+        sorted(os.sched_getaffinity(0)),
+        torch.get_num_threads(),
+        ", ".join(queues),
+    )
     settings = get_settings()
     attempt = 0
     while True:
         try:
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
-                list(queues), connection=connection, log_job_description=False,
-                serializer=SERIALIZER, job_class=PlainJob,
+                list(queues),
+                connection=connection,
+                log_job_description=False,
+                serializer=SERIALIZER,
+                job_class=PlainJob,
                 name=name if attempt == 0 else None,  # a dead registration may hold the name
-                worker_ttl=settings.worker_ttl, maintenance_interval=settings.maintenance_interval,
+                worker_ttl=settings.worker_ttl,
+                maintenance_interval=settings.maintenance_interval,
                 job_monitoring_interval=settings.job_monitoring_interval,
-            )  # fmt: skip
+            )
             worker.work(burst=burst)
         except AuthenticationError as error:  # no waiting mends a missing or wrong password
-            log.error("Redis refused this worker (%s): FBGP_REDIS_URL needs the stack's "
-                      "password, redis://:PASSWORD@host:port/0", error)  # fmt: skip
+            log.error(
+                "Redis refused this worker (%s): FBGP_REDIS_URL needs the stack's "
+                "password, redis://:PASSWORD@host:port/0",
+                error,
+            )
             raise SystemExit(2) from error
         except RedisError as error:
             log.error("Redis unreachable: %s", error)

@@ -49,8 +49,9 @@ class _Parser:
         """``parse()`` one level deeper (at most ``MAX_DEPTH``: the parser recurses)."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise ConstraintError(f"nested deeper than {MAX_DEPTH} levels (parentheses, not, "
-                                  "signs)", at)  # fmt: skip
+            raise ConstraintError(
+                f"nested deeper than {MAX_DEPTH} levels (parentheses, not, signs)", at
+            )
         try:
             return parse()
         finally:
@@ -82,8 +83,9 @@ class _Parser:
             raise ConstraintError("the constraint is empty")
         node = self.disjunction()
         if not self.is_("end"):
-            raise ConstraintError(f"expected and, or, or the end, found {self.found()}",
-                                  self.tok.at)  # fmt: skip
+            raise ConstraintError(
+                f"expected and, or, or the end, found {self.found()}", self.tok.at
+            )
         return node
 
     def disjunction(self) -> Node:
@@ -128,9 +130,12 @@ class _Parser:
         if left.choice is not None or self.is_("keyword", "in") or self.is_("keyword", "not"):
             return self.membership(left)
         if not (self.is_("symbol") and self.tok.value in COMPARISONS):
-            raise ConstraintError(f"expected a comparison (<, <=, >, >=, ==, !=) after "
-                                  f"{self.text[left.at : self.tok.at].strip()!r}, found "
-                                  f"{self.found()}", self.tok.at)  # fmt: skip
+            raise ConstraintError(
+                f"expected a comparison (<, <=, >, >=, ==, !=) after "
+                f"{self.text[left.at : self.tok.at].strip()!r}, found "
+                f"{self.found()}",
+                self.tok.at,
+            )
         nodes = []
         while self.is_("symbol") and self.tok.value in COMPARISONS:
             op = self.take()
@@ -144,25 +149,33 @@ class _Parser:
     def _mismatch(self, left: Sum, right: Sum, op: Token):
         if left.text is not None and right.choice is not None:
             name = self.space.inputs[right.choice].name
-            raise ConstraintError(f"write the choice input first ({name} == {left.text!r})",
-                                  left.at)  # fmt: skip
+            raise ConstraintError(
+                f"write the choice input first ({name} == {left.text!r})", left.at
+            )
         choice = left if left.choice is not None else right
         if choice.choice is not None:
             self._choice_misused(choice, op.at)
         text = left if left.text is not None else right
-        raise ConstraintError(f"{text.text!r} is a text: only a choice input compares with a "
-                              "text, and the other side is a number", text.at)  # fmt: skip
+        raise ConstraintError(
+            f"{text.text!r} is a text: only a choice input compares with a "
+            "text, and the other side is a number",
+            text.at,
+        )
 
     def _choice_misused(self, choice: Sum, at: int):
         spec = self.space.inputs[choice.choice]
-        raise ConstraintError(f"{spec.name!r} is a choice input: it compares only with its "
-                              f"values ({_values(spec)}) by ==, != or in", at)  # fmt: skip
+        raise ConstraintError(
+            f"{spec.name!r} is a choice input: it compares only with its "
+            f"values ({_values(spec)}) by ==, != or in",
+            at,
+        )
 
     def membership(self, left: Sum) -> Node:
         if left.choice is None and not (len(left.terms) == 1 and not left.const):
             if left.text is not None:
-                raise ConstraintError(f"{left.text!r} is a text: write the input first "
-                                      "(material == 'steel')", left.at)  # fmt: skip
+                raise ConstraintError(
+                    f"{left.text!r} is a text: write the input first (material == 'steel')", left.at
+                )
             raise ConstraintError("in takes one input on its left", left.at)
         column = left.choice if left.choice is not None else next(iter(left.terms))
         if left.choice is None and left.terms[column] != 1.0:
@@ -189,8 +202,9 @@ class _Parser:
         else:
             if self.is_("symbol") and self.tok.value in COMPARISONS:
                 self._choice_misused(left, self.tok.at)
-            raise ConstraintError(f"expected ==, != or in after a choice input, found "
-                                  f"{self.found()}", self.tok.at)  # fmt: skip
+            raise ConstraintError(
+                f"expected ==, != or in after a choice input, found {self.found()}", self.tok.at
+            )
         if left.choice is not None:
             node = self._among(column, literals)
         else:
@@ -207,17 +221,22 @@ class _Parser:
             if not self.is_("number"):
                 raise ConstraintError(f"expected a number, found {self.found()}", self.tok.at)
         if not (self.is_("number") or self.is_("text")):
-            raise ConstraintError(f"expected a value (a number or a quoted text), found "
-                                  f"{self.found()}", self.tok.at)  # fmt: skip
+            raise ConstraintError(
+                f"expected a value (a number or a quoted text), found {self.found()}", self.tok.at
+            )
         tok = self.take()
-        return (sign * tok.value if tok.kind == "number" else tok.value), at, \
-            self.text[at : tok.end]  # fmt: skip
+        return (
+            (sign * tok.value if tok.kind == "number" else tok.value),
+            at,
+            self.text[at : tok.end],
+        )
 
     def _numbers(self, literals) -> list:
         for value, at, _ in literals:
             if isinstance(value, str):
-                raise ConstraintError(f"{value!r} is a text: a number input compares with "
-                                      "numbers", at)  # fmt: skip
+                raise ConstraintError(
+                    f"{value!r} is a text: a number input compares with numbers", at
+                )
         return literals
 
     def _among(self, column: int, literals) -> Among:
@@ -227,8 +246,11 @@ class _Parser:
             index = _value_index(spec, value)
             if index is None:
                 kind = "a text" if isinstance(value, str) else "a number"
-                raise ConstraintError(f"{raw} ({kind}) is not one of the values of choice input "
-                                      f"{spec.name!r} ({_values(spec)})", at)  # fmt: skip
+                raise ConstraintError(
+                    f"{raw} ({kind}) is not one of the values of choice input "
+                    f"{spec.name!r} ({_values(spec)})",
+                    at,
+                )
             indices.append(index)
         return Among(column, tuple(sorted(set(indices))))
 
@@ -273,8 +295,9 @@ class _Parser:
             elif value.terms and right.terms:
                 raise ConstraintError("not linear: a product of two inputs", op.at)
             else:
-                value = _scaled(right, value.const) if not value.terms else \
-                    _scaled(value, right.const)  # fmt: skip
+                value = (
+                    _scaled(right, value.const) if not value.terms else _scaled(value, right.const)
+                )
         return value
 
     def factor(self) -> Sum:
@@ -294,8 +317,9 @@ class _Parser:
             self.take()
             column = self.names.get(tok.value)
             if column is None:
-                raise ConstraintError(f"unknown input {tok.value!r} (the inputs: "
-                                      f"{', '.join(self.names)})", tok.at)  # fmt: skip
+                raise ConstraintError(
+                    f"unknown input {tok.value!r} (the inputs: {', '.join(self.names)})", tok.at
+                )
             if self.space.inputs[column].type == "choice":
                 return Sum({}, 0.0, tok.at, choice=column)
             return Sum({column: 1.0}, 0.0, tok.at)

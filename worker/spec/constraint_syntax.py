@@ -135,8 +135,12 @@ def tokens(text: str) -> list[Token]:
         else:
             symbol = next((s for s in SYMBOLS if text.startswith(s, i)), None)
             if symbol is None:
-                hint = {"=": " (== compares)", "&": " (use and)", "|": " (use or)",
-                        "!": " (use not, or !=)"}.get(c, "")  # fmt: skip
+                hint = {
+                    "=": " (== compares)",
+                    "&": " (use and)",
+                    "|": " (use or)",
+                    "!": " (use not, or !=)",
+                }.get(c, "")
                 raise ConstraintError(f"unexpected character {c!r}{hint}", i)
             out.append(Token("symbol", symbol, i, i + len(symbol)))
             i += len(symbol)

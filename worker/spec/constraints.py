@@ -100,8 +100,10 @@ class Constraints:
             trees.append(parse(text, space, k))
             count += _comparisons(trees[-1])
             if count > MAX_COMPARISONS:
-                why = (f"the constraints hold {count} comparisons up to this one, more than "
-                       f"{MAX_COMPARISONS} in all")  # fmt: skip
+                why = (
+                    f"the constraints hold {count} comparisons up to this one, more than "
+                    f"{MAX_COMPARISONS} in all"
+                )
                 raise ConstraintError(why, None, k, text)
         return cls(space, texts, tuple(trees))
 

@@ -9,8 +9,16 @@ from __future__ import annotations
 # every acquisition a campaign may name (the OpenAPI document's campaign body), and `bald-code`,
 # BALD as the paper's code computes it (the log of the mean latent standard deviation; `bald-std` is
 # its earlier name)
-ACQUISITIONS: tuple[str, ...] = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp", "random", "bald-code",
-                                 "bald-std")  # fmt: skip
+ACQUISITIONS: tuple[str, ...] = (
+    "alm",
+    "b-alm",
+    "bald",
+    "b-qbc",
+    "qb-mgp",
+    "random",
+    "bald-code",
+    "bald-std",
+)
 # the five the paper compares, and the one its RD-AUC is relative to
 PAPER_ACQUISITIONS: tuple[str, ...] = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp")
 BASELINE = "alm"
@@ -82,8 +90,16 @@ MAX_BATCH = 32  # the longest greedy batch of a parallel-mode campaign
 
 # what a model's `accuracy` reports that a stopping rule may name (all of them: lower is better);
 # the `..._relative` ones relative to the labels' standard deviation (variance for ipv, ipv_f, qbc)
-STOP_TARGETS: tuple[str, ...] = ("loo_rmse", "loo_rmse_relative", "ipv", "ipv_relative", "ipv_f",
-                                 "ipv_f_relative", "qbc", "qbc_relative")  # fmt: skip
+STOP_TARGETS: tuple[str, ...] = (
+    "loo_rmse",
+    "loo_rmse_relative",
+    "ipv",
+    "ipv_relative",
+    "ipv_f",
+    "ipv_f_relative",
+    "qbc",
+    "qbc_relative",
+)
 STOP_PATIENCE = 2  # consecutive models that must meet a target
 
 
@@ -111,8 +127,10 @@ def failure_options(spec: dict) -> tuple[str, float]:
     """A campaign's failure model and ``min_success``; specs made before the option existed get
     the defaults (a campaign without a failed run pays nothing and ranks as before)."""
     options = spec.get("failures") or {}
-    return (str(options.get("model", FAILURE_MODELS[0])),
-            float(options.get("min_success", MIN_SUCCESS)))  # fmt: skip
+    return (
+        str(options.get("model", FAILURE_MODELS[0])),
+        float(options.get("min_success", MIN_SUCCESS)),
+    )
 
 
 # a campaign's `outputs`: named outputs of one simulation, each with its own GP (2 to this many)

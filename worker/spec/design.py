@@ -35,8 +35,9 @@ class Box:
     @classmethod
     def of(cls, inputs: list[dict]) -> Box:
         """The box of a campaign body's ``inputs`` (``[{"name", "lower", "upper"}, ...]``)."""
-        return cls(tuple(float(i["lower"]) for i in inputs),
-                   tuple(float(i["upper"]) for i in inputs))  # fmt: skip
+        return cls(
+            tuple(float(i["lower"]) for i in inputs), tuple(float(i["upper"]) for i in inputs)
+        )
 
     def to_unit(self, x) -> np.ndarray:
         """``x``: ``m x d`` in original units -> ``m x d`` in the unit cube (float64)."""
@@ -150,8 +151,9 @@ class PointPool:
         built once for all rows (``BRUTE_FORCE_PAIRS``)."""
         u = np.atleast_2d(np.asarray(u, dtype=float))
         if len(u) * self.size <= BRUTE_FORCE_PAIRS:
-            return np.array([int(np.argmin(((self.array - row) ** 2).sum(1))) for row in u],
-                            dtype=np.int64)  # fmt: skip
+            return np.array(
+                [int(np.argmin(((self.array - row) ** 2).sum(1))) for row in u], dtype=np.int64
+            )
         return cKDTree(self.array).query(u)[1].astype(np.int64)
 
     def subsample(self, size: int, rng: np.random.Generator, exclude=()) -> np.ndarray:

@@ -68,8 +68,7 @@ class FeasibleGrid(GridPool):
         for j in self.constraints.columns:
             digit = (index // strides[j]) % shape[j]
             axis = None if self.axes is None else self.axes[j]
-            u[:, j] = digit / (self.points_per_dim - 1) if axis is None else \
-                np.asarray(axis)[digit]  # fmt: skip
+            u[:, j] = digit / (self.points_per_dim - 1) if axis is None else np.asarray(axis)[digit]
         return u
 
     @cached_property

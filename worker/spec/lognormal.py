@@ -117,8 +117,13 @@ def predictive(mu, s2) -> dict[str, np.ndarray]:
     mu, s2 = np.asarray(mu, dtype=np.float64), np.asarray(s2, dtype=np.float64)
     mean, variance = moments(mu, s2)
     s = np.sqrt(s2)
-    return {"mean": mean, "variance": variance, "median": _exp(mu),
-            "lower": _exp(mu - Z95 * s), "upper": _exp(mu + Z95 * s)}  # fmt: skip
+    return {
+        "mean": mean,
+        "variance": variance,
+        "median": _exp(mu),
+        "lower": _exp(mu - Z95 * s),
+        "upper": _exp(mu + Z95 * s),
+    }
 
 
 def mixture(mu, s2) -> dict[str, np.ndarray]:
@@ -126,10 +131,13 @@ def mixture(mu, s2) -> dict[str, np.ndarray]:
     (``B x m``): ``mixture_mean``, ``mixture_variance``, ``mixture_median`` and its central 95%
     interval ``mixture_lower``, ``mixture_upper`` (``m`` each)."""
     mean, variance = mixture_moments(mu, s2)
-    return {"mixture_mean": mean, "mixture_variance": variance,
-            "mixture_median": _exp(mixture_quantile(mu, s2, 0.0)),
-            "mixture_lower": _exp(mixture_quantile(mu, s2, -Z95)),
-            "mixture_upper": _exp(mixture_quantile(mu, s2, Z95))}  # fmt: skip
+    return {
+        "mixture_mean": mean,
+        "mixture_variance": variance,
+        "mixture_median": _exp(mixture_quantile(mu, s2, 0.0)),
+        "mixture_lower": _exp(mixture_quantile(mu, s2, -Z95)),
+        "mixture_upper": _exp(mixture_quantile(mu, s2, Z95)),
+    }
 
 
 def predictions(y_mean: float, y_std: float, mean, var, draws) -> dict[str, np.ndarray]:
@@ -139,8 +147,13 @@ def predictions(y_mean: float, y_std: float, mean, var, draws) -> dict[str, np.n
     consecutive chunks of the points ``(B x c, B x c)``."""
     out = predictive(y_mean + y_std * np.asarray(mean), y_std**2 * np.asarray(var))
     parts = [mixture(y_mean + y_std * np.asarray(m), y_std**2 * np.asarray(v)) for m, v in draws]
-    for key in ("mixture_mean", "mixture_variance", "mixture_median", "mixture_lower",
-                "mixture_upper"):  # fmt: skip
+    for key in (
+        "mixture_mean",
+        "mixture_variance",
+        "mixture_median",
+        "mixture_lower",
+        "mixture_upper",
+    ):
         out[key] = np.concatenate([p[key] for p in parts]) if parts else np.empty(0)
     return out
 

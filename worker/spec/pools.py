@@ -63,8 +63,9 @@ def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
         constraints = of_spec(spec)
         if constraints is None:  # as every campaign created before constraints existed
             return GridPool(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim))
-        return FeasibleGrid(dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim),
-                            constraints=constraints)  # fmt: skip
+        return FeasibleGrid(
+            dim=space.dim, points_per_dim=per_dim, axes=space.axes(per_dim), constraints=constraints
+        )
     if codes is None:
         codes = space.codes(pool["points"])
     return PointPool(space.code_to_pool(codes))

@@ -12,13 +12,17 @@ def sampler_line(d: dict) -> str:
     if d.get("method") == "laplace":
         modes = int(d.get("modes", 1))
         plural = "s" if modes != 1 else ""
-        return (f"Laplace mixture: Pareto k {d['khat']:.2f} (at most {d['khat_limit']:.2f}), "
-                f"importance ESS {d['importance_ess']:.0f}, {modes} mode{plural}")  # fmt: skip
+        return (
+            f"Laplace mixture: Pareto k {d['khat']:.2f} (at most {d['khat_limit']:.2f}), "
+            f"importance ESS {d['importance_ess']:.0f}, {modes} mode{plural}"
+        )
     shown = (("max_rhat", "R-hat", ".3f"), ("min_ess_bulk", "bulk ESS", ".0f"))
     parts = [f"{name} {d[key]:{form}}" for key, name, form in shown if d.get(key) is not None]
     line = "NUTS: " + ", ".join([*parts, f"{int(d.get('divergences', 0))} divergences"])
     tried = d.get("laplace")
     if tried:
-        line += (f" (the Laplace mixture's Pareto k {tried['khat']:.2f} was above "
-                 f"{tried['khat_limit']:.2f})")  # fmt: skip
+        line += (
+            f" (the Laplace mixture's Pareto k {tried['khat']:.2f} was above "
+            f"{tried['khat_limit']:.2f})"
+        )
     return line

@@ -63,16 +63,43 @@ ERF_ONE = 6.0
 
 # Cephes' erf (ndtr.c): erf(x) = x T(x^2) / U(x^2) for |x| < 1, else 1 - erfc(|x|) with
 # erfc(x) = exp(-x^2) P(x) / Q(x) for x < 8 (R / S beyond); within 4.5e-16 of math.erf
-_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
-      7.00332514112805075473e3, 5.55923013010394962768e4)  # fmt: skip
-_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
-      2.26290000613890934246e4, 4.92673942608635921086e4)  # fmt: skip
-_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
-      4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
-      9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)  # fmt: skip
-_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
-      9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
-      1.65666309194161350182e3, 5.57535340817727675546e2)  # fmt: skip
+_T = (
+    9.60497373987051638749e0,
+    9.00260197203842689217e1,
+    2.23200534594684319226e3,
+    7.00332514112805075473e3,
+    5.55923013010394962768e4,
+)
+_U = (
+    1.0,
+    3.35617141647503099647e1,
+    5.21357949780152679795e2,
+    4.59432382970980127987e3,
+    2.26290000613890934246e4,
+    4.92673942608635921086e4,
+)
+_P = (
+    2.46196981473530512524e-10,
+    5.64189564831068821977e-1,
+    7.46321056442269912687e0,
+    4.86371970985681366614e1,
+    1.96520832956077098242e2,
+    5.26445194995477358631e2,
+    9.34528527171957607540e2,
+    1.02755188689515710272e3,
+    5.57535335369399327526e2,
+)
+_Q = (
+    1.0,
+    1.32281951154744992508e1,
+    8.67072140885989742329e1,
+    3.54937778887819891062e2,
+    9.75708501743205489753e2,
+    1.82390916687909736289e3,
+    2.24633760818710981792e3,
+    1.65666309194161350182e3,
+    5.57535340817727675546e2,
+)
 
 # how the indices are computed: each draw's GP mean integrated exactly, or sampled
 METHODS = ("closed-form", "monte-carlo")
@@ -213,12 +240,15 @@ def closed_form(space: Space, u, alpha, lengthscale) -> dict:
     alpha = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
     ls = np.atleast_2d(np.asarray(lengthscale, dtype=np.float64))
     if alpha.shape != (len(ls), len(u)) or ls.shape[1] != space.n_features:
-        raise ValueError(f"alpha {alpha.shape} and lengthscale {ls.shape} do not fit "
-                         f"{len(u)} labels of {space.n_features} features")  # fmt: skip
+        raise ValueError(
+            f"alpha {alpha.shape} and lengthscale {ls.shape} do not fit "
+            f"{len(u)} labels of {space.n_features} features"
+        )
     n, d = len(u), space.dim
     step = max(1, CHUNK_ELEMENTS // ((2 * d + 4) * max(1, n * n)))
-    parts = [_chunk(space, u, alpha[b : b + step], ls[b : b + step])
-             for b in range(0, len(ls), step)]  # fmt: skip
+    parts = [
+        _chunk(space, u, alpha[b : b + step], ls[b : b + step]) for b in range(0, len(ls), step)
+    ]
     variance = np.concatenate([p[0] for p in parts])
     first = np.concatenate([p[1] for p in parts])
     total = np.concatenate([p[2] for p in parts])
@@ -228,8 +258,7 @@ def closed_form(space: Space, u, alpha, lengthscale) -> dict:
 def _ratios(variance, first, total) -> dict:
     ok = variance > 0
     scale = np.where(ok, 1.0 / np.where(ok, variance, 1.0), 0.0)[:, None]
-    return {"variance": np.maximum(variance, 0.0), "first": first * scale,
-            "total": total * scale}  # fmt: skip
+    return {"variance": np.maximum(variance, 0.0), "first": first * scale, "total": total * scale}
 
 
 # -- Monte Carlo ---------------------------------------------------------------------------------
@@ -239,8 +268,13 @@ def sample_inputs(space: Space, count: int, rng: np.random.Generator) -> np.ndar
     return space.stratify(rng.random((count, space.dim)))
 
 
-def monte_carlo(space: Space, f: Callable[[np.ndarray], np.ndarray], samples: int = 8192,
-                seed: int = 0, chunk: int = 4096) -> dict:  # fmt: skip
+def monte_carlo(
+    space: Space,
+    f: Callable[[np.ndarray], np.ndarray],
+    samples: int = 8192,
+    seed: int = 0,
+    chunk: int = 4096,
+) -> dict:
     """Sobol indices of ``f`` by Monte Carlo: ``f`` maps points in pool coordinates
     (``m x d``) to values (``B x m``: one row per draw, or ``m`` for one function). With
     ``A``, ``B`` two independent samples of ``samples`` points and ``AB_j`` ``A`` with column
@@ -297,18 +331,25 @@ def gp_mean(space: Space, u, alpha, lengthscale, chunk: int = 4096) -> Callable:
         for s in range(0, len(x), chunk):
             a = x[None, s : s + chunk] / ls[:, None, :]
             b = u[None] / ls[:, None, :]
-            sq = ((a * a).sum(-1)[:, :, None] + (b * b).sum(-1)[:, None, :]
-                  - 2 * a @ b.transpose(0, 2, 1))  # fmt: skip
-            out[:, s : s + chunk] = np.einsum("bmn,bn->bm", np.exp(-0.5 * np.maximum(sq, 0)),
-                                              alpha)  # fmt: skip
+            sq = (
+                (a * a).sum(-1)[:, :, None]
+                + (b * b).sum(-1)[:, None, :]
+                - 2 * a @ b.transpose(0, 2, 1)
+            )
+            out[:, s : s + chunk] = np.einsum("bmn,bn->bm", np.exp(-0.5 * np.maximum(sq, 0)), alpha)
         return out
 
     return mean
 
 
 # -- over the posterior's draws ------------------------------------------------------------------
-def summarize(per_draw: dict, space: Space, level: float = 0.95, method: str = "closed-form",
-              y_std: float = 1.0) -> dict:  # fmt: skip
+def summarize(
+    per_draw: dict,
+    space: Space,
+    level: float = 0.95,
+    method: str = "closed-form",
+    y_std: float = 1.0,
+) -> dict:
     """Each index's mean over the draws and its equal-tailed credible interval (``level``):
     ``{"inputs": names, "first": {"mean", "low", "high"}, "total": {...}, "variance": {...}
     (Var m in the output's units, ``y_std^2`` times the GP's), "draws", "level", "method"}``,
@@ -320,13 +361,19 @@ def summarize(per_draw: dict, space: Space, level: float = 0.95, method: str = "
         return {"mean": values.mean(0).tolist(), "low": low.tolist(), "high": high.tolist()}
 
     variance = band(per_draw["variance"][:, None] * y_std**2)
-    return {"inputs": [i.name for i in space.inputs], "first": band(per_draw["first"]),
-            "total": band(per_draw["total"]),
-            "variance": {k: v[0] for k, v in variance.items()},
-            "draws": len(per_draw["variance"]), "level": level, "method": method}  # fmt: skip
+    return {
+        "inputs": [i.name for i in space.inputs],
+        "first": band(per_draw["first"]),
+        "total": band(per_draw["total"]),
+        "variance": {k: v[0] for k, v in variance.items()},
+        "draws": len(per_draw["variance"]),
+        "level": level,
+        "method": method,
+    }
 
 
-def sobol_indices(space: Space, u, alpha, lengthscale, level: float = 0.95,
-                  y_std: float = 1.0) -> dict:  # fmt: skip
+def sobol_indices(
+    space: Space, u, alpha, lengthscale, level: float = 0.95, y_std: float = 1.0
+) -> dict:
     """The closed form's indices over the draws (:func:`closed_form`, :func:`summarize`)."""
     return summarize(closed_form(space, u, alpha, lengthscale), space, level, y_std=y_std)

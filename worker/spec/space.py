@@ -72,8 +72,12 @@ class Input:
         if self.type == "choice":
             return {"name": self.name, "type": "choice", "values": list(self.values)}
         if self.type == "int":
-            return {"name": self.name, "type": "int", "lower": int(self.lower),
-                    "upper": int(self.upper)}  # fmt: skip
+            return {
+                "name": self.name,
+                "type": "int",
+                "lower": int(self.lower),
+                "upper": int(self.upper),
+            }
         out = {"name": self.name, "lower": self.lower, "upper": self.upper}
         return out if self.type == "float" else dict(out, type=self.type)
 
@@ -124,8 +128,9 @@ class Input:
                 index = self._index.get(value)
                 if index is not None:
                     return index
-            raise ValueError(f"{self.name} = {value!r} is not one of its values "
-                             f"{list(self.values)!r}")  # fmt: skip
+            raise ValueError(
+                f"{self.name} = {value!r} is not one of its values {list(self.values)!r}"
+            )
         if isinstance(value, (str, bool)):
             raise ValueError(f"{self.name} = {value!r} is not a number")
         try:
@@ -139,8 +144,7 @@ class Input:
                 raise ValueError(f"{self.name} = {value!r} is not positive (a log input)")
             return number
         if not self.lower <= number <= self.upper:
-            raise ValueError(f"{self.name} = {value!r} is outside [{self.lower:g}, "
-                             f"{self.upper:g}]")  # fmt: skip
+            raise ValueError(f"{self.name} = {value!r} is outside [{self.lower:g}, {self.upper:g}]")
         if self.type == "int" and number != math.floor(number):
             raise ValueError(f"{self.name} = {value!r} is not an integer (an int input)")
         return number
@@ -173,8 +177,11 @@ class Input:
             code = np.clip([float(f"{c:.12g}") for c in code], self.lower, self.upper)
             return np.where(v <= 0, self.lower, np.where(v >= 1, self.upper, code))
         if self.type == "int":
-            return np.clip(_snap(self.lower + np.clip(v, 0, 1) * (self.upper - self.lower)),
-                           self.lower, self.upper)  # fmt: skip
+            return np.clip(
+                _snap(self.lower + np.clip(v, 0, 1) * (self.upper - self.lower)),
+                self.lower,
+                self.upper,
+            )
         return self.lower + v * (self.upper - self.lower)
 
     def snap(self, v: np.ndarray) -> np.ndarray:
@@ -262,8 +269,9 @@ class Space:
         out = np.empty((len(x), self.dim))
         for k, point in enumerate(x):
             if len(point) != self.dim:
-                raise ValueError(f"point {k} has {len(point)} coordinates, the campaign has "
-                                 f"{self.dim} inputs")  # fmt: skip
+                raise ValueError(
+                    f"point {k} has {len(point)} coordinates, the campaign has {self.dim} inputs"
+                )
             for j, (value, spec) in enumerate(zip(point, self.inputs, strict=True)):
                 try:
                     out[k, j] = spec.code(value, check)
@@ -380,8 +388,10 @@ class Space:
         None in all for a campaign of float and log inputs."""
         if all(i.type in ("float", "log") for i in self.inputs):
             return None
-        return tuple(None if i.type in ("float", "log") else tuple(i.axis(points_per_dim).tolist())
-                     for i in self.inputs)  # fmt: skip
+        return tuple(
+            None if i.type in ("float", "log") else tuple(i.axis(points_per_dim).tolist())
+            for i in self.inputs
+        )
 
 
 def _columns(a: np.ndarray, maps) -> np.ndarray:

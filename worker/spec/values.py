@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from fbgp_al.worker.spec.defaults import known_noise, log_outputs, output_names
 
-KNOWN_NOISE = ('this campaign\'s labels carry their noise variance (its "noise" is '
-               '{"type": "known"})')  # fmt: skip
-LEARNED_NOISE = ('this campaign learns one noise level; to give each label its noise variance, '
-                 'create the campaign with "noise": {"type": "known"}')  # fmt: skip
+KNOWN_NOISE = (
+    'this campaign\'s labels carry their noise variance (its "noise" is {"type": "known"})'
+)
+LEARNED_NOISE = (
+    "this campaign learns one noise level; to give each label its noise variance, "
+    'create the campaign with "noise": {"type": "known"}'
+)
 
 
 def check_noise(spec: dict, given: bool, field: str, what: str) -> None:
@@ -28,21 +31,27 @@ def check_outputs(spec: dict, value, field: str):
     names = output_names(spec)
     if names is None:
         if isinstance(value, dict):
-            raise ValueError(f"{field}: this campaign has one output: a number (a campaign "
-                             'declares several with "outputs")')  # fmt: skip
+            raise ValueError(
+                f"{field}: this campaign has one output: a number (a campaign "
+                'declares several with "outputs")'
+            )
         return value
     listed = ", ".join(repr(n) for n in names)
     if not isinstance(value, dict):
-        raise ValueError(f"{field}: this campaign has several outputs ({listed}): an object "
-                         "{name: value} with a value for each")  # fmt: skip
+        raise ValueError(
+            f"{field}: this campaign has several outputs ({listed}): an object "
+            "{name: value} with a value for each"
+        )
     missing = [n for n in names if n not in value]
     if missing:
-        raise ValueError(f"{field}: output {missing[0]!r} is missing (the campaign's "
-                         f"outputs: {listed})")  # fmt: skip
+        raise ValueError(
+            f"{field}: output {missing[0]!r} is missing (the campaign's outputs: {listed})"
+        )
     unknown = [n for n in value if n not in names]
     if unknown:
-        raise ValueError(f"{field}: unknown output {unknown[0]!r} (the campaign's outputs: "
-                         f"{listed})")  # fmt: skip
+        raise ValueError(
+            f"{field}: unknown output {unknown[0]!r} (the campaign's outputs: {listed})"
+        )
     return {n: float(value[n]) for n in names}
 
 
@@ -56,8 +65,10 @@ def check_positive(spec: dict, value, field: str) -> None:
             if not float(v) > 0:
                 where = "this campaign's output is" if name is None else f"output {name!r} is"
                 at = field if name is None else f"{field}[{name!r}]"
-                raise ValueError(f'{at}: {where} declared "transform": "log" (modeled on the '
-                                 f"log scale), so its values must be > 0; got {v!r}")  # fmt: skip
+                raise ValueError(
+                    f'{at}: {where} declared "transform": "log" (modeled on the '
+                    f"log scale), so its values must be > 0; got {v!r}"
+                )
 
 
 def checked_rows(spec: dict, y: list, noise: list | None) -> tuple[list, list | None]:

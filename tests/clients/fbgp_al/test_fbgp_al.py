@@ -47,24 +47,32 @@ def _sdk_venv(tmp_path: Path) -> Path:
     source = tmp_path / "source"
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+            shutil.copytree(
+                ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         else:
             source.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)],
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     return python
 
 
 def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, api_url, make_body):
     python = _sdk_venv(tmp_path)
-    run = lambda *args, **kw: subprocess.run([str(python), *args], cwd=tmp_path,  # noqa: E731
-                                             capture_output=True, text=True, **kw)  # fmt: skip
+
+    def run(*args, **kw):
+        return subprocess.run(
+            [str(python), *args], cwd=tmp_path, capture_output=True, text=True, **kw
+        )
 
     no_torch = run("-c", "import torch")
     assert no_torch.returncode != 0 and "No module named 'torch'" in no_torch.stderr
@@ -81,8 +89,9 @@ def test_the_package_without_extras_is_the_sdk_and_labels_a_campaign(tmp_path, a
         labeled = run("-c", LABEL, api_url, campaign, timeout=300)
         assert labeled.returncode == 0, labeled.stdout + labeled.stderr
         result = json.loads(labeled.stdout.strip().splitlines()[-1])
-        assert result == dict(result, posted=5, state="done", n_labeled=5, torch=False,
-                              exported=5, same_shape=True)  # fmt: skip
+        assert result == dict(
+            result, posted=5, state="done", n_labeled=5, torch=False, exported=5, same_shape=True
+        )
         assert result["error"] < 1e-10  # the exported model predicts as /predict does
         # the installed SDK ran, not the checkout's
         assert Path(result["file"]).is_relative_to(tmp_path / "venv")

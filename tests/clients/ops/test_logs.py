@@ -21,8 +21,9 @@ def _files(path):
 
 
 def _run(log: RotatingLog, code: str) -> None:
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     log.pump(process.stdout)
     assert process.wait(timeout=60) == 0
 
@@ -30,8 +31,11 @@ def _run(log: RotatingLog, code: str) -> None:
 def test_a_parts_output_rotates_by_size_and_keeps_every_line_whole(tmp_path):
     path = tmp_path / "worker-0.log"
     log = RotatingLog(path, max_bytes=2000, backups=3)
-    _run(log, "import sys\nfor i in range(1000): print(f'line {i:05d} ' + 'x' * 40, "
-              "file=sys.stderr if i % 2 else sys.stdout, flush=True)")  # fmt: skip
+    _run(
+        log,
+        "import sys\nfor i in range(1000): print(f'line {i:05d} ' + 'x' * 40, "
+        "file=sys.stderr if i % 2 else sys.stdout, flush=True)",
+    )
     log.close()
     files = _files(path)
     assert [p.name for p in files] == [f"worker-0.log.{k}" for k in (3, 2, 1)] + ["worker-0.log"]
@@ -71,7 +75,6 @@ def test_the_stacks_api_log_rotates_under_a_flood_of_requests(tmp_path, small_lo
     files = _files(tmp_path / "api.log")
     assert [p.name for p in files] == ["api.log.2", "api.log.1", "api.log"]
     assert all(p.stat().st_size <= 20000 for p in files), [p.stat().st_size for p in files]
-    seen = [int(m) for p in files for m in re.findall(r'"campaign": "flood(\d{5})"',
-                                                      p.read_text())]  # fmt: skip
+    seen = [int(m) for p in files for m in re.findall(r'"campaign": "flood(\d{5})"', p.read_text())]
     assert seen and seen == list(range(600 - len(seen), 600)), seen
     assert "Ready to accept connections" in (tmp_path / "redis.log").read_text()

@@ -12,26 +12,36 @@ import pytest
 from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.ops import cli
 
-INPUTS = [{"name": "load", "lower": 0.0, "upper": 10.0},
-          {"name": "thickness", "type": "int", "lower": 1, "upper": 4},
-          {"name": "material", "type": "choice", "values": ["steel", "aluminium"]}]  # fmt: skip
+INPUTS = [
+    {"name": "load", "lower": 0.0, "upper": 10.0},
+    {"name": "thickness", "type": "int", "lower": 1, "upper": 4},
+    {"name": "material", "type": "choice", "values": ["steel", "aluminium"]},
+]
 OUTPUTS = [{"name": "stress", "units": "MPa"}, {"name": "disp"}]
 
 
 def beam(x: list) -> dict:
     load, thickness, material = x
     stiff = 1.0 if material == "steel" else 0.4
-    return {"stress": 100 * load / thickness**2 + 20 * math.sin(load),
-            "disp": 0.01 * load / (thickness * stiff)}  # fmt: skip
+    return {
+        "stress": 100 * load / thickness**2 + 20 * math.sin(load),
+        "disp": 0.01 * load / (thickness * stiff),
+    }
 
 
 @pytest.fixture(scope="module")
 def campaign(api_url):
     """A labeled 2-output campaign with one failed run; its id."""
     with FbgpClient(api_url, token="") as api:
-        body = {"name": "beam <report>", "inputs": INPUTS, "outputs": OUTPUTS,
-                "pool": {"type": "grid", "points_per_dim": 6}, "max_labels": 8, "seed": 4,
-                "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}}  # fmt: skip
+        body = {
+            "name": "beam <report>",
+            "inputs": INPUTS,
+            "outputs": OUTPUTS,
+            "pool": {"type": "grid", "points_per_dim": 6},
+            "max_labels": 8,
+            "seed": 4,
+            "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+        }
         created = api.create_campaign(body)
         first = api.next_point(created.id)
         api.fail(created.id, first.ticket, "mesh did not converge")
@@ -83,8 +93,11 @@ def test_the_report_is_self_contained_and_complete(api_url, campaign, tmp_path, 
     assert "LOO RMSE" in document and "divergences" in document
     assert "<td>thickness</td><td>int</td><td>1 to 4 (integers)</td>" in document
     assert "<td>MPa</td>" in document and "6 labels</summary>" in document
-    assert re.search(r"<td>load=[0-9.]+, thickness=\d, material=\w+</td><td>mesh did not "
-                     r"converge</td>", document)  # fmt: skip
+    assert re.search(
+        r"<td>load=[0-9.]+, thickness=\d, material=\w+</td><td>mesh did not "
+        r"converge</td>",
+        document,
+    )
 
 
 def test_a_report_of_an_unknown_campaign_says_why(api_url, tmp_path):

@@ -30,10 +30,25 @@ exit 3 } print "log line"; print sin(3 * x) + x }'"""
 
 
 def _run_command(api_url: str, campaign: str, *command: str, parallel: int = 1):
-    argv = [sys.executable, "-m", "fbgp_al.clients.ops.cli", "run", "--url", api_url, "--campaign",
-            campaign, "--parallel", str(parallel), "--wait", "2", "--", *command]  # fmt: skip
-    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "fbgp_al.clients.ops.cli",
+        "run",
+        "--url",
+        api_url,
+        "--campaign",
+        campaign,
+        "--parallel",
+        str(parallel),
+        "--wait",
+        "2",
+        "--",
+        *command,
+    ]
+    return subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def test_placeholders_stdin_and_output():
@@ -68,8 +83,9 @@ def test_placeholders_stdin_and_output():
 def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_url, make_body):
     # the runs fail where x < 1.15, a third of the pool, where active learning is drawn while
     # no label is there: more failures than max_labels, so max_failures is raised
-    body = make_body(name="run-cli", mcmc=FAST, max_labels=5, mode="parallel", max_pending=2,
-                     max_failures=50)  # fmt: skip
+    body = make_body(
+        name="run-cli", mcmc=FAST, max_labels=5, mode="parallel", max_pending=2, max_failures=50
+    )
     with httpx.Client(base_url=api_url, timeout=30) as api:
         campaign = api.post("/campaigns", json=body).json()["id"]
         process = _run_command(api_url, campaign, "sh", "-c", SCRIPT, "sh", "{x}", parallel=2)
@@ -80,8 +96,10 @@ def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_ur
         assert status["n_failed"] >= 1 and status["n_pending"] == 0
         data = api.get(f"/campaigns/{campaign}/observations").json()
     assert all(f["x"][0] < 1.15 for f in data["failures"])
-    assert all("solver diverged" in f["reason"] and "exit status 3" in f["reason"]
-               for f in data["failures"])  # fmt: skip
+    assert all(
+        "solver diverged" in f["reason"] and "exit status 3" in f["reason"]
+        for f in data["failures"]
+    )
     assert all(x[0] >= 1.15 for x in data["x"]) and len(data["y"]) == 5
     # quiet: no line per HTTP request (-v has them); the last line says why it ended
     assert "HTTP Request" not in out
@@ -103,12 +121,14 @@ def test_the_runner_says_why_it_ended_and_warns_of_a_parallel_it_cannot_use():
     assert "failing" in said(state="active", n_labeled=3, failing=True, n_failed=21)
     assert "stalled" in said(state="active", n_labeled=3, stalled=True)
     assert "refits failed (boom)" in said(state="failed", n_labeled=3, last_error="boom")
-    sequential = CampaignStatus.from_json({**base, "state": "active", "n_labeled": 0,
-                                           "mode": "sequential"})  # fmt: skip
+    sequential = CampaignStatus.from_json(
+        {**base, "state": "active", "n_labeled": 0, "mode": "sequential"}
+    )
     assert "one point at a time" in parallel_warning(sequential, 4)
     assert parallel_warning(sequential, 1) is None
-    parallel = CampaignStatus.from_json({**base, "state": "active", "n_labeled": 0,
-                                         "mode": "parallel"})  # fmt: skip
+    parallel = CampaignStatus.from_json(
+        {**base, "state": "active", "n_labeled": 0, "mode": "parallel"}
+    )
     assert parallel_warning(parallel, 4) is None
 
 
@@ -139,8 +159,9 @@ def test_a_command_may_print_several_outputs():
 
 
 def test_fbgp_al_run_reads_several_outputs_from_a_command(api_url, make_body):
-    body = make_body(name="run-outputs", outputs=[{"name": "stress"}, {"name": "disp"}],
-                     max_labels=4, mcmc=FAST)  # fmt: skip
+    body = make_body(
+        name="run-outputs", outputs=[{"name": "stress"}, {"name": "disp"}], max_labels=4, mcmc=FAST
+    )
     with FbgpClient(api_url, token="") as api:
         campaign = api.create_campaign(body).id
         process = _run_command(

@@ -12,8 +12,15 @@ pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
 def test_soak_loses_no_acknowledged_label_and_every_campaign_recovers(tmp_path):
     lines = []
-    report = run_soak(seconds=60, campaigns=2, simulators_per_campaign=2, workers=2,
-                      data_dir=tmp_path, seed=0, progress=lines.append)  # fmt: skip
+    report = run_soak(
+        seconds=60,
+        campaigns=2,
+        simulators_per_campaign=2,
+        workers=2,
+        data_dir=tmp_path,
+        seed=0,
+        progress=lines.append,
+    )
     figures = "\n".join(lines)
     assert report["lost"] == 0 and report["lost_y"] == 0, report
     assert report["stuck"] == 0, report

@@ -13,10 +13,18 @@ def run_records(spec: RunSpec, labels: int, **fields) -> list[dict]:
     sim = get_simulator(spec.simulator)
     setup = setup_for(spec)
     rng = label_rng(setup.seed, spec.acquisition)
-    base = {"simulator": spec.simulator, "acquisition": spec.acquisition, "run": spec.run,
-            "seed": setup.seed, "nlml": 1.0, "rmse": 1.0, **fields}  # fmt: skip
-    records = [{**base, "n_labeled": 3, "x": setup.initial_x.tolist(),
-                "y": setup.initial_y.tolist()}]  # fmt: skip
+    base = {
+        "simulator": spec.simulator,
+        "acquisition": spec.acquisition,
+        "run": spec.run,
+        "seed": setup.seed,
+        "nlml": 1.0,
+        "rmse": 1.0,
+        **fields,
+    }
+    records = [
+        {**base, "n_labeled": 3, "x": setup.initial_x.tolist(), "y": setup.initial_y.tolist()}
+    ]
     for n in range(4, labels + 1):
         x = np.array([[n / 10.0]])
         records.append({**base, "n_labeled": n, "x": x.tolist(), "y": sim.sample(x, rng).tolist()})

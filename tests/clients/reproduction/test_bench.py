@@ -19,8 +19,19 @@ from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.worker.spec.defaults import MCMC_PRESETS
 from tests.clients.reproduction.made_up import run_records
 
-ARGS = ["--simulators", "gramacy1d", "--acquisitions", "alm,qb-mgp", "--runs", "1",
-        "--iterations", "3", "--mcmc", "fast", "--no-progress"]  # fmt: skip
+ARGS = [
+    "--simulators",
+    "gramacy1d",
+    "--acquisitions",
+    "alm,qb-mgp",
+    "--runs",
+    "1",
+    "--iterations",
+    "3",
+    "--mcmc",
+    "fast",
+    "--no-progress",
+]
 
 
 def _lines(path) -> list[dict]:
@@ -127,9 +138,17 @@ def _settings(args) -> dict:
 def test_the_default_protocol_is_todays():
     args = parse_args(BASE)
     assert args.protocol == "paper"
-    assert _settings(args) == PROTOCOLS["paper"] == {
-        "allow_repeats": False, "bald": "bald", "mcmc": "paper", "input_scaling": "box",
-        "initial_design": "pool"}  # fmt: skip
+    assert (
+        _settings(args)
+        == PROTOCOLS["paper"]
+        == {
+            "allow_repeats": False,
+            "bald": "bald",
+            "mcmc": "paper",
+            "input_scaling": "box",
+            "initial_design": "pool",
+        }
+    )
     bald = plan(args)[1]
     assert bald.acquisition == bald.service_acquisition == "bald"
     body = spec_body(bald)
@@ -141,8 +160,12 @@ def test_the_default_protocol_is_todays():
 def test_paper_code_sets_all_five():
     args = parse_args([*BASE, "--protocol", "paper-code"])
     assert _settings(args) == {
-        "allow_repeats": True, "bald": "bald-code", "mcmc": "paper-code",
-        "input_scaling": "labels", "initial_design": "continuous"}  # fmt: skip
+        "allow_repeats": True,
+        "bald": "bald-code",
+        "mcmc": "paper-code",
+        "input_scaling": "labels",
+        "initial_design": "continuous",
+    }
     alm, bald = plan(args)
     assert (bald.acquisition, bald.service_acquisition) == ("bald", "bald-code")
     assert alm.service_acquisition == "alm"
@@ -151,18 +174,25 @@ def test_paper_code_sets_all_five():
     assert body["allow_repeats"] is True and body["mcmc"]["mode_rule"] == "kde-raw"
     assert body["name"] == "bench-gramacy1d-bald-run0"
     assert bald.record_fields() == {
-        "mcmc": "paper-code", "allow_repeats": True, "service_acquisition": "bald-code",
-        "input_scaling": "labels", "initial_design": "continuous",
-        "protocol": "paper-code"}  # fmt: skip
+        "mcmc": "paper-code",
+        "allow_repeats": True,
+        "service_acquisition": "bald-code",
+        "input_scaling": "labels",
+        "initial_design": "continuous",
+        "protocol": "paper-code",
+    }
 
 
 @pytest.mark.parametrize(
     ("option", "setting", "value"),
-    [(["--allow-repeats"], "allow_repeats", True), (["--bald", "bald-code"], "bald", "bald-code"),
-     (["--mcmc", "fast"], "mcmc", "fast"),
-     (["--input-scaling", "labels"], "input_scaling", "labels"),
-     (["--initial-design", "continuous"], "initial_design", "continuous")],
-)  # fmt: skip
+    [
+        (["--allow-repeats"], "allow_repeats", True),
+        (["--bald", "bald-code"], "bald", "bald-code"),
+        (["--mcmc", "fast"], "mcmc", "fast"),
+        (["--input-scaling", "labels"], "input_scaling", "labels"),
+        (["--initial-design", "continuous"], "initial_design", "continuous"),
+    ],
+)
 def test_one_option_alone_changes_one_setting(option, setting, value):
     args = parse_args([*BASE, *option])
     assert _settings(args) == {**PROTOCOLS["paper"], setting: value}
@@ -170,28 +200,55 @@ def test_one_option_alone_changes_one_setting(option, setting, value):
 
 
 def test_options_given_override_the_protocols():
-    args = parse_args([*BASE, "--protocol", "paper-code", "--mcmc", "fast",
-                       "--no-allow-repeats", "--bald", "bald"])  # fmt: skip
-    assert _settings(args) == {**PROTOCOLS["paper-code"], "mcmc": "fast",
-                               "allow_repeats": False, "bald": "bald"}  # fmt: skip
+    args = parse_args(
+        [
+            *BASE,
+            "--protocol",
+            "paper-code",
+            "--mcmc",
+            "fast",
+            "--no-allow-repeats",
+            "--bald",
+            "bald",
+        ]
+    )
+    assert _settings(args) == {
+        **PROTOCOLS["paper-code"],
+        "mcmc": "fast",
+        "allow_repeats": False,
+        "bald": "bald",
+    }
     # the five options spelled out are the protocol itself
-    spelled = parse_args([*BASE, "--allow-repeats", "--bald", "bald-code", "--mcmc",
-                          "paper-code", "--input-scaling", "labels", "--initial-design",
-                          "continuous"])  # fmt: skip
+    spelled = parse_args(
+        [
+            *BASE,
+            "--allow-repeats",
+            "--bald",
+            "bald-code",
+            "--mcmc",
+            "paper-code",
+            "--input-scaling",
+            "labels",
+            "--initial-design",
+            "continuous",
+        ]
+    )
     assert plan(spelled)[1].protocol == "paper-code"
 
 
 def test_an_unknown_preset_is_an_error(monkeypatch):
-    monkeypatch.setattr(bench, "MCMC_PRESETS", {k: v for k, v in MCMC_PRESETS.items()
-                                                if k != "paper-code"})  # fmt: skip
+    monkeypatch.setattr(
+        bench, "MCMC_PRESETS", {k: v for k, v in MCMC_PRESETS.items() if k != "paper-code"}
+    )
     with pytest.raises(SystemExit):
         parse_args([*BASE, "--protocol", "paper-code"])
 
 
 def _records(spec: RunSpec, labels: int, **fields) -> list[dict]:
     """Made-up records of ``spec``'s run with its protocol fields (overridden by ``fields``)."""
-    return run_records(spec, labels, **{**spec.record_fields(), "max_labels": spec.max_labels,
-                                        **fields})  # fmt: skip
+    return run_records(
+        spec, labels, **{**spec.record_fields(), "max_labels": spec.max_labels, **fields}
+    )
 
 
 def _write(path, records):
@@ -201,23 +258,37 @@ def _write(path, records):
 def test_resume_refuses_to_mix_protocols(tmp_path):
     path = tmp_path / "results.jsonl"
     paper = RunSpec("gramacy1d", "bald", 0, 2)
-    code = RunSpec("gramacy1d", "bald", 0, 2, "paper-code", allow_repeats=True, bald="bald-code",
-                   input_scaling="labels", initial_design="continuous")  # fmt: skip
+    code = RunSpec(
+        "gramacy1d",
+        "bald",
+        0,
+        2,
+        "paper-code",
+        allow_repeats=True,
+        bald="bald-code",
+        input_scaling="labels",
+        initial_design="continuous",
+    )
     _write(path, _records(paper, 5))
     assert resume(path, [paper]) == ([], {})  # complete, same protocol: nothing to do
     with pytest.raises(SystemExit, match="use another --out"):
         resume(path, [code])
     # each setting alone is another protocol
-    for change, message in [({"bald": "bald-code"}, "service acquisition"),
-                            ({"input_scaling": "labels"}, "--input-scaling"),
-                            ({"initial_design": "continuous"}, "--initial-design"),
-                            ({"allow_repeats": True}, "without --allow-repeats")]:  # fmt: skip
+    for change, message in [
+        ({"bald": "bald-code"}, "service acquisition"),
+        ({"input_scaling": "labels"}, "--input-scaling"),
+        ({"initial_design": "continuous"}, "--initial-design"),
+        ({"allow_repeats": True}, "without --allow-repeats"),
+    ]:
         other = RunSpec("gramacy1d", "bald", 0, 2, **change)
         with pytest.raises(SystemExit, match=message):
             resume(path, [other])
     # records written before the fields existed read as the paper protocol
-    old = [{k: v for k, v in r.items() if k not in (*code.record_fields(), "allow_repeats")}
-           | {"mcmc": "paper"} for r in _records(paper, 5)]  # fmt: skip
+    old = [
+        {k: v for k, v in r.items() if k not in (*code.record_fields(), "allow_repeats")}
+        | {"mcmc": "paper"}
+        for r in _records(paper, 5)
+    ]
     _write(path, old)
     assert resume(path, [paper]) == ([], {})
     with pytest.raises(SystemExit, match="service acquisition"):
@@ -233,8 +304,23 @@ def test_resume_refuses_to_mix_protocols(tmp_path):
 
 def test_paper_code_end_to_end(api_url, tmp_path):
     """Needs the service side: input_scaling, bald-code and nlml_paper. A tiny preset."""
-    cli(["bench", "--url", api_url, "--out", str(tmp_path), *BASE, "--protocol", "paper-code",
-         "--mcmc", "fast", "--iterations", "2", "--no-progress"])  # fmt: skip
+    cli(
+        [
+            "bench",
+            "--url",
+            api_url,
+            "--out",
+            str(tmp_path),
+            *BASE,
+            "--protocol",
+            "paper-code",
+            "--mcmc",
+            "fast",
+            "--iterations",
+            "2",
+            "--no-progress",
+        ]
+    )
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(lines) == 2 * 3
     setup = run_setup("gramacy1d", 0, design="continuous")
@@ -250,9 +336,28 @@ def test_paper_code_end_to_end(api_url, tmp_path):
 
 def test_a_continuous_design_alone_runs_on_todays_service(api_url, tmp_path):
     """The off-grid initial design is imported into a grid-pool campaign and the run goes on."""
-    cli(["bench", "--url", api_url, "--out", str(tmp_path), "--simulators", "gramacy1d",
-         "--acquisitions", "alm", "--runs", "1", "--initial-design", "continuous", "--mcmc",
-         "fast", "--iterations", "1", "--no-progress"])  # fmt: skip
+    cli(
+        [
+            "bench",
+            "--url",
+            api_url,
+            "--out",
+            str(tmp_path),
+            "--simulators",
+            "gramacy1d",
+            "--acquisitions",
+            "alm",
+            "--runs",
+            "1",
+            "--initial-design",
+            "continuous",
+            "--mcmc",
+            "fast",
+            "--iterations",
+            "1",
+            "--no-progress",
+        ]
+    )
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [r["n_labeled"] for r in lines] == [3, 4]
     setup = run_setup("gramacy1d", 0, design="continuous")

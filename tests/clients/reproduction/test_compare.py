@@ -18,8 +18,10 @@ def test_two_protocols_side_by_side(tmp_path, capsys):
     for d in (base_dir, other_dir):
         d.mkdir()
     records = _synthetic(other_dir / "results.jsonl")
-    _write(base_dir / "results.jsonl", [{k: v for k, v in r.items() if k != "nlml_paper"}
-                                        for r in records if r["run"] == 0])  # fmt: skip
+    _write(
+        base_dir / "results.jsonl",
+        [{k: v for k, v in r.items() if k != "nlml_paper"} for r in records if r["run"] == 0],
+    )
     write_report(base_dir / "results.jsonl", base_dir)
     write_report(other_dir / "results.jsonl", other_dir)
     base, other = (json.loads((d / "rdauc.json").read_text()) for d in (base_dir, other_dir))
@@ -53,8 +55,10 @@ def _table(cells: dict, code: dict | None = None) -> dict:
             if metric != name.split("_")[0]:
                 continue
             theirs = paper[metric][acq][sim]
-            per_acq.setdefault(acq, {})[sim] = {"ours": {"mean": mean, "sd": sd, "runs": runs},
-                                                "paper": theirs}  # fmt: skip
+            per_acq.setdefault(acq, {})[sim] = {
+                "ours": {"mean": mean, "sd": sd, "runs": runs},
+                "paper": theirs,
+            }
     return {"baseline": "alm", "columns": ["gramacy1d", "branin"], "metrics": metrics}
 
 
@@ -65,15 +69,25 @@ def test_gaps_count_the_cells_both_protocols_ran():
     g_pm = paper["nlml"]["b-qbc"]["gramacy1d"]  # 36.3 ± 1.0
     b_pm = paper["nlml"]["b-qbc"]["branin"]  # 33.1 ± 1.2
     r_pm = paper["rmse"]["b-qbc"]["gramacy1d"]  # 20.8 ± 0.9
-    base = _table({("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] + 10, 1.0, 3),
-                   ("nlml", "b-qbc", "branin"): (b_pm["mean"] - 1, 1.0, 3),
-                   ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"], 0.5, 3)})  # fmt: skip
-    other = _table({("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] - 4, 3.0, 5),
-                    ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 3, 0.1, 5),
-                    ("nlml", "bald", "gramacy1d"): (0.0, 1.0, 5),  # base has no such cell
-                    ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"] + 2, 0.1, 5)},
-                   code={("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"], 1.0, 5),
-                         ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 6, 1.0, 5)})  # fmt: skip
+    base = _table(
+        {
+            ("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] + 10, 1.0, 3),
+            ("nlml", "b-qbc", "branin"): (b_pm["mean"] - 1, 1.0, 3),
+            ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"], 0.5, 3),
+        }
+    )
+    other = _table(
+        {
+            ("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"] - 4, 3.0, 5),
+            ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 3, 0.1, 5),
+            ("nlml", "bald", "gramacy1d"): (0.0, 1.0, 5),  # base has no such cell
+            ("rmse", "b-qbc", "gramacy1d"): (r_pm["mean"] + 2, 0.1, 5),
+        },
+        code={
+            ("nlml", "b-qbc", "gramacy1d"): (g_pm["mean"], 1.0, 5),
+            ("nlml", "b-qbc", "branin"): (b_pm["mean"] + 6, 1.0, 5),
+        },
+    )
     rows = {
         tuple(line.split(" | ")[:2]): line.split(" | ")[2:]
         for line in gaps(base, other, ("today", "code")).splitlines()

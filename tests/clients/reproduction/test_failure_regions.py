@@ -26,18 +26,31 @@ def test_a_region_covers_its_share_around_the_steepest_point(name):
     assert abs(where.contains(u).mean() - where.fraction) < 0.01
     assert np.array_equal(steepest(sim), where.centre)  # seeded
     # steeper there than at most points of the domain
-    grad = np.abs(sim.mean(sim.from_unit(np.clip(u[:500] + 1e-4, 0, 1)))
-                  - sim.mean(sim.from_unit(u[:500])))  # fmt: skip
-    at = np.abs(sim.mean(sim.from_unit(np.clip(where.centre + 1e-4, 0, 1))[None])
-                - sim.mean(sim.from_unit(where.centre[None])))  # fmt: skip
+    grad = np.abs(
+        sim.mean(sim.from_unit(np.clip(u[:500] + 1e-4, 0, 1))) - sim.mean(sim.from_unit(u[:500]))
+    )
+    at = np.abs(
+        sim.mean(sim.from_unit(np.clip(where.centre + 1e-4, 0, 1))[None])
+        - sim.mean(sim.from_unit(where.centre[None]))
+    )
     assert (at >= np.median(grad)).all()
 
 
 def record(model, seed, curve, design=3, labels=5, failed=1, rmse=1.0):
-    return {"simulator": "branin", "model": model, "seed": seed, "runs": 20, "failed": failed,
-            "runs_after_design": 17, "failed_after_design": failed, "rmse_feasible": rmse,
-            "region_fraction": 0.15, "design": design, "labels": labels,
-            "rmse_curve": curve}  # fmt: skip
+    return {
+        "simulator": "branin",
+        "model": model,
+        "seed": seed,
+        "runs": 20,
+        "failed": failed,
+        "runs_after_design": 17,
+        "failed_after_design": failed,
+        "rmse_feasible": rmse,
+        "region_fraction": 0.15,
+        "design": design,
+        "labels": labels,
+        "rmse_curve": curve,
+    }
 
 
 def test_a_missing_version_carries_the_last_value_forward():
@@ -55,10 +68,13 @@ def test_a_missing_version_carries_the_last_value_forward():
 
 def test_the_rd_auc_of_the_classifier_against_none():
     # constant curves over labels 3..5: an area of twice the value
-    records = [record("none", 0, [[3, 2.0], [5, 2.0]]), record("none", 1, [[3, 3.0]]),
-               record("classifier", 0, [[3, 1.0], [4, 1.0]]),
-               record("classifier", 1, [[3, 1.5]]),
-               record("none", 2, [[3, 100.0]])]  # fmt: skip  # no classifier run of seed 2
+    records = [
+        record("none", 0, [[3, 2.0], [5, 2.0]]),
+        record("none", 1, [[3, 3.0]]),
+        record("classifier", 0, [[3, 1.0], [4, 1.0]]),
+        record("classifier", 1, [[3, 1.5]]),
+        record("none", 2, [[3, 100.0]]),
+    ]  # no classifier run of seed 2
     rd = rd_auc_by_simulator(records)["branin"]
     # areas none 4, 6, classifier 2, 3: pairs (b - new) 2, 1, 4, 3 over b 4, 4, 6, 6
     assert rd.runs == 2
@@ -71,8 +87,11 @@ def test_the_rd_auc_of_the_classifier_against_none():
 
 
 def test_the_table_pools_and_takes_medians():
-    records = [record(m, s, [[3, 1.0 + s]], failed=f, rmse=1.0 + s)
-               for m, f in (("none", 5), ("classifier", 1)) for s in (0, 1)]  # fmt: skip
+    records = [
+        record(m, s, [[3, 1.0 + s]], failed=f, rmse=1.0 + s)
+        for m, f in (("none", 5), ("classifier", 1))
+        for s in (0, 1)
+    ]
     text = table(records)
     # equal areas 2 and 4 each: pairs (b - new) 0, -2, 2, 0 over b 2, 2, 4, 4; sd sqrt(4/27)
     assert "| branin | 15% | classifier | 2 | 2/40 | 5.9% | 1.5 | 3 | 0.0 ± 38.5 |" in text

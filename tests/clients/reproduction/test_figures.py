@@ -12,8 +12,15 @@ from fbgp_al.clients.reproduction.figures import (
 
 
 def _record(sim="gramacy2d", acq="alm", run=0, n=3, **fields) -> dict:
-    return {"simulator": sim, "acquisition": acq, "run": run, "n_labeled": n, "nlml": 1.0,
-            "rmse": 1.0, **fields}  # fmt: skip
+    return {
+        "simulator": sim,
+        "acquisition": acq,
+        "run": run,
+        "n_labeled": n,
+        "nlml": 1.0,
+        "rmse": 1.0,
+        **fields,
+    }
 
 
 def test_face_share_counts_the_chosen_points_near_a_face_of_the_box():
@@ -29,8 +36,10 @@ def test_face_share_counts_the_chosen_points_near_a_face_of_the_box():
         _record(acq="b-qbc", run=1, n=3, x=initial),
         _record(acq="b-qbc", run=1, n=4, x=[[0.0, 0.0]]),
     ]
-    assert face_share(records, face=0.02) == {("gramacy2d", "alm"): (1, 3),
-                                              ("gramacy2d", "b-qbc"): (1, 2)}  # fmt: skip
+    assert face_share(records, face=0.02) == {
+        ("gramacy2d", "alm"): (1, 3),
+        ("gramacy2d", "b-qbc"): (1, 2),
+    }
     assert face_share(records, face=0.03)[("gramacy2d", "alm")] == (2, 3)
 
 

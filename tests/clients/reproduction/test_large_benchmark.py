@@ -5,8 +5,9 @@ from fbgp_al.clients.reproduction.large_benchmark import time_next_point
 
 
 def test_label_to_next_point_adds_up_its_parts_for_each_acquisition(capsys):
-    rows = time_next_point("branin", 12, "uniform", acquisitions=("b-qbc", "qb-mgp"),
-                           candidates=300)  # fmt: skip
+    rows = time_next_point(
+        "branin", 12, "uniform", acquisitions=("b-qbc", "qb-mgp"), candidates=300
+    )
     assert [r["acquisition"] for r in rows] == ["b-qbc", "qb-mgp"]
     for r in rows:
         assert r["total_s"] == r["refit_s"] + r["scoring_s"] + r["accuracy_s"]

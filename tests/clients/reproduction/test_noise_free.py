@@ -13,8 +13,7 @@ def test_the_recorded_labels_are_the_functions_values_at_distinct_points():
     assert len(data["x"]) == len(data["y"]) >= 81  # the refit that never finished without a floor
     assert len({tuple(x) for x in data["x"]}) == len(data["x"])
     # the points are stored to about ten digits: their values to about 1e-9
-    np.testing.assert_allclose(data["y"], [gramacy_lee(x) for x in data["x"]], rtol=0,
-                               atol=1e-8)  # fmt: skip
+    np.testing.assert_allclose(data["y"], [gramacy_lee(x) for x in data["x"]], rtol=0, atol=1e-8)
     assert all(0.5 <= x[0] <= 2.5 for x in data["x"])
 
 

@@ -155,17 +155,31 @@ def _synthetic(path):
     labels. RD-AUC (%): rmse b-qbc 50 (paper 20.8 ± 0.9: far), qb-mgp 20 (19.6 ± 0.8: near);
     nlml b-qbc 100 (36.3 ± 1.0: far), qb-mgp 20.6 (20.6 ± 0.9); nlml_paper qb-mgp 100
     (the paper's NLML 20.6 ± 0.9: far), b-qbc 36.3."""
-    values = {"alm": (1.0, 1.0, 1.0), "b-qbc": (0.5, 1 - 0.363, 0.5),
-              "qb-mgp": (1 - 0.103, 0.0, 0.8)}  # fmt: skip
+    values = {
+        "alm": (1.0, 1.0, 1.0),
+        "b-qbc": (0.5, 1 - 0.363, 0.5),
+        "qb-mgp": (1 - 0.103, 0.0, 0.8),
+    }
     records = []
     for acq, (nlml, nlml_paper, rmse) in values.items():
         for run in (0, 1):
             for n in (3, 4, 5):
-                records.append({"simulator": "gramacy1d", "acquisition": acq, "run": run,
-                                "n_labeled": n, "nlml": nlml, "nlml_paper": nlml_paper,
-                                "rmse": rmse, "max_labels": 5, "refit_seconds": 1.0,
-                                "max_rhat": 1.0, "min_ess": 100.0,
-                                "divergences": 0})  # fmt: skip
+                records.append(
+                    {
+                        "simulator": "gramacy1d",
+                        "acquisition": acq,
+                        "run": run,
+                        "n_labeled": n,
+                        "nlml": nlml,
+                        "nlml_paper": nlml_paper,
+                        "rmse": rmse,
+                        "max_labels": 5,
+                        "refit_seconds": 1.0,
+                        "max_rhat": 1.0,
+                        "min_ess": 100.0,
+                        "divergences": 0,
+                    }
+                )
     _write(path, records)
     return records
 
@@ -176,8 +190,10 @@ def test_the_cells_far_from_the_paper(tmp_path):
     assert summary["nlml_paper"]["qb-mgp"]["gramacy1d"]["mean"] == pytest.approx(100)
     far = far_from_paper(summary, load_paper_table())
     assert [(c["metric"], c["acquisition"], c["simulator"]) for c in far] == [
-        ("nlml", "b-qbc", "gramacy1d"), ("rmse", "b-qbc", "gramacy1d"),
-        ("nlml_paper", "qb-mgp", "gramacy1d")]  # fmt: skip
+        ("nlml", "b-qbc", "gramacy1d"),
+        ("rmse", "b-qbc", "gramacy1d"),
+        ("nlml_paper", "qb-mgp", "gramacy1d"),
+    ]
     nlml, rmse, paper = far
     assert nlml["ours"] == pytest.approx(100) and nlml["paper"] == 36.3
     assert nlml["gap"] == pytest.approx((100 - 36.3) / 1.0)
@@ -205,6 +221,8 @@ def test_the_cells_far_from_the_paper(tmp_path):
 
 
 def test_no_nlml_paper_table_without_it(tmp_path):
-    records = [{k: v for k, v in r.items() if k != "nlml_paper"}
-               for r in _synthetic(tmp_path / "results.jsonl")]  # fmt: skip
+    records = [
+        {k: v for k, v in r.items() if k != "nlml_paper"}
+        for r in _synthetic(tmp_path / "results.jsonl")
+    ]
     assert set(summarize(records)) == {"nlml", "rmse"}

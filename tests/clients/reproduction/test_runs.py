@@ -47,8 +47,10 @@ def test_an_interrupted_run_goes_on_from_the_records_that_fit_it():
 
 
 def test_the_design_is_shared_by_the_acquisitions_of_a_repetition():
-    specs = [RunSpec("branin", acq, 1, 3, initial_design="continuous", bald="bald-code")
-             for acq in ("alm", "bald", "b-qbc")]  # fmt: skip
+    specs = [
+        RunSpec("branin", acq, 1, 3, initial_design="continuous", bald="bald-code")
+        for acq in ("alm", "bald", "b-qbc")
+    ]
     setups = [setup_for(s) for s in specs]
     for s in setups[1:]:
         np.testing.assert_array_equal(s.initial_x, setups[0].initial_x)

@@ -17,7 +17,7 @@ def _records(curves: dict[str, list[list[float]]]) -> list[dict]:
             "n_labeled": 3 + i,
             "rmse": value,
             "nlml": value,
-        }  # fmt: skip
+        }
         for acq, runs in curves.items()
         for run, curve in enumerate(runs)
         for i, value in enumerate(curve)

@@ -11,14 +11,21 @@ from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 def test_the_status_follows_the_campaigns_tickets_and_runs(bare_store, make_body):
     store = bare_store
-    body = make_body(pool={"type": "points", "points": [[0.5], [1.5]]}, max_labels=2,
-                     initial_design={"type": "maximin-lhs", "size": 1})  # fmt: skip
+    body = make_body(
+        pool={"type": "points", "points": [[0.5], [1.5]]},
+        max_labels=2,
+        initial_design={"type": "maximin-lhs", "size": 1},
+    )
     campaign = store.create(CampaignCreate(**body).model_dump())["id"]
     now = time.time()
     fresh = bodies.status(store, campaign, now)
     assert fresh["id"] == campaign and fresh["name"] == "test" and fresh["team"] is None
     assert (fresh["state"], fresh["refit"], fresh["n_labeled"], fresh["n_pending"]) == (
-        "design", "idle", 0, 0)  # fmt: skip
+        "design",
+        "idle",
+        0,
+        0,
+    )
     assert fresh["model_version"] is None and fresh["stopped_by"] is None
     assert not fresh["stalled"] and not fresh["failing"] and fresh["n_failed"] == 0
     assert fresh["inputs"] == body["inputs"] and fresh["max_labels"] == 2

@@ -73,8 +73,9 @@ def test_sequential_campaign_runs_to_max_labels(client, make_body):
     assert acq.status_code == 200 and len(acq.json()["values"]) == 3
     test_x = np.linspace(0.5, 2.5, 20)[:, None]
     test_y = sim.sample(test_x, rng)
-    ev = client.post(f"/campaigns/{campaign}/evaluate",
-                     json={"x": test_x.tolist(), "y": test_y.tolist()}).json()  # fmt: skip
+    ev = client.post(
+        f"/campaigns/{campaign}/evaluate", json={"x": test_x.tolist(), "y": test_y.tolist()}
+    ).json()
     assert math.isfinite(ev["nlml"]) and ev["rmse"] > 0 and math.isfinite(ev["nlpd_mixture"])
 
     assert client.delete(f"/campaigns/{campaign}").status_code == 204

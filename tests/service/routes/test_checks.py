@@ -60,8 +60,9 @@ def test_a_learned_noise_campaign_refuses_noise_and_keeps_its_bodies(client, mak
     imports = f"/campaigns/{campaign}/observations"
     r = client.post(imports, json={"x": [[1.0]], "y": [0.2], "noise": [0.1]})
     assert r.status_code == 422 and '"noise": {"type": "known"}' in _detail(r)
-    r = client.post(f"/campaigns/{campaign}/evaluate",
-                    json={"x": [[1.0]], "y": [0.2], "noise": [0.1]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/evaluate", json={"x": [[1.0]], "y": [0.2], "noise": [0.1]}
+    )
     assert r.status_code == 422 and "noise" in _detail(r)
     observed = client.get(imports).json()
     assert set(observed) == {"x", "y", "failures"} and observed["y"] == [1.0]

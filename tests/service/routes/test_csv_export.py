@@ -27,11 +27,19 @@ def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
     campaign = client.post("/campaigns", json=body).json()["id"]
     first, second = (_next(client, campaign) for _ in range(2))
     _label(client, campaign, first["ticket"], first["x"])
-    r = client.post(f"/campaigns/{campaign}/fail",
-                    json={"ticket": second["ticket"], "reason": "@SUM(A1:A2)"})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/fail", json={"ticket": second["ticket"], "reason": "@SUM(A1:A2)"}
+    )
     assert r.status_code == 201
-    rows = list(csv.reader(io.StringIO(client.get(
-        f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text)))  # fmt: skip
+    rows = list(
+        csv.reader(
+            io.StringIO(
+                client.get(
+                    f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}
+                ).text
+            )
+        )
+    )
     assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
     assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
     assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]
@@ -55,25 +63,45 @@ def test_each_csv_column_is_named_once(client, make_body):
     """Inputs named like the export's own columns (``y``, ``status``, ``y_<output>``) are
     written as ``input:<name>``, so that a reader by column name gets each value under its own
     name; before, inputs ``x``, ``y`` gave the header ``x,y,y,status,reason``."""
-    plane = [{"name": "x", "lower": 0, "upper": 1}, {"name": "y", "lower": 0, "upper": 1},
-             {"name": "status", "lower": 0, "upper": 1}]  # fmt: skip
+    plane = [
+        {"name": "x", "lower": 0, "upper": 1},
+        {"name": "y", "lower": 0, "upper": 1},
+        {"name": "status", "lower": 0, "upper": 1},
+    ]
     campaign = client.post("/campaigns", json=make_body(inputs=plane, max_labels=10)).json()["id"]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[0.1, 0.9, 0.5]], "y": [100.0]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": [[0.1, 0.9, 0.5]], "y": [100.0]}
+    )
     assert r.status_code == 201, r.text
     text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
     rows = list(csv.DictReader(io.StringIO(text)))
     assert list(rows[0]) == ["x", "input:y", "input:status", "y", "status", "reason"]
-    assert rows[0] == {"x": "0.1", "input:y": "0.9", "input:status": "0.5", "y": "100.0",
-                       "status": "ok", "reason": ""}  # fmt: skip
+    assert rows[0] == {
+        "x": "0.1",
+        "input:y": "0.9",
+        "input:status": "0.5",
+        "y": "100.0",
+        "status": "ok",
+        "reason": "",
+    }
     outputs = [{"name": "stress"}, {"name": "disp"}]
-    inputs = [{"name": "y_stress", "lower": 0, "upper": 1},
-              {"name": "input:y_stress", "lower": 0, "upper": 1}]  # fmt: skip
+    inputs = [
+        {"name": "y_stress", "lower": 0, "upper": 1},
+        {"name": "input:y_stress", "lower": 0, "upper": 1},
+    ]
     body = make_body(inputs=inputs, outputs=outputs, max_labels=10)
     campaign = client.post("/campaigns", json=body).json()["id"]
-    client.post(f"/campaigns/{campaign}/observations",
-                json={"x": [[0.2, 0.3]], "y": [{"stress": 1.5, "disp": 2.5}]})  # fmt: skip
+    client.post(
+        f"/campaigns/{campaign}/observations",
+        json={"x": [[0.2, 0.3]], "y": [{"stress": 1.5, "disp": 2.5}]},
+    )
     text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
     header = next(csv.reader(io.StringIO(text)))
-    assert header == ["input:y_stress", "input:input:y_stress", "y_stress", "y_disp", "status",
-                      "reason"]  # fmt: skip
+    assert header == [
+        "input:y_stress",
+        "input:input:y_stress",
+        "y_stress",
+        "y_disp",
+        "status",
+        "reason",
+    ]

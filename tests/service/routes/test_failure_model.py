@@ -24,9 +24,14 @@ def _by_state(client) -> dict[str, float]:
 
 
 def _body(**changes) -> dict:
-    body = {"name": "fails", "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
-            "pool": {"type": "grid", "points_per_dim": 41}, "max_labels": 12, "mcmc": MCMC,
-            "seed": 4}  # fmt: skip
+    body = {
+        "name": "fails",
+        "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+        "pool": {"type": "grid", "points_per_dim": 41},
+        "max_labels": 12,
+        "mcmc": MCMC,
+        "seed": 4,
+    }
     return {**body, **changes}
 
 
@@ -54,8 +59,10 @@ def _run(client, campaign: str, fails, labels: int) -> list[tuple[float, bool]]:
             break
         x = ticket["x"][0]
         if fails(x):
-            r = client.post(f"/campaigns/{campaign}/fail",
-                            json={"ticket": ticket["ticket"], "reason": "diverged"})  # fmt: skip
+            r = client.post(
+                f"/campaigns/{campaign}/fail",
+                json={"ticket": ticket["ticket"], "reason": "diverged"},
+            )
         else:
             y = {"ticket": ticket["ticket"], "y": float(np.sin(6 * x))}
             r = client.post(f"/campaigns/{campaign}/label", json=y)
@@ -103,8 +110,9 @@ def test_a_campaign_learns_where_its_simulator_fails(client):
 def _fail_next(client, campaign: str) -> None:
     ticket = _next(client, campaign)
     assert ticket is not None
-    r = client.post(f"/campaigns/{campaign}/fail",
-                    json={"ticket": ticket["ticket"], "reason": "told to"})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/fail", json={"ticket": ticket["ticket"], "reason": "told to"}
+    )
     assert r.status_code == 201, r.text
 
 

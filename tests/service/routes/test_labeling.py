@@ -39,8 +39,11 @@ def test_nan_and_infinite_labels_are_422_not_500(client, make_body):
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     t = _ticket(client, campaign)["ticket"]
     for raw in ("NaN", "Infinity", "-Infinity", "1e309", "-1e309", '"abc"', "null"):
-        r = client.post(f"/campaigns/{campaign}/label", content=f'{{"ticket": "{t}", "y": {raw}}}',
-                        headers={"Content-Type": "application/json"})  # fmt: skip
+        r = client.post(
+            f"/campaigns/{campaign}/label",
+            content=f'{{"ticket": "{t}", "y": {raw}}}',
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 422, (raw, r.text)
         assert "y" in r.json()["detail"]
     assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 0
@@ -168,8 +171,12 @@ def test_a_failure_frees_a_sequential_campaign_at_once_and_its_point_is_not_offe
     held = _next(client, campaign, wait=90)  # from the model of the design
     assert client.get(f"/campaigns/{campaign}/next").status_code == 202  # one out: wait
     r = _fail(client, campaign, held["ticket"])
-    assert r.status_code == 201 and r.json() == {"ticket": held["ticket"], "status": "failed",
-                                                 "reason": "mesh broke", "count": 1}  # fmt: skip
+    assert r.status_code == 201 and r.json() == {
+        "ticket": held["ticket"],
+        "status": "failed",
+        "reason": "mesh broke",
+        "count": 1,
+    }
     assert _fail(client, campaign, held["ticket"]).status_code == 200  # the same again
     assert _fail(client, campaign, held["ticket"], "other").status_code == 409
     assert _fail(client, campaign, "nope").status_code == 404
@@ -197,8 +204,9 @@ def test_a_failure_frees_a_sequential_campaign_at_once_and_its_point_is_not_offe
     assert lines[0] == '"x","y","status","reason"' and len(lines) == 6
     assert lines[-1] == f'{held["x"][0]!r},"","failed","mesh broke"'
     assert all(line.split(",")[2] == '"ok"' for line in lines[1:5])
-    events = [e for e in client.get(f"/campaigns/{campaign}/history").json()
-              if e["event"] == "run_failed"]  # fmt: skip
+    events = [
+        e for e in client.get(f"/campaigns/{campaign}/history").json() if e["event"] == "run_failed"
+    ]
     assert [(e["ticket"], e["reason"]) for e in events] == [(held["ticket"], "mesh broke")]
     metrics = client.get("/metrics").text
     assert "fbgp_runs_failed_total 1.0" in metrics and "fbgp_runs_abandoned_total 0.0" in metrics
@@ -232,8 +240,7 @@ def test_abandon_gives_the_point_back_at_once_and_renew_extends_a_live_lease(cli
 
 
 def test_a_failed_point_is_retried_up_to_max_retries_times(client, make_body):
-    body = make_body(initial_design={"type": "maximin-lhs", "size": 1}, max_labels=3,
-                     max_retries=2)  # fmt: skip
+    body = make_body(initial_design={"type": "maximin-lhs", "size": 1}, max_labels=3, max_retries=2)
     campaign = client.post("/campaigns", json=body).json()["id"]
     tries = []
     for _ in range(3):
@@ -249,9 +256,12 @@ def test_a_failed_point_is_retried_up_to_max_retries_times(client, make_body):
 
 
 def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
-    body = make_body(pool={"type": "points", "points": [[0.5], [1.5]]}, max_labels=2,
-                     initial_design={"type": "maximin-lhs", "size": 1},
-                     max_failures=1)  # fmt: skip
+    body = make_body(
+        pool={"type": "points", "points": [[0.5], [1.5]]},
+        max_labels=2,
+        initial_design={"type": "maximin-lhs", "size": 1},
+        max_failures=1,
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     seen = []
     for _ in range(2):
@@ -275,8 +285,11 @@ def test_a_campaign_whose_points_all_failed_says_so(client, make_body):
 
 
 def test_a_stalled_campaign_names_its_retry(client, make_body):
-    body = make_body(pool={"type": "points", "points": [[0.5], [1.5]]}, max_labels=2,
-                     initial_design={"type": "maximin-lhs", "size": 1})  # fmt: skip
+    body = make_body(
+        pool={"type": "points", "points": [[0.5], [1.5]]},
+        max_labels=2,
+        initial_design={"type": "maximin-lhs", "size": 1},
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     for _ in range(2):
         assert _fail(client, campaign, _next(client, campaign)["ticket"]).status_code == 201
@@ -290,8 +303,9 @@ def test_a_failing_campaign_hands_out_nothing_until_its_owner_retries_it(client,
     """Simulators that crash on everything: past max_failures /next answers 409 instead of
     using up the pool, labels of tickets out are still taken, and the owner's retry (once the
     simulator is fixed) hands out points again, those that failed first."""
-    body = make_body(initial_design={"type": "maximin-lhs", "size": 3}, max_labels=6,
-                     max_failures=1)  # fmt: skip
+    body = make_body(
+        initial_design={"type": "maximin-lhs", "size": 3}, max_labels=6, max_failures=1
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     url = f"/campaigns/{campaign}"
     assert client.post(f"{url}/retry").status_code == 409  # nothing to retry
@@ -347,8 +361,13 @@ def test_many_simulators_failing_at_once_pause_the_campaign_without_an_error(api
     import httpx
 
     limit, simulators = 20, 32
-    body = make_body(mode="parallel", max_pending=simulators, max_labels=50, max_failures=limit,
-                     pool={"type": "grid", "points_per_dim": 500})  # fmt: skip
+    body = make_body(
+        mode="parallel",
+        max_pending=simulators,
+        max_labels=50,
+        max_failures=limit,
+        pool={"type": "grid", "points_per_dim": 500},
+    )
     campaign = httpx.post(f"{api_url}/campaigns", json=body, timeout=30).json()["id"]
 
     def simulator(k: int) -> list[int]:
@@ -378,8 +397,9 @@ def test_imported_observations_start_the_model(client, make_body):
     assert client.get(f"/campaigns/{campaign}/model").status_code == 404
     assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 404
     x = [[0.6], [1.1], [1.7], [2.3]]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": x, "y": [0.1, -0.2, 0.5, 2.0]}
+    )
     assert r.status_code == 201 and r.json()["n_labeled"] == 4
     status = wait_for_model(client, campaign, 4)
     assert status["state"] == "active"
@@ -392,8 +412,7 @@ def test_imported_observations_start_the_model(client, make_body):
 @pytest.mark.parametrize("key", ["", "has space", "x" * 201, "caf\u00e9"])
 def test_a_malformed_key_is_422(client, make_body, key):
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
-    r = client.get(f"/campaigns/{campaign}/next",
-                   headers=[("Idempotency-Key", key.encode())])  # fmt: skip
+    r = client.get(f"/campaigns/{campaign}/next", headers=[("Idempotency-Key", key.encode())])
     assert r.status_code == 422, r.text
     assert "idempotency-key" in r.text.lower()
 

@@ -73,8 +73,9 @@ def test_bad_campaigns_are_422_with_a_message(client, make_body, case):
 
 def test_a_paper_code_campaign_end_to_end(client, make_body):
     mcmc = dict(MCMC_PRESETS["paper-code"], warmup=30, samples=20, thinning=2)
-    body = make_body(input_scaling="labels", mcmc=mcmc, acquisition="bald-code",
-                     allow_repeats=True, max_labels=8)  # fmt: skip
+    body = make_body(
+        input_scaling="labels", mcmc=mcmc, acquisition="bald-code", allow_repeats=True, max_labels=8
+    )
     created = client.post("/campaigns", json=body)
     assert created.status_code == 201, created.text
     spec = created.json()
@@ -107,9 +108,15 @@ def test_a_default_campaign_scales_by_the_box_and_keeps_the_kde_mode(client, mak
     assert created.json()["mcmc"]["mode_rule"] == "kde"
 
 
-@pytest.mark.parametrize("change", [{"input_scaling": "data"}, {"input_scaling": None},
-                                    {"mcmc": {"mode_rule": "mean"}},
-                                    {"acquisition": "bald-paper"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"input_scaling": "data"},
+        {"input_scaling": None},
+        {"mcmc": {"mode_rule": "mean"}},
+        {"acquisition": "bald-paper"},
+    ],
+)
 def test_unknown_paper_code_settings_are_422(client, make_body, change):
     r = client.post("/campaigns", json=make_body(**change))
     assert r.status_code == 422, r.text

@@ -42,16 +42,23 @@ def _label(client, campaign: str, count: int) -> list:
     for _ in range(count):
         point = client.get(f"/campaigns/{campaign}/next", params={"wait": 60}).json()
         _check_point(point["x"])
-        r = client.post(f"/campaigns/{campaign}/label",
-                        json={"ticket": point["ticket"], "y": simulate(point["x"])})  # fmt: skip
+        r = client.post(
+            f"/campaigns/{campaign}/label",
+            json={"ticket": point["ticket"], "y": simulate(point["x"])},
+        )
         assert r.status_code == 201, r.text
         points.append(point["x"])
     return points
 
 
 def test_a_campaign_of_every_input_type(client, make_body):
-    body = make_body(inputs=INPUTS, pool={"type": "grid", "points_per_dim": 5}, max_labels=8,
-                     initial_design={"size": 5}, mcmc=MCMC)  # fmt: skip
+    body = make_body(
+        inputs=INPUTS,
+        pool={"type": "grid", "points_per_dim": 5},
+        max_labels=8,
+        initial_design={"size": 5},
+        mcmc=MCMC,
+    )
     r = client.post("/campaigns", json=body)
     assert r.status_code == 201, r.text
     created = r.json()
@@ -78,8 +85,12 @@ def test_a_campaign_of_every_input_type(client, make_body):
 
     # predictions at typed points: an int given as 3.0 is the integer 3; a choice's number
     # given as 7.0 is the value 7; the same point spelled both ways predicts the same
-    x = [[0.5, 3, 1e-3, "steel"], [0.5, 3.0, 1e-3, "steel"], [1.5, 6, 1e-6, 7.0],
-         [1.5, 6, 1e-6, "=SUM(A1)"]]  # fmt: skip
+    x = [
+        [0.5, 3, 1e-3, "steel"],
+        [0.5, 3.0, 1e-3, "steel"],
+        [1.5, 6, 1e-6, 7.0],
+        [1.5, 6, 1e-6, "=SUM(A1)"],
+    ]
     pred = client.post(f"/campaigns/{campaign}/predict", json={"x": x})
     assert pred.status_code == 200, pred.text
     mean = pred.json()["mean"]
@@ -106,8 +117,10 @@ def test_a_campaign_of_every_input_type(client, make_body):
 
     # an import off the grid is kept with its values
     imported = [0.123, 4, 2.5e-4, 'al, "6061"']
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[0.123, 4.0, 2.5e-4, 'al, "6061"']], "y": [1.25]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations",
+        json={"x": [[0.123, 4.0, 2.5e-4, 'al, "6061"']], "y": [1.25]},
+    )
     assert r.status_code == 201, r.text
 
     obs = client.get(f"/campaigns/{campaign}/observations").json()
@@ -134,8 +147,10 @@ def test_a_campaign_of_every_input_type(client, make_body):
 
 
 def test_two_numeric_typed_inputs_are_drawn_on_the_page(client, make_body):
-    inputs = [{"name": "n", "type": "int", "lower": 0, "upper": 4},
-              {"name": "rate", "type": "log", "lower": 1e-3, "upper": 10.0}]  # fmt: skip
+    inputs = [
+        {"name": "n", "type": "int", "lower": 0, "upper": 4},
+        {"name": "rate", "type": "log", "lower": 1e-3, "upper": 10.0},
+    ]
     body = make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 20}, mcmc=MCMC)
     campaign = client.post("/campaigns", json=body).json()["id"]
     assert client.get(f"/campaigns/{campaign}").json()["inputs"] == inputs
@@ -152,8 +167,10 @@ def test_two_numeric_typed_inputs_are_drawn_on_the_page(client, make_body):
 
 
 def test_a_pool_of_typed_points_hands_them_out_as_posted(client, make_body):
-    inputs = [{"name": "solver", "type": "choice", "values": ["cg", "gmres", "direct"]},
-              {"name": "levels", "type": "int", "lower": 1, "upper": 5}]  # fmt: skip
+    inputs = [
+        {"name": "solver", "type": "choice", "values": ["cg", "gmres", "direct"]},
+        {"name": "levels", "type": "int", "lower": 1, "upper": 5},
+    ]
     points = [["cg", 1], ["gmres", 2.0], ["direct", 5], ["cg", 3], ["gmres", 4]]
     body = make_body(inputs=inputs, pool={"type": "points", "points": points}, max_labels=5)
     r = client.post("/campaigns", json=body)
@@ -167,8 +184,9 @@ def test_a_pool_of_typed_points_hands_them_out_as_posted(client, make_body):
         assert point["x"] in canonical and type(point["x"][1]) is int
         offered.append(point)
     client.post(f"/campaigns/{campaign}/label", json={"ticket": offered[0]["ticket"], "y": 1.0})
-    fail = client.post(f"/campaigns/{campaign}/fail",
-                       json={"ticket": offered[1]["ticket"], "reason": "diverged"})  # fmt: skip
+    fail = client.post(
+        f"/campaigns/{campaign}/fail", json={"ticket": offered[1]["ticket"], "reason": "diverged"}
+    )
     assert fail.status_code == 201
     obs = client.get(f"/campaigns/{campaign}/observations").json()
     assert obs["x"] == [offered[0]["x"]] and obs["failures"][0]["x"] == offered[1]["x"]
@@ -211,8 +229,10 @@ def test_bad_input_specs_are_422_naming_the_input(client, make_body, case):
 
 
 def test_typed_pool_points_that_do_not_fit_are_422(client, make_body):
-    inputs = [{"name": "c", "type": "choice", "values": ["a", "b"]},
-              {"name": "n", "type": "int", "lower": 0, "upper": 3}]  # fmt: skip
+    inputs = [
+        {"name": "c", "type": "choice", "values": ["a", "b"]},
+        {"name": "n", "type": "int", "lower": 0, "upper": 3},
+    ]
     for points, message in [
         ([["a", 1], ["b", 1.5], ["a", 2]], "pool point 1: n = 1.5 is not an integer"),
         ([["a", 1], ["z", 1], ["a", 2]], "pool point 1: c = 'z' is not one of its values"),
@@ -243,8 +263,9 @@ def test_points_that_do_not_fit_typed_inputs_are_422(client, make_body):
         r = client.post(f"/campaigns/{campaign}/observations", json={"x": [good, x], "y": [1, 2]})
         assert r.status_code == 422 and "point 1" in r.text and message in r.text, (x, r.text)
     assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 0  # none was stored
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[1.0, 2, 1e-3, True]], "y": [1]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": [[1.0, 2, 1e-3, True]], "y": [1]}
+    )
     assert r.status_code == 422
 
 
@@ -272,18 +293,29 @@ def test_a_grid_too_large_counts_each_inputs_levels(client, make_body):
 
 UNREADABLE = {
     "a float range too narrow for float64": (
-        [{"name": "x", "lower": 1.0, "upper": 1.0000000000000002}], "upper - lower must exceed"),
+        [{"name": "x", "lower": 1.0, "upper": 1.0000000000000002}],
+        "upper - lower must exceed",
+    ),
     "a range of subnormal floats": (
-        [{"name": "x", "lower": 5e-324, "upper": 1e-323}], "too narrow"),
+        [{"name": "x", "lower": 5e-324, "upper": 1e-323}],
+        "too narrow",
+    ),
     "a log range too narrow for float64": (
         [{"name": "r", "type": "log", "lower": 1e10, "upper": 10000000000.000002}],
-        "log(upper) - log(lower) must exceed"),
+        "log(upper) - log(lower) must exceed",
+    ),
     "choice values that read the same as text": (
-        [{"name": "c", "type": "choice", "values": [10, "10", 2]}], "10 and '10' read the same"),
+        [{"name": "c", "type": "choice", "values": [10, "10", 2]}],
+        "10 and '10' read the same",
+    ),
     "features that read the same": (
-        [{"name": "m=steel", "lower": 0, "upper": 1},
-         {"name": "m", "type": "choice", "values": ["steel", "al"]}], "read 'm=steel'"),
-}  # fmt: skip
+        [
+            {"name": "m=steel", "lower": 0, "upper": 1},
+            {"name": "m", "type": "choice", "values": ["steel", "al"]},
+        ],
+        "read 'm=steel'",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
@@ -299,8 +331,10 @@ def test_inputs_whose_values_cannot_be_told_apart_are_422(client, make_body, cas
 
 
 def test_a_narrow_range_that_float64_resolves_is_taken(client, make_body):
-    inputs = [{"name": "x", "lower": 1.0, "upper": 1.000001},
-              {"name": "r", "type": "log", "lower": 1e-9, "upper": 1.000001e-9}]  # fmt: skip
+    inputs = [
+        {"name": "x", "lower": 1.0, "upper": 1.000001},
+        {"name": "r", "type": "log", "lower": 1e-9, "upper": 1.000001e-9},
+    ]
     r = client.post(
         "/campaigns", json=make_body(inputs=inputs, pool={"type": "grid", "points_per_dim": 11})
     )

@@ -20,8 +20,10 @@ def test_outputs_are_numbers_within_a_range_the_gp_can_scale(client, make_body):
     r = client.post(f"/campaigns/{campaign}/label", json={"ticket": tickets[0], "y": 1e151})
     assert "1e+150" in r.text and "rescale" in r.text
     for ticket, y in zip(tickets, (1.5, -1e150, 0), strict=True):  # the edge itself is fine
-        assert client.post(f"/campaigns/{campaign}/label",
-                           json={"ticket": ticket, "y": y}).status_code == 201  # fmt: skip
+        assert (
+            client.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y}).status_code
+            == 201
+        )
     wait_for_model(client, campaign, 3)
     model = client.get(f"/campaigns/{campaign}/model")
     assert model.status_code == 200, model.text

@@ -36,8 +36,9 @@ def _label(client, campaign, point, y):
 def _same(local, served, what):
     for key in KEYS:
         want = np.asarray(served[key])
-        np.testing.assert_allclose(local[key], want, rtol=1e-10, atol=1e-10 * np.abs(want).max(),
-                                   err_msg=f"{what} {key}")  # fmt: skip
+        np.testing.assert_allclose(
+            local[key], want, rtol=1e-10, atol=1e-10 * np.abs(want).max(), err_msg=f"{what} {key}"
+        )
 
 
 def test_campaign_bodies_declare_log_outputs(client, make_body):
@@ -49,11 +50,12 @@ def test_campaign_bodies_declare_log_outputs(client, make_body):
     assert created.status_code == 201, created.text
     log = {"name": "disp", "weight": 1.0, "transform": "log"}
     assert created.json()["outputs"] == [{"name": "stress", "weight": 1.0}, log]
-    for body, says in ((make_body(transform="sqrt"), "transform"),
-                       (make_body(outputs=[{"name": "a", "transform": "exp"}, {"name": "b"}]),
-                        "transform"),
-                       (make_body(transform="log", outputs=outputs), "declares each output"),
-                       (make_body(transform=None), "transform")):  # fmt: skip
+    for body, says in (
+        (make_body(transform="sqrt"), "transform"),
+        (make_body(outputs=[{"name": "a", "transform": "exp"}, {"name": "b"}]), "transform"),
+        (make_body(transform="log", outputs=outputs), "declares each output"),
+        (make_body(transform=None), "transform"),
+    ):
         r = client.post("/campaigns", json=body)
         assert r.status_code == 422 and says in r.text, (body, r.text)
 
@@ -66,8 +68,9 @@ def test_a_log_campaign_refuses_values_at_or_below_zero_and_answers_in_its_units
         r = _label(client, campaign, point, {"y": bad})
         assert r.status_code == 422, r.text
         assert r.json()["detail"] == f"y: this campaign's output is declared {DECLARED}; got {bad}"
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[1.0], [2.0]], "y": [f([1.0]), -2.0]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": [[1.0], [2.0]], "y": [f([1.0]), -2.0]}
+    )
     assert r.status_code == 422 and r.json()["detail"].startswith("y[1]: this campaign's output")
     assert "got -2.0" in r.json()["detail"]
     assert client.get(f"/campaigns/{campaign}").json()["n_labeled"] == 0  # none stored
@@ -75,8 +78,9 @@ def test_a_log_campaign_refuses_values_at_or_below_zero_and_answers_in_its_units
         point = point if k == 0 else _next(client, campaign)
         r = _label(client, campaign, point, {"y": f(point["x"])})
         assert r.status_code == 201, r.text
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": [[0.6], [2.4]], "y": [f([0.6]), f([2.4])]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": [[0.6], [2.4]], "y": [f([0.6]), f([2.4])]}
+    )
     assert r.status_code == 201, r.text
     wait_for_model(client, campaign, 5)
 
@@ -94,8 +98,9 @@ def test_a_log_campaign_refuses_values_at_or_below_zero_and_answers_in_its_units
     assert np.all(lower < median) and np.all(median < upper) and np.all(median < mean)
     assert np.all(np.array(p["mixture_lower"]) < np.array(p["mixture_upper"]))
 
-    r = client.post(f"/campaigns/{campaign}/evaluate",
-                    json={"x": x, "y": [f(v) for v in x[:3]] + [0.0]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/evaluate", json={"x": x, "y": [f(v) for v in x[:3]] + [0.0]}
+    )
     assert r.status_code == 422 and r.json()["detail"].startswith("y[3]: this campaign's output")
     e = client.post(f"/campaigns/{campaign}/evaluate", json={"x": x, "y": [f(v) for v in x]})
     assert e.status_code == 200, e.text
@@ -126,8 +131,9 @@ def test_replicates_of_a_log_output_with_known_noise(client, make_body):
     point = _next(client, campaign)
     r = _label(client, campaign, point, {"y_replicates": [2.0, 4.0, -0.5]})
     assert r.status_code == 422, r.text
-    assert r.json()["detail"] == (f"y_replicates: this campaign's output is declared {DECLARED}; "
-                                  "got -0.5")  # fmt: skip
+    assert r.json()["detail"] == (
+        f"y_replicates: this campaign's output is declared {DECLARED}; got -0.5"
+    )
     r = _label(client, campaign, point, {"y": 0.0, "noise": 0.1})
     assert r.status_code == 422 and "got 0.0" in r.json()["detail"]
     r = _label(client, campaign, point, {"y_replicates": [2.0, 4.0]})
@@ -141,8 +147,10 @@ def test_replicates_of_a_log_output_with_known_noise(client, make_body):
     p = client.post(f"/campaigns/{campaign}/predict", json={"x": x}).json()
     document = client.get(f"/campaigns/{campaign}/model/export").json()
     _same(Metamodel.load(document).predict(x), p, "export")
-    e = client.post(f"/campaigns/{campaign}/evaluate",
-                    json={"x": x, "y": [f(v) for v in x], "noise": [0.01, 0.02]})  # fmt: skip
+    e = client.post(
+        f"/campaigns/{campaign}/evaluate",
+        json={"x": x, "y": [f(v) for v in x], "noise": [0.01, 0.02]},
+    )
     assert e.status_code == 200 and math.isfinite(e.json()["nlpd_mixture_y"]), e.text
 
 
@@ -156,13 +164,13 @@ def test_one_log_output_beside_one_modeled_as_is(client, make_body):
 
     r = _label(client, campaign, _next(client, campaign), {"y": {"stress": 1.0, "disp": -0.2}})
     assert r.status_code == 422 and r.json()["detail"] == (
-        f"y['disp']: output 'disp' is declared {DECLARED}; got -0.2")  # fmt: skip
+        f"y['disp']: output 'disp' is declared {DECLARED}; got -0.2"
+    )
     columns = {"stress": [-1.0, -2.0], "disp": [1.0, 0.0]}
     r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[1.0], [2.0]], "y": columns})
     assert r.status_code == 422 and r.json()["detail"].startswith("y[1]['disp']: output 'disp'")
     xs = [[0.5], [1.0], [1.6], [2.5]]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": xs, "y": [y(x) for x in xs]})  # fmt: skip
+    r = client.post(f"/campaigns/{campaign}/observations", json={"x": xs, "y": [y(x) for x in xs]})
     assert r.status_code == 201, r.text
     wait_for_model(client, campaign, 4)
     model = client.get(f"/campaigns/{campaign}/model").json()
@@ -180,8 +188,9 @@ def test_one_log_output_beside_one_modeled_as_is(client, make_body):
     columns = {"stress": [0.0] * 3, "disp": [1.0, -1.0, 1.0]}
     r = client.post(f"/campaigns/{campaign}/evaluate", json={"x": x, "y": columns})
     assert r.status_code == 422 and "y[1]['disp']" in r.json()["detail"]
-    e = client.post(f"/campaigns/{campaign}/evaluate",
-                    json={"x": x, "y": [y(v) for v in x]}).json()["outputs"]  # fmt: skip
+    e = client.post(
+        f"/campaigns/{campaign}/evaluate", json={"x": x, "y": [y(v) for v in x]}
+    ).json()["outputs"]
     assert all(math.isfinite(e[k]["nlpd_mixture_y"]) for k in ("stress", "disp"))
     png = client.get(f"/campaigns/{campaign}/plots/model.png?output=disp")
     assert png.status_code == 200 and png.content[:4] == b"\x89PNG"

@@ -20,9 +20,11 @@ from fbgp_al.clients.metamodel import Metamodel
 from fbgp_al.worker import answers
 from tests.service.conftest import wait_for_model
 
-INPUTS = [{"name": "x", "lower": 0.0, "upper": 1.0},
-          {"name": "n", "type": "int", "lower": 1, "upper": 5},
-          {"name": "mat", "type": "choice", "values": ["steel", "alu"]}]  # fmt: skip
+INPUTS = [
+    {"name": "x", "lower": 0.0, "upper": 1.0},
+    {"name": "n", "type": "int", "lower": 1, "upper": 5},
+    {"name": "mat", "type": "choice", "values": ["steel", "alu"]},
+]
 OUTPUTS = [{"name": "stress", "weight": 2.0}, {"name": "disp"}]
 MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
@@ -36,8 +38,14 @@ def simulate(x: list) -> dict:
 
 
 def _body(make_body, **changes):
-    body = {"inputs": INPUTS, "outputs": OUTPUTS, "pool": {"type": "grid", "points_per_dim": 9},
-            "max_labels": 6, "mcmc": MCMC, "seed": 5}  # fmt: skip
+    body = {
+        "inputs": INPUTS,
+        "outputs": OUTPUTS,
+        "pool": {"type": "grid", "points_per_dim": 9},
+        "max_labels": 6,
+        "mcmc": MCMC,
+        "seed": 5,
+    }
     return make_body(**{**body, **changes})
 
 
@@ -53,8 +61,10 @@ def _label_next(client, campaign):
 def test_campaign_bodies_with_outputs_are_checked(client, make_body):
     created = client.post("/campaigns", json=_body(make_body))
     assert created.status_code == 201, created.text
-    assert created.json()["outputs"] == [{"name": "stress", "weight": 2.0},
-                                         {"name": "disp", "weight": 1.0}]  # fmt: skip
+    assert created.json()["outputs"] == [
+        {"name": "stress", "weight": 2.0},
+        {"name": "disp", "weight": 1.0},
+    ]
     assert "outputs" not in client.post("/campaigns", json=make_body()).json()
     for outputs in (
         [{"name": "a"}],
@@ -73,12 +83,13 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
     campaign = client.post("/campaigns", json=_body(make_body)).json()["id"]
     url = f"/campaigns/{campaign}/label"
     first = client.get(f"/campaigns/{campaign}/next").json()
-    for bad, says in (({"y": 1.0}, "several outputs"),
-                      ({"y": {"stress": 1.0}}, "'disp' is missing"),
-                      ({"y": {"stress": 1.0, "disp": 2.0, "temp": 3.0}}, "unknown output 'temp'"),
-                      ({"y": {"stress": "a", "disp": 2.0}}, "stress"),
-                      ({"y": {"stress": 1.0, "disp": 2.0}, "noise": {"stress": 0.1, "disp": 0.1}},
-                       "noise")):  # fmt: skip
+    for bad, says in (
+        ({"y": 1.0}, "several outputs"),
+        ({"y": {"stress": 1.0}}, "'disp' is missing"),
+        ({"y": {"stress": 1.0, "disp": 2.0, "temp": 3.0}}, "unknown output 'temp'"),
+        ({"y": {"stress": "a", "disp": 2.0}}, "stress"),
+        ({"y": {"stress": 1.0, "disp": 2.0}, "noise": {"stress": 0.1, "disp": 0.1}}, "noise"),
+    ):
         r = client.post(url, json={"ticket": first["ticket"], **bad})
         assert r.status_code == 422 and says in r.json()["detail"], (bad, r.text)
     y0 = simulate(first["x"])
@@ -95,8 +106,12 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
     wait_for_model(client, campaign, 4)
     # a failed run, for the CSV's failure row
     ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-    assert client.post(f"/campaigns/{campaign}/fail",
-                       json={"ticket": ticket, "reason": "mesh"}).status_code == 201  # fmt: skip
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/fail", json={"ticket": ticket, "reason": "mesh"}
+        ).status_code
+        == 201
+    )
 
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert set(model["outputs"]) == {"stress", "disp"} and model["version"] == 4
@@ -111,8 +126,9 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
         assert t["y_mean"] == pytest.approx(values.mean(), rel=1e-12)
         assert t["y_std"] == pytest.approx(values.std(ddof=1), rel=1e-12)
         assert model["outputs"][name]["accuracy"]["loo_rmse"] > 0
-    assert model["accuracy"]["loo_rmse"] == max(o["accuracy"]["loo_rmse"]
-                                                for o in model["outputs"].values())  # fmt: skip
+    assert model["accuracy"]["loo_rmse"] == max(
+        o["accuracy"]["loo_rmse"] for o in model["outputs"].values()
+    )
 
     test_x = [[0.1, 2, "alu"], [0.7, 5, "steel"], [0.5, 1, "steel"]]
     p = client.post(f"/campaigns/{campaign}/predict", json={"x": test_x})
@@ -134,8 +150,9 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
             assert e["outputs"][k]["rmse"] == pytest.approx(rmse, rel=1e-9)
     r = client.post(f"/campaigns/{campaign}/evaluate", json={"x": test_x, "y": [1.0, 2.0, 3.0]})
     assert r.status_code == 422 and "several outputs" in r.json()["detail"]
-    r = client.post(f"/campaigns/{campaign}/evaluate",
-                    json={"x": test_x, "y": {"stress": [1.0, 2.0, 3.0]}})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/evaluate", json={"x": test_x, "y": {"stress": [1.0, 2.0, 3.0]}}
+    )
     assert r.status_code == 422 and "'disp' is missing" in r.json()["detail"]
 
     a = client.post(f"/campaigns/{campaign}/acquisition", json={"x": test_x}).json()
@@ -144,8 +161,7 @@ def test_a_two_output_campaign_end_to_end(client, make_body):
 
     observed = client.get(f"/campaigns/{campaign}/observations").json()
     assert observed["y"] == [simulate(x) for x in xs] and len(observed["failures"]) == 1
-    text = client.get(f"/campaigns/{campaign}/observations",
-                      headers={"Accept": "text/csv"}).text  # fmt: skip
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["x", "n", "mat", "y_stress", "y_disp", "status", "reason"]
     assert float(rows[1][3]) == y0["stress"] and float(rows[1][4]) == y0["disp"]
@@ -189,8 +205,7 @@ def test_imports_with_outputs(client, make_body):
     assert r.status_code == 201, r.text
     assert client.get(url).json()["y"] == [simulate(x) for x in xs]
     single = client.post("/campaigns", json=make_body()).json()["id"]
-    r = client.post(f"/campaigns/{single}/observations",
-                    json={"x": [[1.0]], "y": [{"a": 1.0}]})  # fmt: skip
+    r = client.post(f"/campaigns/{single}/observations", json={"x": [[1.0]], "y": [{"a": 1.0}]})
     assert r.status_code == 422 and "one output" in r.json()["detail"]
     tickets = client.get(f"/campaigns/{single}/next").json()["ticket"]
     r = client.post(f"/campaigns/{single}/label", json={"ticket": tickets, "y": {"a": 1.0}})
@@ -198,13 +213,18 @@ def test_imports_with_outputs(client, make_body):
 
 
 def test_known_noise_with_outputs(client, make_body):
-    body = _body(make_body, noise={"type": "known"}, inputs=[INPUTS[0]],
-                 pool={"type": "grid", "points_per_dim": 21})  # fmt: skip
+    body = _body(
+        make_body,
+        noise={"type": "known"},
+        inputs=[INPUTS[0]],
+        pool={"type": "grid", "points_per_dim": 21},
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     url = f"/campaigns/{campaign}/label"
     ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
-    r = client.post(url, json={"ticket": ticket, "y": {"stress": 1.0, "disp": 2.0},
-                               "noise": {"stress": 0.1}})  # fmt: skip
+    r = client.post(
+        url, json={"ticket": ticket, "y": {"stress": 1.0, "disp": 2.0}, "noise": {"stress": 0.1}}
+    )
     assert r.status_code == 422 and "noise: output 'disp' is missing" in r.json()["detail"]
     r = client.post(
         url,
@@ -214,20 +234,33 @@ def test_known_noise_with_outputs(client, make_body):
     assert r.json()["y"] == {"stress": 1.5, "disp": 0.5}
     assert r.json()["noise"] == {"stress": pytest.approx(0.25), "disp": pytest.approx(0.25 / 3)}
     for k, x in enumerate((0.3, 0.9)):
-        r = client.post(f"/campaigns/{campaign}/observations",
-                        json={"x": [[x]], "y": [{"stress": k, "disp": 2.0 * x}],
-                              "noise": [{"stress": 0.01, "disp": 0.0}]})  # fmt: skip
+        r = client.post(
+            f"/campaigns/{campaign}/observations",
+            json={
+                "x": [[x]],
+                "y": [{"stress": k, "disp": 2.0 * x}],
+                "noise": [{"stress": 0.01, "disp": 0.0}],
+            },
+        )
         assert r.status_code == 201, r.text
     wait_for_model(client, campaign, 3)
-    rows = list(csv.reader(io.StringIO(client.get(
-        f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text)))  # fmt: skip
+    rows = list(
+        csv.reader(
+            io.StringIO(
+                client.get(
+                    f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}
+                ).text
+            )
+        )
+    )
     assert rows[0] == ["x", "y_stress", "y_disp", "noise_stress", "noise_disp", "status", "reason"]
     document = client.get(f"/campaigns/{campaign}/model/export").json()
     assert document["data"]["noise"][1] == {"stress": 0.01, "disp": 0.0}
     p = client.post(f"/campaigns/{campaign}/predict", json={"x": [[0.5]]}).json()
     home = Metamodel.load(document).predict([[0.5]])
-    np.testing.assert_allclose(home["disp"]["variance"], p["outputs"]["disp"]["variance"],
-                               rtol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        home["disp"]["variance"], p["outputs"]["disp"]["variance"], rtol=1e-10
+    )
     page = client.get(f"/campaigns/{campaign}/view").text  # one input: each output's model
     assert "id='plot-model-stress'" in page and "id='plot-model-disp'" in page
     for name in ("stress", "disp"):
@@ -241,24 +274,33 @@ def test_each_output_is_its_single_output_campaign(client, make_body):
     xs = [[0.1, 1, "steel"], [0.4, 2, "alu"], [0.8, 4, "steel"], [0.9, 5, "alu"]]
     ys = [simulate(x) for x in xs]
     multi = client.post("/campaigns", json=_body(make_body)).json()["id"]
-    assert client.post(f"/campaigns/{multi}/observations",
-                       json={"x": xs, "y": ys}).status_code == 201  # fmt: skip
+    assert (
+        client.post(f"/campaigns/{multi}/observations", json={"x": xs, "y": ys}).status_code == 201
+    )
     wait_for_model(client, multi, 4)
     model = client.get(f"/campaigns/{multi}/model").json()
     for k, name in enumerate(("stress", "disp")):
-        body = make_body(inputs=INPUTS, pool={"type": "grid", "points_per_dim": 9},
-                         max_labels=6, mcmc=MCMC, seed=5 + k)  # fmt: skip
+        body = make_body(
+            inputs=INPUTS,
+            pool={"type": "grid", "points_per_dim": 9},
+            max_labels=6,
+            mcmc=MCMC,
+            seed=5 + k,
+        )
         single = client.post("/campaigns", json=body).json()["id"]
-        r = client.post(f"/campaigns/{single}/observations",
-                        json={"x": xs, "y": [y[name] for y in ys]})  # fmt: skip
+        r = client.post(
+            f"/campaigns/{single}/observations", json={"x": xs, "y": [y[name] for y in ys]}
+        )
         assert r.status_code == 201, r.text
         wait_for_model(client, single, 4)
         alone = client.get(f"/campaigns/{single}/model").json()
         mine = model["outputs"][name]
         for key in ("samples", "acquisition_samples", "mode", "adaptation"):
             assert mine[key] == alone[key], (name, key)
-        assert mine["transform"] == {"y_mean": alone["transform"]["y_mean"],
-                                     "y_std": alone["transform"]["y_std"]}  # fmt: skip
+        assert mine["transform"] == {
+            "y_mean": alone["transform"]["y_mean"],
+            "y_std": alone["transform"]["y_std"],
+        }
         assert mine["diagnostics"]["seed"] == alone["diagnostics"]["seed"]
         for key in ("loo_rmse", "ipv", "qbc"):  # the same pool points: the campaign's seed's
             if k == 0:
@@ -270,8 +312,9 @@ def test_a_stopping_rule_is_met_when_every_output_meets_it(client, make_body):
     xs = [[0.1, 1, "steel"], [0.4, 2, "alu"], [0.8, 4, "steel"]]
     stop = {"loo_rmse_relative": 100.0, "min_labels": 3, "patience": 1}
     campaign = client.post("/campaigns", json=_body(make_body, stop=stop)).json()["id"]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": xs, "y": [simulate(x) for x in xs]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": xs, "y": [simulate(x) for x in xs]}
+    )
     assert r.status_code == 201, r.text
     status = wait_for_model(client, campaign, 3)
     model = client.get(f"/campaigns/{campaign}/model").json()
@@ -291,8 +334,9 @@ def test_a_parallel_campaign_of_several_outputs_hands_out_a_batch(client, make_b
     xs = [[0.1, 1, "steel"], [0.4, 2, "alu"], [0.8, 4, "steel"]]
     body = _body(make_body, mode="parallel", max_pending=3)
     campaign = client.post("/campaigns", json=body).json()["id"]
-    r = client.post(f"/campaigns/{campaign}/observations",
-                    json={"x": xs, "y": [simulate(x) for x in xs]})  # fmt: skip
+    r = client.post(
+        f"/campaigns/{campaign}/observations", json={"x": xs, "y": [simulate(x) for x in xs]}
+    )
     assert r.status_code == 201, r.text
     wait_for_model(client, campaign, 3)
     points = [client.get(f"/campaigns/{campaign}/next").json() for _ in range(3)]
@@ -328,14 +372,24 @@ def test_a_campaign_with_known_noise_end_to_end(client, make_body):
     first = _ticket(client, campaign)
     missing = client.post(url, json={"ticket": first, "y": 1.0})
     assert missing.status_code == 422 and "noise is required" in _detail(missing)
-    for bad in ({"y": 1.0, "noise": -0.1}, {"y": 1.0, "noise": "NaN"}, {"y": 1.0, "noise": 1e301},
-                {"y_replicates": [1.0]}, {"y": 1.0, "y_replicates": [1.0, 2.0]},
-                {"y_replicates": [1.0, 2.0], "noise": 0.1}, {"noise": 0.1}):  # fmt: skip
+    for bad in (
+        {"y": 1.0, "noise": -0.1},
+        {"y": 1.0, "noise": "NaN"},
+        {"y": 1.0, "noise": 1e301},
+        {"y_replicates": [1.0]},
+        {"y": 1.0, "y_replicates": [1.0, 2.0]},
+        {"y_replicates": [1.0, 2.0], "noise": 0.1},
+        {"noise": 0.1},
+    ):
         r = client.post(url, json={"ticket": first, **bad})
         assert r.status_code == 422, (bad, r.text)
     stored = client.post(url, json={"ticket": first, "y": 1.0, "noise": 0.25})
     assert stored.status_code == 201 and stored.json() == {
-        "ticket": first, "y": 1.0, "noise": 0.25, "n_labeled": 1}  # fmt: skip
+        "ticket": first,
+        "y": 1.0,
+        "noise": 0.25,
+        "n_labeled": 1,
+    }
     # the same label again is 200; another noise (or y) for it is 409
     assert client.post(url, json={"ticket": first, "y": 1.0, "noise": 0.25}).status_code == 200
     assert client.post(url, json={"ticket": first, "y": 1.0, "noise": 0.5}).status_code == 409
@@ -403,8 +457,14 @@ def test_a_campaign_with_known_noise_end_to_end(client, make_body):
     assert short.status_code == 422
 
 
-@pytest.mark.parametrize("noise", [{"type": "known", "nugget": False}, {"type": "other"},
-                                   {"type": "known", "nugget": True, "extra": 1}])  # fmt: skip
+@pytest.mark.parametrize(
+    "noise",
+    [
+        {"type": "known", "nugget": False},
+        {"type": "other"},
+        {"type": "known", "nugget": True, "extra": 1},
+    ],
+)
 def test_unsupported_noise_settings_are_422(client, make_body, noise):
     r = client.post("/campaigns", json=make_body(noise=noise))
     assert r.status_code == 422, r.text

@@ -45,8 +45,12 @@ def test_every_field_has_a_description():
 
 def test_every_operation_and_parameter_has_a_description():
     missing = [name for name, op in _operations() if not op.get("description")]
-    missing += [f"{name} {p['name']}" for name, op in _operations()
-                for p in op.get("parameters", []) if not p.get("description")]  # fmt: skip
+    missing += [
+        f"{name} {p['name']}"
+        for name, op in _operations()
+        for p in op.get("parameters", [])
+        if not p.get("description")
+    ]
     assert not missing, missing
 
 
@@ -65,8 +69,9 @@ def _body_schema(operation) -> str:
     return next(r["$ref"].rsplit("/", 1)[-1] for r in refs if "$ref" in r)
 
 
-@pytest.mark.parametrize("name, operation",
-                         [(n, op) for n, op in _operations() if "requestBody" in op])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, operation", [(n, op) for n, op in _operations() if "requestBody" in op]
+)
 def test_every_request_body_has_an_example_the_service_accepts(name, operation):
     schema = _body_schema(operation)
     examples = DOCUMENT["components"]["schemas"][schema].get("examples")
@@ -108,16 +113,28 @@ def _retyped(node, path=()):
 
 
 # bodies with more numbers and booleans than the examples have
-FULLER = {"POST /campaigns": [{
-    "name": "full", "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}], "max_labels": 12,
-    "pool": {"type": "grid", "points_per_dim": 50}, "pool_subsample": 40, "seed": 3,
-    "allow_repeats": True, "initial_design": {"type": "maximin-lhs", "size": 4},
-    "mcmc": {"chains": 2, "warmup": 20, "samples": 20, "thinning": 2, "warm_start": False},
-    "lease_seconds": 120, "max_failures": 4}]}  # fmt: skip
+FULLER = {
+    "POST /campaigns": [
+        {
+            "name": "full",
+            "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+            "max_labels": 12,
+            "pool": {"type": "grid", "points_per_dim": 50},
+            "pool_subsample": 40,
+            "seed": 3,
+            "allow_repeats": True,
+            "initial_design": {"type": "maximin-lhs", "size": 4},
+            "mcmc": {"chains": 2, "warmup": 20, "samples": 20, "thinning": 2, "warm_start": False},
+            "lease_seconds": 120,
+            "max_failures": 4,
+        }
+    ]
+}
 
 
-@pytest.mark.parametrize("name, operation",
-                         [(n, op) for n, op in _operations() if "requestBody" in op])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, operation", [(n, op) for n, op in _operations() if "requestBody" in op]
+)
 def test_a_body_takes_numbers_and_booleans_only_as_json_numbers_and_booleans(name, operation):
     """Every number and boolean of every request example, sent as a string (or a boolean as a
     number), is refused: no ``"20"`` taken for 20 nor ``"true"`` or ``1`` for true. A point's

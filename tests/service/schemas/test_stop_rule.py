@@ -6,11 +6,23 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("stop", [
-    {}, {"patience": 2}, {"ipv": 0}, {"ipv": -1.0}, {"ipv": "1"}, {"ipv": True},
-    {"loo_rmse": 0.1, "patience": 0}, {"loo_rmse": 0.1, "min_labels": 0},
-    {"loo_rmse": 0.1, "min_labels": 7}, {"rmse": 0.1}, {"loo_nlpd": 0.1}, [0.1],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "stop",
+    [
+        {},
+        {"patience": 2},
+        {"ipv": 0},
+        {"ipv": -1.0},
+        {"ipv": "1"},
+        {"ipv": True},
+        {"loo_rmse": 0.1, "patience": 0},
+        {"loo_rmse": 0.1, "min_labels": 0},
+        {"loo_rmse": 0.1, "min_labels": 7},
+        {"rmse": 0.1},
+        {"loo_nlpd": 0.1},
+        [0.1],
+    ],
+)
 def test_bad_rules_are_422_naming_the_field(client, make_body, stop):
     r = client.post("/campaigns", json=make_body(stop=stop))  # max_labels 6
     assert r.status_code == 422, r.text
@@ -23,8 +35,7 @@ def test_non_finite_thresholds_are_422(client):
             '{"inputs": [{"name": "x", "lower": 0, "upper": 1}], "max_labels": 5, '
             '"pool": {"type": "grid", "points_per_dim": 11}, "stop": {"ipv": ' + raw + "}}"
         )
-        r = client.post("/campaigns", content=content,
-                        headers={"Content-Type": "application/json"})  # fmt: skip
+        r = client.post("/campaigns", content=content, headers={"Content-Type": "application/json"})
         assert r.status_code == 422 and "stop" in r.text, (raw, r.text)
 
 

@@ -102,8 +102,10 @@ def test_labels_racing_deletes_over_http_leave_no_key(client, make_body, setting
 
     threads = []
     for campaign, ticket in campaigns:
-        threads += [threading.Thread(target=label, args=(campaign, ticket)),
-                    threading.Thread(target=delete, args=(campaign,))]  # fmt: skip
+        threads += [
+            threading.Thread(target=label, args=(campaign, ticket)),
+            threading.Thread(target=delete, args=(campaign,)),
+        ]
     for t in threads:
         t.start()
     for t in threads:

@@ -33,8 +33,10 @@ def test_runs_stored_before_their_count_and_lists_are_counted_and_shown_once(
     assert _fail(client, campaign, ticket).json()["count"] == 2
     assert client.get(f"/campaigns/{campaign}").json()["n_failed"] == 2
     events = client.get(f"/campaigns/{campaign}/history").json()
-    assert [(e["event"], e["ticket"]) for e in events] == [("run_failed", "t-old"),
-                                                           ("run_failed", ticket)]  # fmt: skip
+    assert [(e["event"], e["ticket"]) for e in events] == [
+        ("run_failed", "t-old"),
+        ("run_failed", ticket),
+    ]
     # a ticket whose state holds its reason itself (stored before the digest): a repeat with
     # that reason is the same report again, another reason a conflict
     stale = _next(client, campaign)["ticket"]

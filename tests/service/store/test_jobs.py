@@ -37,7 +37,7 @@ def test_a_model_call_beyond_the_campaigns_limit_is_429_and_the_sdk_waits(
 def test_a_campaign_s_plots_out_at_once_are_bounded(client, make_body, redis_url):
     """A page's plots fit beside a model call; more at once are 429, so that no campaign can
     hold every worker with plots."""
-    from fbgp_al.service.queues import PAGE_PLOTS
+    from fbgp_al.service.model_calls import PAGE_PLOTS
 
     campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
     store = CampaignStore(Redis.from_url(redis_url))

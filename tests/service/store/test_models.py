@@ -41,7 +41,10 @@ def test_a_model_is_stored_only_by_the_refit_in_charge_and_never_over_a_newer_on
     last = store.history(campaign)[-1]
     assert last["event"] == "evaluate" and last["version"] == 4
     assert {k: last[k] for k in ("nlml", "rmse", "nlpd_mixture")} == {
-        "nlml": 1.0, "rmse": 2.0, "nlpd_mixture": 3.0} and "x" not in last  # fmt: skip
+        "nlml": 1.0,
+        "rmse": 2.0,
+        "nlpd_mixture": 3.0,
+    } and "x" not in last
     assert not store.resume(campaign)  # it was not stopped
     with pytest.raises(NotFound):
         store.model("no-such-campaign")

@@ -117,9 +117,15 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")  # no worker serves it
     store = CampaignStore(redis)
-    body = {"name": "fence", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
-            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    body = {
+        "name": "fence",
+        "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+        "pool": {"type": "grid", "points_per_dim": 11},
+        "initial_design": {"size": 1},
+        "seed": 0,
+        "allow_repeats": False,
+        "max_labels": 5,
+    }
     campaign = store.create(body)["id"]
     state = store.k(campaign, "state")
     now = time.time()
@@ -148,9 +154,15 @@ def _idle_store(settings):
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/15")
     store = CampaignStore(redis)
-    body = {"name": "idle", "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-            "pool": {"type": "grid", "points_per_dim": 11}, "initial_design": {"size": 1},
-            "seed": 0, "allow_repeats": False, "max_labels": 5}  # fmt: skip
+    body = {
+        "name": "idle",
+        "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+        "pool": {"type": "grid", "points_per_dim": 11},
+        "initial_design": {"size": 1},
+        "seed": 0,
+        "allow_repeats": False,
+        "max_labels": 5,
+    }
     return redis, store, store.create(body)["id"]
 
 
@@ -195,19 +207,34 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
     queue = queues.queue(REFIT, redis)
     state = store.k(campaign, "state")
     now = time.time()
-    redis.hset(state, mapping={"refit": "running", "refit_job": "parent", "started_at": now - 60,
-                               "heartbeat": now - 60})  # fmt: skip
+    redis.hset(
+        state,
+        mapping={
+            "refit": "running",
+            "refit_job": "parent",
+            "started_at": now - 60,
+            "heartbeat": now - 60,
+        },
+    )
     assert store.note_merge(campaign, "parent", "merge-1")
     assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
     group = queue.enqueue_call(
         "fbgp_al.worker.jobs.refit_chains", args=(campaign,), job_id="group-1"
     )
-    queue.enqueue_call("fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-1",
-                       depends_on=group)  # fmt: skip
+    queue.enqueue_call(
+        "fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-1", depends_on=group
+    )
     # deferred behind a group that no longer beats: dead
     assert store.revive_refit(campaign, now, 15.0)
-    redis.hset(state, mapping={"refit": "running", "refit_job": "parent2", "heartbeat": now - 60,
-                               "refit_merge": "merge-3"})  # fmt: skip
+    redis.hset(
+        state,
+        mapping={
+            "refit": "running",
+            "refit_job": "parent2",
+            "heartbeat": now - 60,
+            "refit_merge": "merge-3",
+        },
+    )
     queue.enqueue_call("fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
     assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
     queue.remove("merge-3")
@@ -220,13 +247,22 @@ def test_ill_conditioned_data_refits_through_the_service(client, make_body, case
     """Duplicates, constant, huge and tiny outputs, a single label: imported, refitted by the
     worker, and served without NaN."""
     x, y = CASES[case]
-    body = make_body(inputs=[{"name": "x", "lower": 0.0, "upper": 10.0}],
-                     initial_design={"size": 1}, allow_repeats=True, max_labels=20)  # fmt: skip
+    body = make_body(
+        inputs=[{"name": "x", "lower": 0.0, "upper": 10.0}],
+        initial_design={"size": 1},
+        allow_repeats=True,
+        max_labels=20,
+    )
     campaign = client.post("/campaigns", json=body).json()["id"]
     r = client.post(f"/campaigns/{campaign}/observations", json={"x": [[v] for v in x], "y": y})
     assert r.status_code == 201, r.text
-    status = _wait(lambda: (s := client.get(f"/campaigns/{campaign}").json())["refit"] == "idle"
-                   and s["model_version"] == len(x) and s)  # fmt: skip
+    status = _wait(
+        lambda: (
+            (s := client.get(f"/campaigns/{campaign}").json())["refit"] == "idle"
+            and s["model_version"] == len(x)
+            and s
+        )
+    )
     assert status["last_error"] is None
     model = client.get(f"/campaigns/{campaign}/model").json()
     draws = model["samples"]["lengthscale"] + [[v] for v in model["samples"]["noise"]]

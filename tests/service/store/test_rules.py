@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from fbgp_al.service import loop
 from fbgp_al.service.keys import PHASES
+from fbgp_al.service.offers import offer
 from fbgp_al.service.routes import bodies
-from fbgp_al.service.routes.labeling import offer
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore, rules
@@ -37,22 +37,46 @@ NOW = 1_000_000.0
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(before=st.integers(0, 6), attempts=st.integers(1, 6), died=st.booleans(),
-       base=st.floats(0.5, 30.0), cap=st.floats(1.0, 600.0),
-       running=st.booleans())  # fmt: skip
-def test_a_failed_refit_backs_off_as_the_rule_says(bare_store, before, attempts, died, base, cap,
-                                                    running):  # fmt: skip
+@given(
+    before=st.integers(0, 6),
+    attempts=st.integers(1, 6),
+    died=st.booleans(),
+    base=st.floats(0.5, 30.0),
+    cap=st.floats(1.0, 600.0),
+    running=st.booleans(),
+)
+def test_a_failed_refit_backs_off_as_the_rule_says(
+    bare_store, before, attempts, died, base, cap, running
+):
     store = bare_store
     state, labels, history = (store.k("c", p) for p in ("state", "labels", "history"))
     store.r.delete(state, labels, history, PHASES)
-    store.r.hset(state, mapping={"refit": "running" if running else "queued", "refit_job": "old",
-                                 "refit_failures": before, "started_at": NOW - 5,
-                                 "heartbeat": NOW - 1})  # fmt: skip
+    store.r.hset(
+        state,
+        mapping={
+            "refit": "running" if running else "queued",
+            "refit_job": "old",
+            "refit_failures": before,
+            "started_at": NOW - 5,
+            "heartbeat": NOW - 1,
+        },
+    )
     store.r.rpush(labels, *["{}"] * 4)
-    p = {"job": "new", "now": NOW, "attempts": attempts, "base": base, "cap": cap, "died": died,
-         "reason": "why", "design_size": 3, "max_labels": 10, "keep": 100}  # fmt: skip
-    outcome = store.s.fail_refit(keys=[state, labels, PHASES, history],
-                                 args=["old", "error", "{}", json.dumps(p)])  # fmt: skip
+    p = {
+        "job": "new",
+        "now": NOW,
+        "attempts": attempts,
+        "base": base,
+        "cap": cap,
+        "died": died,
+        "reason": "why",
+        "design_size": 3,
+        "max_labels": 10,
+        "keep": 100,
+    }
+    outcome = store.s.fail_refit(
+        keys=[state, labels, PHASES, history], args=["old", "error", "{}", json.dumps(p)]
+    )
     after = {k.decode(): v.decode() for k, v in store.r.hgetall(state).items()}
     failures = before + 1
     assert int(after["refit_failures"]) == failures
@@ -202,8 +226,24 @@ def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
 
 def _same(real: loop.Snapshot, model: loop.Snapshot) -> bool:
     """The store's refit state has more in it (its job, times): compare what the model has."""
-    return (real.n_labeled, real.n_pending, real.pending, real.labeled, real.ranking,
-            real.refit.phase, real.refit.model_version, real.failures, real.refit.changed) == (
-            model.n_labeled, model.n_pending, model.pending, model.labeled, model.ranking,
-            model.refit.phase, model.refit.model_version, model.failures,
-            model.refit.changed)  # fmt: skip
+    return (
+        real.n_labeled,
+        real.n_pending,
+        real.pending,
+        real.labeled,
+        real.ranking,
+        real.refit.phase,
+        real.refit.model_version,
+        real.failures,
+        real.refit.changed,
+    ) == (
+        model.n_labeled,
+        model.n_pending,
+        model.pending,
+        model.labeled,
+        model.ranking,
+        model.refit.phase,
+        model.refit.model_version,
+        model.failures,
+        model.refit.changed,
+    )

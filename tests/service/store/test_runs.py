@@ -52,8 +52,10 @@ def test_a_simulator_that_keeps_failing_or_giving_points_back_costs_bounded_memo
             if i % 2:
                 r = client.post(f"/campaigns/{campaign}/abandon", json={"ticket": ticket})
             else:
-                r = client.post(f"/campaigns/{campaign}/fail",
-                                json={"ticket": ticket, "reason": f"{i} {REASON}"})  # fmt: skip
+                r = client.post(
+                    f"/campaigns/{campaign}/fail",
+                    json={"ticket": ticket, "reason": f"{i} {REASON}"},
+                )
             assert r.status_code == 201, r.text
 
     cycles(0, 40)

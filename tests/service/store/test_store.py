@@ -35,12 +35,19 @@ def stored(tmp_path_factory):
     redis_process, url = start_redis(tmp)
     redis = Redis.from_url(url)
     for entry in data["keys"]:
-        redis.restore(base64.b64decode(entry["key"]), entry["pttl"],
-                      base64.b64decode(entry["dump"]), replace=True)  # fmt: skip
+        redis.restore(
+            base64.b64decode(entry["key"]),
+            entry["pttl"],
+            base64.b64decode(entry["dump"]),
+            replace=True,
+        )
     # however long ago the file was written, its tickets out are still kept (a late label is
     # taken), and its refit killed mid-run is found dead within seconds
-    settings = {"expired_ticket_seconds": 10 * 365 * 86400, "refit_lease_seconds": 3,
-                "heartbeat_seconds": 0.5}  # fmt: skip
+    settings = {
+        "expired_ticket_seconds": 10 * 365 * 86400,
+        "refit_lease_seconds": 3,
+        "heartbeat_seconds": 0.5,
+    }
     api, api_url = start_api(url, tmp / "api.log", api_token=data["admin_token"], **settings)
     worker = start_worker(url, tmp / "worker.log", **settings, maintenance_interval=2)
     yield data, api_url
@@ -84,8 +91,9 @@ def test_its_campaigns_run_to_the_end(stored):
         for c in campaigns.values():  # the tickets left out are labeled (late, if expired)
             if "out" in c:
                 label = {"ticket": c["out"]["ticket"], "y": f(c["out"]["x"])}
-                answer = api.post(f"/campaigns/{c['id']}/label", json=label,
-                                  headers=_as(c["token"]))  # fmt: skip
+                answer = api.post(
+                    f"/campaigns/{c['id']}/label", json=label, headers=_as(c["token"])
+                )
                 assert answer.status_code == 201, answer.text
         while len(done) < len(campaigns):
             assert time.monotonic() < deadline, f"not done in time: {set(campaigns) - set(done)}"
@@ -120,5 +128,10 @@ def test_its_campaigns_model_their_outputs_as_they_are(stored):
         assert min(api.get(f"/campaigns/{c['id']}/observations").json()["y"]) < 0
         p = api.post(f"/campaigns/{c['id']}/predict", json={"x": [[0.7], [1.9]]})
         assert p.status_code == 200, p.text
-        assert set(p.json()) == {"mean", "variance", "mixture_mean", "mixture_variance",
-                                 "model_version"}  # fmt: skip
+        assert set(p.json()) == {
+            "mean",
+            "variance",
+            "mixture_mean",
+            "mixture_variance",
+            "model_version",
+        }

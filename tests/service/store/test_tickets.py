@@ -41,8 +41,9 @@ def _design_tickets(client, campaign: str) -> list[dict]:
     return out
 
 
-def test_expired_tickets_are_kept_for_late_labels_then_pruned(client, make_body, settings,
-                                                              keep_expired):  # fmt: skip
+def test_expired_tickets_are_kept_for_late_labels_then_pruned(
+    client, make_body, settings, keep_expired
+):
     redis = Redis.from_url(settings.redis_url)
     body = make_body(lease_seconds=LEASE, max_labels=50)
     campaign = client.post("/campaigns", json=body).json()["id"]
@@ -111,16 +112,21 @@ def test_failed_abandoned_and_superseded_tickets_are_pruned_like_expired_ones(
         ).status_code
         == 201
     )
-    assert client.post(f"/campaigns/{campaign}/abandon",
-                       json={"ticket": abandoned["ticket"]}).status_code == 201  # fmt: skip
+    assert (
+        client.post(
+            f"/campaigns/{campaign}/abandon", json={"ticket": abandoned["ticket"]}
+        ).status_code
+        == 201
+    )
     # ``late``'s lease runs out; its point goes out again, a late label for it comes first,
     # and the ticket now holding its point can never be labeled: superseded
     time.sleep(LEASE + 0.1)
     again = [t for t in _design_tickets(client, campaign) if t["x"] == late["x"]]
     ok = client.post(f"/campaigns/{campaign}/label", json={"ticket": late["ticket"], "y": 0.5})
     assert ok.status_code == 201, ok.text
-    superseded = client.post(f"/campaigns/{campaign}/label",
-                             json={"ticket": again[0]["ticket"], "y": 0.7})  # fmt: skip
+    superseded = client.post(
+        f"/campaigns/{campaign}/label", json={"ticket": again[0]["ticket"], "y": 0.7}
+    )
     assert superseded.status_code == 409
     assert redis.hget(states, again[0]["ticket"]) == b"superseded"
     # the state holds a digest of the reason, not the reason; a repeat still must match it
@@ -143,8 +149,9 @@ def test_failed_abandoned_and_superseded_tickets_are_pruned_like_expired_ones(
     for ended in (failed, abandoned, again[0]):
         assert redis.hget(states, ended["ticket"]) is None
     assert redis.hget(states, late["ticket"]).startswith(b"labeled:")  # a label's stays
-    gone = client.post(f"/campaigns/{campaign}/fail",
-                       json={"ticket": failed["ticket"], "reason": REASON})  # fmt: skip
+    gone = client.post(
+        f"/campaigns/{campaign}/fail", json={"ticket": failed["ticket"], "reason": REASON}
+    )
     assert gone.status_code == 404
     # what the campaign knows of the runs stays: counts, the failure's record, the history
     status = client.get(f"/campaigns/{campaign}").json()
@@ -268,8 +275,7 @@ class LoseFirstAnswer(httpx.BaseTransport):
         return response
 
 
-def test_the_client_s_retry_after_a_lost_answer_gets_the_same_ticket(api_url, make_body,
-                                                                     redis_url):  # fmt: skip
+def test_the_client_s_retry_after_a_lost_answer_gets_the_same_ticket(api_url, make_body, redis_url):
     with FbgpClient(api_url, token="", backoff=0.05) as api:
         lossy = LoseFirstAnswer(api._http._transport, "/next")
         api._http._transport = lossy
@@ -301,8 +307,9 @@ def keep_few_ended(monkeypatch):
     get_settings.cache_clear()
 
 
-def test_ended_tickets_are_kept_up_to_a_count_whatever_the_churn(client, make_body, settings,
-                                                                 keep_few_ended):  # fmt: skip
+def test_ended_tickets_are_kept_up_to_a_count_whatever_the_churn(
+    client, make_body, settings, keep_few_ended
+):
     """A simulator that takes points and gives them back (or fails them) as fast as it can: the
     latest KEEP_ENDED ended tickets are kept (their reports sent again still answered as
     before), older ones pruned at once rather than a day later; a labeled ticket is never
@@ -312,8 +319,9 @@ def test_ended_tickets_are_kept_up_to_a_count_whatever_the_churn(client, make_bo
     campaign = client.post("/campaigns", json=body).json()["id"]
     url = f"/campaigns/{campaign}"
     labeled = client.get(f"{url}/next").json()
-    assert client.post(f"{url}/label", json={"ticket": labeled["ticket"], "y": 0.5}).status_code \
-        == 201  # fmt: skip
+    assert (
+        client.post(f"{url}/label", json={"ticket": labeled["ticket"], "y": 0.5}).status_code == 201
+    )
 
     def cycles(n: int) -> list[str]:
         out = []
@@ -341,8 +349,9 @@ def test_ended_tickets_are_kept_up_to_a_count_whatever_the_churn(client, make_bo
     assert redis.hlen(f"fbgp:c:{campaign}:ticket_state") <= KEEP_ENDED + 2
     # a recent ended ticket's report sent again gets the answer it got; an old one is unknown
     assert client.post(f"{url}/abandon", json={"ticket": last[-1]}).status_code == 200
-    again = client.post(f"{url}/fail", json={"ticket": last[-2], "reason": f"{len(last) - 2} "
-                                             f"{REASON}"})  # fmt: skip
+    again = client.post(
+        f"{url}/fail", json={"ticket": last[-2], "reason": f"{len(last) - 2} {REASON}"}
+    )
     assert again.status_code == 200, again.text
     assert client.post(f"{url}/abandon", json={"ticket": first[1]}).status_code == 404
     # the labeled ticket stays: its label sent again is recognized

@@ -16,10 +16,13 @@ def _case(draws=40, chains=5, n=30, candidates=1500, seed=0):
     rng = np.random.default_rng(seed)
     u = torch.from_numpy(rng.random((n, 2)))
     z = torch.from_numpy(np.sin(6 * u[:, 0].numpy()) + u[:, 1].numpy() ** 2)
-    post = Posterior(lengthscale=torch.from_numpy(np.exp(rng.normal(-1.5, 0.4, (draws, 2)))),
-                     noise=torch.from_numpy(np.exp(rng.normal(-4, 0.5, draws))), chains=chains,
-                     mode_lengthscale=torch.tensor([0.2, 0.3], dtype=torch.float64),
-                     mode_noise=0.01)  # fmt: skip
+    post = Posterior(
+        lengthscale=torch.from_numpy(np.exp(rng.normal(-1.5, 0.4, (draws, 2)))),
+        noise=torch.from_numpy(np.exp(rng.normal(-4, 0.5, draws))),
+        chains=chains,
+        mode_lengthscale=torch.tensor([0.2, 0.3], dtype=torch.float64),
+        mode_noise=0.01,
+    )
     cand = torch.from_numpy(rng.random((candidates, 2)))
     return post, u, z, cand
 
@@ -63,16 +66,18 @@ def test_no_screening_below_its_work_or_for_the_cheap_acquisitions():
     post, u, z, cand = _case()
     fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
     assert not ranking.screens("qb-mgp", fn, cand)
-    assert torch.equal(ranking.scored("qb-mgp", fn, cand, ranking.here),
-                       evaluate("qb-mgp", post, u, z, cand))  # fmt: skip
+    assert torch.equal(
+        ranking.scored("qb-mgp", fn, cand, ranking.here), evaluate("qb-mgp", post, u, z, cand)
+    )
     big = Scoring("qb-mgp", (Output(1.0, post, u.repeat(20, 1), z.repeat(20), None, 0),))
     assert ranking.screens("qb-mgp", big, cand.repeat(10, 1))  # 40 x 15,000 x 600^2
     assert not ranking.screens("b-qbc", big, cand.repeat(10, 1))
     assert not ranking.screens("alm", big, cand.repeat(10, 1))
 
 
-@pytest.mark.parametrize(("n", "kept"), [(200, 1000), (500, 1000), (700, 522), (1000, 256),
-                                         (2000, 256)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("n", "kept"), [(200, 1000), (500, 1000), (700, 522), (1000, 256), (2000, 256)]
+)
 def test_fewer_are_kept_where_their_exact_scores_would_cost_more_than_the_screen(n, kept):
     """150 draws: 1,000 exact scores up to n = 506, fewer beyond (as many as 256 cost at
     n = 1,000), and never fewer than 256."""
@@ -85,8 +90,9 @@ def test_fewer_are_kept_where_their_exact_scores_would_cost_more_than_the_screen
 
 def test_with_draws_spreads_each_outputs_draws_over_its_chains():
     post, u, z, _ = _case(draws=40, chains=5)
-    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0), Output(0.5, post, u, z, None, 1)),
-                 "combined")  # fmt: skip
+    fn = Scoring(
+        "qb-mgp", (Output(1.0, post, u, z, None, 0), Output(0.5, post, u, z, None, 1)), "combined"
+    )
     fewer = fn.with_draws(10)
     assert fewer.draws == 10 and fn.draws == 40 and fewer.kind == "combined"
     rows = [7, 15, 23, 31, 39]  # each chain's 8th draw: its last, as Posterior.spread keeps

@@ -34,8 +34,18 @@ from tests.service.conftest import label_design, wait_for_model
 from tests.worker.test_mcmc import DATASETS, _data
 
 
-@pytest.mark.parametrize("m,parts", [(1, 3), (700, 2), (5000, 3), (10_000, 2), (10_000, 7),
-                                     (3 * SCORE_ALIGN, 3), (3 * SCORE_ALIGN + 1, 4)])  # fmt: skip
+@pytest.mark.parametrize(
+    "m,parts",
+    [
+        (1, 3),
+        (700, 2),
+        (5000, 3),
+        (10_000, 2),
+        (10_000, 7),
+        (3 * SCORE_ALIGN, 3),
+        (3 * SCORE_ALIGN + 1, 4),
+    ],
+)
 def test_parts_cover_every_candidate_once_and_start_at_the_alignment(m, parts):
     pieces = aligned_parts(m, parts)
     assert np.array_equal(np.concatenate(pieces), np.arange(m))
@@ -60,8 +70,9 @@ def _model_after_import(client, make_body):
     return client.get(f"/campaigns/{campaign}/model").json()
 
 
-def test_chains_are_split_over_two_workers_and_reproducible(client, make_body, second_worker,
-                                                            redis_url):  # fmt: skip
+def test_chains_are_split_over_two_workers_and_reproducible(
+    client, make_body, second_worker, redis_url
+):
     first = _model_after_import(client, make_body)
     second = _model_after_import(client, make_body)
     for model in (first, second):
@@ -79,8 +90,9 @@ def test_chains_are_split_over_two_workers_and_reproducible(client, make_body, s
         and alone.mode_noise == first["mode"]["noise"]
     )
     # a split refit's seconds run from its start, its groups included, to its model
-    event = next(e for e in client.get(f"/campaigns/{campaign}/history").json()
-                 if e["event"] == "model")  # fmt: skip
+    event = next(
+        e for e in client.get(f"/campaigns/{campaign}/history").json() if e["event"] == "model"
+    )
     assert abs((event["at"] - event["started_at"]) - event["refit_seconds"]) < 0.5, event
 
 
@@ -89,9 +101,13 @@ def _scoring(n=200, draws=150, m=8000, seed=0):
     d = torch.float64
     u = torch.rand(n, 6, generator=g, dtype=d)
     z = torch.sin(3 * u).sum(1)
-    post = Posterior(lengthscale=torch.exp(torch.randn(draws, 6, generator=g, dtype=d) * 0.2),
-                     noise=torch.full((draws,), 0.01, dtype=d), chains=5,
-                     mode_lengthscale=torch.ones(6, dtype=d), mode_noise=0.01)  # fmt: skip
+    post = Posterior(
+        lengthscale=torch.exp(torch.randn(draws, 6, generator=g, dtype=d) * 0.2),
+        noise=torch.full((draws,), 0.01, dtype=d),
+        chains=5,
+        mode_lengthscale=torch.ones(6, dtype=d),
+        mode_noise=0.01,
+    )
     scoring = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
     return scoring, torch.rand(m, 6, generator=g, dtype=d)
 
@@ -170,7 +186,7 @@ def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url,
             and all(w.get_state() == "idle" for w in Worker.all(connection=connection))
         ):
             assert light.poll() is None and time.monotonic() < deadline, "no light worker"
-            time.sleep(0.1)  # fmt: skip
+            time.sleep(0.1)
         store = CampaignStore(connection)
         # outside a job (no worker of its own): this one and the idle workers of the queue, at
         # most as many as serve it
@@ -181,10 +197,23 @@ def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url,
         light.wait(timeout=60)
 
 
-SPEC = {"inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}], "pool_subsample": 20,
-        "pool": {"type": "grid", "points_per_dim": 21}, "acquisition": "qb-mgp", "seed": 3,
-        "mcmc": {"chains": 5, "warmup": 60, "samples": 20, "thinning": 2, "draws": 150,
-                 "max_samples": 400, "warm_start": True, "init": "grid"}}  # fmt: skip
+SPEC = {
+    "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+    "pool_subsample": 20,
+    "pool": {"type": "grid", "points_per_dim": 21},
+    "acquisition": "qb-mgp",
+    "seed": 3,
+    "mcmc": {
+        "chains": 5,
+        "warmup": 60,
+        "samples": 20,
+        "thinning": 2,
+        "draws": 150,
+        "max_samples": 400,
+        "warm_start": True,
+        "init": "grid",
+    },
+}
 GROUPINGS = {1: [[0, 1, 2, 3, 4]], 2: [[0, 1, 2], [3, 4]], 3: [[0, 1], [2, 3], [4]]}
 
 
@@ -352,8 +381,10 @@ def test_a_long_refits_chain_groups_go_where_light_workers_take_them_when_short(
     from fbgp_al.service.queues import LONG, LONGS, REFITS
 
     def model(seconds, n=200, groups=1):
-        return {"n_labeled": n, "diagnostics": {"seconds": seconds, "chains": 5,
-                                                "chain_groups": groups}}  # fmt: skip
+        return {
+            "n_labeled": n,
+            "diagnostics": {"seconds": seconds, "chains": 5, "chain_groups": groups},
+        }
 
     assert fanout.chain_lane(LONG, model(20.0), 201, 5, 15.0) == REFIT  # 4 s a chain, 12 s
     assert fanout.chain_lane(LONG, model(30.0), 201, 5, 15.0) == LONG  # 18 s
@@ -376,8 +407,9 @@ def test_short_groups_queue_on_the_ordinary_lane_and_the_merge_on_the_refits(tmp
     try:
         r = Redis.from_url(url)
         monkeypatch.setattr(fanout, "lane", lambda: LONG)  # as inside a job of the long lane
-        merge = fanout.dispatch(r, "c", 200, [[0, 1, 2], [3, 4]], None, "t", time.time(),
-                                chains_queue=REFIT)  # fmt: skip
+        merge = fanout.dispatch(
+            r, "c", 200, [[0, 1, 2], [3, 4]], None, "t", time.time(), chains_queue=REFIT
+        )
         groups, own = queue(REFIT, r), queue(LONG, r)
         assert len(groups.job_ids) == 2 and own.job_ids == []
         assert own.deferred_job_registry.get_job_ids() == [merge]

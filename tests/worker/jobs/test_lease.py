@@ -16,8 +16,10 @@ from tests.conftest import ROOT
 
 def _running(store, make_body, token: str) -> str:
     campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]
-    store.r.hset(store.k(campaign, "state"),
-                 mapping={"refit": "running", "refit_job": token, "heartbeat": 0.0})  # fmt: skip
+    store.r.hset(
+        store.k(campaign, "state"),
+        mapping={"refit": "running", "refit_job": token, "heartbeat": 0.0},
+    )
     return campaign
 
 
@@ -53,8 +55,9 @@ def test_a_refit_no_longer_in_charge_exits(bare_store, make_body, redis_url):
     """)
     env = dict(os.environ, FBGP_HEARTBEAT_SECONDS="0.1")
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 75, done.stderr[-2000:]
     assert time.monotonic() - began < 30 and "no longer in charge" in done.stderr
     assert _heartbeat(bare_store, campaign) == 0.0  # the old refit's beat was refused

@@ -28,8 +28,9 @@ def test_an_allocation_beyond_the_bound_fails_and_one_within_it_does_not():
         kept = bytearray(32 * 2**20)
         print("within", len(kept))
     """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert 200 < float(lines[0].split()[1]) <= 256

@@ -61,8 +61,9 @@ def test_what_parses_and_how_it_reads(text, point, expected):
 
 
 def test_a_name_that_is_no_identifier_goes_in_backquotes():
-    space = Space.of([{"name": "load case", "lower": 0, "upper": 1},
-                      {"name": "and", "lower": 0, "upper": 1}])  # fmt: skip
+    space = Space.of(
+        [{"name": "load case", "lower": 0, "upper": 1}, {"name": "and", "lower": 0, "upper": 1}]
+    )
     c = Constraints.of(["`load case` + `and` <= 1"], space)
     assert c.holds_for([[0.25, 0.5], [0.75, 0.5]]) == [True, False]
 
@@ -88,20 +89,43 @@ def test_a_name_that_is_no_identifier_goes_in_backquotes():
         ("load ** 2 <= 3", "powers (**) are not linear", 6),
         ("load / (2 - 2) <= 3", "a division by zero", 6),
         ("load <= 1e999", "1e999 is not a finite number", 9),
-        ("material <= 3", "'material' is a choice input: it compares only with its values "
-                          "('steel', 'al', 'ti') by ==, != or in", 10),
-        ("material + 1 == 2", "'material' is a choice input: it compares only with its values "
-                              "('steel', 'al', 'ti') by ==, != or in", 10),
-        ("material == 3", "3 (a number) is not one of the values of choice input 'material' "
-                          "('steel', 'al', 'ti')", 13),
-        ("material in ('steel', 'iron')", "'iron' (a text) is not one of the values of choice "
-                                          "input 'material' ('steel', 'al', 'ti')", 23),
-        ("order == '1'", "'1' (a text) is not one of the values of choice input 'order' "
-                         "(1, 2.5, 4)", 10),
+        (
+            "material <= 3",
+            "'material' is a choice input: it compares only with its values "
+            "('steel', 'al', 'ti') by ==, != or in",
+            10,
+        ),
+        (
+            "material + 1 == 2",
+            "'material' is a choice input: it compares only with its values "
+            "('steel', 'al', 'ti') by ==, != or in",
+            10,
+        ),
+        (
+            "material == 3",
+            "3 (a number) is not one of the values of choice input 'material' "
+            "('steel', 'al', 'ti')",
+            13,
+        ),
+        (
+            "material in ('steel', 'iron')",
+            "'iron' (a text) is not one of the values of choice "
+            "input 'material' ('steel', 'al', 'ti')",
+            23,
+        ),
+        (
+            "order == '1'",
+            "'1' (a text) is not one of the values of choice input 'order' (1, 2.5, 4)",
+            10,
+        ),
         ("material", "expected ==, != or in after a choice input, found the end", 9),
         ("'steel' == material", "write the choice input first (material == 'steel')", 1),
-        ("load == 'steel'", "'steel' is a text: only a choice input compares with a text, and "
-                            "the other side is a number", 9),
+        (
+            "load == 'steel'",
+            "'steel' is a text: only a choice input compares with a text, and "
+            "the other side is a number",
+            9,
+        ),
         ("load in ('steel')", "'steel' is a text: a number input compares with numbers", 10),
         ("2 * load in (1, 2)", "in takes one input on its left", 1),
         ("material not == 'al'", "expected in after not, found '=='", 14),
@@ -109,10 +133,14 @@ def test_a_name_that_is_no_identifier_goes_in_backquotes():
         ("`load <= 1", "the name opened here is not closed", 1),
         ("material in 'al'", "expected '(' and the values, found \"'al'\"", 13),
         ("load < -'a'", "'a' is a text, not a number", 9),
-        ("-material == 'al'", "'material' is a choice input: it compares only with its values "
-                              "('steel', 'al', 'ti') by ==, != or in", 1),
+        (
+            "-material == 'al'",
+            "'material' is a choice input: it compares only with its values "
+            "('steel', 'al', 'ti') by ==, != or in",
+            1,
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_mistake_names_its_constraint_character_and_reason(text, why, at):
     with pytest.raises(ConstraintError) as caught:
         Constraints.of(["load <= 2", text], SPACE)
@@ -127,12 +155,21 @@ def test_a_constraint_too_long_is_refused():
         Constraints.of(["load <= 1 and " * 80 + "load <= 1"], SPACE)
 
 
-@pytest.mark.parametrize("text", ["(" * 400 + "load <= 1" + ")" * 400, "-" * 900 + "load <= 1",
-                                  "not " * 240 + "load <= 1", "(" * 300 + "load" + ")" * 300 +
-                                  " <= 1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * 400 + "load <= 1" + ")" * 400,
+        "-" * 900 + "load <= 1",
+        "not " * 240 + "load <= 1",
+        "(" * 300 + "load" + ")" * 300 + " <= 1",
+    ],
+)
 def test_nesting_is_bounded_not_a_recursion_error(text):
-    with pytest.raises(ConstraintError, match=r"nested deeper than 32 levels \(parentheses, "
-                                              r"not, signs\) at character"):  # fmt: skip
+    with pytest.raises(
+        ConstraintError,
+        match=r"nested deeper than 32 levels \(parentheses, "
+        r"not, signs\) at character",
+    ):
         Constraints.of([text], SPACE)
     assert holds("(" * 31 + "load <= 0" + ")" * 31, [P]) == [True]
 
@@ -183,40 +220,65 @@ def choice(draw) -> str:
 
 def expressions():
     atoms = st.one_of(linear(), choice())
-    return st.recursive(atoms, lambda inner: st.one_of(
-        st.builds(lambda a, b: f"({a}) and ({b})", inner, inner),
-        st.builds(lambda a, b: f"{a} or {b}", inner, inner),
-        st.builds(lambda a: f"not ({a})", inner),
-        st.builds(lambda a, b: f"not {a} and {b}", inner, inner),
-    ), max_leaves=6)  # fmt: skip
+    return st.recursive(
+        atoms,
+        lambda inner: st.one_of(
+            st.builds(lambda a, b: f"({a}) and ({b})", inner, inner),
+            st.builds(lambda a, b: f"{a} or {b}", inner, inner),
+            st.builds(lambda a: f"not ({a})", inner),
+            st.builds(lambda a, b: f"not {a} and {b}", inner, inner),
+        ),
+        max_leaves=6,
+    )
 
 
 def random_points(rng: np.random.Generator, m: int) -> list[list]:
-    return [[float(rng.uniform(-2, 3)), int(rng.integers(0, 11)),
-             float(10 ** rng.uniform(-3, 2)), str(rng.choice(["steel", "al", "ti"])),
-             [1, 2.5, 4][int(rng.integers(0, 3))]] for _ in range(m)]  # fmt: skip
+    return [
+        [
+            float(rng.uniform(-2, 3)),
+            int(rng.integers(0, 11)),
+            float(10 ** rng.uniform(-3, 2)),
+            str(rng.choice(["steel", "al", "ti"])),
+            [1, 2.5, 4][int(rng.integers(0, 3))],
+        ]
+        for _ in range(m)
+    ]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=expressions(), seed=st.integers(0, 2**32 - 1))
 def test_the_vectorized_evaluation_agrees_with_python(text, seed):
     points = random_points(np.random.default_rng(seed), 200)
-    expected = [bool(eval(text, {}, dict(zip([i["name"] for i in INPUTS], p, strict=True))))
-                for p in points]  # fmt: skip
+    expected = [
+        bool(eval(text, {}, dict(zip([i["name"] for i in INPUTS], p, strict=True)))) for p in points
+    ]
     assert holds(text, points) == expected
 
 
 # -- boundaries, units and the stored spec -----------------------------------------------------
 def test_a_grid_level_on_a_boundary_is_on_it_despite_rounding():
-    space = Space.of([{"name": "x", "lower": 0, "upper": 3},
-                      {"name": "rate", "type": "log", "lower": 1e-3, "upper": 1e2}])  # fmt: skip
+    space = Space.of(
+        [
+            {"name": "x", "lower": 0, "upper": 3},
+            {"name": "rate", "type": "log", "lower": 1e-3, "upper": 1e2},
+        ]
+    )
     u = np.array([[0.1, 0.4]])  # x = 0.30000000000000004, rate = 0.10000000000000006
     assert pool_codes(space, u).tolist() == [[0.30000000000000004, 0.10000000000000006]]
     assert space.from_pool(u) == [[0.30000000000000004, 0.1]]  # as /next writes them
-    for text, expected in [("x <= 0.3", True), ("x >= 0.3", True), ("x < 0.3", False),
-                           ("x > 0.3", False), ("x == 0.3", True), ("x != 0.3", False),
-                           ("rate <= 0.1", True), ("rate < 0.1", False), ("rate >= 0.1", True),
-                           ("10 * x - 3 <= 0", True), ("10 * x - 3 < 0", False)]:  # fmt: skip
+    for text, expected in [
+        ("x <= 0.3", True),
+        ("x >= 0.3", True),
+        ("x < 0.3", False),
+        ("x > 0.3", False),
+        ("x == 0.3", True),
+        ("x != 0.3", False),
+        ("rate <= 0.1", True),
+        ("rate < 0.1", False),
+        ("rate >= 0.1", True),
+        ("10 * x - 3 <= 0", True),
+        ("10 * x - 3 < 0", False),
+    ]:
         assert Constraints.of([text], space).holds_at(u).tolist() == [expected], text
     # beyond the tolerance, the comparison is strict
     assert Constraints.of(["x <= 0.3"], space).holds_at([[0.1 + 1e-8, 0.5]]).tolist() == [False]
@@ -226,8 +288,10 @@ def test_every_constraint_must_hold():
     c = Constraints.of(["load <= 0", "mesh >= 3"], SPACE)
     points = [[-1.0, 3, 1.0, "al", 1], [-1.0, 2, 1.0, "al", 1], [1.0, 3, 1.0, "al", 1]]
     assert c.holds_for(points) == [True, False, False]
-    assert [e.tolist() for e in c.each(SPACE.codes(points))] == [[True, True, False],
-                                                                 [True, False, True]]  # fmt: skip
+    assert [e.tolist() for e in c.each(SPACE.codes(points))] == [
+        [True, True, False],
+        [True, False, True],
+    ]
 
 
 def test_a_spec_without_constraints_has_none():

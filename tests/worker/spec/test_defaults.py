@@ -10,8 +10,11 @@ from fbgp_al.worker.spec.defaults import (
     output_weights,
 )
 
-SPEC = {"inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}], "seed": 7,
-        "outputs": [{"name": "stress", "weight": 3.0}, {"name": "disp"}]}  # fmt: skip
+SPEC = {
+    "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+    "seed": 7,
+    "outputs": [{"name": "stress", "weight": 3.0}, {"name": "disp"}],
+}
 
 
 def test_only_a_known_noise_campaign_has_labels_with_their_noise():
@@ -31,9 +34,15 @@ def test_each_output_is_a_single_output_campaign_of_its_own_seed():
 
 
 def test_an_outputs_labels_carry_its_value_and_its_noise():
-    labels = [{"x": [0.1], "y": {"stress": 1.5, "disp": 0.2}, "ticket": "t1"},
-              {"x": [0.7], "y": {"stress": 2.5, "disp": 0.4}, "ticket": "t2",
-               "noise": {"stress": 0.01, "disp": 0.0}}]  # fmt: skip
+    labels = [
+        {"x": [0.1], "y": {"stress": 1.5, "disp": 0.2}, "ticket": "t1"},
+        {
+            "x": [0.7],
+            "y": {"stress": 2.5, "disp": 0.4},
+            "ticket": "t2",
+            "noise": {"stress": 0.01, "disp": 0.0},
+        },
+    ]
     disp = output_labels(labels, "disp")
     assert [label["y"] for label in disp] == [0.2, 0.4]
     assert "noise" not in disp[0] and disp[1]["noise"] == 0.0

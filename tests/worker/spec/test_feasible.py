@@ -98,9 +98,11 @@ def test_the_pattern_search_of_a_large_grid_ends_near_the_boundary():
 
 
 def test_typed_inputs_and_a_choice_condition():
-    inputs = [{"name": "load", "lower": 1.0, "upper": 10.0},
-              {"name": "thickness", "type": "int", "lower": 2, "upper": 20},
-              {"name": "material", "type": "choice", "values": ["steel", "al", "ti"]}]  # fmt: skip
+    inputs = [
+        {"name": "load", "lower": 1.0, "upper": 10.0},
+        {"name": "thickness", "type": "int", "lower": 2, "upper": 20},
+        {"name": "material", "type": "choice", "values": ["steel", "al", "ti"]},
+    ]
     s = spec(inputs, 30, ["thickness >= 4 or load <= 8", "material != 'al' or load <= 5"])
     pool = pools.pool_of(s)
     space = pools.space_of(s)
@@ -115,8 +117,11 @@ def test_typed_inputs_and_a_choice_condition():
 def test_an_imported_point_outside_the_constraints_has_no_pool_index():
     s = spec(CUBE3, 11, [CORNER3])
     pool = pools.pool_of(s)
-    assert pools.pool_index_of(s, pool, [[0.9, 0.9, 0.1], [0.2, 0.3, 0.1], [0.25, 0.3, 0.1]]) \
-        == [None, GridPool(3, 11).index_of([[0.2, 0.3, 0.1]])[0], None]  # fmt: skip
+    assert pools.pool_index_of(s, pool, [[0.9, 0.9, 0.1], [0.2, 0.3, 0.1], [0.25, 0.3, 0.1]]) == [
+        None,
+        GridPool(3, 11).index_of([[0.2, 0.3, 0.1]])[0],
+        None,
+    ]
 
 
 def test_draws_are_the_same_bits_for_the_same_seed():
@@ -151,8 +156,11 @@ def test_a_design_crowded_on_a_small_feasible_part_of_a_large_grid_draws_once(mo
     assert pool.listed is None
     rounds = []
     rejected = feasible.FeasibleGrid._rejected
-    monkeypatch.setattr(feasible.FeasibleGrid, "_rejected",
-                        lambda self, *a: rounds.append(a[0]) or rejected(self, *a))  # fmt: skip
+    monkeypatch.setattr(
+        feasible.FeasibleGrid,
+        "_rejected",
+        lambda self, *a: rounds.append(a[0]) or rejected(self, *a),
+    )
     design = initial_design(pool, 300, seed=0)
     assert len(set(design.tolist())) == 300 and pool.feasible(design).all()
     assert len(rounds) == 1, rounds

@@ -41,8 +41,9 @@ def test_lognormal_moments_median_interval_and_density_are_scipys():
     y = np.exp(np.random.default_rng(1).normal(mu, 1.0))
     # the density of y: that of log y and the Jacobian -log y
     np.testing.assert_allclose(lognormal.log_density(y, mu, s2), law.logpdf(y), rtol=1e-12)
-    np.testing.assert_allclose(lognormal.log_density(y, mu, s2),
-                               norm(mu, np.sqrt(s2)).logpdf(np.log(y)) - np.log(y))  # fmt: skip
+    np.testing.assert_allclose(
+        lognormal.log_density(y, mu, s2), norm(mu, np.sqrt(s2)).logpdf(np.log(y)) - np.log(y)
+    )
 
 
 def test_the_mixtures_moments_and_quantiles_against_scipy():
@@ -52,12 +53,15 @@ def test_the_mixtures_moments_and_quantiles_against_scipy():
     # the law of total variance over the draws' lognormals
     mean = laws.mean().mean(0)
     np.testing.assert_allclose(got["mixture_mean"], mean, rtol=1e-13)
-    np.testing.assert_allclose(got["mixture_variance"],
-                               laws.var().mean(0) + laws.mean().var(0), rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        got["mixture_variance"], laws.var().mean(0) + laws.mean().var(0), rtol=1e-12
+    )
     for key, p in (("mixture_median", 0.5), ("mixture_lower", 0.025), ("mixture_upper", 0.975)):
         for j in range(mu.shape[1]):
-            cdf = lambda y, j=j, p=p: lognorm(s=np.sqrt(s2[:, j]),  # noqa: E731
-                                              scale=np.exp(mu[:, j])).cdf(y).mean() - p  # fmt: skip
+
+            def cdf(y, j=j, p=p):
+                return lognorm(s=np.sqrt(s2[:, j]), scale=np.exp(mu[:, j])).cdf(y).mean() - p
+
             want = brentq(cdf, 1e-12, 1e12, xtol=1e-300, rtol=1e-14)
             assert got[key][j] == pytest.approx(want, rel=1e-11), (key, j)
     assert np.all(got["mixture_lower"] < got["mixture_median"])

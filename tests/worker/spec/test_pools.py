@@ -14,9 +14,11 @@ from fbgp_al.worker.spec.pools import (
     to_unit,
 )
 
-INPUTS = [{"name": "load", "lower": 2.0, "upper": 4.0},
-          {"name": "mesh", "type": "int", "lower": 1, "upper": 5},
-          {"name": "alloy", "type": "choice", "values": ["steel", "alu", "ti"]}]  # fmt: skip
+INPUTS = [
+    {"name": "load", "lower": 2.0, "upper": 4.0},
+    {"name": "mesh", "type": "int", "lower": 1, "upper": 5},
+    {"name": "alloy", "type": "choice", "values": ["steel", "alu", "ti"]},
+]
 GRID = {"inputs": INPUTS, "pool": {"type": "grid", "points_per_dim": 5}}
 POINTS = [[2.0, 1, "steel"], [3.5, 4, "ti"], [4.0, 5, "alu"]]
 

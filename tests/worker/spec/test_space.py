@@ -129,8 +129,12 @@ def test_grids_of_typed_inputs_hold_each_point_once():
 
 
 def test_a_small_int_range_gives_every_integer_once():
-    space = Space.of([{"name": "k", "type": "int", "lower": 0, "upper": 3},
-                      {"name": "x", "lower": 0, "upper": 1}])  # fmt: skip
+    space = Space.of(
+        [
+            {"name": "k", "type": "int", "lower": 0, "upper": 3},
+            {"name": "x", "lower": 0, "upper": 1},
+        ]
+    )
     pool = GridPool(dim=2, points_per_dim=10, axes=space.axes(10))
     assert pool.shape == (4, 10)
     values = space.from_pool(pool.points(np.arange(pool.size)))
@@ -163,8 +167,10 @@ def test_initial_design_snaps_to_distinct_typed_grid_points():
 def test_the_initial_design_gives_each_choice_value_its_share():
     """Snapped to the nearest level, a uniform coordinate would give a 4-valued choice's first
     and last values 1/6 of the points each; stratified, each value takes 2 of 8."""
-    inputs = [{"name": "m", "type": "choice", "values": list("abcd")},
-              {"name": "x", "lower": 0, "upper": 1}]  # fmt: skip
+    inputs = [
+        {"name": "m", "type": "choice", "values": list("abcd")},
+        {"name": "x", "lower": 0, "upper": 1},
+    ]
     space = Space.of(inputs)
     pool = GridPool(dim=2, points_per_dim=40, axes=space.axes(40))
     for seed in range(5):

@@ -20,7 +20,9 @@ TWO = {"noise": {"type": "known"}, "outputs": [{"name": "stress"}, {"name": "str
 def test_one_output_takes_a_number_and_several_an_object_in_the_campaigns_order():
     assert check_outputs(ONE, 1.5, "y") == 1.5
     assert list(check_outputs(TWO, {"strain": 2, "stress": 1}, "y").items()) == [
-        ("stress", 1.0), ("strain", 2.0)]  # fmt: skip
+        ("stress", 1.0),
+        ("strain", 2.0),
+    ]
     with pytest.raises(ValueError, match="^y: this campaign has one output"):
         check_outputs(ONE, {"stress": 1.0}, "y")
     with pytest.raises(ValueError, match=r"^y\[3\]: output 'strain' is missing"):
@@ -63,8 +65,11 @@ def test_the_outputs_declared_log_and_their_labels():
     assert output_transform({"seed": 0}) == "none" and log_outputs({"seed": 0}) == []
     check_positive(single, 0.5, "y")
     for bad in (0.0, -1e-3):
-        with pytest.raises(ValueError, match=r'y: this campaign\'s output is declared "transform": '
-                                             r'"log".* > 0; got'):  # fmt: skip
+        with pytest.raises(
+            ValueError,
+            match=r'y: this campaign\'s output is declared "transform": '
+            r'"log".* > 0; got',
+        ):
             check_positive(single, bad, "y")
     with pytest.raises(ValueError, match=r"y_replicates: .* got -0.5"):
         check_positive(single, [1.0, -0.5], "y_replicates")

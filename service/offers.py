@@ -1,0 +1,63 @@
+"""``/next``'s story, read top to bottom (:func:`offer`): under the campaign's lock, a snapshot
+of it; a refit revived if the campaign waits for one whose worker died; the loop's rules
+(:mod:`service.loop`) decide what to answer; the points they chose issued as tickets. The
+router (:mod:`service.routes.labeling`) parses the request, waits for an answer
+(:mod:`service.wakeups`) and maps it to HTTP."""
+
+from __future__ import annotations
+
+import logging
+
+from redis.exceptions import LockError
+
+from fbgp_al.service import loop
+from fbgp_al.service.errors import Busy
+from fbgp_al.service.settings import Settings
+from fbgp_al.service.store import CampaignStore
+
+log = logging.getLogger("fbgp.api")
+
+
+def offer(
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int = 1
+) -> list[dict] | loop.Answer:
+    """One look at the campaign, under its lock: up to ``count`` tickets (the dicts ``/next``
+    answers, for as many polls), or the answer the rules gave instead of even one
+    (:class:`~service.loop.Wait`, :class:`~service.loop.Done`, :class:`~service.loop.Stalled`,
+    :class:`~service.loop.Failed`, :class:`~service.loop.Failing`). A campaign that waits for
+    a model also has its refit revived if that died. 503 (:class:`Busy`) when the campaign's
+    lock is not acquired in ``lock_timeout_seconds``."""
+    lock = store.lock(campaign_id, settings.lock_timeout_seconds)
+    if not lock.acquire():
+        raise Busy(
+            f"the campaign's lock was not acquired within {settings.lock_timeout_seconds:g} "
+            "s (another request is choosing its points); try again",
+            settings.store_retry_after_seconds,
+        )
+    try:
+        return _offer_locked(store, campaign_id, now, settings, count)
+    finally:
+        try:
+            lock.release()
+        except LockError as error:  # held past lock_timeout_seconds: it had expired already
+            log.warning(
+                "the campaign's lock expired before its release (%s)",
+                error,
+                extra={"campaign": campaign_id},
+            )
+
+
+def _offer_locked(
+    store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int
+) -> list[dict] | loop.Answer:
+    spec = store.spec(campaign_id)
+    rules = loop.Rules.of(spec)
+    snap = store.snapshot(campaign_id, now)
+    if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
+        store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
+    answers = loop.next_answers(rules, snap, count)
+    if not isinstance(answers, list):
+        return answers
+    points = store.pool_points(campaign_id, spec, [a.index for a in answers])
+    offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
+    return store.issue(campaign_id, offers, spec["lease_seconds"], now)
