@@ -3,6 +3,7 @@
 -- the campaign are out already, or ARGV[5] of the whole stack (their time not run out before
 -- ARGV[1]). KEYS: spec, jobs, shorts. 1: noted; 0: the campaign is gone; -1: too many of the
 -- campaign's out; -2: the stack's share of its workers for model calls is taken.
+-- Its rule in Python: rules.admit_short.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[1])

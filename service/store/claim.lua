@@ -4,6 +4,7 @@
 -- campaign is gone. Once the hash holds more than twice the tickets out (and 64), the keys
 -- whose tickets are no longer out are dropped: amortized, a claim costs O(1). KEYS: requests,
 -- ticket_state, leases, tickets, spec; ARGV: key, ticket, now.
+-- Its rule in Python: rules.claim_key.
 -- needs: live_ticket
 if redis.call('EXISTS', KEYS[5]) == 0 then return nil end
 local now = tonumber(ARGV[3])

@@ -2,6 +2,7 @@
 -- phase (loop.phase) in PHASES, kept as labels move a campaign on, so that /metrics reads three
 -- numbers instead of every campaign's status. PHASES is exact whenever it exists: it is made by
 -- rebuild_phases.lua (one atomic count of every campaign), and nothing adds to it while it is absent.
+-- Its rule in Python: rules.phase_moves; phase: loop.phase.
 local function phase(n, design_size, max_labels, failed, stopped)
   if failed then return 'failed' end
   if n >= tonumber(max_labels) or stopped then return 'done' end

@@ -6,6 +6,7 @@
 -- label or report for one is an unknown ticket (a labeled one stays, so that its label sent
 -- again is still recognized; labels are bounded by max_labels). Returns how many left the
 -- expired set.
+-- Its rule in Python: rules.expire_tickets.
 local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES')
 for i = 1, #out, 2 do redis.call('ZADD', KEYS[2], out[i + 1], out[i]) end
 if #out > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1]) end

@@ -4,6 +4,7 @@
 -- or 'gone' (the campaign was deleted meanwhile: nothing written), or {'held', 0, 0, record}
 -- when its Idempotency-Key ARGV[6 + 2 count] was stored before (record: "digest n count"); a
 -- stored import's key is kept with the digest ARGV[7 + 2 count] of its observations.
+-- Its rule in Python: rules.import_outcome.
 -- needs: request_refit count_phases
 if redis.call('EXISTS', KEYS[5]) == 0 then return {'gone', 0, 0} end
 local n = redis.call('LLEN', KEYS[1])

@@ -115,7 +115,8 @@ class Labels:
         spec = self.spec(campaign_id)
         n = self.n_labeled(campaign_id)
         if n + len(x) > spec["max_labels"]:  # before the look-up (the script checks again)
-            return ImportOutcome.TOO_MANY, n, False
+            held = self.imported(campaign_id, key, digest) if key else None  # stored meanwhile
+            return (ImportOutcome.TOO_MANY, n, False) if held is None else held[:2] + (False,)
         index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
         noises = [None] * len(y) if noise is None else noise

@@ -10,6 +10,7 @@
 -- = now: a refit's failure model counts only the runs failed after it).
 -- KEYS: state, labels, PHASES, failed, failures; ARGV: job, now, design size, max_labels,
 -- failure limit, stalled, forget. 0: nothing to retry; 1: cleared; 2: cleared and a refit queued.
+-- Its rule in Python: rules.retry_outcome.
 -- needs: count_phases request_refit
 local refit_failed = has_failed(KEYS[1])
 local s = redis.call('HMGET', KEYS[1], 'n_failed', 'n_forgiven')

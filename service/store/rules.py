@@ -1,19 +1,30 @@
 """The rules the store's Lua scripts apply atomically, each stated once in Python beside the
-scripts (its script names it; it names its script): what a label, a failed or abandoned run and
-a lease's renewal come to, when a refit is requested, when one runs again at its end, and how
-long a failed one waits. The service runs the scripts, not these: ``tests/service/store/
-test_rules.py`` runs both on random states and requires the same outcome."""
+scripts (its script names it; it names its script): what a label, an import, a failed or
+abandoned run and a lease's renewal come to, when a refit is requested, when one runs again at
+its end, and how long a failed one waits; how labels move a campaign between the counts by
+phase, what the owner's retry clears, which tickets expire and are pruned, which ticket an
+Idempotency-Key answers, and whether a model call is admitted. The service runs the scripts,
+not these: ``tests/service/store/test_rules.py`` runs both on random states and requires the
+same outcome."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 from fbgp_al.service.loop import (
+    ImportOutcome,
     LabelOutcome,
+    Phase,
+    Refit,
     RefitPhase,
     RenewOutcome,
     Rules,
     RunOutcome,
     failed_state,
+    failing,
     labeled_state,
+    phase,
 )
 
 
@@ -101,3 +112,180 @@ def refit_again(n_labeled: int, n_seen: int, changed: bool = False) -> bool:
     failed or were abandoned after it started (its ranking may hold those points;
     ``end_refit.lua``)."""
     return n_labeled > n_seen or changed
+
+
+def import_outcome(
+    rules: Rules,
+    n_labeled: int,
+    indices: Sequence[int | None],
+    labeled: frozenset[int],
+    held: str | None = None,
+    digest: str = "",
+) -> ImportOutcome:
+    """Imported observations (of pool points ``indices``; None: not a pool point) are stored
+    all or none: an import whose Idempotency-Key holds the record ``held`` (``digest n count``)
+    of one stored before is that one again if its observations' digest is ``digest`` (else the
+    key is reused), and stores nothing; none is stored if they would exceed max_labels, nor,
+    unless the campaign allows repeats, if one is a pool point ``labeled`` already or appears
+    twice among them (``import_observations.lua``). Stored, they move the campaign's phase
+    (:func:`phase_moves`) and a refit may be due (:func:`refit_due`)."""
+    if held is not None:
+        same = held.split()[0] == digest
+        return ImportOutcome.SAME_AGAIN if same else ImportOutcome.KEY_REUSED
+    if n_labeled + len(indices) > rules.max_labels:
+        return ImportOutcome.TOO_MANY
+    points = [i for i in indices if i is not None]
+    repeated = len(set(points)) < len(points) or not labeled.isdisjoint(points)
+    if repeated and not rules.allow_repeats:
+        return ImportOutcome.REPEATED
+    return ImportOutcome.STORED
+
+
+def phase_moves(
+    rules: Rules, before: int, after: int, failed: bool = False, stopped: bool = False
+) -> dict[Phase, int]:
+    """What labels taking a campaign from ``before`` to ``after`` add to the counts of
+    campaigns by phase (:func:`service.loop.phase`; kept while the counts exist, so that
+    ``/metrics`` reads them and not every campaign: ``count_phases.lua``)."""
+    start = phase(rules, before, failed, stopped)
+    end = phase(rules, after, failed, stopped)
+    return {} if start == end else {start: -1, end: 1}
+
+
+@dataclass(frozen=True)
+class Retry:
+    """What the owner's retry did (``retry.lua``, which answers 0 unless ``cleared``, then 2
+    with a ``refit`` queued under the retry's job, else 1); ``phases``: what it adds to the
+    counts by phase."""
+
+    cleared: bool = False
+    forgiven: bool = False  # the failed runs count no more; points failed for good come back
+    forgotten: bool = False  # ... and the failure model forgets them (from now)
+    refit: bool = False
+    phases: Mapping[Phase, int] | None = None
+
+
+def retry_outcome(rules: Rules, refit: Refit, n_labeled: int, stalled: bool, forget: bool) -> Retry:
+    """The owner's retry of a campaign in ``refit`` state with ``n_labeled`` labels: a failed
+    one (its refits failed too often in a row) is failed no more; the failed runs of one that
+    is failing (:func:`service.loop.failing`) or ``stalled`` (:func:`service.loop.stalled`),
+    or that has a failed run and is told to ``forget`` them (the simulator changed), are
+    forgiven. Then, once its design is labeled, a failed one's refit is queued; another's is
+    requested (:func:`refit_due`). Nothing else is retried."""
+    refit_failed = bool(refit.failed)
+    forgotten = forget and refit.n_failed > 0
+    forgiven = failing(rules, refit.n_failed, refit.n_forgiven) or stalled or forgotten
+    if not refit_failed and not forgiven:
+        return Retry()
+    if not refit_failed:
+        due = refit_due(rules, n_labeled, refit.phase)
+        return Retry(True, forgiven, forgotten, due, {})
+    again = phase(rules, n_labeled, stopped=bool(refit.stopped))
+    queued = n_labeled >= rules.design_size
+    return Retry(True, forgiven, forgotten, queued, {Phase.FAILED: -1, again: 1})
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """The tickets after :func:`expire_tickets`: ``leases`` and ``expired`` (ticket -> its
+    expiry, or when it ended), those ``dropped`` (a late label for one is an unknown ticket),
+    and how many left ``expired`` (``n``)."""
+
+    leases: dict[str, float]
+    expired: dict[str, float]
+    dropped: frozenset[str]
+    n: int
+
+
+def _by_score(entries: Mapping[str, float]) -> list[str]:
+    """A sorted set's members in its order: by score, then by name."""
+    return sorted(entries, key=lambda member: (entries[member], member.encode()))
+
+
+def expire_tickets(
+    leases: Mapping[str, float],
+    expired: Mapping[str, float],
+    states: Mapping[str, str],
+    now: float,
+    before: float,
+    batch: int,
+    keep: int,
+) -> Expiry:
+    """Tickets whose lease ran out before ``now`` leave the leases for the expired ones (their
+    points are offered again); then up to ``batch`` of those expired (or ended) before
+    ``before``, and, while more than ``keep`` are left, up to ``batch`` of the oldest, leave
+    them, and unless labeled (a label sent again is still recognized) the tickets and their
+    states too (``expire.lua``)."""
+    out = {t: e for t, e in leases.items() if e < now}
+    leases = {t: e for t, e in leases.items() if t not in out}
+    expired = {**expired, **out}
+    dropped: set[str] = set()
+    gone: list[str] = []
+
+    def prune(tickets: list[str]) -> None:
+        for ticket in tickets:
+            state = states.get(ticket)
+            if state is not None and not state.startswith("labeled:"):
+                dropped.add(ticket)
+            del expired[ticket]
+            gone.append(ticket)
+
+    prune([t for t in _by_score(expired) if expired[t] < before][:batch])
+    over = min(len(expired) - keep, batch)
+    if over > 0:
+        prune(_by_score(expired)[:over])
+    return Expiry(leases, expired, frozenset(dropped), len(gone))
+
+
+def claim_key(
+    requests: Mapping[str, str],
+    states: Mapping[str, str],
+    leases: Mapping[str, float],
+    now: float,
+    key: str,
+    ticket: str,
+) -> tuple[str, dict[str, str]]:
+    """The ticket that ``/next``'s Idempotency-Key ``key`` answers, just issued ``ticket``
+    or one the key answered before that is still out (pending, its lease not run out at
+    ``now``: the same request sent again while the first waited), and the keys' tickets
+    (``requests``) after: ``key`` bound to ``ticket`` unless the other one won, and once they
+    hold more than twice the leases (and 64), those whose tickets are no longer out dropped
+    (``claim.lua``)."""
+
+    def out(name: str) -> bool:
+        return states.get(name) == "pending" and leases.get(name, -float("inf")) >= now
+
+    held = requests.get(key)
+    if held is not None and held != ticket and out(held):
+        return held, dict(requests)
+    after = {**requests, key: ticket}
+    if len(after) > 2 * len(leases) + 64:
+        after = {k: t for k, t in after.items() if out(t)}
+    return ticket, after
+
+
+def admit_short(
+    jobs: Mapping[str, float],
+    shorts: Mapping[str, float],
+    now: float,
+    until: float,
+    member: str,
+    most: int,
+    most_of_stack: int | None,
+) -> tuple[int, dict[str, float], dict[str, float]]:
+    """Whether model call ``member`` (``short:<id>``) is admitted, and the campaign's
+    ``jobs`` and the stack's model calls (``shorts``) after, each noted until when it may be
+    forgotten (those whose time ran out before ``now`` are dropped first): 1 noted (until
+    ``until``; among the stack's unless ``most_of_stack`` is None, a plot), -1 if ``most`` of
+    the campaign's model calls are out already, -2 if ``most_of_stack`` of the stack's are
+    (``admit_short.lua``; 0, the campaign is gone, is no rule's)."""
+    jobs = {m: t for m, t in jobs.items() if t >= now}
+    shorts = {m: t for m, t in shorts.items() if t >= now}
+    if sum(m.startswith("short:") for m in jobs) >= most:
+        return -1, jobs, shorts
+    if most_of_stack is not None and len(shorts) >= most_of_stack:
+        return -2, jobs, shorts
+    jobs[member] = until
+    if most_of_stack is not None:
+        shorts[member] = until
+    return 1, jobs, shorts

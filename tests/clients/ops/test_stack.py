@@ -84,6 +84,7 @@ def _command_lines() -> list[bytes]:
     return lines
 
 
+@pytest.mark.slow  # a stack of its own stopped and started again: `make test-fast` leaves it out
 def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tmp_path):
     data = tmp_path / "data"
     process, port, redis_port = _up(data, tmp_path / "up-1.out")

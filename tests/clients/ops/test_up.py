@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fbgp_al.clients.ops.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,6 +88,7 @@ def test_up_refuses_a_port_in_use(tmp_path):
     assert f"port {port} is in use" in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refused(tmp_path):
     """A second ``fbgp-al up`` on the same data folder is refused while the first runs (two
     Redis servers would share one append-only file); ``kill -9`` of the first stops its Redis,

@@ -3,6 +3,8 @@ its ``Idempotency-Key`` is stored once (by the SDK's retry too), without one twi
 not repeat a pool point unless the campaign allows it."""
 
 from fbgp_al.clients.client import FbgpClient
+from fbgp_al.service.loop import ImportOutcome
+from fbgp_al.service.schemas.campaigns import CampaignCreate
 from tests.service.store.test_tickets import LoseFirstAnswer
 
 OFF_GRID = {"x": [[1.123], [1.456]], "y": [1.0, 2.0]}  # no pool points: repeats not refused
@@ -66,3 +68,21 @@ def test_imports_do_not_repeat_a_pool_point_unless_allowed(client, make_body):
     twice = {"x": [[0.6], [0.6], [1.1]], "y": [0.1, 0.2, 0.3]}
     assert client.post(url.format(again["id"]), json=twice).status_code == 201
     assert client.post(url.format(again["id"]), json=twice).status_code == 201
+
+
+def test_an_import_whose_key_was_stored_meanwhile_is_the_same_again_not_too_many(
+    bare_store, make_body
+):
+    """The import sent again while its first was being stored: the route's look-up of its key
+    came before the first was stored, and the first filled the campaign. Its key answers it
+    (:func:`service.store.rules.import_outcome`: a held key before max_labels), not a 409."""
+    store = bare_store
+    spec = store.create(CampaignCreate(**make_body(max_labels=3)).model_dump())
+    x, y = [[1.123], [1.456], [1.789]], [1.0, 2.0, 3.0]
+    first = store.import_observations(spec["id"], x, y, 1.0, key="k", digest="d", enqueue=False)
+    assert first == (ImportOutcome.STORED, 3, True)
+    again = store.import_observations(spec["id"], x, y, 2.0, key="k", digest="d", enqueue=False)
+    assert again == (ImportOutcome.SAME_AGAIN, 3, False)
+    other = store.import_observations(spec["id"], x, y, 2.0, key="k", digest="e", enqueue=False)
+    assert other == (ImportOutcome.KEY_REUSED, 3, False)
+    assert store.n_labeled(spec["id"]) == 3

@@ -1,0 +1,96 @@
+"""A campaign's failure model (:mod:`worker.feasibility.campaign`): its runs as the classifier
+sees them, the subset it is fitted on beyond ``MAX_RUNS`` runs, what the ranking keeps, and the
+model's body stored and read back."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from fbgp_al.worker.feasibility import Constant, condition
+from fbgp_al.worker.feasibility.campaign import (
+    FailureModel,
+    bounded,
+    fit_campaign,
+    of_model,
+    outcomes,
+)
+from fbgp_al.worker.spec.space import Space
+
+INPUTS = [{"name": "a", "lower": 0.0, "upper": 10.0}, {"name": "b", "lower": -1.0, "upper": 1.0}]
+
+
+def test_the_runs_are_the_labels_then_the_failures_in_the_gp_s_features():
+    space = Space.of(INPUTS)
+    labels = [{"x": [2.0, 0.0]}, {"x": [5.0, 0.5]}]
+    failures = [{"x": [10.0, -1.0]}]
+    u, success = outcomes(space, labels, failures)
+    np.testing.assert_allclose(u, space.to_gp([[2.0, 0.0], [5.0, 0.5], [10.0, -1.0]]))
+    np.testing.assert_array_equal(success, [1.0, 1.0, 0.0])
+
+
+def test_all_runs_are_fitted_up_to_the_limit():
+    success = np.r_[np.ones(8), np.zeros(4)]
+    np.testing.assert_array_equal(bounded(np.zeros((12, 2)), success, 0, limit=12), np.arange(12))
+
+
+@pytest.mark.parametrize("n_failed", [10, 40])
+def test_beyond_the_limit_the_failures_and_the_successes_nearest_them_are_kept(n_failed):
+    rng = np.random.default_rng(0)
+    u = rng.random((200, 2))
+    success = np.ones(200)
+    success[rng.choice(200, n_failed, replace=False)] = 0.0
+    limit = 40
+    rows = bounded(u, success, seed=5, limit=limit)
+    np.testing.assert_array_equal(rows, bounded(u, success, seed=5, limit=limit))
+    assert len(rows) == limit and (np.diff(rows) > 0).all()
+    failed = np.flatnonzero(success == 0)
+    kept_failed = np.intersect1d(rows, failed)
+    assert len(kept_failed) == min(n_failed, limit // 2)
+    ok = np.flatnonzero(success == 1)
+    near = (limit - len(kept_failed)) // 2
+    distance = cdist(u[ok], u[kept_failed]).min(1)
+    nearest = ok[np.argsort(distance, kind="stable")[:near]]
+    assert set(nearest) <= set(rows)
+
+
+def test_the_ranking_keeps_the_candidates_likely_to_succeed_and_a_constant_keeps_all():
+    u = np.random.default_rng(0).random((20, 1))
+    success = (u[:, 0] < 0.5).astype(float)
+    model = FailureModel(condition(u, success, 0.2, 4.0, 0.5), 0.3, 10, 10, 20, 0.1)
+    grid = np.linspace(0, 1, 11)[:, None]
+    keep, p = model.weigh(grid)
+    np.testing.assert_array_equal(keep, p >= 0.3)
+    assert keep[0] and not keep[-1]
+    flat = FailureModel(Constant(0.1, 0, 8), 0.3, 0, 8, 8, 0.0)
+    keep, p = flat.weigh(grid)
+    assert keep.all() and (p == 0.1).all()
+
+
+def test_the_model_s_body_reads_back_to_the_same_model():
+    u = np.random.default_rng(0).random((12, 2))
+    model = FailureModel(
+        condition(u, u[:, 0] < 0.6, [0.3, 0.5], 2.0, 0.5), 0.05, 7, 5, 12, 0.2, excluded=3
+    )
+    body = json.loads(json.dumps({"failures": model.to_dict()}))
+    again = of_model(body)
+    assert (
+        again.min_success,
+        again.n_successes,
+        again.n_failures,
+        again.n_fitted,
+        again.excluded,
+    ) == (0.05, 7, 5, 12, 3)
+    np.testing.assert_array_equal(again.p_success(u), model.p_success(u))
+    assert of_model(None) is None and of_model({"version": 3}) is None
+
+
+def test_no_model_without_a_failed_run_or_when_the_campaign_wants_none():
+    spec = {"inputs": INPUTS}
+    labels = [{"x": [1.0, 0.0]}]
+    assert fit_campaign(spec, labels, [], seed=0) is None
+    none = {**spec, "failures": {"model": "none"}}
+    assert fit_campaign(none, labels, [{"x": [9.0, 0.9]}], seed=0) is None
+    fitted = fit_campaign(spec, labels, [{"x": [9.0, 0.9]}], seed=0)
+    assert (fitted.n_successes, fitted.n_failures, fitted.n_fitted) == (1, 1, 2)
