@@ -69,6 +69,8 @@ class FailureModel:
         self.L = _cholesky(np.eye(len(tau)) + self.sW[:, None] * K * self.sW[None, :])
         inner = np.linalg.solve(self.L.T, np.linalg.solve(self.L, self.sW * (K @ nu)))
         self.alpha = nu - self.sW * inner
+        # L^-1 S^1/2, kept: a point's variance in one product
+        self.whitened = np.linalg.solve(self.L, np.eye(len(tau))) * self.sW[None, :]
 
     def p_success(self, u: np.ndarray) -> np.ndarray:
         """The probability that a run succeeds at each row of ``u`` (``m x`` the features)."""
@@ -78,7 +80,7 @@ class FailureModel:
         step = max(1, CHUNK_ELEMENTS // max(1, len(self.u)))
         for i in range(0, len(u), step):
             k = _kernel(self.u, u[i : i + step], self.lengthscale, self.variance, self.bias)
-            v = np.linalg.solve(self.L, self.sW[:, None] * k)
+            v = self.whitened @ k
             var = np.maximum(self.variance + self.bias - (v * v).sum(0), 0.0)
             out[i : i + step] = normal_cdf((self.alpha @ k) / np.sqrt(1.0 + var))
         return out

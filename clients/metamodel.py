@@ -327,12 +327,18 @@ class Metamodel:
         :class:`~clients.prediction.Prediction` (``p["mean"]`` or ``p.mean``). A multi-output
         model answers ``{name: Prediction}``, as ``/predict``'s ``outputs`` and
         ``Client.predict`` do."""
-        if self.outputs is not None:
-            return {name: model.predict(x) for name, model in self.outputs.items()}
+        if self.outputs is not None:  # the points and the failure model's answer once
+            first = next(iter(self.outputs.values()))
+            cand = first._gp(first._points(x))
+            p = None if first.failures is None else first.failures.p_success(cand)
+            return {name: model._predict(cand, p) for name, model in self.outputs.items()}
         cand = self._gp(self._points(x))
+        return self._predict(cand, None if self.failures is None else self.failures.p_success(cand))
+
+    def _predict(self, cand: np.ndarray, p_success: np.ndarray | None) -> Prediction:
+        """:meth:`predict` at the GP's features ``cand``, with the failure model's answer."""
         self._fit()
         mean, var = self._mode.predict(cand)
-        p_success = None if self.failures is None else self.failures.p_success(cand)
         if self.log:
             return Prediction(
                 **self._lognormal(mean[0], var[0], cand),

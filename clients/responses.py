@@ -150,6 +150,9 @@ class Model:
     # a multi-output campaign's outputs by name, each a dict with its samples,
     # acquisition_samples, mode, transform (y_mean, y_std), diagnostics and accuracy
     outputs: dict[str, dict] | None = None
+    # where runs had failed: the failure model (its classifier, ``min_success``, the runs it
+    # was fitted on), one for all outputs; None without failed runs or with ``"none"``
+    failures: dict | None = None
 
     @classmethod
     def from_json(cls, data: dict) -> Model:

@@ -1,43 +1,26 @@
 """MkDocs hooks: the reference pages that are generated from the code at every build, so that
 they cannot go stale: the HTTP API from the app's OpenAPI document (also written to the site as
-``openapi.json``), every setting with its default from ``service.settings.Settings``, and each
-command's ``--help``; and the package as it is imported (``fbgp_al``, whose subpackages are the
-repository's folders), laid out for mkdocstrings to read."""
+``openapi.json``) and every setting with its default from ``service.settings.Settings``. The
+SDK's reference (from its docstrings) and each command's ``--help`` are generated into the
+repository instead, readable there as they are: ``python docs/hooks.py`` writes them
+(:data:`COMMITTED`), and ``tests/test_manual.py`` checks that they are what the code gives."""
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import os
 import pathlib
+import re
 
 from mkdocs.structure.files import File
 
-GENERATED = {
-    "reference/http.md": "http_reference",
-    "reference/settings.md": "settings_reference",
-    "reference/cli-help.md": "cli_reference",
-}
+GENERATED = {"reference/http.md": "http_reference", "reference/settings.md": "settings_reference"}
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# pyproject.toml's package-dir: fbgp_al is clients/fbgp_al, fbgp_al.<name> the folder <name>/
-SUBPACKAGES = ("service", "worker", "clients")
-STAGED = ROOT / "build" / "griffe"  # mkdocs.yml's mkdocstrings paths
-
-
-def on_startup(command, dirty):
-    """``build/griffe/fbgp_al``: the installed package's layout, for mkdocstrings to read
-    (griffe reads the source, it imports nothing): a copy of its ``__init__.py``, and links to
-    the folders of its subpackages. Made at startup, before mkdocstrings reads its paths."""
-    package = STAGED / "fbgp_al"
-    package.mkdir(parents=True, exist_ok=True)
-    face = (ROOT / "clients" / "fbgp_al" / "__init__.py").read_text()
-    (package / "__init__.py").write_text(face)
-    for name in SUBPACKAGES:
-        if not (package / name).is_symlink():
-            (package / name).symlink_to(ROOT / name, target_is_directory=True)
 
 
 def on_files(files, config):
@@ -259,7 +242,8 @@ def cli_reference() -> str:
     lines = [
         "# Command-line help",
         "",
-        "Each command's `--help`, generated at each build of this manual. The",
+        "Each command's `--help`, generated from the code by `python docs/hooks.py` (a test",
+        "checks that this page is what it gives). The",
         "[command line](cli.md) page says what each is for, with examples.",
         "",
         "## fbgp-al",
@@ -272,3 +256,146 @@ def cli_reference() -> str:
     for name, (run, _) in COMMANDS.items():
         lines += [f"## fbgp-al {name}", "", "```text", _help(run, ["--help"]), "```", ""]
     return "\n".join(lines)
+
+
+# -- the SDK --------------------------------------------------------------------------------
+
+# the SDK reference's sections: the names of ``fbgp_al`` each holds, in order
+SDK_SECTIONS = (
+    ("Client", ("Client",)),
+    ("run_simulator", ("run_simulator",)),
+    ("Metamodel", ("Metamodel",)),
+    ("Prediction", ("Prediction",)),
+    (
+        "What the client answers",
+        (
+            "Campaign",
+            "CampaignStatus",
+            "NextPoint",
+            "Model",
+            "Evaluation",
+            "ApiError",
+            "RefitFailed",
+        ),
+    ),
+    ("Built-in simulators", ("get_simulator",)),
+)
+_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):`(~?)([\w.]+)`")
+_SECTION = re.compile(r"^(Args|Arguments|Attributes|Returns|Raises|Yields):$")
+
+
+def _markdown(doc: str | None) -> str:
+    """A docstring as Markdown: ``code`` as `code`, Sphinx roles as the name in code (its last
+    part where written ``~``), a Google-style section (``Attributes:``) as a list."""
+    doc = _ROLE.sub(lambda m: f"`{m[2].split('.')[-1] if m[1] else m[2]}`", doc or "")
+    doc = re.sub(r"(?<!`)``(?!`)", "`", doc)
+    out, lines, k = [], doc.splitlines(), 0
+    while k < len(lines):
+        heading = _SECTION.match(lines[k].strip())
+        if not heading:
+            out.append(lines[k])
+            k += 1
+            continue
+        out += [f"**{heading[1]}:**", ""]
+        k += 1
+        while k < len(lines) and (not lines[k].strip() or lines[k].startswith(" ")):
+            text = lines[k].strip()
+            if ":" in text and not lines[k].startswith("        "):
+                name, _, rest = text.partition(":")
+                out.append(f"- `{name}`: {rest.strip()}")
+            elif text:
+                out[-1] += f" {text}"
+            k += 1
+        out.append("")
+    return "\n".join(out).strip()
+
+
+class _Written(str):
+    """An annotation as written in the source (``from __future__ import annotations``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _signature(name: str, obj) -> str:
+    """``name(...)`` as the source writes its parameters (``self`` left out)."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return f"```python\n{name}(...)\n```"
+    written = lambda a: _Written(a) if isinstance(a, str) else a  # noqa: E731
+    parameters = [
+        p.replace(annotation=written(p.annotation))
+        for p in signature.parameters.values()
+        if p.name not in ("self", "cls")
+    ]
+    signature = signature.replace(
+        parameters=parameters, return_annotation=written(signature.return_annotation)
+    )
+    return f"```python\n{name}{signature}\n```"
+
+
+def _members(cls) -> list[tuple[str, object]]:
+    """A class's public methods and properties defined in it, in the order of its source."""
+    out = []
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(member, (classmethod, staticmethod)):
+            member = member.__func__
+        if isinstance(member, property) or inspect.isfunction(member):
+            out.append((name, member))
+    return out
+
+
+def _sdk_object(name: str, obj) -> list[str]:
+    lines = [f"### {name}", ""]
+    if inspect.isclass(obj):
+        lines += [_signature(name, obj), "", _markdown(inspect.getdoc(obj)), ""]
+        for member_name, member in _members(obj):
+            title = f"{name}.{member_name}"
+            lines += [f"#### {title}", ""]
+            if isinstance(member, property):
+                lines += [f"*property*: {_markdown(inspect.getdoc(member))}", ""]
+                continue
+            lines += [_signature(title, member), "", _markdown(inspect.getdoc(member)), ""]
+        return lines
+    return lines + [_signature(name, obj), "", _markdown(inspect.getdoc(obj)), ""]
+
+
+def sdk_reference() -> str:
+    import fbgp_al
+
+    lines = [
+        "# Python SDK",
+        "",
+        "<!-- Generated from the SDK's docstrings by `python docs/hooks.py`; a test checks",
+        "     that this page is what they give. -->",
+        "",
+        "```sh",
+        "pip install .            # in a clone: the SDK alone (httpx, numpy), no torch",
+        "```",
+        "",
+        _markdown(inspect.getdoc(fbgp_al)),
+        "",
+    ]
+    for section, names in SDK_SECTIONS:
+        lines += [f"## {section}", ""]
+        for name in names:
+            lines += _sdk_object(name, getattr(fbgp_al, name))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# the pages generated into the repository (readable there as they are), and how
+COMMITTED = {"reference/sdk.md": "sdk_reference", "reference/cli-help.md": "cli_reference"}
+
+
+def write_committed(root: str = os.path.dirname(__file__)) -> None:
+    """Write each page of :data:`COMMITTED` as its generator gives it now."""
+    for page, maker in COMMITTED.items():
+        with open(os.path.join(root, page), "w") as f:
+            f.write(globals()[maker]())
+
+
+if __name__ == "__main__":
+    write_committed()

@@ -129,7 +129,7 @@ def campaign_body(
         parts.append("<p class='muted'>No model yet: the initial design is being labeled.</p>")
         if s["n_failed"]:
             parts.append(_failed_runs(store, campaign_id, spec, s, pictures, False))
-        return s["name"], "".join(parts), s["state"] != "done"
+        return s["name"], "".join(parts), running(s)
     model = store.model(campaign_id)
     history = store.history(campaign_id)
     sections = [(f"output-{o}", output_title(spec, o)) for o in names or []] or [
@@ -179,7 +179,15 @@ def campaign_body(
             _failed_runs(store, campaign_id, spec, s, pictures, bool(model.get("failures")))
         )
     parts.append(_diagnostics(spec, model, outputs, pictures))
-    return s["name"], "".join(parts), s["state"] != "done"
+    return s["name"], "".join(parts), running(s)
+
+
+def running(s: dict) -> bool:
+    """Whether anything still moves in a campaign of status ``s``: it takes labels (any state
+    but ``done`` and ``failed``), a refit is queued or running (a done campaign's last model
+    included), or a ticket is out. Its page refreshes itself while it does, and the list while
+    any of its campaigns does."""
+    return s["state"] not in ("done", "failed") or s["refit"] != "idle" or s["n_pending"] > 0
 
 
 def _facts(s: dict) -> str:
@@ -207,6 +215,12 @@ def _notes(s: dict) -> list[str]:
         )
     elif s["last_error"]:
         out.append(f"<p class='error'>last refit error: {html.escape(s['last_error'])}</p>")
+    if s["state"] == "done" and s["refit"] != "idle":
+        shown = "no model yet" if s["model_version"] is None else f"model {s['model_version']}"
+        out.append(
+            f"<p id='final-model'>done: the model of its last labels is still fitting "
+            f"({shown} shown); this page refreshes itself until it is in</p>"
+        )
     if s["stopped_by"]:
         v = s["stopped_by"]
         out.append(

@@ -1,5 +1,6 @@
 """The campaign pages: a list at ``/`` and ``/campaigns/{id}/view``, plain HTML that refreshes
-itself while a campaign runs, with pictures drawn by a worker (``/campaigns/{id}/plots/*.png``).
+itself while a campaign runs (the list while any of its campaigns does), with pictures drawn
+by a worker (``/campaigns/{id}/plots/*.png``).
 With ``FBGP_API_TOKEN`` set, a browser opens a page once with ``?token=`` (the service's token,
 or for a campaign's page its owner token): the page sets it as an HttpOnly, SameSite=Strict
 cookie and sends the browser to itself without the query, so the token stays out of links,
@@ -17,7 +18,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from fbgp_al.service.campaign_page import campaign_body, numeric_inputs
+from fbgp_al.service.campaign_page import campaign_body, numeric_inputs, running
 from fbgp_al.service.deps import (
     PAGE_COOKIE,
     CampaignId,
@@ -80,7 +81,8 @@ def list_page(
     with a link to the next."""
     rows = []
     ids, following = store.ids_page(cursor, INDEX_PAGE, team)
-    for s in bodies.statuses(store, ids):
+    shown = bodies.statuses(store, ids)
+    for s in shown:
         link = f"/campaigns/{quote(s['id'])}/view"
         version = "-" if s["model_version"] is None else s["model_version"]
         cells = [
@@ -105,7 +107,8 @@ def list_page(
     if following is not None:
         links.append(f"<a id='next' href='/?cursor={quote(following)}'>next {INDEX_PAGE}</a>")
     nav = f"<p>{' | '.join(links)}</p>" if links else ""
-    return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=True)
+    refresh = any(running(s) for s in shown)  # every campaign done: nothing to wait for
+    return _page("fbgp-al campaigns", f"<h1>Campaigns</h1>{table}{nav}", refresh=refresh)
 
 
 def campaign_page(
@@ -187,7 +190,8 @@ async def plot(
         str | None,
         Query(
             description="With several outputs: the output to draw (`model`, "
-            "`effects`, `sobol`, `pair`, `posterior`); default: the first."
+            "`effects`, `sobol`, `pair`, `posterior`); default: the first. "
+            "`failures` is the one failure model of all the outputs."
         ),
     ] = None,
     horizontal: Annotated[str | None, Query(description=PAIR_QUERY)] = None,

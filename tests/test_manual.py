@@ -57,3 +57,21 @@ def test_the_checks_find_what_they_look_for():
     page = (ROOT / "docs/operations/reliability.md").read_text()
     assert len(CITED.findall(page)) > 30
     assert [len(t) for t in _tables("| a |\n| b |\ntext\n| a |\n")] == [2, 1]
+
+
+def test_the_committed_reference_pages_are_what_the_code_gives():
+    """The SDK's reference and the commands' help are generated into the repository (readable
+    there as they are): each committed page is what ``python docs/hooks.py`` writes now."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    assert set(hooks.COMMITTED) == {"reference/sdk.md", "reference/cli-help.md"}
+    for page, maker in hooks.COMMITTED.items():
+        generated = getattr(hooks, maker)()
+        assert (ROOT / "docs" / page).read_text() == generated, (
+            f"docs/{page} differs from what the code gives: run python docs/hooks.py"
+        )
+    sdk = (ROOT / "docs/reference/sdk.md").read_text()
+    assert "### Client" in sdk and "#### Client.wait_for_model" in sdk and ":::" not in sdk

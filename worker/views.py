@@ -14,6 +14,7 @@ from matplotlib.ticker import MaxNLocator
 
 from fbgp_al.worker import answers
 from fbgp_al.worker.feasibility.campaign import of_model
+from fbgp_al.worker.spec.constraints import of_spec
 from fbgp_al.worker.spec.defaults import known_noise, output_names, output_title, output_units
 from fbgp_al.worker.spec.space import Space
 
@@ -60,7 +61,9 @@ def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") ->
     """The posterior-mode GP's mean and uncertainty over the box, with the labeled points; for
     one or two numeric inputs (None otherwise: more inputs, or a choice among them). A log
     input is drawn on a log axis, an int input at its integers. An output modeled on the log
-    scale is drawn by its median and 95% interval on a log axis (2-D: log10 of its median)."""
+    scale is drawn by its median and 95% interval on a log axis (2-D: log10 of its median).
+    Over two inputs, the part of the box that the campaign's constraints rule out is hatched,
+    with no model drawn there."""
     space = Space.of(spec["inputs"])
     d = space.dim
     if d > 2 or not space.numeric:
@@ -133,10 +136,19 @@ def model_png(spec: dict, model: dict, labels: list[dict], output: str = "y") ->
             else (pred["mean"], f"mode GP: mean of {name}")
         )
         spread = (np.sqrt(pred["variance"]), f"sd of {name}")
+        constraints = of_spec(spec)
+        ruled_out = np.zeros(g0.shape, dtype=bool)
+        if constraints is not None:
+            ruled_out = ~constraints.holds(grid).reshape(g0.shape)
         for j, (values, title) in enumerate((centre, spread)):
             ax = fig.add_subplot(1, 2, j + 1)
-            image = ax.contourf(g0, g1, np.reshape(values, g0.shape), levels=20, cmap="viridis")
+            values = np.ma.masked_where(ruled_out, np.reshape(values, g0.shape))
+            image = ax.contourf(g0, g1, values, levels=20, cmap="viridis")
             fig.colorbar(image, ax=ax)
+            if ruled_out.any():  # no model drawn where the constraints rule runs out: hatched
+                hatched = dict(levels=[0.5, 1.5], colors="none", hatches=["//"])
+                ax.contourf(g0, g1, ruled_out.astype(float), **hatched)
+                title += " (hatched: ruled out)"
             ax.scatter(
                 x_seen[:, 0], x_seen[:, 1], color="red", s=14, edgecolor="white", clip_on=False
             )
@@ -158,8 +170,22 @@ def _scale(ax, space: Space, which: str) -> None:
         getattr(ax, f"{which}axis").set_major_locator(MaxNLocator(integer=True))
 
 
+# values over this ratio, all positive, are drawn on a log axis: a linear one would hold the
+# largest (an early model's error of 5e12) and lay the rest flat on zero
+DECADES = 100.0
+
+
+def _log_if_decades(ax, values) -> None:
+    """A log y axis for ``values`` that are all positive and span more than two decades."""
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) and np.all(v > 0) and v.max() > DECADES * v.min():
+        ax.set_yscale("log")
+
+
 def curve_png(history: list[dict]) -> bytes | None:
-    """NLML and RMSE of every evaluation against the labels its model saw (None if none)."""
+    """NLML and RMSE of every evaluation against the labels its model saw (None if none); an
+    error that spans more than two decades on a log axis (:data:`DECADES`)."""
     points = [e for e in history if e.get("event") == "evaluate"]
     if not points:
         return None
@@ -169,9 +195,11 @@ def curve_png(history: list[dict]) -> bytes | None:
     metrics = ("nlml", "rmse") if all("rmse" in e for e in points) else ("nlml", "nlpd_mixture")
     for j, metric in enumerate(metrics):
         ax = fig.add_subplot(1, 2, j + 1)
-        ax.plot(n, [e[metric] for e in points], marker="o")
+        values = [e[metric] for e in points]
+        ax.plot(n, values, marker="o")
+        _log_if_decades(ax, values)
         ax.set_xlabel("labels")
-        ax.set_ylabel(metric.upper())
+        ax.set_ylabel(metric.upper() + (" (log scale)" if ax.get_yscale() == "log" else ""))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if max(n) - min(n) < 2:  # one or two label counts: whole numbers either side of them
             ax.set_xlim(min(n) - 1, max(n) + 1)
@@ -184,7 +212,8 @@ def curve_png(history: list[dict]) -> bytes | None:
 
 def accuracy_png(history: list[dict], spec: dict) -> bytes | None:
     """Each model's accuracy estimates against its labels (None if no model has them), a row
-    of two panels per output in that output's units: the LOO RMSE, and the integrated
+    of two panels per output in that output's units: the LOO RMSE (on a log axis where it
+    spans more than two decades), and the integrated
     predictive variances of y and f and the draws' disagreement (log scale, units squared);
     the stopping rule's targets in those units dashed (relative ones dash-dotted, scaled by
     each model's labels), each stop and resume a vertical line. A multi-output campaign's
@@ -247,6 +276,8 @@ def _accuracy_panel(ax, j: int, models: list[tuple], rule: dict, history: list[d
             ax.axvline(at, color="black" if e["event"] == "stopped" else "grey", ls=":", lw=1)
     if j == 1 and all(a[k] > 0 for _, a in models for k, _ in lines):
         ax.set_yscale("log")
+    elif j == 0:  # the LOO RMSE, where it spans decades
+        _log_if_decades(ax, [a["loo_rmse"] for _, a in models])
     ax.set_xlabel("labels")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="best", fontsize=7)

@@ -25,16 +25,14 @@ service.
 - :class:`Metamodel`: a campaign's exported model, predicting as ``/predict`` does;
 - :class:`Prediction`: what ``Client.predict`` and ``Metamodel.predict`` answer;
 - :func:`get_simulator`: the paper's seven built-in test simulators (and a two-output one).
-
-The SDK's names load when first used (:func:`__getattr__`), so that importing one of the
-packages below (``fbgp_al.service``, ``fbgp_al.worker``), which runs this file first, loads
-nothing of the SDK.
 """
 
 import importlib
 from typing import TYPE_CHECKING
 
-# each public name: the module it lives in, and its name there
+# The SDK's names load when first used (__getattr__), so that importing one of the packages
+# below (fbgp_al.service, fbgp_al.worker), which runs this file first, loads nothing of the
+# SDK. Each public name: the module it lives in, and its name there.
 _SDK = {
     "ApiError": ("fbgp_al.clients.errors", "ApiError"),
     "Campaign": ("fbgp_al.clients.responses", "Campaign"),

@@ -3,9 +3,9 @@
     fbgp-al run --url URL --campaign ID [--token T] [--parallel K] [--timeout S] -- CMD ARG...
 
 Each point is run as ``CMD ARG...`` with the placeholders in its arguments replaced: ``{NAME}``
-by the coordinate of the campaign's input ``NAME`` (``repr`` of the float, an int input's
-integer, a choice input's value as text), ``{json}`` by the
-point as a JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
+by the coordinate of the campaign's input ``NAME`` (``repr`` of the float to 15 significant
+digits, an int input's integer, a choice input's value as text), ``{json}`` by the point as a
+JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
 written to the command's stdin. y is the last non-empty line of its stdout, a float (or two,
 ``y noise``, the second its noise variance, in a campaign with known noise); in a campaign with
 several outputs ``name=value`` pairs (``stress=1.5 disp=0.02``) or a JSON object, ``{"stress":
@@ -18,7 +18,10 @@ campaigns, ``max_pending`` >= K; a sequential campaign hands out one point at a 
 runner says so). A progress bar counts labels and failed runs (on a terminal); ``-v`` logs
 each HTTP request too. The last line says why the runner ended: the campaign's stopping rule,
 ``max_labels`` reached, the pool used up, the campaign failing, stalled or failed, a signal;
-with the runs posted, failed, and the commonest reasons of the failures.
+with the runs posted, failed, and the commonest reasons of the failures. A campaign done while
+the model of its last labels still fits: the runner says so and waits for that model (then
+the page and ``fbgp-al export`` give the final model), and the last line names it;
+``--no-wait-model`` leaves it fitting.
 
 SIGINT (Ctrl-C) or SIGTERM kills the commands running,
 abandons their tickets (their points are offered again at once) and exits 130 (143 for
@@ -83,10 +86,11 @@ def command_for(
 
 def _value(v, integer: bool):
     """A coordinate as the command gets it: text (a choice's value) as it is, an int input's
-    value as an integer, any other number as a float."""
+    value as an integer, any other number as a float of at most 15 significant digits (a grid
+    level as its shortest decimal, 4.325, should a service send 4.324999999999999)."""
     if isinstance(v, str):
         return v
-    return int(v) if integer else float(v)
+    return int(v) if integer else float(f"{float(v):.15g}")
 
 
 def parse_y(stdout: str) -> float | tuple[float, float] | dict:
@@ -226,6 +230,11 @@ def main(argv: list[str] | None = None) -> None:
         "posted this many labels; the runs under way finish",
     )
     parser.add_argument(
+        "--no-wait-model",
+        action="store_true",
+        help="exit once the campaign is done, without waiting for the model of its last labels",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log every HTTP request and the runner's steps"
     )
     args = parser.parse_args(own)
@@ -246,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
             timeout=args.timeout,
             wait=args.wait,
             max_labels=args.max_labels,
+            wait_model=not args.no_wait_model,
         )
     )
 
@@ -260,10 +270,12 @@ def run(
     timeout: float | None = None,
     wait: float = 20.0,
     max_labels: int | None = None,
+    wait_model: bool = True,
 ) -> int:
-    """Label the campaign with the command in ``parallel`` slots until it is done; the exit
-    status: 0 done, 1 a slot failed (the service unreachable, the campaign stalled), 130 or
-    143 stopped by SIGINT or SIGTERM."""
+    """Label the campaign with the command in ``parallel`` slots until it is done (and, with
+    ``wait_model``, until the model of its last labels is in); the exit status: 0 done, 1 a
+    slot failed (the service unreachable, the campaign stalled), 130 or 143 stopped by SIGINT
+    or SIGTERM."""
     with FbgpClient(url, token) as api:
         start = api.campaign(campaign_id)
     inputs = start.inputs
@@ -358,13 +370,46 @@ def run(
     else:
         try:
             with FbgpClient(url, token) as api:
-                why = ended_because(api.campaign(campaign_id))
+                status = api.campaign(campaign_id)
+                why = ended_because(status)
+                if status.state == "done":
+                    why += final_model(api, status, wait_model, f"fbgp-al run: {tally}; {why}")
         except (ApiError, httpx.HTTPError) as error:
             why = f"the service could not say why: {error}"
     print(f"fbgp-al run: {tally}; {why}", file=sys.stderr)
     if signalled:
         return 128 + signalled[0]
     return 1 if errors else 0
+
+
+def final_model(
+    api: FbgpClient, status: CampaignStatus, wait: bool, said: str, poll: float = 0.5
+) -> str:
+    """A done campaign's final model, the words to add to the last line: the model of its last
+    labels, once in. While it still fits, with ``wait``, say so (after ``said``, the line so
+    far) and wait until no refit is queued or running; without, say that it still fits."""
+    fitting = status.refit != "idle"
+    if fitting and not wait:
+        return (
+            f"; the model of its last labels is still fitting (model {status.model_version} in now)"
+        )
+    if fitting:
+        print(
+            f"{said}; waiting for the model of its last labels (Ctrl-C leaves it fitting)",
+            file=sys.stderr,
+        )
+    try:
+        while status.refit != "idle":
+            time.sleep(poll)
+            status = api.campaign(status.id)
+    except KeyboardInterrupt:
+        return f"; the model of its last labels is still fitting (model {status.model_version})"
+    if status.last_error and (status.model_version or 0) < status.n_labeled:
+        return (
+            f"; the refit of its last labels failed ({status.last_error}): model "
+            f"{status.model_version} is the last"
+        )
+    return f"; model {status.model_version} of its {status.n_labeled} labels in"
 
 
 def _last_line(reason: str, most: int = 80) -> str:

@@ -129,7 +129,10 @@ def start_redis(
         "" if rotating else str(log),
     ]
     out = subprocess.DEVNULL if rotating is None else subprocess.PIPE
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, preexec_fn=preexec)
+    # its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) does not stop
+    # it under the workers; whoever started it stops it, last
+    options = dict(stdin=subprocess.PIPE, stdout=out, preexec_fn=preexec)
+    process = subprocess.Popen(command, start_new_session=True, **options)
     if rotating is not None:
         rotating.pump(process.stdout)
     with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
@@ -410,17 +413,19 @@ class LocalStack:
         return restarted
 
     def stop(self) -> None:
-        for child in (self.api, *self.workers, self.redis):
-            if child is not None and child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in (self.api, *self.workers, self.redis):
-            if child is None:
-                continue
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        """Stop the API and the workers (SIGTERM; a refit under way may take up to a minute),
+        wait for them, and only then Redis, which they talk to until they exit."""
+        for group in ([self.api, *self.workers], [self.redis]):
+            group = [child for child in group if child is not None]
+            for child in group:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            for child in group:
+                try:
+                    child.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
         for log in self._logs.values():
             log.close()
 

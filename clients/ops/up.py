@@ -157,5 +157,6 @@ def main(argv=None) -> None:
         # a second Ctrl-C would break off the stop half-way; kill -9 still ends it all at once
         for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(stop, signal.SIG_IGN)
-        print("fbgp-al: stopping (a refit that runs may take up to a minute)", flush=True)
+        stopping = "the API and the workers (a refit that runs may take up to a minute), then Redis"
+        print(f"fbgp-al: stopping {stopping}", flush=True)
         stack.stop()

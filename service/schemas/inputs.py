@@ -147,7 +147,8 @@ class InputSpec(Strict):
 class GridPoolSpec(Strict):
     """A grid pool, never built in memory: `points_per_dim` levels of each float or log input (a
     log input's evenly spaced on the log scale), `min(points_per_dim, upper - lower + 1)`
-    integers of an int input, every value of a choice."""
+    integers of an int input, every value of a choice. A float level is handed out as its
+    shortest decimal (15 significant digits: `4.325`, not `4.324999999999999`)."""
 
     type: Literal["grid"]
     """`grid`."""

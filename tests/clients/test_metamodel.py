@@ -406,3 +406,26 @@ def test_sensitivity_refuses_an_unknown_method_or_level(document):
         mm.sensitivity(method="fast")
     with pytest.raises(ValueError, match="level"):
         mm.sensitivity(level=1.0)
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_the_fast_predictions_equal_the_computation_before_to_1e_10(log, monkeypatch):
+    """A two-output model of four typed inputs with a failure model (the speed benchmark's,
+    smaller): the kernel and ``[alpha'; L^-1] k*`` in one product per chunk of candidates, and
+    the log outputs' mixture quantiles by Halley's steps, give what the separate products and
+    Newton's steps gave, to 1e-10 (relative, absolute below 1), chunked or not."""
+    from fbgp_al.clients.reproduction import metamodel_speed as speed
+
+    document = speed.document(draws=40, labels=25, log=log, seed=2)
+    x = speed.points(300, seed=3)
+    model = Metamodel.load(document)
+    fast = model.predict(x)
+    before = speed.predict_before(model, x)
+    monkeypatch.setattr(numpy_gp, "CHUNK_ELEMENTS", 40 * 25 * 7)  # 7 candidates a chunk
+    chunked = Metamodel.load(document).predict(x)
+    assert set(fast) == {"o1", "o2"} and len(fast["o1"]) == (10 if log else 4) + 1
+    for name in fast:
+        for key in before[name]:
+            want = np.asarray(before[name][key])
+            for got in (fast[name][key], chunked[name][key]):
+                np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=key)

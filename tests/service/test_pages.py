@@ -279,3 +279,27 @@ def test_a_browser_opens_a_campaign_page_with_its_owner_token(guarded, make_body
     plots = [s for route, s in mine if route.endswith("/plots/{kind}.png")]
     # the model, the posterior and the accuracy estimates, fetched with the cookie
     assert plots == [200, 200, 200], mine
+
+
+def test_the_list_stops_refreshing_itself_once_every_campaign_is_done(client, make_body):
+    """The list at ``/`` refreshes itself while any campaign runs (takes labels, or fits a
+    model), and not once every one is done with its last model in; a done campaign's page keeps
+    refreshing, and says so, while the model of its last labels is still fitting."""
+    refresh = 'http-equiv="refresh"'
+    assert refresh not in client.get("/").text  # no campaign: nothing to wait for
+    campaign = client.post("/campaigns", json=make_body(max_labels=4)).json()["id"]
+    assert refresh in client.get("/").text  # the design is being labeled
+    label_design(client, campaign, (0.1, 0.9, -0.4))
+    t = client.get(f"/campaigns/{campaign}/next", params={"wait": 30}).json()["ticket"]
+    client.post(f"/campaigns/{campaign}/label", json={"ticket": t, "y": 0.3})
+    status = client.get(f"/campaigns/{campaign}").json()
+    if status["refit"] != "idle" and status["model_version"] != 4:  # the last model fitting
+        view = client.get(f"/campaigns/{campaign}/view").text
+        assert refresh in view and "id='final-model'" in view
+    wait_for_model(client, campaign, 4)
+    assert client.get(f"/campaigns/{campaign}").json()["state"] == "done"
+    assert refresh not in client.get("/").text
+    view = client.get(f"/campaigns/{campaign}/view").text
+    assert refresh not in view and "final-model" not in view
+    client.post("/campaigns", json=make_body())  # another one starts: the list refreshes again
+    assert refresh in client.get("/").text

@@ -295,8 +295,8 @@ def plot(
     """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
     ``effects``, ``sobol``, ``pair``, ``failures``, ``curve`` or ``accuracy`` (None: none to
     draw); with several outputs the ``posterior``, ``model``, ``effects``, ``sobol`` and
-    ``pair`` of ``output`` (default the first); ``inputs``: the two inputs a ``pair`` is drawn
-    over (by name)."""
+    ``pair`` of ``output`` (default the first), and their one ``failures``; ``inputs``: the
+    two inputs a ``pair`` is drawn over (by name)."""
     png = _png(campaign_id, kind, output, inputs)
     return None if png is None else base64.b64encode(png).decode()
 
@@ -308,6 +308,8 @@ def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | No
     if kind == "accuracy":
         return views.accuracy_png(store.history(campaign_id), store.spec(campaign_id))
     spec, model, labels = _with_model(campaign_id)
+    if kind == "failures":  # one failure model, over the inputs, whatever the outputs
+        return views.failures_png(spec, model, labels, store.failures(campaign_id))
     names = output_names(spec)
     title = output_title(spec, output)
     if names:
@@ -317,8 +319,6 @@ def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | No
             answers.output_model(model, names[k]),
             output_labels(labels, names[k]),
         )
-    if kind == "failures":
-        return views.failures_png(spec, model, labels, store.failures(campaign_id))
     if kind == "posterior":
         return views.posterior_png(spec, model, title)
     if kind == "effects":

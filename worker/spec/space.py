@@ -32,6 +32,14 @@ import numpy as np
 TYPES = ("float", "int", "log", "choice")
 
 
+def decimal(code, digits: int = 15) -> np.ndarray:
+    """Values from pool coordinates (``lower + v (upper - lower)``) rounded to ``digits``
+    significant digits: the rounding of that product and sum (a few units in the last place)
+    gone, so that a grid's level 4.325 is handed out as ``4.325``, not ``4.324999999999999``
+    (a value of more digits moves by less than one part in 1e15)."""
+    return np.array([float(f"{c:.{digits}g}") for c in np.ravel(code)]).reshape(np.shape(code))
+
+
 def _snap(t: np.ndarray) -> np.ndarray:
     """The nearest integer, halves rounded up (monotone: distinct levels at least 1 apart stay
     distinct, which ``np.rint``'s halves-to-even does not guarantee)."""
@@ -182,7 +190,7 @@ class Input:
                 self.lower,
                 self.upper,
             )
-        return self.lower + v * (self.upper - self.lower)
+        return decimal(self.lower + v * (self.upper - self.lower))
 
     def snap(self, v: np.ndarray) -> np.ndarray:
         """The pool coordinate of the admissible value nearest to ``v``."""
@@ -331,7 +339,7 @@ class Space:
         if not self.typed:
             lower = np.array([i.lower for i in self.inputs])
             upper = np.array([i.upper for i in self.inputs])
-            return lower + v * (upper - lower)
+            return decimal(lower + v * (upper - lower))
         return _columns(v, [i.from_pool for i in self.inputs])
 
     def to_pool(self, x) -> np.ndarray:

@@ -63,6 +63,10 @@ def test_placeholders_stdin_and_output():
     # a value that reads like a placeholder is put in as it is, not expanded again
     argv, _ = command_for(["sim", "{m}", "{n}", "{m}{n}"], ["m", "n"], ["{n}", 4.0], integers={"n"})
     assert argv == ["sim", "{n}", "4", "{n}4"]
+    # a float of rounding noise reaches the command as its shortest decimal
+    argv, stdin = command_for(["sim", "{a}"], ["a", "b"], [4.324999999999999, 0.1 + 0.2])
+    assert argv == ["sim", "4.325"] and stdin is None
+    assert command_for(["sim"], ["a"], [4.7749999999999995])[1] == '{"a": 4.775}'
     argv, _ = command_for(["sim", "{json}"], ["m"], ["{json}"])
     assert argv == ["sim", '{"m": "{json}"}']
     assert parse_y("starting\n  \n3.25\n\n") == 3.25
@@ -94,6 +98,9 @@ def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_ur
         status = api.get(f"/campaigns/{campaign}").json()
         assert status["state"] == "done" and status["n_labeled"] == 5, status
         assert status["n_failed"] >= 1 and status["n_pending"] == 0
+        # the runner waited for the model of the last label: the page and an export give it
+        assert status["refit"] == "idle" and status["model_version"] == 5, status
+        assert api.get(f"/campaigns/{campaign}/model/export").json()["version"] == 5
         data = api.get(f"/campaigns/{campaign}/observations").json()
     assert all(f["x"][0] < 1.15 for f in data["failures"])
     assert all(
@@ -105,6 +112,7 @@ def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_ur
     assert "HTTP Request" not in out
     last = out.strip().splitlines()[-1]
     assert last.startswith("fbgp-al run: 5 labels posted,") and "max_labels (5) reached" in last
+    assert last.endswith("; model 5 of its 5 labels in"), last
     # the failures counted, with their commonest reasons (each its last line)
     assert f"{len(data['failures'])} runs failed (" in last, last
     assert " x 'CommandFailed: exit status 3: solver diverged at " in last, last

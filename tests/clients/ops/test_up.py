@@ -3,6 +3,7 @@ campaign over real HTTP; a port in use is refused; a killed ``up`` takes its par
 second ``up`` on its data is refused."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,47 @@ def test_a_killed_up_takes_its_parts_with_it_and_a_second_up_on_its_data_is_refu
     while (listening(port) or listening(redis_port)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not listening(port) and not listening(redis_port)
+
+
+def test_ctrl_c_stops_the_api_and_the_workers_before_redis(tmp_path):
+    """Ctrl-C in a terminal (SIGINT to the foreground process group): Redis, in a group of its
+    own, is stopped by ``up`` once the API and the workers have exited, so that no worker's
+    last words are "Redis unreachable"."""
+    data, port = tmp_path / "data", free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "fbgp_al.clients.ops.cli",
+        "up",
+        "--workers",
+        "1",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data),
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        seen = []
+        for line in process.stdout:  # until the stack is up, a worker ready
+            seen.append(line)
+            if "Ctrl-C stops it all" in line:
+                break
+        assert process.poll() is None, "".join(seen)
+        os.killpg(process.pid, signal.SIGINT)  # as the terminal sends it
+        out = "".join(seen) + process.communicate(timeout=120)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, out
+    redis_log = (data / "redis.log").read_text()
+    worker_log = (data / "worker-0.log").read_text()
+    assert "Received SIGTERM" in redis_log and "Received SIGINT" not in redis_log, redis_log
+    assert "Redis unreachable" not in worker_log and "Traceback" not in worker_log, worker_log

@@ -5,12 +5,16 @@ export, ``/predict`` and the SDK's ``Metamodel`` give ``p_success``; the states 
 the simulator changed; ``"none"``; a campaign stored before the option still loads and runs."""
 
 import json
+import math
 import time
 
+import httpx
 import numpy as np
 from redis import Redis
 
+from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.metamodel import Metamodel
+from fbgp_al.clients.ops import report
 from fbgp_al.service.keys import campaign as key
 from tests.service.test_observability import _scrape, _value
 
@@ -187,3 +191,32 @@ def test_a_campaign_stored_before_the_option_loads_and_runs(client, redis_url):
     _settled(client, campaign)
     assert client.get(f"/campaigns/{campaign}/model").json()["failures"]["n_failures"] == 1
     assert _next(client, campaign) is not None
+
+
+def test_a_two_output_campaign_draws_its_failure_model_and_the_sdk_reads_it(api_url):
+    """Two outputs, runs failing where x > 0.75: the one failure model (over the inputs, for
+    every output) is drawn (``plots/failures.png``, with or without ``output``), the report
+    shows it, and the SDK's ``Client.model()`` carries it as ``GET .../model`` does."""
+    body = _body(outputs=[{"name": "a"}, {"name": "b"}], max_labels=8)
+    with httpx.Client(base_url=api_url, timeout=60) as http, FbgpClient(api_url, "") as api:
+        campaign = http.post("/campaigns", json=body).json()["id"]
+        runs = []
+        while sum(not failed for _, failed in runs) < 8:
+            ticket = _next(http, campaign)
+            if ticket is None:
+                break
+            x = ticket["x"][0]
+            if x > 0.75:
+                api.fail(campaign, ticket["ticket"], "diverged")
+            else:
+                api.label(campaign, ticket["ticket"], {"a": math.sin(6 * x), "b": x * x})
+            runs.append((x, x > 0.75))
+        assert any(failed for _, failed in runs), runs
+        _settled(http, campaign)
+        wire = http.get(f"/campaigns/{campaign}/model").json()["failures"]
+        assert wire["n_failures"] == sum(failed for _, failed in runs)
+        assert api.model(campaign).failures == wire
+        for output in (None, "b"):
+            assert api.plot(campaign, "failures", output).startswith(b"\x89PNG")
+        shown = report.collect(api, campaign)["pictures"]
+    assert "the failure model's P(failure)" in [alt for _, alt, _ in shown]

@@ -431,3 +431,30 @@ def test_a_campaign_lock_not_acquired_is_named_as_such(client, settings, make_bo
     assert "lock was not acquired" in answer.json()["detail"]
     assert "Retry-After" in answer.headers
     assert client.get(f"/campaigns/{campaign}/next").status_code == 200
+
+
+LEVELS = {"2.975", "3.425", "3.875", "4.325", "4.775", "5.225"}
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_next_hands_out_a_grid_s_levels_as_their_shortest_decimals(client, make_body, typed):
+    """A grid's levels reach the simulator as the decimals the page shows (4.325, not
+    4.324999999999999, the rounding of ``lower + v (upper - lower)``), with float inputs alone
+    and beside an int input: the whole grid handed out, each of its six levels so."""
+    inputs = [{"name": "x", "lower": 2.975, "upper": 5.225}]
+    if typed:
+        inputs.append({"name": "k", "type": "int", "lower": 1, "upper": 2})
+    size = 12 if typed else 6
+    body = make_body(
+        inputs=inputs,
+        pool={"type": "grid", "points_per_dim": 6},
+        initial_design={"type": "maximin-lhs", "size": size},
+        mode="parallel",
+        max_pending=size,
+        max_labels=size,
+    )
+    created = client.post("/campaigns", json=body)
+    assert created.status_code == 201, created.text
+    campaign = created.json()["id"]
+    handed = [client.get(f"/campaigns/{campaign}/next").json()["x"][0] for _ in range(size)]
+    assert {repr(x) for x in handed} == LEVELS
