@@ -4,12 +4,14 @@ its exported model without the service.
 ```python
 from fbgp_al import Client, Metamodel, run_simulator
 
-with Client("http://127.0.0.1:8000") as api:   # token: argument or FBGP_API_TOKEN
-    campaign = api.create_campaign({
-        "inputs": [{"name": "x", "lower": 0, "upper": 1}],
-        "pool": {"type": "grid", "points_per_dim": 100},
-        "max_labels": 20,
-    })
+with Client("http://127.0.0.1:8000") as api:  # token: argument or FBGP_API_TOKEN
+    campaign = api.create_campaign(
+        {
+            "inputs": [{"name": "x", "lower": 0, "upper": 1}],
+            "pool": {"type": "grid", "points_per_dim": 100},
+            "max_labels": 20,
+        }
+    )
     run_simulator("http://127.0.0.1:8000", campaign.id, my_simulation, token=campaign.token)
     api.predict(campaign.id, [[0.5]])["mean"]
     api.export_model(campaign.id, "model.json")

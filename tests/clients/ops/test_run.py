@@ -1,25 +1,17 @@
 """``fbgp-al run``: any executable as a simulator, against a real API server, Redis and worker.
 A command that fails for some points reports failures and the campaign still reaches ``done``;
-SIGINT kills the command and abandons its ticket; a command may print several outputs."""
+SIGINT kills the command and abandons its ticket; a command may print several outputs. One
+command's run: test_commands.py."""
 
-import json
 import signal
 import subprocess
 import sys
 import time
 
 import httpx
-import pytest
 
 from fbgp_al.clients.client import CampaignStatus, FbgpClient
-from fbgp_al.clients.ops.run import (
-    CommandFailed,
-    CommandRunner,
-    command_for,
-    ended_because,
-    parallel_warning,
-    parse_y,
-)
+from fbgp_al.clients.ops.run import ended_because, parallel_warning
 from tests.conftest import ROOT
 
 FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
@@ -49,39 +41,6 @@ def _run_command(api_url: str, campaign: str, *command: str, parallel: int = 1):
     return subprocess.Popen(
         argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-
-
-def test_placeholders_stdin_and_output():
-    argv, stdin = command_for(["sim", "--a={a}", "{b}", "{json}"], ["a", "b"], [1.5, 2])
-    assert argv == ["sim", "--a=1.5", "2.0", '{"a": 1.5, "b": 2.0}'] and stdin is None
-    argv, stdin = command_for(["sim"], ["a", "b"], [1.5, 2])
-    assert argv == ["sim"] and json.loads(stdin) == {"a": 1.5, "b": 2.0}
-    # typed inputs: a choice's text as it is, an int input's integer
-    template = ["sim", "{m}", "{n}", "{json}"]
-    argv, stdin = command_for(template, ["m", "n", "r"], ["al 6061", 3.0, 1e-3], integers={"n"})
-    assert argv == ["sim", "al 6061", "3", '{"m": "al 6061", "n": 3, "r": 0.001}'] and stdin is None
-    # a value that reads like a placeholder is put in as it is, not expanded again
-    argv, _ = command_for(["sim", "{m}", "{n}", "{m}{n}"], ["m", "n"], ["{n}", 4.0], integers={"n"})
-    assert argv == ["sim", "{n}", "4", "{n}4"]
-    # a float of rounding noise reaches the command as its shortest decimal
-    argv, stdin = command_for(["sim", "{a}"], ["a", "b"], [4.324999999999999, 0.1 + 0.2])
-    assert argv == ["sim", "4.325"] and stdin is None
-    assert command_for(["sim"], ["a"], [4.7749999999999995])[1] == '{"a": 4.775}'
-    argv, _ = command_for(["sim", "{json}"], ["m"], ["{json}"])
-    assert argv == ["sim", '{"m": "{json}"}']
-    assert parse_y("starting\n  \n3.25\n\n") == 3.25
-    assert parse_y("3.25 0.5\n") == (3.25, 0.5)  # y and its noise variance
-    for bad in ("", "done\n", "nan\n", "1 2 3\n", "1.0 -0.5\n", "1.0 inf\n"):
-        with pytest.raises(CommandFailed):
-            parse_y(bad)
-    runner = CommandRunner(["sh", "-c", "cat; echo 'x' >&2; exit 2"], ["a"], timeout=10)
-    with pytest.raises(CommandFailed, match="exit status 2: x"):
-        runner([1.0])
-    read = CommandRunner(["sh", "-c", "cat >/dev/null; echo 4.5"], ["a"])
-    assert read([1.0]) == 4.5
-    slow = CommandRunner(["sleep", "5"], ["a"], timeout=0.3)
-    with pytest.raises(CommandFailed, match="timed out"):
-        slow([1.0])
 
 
 def test_a_failing_command_reports_failures_and_the_campaign_reaches_done(api_url, make_body):
@@ -155,15 +114,6 @@ def test_sigint_kills_the_command_and_abandons_its_ticket(api_url, make_body):
         assert "stopped by SIGINT" in out.strip().splitlines()[-1]
         status = api.get(f"/campaigns/{campaign}").json()
     assert status["n_abandoned"] == 1 and status["n_pending"] == 0 and status["n_failed"] == 0
-
-
-def test_a_command_may_print_several_outputs():
-    assert parse_y("log\nstress=1.5 disp=2e-3\n") == {"stress": 1.5, "disp": 0.002}
-    assert parse_y('{"stress": 1.5, "disp": 0.002}') == {"stress": 1.5, "disp": 0.002}
-    assert parse_y("1.5") == 1.5 and parse_y("1.5 0.1") == (1.5, 0.1)
-    for bad in ("stress=a", "{not json", "[1, 2]"):
-        with pytest.raises(CommandFailed):
-            parse_y(bad)
 
 
 def test_fbgp_al_run_reads_several_outputs_from_a_command(api_url, make_body):
