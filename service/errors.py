@@ -11,7 +11,7 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from redis.exceptions import OutOfMemoryError, RedisError
+from redis.exceptions import BusyLoadingError, OutOfMemoryError, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -151,7 +151,10 @@ def _invalid(request: Request, error: RequestValidationError):
     return problem(422, message or "invalid request", errors=errors)
 
 
-def _store_unreachable(request: Request, error: RedisError):
+def store_unreachable(request: Request | None, error: RedisError):
+    """503 with ``Retry-After`` for Redis out of reach, loading its data after a restart
+    (``BusyLoadingError``), or refusing writes: for the routes (this module's handler) and for
+    the middleware before them (:class:`service.middleware.StoreOutage`)."""
     log.error("Redis: %s", error)
     retry = str(get_settings().store_retry_after_seconds)
     if isinstance(error, OutOfMemoryError) or str(error).startswith("MISCONF"):
@@ -161,6 +164,12 @@ def _store_unreachable(request: Request, error: RedisError):
             f"the store refuses writes ({type(error).__name__}: Redis's memory "
             "or disk is full, GET /readyz says which); nothing was stored, try again "
             "later",
+            {"Retry-After": retry},
+        )
+    if isinstance(error, BusyLoadingError):
+        return problem(
+            503,
+            "the store is loading its data (Redis restarted); try again shortly",
             {"Retry-After": retry},
         )
     return problem(
@@ -180,5 +189,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)
-    app.add_exception_handler(RedisError, _store_unreachable)
+    app.add_exception_handler(RedisError, store_unreachable)
     app.add_exception_handler(Exception, _server_error)

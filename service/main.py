@@ -14,6 +14,7 @@ from fbgp_al.service.middleware import (
     BodyLimit,
     CloseAfterError,
     Observe,
+    StoreOutage,
 )
 from fbgp_al.service.routes import campaigns, health, labeling, models, teams
 from fbgp_al.service.schemas.problems import problem_responses
@@ -47,4 +48,5 @@ ROUTERS = (health, campaigns, labeling, models, teams, pages)
 app.add_middleware(BodyLimit)
 app.add_middleware(BodyAfterToken, routes=[r for m in ROUTERS for r in m.router.routes])
 app.add_middleware(BodyDeadline)
+app.add_middleware(StoreOutage)  # inside Observe, which so counts its 503s
 app.add_middleware(Observe)

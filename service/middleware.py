@@ -1,5 +1,6 @@
 """The API's middleware: a request body limit and deadline, one log line and two metrics per
-request, and ``Connection: close`` on a 500."""
+request, 503 with ``Retry-After`` when Redis is out of reach before a route runs, and
+``Connection: close`` on a 500."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import logging
 import time
 
 from fastapi.routing import APIRoute
+from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from fbgp_al.service import deps
-from fbgp_al.service.errors import Forbidden, Unauthorized, problem
+from fbgp_al.service.errors import Forbidden, Unauthorized, problem, store_unreachable
 from fbgp_al.service.observability import Metrics
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
@@ -156,6 +158,35 @@ class BodyDeadline:
             return message
 
         return await self.app(scope, timed, send)
+
+
+class StoreOutage:
+    """503 with ``Retry-After`` (:func:`service.errors.store_unreachable`) for a Redis error
+    raised in the middleware, outside the routes' error handlers: above all the look-up of a
+    campaign's or a team's token before a body is read (:class:`BodyAfterToken`), which met a
+    Redis that was restarting (down, or loading its append-only file) with a 500. Every route
+    so answers the same while Redis is away, whether its token was checked here or in the
+    route. An error after the response started is left to the server, as any other."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def sending(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except RedisError as error:
+            if started:
+                raise
+            await store_unreachable(None, error)(scope, receive, send)
 
 
 class CloseAfterError:

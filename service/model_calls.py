@@ -14,6 +14,7 @@ from rq.job import Job, JobStatus
 
 from fbgp_al.service import costs
 from fbgp_al.service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
+from fbgp_al.service.job_results import forget
 from fbgp_al.service.queues import enqueue_short, stop_jobs, worker_count
 from fbgp_al.service.settings import get_settings
 from fbgp_al.worker.spec.defaults import log_outputs
@@ -94,6 +95,12 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
             settings.job_memory_mb,
             long,
         )
+    except JobFailed:  # stopped by a delete of its campaign, or failed on not finding it
+        if not connection.exists(store.k(campaign_id, "spec")):
+            raise NotFound(
+                f"no campaign {campaign_id!r}: it was deleted while its {name} job ran"
+            ) from None
+        raise
     finally:
         store.forget_jobs(campaign_id, [member])
 
@@ -107,7 +114,9 @@ def _wait_short(
     while time.monotonic() < deadline:
         status = job.get_status(refresh=True)
         if status == JobStatus.FINISHED:
-            return job.return_value()
+            value = job.return_value()
+            forget(connection, [job.id])  # read: its points and answer expire now
+            return value
         if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             if _out_of_memory(job):
                 raise TooLarge(

@@ -61,6 +61,19 @@ def visible_text(value):
     return visible(value) if isinstance(value, str) else value
 
 
+def plain_text(value: str) -> str:
+    """Free text people read (a failed run's reason, a traceback's tail): in NFKC form (a
+    full-width ``＝`` is ``=``), its line breaks ``\\n``, and each character that :func:`visible`
+    refuses in a name (a control other than a line break or a tab, a zero-width or
+    bidirectional one such as U+202E) written as its code point, ``<U+202E>``: such text is
+    kept, since a failure's report should not be lost, but it reads as it is."""
+    text = unicodedata.normalize("NFKC", value).replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(
+        f"<U+{ord(c):04X}>" if unicodedata.category(c) in HIDDEN and c not in "\n\t" else c
+        for c in text
+    )
+
+
 def look_alikes(names: list[str]) -> tuple[str, str] | None:
     """Two of ``names`` that differ but read the same once look-alike Greek and Cyrillic
     letters are read as Latin ones (None: no such pair)."""

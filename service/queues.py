@@ -21,10 +21,12 @@ from rq import Queue, Worker
 from rq.command import send_stop_job_command
 from rq.exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.registry import CanceledJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import utcparse
 
 from fbgp_al.service import costs
+from fbgp_al.service.job_results import REFIT_RESULT_TTL
 from fbgp_al.service.supervision import JobFacts
 
 HIGH = "fbgp-high"  # predictions, acquisitions, evaluations: short, a client waits on them
@@ -175,8 +177,22 @@ def fetch_job(job_id: str, connection) -> PlainJob:
 
 
 def workers(connection) -> list[Worker]:
-    """The workers registered with RQ."""
-    return Worker.all(connection=connection, job_class=PlainJob, serializer=SERIALIZER)
+    """The workers that are alive: those registered with RQ whose registration has not
+    expired, one per process (host and pid), its latest. A worker that lost Redis registers
+    again under a new name; its old registration, kept by the append-only file across a
+    restart of Redis, would count until it expires (readiness counted 4 workers while 2 ran)."""
+    latest: dict[tuple, Worker] = {}
+    for worker in Worker.all(connection=connection, job_class=PlainJob, serializer=SERIALIZER):
+        process = (worker.hostname, worker.pid) if worker.pid else (worker.name,)
+        if process not in latest or _beat(worker) > _beat(latest[process]):
+            latest[process] = worker
+    return list(latest.values())
+
+
+def _beat(worker: Worker) -> float:
+    """When the worker last said it was alive (its registration's time if it never did)."""
+    when = worker.last_heartbeat or worker.birth_date
+    return when.timestamp() if when is not None else 0.0
 
 
 def lane_load(connection, lane: str) -> tuple[list[Worker], int]:
@@ -218,7 +234,7 @@ def enqueue_refit(
         "fbgp_al.worker.jobs.refit",
         args=(campaign_id,),
         timeout=timeout,
-        result_ttl=600,
+        result_ttl=REFIT_RESULT_TTL,
         failure_ttl=86400,
         job_id=job_id,
     )
@@ -256,10 +272,15 @@ def stop_jobs(connection, job_ids: list[str]) -> None:
             log.warning("job %s not stopped: %s", job_id, error)
 
 
+CANCELED_TTL = 600  # seconds a canceled job's record is kept (RQ keeps it for ever)
+
+
 def _cancel(connection, job: Job) -> None:
-    """Cancel a waiting job. When a worker takes it between the look at its status and the
-    cancel, RQ 3's ``cancel`` raises ValueError (the run's execution record is not there yet, or
-    gone): then it is taken off its queue and, if it runs, stopped."""
+    """Cancel a waiting job; its record expires after :data:`CANCELED_TTL` seconds (RQ's
+    cancel keeps it, a large call's points inside, and its id in the canceled jobs, for ever).
+    When a worker takes it between the look at its status and the cancel, RQ 3's ``cancel``
+    raises ValueError (the run's execution record is not there yet, or gone): then it is taken
+    off its queue and, if it runs, stopped (its run's end gives it its TTL)."""
     try:
         job.cancel()
     except ValueError as error:
@@ -267,11 +288,17 @@ def _cancel(connection, job: Job) -> None:
         with contextlib.suppress(InvalidJobOperation, NoSuchJobError):  # not running (yet)
             send_stop_job_command(connection, job.id, serializer=SERIALIZER)
         log.warning("job %s started while it was canceled; stopping it: %s", job.id, error)
+        return
+    with connection.pipeline() as pipe:
+        pipe.expire(job.key, CANCELED_TTL)
+        pipe.expire(job.dependents_key, CANCELED_TTL)
+        pipe.zrem(CanceledJobRegistry(job.origin, connection=connection).key, job.id)
+        pipe.execute()
 
 
 def worker_count(connection) -> int:
-    """The workers registered with RQ."""
-    return Worker.count(connection=connection)
+    """The workers that are alive (:func:`workers`)."""
+    return len(workers(connection))
 
 
 def job_facts(connection, job_id: str, merge_id: str = "") -> JobFacts:

@@ -41,7 +41,7 @@ from rq.exceptions import NoSuchJobError
 from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.errors import ApiError, RefitFailed
 from fbgp_al.clients.ops.labelers import LABEL_PATIENCE, Labeler, Ledger
-from fbgp_al.clients.ops.soak_report import check_labels
+from fbgp_al.clients.ops.soak_report import MEMORY_SETTLE, check_labels
 from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
 from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.service import queues
@@ -287,9 +287,11 @@ def run_soak(
     progress: Callable[[str], None] = print,
     max_labels: int | None = None,
     faults: tuple[str, ...] = FAULT_KINDS,
+    memory: bool = False,
 ) -> dict:
     """Run the soak (module docstring) for about ``seconds`` of labeling plus the recovery and
-    progress waits; its figures as a dict.
+    progress waits; its figures as a dict. ``memory``: with Redis's memory (:func:`redis_memory`)
+    at the start, at its peak, and once the refits have ended.
 
     ``max_labels`` per campaign (default ``1.5 * seconds``, at least 60: more than the campaigns
     can label in that time here, so that they are still running when the faults come).
@@ -307,6 +309,7 @@ def run_soak(
         stack = LocalStack(Path(data_dir), workers=workers, env=fbgp_env())
         try:
             stack.start()
+            start = redis_memory(stack) if memory else None
             report = _soak(
                 stack,
                 seconds,
@@ -317,11 +320,37 @@ def run_soak(
                 max_labels,
                 tuple(faults),
             )
+            if memory:
+                report["redis_memory"] = dict(start=start, **_memory_after(stack, progress))
             if not temporary:  # the caller's data directory: the stack's logs stay there
                 report["data_dir"] = str(stack.data_dir)
             return report
         finally:
             stack.stop()
+
+
+def redis_memory(stack: LocalStack) -> dict:
+    """Redis's memory now and at its peak (MB), and how many job records it holds."""
+    with Redis.from_url(stack.redis_url) as redis:
+        info = redis.info("memory")
+        jobs = sum(1 for key in redis.scan_iter("rq:job:*", count=1000) if key.count(b":") == 2)
+    mb = 1e6
+    return {
+        "mb": round(info["used_memory"] / mb, 1),
+        "peak_mb": round(info["used_memory_peak"] / mb, 1),
+        "jobs": jobs,
+    }
+
+
+def _memory_after(stack: LocalStack, progress: Callable[[str], None]) -> dict:
+    """Redis's memory once no worker runs a job any more, then :data:`MEMORY_SETTLE` s later."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and any(stack.horse_of(k) for k in range(len(stack.workers))):
+        time.sleep(1.0)
+    ended = redis_memory(stack)
+    progress(f"soak: refits ended, Redis at {ended['mb']} MB; waiting {MEMORY_SETTLE:.0f} s")
+    time.sleep(MEMORY_SETTLE)
+    return {"refits_ended": ended, "settled": redis_memory(stack)}
 
 
 def _soak(

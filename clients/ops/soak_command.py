@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", type=Path, help="the stack's data and logs (default: temp)")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    memory = "also Redis's memory: at the start, its peak, once the refits have ended, 70 s later"
+    parser.add_argument("--memory", action="store_true", help=memory)
     parser.add_argument(
         "--adversarial",
         action="store_true",
@@ -83,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         max_labels=args.max_labels,
         faults=tuple(k for k in args.faults.split(",") if k),
+        memory=args.memory,
     )
     _write(args.out, report, soak_report.summary(report))
     if soak_report.failed(report):

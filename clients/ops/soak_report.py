@@ -12,6 +12,10 @@ from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.ops.stack import LocalStack
 from fbgp_al.service.store import CampaignStore
 
+# seconds after the refits end before Redis's memory is read again: a read result lives 5 s,
+# an unread one 60
+MEMORY_SETTLE = 70.0
+
 
 def check_labels(
     stack: LocalStack, api: FbgpClient, campaign: str, acked: dict[str, float]
@@ -58,6 +62,14 @@ def summary(report: dict) -> str:
             + ("stuck" if r["stuck"] else "progressing" if r["progressing"] else "idle")
         )
     lines.append(f"stuck campaigns: {report['stuck']}")
+    if "redis_memory" in report:
+        m = report["redis_memory"]
+        lines.append(
+            f"Redis: {m['start']['mb']} MB at the start, peak {m['settled']['peak_mb']} MB, "
+            f"{m['refits_ended']['mb']} MB as the refits ended ({m['refits_ended']['jobs']} job "
+            f"records), {m['settled']['mb']} MB {MEMORY_SETTLE:.0f} s later "
+            f"({m['settled']['jobs']} job records)"
+        )
     return "\n".join(lines)
 
 

@@ -10,19 +10,25 @@ import re
 
 from fbgp_al.worker.spec.defaults import output_names
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
-# a formula's start after a character that a reader might split cells on
-SPLIT_FORMULA = re.compile(r"([,;|\t]\s*)([=+\-@])")
+# what a spreadsheet may run as a formula (the full-width forms too, which some read as these)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+# a formula's start after a character that a reader might split cells on: a separator, or a
+# line break (a reader that splits on another separator than the writer's sees no quotes, and
+# starts a row at each line break inside a cell)
+SPLIT_FORMULA = re.compile(
+    r"([,;|\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*)([=+\-@\uff1d\uff0b\uff0d\uff20])"
+)
 
 
 def _text_cell(text: str) -> str:
     """A CSV cell for text a user wrote (an input's name, a failure's reason): one that a
     spreadsheet would read as a formula gets a leading ``'`` (OWASP's CSV injection advice), and
-    so does every part of it that a reader splitting on ``,``, ``;``, ``|`` or a tab would
-    make a cell of (``ok;=cmd|...`` reads ``ok;'=cmd|...``). The writer quotes every text
-    cell; numbers are written as they are."""
+    so does every part of it that a reader splitting on ``,``, ``;``, ``|`` or a tab, or at a
+    line break, would make a cell of (``ok;=cmd|...`` reads ``ok;'=cmd|...``, and ``x\\n=1+1``
+    ``x\\n'=1+1``), spaces before it or not, and full-width ``＝`` as ``=``. The writer quotes
+    every text cell; numbers are written as they are."""
     text = SPLIT_FORMULA.sub(r"\1'\2", text)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if text.lstrip().startswith(FORMULA_STARTS) else text
 
 
 def _value_cell(value):

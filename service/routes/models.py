@@ -54,7 +54,8 @@ MODEL_RESPONSES[429]["description"] = (
 )
 MODEL_RESPONSES[503]["description"] = (
     "no worker answered in time, or all campaigns' model calls hold their share of the workers "
-    "(FBGP_MODEL_CALL_SHARE): ask again after Retry-After"
+    "(FBGP_MODEL_CALL_SHARE), or Redis is out of reach or loading its data after a restart: "
+    "ask again after Retry-After"
 )
 
 

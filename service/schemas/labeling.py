@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
+from fbgp_al.service.names import plain_text
 from fbgp_al.service.schemas.fields import (
     MAX_NOISE,
     Body,
@@ -141,8 +142,10 @@ class FailPost(TicketPost):
         }
     )
 
-    reason: str = Field(default="", max_length=2000)
-    """Why the run failed (a message, a traceback's tail), kept with the failure."""
+    reason: Annotated[str, AfterValidator(plain_text)] = Field(default="", max_length=2000)
+    """Why the run failed (a message, a traceback's tail), kept with the failure: in Unicode's
+    NFKC form, each control, zero-width or bidirectional character (other than a line break or
+    a tab) written as its code point, `<U+202E>`, as names refuse them."""
 
 
 class RunAnswer(Body):

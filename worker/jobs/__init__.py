@@ -22,7 +22,7 @@ import time
 from redis.exceptions import RedisError
 from rq import get_current_job
 
-from fbgp_al.service import costs
+from fbgp_al.service import costs, job_results
 from fbgp_al.service.errors import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
@@ -151,6 +151,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
     inputs = store.refit_inputs(campaign_id, token, time.time())
     if inputs is None:
+        job_results.forget(store.r, job_ids)  # the groups' draws: nobody reads them now
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
     inputs.labels, inputs.n = inputs.labels[:n], n  # the labels the chain groups sampled on

@@ -6,6 +6,7 @@ The jobs are :func:`worker.jobs.refit_chains`, :func:`worker.jobs.refit_merge` a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -15,9 +16,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from rq import Queue, get_current_job
+from rq.exceptions import NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
-from fbgp_al.service import keys, queues
+from fbgp_al.service import job_results, keys, queues
+from fbgp_al.service.job_results import REFIT_RESULT_TTL
 from fbgp_al.service.queues import REFIT, ordinary
 from fbgp_al.worker.gp import SCORE_ALIGN
 from fbgp_al.worker.nuts import Draws
@@ -122,7 +125,7 @@ def dispatch(
         args=(campaign_id, n, [j.id for j in jobs], token, began),
         depends_on=after,
         timeout=timeout,
-        result_ttl=600,
+        result_ttl=REFIT_RESULT_TTL,
         failure_ttl=86400,
         job_id=job_ids[-1],
     )
@@ -132,9 +135,14 @@ def dispatch(
 def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | None:
     """The groups' draws together, ``"warm"`` if every group started warm (else ``"cold"``),
     and ``{}`` if they were given a warm start (else None); None if a group is missing (it
-    failed, or its worker died)."""
-    results = [queues.fetch_job(j, connection).return_value() for j in job_ids]
-    if any(r is None for r in results):
+    failed, or its worker died). The groups' results expire once read
+    (:func:`service.job_results.forget`)."""
+    results = []
+    for job_id in job_ids:
+        with contextlib.suppress(NoSuchJobError):
+            results.append(queues.fetch_job(job_id, connection).return_value())
+    job_results.forget(connection, job_ids)
+    if len(results) < len(job_ids) or any(r is None for r in results):
         return None
     draws = Draws.concatenate([Draws.from_dict(r["draws"]) for r in results])
     how = "warm" if all(r["how"] == "warm" for r in results) else "cold"
@@ -324,7 +332,7 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
                     "fbgp_al.worker.jobs.score_part",
                     args=(key, int(p[0])),
                     timeout=timeout,
-                    result_ttl=600,
+                    result_ttl=SHARE_KEEP,
                     failure_ttl=3600,
                     at_front=True,
                 )
@@ -373,6 +381,7 @@ def _part(queue: Queue, job: Job, patience: float, here: Callable[[], torch.Tens
         status = job.get_status(refresh=True)
         if status == JobStatus.FINISHED:
             value = job.return_value(refresh=True)
+            job_results.forget(queue.connection, [job.id])
             if isinstance(value, dict):
                 return torch.from_numpy(unpack(value))
             break

@@ -15,6 +15,10 @@ from redis import Redis
 from redis.exceptions import AuthenticationError, RedisError
 from rq import Worker
 from rq.exceptions import DeserializationError
+from rq.intermediate_queue import IntermediateQueue
+from rq.job import JobStatus
+from rq.registry import FailedJobRegistry
+from rq.utils import now, utcformat
 
 from fbgp_al.service.observability import json_logging
 from fbgp_al.service.queues import LIGHT, QUEUES, SERIALIZER, PlainJob, take_turns
@@ -77,6 +81,22 @@ class FbgpWorker(Worker):
             log.warning("the job's memory is not bounded: %s", error)
         super().main_work_horse(job, queue)
 
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        """RQ's, but a job whose hash RQ cannot read (a ``status`` it does not know, a
+        ``timeout`` that is not a number, ``dependency_ids`` that are not JSON: whoever can
+        write to Redis can put one in a queue) is failed here (:func:`fail_unreadable`) and
+        the worker takes the next: RQ raises the error out of its work loop, which quits."""
+        while True:
+            try:
+                return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            except RedisError:
+                raise
+            except Exception as error:
+                job_id, queue = getattr(error, "job_id", None), getattr(error, "queue", None)
+                if job_id is None or queue is None:  # not a job's hash: RQ's loop decides
+                    raise
+                fail_unreadable(self.connection, queue, job_id, error)
+
     def perform_job(self, job, queue, execution):
         try:
             job.func_name  # noqa: B018  (reads its call: one not fbgp-al's is refused here)
@@ -106,6 +126,52 @@ class FbgpWorker(Worker):
             )
 
 
+UNREADABLE_TTL = 86400  # seconds an unreadable job's failed record is kept (a refit's failure's)
+
+
+def fail_unreadable(connection, queue, job_id: str, error: Exception) -> None:
+    """Fail job ``job_id``, taken off ``queue``, whose hash RQ could not read (``error``):
+    nothing of it runs; a log line says what was wrong with it (each field that RQ cannot read,
+    :func:`unreadable_fields`); its hash is replaced by a failed job's record that RQ reads (its
+    payload kept, the other fields dropped), in the queue's failed jobs for
+    :data:`UNREADABLE_TTL` seconds."""
+    key = PlainJob.key_for(job_id)
+    raw = connection.hgetall(key)
+    fields = unreadable_fields(raw, connection)
+    why = f"{type(error).__name__} {str(error)[:200]!r}; " + ", ".join(fields)
+    message = "job %s on %s fails, nothing of it runs: its hash is malformed (%s)"
+    log.error(message, job_id, queue.name, why, extra={"job": job_id})
+    ended = utcformat(now())
+    record = {"status": JobStatus.FAILED.value, "origin": raw.get(b"origin") or queue.name}
+    record |= {"created_at": ended, "ended_at": ended, "failure_ttl": UNREADABLE_TTL}
+    record["exc_info"] = f"malformed job hash: {why}"
+    with connection.pipeline() as pipe:
+        pipe.delete(key)
+        if b"data" in raw:
+            pipe.hset(key, mapping={"data": raw[b"data"], **record})
+            pipe.expire(key, UNREADABLE_TTL)
+            registry = FailedJobRegistry(queue.name, connection=connection)
+            pipe.zadd(registry.key, {job_id: time.time() + UNREADABLE_TTL})
+        pipe.lrem(IntermediateQueue(queue.key, connection).key, 0, job_id)
+        pipe.execute()
+
+
+def unreadable_fields(raw: dict[bytes, bytes], connection) -> list[str]:
+    """The fields of a job's hash (``raw``, as Redis gives it) that RQ cannot read, each as
+    ``name='value' (the error)``: each read alone beside the payload, by RQ's own reader."""
+    out = []
+    for field, value in raw.items():
+        if field == b"data":
+            continue
+        try:
+            PlainJob("probe", connection=connection).restore({b"data": b"", field: value})
+        except Exception as error:  # what RQ raises on it, whatever it is
+            name = field.decode(errors="replace")
+            shown = value[:80].decode(errors="replace")
+            out.append(f"{name}={shown!r} ({type(error).__name__})")
+    return out
+
+
 def run_worker(name: str | None = None, burst: bool = False, light: bool = False) -> None:
     """Serve the queues (high priority first; a ``light`` worker never the long refits' queue,
     :func:`service.queues.refit_queue`) with one torch thread, the sampler compiled before the
@@ -127,8 +193,11 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
     )
     settings = get_settings()
     attempt = 0
+    worker = None
     while True:
         try:
+            if worker is not None:  # its registration is this process's no more
+                worker.register_death()
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
                 list(queues),
@@ -142,6 +211,7 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
                 job_monitoring_interval=settings.job_monitoring_interval,
             )
             worker.work(burst=burst)
+            lost = "RQ's work loop ended (its log says why)"
         except AuthenticationError as error:  # no waiting mends a missing or wrong password
             log.error(
                 "Redis refused this worker (%s): FBGP_REDIS_URL needs the stack's "
@@ -151,10 +221,11 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
             raise SystemExit(2) from error
         except RedisError as error:
             log.error("Redis unreachable: %s", error)
+            lost = "the worker lost Redis"
         if burst or FbgpWorker.shutdown_requested:
             return
         attempt += 1
-        log.warning("the worker lost Redis; starting again in 2 s")
+        log.warning("%s; starting again in 2 s", lost)
         time.sleep(2.0)
         if FbgpWorker.shutdown_requested:  # asked to stop while we waited
             return

@@ -105,3 +105,45 @@ def test_each_csv_column_is_named_once(client, make_body):
         "status",
         "reason",
     ]
+
+
+# a formula's start, behind any whitespace (a tab or a CR that a reader strips)
+FORMULA = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+REASONS = [
+    "x\n=cmd|'/C calc'!A0;",
+    "a\r\n+1+1",
+    "b\r@SUM(1+1)",
+    "c\n  -1+1;=2",
+    "d\u2028=1+1",
+    "e\x0b=1+1",
+    "\uff1d1+1",
+    " =1+1",
+    "\u202e=1+1",
+    "\u200b@SUM(1)",
+    "f\n\uff0b1",
+    "g\t=1",
+]
+
+
+def test_no_cell_starts_a_formula_whichever_separator_reads_the_csv(client, make_body):
+    """Reasons with a formula after a line break (``\\n``, ``\\r``, U+2028, a vertical tab), after
+    spaces, in full-width form, or behind a hidden character: read back with ``,``, ``;`` or a
+    tab as the separator (a spreadsheet in another locale sees no quotes and starts a row at
+    each line break), no cell starts a formula; and the hidden characters that names refuse are
+    kept as their code points, the full-width ``＝`` as ``=``."""
+    body = make_body(pool={"type": "grid", "points_per_dim": 31}, max_labels=20)
+    campaign = client.post("/campaigns", json=body).json()["id"]
+    for reason in REASONS:
+        ticket = _next(client, campaign)["ticket"]
+        r = client.post(f"/campaigns/{campaign}/fail", json={"ticket": ticket, "reason": reason})
+        assert r.status_code == 201, r.text
+    reasons = {
+        f["reason"] for f in client.get(f"/campaigns/{campaign}/observations").json()["failures"]
+    }
+    assert "<U+202E>=1+1" in reasons and "<U+200B>@SUM(1)" in reasons and "=1+1" in reasons
+    assert not any(c in r for r in reasons for c in ("\u202e", "\u200b", "\uff1d", "\r"))
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
+    for separator in (",", ";", "\t"):
+        for row in csv.reader(io.StringIO(text), delimiter=separator):
+            for cell in row:
+                assert not cell.lstrip().startswith(FORMULA), (separator, cell)

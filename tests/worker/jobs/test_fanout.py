@@ -96,6 +96,47 @@ def test_chains_are_split_over_two_workers_and_reproducible(
     assert abs((event["at"] - event["started_at"]) - event["refit_seconds"]) < 0.5, event
 
 
+def _jobs_of(redis, campaign: str, name: str) -> list:
+    """The records of ``campaign``'s jobs of function ``name`` still in Redis."""
+    found = []
+    for key in redis.scan_iter("rq:job:*"):
+        job_id = key.decode().split(":")[2]
+        if key.decode().count(":") != 2:
+            continue
+        try:
+            job = queues.fetch_job(job_id, redis)
+            if job.func_name == name and job.args[0] == campaign:
+                found.append(job)
+        except Exception:  # gone meanwhile, or not one of ours
+            continue
+    return found
+
+
+def test_results_live_as_long_as_their_reader_needs_them(
+    client, make_body, second_worker, redis_url
+):
+    """A split refit's chain groups' draws go once its merge has read them (kept an hour, they
+    held Redis's memory for nobody), and a model call's answer once the API has read it; the
+    refit's and its merge's results, which nobody reads, are kept a minute."""
+    from fbgp_al.service.job_results import READ_TTL, REFIT_RESULT_TTL
+
+    redis = Redis.from_url(redis_url)
+    model = _model_after_import(client, make_body)
+    assert model["diagnostics"]["chain_groups"] == 2
+    campaign = client.get("/campaigns").json()[-1]["id"]
+    r = client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0], [2.0]]})
+    assert r.status_code == 200, r.text
+    merge = _jobs_of(redis, campaign, "fbgp_al.worker.jobs.refit_merge")
+    assert len(merge) == 1 and 0 < redis.ttl(merge[0].key) <= REFIT_RESULT_TTL
+    groups = merge[0].args[2]
+    assert len(groups) == 2
+    time.sleep(READ_TTL + 1.5)
+    for job_id in groups:
+        assert not redis.exists(f"rq:job:{job_id}", f"rq:results:{job_id}"), job_id
+    assert _jobs_of(redis, campaign, "fbgp_al.worker.jobs.refit_chains") == []
+    assert _jobs_of(redis, campaign, "fbgp_al.worker.jobs.predict") == []
+
+
 def _scoring(n=200, draws=150, m=8000, seed=0):
     g = torch.Generator().manual_seed(seed)
     d = torch.float64
