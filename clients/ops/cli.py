@@ -283,8 +283,8 @@ COMMANDS = {
     "bench": (_bench, "the benchmark client: the paper's experiments against a running service"),
     "bench-failures": (
         _bench_failures,
-        "the paper's simulators failing around their steepest "
-        "part, with the failure model and without",
+        "simulators failing around their steepest part, at a face or a corner, and a "
+        "mixed-input one, with the failure model and without",
     ),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
     "imports": (_imports, "the import graph of the product's modules, checked against its rules"),

@@ -1,24 +1,30 @@
-"""``fbgp-al bench-failures --url URL [...]``: the paper's simulators with a failure region each,
-run with the failure model and without it.
+"""``fbgp-al bench-failures --url URL [...]``: simulators with a failure region each, run with
+the failure model and without it.
 
-Each simulator fails in a box around the steepest part of its mean function, where active
+A case (:mod:`.failure_cases`, :func:`case_region`) is a simulator and its failure region. A
+simulator's own case fails in a box around the steepest part of its mean function, where active
 learning wants to go: the point of largest gradient (central differences in unit-cube units)
 among 4,096 seeded uniform points, and a cube around it (clipped to the unit cube) whose
 half-width is chosen by bisection so that it covers ``FRACTION`` of the domain (estimated on
-65,536 seeded points; :func:`region`). A run there raises, and the runner reports it failed.
+65,536 seeded points; :func:`region`). ``SIMULATOR-face`` and ``SIMULATOR-corner`` put it at the
+face or the corner of the box nearest that point, where the acquisitions like to go, and
+``mixed`` is a beam of float, int and choice inputs failing in its steepest corner. A run there
+raises, and the runner reports it failed.
 
-For each repetition x simulator x failure model (``classifier`` with its defaults, and
+For each repetition x case x failure model (``classifier`` with its defaults, and
 ``none``), a campaign of the simulator's inputs and grid pool, its repetition as its seed, is
 labeled by the noisy simulator to ``--labels`` labels (``mode`` sequential, the paper's;
 ``max_failures`` high enough that a campaign without the model is never ``failing``). It
 reports the runs wasted in the region (failed runs over all runs, and after the initial design)
 and the RMSE of the model's mean against the noise-free function over 2,000 seeded uniform
 points of the feasible domain: of the final model, and of every model version, as a curve over
-its number of labels (:func:`run_one`). The area under that curve from the end of the initial
-design to the last label (:func:`curve_auc`) gives, per simulator, the RD-AUC of ``classifier``
-against ``none`` as the baseline (:func:`rd_auc_by_simulator`, the reproduction's
-:func:`clients.reproduction.rdauc.rd_auc` with a bound of 0): positive when the classifier's
-RMSE curve lies lower.
+its number of labels (:func:`run_one`); the runs lost after the design against random
+sampling's expected loss on as many runs (:func:`random_loss`), and the final failure model's
+Brier score over the whole domain (:func:`brier`). The area under that curve from the end of
+the initial design to the last label (:func:`curve_auc`) gives, per case, the RD-AUC of
+``classifier`` against ``none`` as the baseline (:func:`rd_auc_by_simulator`, the
+reproduction's :func:`clients.reproduction.rdauc.rd_auc` with a bound of 0): positive when the
+classifier's RMSE curve lies lower.
 """
 
 from __future__ import annotations
@@ -34,12 +40,23 @@ import numpy as np
 
 from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.errors import ApiError, RefitFailed
+from fbgp_al.clients.reproduction.failure_cases import (
+    WHERES,
+    MixedBeam,
+    corner,
+    face,
+    mixed_region,
+    pool_share,
+)
 from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import SIMULATORS, Simulator, get_simulator
+from fbgp_al.worker.spec.defaults import MCMC_PRESETS
 
 FRACTION = 0.15  # of the domain that fails (a region of 5 to 30% is the case to measure)
 SIMULATORS_FAILING = ("gramacy1d", "branin", "ishigami")
+# the default cases: the steepest part of three simulators, a face, a corner, mixed inputs
+CASES = (*SIMULATORS_FAILING, "branin-face", "ishigami-corner", "mixed")
 TEST_POINTS = 2000
 FINAL_MODEL_WAIT = 600.0  # seconds to wait for the model of a campaign's last label
 
@@ -92,6 +109,42 @@ def region(sim: Simulator, fraction: float = FRACTION, seed: int = 0) -> Region:
     return Region(centre, lower, upper, covered)
 
 
+def case_region(name: str, fraction: float = FRACTION, seed: int = 0):
+    """The simulator and failure region of case ``name`` (:mod:`.failure_cases`): a simulator's
+    name (:func:`region`), ``SIMULATOR-corner`` or ``SIMULATOR-face``, or ``mixed``. The
+    region's ``fraction`` is its share of the pool (:func:`.failure_cases.pool_share`)."""
+    if name == "mixed":
+        sim = MixedBeam()
+        centre, lower, upper = mixed_region()
+        return sim, Region(centre, lower, upper, pool_share(sim, lower, upper))
+    base, _, where = name.partition("-")
+    sim = get_simulator(base)
+    if not where:
+        box = region(sim, fraction, seed)
+        return sim, Region(box.centre, box.lower, box.upper, pool_share(sim, box.lower, box.upper))
+    if where not in WHERES:
+        raise ValueError(f"case {name!r}: the region must be one of {WHERES}")
+    centre = steepest(sim, seed=seed)
+    lower, upper = (corner if where == "corner" else face)(centre, fraction)
+    return sim, Region(centre, lower, upper, pool_share(sim, lower, upper))
+
+
+def test_points(sim, seed: int) -> np.ndarray:
+    """``4 x TEST_POINTS`` seeded uniform points of the unit cube, snapped to the pool where
+    the simulator has inputs other than floats (``snap``)."""
+    u = np.random.default_rng([seed, 11]).random((4 * TEST_POINTS, sim.dim))
+    return sim.snap(u) if hasattr(sim, "snap") else u
+
+
+def brier(p_success, failing: np.ndarray) -> float | None:
+    """The Brier score of probabilities of success against the outcomes (``failing``: the points
+    that fail): ``mean((p - success)^2)``. None without probabilities (no failure model)."""
+    if p_success is None:
+        return None
+    p = np.asarray(p_success, dtype=float)
+    return float(np.mean((p - (~np.asarray(failing, dtype=bool)).astype(float)) ** 2))
+
+
 def run_one(
     url: str,
     sim: Simulator,
@@ -100,20 +153,28 @@ def run_one(
     labels: int,
     seed: int,
     token: str | None = None,
+    mcmc=None,
+    case: str | None = None,
 ) -> dict:
     """One campaign of ``sim`` failing in ``where``, failure model ``model``, to ``labels``
-    labels: its runs, failures (all, and after the design), and the feasible RMSE of its models.
+    labels: its runs, failures (all, and after the design), the feasible RMSE of its models,
+    random sampling's expected loss and the failure model's Brier score.
 
     ``rmse_curve``: ``[[n_labeled, rmse], ...]``, one per model version, the RMSE over the
     feasible test points of the latest model with that many labels seen here. It is measured
     before every run that succeeds (a sequential campaign hands out a point only once the model
     of the previous label is in place; before the first model ``/predict`` answers 404) and
     once at the end, after waiting for the model of the last label; ``rmse_feasible`` is that
-    final model's."""
+    final model's. ``random_loss``: the runs after the design times the region's share of the
+    pool, what as many uniform draws from the pool would lose on average. ``brier``: of the
+    final model's ``p_success`` at ``TEST_POINTS`` seeded points of the whole domain (snapped to
+    the pool where it has int or choice inputs; None without a failure model)."""
     rng = np.random.default_rng([seed, 7])
     runs: list[bool] = []  # per run in order: whether it failed
-    test = np.random.default_rng([seed, 11]).random((4 * TEST_POINTS, sim.dim))
+    test = test_points(sim, seed)
     x_test = sim.from_unit(test[~where.contains(test)][:TEST_POINTS])
+    x_all = sim.from_unit(test[:TEST_POINTS])
+    failing = where.contains(test[:TEST_POINTS])
     truth = sim.mean(x_test)
     curve: dict[int, float] = {}  # model version (its labels) -> feasible RMSE
 
@@ -130,7 +191,7 @@ def run_one(
         return rmse
 
     body = {
-        "name": f"failures-{sim.name}-{model}-{seed}",
+        "name": f"failures-{case or sim.name}-{model}-{seed}",
         "inputs": sim.inputs(),
         "pool": sim.pool,
         "max_labels": labels,
@@ -138,17 +199,19 @@ def run_one(
         "failures": {"model": model},
         "max_failures": 100 * labels,
     }
+    if mcmc is not None:
+        body["mcmc"] = dict(MCMC_PRESETS[mcmc])
     with FbgpClient(url, token) as api:
         campaign = api.create_campaign(body)
         design = int(campaign.spec["initial_design"]["size"])
 
         def simulate(x: list) -> float:
-            inside = bool(where.contains(sim.to_unit(np.array([x], dtype=float)))[0])
+            inside = bool(where.contains(sim.to_unit([x]))[0])
             runs.append(inside)
             if inside:
                 raise RuntimeError("the solver diverged (inside the failure region)")
             measure(api, campaign.id)
-            return float(sim.sample(np.array([x], dtype=float), rng)[0])
+            return float(sim.sample([x], rng)[0])
 
         ended = "done"
         try:
@@ -159,10 +222,13 @@ def run_one(
         with contextlib.suppress(TimeoutError, RefitFailed):
             api.wait_for_model(campaign.id, n_labeled, timeout=FINAL_MODEL_WAIT)
         rmse = measure(api, campaign.id)
+        score = None
+        with contextlib.suppress(ApiError):
+            score = brier(api.predict(campaign.id, x_all.tolist()).p_success, failing)
         api.delete_campaign(campaign.id, missing_ok=True)
     after = runs[design:]
     return {
-        "simulator": sim.name,
+        "simulator": case or sim.name,
         "model": model,
         "seed": seed,
         "runs": len(runs),
@@ -175,6 +241,8 @@ def run_one(
         "design": design,
         "labels": labels,
         "n_labeled": n_labeled,
+        "random_loss": len(after) * where.fraction,
+        "brier": score,
         "rmse_curve": [[n, curve[n]] for n in sorted(curve)],
     }
 
@@ -219,16 +287,28 @@ def rd_auc_by_simulator(
     return out
 
 
+def random_loss(record: dict) -> float:
+    """Random sampling's expected loss over a campaign's runs after its design: their number
+    times the region's share of the pool."""
+    if record.get("random_loss") is not None:
+        return float(record["random_loss"])
+    return record["runs_after_design"] * record["region_fraction"]
+
+
 def table(records: list[dict]) -> str:
-    """Markdown: per simulator and model, the share of runs failed (all; after the design), as
-    the median over repetitions and pooled, the median final feasible RMSE, the median area
-    under the feasible RMSE curve (:func:`curve_auc`) and, on the classifier's row, the RD-AUC
-    of its curves against ``none``'s (:func:`rd_auc_by_simulator`; percent, mean ± sd)."""
+    """Markdown: per case and model, the runs failed (pooled over the repetitions), the share
+    failed after the design (median), the runs lost after the design against random sampling's
+    expected loss on the same runs (:func:`random_loss`; medians over the repetitions), the
+    median final feasible RMSE, the median area under the feasible RMSE curve
+    (:func:`curve_auc`), on the classifier's row the RD-AUC of its curves against ``none``'s
+    (:func:`rd_auc_by_simulator`; percent, mean ± sd), and the failure model's median Brier
+    score (:func:`brier`)."""
     lines = [
-        "| simulator | region | model | reps | runs failed (pooled) | after the design, "
-        "median share | final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC "
-        "against none (%) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | region | model | reps | runs failed (pooled) | after the design, "
+        "median share | lost after the design, median | random's expected loss, median "
+        "| final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC against none (%) "
+        "| Brier, median |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rd = rd_auc_by_simulator(records)
     keys = sorted({(r["simulator"], r["model"]) for r in records})
@@ -238,8 +318,12 @@ def table(records: list[dict]) -> str:
         share = statistics.median(
             r["failed_after_design"] / max(1, r["runs_after_design"]) for r in rs
         )
+        lost = statistics.median(r["failed_after_design"] for r in rs)
+        expected = statistics.median(random_loss(r) for r in rs)
         rmse = statistics.median(r["rmse_feasible"] for r in rs)
         area = statistics.median(curve_auc(r) for r in rs)
+        scores = [r["brier"] for r in rs if r.get("brier") is not None]
+        score = f"{statistics.median(scores):.4f}" if scores else "n/a"
         if model == "none":
             versus = "baseline"
         elif model == "classifier" and name in rd:
@@ -249,8 +333,8 @@ def table(records: list[dict]) -> str:
             versus = ""
         lines.append(
             f"| {name} | {rs[0]['region_fraction']:.0%} | {model} | {len(rs)} | "
-            f"{failed}/{runs} | {share:.1%} | {rmse:.4g} | {area:.4g} | "
-            f"{versus} |"
+            f"{failed}/{runs} | {share:.1%} | {lost:g} | {expected:.2f} | {rmse:.4g} "
+            f"| {area:.4g} | {versus} | {score} |"
         )
     return "\n".join(lines)
 
@@ -262,25 +346,47 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--token", default=None)
     parser.add_argument(
-        "--simulators", nargs="+", default=list(SIMULATORS_FAILING), choices=sorted(SIMULATORS)
+        "--simulators",
+        nargs="+",
+        default=None,
+        choices=sorted(SIMULATORS),
+        help="cases failing around each simulator's steepest point",
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        default=None,
+        help=f"cases: SIMULATOR, SIMULATOR-corner, SIMULATOR-face or mixed [{' '.join(CASES)}]",
     )
     parser.add_argument("--labels", type=int, default=30)
     parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument(
         "--fraction",
         type=float,
         default=FRACTION,
         help="the share of each domain that fails [0.15]",
     )
+    parser.add_argument(
+        "--mcmc",
+        default=None,
+        choices=sorted(MCMC_PRESETS),
+        help="the campaigns' mcmc preset (e.g. fast) [the service's default]",
+    )
+    parser.add_argument(
+        "--models", nargs="+", default=["classifier", "none"], choices=["classifier", "none"]
+    )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     args = parser.parse_args(argv)
+    cases = [*(args.simulators or []), *(args.cases or [])] or list(CASES)
     records = []
-    for seed in range(args.repetitions):
-        for name in args.simulators:
-            sim = get_simulator(name)
-            where = region(sim, args.fraction)
-            for model in ("classifier", "none"):
-                record = run_one(args.url, sim, where, model, args.labels, seed, args.token)
+    for seed in range(args.first_seed, args.first_seed + args.repetitions):
+        for name in cases:
+            sim, where = case_region(name, args.fraction)
+            for model in args.models:
+                record = run_one(
+                    args.url, sim, where, model, args.labels, seed, args.token, args.mcmc, name
+                )
                 records.append(record)
                 print(json.dumps(record), file=sys.stderr, flush=True)
                 if args.out:

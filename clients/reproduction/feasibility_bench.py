@@ -212,6 +212,42 @@ def accuracy(ns: list[int], ds: list[int], seeds: int) -> None:
         print(f"  {m}: log loss {log_loss:.4f}, Brier {brier:.4f}, {seconds:.2f} s")
 
 
+# the priors before issue 50: a latent sd of 2, the regression GP's lengthscale prior
+EARLIER_PRIORS = {
+    "LOG_LENGTHSCALE_PRIOR": (0.0, math.sqrt(3.0)),
+    "LOG_VARIANCE_PRIOR": (math.log(4.0), 1.5),
+    "LOG_BIAS_PRIOR": (math.log(4.0), 1.5),
+}
+
+
+def priors(ns: list[int], ds: list[int], seeds: int) -> None:
+    """The default model (EP at Laplace's hyperparameters) under the earlier priors and under
+    today's, on :func:`accuracy`'s problems: held-out log loss and Brier score, mean of all."""
+    from fbgp_al.worker.feasibility import evidence
+
+    today = {name: getattr(evidence, name) for name in EARLIER_PRIORS}
+    sums = {"earlier": np.zeros(2), "today": np.zeros(2)}
+    rows = 0
+    print("d\tn\tseed\tearlier: log loss\tBrier\ttoday: log loss\tBrier")
+    for d in ds:
+        for n in ns:
+            for seed in range(seeds):
+                u, success, test, truth = problem(n, d, seed)
+                cells = []
+                for name, values in (("earlier", EARLIER_PRIORS), ("today", today)):
+                    for key, value in values.items():
+                        setattr(evidence, key, value)
+                    row = np.array(scores(fe.fit(u, success, seed).p_success(test), truth))
+                    sums[name] += row
+                    cells.append(f"{row[0]:.4f}\t{row[1]:.4f}")
+                for key, value in today.items():
+                    setattr(evidence, key, value)
+                rows += 1
+                print(f"{d}\t{n}\t{seed}\t" + "\t".join(cells), flush=True)
+    for name, total in sums.items():
+        print(f"  {name}: log loss {total[0] / rows:.4f}, Brier {total[1] / rows:.4f}")
+
+
 def timing(ns: list[int], d: int, candidates: int = 10_000) -> None:
     print(
         "n\td\tfit s\tEP at the end s\tp_success s (10,000)\tone evidence + gradient,"
@@ -259,12 +295,18 @@ def main(argv=None) -> None:
     acc.add_argument("--n", type=int, nargs="+", default=[20, 40, 80])
     acc.add_argument("--d", type=int, nargs="+", default=[1, 2, 3])
     acc.add_argument("--seeds", type=int, default=4)
+    pri = sub.add_parser("priors")
+    pri.add_argument("--n", type=int, nargs="+", default=[20, 40, 80])
+    pri.add_argument("--d", type=int, nargs="+", default=[1, 2, 3])
+    pri.add_argument("--seeds", type=int, default=4)
     tim = sub.add_parser("timing")
     tim.add_argument("--n", type=int, nargs="+", default=[100, 400])
     tim.add_argument("--d", type=int, default=3)
     args = parser.parse_args(argv)
     if args.what == "accuracy":
         accuracy(args.n, args.d, args.seeds)
+    elif args.what == "priors":
+        priors(args.n, args.d, args.seeds)
     else:
         timing(args.n, args.d)
 

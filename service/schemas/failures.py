@@ -19,15 +19,18 @@ class FailureModel(Strict):
     model: Literal["classifier", "none"] = "classifier"
     """`classifier`: once a run has failed, each refit fits a GP classifier of success against
     failure to the labels and the failed runs (abandoned runs do not count) over the inputs the
-    regression GP sees, weighs every candidate's acquisition score by its probability of success,
-    and leaves out those below `min_success`; `/predict` and the export give `p_success`. A
+    regression GP sees, leaves out the candidates whose probability of success is below
+    `min_success` and weighs every other one's acquisition score by a pessimistic chance of
+    success (the 10% quantile of its posterior: near 0 near a failure, where the model does not
+    know where the region ends, near 1 where it is sure); `/predict` and the export give
+    `p_success`. A
     campaign without a failed run pays nothing and ranks as without it. `none`: no model sees the
     failures (the behavior before the option, and the paper's protocol)."""
     min_success: Annotated[float, StrictValue(), Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = (
         MIN_SUCCESS
     )
     """A point whose probability of success is below this is never handed out (0: every point
-    may be, weighed by its probability)."""
+    may be, weighed by its pessimistic chance of success)."""
 
 
 class Retry(Strict):

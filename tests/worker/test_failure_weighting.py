@@ -1,6 +1,7 @@
 """The failure model in a refit's ranking (:mod:`worker.feasibility.campaign`,
 :func:`worker.fitting.model_and_ranking`): each acquisition's ranking against its written-out
-formula, ``score x P(success)`` over the candidates at or above ``min_success``; the greedy batch
+formula, ``score x`` the 10% quantile of the chance of success over the candidates whose
+P(success) is at or above ``min_success``; the greedy batch
 pick by pick with its fantasies; several outputs; and, without a failed run or with ``"model":
 "none"``, the ranking of before, bit for bit."""
 
@@ -9,6 +10,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from fbgp_al.worker import fitting
 from fbgp_al.worker.acquisition import batch_scores
@@ -54,6 +56,15 @@ def fitted():
     return labels, failures, data, post, failure
 
 
+def _weights(failure, cand_u):
+    """P(success) and the weights: the 10% quantile of ``Phi(f)`` under the latent's posterior,
+    by scipy's normal quantile function (``Phi`` is increasing, so the quantile of ``Phi(f)`` is
+    ``Phi`` of ``f``'s)."""
+    mean, var = failure.model.latent(cand_u.numpy())
+    f = stats.norm.ppf(0.1, loc=mean, scale=np.sqrt(var))
+    return failure.model.p_success(cand_u.numpy()), stats.norm.cdf(f)
+
+
 def _candidates(spec, data, pending=()):
     """The candidates a refit scores without a failure model, their features, and their
     probabilities of success under ``failure`` (computed apart from the code under test)."""
@@ -70,15 +81,17 @@ def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(fi
         spec, POOL, data, post, set(), [], 0.0, failure=failure
     )
     candidates, cand_u = _candidates(spec, data)
-    p = failure.model.p_success(cand_u.numpy())
+    p, w = _weights(failure, cand_u)
     keep = p >= 0.3
     assert 0 < (~keep).sum() < len(p) // 2  # the corner is left out, most of the square not
+    # kept, but weighed down by the model's doubt near the failures; not so where it is sure
+    assert (w[keep] < 0.1 * p[keep]).any() and np.median(w[p > 0.95]) > 0.99
     thin = post.for_scoring(spec["mcmc"])
     # scored on the candidates kept (random draws one number per candidate scored)
     kept_u = cand_u[torch.from_numpy(keep)]
     score = acquisition_values(name, thin, data.u, data.z, kept_u, seed=data.seed).numpy()
     assert (score >= -1e-12).all()  # every score is non-negative: x P ranks as expected
-    expected = score * p[keep]
+    expected = score * w[keep]
     order = np.argsort(-expected, kind="stable")[: len(ranking)]
     assert [r["index"] for r in ranking] == candidates[keep][order].tolist()
     np.testing.assert_allclose([r["score"] for r in ranking], expected[order], rtol=1e-12)
@@ -90,8 +103,9 @@ def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(fi
 
 @pytest.mark.parametrize("name", ["qb-mgp", "b-qbc", "bald", "random"])
 def test_the_greedy_batch_weighs_every_pick_with_its_fantasies(fitted, name):
-    """Each pick is the argmax of ``P(success) x`` the score given the points pending and those
-    picked before as fantasies (``random``: its draw x P), over the candidates kept."""
+    """Each pick is the argmax of the weight (the 10% quantile of the chance of success) ``x``
+    the score given the points pending and those picked before as fantasies (``random``: its
+    draw x the weight), over the candidates kept."""
     labels, failures, data, post, failure = fitted
     spec = dict(SPEC, acquisition=name, mode="parallel")
     pending = [int(POOL.subsample(1, np.random.default_rng(0))[0])]
@@ -99,9 +113,9 @@ def test_the_greedy_batch_weighs_every_pick_with_its_fantasies(fitted, name):
         spec, POOL, data, post, set(), pending, 0.0, failure=failure
     )
     candidates, cand_u = _candidates(spec, data, pending)
-    p = failure.model.p_success(cand_u.numpy())
+    p, w = _weights(failure, cand_u)
     keep = p >= 0.3
-    candidates, cand_u, p = candidates[keep], cand_u[torch.from_numpy(keep)], p[keep]
+    candidates, cand_u, w = candidates[keep], cand_u[torch.from_numpy(keep)], w[keep]
     thin = post.for_scoring(spec["mcmc"])
     parts = [(1.0, thin, data.u, data.z, None)]
     fantasies = torch.from_numpy(data.space.features(POOL.points(pending)))
@@ -111,7 +125,7 @@ def test_the_greedy_batch_weighs_every_pick_with_its_fantasies(fitted, name):
             s = acquisition_values(name, thin, data.u, data.z, cand_u, seed=data.seed).numpy()
         else:
             s = batch_scores(name, parts, cand_u, pending=fantasies).numpy()
-        value = s * p
+        value = s * w
         value[picked] = -np.inf
         best = int(np.argmax(value))
         picked.append(best)
@@ -130,10 +144,10 @@ def test_several_outputs_weigh_their_combined_score(fitted):
     failure = fit_campaign(spec, multi, failures, fits[0].data.seed)
     _, ranking = fitting.multi_model_and_ranking(spec, POOL, fits, set(), [], 0.0, failure=failure)
     candidates, cand_u = _candidates(spec, fits[0].data)
-    p = failure.model.p_success(cand_u.numpy())
+    p, w = _weights(failure, cand_u)
     keep = p >= 0.3
     parts = [(f.weight, f.post.for_scoring(spec["mcmc"]), f.data) for f in fits]
-    expected = (combined_scores("qb-mgp", parts, cand_u).numpy() * p)[keep]
+    expected = (combined_scores("qb-mgp", parts, cand_u).numpy() * w)[keep]
     order = np.argsort(-expected, kind="stable")[: len(ranking)]
     assert [r["index"] for r in ranking] == candidates[keep][order].tolist()
     np.testing.assert_allclose([r["score"] for r in ranking], expected[order], rtol=1e-12)

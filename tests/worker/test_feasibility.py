@@ -303,3 +303,30 @@ def test_bad_input_is_a_value_error():
         fe.fit(np.array([[0.1], [0.2]]), np.array([1]))
     with pytest.raises(ValueError, match="likelihood"):
         fe.predictive_probability(np.zeros(1), np.zeros(1), "cauchit")
+
+
+def _one_failure(d: int, n: int, seed: int):
+    """``n`` uniform successes outside the corner ``u > 0.8`` of the unit cube, and one run
+    failed at ``0.95`` in every input."""
+    u = np.random.default_rng(seed).random((n, d))
+    u = u[~np.all(u > 0.8, axis=1)]
+    return np.r_[u, np.full((1, d), 0.95)], np.r_[np.ones(len(u)), 0.0]
+
+
+def test_one_failure_speaks_for_its_neighbourhood():
+    """A simulator's outcome is a function of its inputs: at the point where a run failed, the
+    model expects another run there to fail (P(success) 0.17 to 0.26 in these four cases), and
+    a point 0.05 away in every input (one step of a 21-point grid) is about an even chance (0.35
+    to 0.57, 0.44 on average). With the latent's prior sd at 2 and the regression's wide
+    lengthscale prior the model read a lone failure as chance: 0.47 to 0.59 at the failed point
+    itself, 0.59 to 0.73 next to it (0.64 on average)."""
+    at, next_to = [], []
+    for d, n, seed in [(2, 20, 0), (2, 40, 1), (4, 20, 2), (4, 40, 3)]:
+        u, success = _one_failure(d, n, seed)
+        model = fe.fit(u, success, seed=0)
+        p = model.p_success(np.array([np.full(d, 0.95), np.full(d, 0.9), np.full(d, 0.3)]))
+        at.append(p[0])
+        next_to.append(p[1])
+        assert p[2] > 0.95, p  # far from the failure, among the successes: unchanged
+    assert max(at) < 0.3, at
+    assert max(next_to) < 0.58 and np.mean(next_to) < 0.5, next_to

@@ -15,9 +15,13 @@ The posterior of the latents is expectation propagation's (GPML Algorithm 3.5, s
 sweeps, the probit site moments in closed form; predictions by Algorithm 3.6); the
 hyperparameters ``(log l, log s2, log b2)`` maximize Laplace's approximate log marginal
 likelihood (Newton for the mode in the stable form ``B = I + W^1/2 K W^1/2``, Algorithm 3.1, the
-step halved while the objective does not rise; gradient by Algorithm 5.1) plus weak Normal
+step halved while the objective does not rise; gradient by Algorithm 5.1) plus Normal
 log-priors, which keep them finite when the classes are separable (the likelihood alone then
-pushes ``s2`` to infinity). Why this mix, measured (docs/benchmarks.md, "Failure model: Laplace
+pushes ``s2`` to infinity) and say what a simulator's failures are: a function of its inputs
+(the latent's sd centred on 10 against the probit's unit noise, so that one failure makes
+another run at its point unlikely to succeed) over a region (lengthscales LogNormal(0, 0.75) in
+the unit cube, so that a failure speaks for its neighbourhood; :mod:`.evidence`). Why this
+mix, measured (docs/benchmarks.md, "Failure model: Laplace
 against a fully Bayesian classifier", :mod:`clients.reproduction.feasibility_bench`): a
 simulator's failures are deterministic, so its classes are separable, where Laplace's Gaussian at
 the mode is far too cautious (held-out log loss 1.7x EP's, 1.45x a fully Bayesian classifier's),

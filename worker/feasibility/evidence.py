@@ -19,13 +19,19 @@ from fbgp_al.worker.feasibility.likelihoods import (
 )
 
 EVIDENCE = "laplace"  # the approximate marginal likelihood that the hyperparameters maximize
-# Log-priors and bounds of the hyperparameters (natural logs; inputs in the unit cube). The
-# lengthscales' prior is the regression GP's, LogNormal(0, sqrt 3); the signal and the constant
-# mean's variances are centred on a latent sd of 2 (probit: P from 0.02 to 0.98 within one sd),
-# scaled by 1.702^2 for the logistic link, whose latent is ~1.7x as wide.
-LOG_LENGTHSCALE_PRIOR = (0.0, math.sqrt(3.0))
-LOG_VARIANCE_PRIOR = (math.log(4.0), 1.5)
-LOG_BIAS_PRIOR = (math.log(4.0), 1.5)
+# Log-priors and bounds of the hyperparameters (natural logs; inputs in the unit cube). A
+# simulator's failures are a function of its inputs, and a failure region is a region, so the
+# priors say so (docs/benchmarks.md, "A crash region from a few crashes"): the signal and the
+# constant mean's variances are centred on a latent sd of 10, against the probit's unit noise
+# (a run's outcome nearly fixed by its inputs; centred on an sd of 2, one failure among successes
+# read as chance and left P(success) at 0.47 to 0.59 at the failed point itself), scaled by
+# 1.702^2 for the logistic link, whose latent is ~1.7x as wide; the lengthscales' prior is
+# LogNormal(0, 0.75), 95% of its mass between 0.23 and 4.3 of the unit cube (the regression
+# GP's LogNormal(0, sqrt 3) let two failures be fitted as a slab 0.15 wide in one input, the
+# failure speaking for almost nothing beside it).
+LOG_LENGTHSCALE_PRIOR = (0.0, 0.75)
+LOG_VARIANCE_PRIOR = (math.log(100.0), 1.5)
+LOG_BIAS_PRIOR = (math.log(100.0), 1.5)
 LOGISTIC_SCALE = 2 * math.log(1.702)
 LOG_LENGTHSCALE_BOUNDS = (math.log(1e-2), math.log(1e2))
 LOG_VARIANCE_BOUNDS = (math.log(1e-3), math.log(1e4))

@@ -1,6 +1,6 @@
 """A refit's ranking: the candidates (a fresh pool subsample, less the points labeled or out),
-scored by the acquisition (weighed by the probability of success), the greedy batch of a
-parallel campaign, and the model body that holds it all."""
+scored by the acquisition (weighed by the failure model's pessimistic chance of success), the
+greedy batch of a parallel campaign, and the model body that holds it all."""
 
 from __future__ import annotations
 

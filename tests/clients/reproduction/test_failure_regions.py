@@ -6,10 +6,15 @@ forward, and the RD-AUC of the classifier's areas against none's is Algorithm 1'
 import numpy as np
 import pytest
 
+from fbgp_al.clients.reproduction.failure_cases import MixedBeam, pool_share
 from fbgp_al.clients.reproduction.failure_regions import (
+    brier,
+    case_region,
     curve_auc,
+    random_loss,
     rd_auc_by_simulator,
     region,
+    run_one,
     steepest,
     table,
 )
@@ -82,8 +87,12 @@ def test_the_rd_auc_of_the_classifier_against_none():
     # (s_n^2 / mu_d^2 + mu_n^2 s_d^2 / mu_d^4 - 2 mu_n s_nd / mu_d^3) / R, ddof 1
     assert rd.variance == pytest.approx((5 / 3 / 25 + 6.25 * 4 / 3 / 625 - 5 * 4 / 3 / 125) / 2)
     text = table(records[:4])
-    assert "| branin | 15% | classifier | 2 | 2/40 | 5.9% | 1 | 2.5 | 50.0 ± 11.5 |" in text
-    assert "| branin | 15% | none | 2 | 2/40 | 5.9% | 1 | 5 | baseline |" in text
+    # 17 runs after the design, 15% of the pool failing: random sampling loses 2.55
+    assert (
+        "| branin | 15% | classifier | 2 | 2/40 | 5.9% | 1 | 2.55 | 1 | 2.5 | 50.0 ± 11.5 | n/a |"
+        in text
+    )
+    assert "| branin | 15% | none | 2 | 2/40 | 5.9% | 1 | 2.55 | 1 | 5 | baseline | n/a |" in text
 
 
 def test_the_table_pools_and_takes_medians():
@@ -94,5 +103,40 @@ def test_the_table_pools_and_takes_medians():
     ]
     text = table(records)
     # equal areas 2 and 4 each: pairs (b - new) 0, -2, 2, 0 over b 2, 2, 4, 4; sd sqrt(4/27)
-    assert "| branin | 15% | classifier | 2 | 2/40 | 5.9% | 1.5 | 3 | 0.0 ± 38.5 |" in text
-    assert "| branin | 15% | none | 2 | 10/40 | 29.4% | 1.5 | 3 | baseline |" in text
+    assert (
+        "| branin | 15% | classifier | 2 | 2/40 | 5.9% | 1 | 2.55 | 1.5 | 3 | 0.0 ± 38.5 | n/a |"
+        in text
+    )
+    assert (
+        "| branin | 15% | none | 2 | 10/40 | 29.4% | 5 | 2.55 | 1.5 | 3 | baseline | n/a |" in text
+    )
+
+
+def test_random_sampling_loss_and_the_brier_score_by_hand():
+    # 27 runs after the design, 588 of 3,993 pool points failing: 27 x 0.14726 = 3.976
+    r = record("classifier", 0, [[3, 1.0]])
+    r.update(runs_after_design=27, region_fraction=588 / 3993)
+    assert random_loss(r) == pytest.approx(27 * 588 / 3993) == pytest.approx(3.97596, abs=1e-5)
+    # P(success) 0.9 at a success, 0.2 at a failure, 1 at a success: (0.01 + 0.04 + 0) / 3
+    assert brier([0.9, 0.2, 1.0], np.array([False, True, False])) == pytest.approx(0.05 / 3)
+    assert brier(None, np.array([True])) is None
+    # a box's share of a grid pool is counted per input: 2 of 5 levels x 3 of 5
+    sim = MixedBeam()
+    assert pool_share(sim, [0.0, 0.0, 0.0, 0.0], [0.15, 1.0, 1.0, 0.25]) == pytest.approx(
+        2 / 11 * 3 / 11
+    )
+
+
+def test_a_mixed_campaign_reports_its_losses_and_brier_score(api_url):
+    """The mixed case end to end against the service: its int and choice values go out and come
+    back, and the record carries random sampling's loss and the failure model's Brier score."""
+    sim, where = case_region("mixed")
+    out = run_one(api_url, sim, where, "classifier", 8, 2, mcmc="fast", case="mixed")
+    assert out["simulator"] == "mixed" and out["n_labeled"] == 8
+    assert out["random_loss"] == pytest.approx(out["runs_after_design"] * where.fraction)
+    assert out["runs"] == out["design"] + out["runs_after_design"]
+    if out["failed"]:
+        assert 0.0 <= out["brier"] <= 1.0
+    else:
+        assert out["brier"] is None  # no run failed: no failure model, no probabilities
+    assert np.isfinite(out["rmse_feasible"])
