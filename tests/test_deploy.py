@@ -176,9 +176,16 @@ def test_dockerfile_runs_the_package_entry_point_as_a_non_root_user_with_cpu_tor
     assert re.search(r"^USER (?!root)\w+", DOCKERFILE, re.M)
     assert "whl/cpu" in DOCKERFILE and "torch==2.13.0" in DOCKERFILE
     assert '--index-url "${TORCH_INDEX_URL}"' in DOCKERFILE
-    # dependencies are installed before the code is copied, so code changes reuse that layer;
-    # the image gets the server's extra (the package alone is the SDK, httpx and numpy)
-    assert DOCKERFILE.index("pip install '.[server]'") < DOCKERFILE.index("COPY service")
+    # dependencies (the package's and the server's extra, read from pyproject.toml; the package
+    # alone is the SDK, httpx and numpy) are installed before the code is copied, so code
+    # changes reuse that layer; the package itself, its dependencies there, after it
+    deps = DOCKERFILE.index("['optional-dependencies']['server']")
+    assert (
+        deps
+        < DOCKERFILE.index("pip install -r /tmp/requirements.txt")
+        < DOCKERFILE.index("COPY service")
+    )
+    assert DOCKERFILE.index("COPY clients") < DOCKERFILE.index("pip install --no-deps '.[server]'")
     assert not re.search(r"pip install (--no-deps )?\.\s", DOCKERFILE)
 
 

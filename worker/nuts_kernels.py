@@ -17,6 +17,10 @@ The sampler's state lives in a few arrays, one row per chain:
   doubling (direction, acceptance of the subtree), then one per leaf;
 - ``inv_mass`` (``C x P x P``): each chain's inverse mass matrix, dense (a diagonal metric is a
   diagonal matrix here: at ``P <= 7`` the product costs nothing beside a potential call).
+
+The kernels are compiled once and cached beside this file (numba's ``cache=True``, keyed on
+the file's path and time stamp). A cached kernel also names the module it was compiled in: when
+that name changes, so must this file, for the kernels to be compiled again.
 """
 
 from __future__ import annotations
