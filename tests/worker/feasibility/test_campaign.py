@@ -60,9 +60,11 @@ def test_the_ranking_keeps_the_candidates_likely_to_succeed_and_a_constant_keeps
     success = (u[:, 0] < 0.5).astype(float)
     model = FailureModel(condition(u, success, 0.2, 4.0, 0.5), 0.3, 10, 10, 20, 0.1)
     grid = np.linspace(0, 1, 11)[:, None]
-    keep, p = model.weigh(grid)
+    keep, weight = model.weigh(grid)
+    p = model.p_success(grid)
     np.testing.assert_array_equal(keep, p >= 0.3)
     assert keep[0] and not keep[-1]
+    assert ((weight >= 0) & (weight <= p)).all()  # a pessimistic chance: at most the mean's
     flat = FailureModel(Constant(0.1, 0, 8), 0.3, 0, 8, 8, 0.0)
     keep, p = flat.weigh(grid)
     assert keep.all() and (p == 0.1).all()

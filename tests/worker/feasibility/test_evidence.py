@@ -20,13 +20,14 @@ def _corner(n: int, seed: int):
     ("likelihood", "shift"), [("probit", 0.0), ("logistic", 2 * math.log(1.702))]
 )
 def test_the_log_prior_is_the_sum_of_the_stated_normals(likelihood, shift):
-    """The lengthscales LogNormal(0, sqrt 3), as the regression GP's; the signal's and the
-    constant mean's variances centred on a latent sd of 2, wider by 1.702 for the logistic."""
+    """The lengthscales LogNormal(0, 0.75), so that one failure speaks for its neighbourhood;
+    the signal's and the constant mean's variances centred on a latent sd of 10 (a simulator's
+    outcome is nearly fixed by its inputs), wider by 1.702 for the logistic."""
     theta = np.array([-0.4, 1.1, 0.3, 2.0])
     expected = (
-        stats.norm.logpdf(theta[:2], 0.0, math.sqrt(3.0)).sum()
-        + stats.norm.logpdf(theta[2], math.log(4.0) + shift, 1.5)
-        + stats.norm.logpdf(theta[3], math.log(4.0) + shift, 1.5)
+        stats.norm.logpdf(theta[:2], 0.0, 0.75).sum()
+        + stats.norm.logpdf(theta[2], math.log(100.0) + shift, 1.5)
+        + stats.norm.logpdf(theta[3], math.log(100.0) + shift, 1.5)
     )
     assert log_prior(theta, likelihood) == pytest.approx(expected, rel=1e-12)
 
