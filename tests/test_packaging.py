@@ -2,6 +2,7 @@
 pyproject.toml's ``package-dir`` (``fbgp_al`` is clients/fbgp_al, ``fbgp_al.service``
 service/, ``fbgp_al.worker`` worker/, ``fbgp_al.clients`` clients/)."""
 
+import importlib
 import pathlib
 import subprocess
 import sys
@@ -29,6 +30,14 @@ def test_the_listed_packages_are_the_folders():
     """A new subpackage is listed in pyproject.toml, or a plain install would leave it out."""
     assert set(SETUPTOOLS["packages"]) == _folders()
     assert SETUPTOOLS["package-dir"]["fbgp_al"] == "clients/fbgp_al"
+
+
+def test_the_command_names_a_function_of_the_package():
+    """``fbgp-al`` (pyproject.toml's script) is a function of ``fbgp_al``, found where it says."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = scripts["fbgp-al"].split(":")
+    assert module.startswith("fbgp_al.")
+    assert callable(getattr(importlib.import_module(module), function))
 
 
 @pytest.mark.slow
