@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Collection
 
+from fbgp_al.worker.spec.space import decimal
+
 log = logging.getLogger("fbgp.run")
 
 POLL_SECONDS = 0.1  # how often a running command is checked for a stop
@@ -57,7 +59,7 @@ def _value(v, integer: bool):
     level as its shortest decimal, 4.325, should a service send 4.324999999999999)."""
     if isinstance(v, str):
         return v
-    return int(v) if integer else float(f"{float(v):.15g}")
+    return int(v) if integer else float(decimal(float(v)))
 
 
 def parse_y(stdout: str) -> float | tuple[float, float] | dict:

@@ -36,13 +36,13 @@ import logging
 import signal
 import sys
 import threading
-import time
 
 import httpx
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from fbgp_al.clients.client import ApiError, CampaignStatus, FbgpClient
+from fbgp_al.clients.errors import RefitFailed
 from fbgp_al.clients.ops import described
 from fbgp_al.clients.ops.commands import CommandRunner, Stopped
 from fbgp_al.clients.runner import run_simulator
@@ -233,24 +233,24 @@ def final_model(
 ) -> str:
     """A done campaign's final model, the words to add to the last line: the model of its last
     labels, once in. While it still fits, with ``wait``, say so (after ``said``, the line so
-    far) and wait until no refit is queued or running; without, say that it still fits."""
-    fitting = status.refit != "idle"
-    if fitting and not wait:
-        return (
-            f"; the model of its last labels is still fitting (model {status.model_version} in now)"
-        )
-    if fitting:
+    far) and wait for it (:meth:`FbgpClient.wait_for_model`); without, say that it still
+    fits."""
+    if (status.model_version or 0) < status.n_labeled and status.refit != "idle":
+        if not wait:
+            return (
+                f"; the model of its last labels is still fitting (model {status.model_version} "
+                "in now)"
+            )
         print(
             f"{said}; waiting for the model of its last labels (Ctrl-C leaves it fitting)",
             file=sys.stderr,
         )
     try:
-        while status.refit != "idle":
-            time.sleep(poll)
-            status = api.campaign(status.id)
+        status = api.wait_for_model(status.id, status.n_labeled, poll=poll)
     except KeyboardInterrupt:
         return f"; the model of its last labels is still fitting (model {status.model_version})"
-    if status.last_error and (status.model_version or 0) < status.n_labeled:
+    except RefitFailed:
+        status = api.campaign(status.id)
         return (
             f"; the refit of its last labels failed ({status.last_error}): model "
             f"{status.model_version} is the last"

@@ -182,7 +182,7 @@ class Input:
             lo, hi = math.log(self.lower), math.log(self.upper)
             code = np.exp(lo + v * (hi - lo))
             # 12 significant digits: a grid's decades read 1e-05, not 1.0000000000000002e-05
-            code = np.clip([float(f"{c:.12g}") for c in code], self.lower, self.upper)
+            code = np.clip(decimal(code, 12), self.lower, self.upper)
             return np.where(v <= 0, self.lower, np.where(v >= 1, self.upper, code))
         if self.type == "int":
             return np.clip(
