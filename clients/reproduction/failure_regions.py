@@ -166,11 +166,13 @@ def run_one(
     of the previous label is in place; before the first model ``/predict`` answers 404) and
     once at the end, after waiting for the model of the last label; ``rmse_feasible`` is that
     final model's. ``random_loss``: the runs after the design times the region's share of the
-    pool, what as many uniform draws from the pool would lose on average. ``brier``: of the
+    pool, what as many uniform draws from the pool would lose on average. ``failed_at``: the
+    first 100 failed runs' indices among the runs and their pool coordinates. ``brier``: of the
     final model's ``p_success`` at ``TEST_POINTS`` seeded points of the whole domain (snapped to
     the pool where it has int or choice inputs; None without a failure model)."""
     rng = np.random.default_rng([seed, 7])
     runs: list[bool] = []  # per run in order: whether it failed
+    failed_at: list[list] = []  # per failed run: its index among the runs and its pool coordinates
     test = test_points(sim, seed)
     x_test = sim.from_unit(test[~where.contains(test)][:TEST_POINTS])
     x_all = sim.from_unit(test[:TEST_POINTS])
@@ -206,9 +208,12 @@ def run_one(
         design = int(campaign.spec["initial_design"]["size"])
 
         def simulate(x: list) -> float:
-            inside = bool(where.contains(sim.to_unit([x]))[0])
+            unit = sim.to_unit([x])
+            inside = bool(where.contains(unit)[0])
             runs.append(inside)
             if inside:
+                if len(failed_at) < 100:
+                    failed_at.append([len(runs) - 1, np.round(unit[0], 4).tolist()])
                 raise RuntimeError("the solver diverged (inside the failure region)")
             measure(api, campaign.id)
             return float(sim.sample([x], rng)[0])
@@ -244,6 +249,7 @@ def run_one(
         "random_loss": len(after) * where.fraction,
         "brier": score,
         "rmse_curve": [[n, curve[n]] for n in sorted(curve)],
+        "failed_at": failed_at,
     }
 
 
