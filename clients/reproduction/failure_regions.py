@@ -157,7 +157,8 @@ def run_one(
     case: str | None = None,
 ) -> dict:
     """One campaign of ``sim`` failing in ``where``, failure model ``model``, to ``labels``
-    labels: its runs, failures (all, and after the design), the feasible RMSE of its models,
+    labels: its runs, failures (all, and after the design: after the run that brought the
+    design's last label, :func:`design_end`), the feasible RMSE of its models,
     random sampling's expected loss and the failure model's Brier score.
 
     ``rmse_curve``: ``[[n_labeled, rmse], ...]``, one per model version, the RMSE over the
@@ -198,7 +199,7 @@ def run_one(
         "pool": sim.pool,
         "max_labels": labels,
         "seed": seed,
-        "failures": {"model": model},
+        "failures": failures_option(model),
         "max_failures": 100 * labels,
     }
     if mcmc is not None:
@@ -231,7 +232,7 @@ def run_one(
         with contextlib.suppress(ApiError):
             score = brier(api.predict(campaign.id, x_all.tolist()).p_success, failing)
         api.delete_campaign(campaign.id, missing_ok=True)
-    after = runs[design:]
+    after = runs[design_end(runs, design) :]
     return {
         "simulator": case or sim.name,
         "model": model,
@@ -251,6 +252,26 @@ def run_one(
         "rmse_curve": [[n, curve[n]] for n in sorted(curve)],
         "failed_at": failed_at,
     }
+
+
+def design_end(failed: list[bool], design: int) -> int:
+    """The number of runs the initial design took: up to its ``design``-th success (a design
+    point whose run fails is replaced by the next of the design's reserve, a run that is still
+    the design's, not the model's choice); all runs when the design never ended."""
+    if design <= 0:
+        return 0
+    successes = np.cumsum(~np.asarray(failed, dtype=bool))
+    ended = np.flatnonzero(successes >= design)
+    return int(ended[0]) + 1 if len(ended) else len(failed)
+
+
+def failures_option(model: str) -> dict:
+    """A campaign's ``failures`` for a benchmark's model: ``none``, ``classifier`` (the
+    defaults), or ``classifier@Q`` (the classifier with ``weight_quantile`` Q)."""
+    kind, _, quantile = model.partition("@")
+    if kind not in ("classifier", "none") or (quantile and kind != "classifier"):
+        raise ValueError(f"unknown model {model!r}: none, classifier or classifier@QUANTILE")
+    return {"model": kind, **({"weight_quantile": float(quantile)} if quantile else {})}
 
 
 def curve_auc(record: dict) -> float:
@@ -306,7 +327,7 @@ def table(records: list[dict]) -> str:
     failed after the design (median), the runs lost after the design against random sampling's
     expected loss on the same runs (:func:`random_loss`; medians over the repetitions), the
     median final feasible RMSE, the median area under the feasible RMSE curve
-    (:func:`curve_auc`), on the classifier's row the RD-AUC of its curves against ``none``'s
+    (:func:`curve_auc`), on each classifier row the RD-AUC of its curves against ``none``'s
     (:func:`rd_auc_by_simulator`; percent, mean ± sd), and the failure model's median Brier
     score (:func:`brier`)."""
     lines = [
@@ -316,8 +337,8 @@ def table(records: list[dict]) -> str:
         "| Brier, median |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    rd = rd_auc_by_simulator(records)
     keys = sorted({(r["simulator"], r["model"]) for r in records})
+    rd = {m: rd_auc_by_simulator(records, new=m) for m in {k[1] for k in keys} - {"none"}}
     for name, model in keys:
         rs = [r for r in records if r["simulator"] == name and r["model"] == model]
         failed, runs = sum(r["failed"] for r in rs), sum(r["runs"] for r in rs)
@@ -332,9 +353,10 @@ def table(records: list[dict]) -> str:
         score = f"{statistics.median(scores):.4f}" if scores else "n/a"
         if model == "none":
             versus = "baseline"
-        elif model == "classifier" and name in rd:
-            sd = f"{100 * rd[name].sd:.1f}" if np.isfinite(rd[name].sd) else "n/a"
-            versus = f"{100 * rd[name].mean:.1f} ± {sd}"
+        elif name in rd[model]:
+            against = rd[model][name]
+            sd = f"{100 * against.sd:.1f}" if np.isfinite(against.sd) else "n/a"
+            versus = f"{100 * against.mean:.1f} ± {sd}"
         else:
             versus = ""
         lines.append(
@@ -380,11 +402,17 @@ def main(argv: list[str] | None = None) -> None:
         help="the campaigns' mcmc preset (e.g. fast) [the service's default]",
     )
     parser.add_argument(
-        "--models", nargs="+", default=["classifier", "none"], choices=["classifier", "none"]
+        "--models",
+        nargs="+",
+        default=["classifier", "none"],
+        help="classifier (the defaults), classifier@Q (weight_quantile Q) or none "
+        "[classifier none]",
     )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     args = parser.parse_args(argv)
     cases = [*(args.simulators or []), *(args.cases or [])] or list(CASES)
+    for model in args.models:
+        failures_option(model)  # an unknown model fails here, before any campaign
     records = []
     for seed in range(args.first_seed, args.first_seed + args.repetitions):
         for name in cases:

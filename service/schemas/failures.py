@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Strict
-from fbgp_al.worker.spec.defaults import MIN_SUCCESS
+from fbgp_al.worker.spec.defaults import MIN_SUCCESS, WEIGHT_QUANTILE
 
 
 class FailureModel(Strict):
@@ -21,9 +21,9 @@ class FailureModel(Strict):
     failure to the labels and the failed runs (abandoned runs do not count) over the inputs the
     regression GP sees, leaves out the candidates whose probability of success is below
     `min_success` and weighs every other one's acquisition score by a pessimistic chance of
-    success (the 10% quantile of its posterior: near 0 near a failure, where the model does not
-    know where the region ends, near 1 where it is sure); `/predict` and the export give
-    `p_success`. A
+    success (its `weight_quantile` quantile under the classifier's posterior: near 0 near a
+    failure, where the model does not know where the region ends, near 1 where it is sure);
+    `/predict` and the export give `p_success`. A
     campaign without a failed run pays nothing and ranks as without it. `none`: no model sees the
     failures (the behavior before the option, and the paper's protocol)."""
     min_success: Annotated[float, StrictValue(), Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = (
@@ -31,6 +31,13 @@ class FailureModel(Strict):
     )
     """A point whose probability of success is below this is never handed out (0: every point
     may be, weighed by its pessimistic chance of success)."""
+    weight_quantile: Annotated[float, StrictValue(), Field(gt=0.0, le=0.5, allow_inf_nan=False)] = (
+        WEIGHT_QUANTILE
+    )
+    """The quantile of a candidate's chance of success, under the classifier's posterior, that
+    weighs its acquisition score: 0.5 weighs by the median (a point's chance with the model's
+    doubt ignored); lower values weigh a point down where the model is unsure whether it
+    succeeds, as next to a failure."""
 
 
 class Retry(Strict):

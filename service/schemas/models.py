@@ -70,6 +70,9 @@ class FailureModelBody(Free):
     """Seconds its fit took."""
     excluded: int = 0
     """The refit's candidates left out for a probability of success below `min_success`."""
+    weight_quantile: float = 0.1
+    """Each other candidate's acquisition score was weighed by this quantile of its chance of
+    success under the classifier's posterior (the campaign's `failures.weight_quantile`)."""
 
 
 class Model(Free):

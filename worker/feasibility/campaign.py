@@ -12,17 +12,17 @@ is) and a uniform draw of the others (so that the classifier still knows where r
 
 A refit then leaves out the candidates whose probability of success is below the campaign's
 ``min_success`` and weighs each other candidate's acquisition score by a pessimistic chance of
-success: the ``SUCCESS_QUANTILE`` (10%) quantile of ``Phi(f)`` under the latent's posterior
-(:func:`success_quantile`, :meth:`FailureModel.weigh`). Every acquisition's score is
-non-negative (a variance, a mutual information, a uniform draw), so the product is the score
-times a chance of success that the run has, under the model's posterior, with probability 90%
-at least. Where the model is sure, far
-from every failure or among successes, the weight is near 1 (or near 0 at a failure); near a
-failure, where the latent's posterior straddles 0 and P(success) may still be one half, it is
-near 0: the model's doubt there weighs a point down, not its mean alone. The acquisitions favour
-unexplored faces and corners, often 10 to 100 times the score elsewhere, which a weight of one
-half does not offset: weighed by P(success) alone, campaigns lost about as many runs after their
-design as random sampling would (docs/benchmarks.md, "A crash region from a few crashes").
+success: the campaign's ``weight_quantile`` (default ``WEIGHT_QUANTILE``) quantile of
+``Phi(f)`` under the latent's posterior (:func:`success_quantile`, :meth:`FailureModel.weigh`).
+Every acquisition's score is non-negative (a variance, a mutual information, a uniform draw),
+so the product is the score times a chance of success that the run has, under the model's
+posterior, with probability ``1 - weight_quantile`` at least. Among successes the weight is
+near 1, at a failure near 0; near a failure, where the latent's posterior straddles 0 and
+P(success) may still be one half, it is near 0: the model's doubt there weighs a point down,
+not its mean alone. The acquisitions favour unexplored faces and corners, often 10 to 100 times
+the score elsewhere, which a weight of one half does not offset: weighed by P(success) alone,
+campaigns lost about as many runs after their design as random sampling would
+(docs/benchmarks.md, "A crash region from a few crashes").
 """
 
 from __future__ import annotations
@@ -35,11 +35,9 @@ from scipy import special
 
 from fbgp_al.worker.feasibility.classifier import Classifier, Constant, fit, from_dict
 from fbgp_al.worker.feasibility.likelihoods import predictive_probability
-from fbgp_al.worker.spec.defaults import failure_options
+from fbgp_al.worker.spec.defaults import WEIGHT_QUANTILE, failure_options
 from fbgp_al.worker.spec.space import Space
 
-# The quantile of a candidate's chance of success that weighs its score (see success_quantile)
-SUCCESS_QUANTILE = 0.1
 # The most runs the classifier is fitted on (measured: docs/benchmarks.md, "Failure model in the
 # refit": on the 2-core VM, in 3-D, a fit took 0.18 s at 100 runs, 0.68 s at 200, 1.86 s at 300)
 MAX_RUNS = 200
@@ -78,7 +76,7 @@ def bounded(u: np.ndarray, success: np.ndarray, seed: int, limit: int = MAX_RUNS
     return np.sort(np.r_[failed, nearest, drawn])
 
 
-def success_quantile(mean, var, likelihood: str = "probit", q: float = SUCCESS_QUANTILE):
+def success_quantile(mean, var, likelihood: str = "probit", q: float = WEIGHT_QUANTILE):
     """The ``q`` quantile of the chance of success ``sigmoid(f)`` under the latent's posterior
     ``f ~ N(mean, var)``: ``sigmoid(mean + z_q sqrt(var))``, as the sigmoid is increasing."""
     f = np.asarray(mean, dtype=np.float64) + special.ndtri(q) * np.sqrt(np.maximum(var, 0.0))
@@ -98,13 +96,14 @@ class FailureModel:
     n_fitted: int
     fit_seconds: float
     excluded: int = 0  # the candidates of the refit's ranking below min_success, left out
+    weight_quantile: float = WEIGHT_QUANTILE  # the quantile of the chance of success that weighs
 
     def p_success(self, u: np.ndarray) -> np.ndarray:
         return self.model.p_success(np.asarray(u, dtype=np.float64))
 
     def weigh(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For candidates at ``u`` (``m x d``): the mask of those kept (probability of success
-        at least ``min_success``) and every candidate's weight, the ``SUCCESS_QUANTILE``
+        at least ``min_success``) and every candidate's weight, the ``weight_quantile``
         quantile of its chance of success (:func:`success_quantile`). A :class:`Constant` (no
         run has succeeded) prefers no place and leaves none out: the ranking is the
         acquisition's."""
@@ -114,7 +113,8 @@ class FailureModel:
             return np.ones(len(p), dtype=bool), p
         mean, var = self.model.latent(u)
         p = predictive_probability(mean, var, self.model.likelihood)
-        return p >= self.min_success, success_quantile(mean, var, self.model.likelihood)
+        weight = success_quantile(mean, var, self.model.likelihood, self.weight_quantile)
+        return p >= self.min_success, weight
 
     def to_dict(self) -> dict:
         """The model body's ``failures``: the classifier and what it was fitted on."""
@@ -126,6 +126,7 @@ class FailureModel:
             "n_fitted": self.n_fitted,
             "fit_seconds": self.fit_seconds,
             "excluded": self.excluded,
+            "weight_quantile": self.weight_quantile,
         }
 
     @classmethod
@@ -138,6 +139,7 @@ class FailureModel:
             int(body["n_fitted"]),
             float(body.get("fit_seconds", 0.0)),
             int(body.get("excluded", 0)),
+            float(body.get("weight_quantile", WEIGHT_QUANTILE)),
         )
 
 
@@ -147,7 +149,7 @@ def fit_campaign(
     """The campaign's failure model on its ``labels`` and ``failures`` (the failed runs it
     counts), or None when it has none (``"model": "none"``, or no failed run: nothing is fitted
     and the ranking is the acquisition's, bit for bit)."""
-    kind, min_success = failure_options(spec)
+    kind, min_success, quantile = failure_options(spec)
     if kind == "none" or not failures:
         return None
     started = time.perf_counter()
@@ -155,7 +157,13 @@ def fit_campaign(
     rows = bounded(u, success, seed, limit)
     model = fit(u[rows], success[rows], seed=seed)
     return FailureModel(
-        model, min_success, len(labels), len(failures), len(rows), time.perf_counter() - started
+        model,
+        min_success,
+        len(labels),
+        len(failures),
+        len(rows),
+        time.perf_counter() - started,
+        weight_quantile=quantile,
     )
 
 

@@ -121,15 +121,20 @@ def known_noise(spec: dict) -> bool:
 # are kept and counted, no model sees them (the behavior before the option, and the paper's)
 FAILURE_MODELS: tuple[str, ...] = ("classifier", "none")
 MIN_SUCCESS = 0.5  # see docs/guides/failures.md, "The failure model", for why this default
+# the quantile of a candidate's chance of success (under the failure model's posterior) that
+# weighs its acquisition score (docs/benchmarks.md, "A crash region from a few crashes")
+WEIGHT_QUANTILE = 0.1
 
 
-def failure_options(spec: dict) -> tuple[str, float]:
-    """A campaign's failure model and ``min_success``; specs made before the option existed get
-    the defaults (a campaign without a failed run pays nothing and ranks as before)."""
+def failure_options(spec: dict) -> tuple[str, float, float]:
+    """A campaign's failure model, ``min_success`` and ``weight_quantile``; specs made before an
+    option existed get its default (a campaign without a failed run pays nothing and ranks as
+    before)."""
     options = spec.get("failures") or {}
     return (
         str(options.get("model", FAILURE_MODELS[0])),
         float(options.get("min_success", MIN_SUCCESS)),
+        float(options.get("weight_quantile", WEIGHT_QUANTILE)),
     )
 
 

@@ -11,6 +11,8 @@ from fbgp_al.clients.reproduction.failure_regions import (
     brier,
     case_region,
     curve_auc,
+    design_end,
+    failures_option,
     random_loss,
     rd_auc_by_simulator,
     region,
@@ -110,6 +112,41 @@ def test_the_table_pools_and_takes_medians():
     assert (
         "| branin | 15% | none | 2 | 10/40 | 29.4% | 5 | 2.55 | 1.5 | 3 | baseline | n/a |" in text
     )
+
+
+def test_each_classifier_arm_has_its_own_rd_auc_against_none():
+    records = [
+        record(m, s, [[3, area]], failed=1, rmse=1.0)
+        for m, areas in (
+            ("none", (2.0, 4.0)),
+            ("classifier", (2.0, 4.0)),
+            ("classifier@0.3", (1.0, 2.0)),
+        )
+        for s, area in enumerate(areas)
+    ]
+    text = table(records)
+    assert "| branin | 15% | classifier | 2 |" in text and "| 0.0 ± 38.5 |" in text
+    # its curves lie lower than none's: a positive RD-AUC on its own row
+    rd = rd_auc_by_simulator(records, new="classifier@0.3")["branin"]
+    assert rd.mean > 0 and f"| {100 * rd.mean:.1f} ± {100 * rd.sd:.1f} |" in text
+
+
+def test_the_design_ends_with_its_last_label_failed_design_runs_included():
+    # a design of 3: runs 0 and 3 fail and are replaced; its third label is run 4
+    failed = [True, False, False, True, False, True, False]
+    assert design_end(failed, 3) == 5
+    assert design_end(failed, 0) == 0
+    assert design_end([False, False, False], 3) == 3
+    assert design_end([True, False], 3) == 2  # it never ended: every run was the design's
+
+
+def test_a_benchmark_model_names_its_campaign_s_failures_option():
+    assert failures_option("none") == {"model": "none"}
+    assert failures_option("classifier") == {"model": "classifier"}
+    assert failures_option("classifier@0.3") == {"model": "classifier", "weight_quantile": 0.3}
+    for bad in ("forest", "none@0.3", "classifier@x"):
+        with pytest.raises(ValueError):
+            failures_option(bad)
 
 
 def test_random_sampling_loss_and_the_brier_score_by_hand():

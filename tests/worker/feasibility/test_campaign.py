@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import special
 from scipy.spatial.distance import cdist
 
 from fbgp_al.worker.feasibility import Constant, condition
@@ -65,6 +66,15 @@ def test_the_ranking_keeps_the_candidates_likely_to_succeed_and_a_constant_keeps
     np.testing.assert_array_equal(keep, p >= 0.3)
     assert keep[0] and not keep[-1]
     assert ((weight >= 0) & (weight <= p)).all()  # a pessimistic chance: at most the mean's
+    # the campaign's weight_quantile: the median (0.5) is Phi(mean); a lower quantile weighs less
+    mean, _ = model.model.latent(grid)
+    weights = []
+    for q in (0.1, 0.3, 0.5):
+        model.weight_quantile = q
+        weights.append(model.weigh(grid)[1])
+    np.testing.assert_allclose(weights[2], special.ndtr(mean), rtol=1e-12)
+    assert (weights[0] <= weights[1]).all() and (weights[1] <= weights[2]).all()
+    assert (weights[0] < weights[1]).any()
     flat = FailureModel(Constant(0.1, 0, 8), 0.3, 0, 8, 8, 0.0)
     keep, p = flat.weigh(grid)
     assert keep.all() and (p == 0.1).all()
@@ -73,7 +83,14 @@ def test_the_ranking_keeps_the_candidates_likely_to_succeed_and_a_constant_keeps
 def test_the_model_s_body_reads_back_to_the_same_model():
     u = np.random.default_rng(0).random((12, 2))
     model = FailureModel(
-        condition(u, u[:, 0] < 0.6, [0.3, 0.5], 2.0, 0.5), 0.05, 7, 5, 12, 0.2, excluded=3
+        condition(u, u[:, 0] < 0.6, [0.3, 0.5], 2.0, 0.5),
+        0.05,
+        7,
+        5,
+        12,
+        0.2,
+        excluded=3,
+        weight_quantile=0.25,
     )
     body = json.loads(json.dumps({"failures": model.to_dict()}))
     again = of_model(body)
@@ -83,7 +100,8 @@ def test_the_model_s_body_reads_back_to_the_same_model():
         again.n_failures,
         again.n_fitted,
         again.excluded,
-    ) == (0.05, 7, 5, 12, 3)
+        again.weight_quantile,
+    ) == (0.05, 7, 5, 12, 3, 0.25)
     np.testing.assert_array_equal(again.p_success(u), model.p_success(u))
     assert of_model(None) is None and of_model({"version": 3}) is None
 
