@@ -1,10 +1,10 @@
-"""Errors as ``application/problem+json`` (RFC 9457): the domain's exceptions, mapped to HTTP in
-one handler, and the framework's (unknown routes, methods, invalid bodies, Redis out of reach,
+"""Errors as ``application/problem+json`` (RFC 9457): the domain's refusals
+(:mod:`service.refusals`), each mapped to its HTTP status here, the credentials' errors, and the
+framework's (unknown routes, methods, invalid bodies, Redis out of reach,
 anything unforeseen) mapped the same way."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from http import HTTPStatus
 
@@ -15,13 +15,25 @@ from redis.exceptions import BusyLoadingError, OutOfMemoryError, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from fbgp_al.service.refusals import (
+    Busy,
+    Conflict,
+    Gone,
+    JobFailed,
+    NotFound,
+    Refusal,
+    TooLarge,
+    TooMany,
+    Unprocessable,
+)
 from fbgp_al.service.settings import get_settings
 
 log = logging.getLogger("fbgp.api")
 
 
 class ServiceError(Exception):
-    """A request the service cannot answer as asked; ``status`` is its HTTP status."""
+    """A request refused for what HTTP itself says (its credentials); ``status`` is its HTTP
+    status. The domain's refusals are :class:`service.refusals.Refusal`."""
 
     status = 500
 
@@ -29,10 +41,6 @@ class ServiceError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.headers = headers or {}
-
-
-class BadRequest(ServiceError):
-    status = 400
 
 
 class Unauthorized(ServiceError):
@@ -43,60 +51,26 @@ class Forbidden(ServiceError):
     status = 403
 
 
-class NotFound(ServiceError):
-    """No such campaign, ticket, model or plot."""
-
-    status = 404
-
-
-class Conflict(ServiceError):
-    status = 409
-
-
-class Gone(ServiceError):
-    """The campaign is done."""
-
-    status = 410
+# Each refusal of the domain (service.refusals) and its HTTP status: the first class along an
+# error's MRO found here
+REFUSAL_STATUS: dict[type[Refusal], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    Gone: 410,
+    TooLarge: 413,
+    Unprocessable: 422,
+    TooMany: 429,
+    JobFailed: 500,
+    Busy: 503,
+}
 
 
-class Unprocessable(ServiceError):
-    """Well-formed, but not for this campaign (a point outside its box, of another dimension)."""
-
-    status = 422
-
-
-@contextlib.contextmanager
-def as_422():
-    """A value that a check of the shared vocabulary refuses (``ValueError``: a point that does
-    not fit the inputs, a label that does not fit the outputs), answered 422 with its words."""
-    try:
-        yield
-    except ValueError as error:
-        raise Unprocessable(str(error)) from None
-
-
-class JobFailed(ServiceError):
-    """A model job failed on the worker."""
-
-    status = 500
-
-
-class TooMany(ServiceError):
-    """A campaign has as many model calls running as it may (``limit_model_calls``)."""
-
-    status = 429
-
-    def __init__(self, detail: str, retry_after: int):
-        super().__init__(detail, {"Retry-After": str(retry_after)})
-
-
-class Busy(ServiceError):
-    """No worker took a model job in time: nothing is wrong with the request; ask again."""
-
-    status = 503
-
-    def __init__(self, detail: str, retry_after: int):
-        super().__init__(detail, {"Retry-After": str(retry_after)})
+def refusal_status(error: Refusal) -> int:
+    """The HTTP status of a refusal (:data:`REFUSAL_STATUS`; 500 for one it does not list)."""
+    for cls in type(error).__mro__:
+        if cls in REFUSAL_STATUS:
+            return REFUSAL_STATUS[cls]
+    return 500
 
 
 def problem(status: int, detail: str, headers: dict | None = None, **more) -> JSONResponse:
@@ -114,6 +88,11 @@ def problem(status: int, detail: str, headers: dict | None = None, **more) -> JS
 
 def _service_error(request: Request, error: ServiceError):
     return problem(error.status, error.detail, error.headers)
+
+
+def _refused(request: Request, error: Refusal):
+    headers = None if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    return problem(refusal_status(error), error.detail, headers)
 
 
 def _http_error(request: Request, error: StarletteHTTPException):
@@ -187,6 +166,7 @@ def _server_error(request: Request, error: Exception):
 def install(app: FastAPI) -> None:
     """Every error the app answers, as problem+json."""
     app.add_exception_handler(ServiceError, _service_error)
+    app.add_exception_handler(Refusal, _refused)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(RedisError, store_unreachable)

@@ -5,7 +5,7 @@ takes a worker (or the machine's memory) for longer than a stated amount of work
 from __future__ import annotations
 
 from fbgp_al.service.costs import mcmc_iterations, pool_size, scoring_draws
-from fbgp_al.service.errors import Unprocessable
+from fbgp_al.service.refusals import Unprocessable
 from fbgp_al.service.settings import Settings
 from fbgp_al.worker.spec.space import Space
 

@@ -13,19 +13,13 @@ import uuid
 from rq.job import Job, JobStatus
 
 from fbgp_al.service import costs
-from fbgp_al.service.errors import Busy, JobFailed, NotFound, ServiceError, TooMany
 from fbgp_al.service.job_results import forget
 from fbgp_al.service.queues import enqueue_short, stop_jobs, worker_count
+from fbgp_al.service.refusals import Busy, JobFailed, NotFound, TooLarge, TooMany
 from fbgp_al.service.settings import get_settings
 from fbgp_al.worker.spec.defaults import log_outputs
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
-
-
-class TooLarge(ServiceError):
-    """A short job ran out of the memory a job may use (``job_memory_mb``)."""
-
-    status = 413
 
 
 # counted against limit_model_calls

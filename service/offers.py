@@ -11,7 +11,7 @@ import logging
 from redis.exceptions import LockError
 
 from fbgp_al.service import loop
-from fbgp_al.service.errors import Busy
+from fbgp_al.service.refusals import Busy
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore
 

@@ -29,7 +29,7 @@ from fbgp_al.service.deps import (
     TeamScope,
     team_of,
 )
-from fbgp_al.service.errors import NotFound, Unprocessable
+from fbgp_al.service.refusals import NotFound, Unprocessable
 from fbgp_al.service.routes import bodies
 from fbgp_al.service.routes.model_jobs import run_job
 from fbgp_al.service.store import CampaignStore

@@ -8,8 +8,8 @@ import json
 import time
 
 from fbgp_al.service import loop
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.loop import Refit, Rules
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store import CampaignStore
 
 

@@ -18,8 +18,9 @@ from fbgp_al.service.deps import (
     team_credential,
     team_of,
 )
-from fbgp_al.service.errors import Conflict, Unauthorized, Unprocessable
+from fbgp_al.service.errors import Unauthorized
 from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.refusals import Conflict, Unprocessable
 from fbgp_al.service.routes import bodies
 from fbgp_al.service.schemas.campaigns import Campaign, CampaignCreate, CampaignStatus
 from fbgp_al.service.schemas.failures import Retry

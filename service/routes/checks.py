@@ -4,7 +4,7 @@ inputs, its outputs and noise variances the campaign's outputs and noise model
 
 from __future__ import annotations
 
-from fbgp_al.service.errors import as_422
+from fbgp_al.service.refusals import unprocessable_values
 from fbgp_al.service.schemas.inputs import check_points
 from fbgp_al.service.store import CampaignStore
 
@@ -13,5 +13,5 @@ def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[d
     """The campaign's spec and ``x`` with each value as its input keeps it, once ``x`` is known
     to fit its inputs (422 otherwise)."""
     spec = store.spec(campaign_id)
-    with as_422():
+    with unprocessable_values():
         return spec, check_points(x, spec["inputs"])

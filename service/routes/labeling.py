@@ -21,10 +21,10 @@ from starlette.concurrency import run_in_threadpool
 
 from fbgp_al.service import limits, loop, wakeups
 from fbgp_al.service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from fbgp_al.service.errors import Conflict, Gone, NotFound, Unprocessable, as_422
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
 from fbgp_al.service.middleware import OffTheLoop
 from fbgp_al.service.offers import offer
+from fbgp_al.service.refusals import Conflict, Gone, NotFound, Unprocessable, unprocessable_values
 from fbgp_al.service.routes.checks import spec_with_points
 from fbgp_al.service.routes.csv_export import observations_csv
 from fbgp_al.service.schemas.labeling import (
@@ -350,7 +350,7 @@ def import_observations(
     the same import sent again (its answer was lost) is answered 200 with what the first
     stored, and nothing is stored twice; the key sent with other observations is a 422."""
     spec, x = spec_with_points(store, campaign_id, body.x)
-    with as_422():
+    with unprocessable_values():
         check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
         y, noise = checked_rows(spec, body.y, body.noise)
     digest = ""

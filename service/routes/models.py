@@ -11,8 +11,8 @@ from fastapi import APIRouter, Query, Response
 
 from fbgp_al.service import limits
 from fbgp_al.service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
-from fbgp_al.service.errors import NotFound, Unprocessable, as_422
 from fbgp_al.service.middleware import OffTheLoop
+from fbgp_al.service.refusals import NotFound, Unprocessable, unprocessable_values
 from fbgp_al.service.routes.checks import spec_with_points
 from fbgp_al.service.routes.model_jobs import run_job
 from fbgp_al.service.schemas.labeling import Observations
@@ -286,7 +286,7 @@ def evaluate(
     if body.noise is not None and not known_noise(spec):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")
     x = _checked_points(store, campaign_id, body.x)
-    with as_422():
+    with unprocessable_values():
         y, noise = checked_rows(spec, body.y, body.noise)
     names = output_names(spec)
     if names is not None:  # each output's column

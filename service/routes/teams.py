@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from fbgp_al.service.deps import Authorized, SettingsDep, StoreDep
-from fbgp_al.service.errors import Conflict, NotFound
+from fbgp_al.service.refusals import Conflict, NotFound
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.schemas.teams import Team, TeamCreate, TeamToken
 

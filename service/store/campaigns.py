@@ -16,7 +16,6 @@ import numpy as np
 from redis.exceptions import RedisError, WatchError
 
 from fbgp_al.service import loop, queues
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.keys import (
     CAMPAIGNS,
     PARTS,
@@ -27,6 +26,7 @@ from fbgp_al.service.keys import (
     WAKE_CHANNEL,
 )
 from fbgp_al.service.loop import Rules
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store.teams import TeamFull, TeamGone
 from fbgp_al.worker.spec import pools
 from fbgp_al.worker.spec.design import initial_design

@@ -8,9 +8,9 @@ import logging
 from collections.abc import Callable
 
 from fbgp_al.service import loop
-from fbgp_al.service.errors import NotFound, Unprocessable
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome
+from fbgp_al.service.refusals import NotFound, Unprocessable
 from fbgp_al.worker.spec import pools
 
 log = logging.getLogger("fbgp.store")

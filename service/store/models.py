@@ -9,8 +9,8 @@ import logging
 import time
 
 from fbgp_al.service import loop, stopping
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.keys import PHASES
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.worker.spec.defaults import STOP_TARGETS, failure_options
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from redis.exceptions import RedisError
 
 from fbgp_al.service import costs, loop, queues
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import Rules
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store.runs import MAX_REASON
 

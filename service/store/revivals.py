@@ -12,8 +12,8 @@ import logging
 import uuid
 
 from fbgp_al.service import queues, supervision
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.loop import Refit
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store.refits import DIED
 
 log = logging.getLogger("fbgp.store")

@@ -8,8 +8,8 @@ import json
 import logging
 import uuid
 
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.loop import Refit, Snapshot
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 
 log = logging.getLogger("fbgp.store")

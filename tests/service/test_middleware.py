@@ -14,8 +14,8 @@ from fastapi.responses import JSONResponse
 
 from fbgp_al.clients.ops.stack import free_port
 from fbgp_al.service import errors, server
-from fbgp_al.service.errors import JobFailed
 from fbgp_al.service.main import App
+from fbgp_al.service.refusals import JobFailed
 from tests.conftest import start_api, stop
 from tests.service.conftest import LIMIT
 from tests.service.conftest import admin_client as _admin

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from fbgp_al.service import loop
-from fbgp_al.service.errors import Busy
 from fbgp_al.service.offers import offer
+from fbgp_al.service.refusals import Busy
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import Settings
 
@@ -47,7 +47,7 @@ def test_a_campaign_whose_lock_is_held_is_busy(bare_store, make_body, settings):
         with pytest.raises(Busy) as busy:
             offer(bare_store, campaign, time.time(), settings)
         assert time.monotonic() - began >= 0.2  # the lock's timeout, 0.3 s, polled in steps
-        assert busy.value.headers == {"Retry-After": "4"}
+        assert busy.value.retry_after == 4
     finally:
         held.release()
     assert isinstance(offer(bare_store, campaign, time.time(), settings), list)

@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 from rq import get_current_job
 
 from fbgp_al.service import costs, job_results
-from fbgp_al.service.errors import NotFound
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
 from fbgp_al.worker import answers, effect_views, fitting, views

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from redis import Redis
 
-from fbgp_al.service.errors import NotFound
 from fbgp_al.service.queues import REFIT, queue
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store import CampaignStore
 from tests.service.conftest import wait_for_model
 

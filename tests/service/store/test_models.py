@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from fbgp_al.service.errors import NotFound
+from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 
