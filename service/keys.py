@@ -140,6 +140,11 @@ def campaign(campaign_id: str, part: str) -> str:
     return f"{CAMPAIGN_PREFIX}{campaign_id}:{part}"
 
 
+def campaign_keys(campaign_id: str) -> str:
+    """The pattern (``SCAN MATCH``) of every key of campaign ``campaign_id``."""
+    return campaign(campaign_id, "*")
+
+
 def team(name: str) -> str:
     """The set of the campaigns team ``name``'s token created."""
     return f"{PREFIX}team:{name}:campaigns"

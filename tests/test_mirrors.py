@@ -14,7 +14,6 @@ PACKAGES = ("service", "worker", "clients")
 DECLARATIONS = {
     "service/app.py",
     "service/main.py",
-    "service/keys.py",
     "service/routes/model_jobs.py",
     "service/schemas/failures.py",
     "service/schemas/fields.py",

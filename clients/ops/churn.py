@@ -33,6 +33,7 @@ from redis import Redis
 from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.ops.stack import LocalStack, fbgp_env
 from fbgp_al.clients.simulators import get_simulator
+from fbgp_al.service import keys
 
 REASON = "solver diverged at step 4181: " + "residual above tolerance; " * 7  # ~200 characters
 MCMC = {"chains": 1, "warmup": 30, "samples": 20, "thinning": 1}
@@ -61,7 +62,7 @@ def campaign_bytes(redis: Redis, campaign: str) -> int:
     """The bytes Redis holds for ``campaign``'s keys (``MEMORY USAGE``, every element counted)."""
     return sum(
         redis.memory_usage(key, samples=0) or 0
-        for key in redis.scan_iter(f"fbgp:c:{campaign}:*", count=1000)
+        for key in redis.scan_iter(keys.campaign_keys(campaign), count=1000)
     )
 
 
