@@ -2,13 +2,12 @@
 ``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
 ``/observations`` imports and exports labels (and failures; as CSV by
 :mod:`service.routes.csv_export`). The rules are :mod:`service.loop`'s; here they meet Redis
-(:func:`service.offers.offer`, ``/next``'s story) and HTTP (:func:`label_status`,
-:func:`run_status`)."""
+(:func:`service.offers.offer`, ``/next``'s story; :func:`service.observations.arrive`, an
+import's) and HTTP (:func:`label_status`, :func:`run_status`)."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import math
@@ -19,13 +18,12 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from fbgp_al.service import limits, loop, wakeups
+from fbgp_al.service import loop, observations, wakeups
 from fbgp_al.service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from fbgp_al.service.loop import ImportOutcome, LabelOutcome, RenewOutcome, RunOutcome
+from fbgp_al.service.loop import LabelOutcome, RenewOutcome, RunOutcome
 from fbgp_al.service.middleware import OffTheLoop
 from fbgp_al.service.offers import offer
-from fbgp_al.service.refusals import Conflict, Gone, NotFound, Unprocessable, unprocessable_values
-from fbgp_al.service.routes.checks import spec_with_points
+from fbgp_al.service.refusals import Conflict, Gone, NotFound
 from fbgp_al.service.routes.csv_export import observations_csv
 from fbgp_al.service.schemas.labeling import (
     FailPost,
@@ -44,7 +42,7 @@ from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore
 from fbgp_al.worker.spec.defaults import known_noise
-from fbgp_al.worker.spec.values import LabelValues, check_noise, checked_rows
+from fbgp_al.worker.spec.values import LabelValues
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(
@@ -349,47 +347,13 @@ def import_observations(
     """Labels for points labeled elsewhere, stored all or none. With an ``Idempotency-Key``,
     the same import sent again (its answer was lost) is answered 200 with what the first
     stored, and nothing is stored twice; the key sent with other observations is a 422."""
-    spec, x = spec_with_points(store, campaign_id, body.x)
-    with unprocessable_values():
-        check_noise(spec, body.noise is not None, "noise", "noise (the variance of each y)")
-        y, noise = checked_rows(spec, body.y, body.noise)
-    digest = ""
-    if idempotency_key is not None:
-        digest = hashlib.sha256(json.dumps([x, y, noise]).encode()).hexdigest()
-        held = store.imported(campaign_id, idempotency_key, digest)
-        if held is not None:
-            return _imported_again(held[:2], len(body.y), response)
-    limits.check_import(store.n_labeled(campaign_id), len(body.y), settings)
-    outcome, n, _ = store.import_observations(
-        campaign_id, x, y, time.time(), noise, idempotency_key, digest
+    arrived = observations.arrive(
+        store, settings, campaign_id, body.x, body.y, body.noise, idempotency_key, time.time()
     )
-    if outcome in (ImportOutcome.SAME_AGAIN, ImportOutcome.KEY_REUSED):
-        return _imported_again((outcome, n), len(body.y), response)
-    if outcome == ImportOutcome.TOO_MANY:
-        raise Conflict(
-            f"{len(body.y)} more labels would exceed max_labels ({spec['max_labels']}; {n} stored)"
-        )
-    if outcome == ImportOutcome.REPEATED:
-        raise Conflict(
-            "a pool point among them has a label already, or appears twice, and "
-            "the campaign does not allow repeats (allow_repeats): none was "
-            "stored"
-        )
-    return {"n_labeled": n, "imported": len(body.y)}
-
-
-def _imported_again(held: tuple[ImportOutcome, int], count: int, response: Response) -> dict:
-    """The answer to an import whose Idempotency-Key was stored before: 200 with the first
-    answer, or 422 if the key came with other observations then."""
-    outcome, n = held
-    if outcome == ImportOutcome.KEY_REUSED:
-        raise Unprocessable(
-            "this Idempotency-Key was sent with other observations before; "
-            "send a new key with each import"
-        )
-    response.status_code = 200
-    response.headers[REPLAYED] = "true"
-    return {"n_labeled": n, "imported": count}
+    if arrived.again:
+        response.status_code = 200
+        response.headers[REPLAYED] = "true"
+    return {"n_labeled": arrived.n_labeled, "imported": arrived.imported}
 
 
 OBSERVATIONS_RESPONSES = {

@@ -10,10 +10,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from fbgp_al.service import limits
+from fbgp_al.service.checks import spec_with_points
 from fbgp_al.service.deps import Authorized, CampaignId, RedisDep, SettingsDep, StoreDep
 from fbgp_al.service.middleware import OffTheLoop
 from fbgp_al.service.refusals import NotFound, Unprocessable, unprocessable_values
-from fbgp_al.service.routes.checks import spec_with_points
 from fbgp_al.service.routes.model_jobs import run_job
 from fbgp_al.service.schemas.labeling import Observations
 from fbgp_al.service.schemas.models import (

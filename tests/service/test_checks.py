@@ -1,5 +1,5 @@
 """What the routes check of a request's values against its campaign
-(:mod:`service.routes.checks`), over HTTP: points that do not fit the inputs are 422 for model
+(:mod:`service.checks`), over HTTP: points that do not fit the inputs are 422 for model
 calls and imports, and noise variances sent to a campaign that learns its noise are 422."""
 
 
