@@ -377,14 +377,16 @@ def test_the_default_warm_started_matches_the_quadrature(one_mode):
 def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_mode):
     """As the service runs it: 150 draws for scoring, spread over the chains, a bulk ESS of at
     least 150 behind them, fewer gradient evaluations than the paper's fixed 5 x (200 + 300).
-    Against the quadrature, the scored draws of three refits together: the 5% quantile of 150
+    Against the quadrature, the scored draws of six refits together: the 5% quantile of 150
     draws with an ESS near 150 has a standard error near 0.17 sd (over seeds 0-9 single refits
-    missed by 0.13 to 0.64 sd at their worst, with 200 warm-up iterations 0.10 to 0.58), 450
-    draws about 0.1 sd."""
+    missed by 0.13 to 0.64 sd at their worst, with 200 warm-up iterations 0.10 to 0.58), 900
+    draws about 0.07 sd. Three refits (seeds 3-5) missed by 0.44 sd on one machine's build of
+    the libraries, two of them among the worst; over seeds 0-11 the 5% quantile of ``log l``
+    lay 0.16 sd above the quadrature's, the other quantiles and the means within 0.14 sd."""
     u, z = one_mode
     mcmc, kw = _default()
     scored = []
-    for seed in (3, 4, 5):
+    for seed in range(6):
         post = sample_posterior(
             u, z, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed=seed, **kw
         )
@@ -398,7 +400,7 @@ def test_the_default_scores_with_its_draws_backed_by_as_many_effective_ones(one_
         assert torch.equal(scoring.noise[29::30], post.noise[rows])
         scored.append(scoring.log_draws().numpy())
         if seed == 3:
-            paper = sample_posterior(u, z, 5, 200, 300, seed=3)
+            paper = sample_posterior(u, z, 5, 200, 300, seed=3)  # the paper's fixed budget
             assert d["gradient_evaluations"] < 0.7 * paper.diagnostics["gradient_evaluations"]
     _assert_matches(np.concatenate(scored), _quadrature(u, z), tol_mean=0.2, tol_q=0.4)
 
