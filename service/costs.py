@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.space import Space
 
 FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
 

@@ -83,7 +83,7 @@ def test_cli_and_simulators_load_without_torch():
     code = (
         "import sys, fbgp_al.clients.ops.cli, fbgp_al.clients.simulators;"
         "import fbgp_al.clients.reproduction.protocol;"
-        "import fbgp_al.worker.spec.design, fbgp_al.worker.spec.defaults;"
+        "import fbgp_al.worker.vocabulary.design, fbgp_al.worker.vocabulary.defaults;"
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -100,20 +100,21 @@ def test_the_sdk_loads_without_torch_scipy_redis_or_fastapi():
         " & {n for m in sys.modules for n in (m.split('.')[0], '.'.join(m.split('.')[:2]))};"
         "assert not loaded, loaded;"
         "workers = {m for m in sys.modules if m.startswith('fbgp_al.worker')};"
-        "assert workers <= {'fbgp_al.worker', 'fbgp_al.worker.spec', 'fbgp_al.worker.spec.space',"
-        " 'fbgp_al.worker.spec.lognormal', 'fbgp_al.worker.spec.sobol'}, workers"
+        "assert workers <= {'fbgp_al.worker', 'fbgp_al.worker.vocabulary',"
+        " 'fbgp_al.worker.vocabulary.space', 'fbgp_al.worker.vocabulary.lognormal',"
+        " 'fbgp_al.worker.vocabulary.sobol'}, workers"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_the_input_space_needs_only_numpy():
-    """worker/spec/space.py maps inputs for the service, the workers and the SDK's numpy-only
-    metamodel: the standard library and numpy only; so does worker/spec/lognormal.py, a log
-    output's predictions for both (with the numpy erf of worker/spec/sobol.py)."""
+    """worker/vocabulary/space.py maps inputs for the service, the workers and the SDK's numpy-only
+    metamodel: the standard library and numpy only; so does worker/vocabulary/lognormal.py, a log
+    output's predictions for both (with the numpy erf of worker/vocabulary/sobol.py)."""
     allowed = {"__future__", "dataclasses", "functools", "math", "numpy"}
-    assert _imports(ROOT / "worker" / "spec" / "space.py") <= allowed
-    assert _imports(ROOT / "worker" / "spec" / "lognormal.py") <= allowed | {"fbgp_al.worker"}
-    assert _imports(ROOT / "worker" / "spec" / "sobol.py") <= allowed | {
+    assert _imports(ROOT / "worker" / "vocabulary" / "space.py") <= allowed
+    assert _imports(ROOT / "worker" / "vocabulary" / "lognormal.py") <= allowed | {"fbgp_al.worker"}
+    assert _imports(ROOT / "worker" / "vocabulary" / "sobol.py") <= allowed | {
         "fbgp_al.worker",
         "collections",
     }

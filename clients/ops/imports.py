@@ -4,7 +4,7 @@
 The modules fall into layers by where they live:
 
 - ``service``: ``service/`` (the API, the store, the loop's rules, the queues);
-- ``vocabulary``: ``worker/spec/`` (what a campaign's spec means, which every layer shares:
+- ``vocabulary``: ``worker/vocabulary/`` (what a campaign's spec means, which every layer shares:
   inputs and their mapping, pools and designs, defaults);
 - ``math``: the other modules of ``worker/`` itself (the GP, NUTS, acquisitions, a refit);
 - ``glue``: ``worker/jobs/`` (the RQ jobs, their fan-out, a refit's lease, the worker process);
@@ -62,7 +62,7 @@ def layer(module: str) -> str:
     if parts[0] == "service":
         return "service"
     if parts[0] == "worker":
-        return {"jobs": "glue", "spec": "vocabulary"}.get(parts[1] if parts[1:] else "", "math")
+        return {"jobs": "glue", "vocabulary": "vocabulary"}.get(parts[1] if parts[1:] else "", "math")
     if parts[1:2] in (["ops"], ["reproduction"]):
         return "tooling"
     return "sdk"
@@ -207,7 +207,7 @@ def _arrow_against(graph: Graph, mine: str, other: str, theirs: str) -> str | No
     if mine == "service" and theirs == "glue":
         return "the service enqueues the jobs by name and never imports them"
     if mine == "service" and theirs == "math":
-        return "the service imports of worker/ only the vocabulary (worker/spec/)"
+        return "the service imports of worker/ only the vocabulary (worker/vocabulary/)"
     if mine == "service" and libraries_reached(graph, other) & TORCH:
         return "it loads torch, which the API process never does"
     if mine == "sdk" and theirs != "sdk" and libraries_reached(graph, other) - SDK_LIBRARIES:

@@ -45,7 +45,7 @@ def room_of(filename: str) -> str | None:
     and ``service/keys.py``: :class:`service.store.CampaignStore`, the one object the routes and
     the jobs use; ``service/routes/``, ``service/schemas/``, the RQ glue of ``worker/jobs/``);
     and none, as a library's, for the HTTP plumbing every request passes (middleware,
-    dependencies) and the vocabulary every layer shares (``worker/spec/``), which call no
+    dependencies) and the vocabulary every layer shares (``worker/vocabulary/``), which call no
     product code."""
     module = module_of(filename)
     if module is None or module in PLUMBING:
@@ -53,7 +53,7 @@ def room_of(filename: str) -> str | None:
     if module == "fbgp_al.service.keys":
         return "fbgp_al.service.store"
     parts = module.split(".")
-    if parts[1:3] == ["worker", "spec"]:
+    if parts[1:3] == ["worker", "vocabulary"]:
         return None
     return ".".join(parts[:3])
 

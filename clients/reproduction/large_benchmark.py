@@ -20,8 +20,8 @@ from fbgp_al.clients.reproduction.core_data import (
 from fbgp_al.worker.acquisition import evaluate
 from fbgp_al.worker.convergence import convergence
 from fbgp_al.worker.mcmc import Target, sample_posterior
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 
 LARGE_SIMULATORS = ("ishigami", "hartmann6")
 

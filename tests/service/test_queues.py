@@ -34,7 +34,7 @@ from fbgp_al.service.queues import (
 )
 from fbgp_al.service.settings import Settings, get_settings
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 from tests.conftest import start_worker
 from tests.service.conftest import label_design, wait_for_model
 

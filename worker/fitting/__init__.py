@@ -34,8 +34,8 @@ from fbgp_al.worker.fitting.posteriors import (
 )
 from fbgp_al.worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
-from fbgp_al.worker.spec.defaults import output_names
-from fbgp_al.worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.defaults import output_names
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 __all__ = [
     "Data",

@@ -11,13 +11,13 @@ import torch
 from fbgp_al.worker.feasibility.campaign import fit_campaign
 from fbgp_al.worker.laplace import laplace_posterior
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.vocabulary.defaults import (
     MCMC_DEFAULTS,
     known_noise,
     output_transform,
 )
-from fbgp_al.worker.spec.space import Space
-from fbgp_al.worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.vocabulary.space import Space
 
 # what a NUTS refit reports of a Laplace mixture it tried and did not use
 LAPLACE_TRIED = (

@@ -16,12 +16,12 @@ from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.scoring import Output, Scoring
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.vocabulary.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
 )
-from fbgp_al.worker.spec.design import GridPool, PointPool
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def candidates_of(

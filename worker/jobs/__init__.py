@@ -31,8 +31,13 @@ from fbgp_al.worker.jobs import fanout
 from fbgp_al.worker.jobs.lease import lease, log_ids
 from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.sensitivity import sensitivity_outputs
-from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec, output_title
-from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.vocabulary.defaults import (
+    output_labels,
+    output_names,
+    output_spec,
+    output_title,
+)
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 from fbgp_al.worker.warm_start import judge_warm_start
 
 log = logging.getLogger("fbgp.worker")

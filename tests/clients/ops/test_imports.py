@@ -71,14 +71,14 @@ def test_a_cycle_is_against_the_rules():
             "fbgp_al.service.x -> fbgp_al.worker.views",
         ),
         (
-            {"fbgp_al.worker.spec.space": {"fbgp_al.worker.gp"}, "fbgp_al.worker.gp": set()},
+            {"fbgp_al.worker.vocabulary.space": {"fbgp_al.worker.gp"}, "fbgp_al.worker.gp": set()},
             {},
-            "fbgp_al.worker.spec.space -> fbgp_al.worker.gp",
+            "fbgp_al.worker.vocabulary.space -> fbgp_al.worker.gp",
         ),
         (
-            {"fbgp_al.worker.spec.design": set()},
-            {"fbgp_al.worker.spec.design": {"torch"}},
-            "fbgp_al.worker.spec.design imports ['torch']",
+            {"fbgp_al.worker.vocabulary.design": set()},
+            {"fbgp_al.worker.vocabulary.design": {"torch"}},
+            "fbgp_al.worker.vocabulary.design imports ['torch']",
         ),
         (
             {"fbgp_al.clients.metamodel": {"fbgp_al.worker.gp"}, "fbgp_al.worker.gp": set()},
@@ -92,11 +92,11 @@ def test_a_cycle_is_against_the_rules():
         ),
         (
             {
-                "fbgp_al.clients.client": {"fbgp_al.worker.spec.design"},
-                "fbgp_al.worker.spec.design": set(),
+                "fbgp_al.clients.client": {"fbgp_al.worker.vocabulary.design"},
+                "fbgp_al.worker.vocabulary.design": set(),
             },
-            {"fbgp_al.worker.spec.design": {"scipy"}},
-            "fbgp_al.clients.client -> fbgp_al.worker.spec.design",
+            {"fbgp_al.worker.vocabulary.design": {"scipy"}},
+            "fbgp_al.clients.client -> fbgp_al.worker.vocabulary.design",
         ),
         (
             {
@@ -125,16 +125,16 @@ def test_the_rules_allow_what_the_layers_may_do():
     graph = _graph(
         {
             "fbgp_al.worker.jobs": {"fbgp_al.service.store", "fbgp_al.worker.gp"},
-            "fbgp_al.service.store": {"fbgp_al.worker.spec.space"},
-            "fbgp_al.worker.gp": {"fbgp_al.worker.spec.space"},
-            "fbgp_al.worker.spec.space": set(),
-            "fbgp_al.clients.metamodel": {"fbgp_al.worker.spec.space"},
+            "fbgp_al.service.store": {"fbgp_al.worker.vocabulary.space"},
+            "fbgp_al.worker.gp": {"fbgp_al.worker.vocabulary.space"},
+            "fbgp_al.worker.vocabulary.space": set(),
+            "fbgp_al.clients.metamodel": {"fbgp_al.worker.vocabulary.space"},
             "fbgp_al.clients.ops.cli": {"fbgp_al.worker.jobs", "fbgp_al.clients.client"},
             "fbgp_al.clients.client": set(),
         },
         {
             "fbgp_al.worker.gp": {"torch"},
-            "fbgp_al.worker.spec.space": {"numpy"},
+            "fbgp_al.worker.vocabulary.space": {"numpy"},
             "fbgp_al.worker.jobs": {"rq", "redis"},
         },
     )

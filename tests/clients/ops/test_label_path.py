@@ -14,7 +14,7 @@ def test_a_package_is_one_room_and_the_vocabulary_and_plumbing_none():
     assert room("service/routes/checks.py") == "fbgp_al.service.routes"
     assert room("worker/jobs/lease.py") == room("worker/jobs/__init__.py") == "fbgp_al.worker.jobs"
     assert room("service/loop.py") == "fbgp_al.service.loop"
-    assert room("worker/spec/space.py") is None and room("service/middleware.py") is None
+    assert room("worker/vocabulary/space.py") is None and room("service/middleware.py") is None
     assert room_of("/usr/lib/python3/json/decoder.py") is None
 
 

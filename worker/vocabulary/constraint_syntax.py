@@ -1,4 +1,4 @@
-"""The syntax of a campaign's constraints (:mod:`worker.spec.constraints`): the tree a
+"""The syntax of a campaign's constraints (:mod:`worker.vocabulary.constraints`): the tree a
 constraint parses to, its tokens, and the error that says which constraint, where and why."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from fbgp_al.worker.spec.sobol import erf
+from fbgp_al.worker.vocabulary.sobol import erf
 
 # the standard normal's 0.975 quantile: the central 95% interval is exp(mu -+ Z95 sqrt(s2))
 Z95 = 1.959963984540054

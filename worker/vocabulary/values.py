@@ -5,7 +5,7 @@ field; the service answers it as a 422."""
 
 from __future__ import annotations
 
-from fbgp_al.worker.spec.defaults import known_noise, log_outputs, output_names
+from fbgp_al.worker.vocabulary.defaults import known_noise, log_outputs, output_names
 
 KNOWN_NOISE = (
     'this campaign\'s labels carry their noise variance (its "noise" is {"type": "known"})'

@@ -391,9 +391,9 @@ class Space:
         return math.prod(self.levels(points_per_dim))
 
     def axes(self, points_per_dim: int) -> tuple[tuple[float, ...] | None, ...] | None:
-        """A grid's pool coordinates per input (:class:`worker.spec.design.GridPool`'s ``axes``):
-        None for a float or log input, whose levels are the plain ``{0, 1/(k-1), ..., 1}``;
-        None in all for a campaign of float and log inputs."""
+        """A grid's pool coordinates per input (:class:`worker.vocabulary.design.GridPool`'s
+        ``axes``): None for a float or log input, whose levels are the plain ``{0, 1/(k-1), ...,
+        1}``; None in all for a campaign of float and log inputs."""
         if all(i.type in ("float", "log") for i in self.inputs):
             return None
         return tuple(

@@ -1,11 +1,12 @@
-"""The input box, pools of candidate inputs and the initial design (:mod:`worker.spec.design`)."""
+"""The input box, pools of candidate inputs and the initial design
+(:mod:`worker.vocabulary.design`)."""
 
 import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import qmc
 
-from fbgp_al.worker.spec.design import Box, GridPool, PointPool, initial_design, maximin_lhs
+from fbgp_al.worker.vocabulary.design import Box, GridPool, PointPool, initial_design, maximin_lhs
 
 
 def test_grid_pool_addresses_points_without_building_them():
@@ -58,7 +59,7 @@ def test_bad_pools_are_rejected():
 def test_a_point_pool_finds_nearest_points_by_tree_as_by_scan(monkeypatch):
     """Many rows over a large pool go through a k-d tree built once: the same indices as the
     scan, and the initial design that snaps to the pool is the same either way."""
-    from fbgp_al.worker.spec import design
+    from fbgp_al.worker.vocabulary import design
 
     rng = np.random.default_rng(3)
     pool = PointPool(rng.random((5_000, 3)))
@@ -75,7 +76,7 @@ def test_a_point_pool_finds_nearest_points_by_tree_as_by_scan(monkeypatch):
 def test_a_large_maximin_design_tries_fewer_hypercubes():
     """Small designs search 1,000 hypercubes; a large one as many as LHS_WORK allows (at least
     10), and is still the best of those it tried: the same as asking for that many."""
-    from fbgp_al.worker.spec import design
+    from fbgp_al.worker.vocabulary import design
 
     assert np.array_equal(maximin_lhs(3, 6, seed=4), maximin_lhs(3, 6, seed=4, tries=1000))
     size, dim = 200, 50

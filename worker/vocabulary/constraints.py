@@ -32,9 +32,16 @@ from functools import cached_property
 
 import numpy as np
 
-from fbgp_al.worker.spec.constraint_parser import MAX_TEXT, parse
-from fbgp_al.worker.spec.constraint_syntax import All, Among, ConstraintError, Linear, Node, Not
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.constraint_parser import MAX_TEXT, parse
+from fbgp_al.worker.vocabulary.constraint_syntax import (
+    All,
+    Among,
+    ConstraintError,
+    Linear,
+    Node,
+    Not,
+)
+from fbgp_al.worker.vocabulary.space import Space
 
 __all__ = ["MAX_TEXT", "ConstraintError", "Constraints", "of_spec", "parse", "pool_codes"]
 TOLERANCE = 1e-9  # of |terms|: a point this near a boundary lies on it
@@ -109,7 +116,7 @@ class Constraints:
 
     def each(self, codes) -> list[np.ndarray]:
         """Per constraint, whether it holds at each of the points ``codes`` (``m x d``: the
-        values, a choice as its value's index: :meth:`worker.spec.space.Space.codes`)."""
+        values, a choice as its value's index: :meth:`worker.vocabulary.space.Space.codes`)."""
         codes = np.asarray(codes, dtype=np.float64).reshape(-1, self.space.dim)
         return [_holds(tree, codes) for tree in self.trees]
 
@@ -149,7 +156,7 @@ class Constraints:
 
 def pool_codes(space: Space, u, columns=None) -> np.ndarray:
     """Pool coordinates ``u`` (``m x d``) as codes, vectorized (a log input's exact value, not
-    rounded to 12 digits as :meth:`worker.spec.space.Space.pool_to_code` writes it; the
+    rounded to 12 digits as :meth:`worker.vocabulary.space.Space.pool_to_code` writes it; the
     comparisons' tolerance covers the difference); with ``columns``, those only (the others
     0)."""
     u = np.asarray(u, dtype=np.float64).reshape(-1, space.dim)

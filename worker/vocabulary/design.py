@@ -55,7 +55,8 @@ class GridPool:
     """The grid ``{0, 1/(k-1), ..., 1}^d`` of ``k^d`` points, addressed by a flat index
     (row-major). ``axes``: per input, None for those ``k`` levels, or the input's own levels
     (ascending pool coordinates: an int input's snapped integers, a choice's values,
-    :meth:`worker.spec.space.Space.axes`), so that a grid of typed inputs holds each point once."""
+    :meth:`worker.vocabulary.space.Space.axes`), so that a grid of typed inputs holds each point
+    once."""
 
     dim: int
     points_per_dim: int
@@ -206,8 +207,9 @@ def initial_design(pool: GridPool | PointPool, size: int, seed: int, warp=None) 
     """Flat pool indices of a maximin LHS of ``size`` points snapped to the pool, all distinct.
 
     A design point whose nearest pool point is already taken moves to its nearest free one.
-    ``warp``: a map of the LHS's points before they snap (:meth:`worker.spec.space.Space.stratify`:
-    each value of a choice or an int input equally likely).
+    ``warp``: a map of the LHS's points before they snap
+    (:meth:`worker.vocabulary.space.Space.stratify`: each value of a choice or an int input equally
+    likely).
     """
     if size > pool.size:
         raise ValueError(f"an initial design of {size} points does not fit a pool of {pool.size}")

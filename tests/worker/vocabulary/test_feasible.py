@@ -1,5 +1,5 @@
-"""A grid pool cut by constraints (:class:`worker.spec.feasible.FeasibleGrid`), as
-:func:`worker.spec.pools.pool_of` gives it to every caller: its design, its draws and its
+"""A grid pool cut by constraints (:class:`worker.vocabulary.feasible.FeasibleGrid`), as
+:func:`worker.vocabulary.pools.pool_of` gives it to every caller: its design, its draws and its
 nearest-point look-ups are feasible, its draws cover the feasible part uniformly (on a listed
 30^3 grid and on a 100^6 grid drawn from by rejection), its work is bounded where the feasible
 part is small, and a campaign stored without constraints gets the plain grid."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from fbgp_al.service.store.campaigns import design_reserve
-from fbgp_al.worker.spec import feasible, pools
-from fbgp_al.worker.spec.design import GridPool, initial_design
-from fbgp_al.worker.spec.feasible import FeasibleGrid
+from fbgp_al.worker.vocabulary import feasible, pools
+from fbgp_al.worker.vocabulary.design import GridPool, initial_design
+from fbgp_al.worker.vocabulary.feasible import FeasibleGrid
 
 CUBE3 = [{"name": n, "lower": 0.0, "upper": 1.0} for n in ("x", "y", "z")]
 CUBE6 = [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(6)]

@@ -1,13 +1,13 @@
-"""Input types (worker.spec.space): values <-> pool coordinates <-> the GP's features, and grids of
-typed inputs."""
+"""Input types (worker.vocabulary.space): values <-> pool coordinates <-> the GP's features, and
+grids of typed inputs."""
 
 import math
 
 import numpy as np
 import pytest
 
-from fbgp_al.worker.spec.design import Box, GridPool, initial_design
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.design import Box, GridPool, initial_design
+from fbgp_al.worker.vocabulary.space import Space
 
 TYPED = [
     {"name": "a", "lower": -1.0, "upper": 3.0},

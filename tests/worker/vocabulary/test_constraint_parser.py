@@ -1,4 +1,4 @@
-"""The parser of a campaign's constraints (:mod:`worker.spec.constraint_parser`): the tree it
+"""The parser of a campaign's constraints (:mod:`worker.vocabulary.constraint_parser`): the tree it
 builds (precedence, chains, groups against sums in parentheses, choices and membership), each
 comparison reduced to a linear form whose coefficients Python's own arithmetic on the text
 gives, and the limits on a constraint's length and nesting."""
@@ -7,9 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fbgp_al.worker.spec.constraint_parser import MAX_DEPTH, MAX_TEXT, parse
-from fbgp_al.worker.spec.constraint_syntax import All, Among, Any, ConstraintError, Linear, Not
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.constraint_parser import MAX_DEPTH, MAX_TEXT, parse
+from fbgp_al.worker.vocabulary.constraint_syntax import (
+    All,
+    Among,
+    Any,
+    ConstraintError,
+    Linear,
+    Not,
+)
+from fbgp_al.worker.vocabulary.space import Space
 
 SPACE = Space.of(
     [

@@ -1,16 +1,16 @@
 """A campaign's pool and input scaling, from its spec (the geometry is
-:mod:`worker.spec.design`'s, the inputs' types :mod:`worker.spec.space`'s). Inputs map to the
-unit cube by the declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input (the
-manual's "How it works"), on the log scale for a log input, by value index for a choice.
+:mod:`worker.vocabulary.design`'s, the inputs' types :mod:`worker.vocabulary.space`'s). Inputs map
+to the unit cube by the declared bounds: ``u = (x - lower) / (upper - lower)`` for a float input
+(the manual's "How it works"), on the log scale for a log input, by value index for a choice.
 
 An explicit pool's points are kept apart from the spec (the store keeps them as raw float64
-codes, :meth:`worker.spec.space.Space.codes`: a value, or a choice's index, and reads one row
+codes, :meth:`worker.vocabulary.space.Space.codes`: a value, or a choice's index, and reads one row
 for ``/next``): the spec as stored names only their count, :func:`stored_pool`, so reading a
 campaign's spec costs the same for a pool of ten points as for one of a million.
 
-A campaign's constraints (:mod:`worker.spec.constraints`) shape the pool that :func:`pool_of`
+A campaign's constraints (:mod:`worker.vocabulary.constraints`) shape the pool that :func:`pool_of`
 gives every caller (the design, its reserve, a refit's candidates, the nearest-point look-ups):
-a grid is a :class:`worker.spec.feasible.FeasibleGrid` (its points outside never drawn or
+a grid is a :class:`worker.vocabulary.feasible.FeasibleGrid` (its points outside never drawn or
 snapped to); an explicit pool keeps only the points inside, dropped at creation
 (:mod:`service.schemas.constraints`), so its stored points are all feasible."""
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fbgp_al.worker.spec.constraints import of_spec
-from fbgp_al.worker.spec.design import GridPool, PointPool
-from fbgp_al.worker.spec.feasible import FeasibleGrid
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.constraints import of_spec
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.feasible import FeasibleGrid
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def space_of(spec: dict) -> Space:
@@ -53,9 +53,10 @@ def stored_pool(pool: dict) -> dict:
 
 def pool_of(spec: dict, codes=None) -> GridPool | PointPool:
     """The campaign's pool in the unit cube. ``codes``: an explicit pool's points as stored
-    (``m x d`` codes, :meth:`worker.spec.space.Space.codes`) where the spec keeps only their count.
-    A grid holds each input's distinct levels (:meth:`worker.spec.space.Space.axes`); with
-    constraints, only those inside them count (:class:`worker.spec.feasible.FeasibleGrid`)."""
+    (``m x d`` codes, :meth:`worker.vocabulary.space.Space.codes`) where the spec keeps only their
+    count. A grid holds each input's distinct levels (:meth:`worker.vocabulary.space.Space.axes`);
+    with constraints, only those inside them count
+    (:class:`worker.vocabulary.feasible.FeasibleGrid`)."""
     space = space_of(spec)
     pool = spec["pool"]
     if pool["type"] == "grid":

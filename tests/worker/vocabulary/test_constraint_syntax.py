@@ -1,12 +1,12 @@
-"""The tokens of a campaign's constraints (:mod:`worker.spec.constraint_syntax`): each with its
-kind, value and span; numbers as Python reads them; quoted texts with escapes and backquoted
+"""The tokens of a campaign's constraints (:mod:`worker.vocabulary.constraint_syntax`): each with
+its kind, value and span; numbers as Python reads them; quoted texts with escapes and backquoted
 names; keywords and symbols, the longest first; and what is no token, named where it is."""
 
 import math
 
 import pytest
 
-from fbgp_al.worker.spec.constraint_syntax import ConstraintError, Token, tokens
+from fbgp_al.worker.vocabulary.constraint_syntax import ConstraintError, Token, tokens
 
 
 def _kinds(text: str) -> list[tuple[str, object]]:

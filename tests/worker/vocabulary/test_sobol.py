@@ -1,4 +1,4 @@
-"""Sobol indices of a GP's posterior mean (:mod:`worker.spec.sobol`): the closed form against
+"""Sobol indices of a GP's posterior mean (:mod:`worker.vocabulary.sobol`): the closed form against
 Monte Carlo on the same mean (SALib's Saltelli estimator, a pick-freeze one of a million points),
 one input's integrals against quadrature, with int and choice inputs, over the draws (the
 intervals), and the Monte Carlo estimator on Ishigami's analytic indices. GPs are built with
@@ -14,8 +14,8 @@ import pytest
 from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
-from fbgp_al.worker.spec import sobol
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary import sobol
+from fbgp_al.worker.vocabulary.space import Space
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PI = math.pi
@@ -174,7 +174,7 @@ def test_a_constant_mean_has_zero_indices():
 def test_the_closed_form_needs_numpy_alone():
     """The SDK's Metamodel may call it: importing it loads no torch nor scipy."""
     code = (
-        "import sys, fbgp_al.worker.spec.sobol;"
+        "import sys, fbgp_al.worker.vocabulary.sobol;"
         "loaded = {'torch', 'scipy'} & {m.split('.')[0] for m in sys.modules};"
         "assert not loaded, loaded"
     )

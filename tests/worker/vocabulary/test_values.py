@@ -1,11 +1,11 @@
-"""A label's values against its campaign (:mod:`worker.spec.values`): what is stored, and the
+"""A label's values against its campaign (:mod:`worker.vocabulary.values`): what is stored, and the
 field and output each refusal names; an output declared ``"transform": "log"`` takes values > 0
 only (its label, each replicate, each row of an import or a test set)."""
 
 import pytest
 
-from fbgp_al.worker.spec.defaults import log_outputs, output_spec, output_transform
-from fbgp_al.worker.spec.values import (
+from fbgp_al.worker.vocabulary.defaults import log_outputs, output_spec, output_transform
+from fbgp_al.worker.vocabulary.values import (
     LabelValues,
     check_noise,
     check_outputs,

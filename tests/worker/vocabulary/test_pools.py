@@ -1,10 +1,10 @@
-"""A campaign's pool and input scaling from its spec (:mod:`worker.spec.pools`): values to the
+"""A campaign's pool and input scaling from its spec (:mod:`worker.vocabulary.pools`): values to the
 unit cube and back, an explicit pool kept apart from the spec (its count in the spec), the grid's
 points as values, and the pool index of points that are pool points."""
 
 import numpy as np
 
-from fbgp_al.worker.spec.pools import (
+from fbgp_al.worker.vocabulary.pools import (
     explicit,
     grid_point,
     pool_index_of,

@@ -1,14 +1,14 @@
-"""A campaign's known constraints (:mod:`worker.spec.constraints`): what parses and how it reads,
-every mistake named with its constraint, character and reason, the vectorized evaluation against
-Python's own evaluation of the same text on random points, and the boundaries."""
+"""A campaign's known constraints (:mod:`worker.vocabulary.constraints`): what parses and how it
+reads, every mistake named with its constraint, character and reason, the vectorized evaluation
+against Python's own evaluation of the same text on random points, and the boundaries."""
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fbgp_al.worker.spec.constraints import ConstraintError, Constraints, of_spec, pool_codes
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.constraints import ConstraintError, Constraints, of_spec, pool_codes
+from fbgp_al.worker.vocabulary.space import Space
 
 INPUTS = [
     {"name": "load", "lower": -2.0, "upper": 3.0},

@@ -1,6 +1,6 @@
-"""The parser of a campaign's constraints (:mod:`worker.spec.constraints` has the grammar):
-recursive descent over :func:`worker.spec.constraint_syntax.tokens`, each comparison reduced to
-a linear form over the inputs' values, no eval."""
+"""The parser of a campaign's constraints (:mod:`worker.vocabulary.constraints` has the grammar):
+recursive descent over :func:`worker.vocabulary.constraint_syntax.tokens`, each comparison reduced
+to a linear form over the inputs' values, no eval."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import unicodedata
 from dataclasses import dataclass
 
-from fbgp_al.worker.spec.constraint_syntax import (
+from fbgp_al.worker.vocabulary.constraint_syntax import (
     COMPARISONS,
     All,
     Among,
@@ -20,7 +20,7 @@ from fbgp_al.worker.spec.constraint_syntax import (
     Token,
     tokens,
 )
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.space import Space
 
 MAX_TEXT = 1000  # characters of one constraint
 MAX_DEPTH = 32  # parentheses, not and signs nested in one another, at most

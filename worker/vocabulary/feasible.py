@@ -1,10 +1,11 @@
-"""A grid pool cut by a campaign's constraints (:mod:`worker.spec.constraints`), still never
+"""A grid pool cut by a campaign's constraints (:mod:`worker.vocabulary.constraints`), still never
 materialized: its points keep the grid's flat indices (so ``/next``'s look-up of a point, the
 stored design and rankings read as for any grid), and only the feasible ones are ever drawn,
 snapped to or counted.
 
 - A grid of at most ``ENUMERATE`` points lists its feasible indices once (in chunks of
-  ``CHUNK``): its size is exact, its draws are :func:`worker.spec.design._subsample`'s over them.
+  ``CHUNK``): its size is exact, its draws are :func:`worker.vocabulary.design._subsample`'s over
+  them.
 - A larger grid is drawn from by rejection: uniform flat indices, the infeasible ones dropped.
   The feasible fraction is estimated once from ``FRACTION_SAMPLE`` indices drawn with a fixed
   seed (the same at creation and at every refit), and sizes each round's draws; one subsample
@@ -24,8 +25,8 @@ from functools import cached_property
 
 import numpy as np
 
-from fbgp_al.worker.spec.constraints import Constraints
-from fbgp_al.worker.spec.design import GridPool, PointPool, _subsample
+from fbgp_al.worker.vocabulary.constraints import Constraints
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool, _subsample
 
 ENUMERATE = 2**20  # grids of at most this many points list their feasible points
 CHUNK = 2**18  # points evaluated at once
@@ -39,7 +40,7 @@ PAIR_MOVES_DIM = 8  # the pattern search also steps along two axes at once up to
 
 @dataclass(frozen=True, eq=False)
 class FeasibleGrid(GridPool):
-    """A :class:`worker.spec.design.GridPool` whose points outside ``constraints`` are never
+    """A :class:`worker.vocabulary.design.GridPool` whose points outside ``constraints`` are never
     drawn (:meth:`subsample`), snapped to (:meth:`index_of`) or counted (:attr:`size`). Flat
     indices are the grid's (``0 <= index < total``)."""
 
@@ -174,7 +175,7 @@ class FeasibleGrid(GridPool):
         """A feasible point near ``row`` that is not in ``taken`` (the initial design's next
         point where its nearest is taken), from the same start as :meth:`index_of`'s on a
         large grid, so that a design of many points does not draw anew for each; None on a
-        listed grid, whose draws cost little (:func:`worker.spec.design._nearest_free`'s)."""
+        listed grid, whose draws cost little (:func:`worker.vocabulary.design._nearest_free`'s)."""
         if self.listed is not None:
             return None
         taken = set(taken)

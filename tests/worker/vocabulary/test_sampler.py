@@ -1,6 +1,6 @@
-"""How a model's hyperparameters were drawn, in one line (:mod:`worker.spec.sampler`)."""
+"""How a model's hyperparameters were drawn, in one line (:mod:`worker.vocabulary.sampler`)."""
 
-from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 
 
 def test_a_nuts_refit_s_line():

@@ -1,6 +1,6 @@
-"""A log output's answers in its units (:mod:`worker.spec.lognormal`, numpy only) against scipy,
-computed independently: the lognormal's moments and log density (``scipy.stats.lognorm``), the
-mixture's moments (the law of total variance over ``lognorm``'s), the mixture's quantiles
+"""A log output's answers in its units (:mod:`worker.vocabulary.lognormal`, numpy only) against
+scipy, computed independently: the lognormal's moments and log density (``scipy.stats.lognorm``),
+the mixture's moments (the law of total variance over ``lognorm``'s), the mixture's quantiles
 (the root of the mixture's CDF by ``scipy.optimize.brentq``), the normal CDF (``ndtr``); the
 transform's round trip and the delta method of known noise (:mod:`worker.transforms`)."""
 
@@ -11,8 +11,8 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 from scipy.stats import lognorm, norm
 
-from fbgp_al.worker.spec import lognormal
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary import lognormal
 
 
 def _draws(seed=0, b=40, m=25):

@@ -1,8 +1,8 @@
-"""The campaign vocabulary's rules (:mod:`worker.spec.defaults`): which noise a campaign's labels
-carry, and a multi-output campaign as one single-output campaign per output (its names, weights,
-seeds and labels)."""
+"""The campaign vocabulary's rules (:mod:`worker.vocabulary.defaults`): which noise a campaign's
+labels carry, and a multi-output campaign as one single-output campaign per output (its names,
+weights, seeds and labels)."""
 
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.vocabulary.defaults import (
     known_noise,
     output_labels,
     output_names,

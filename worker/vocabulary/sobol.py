@@ -52,7 +52,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fbgp_al.worker.spec.space import Input, Space
+from fbgp_al.worker.vocabulary.space import Input, Space
 
 # int inputs of more values than this are integrated as continuous ones (see the docstring)
 MAX_LEVELS = 1024
