@@ -87,9 +87,9 @@ script that checks its ticket and appends it has run, so a label is stored exact
 Shared counters (:mod:`service.observability`): ``fbgp:metrics:labels`` (labels stored),
 ``fbgp:metrics:runs`` (hash: ``failed``, ``abandoned`` -> runs reported so) and
 ``fbgp:metrics:refit_seconds`` (hash: a histogram's buckets, sum and count). A fanned-out
-refit's chain groups (:mod:`worker.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
+refit's chain groups (:mod:`service.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
 and ``fbgp:chain-groups:{token}:draws`` (hash: their draws). A refit's scoring shared in parts
-(:func:`worker.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
+(:func:`service.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
 JSON of :class:`worker.scoring.Scoring`, and ``candidates:{start}``, the JSON of each part's
 candidates, :func:`worker.scoring.pack`), which the part jobs read; it expires by itself.
 """

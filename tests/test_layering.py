@@ -1,6 +1,6 @@
 """The import directions: the graph of every product module keeps the rules of
 :mod:`clients.ops.imports` (no cycle; the math imports no web or queue code; the service loads no
-torch; the glue of worker/jobs/ is the one layer that imports both; the SDK needs only httpx and
+torch; the glue of service/jobs/ is the one layer that imports both; the SDK needs only httpx and
 numpy; the tooling sits on top), and the processes load what those rules promise: the API no
 torch, the SDK nothing beyond httpx and numpy. The loop's rules are pure."""
 

@@ -7,7 +7,7 @@ The modules fall into layers by where they live:
 - ``vocabulary``: ``worker/vocabulary/`` (what a campaign's spec means, which every layer shares:
   inputs and their mapping, pools and designs, defaults);
 - ``math``: the other modules of ``worker/`` itself (the GP, NUTS, acquisitions, a refit);
-- ``glue``: ``worker/jobs/`` (the RQ jobs, their fan-out, a refit's lease, the worker process);
+- ``glue``: ``service/jobs/`` (the RQ jobs, their fan-out, a refit's lease, the worker process);
 - ``sdk``: the modules of ``clients/`` itself (``pip install fbgp-al``);
 - ``tooling``: ``clients/ops/`` and ``clients/reproduction/`` (the ``fbgp-al`` command).
 
@@ -60,9 +60,9 @@ def layer(module: str) -> str:
     if not parts:
         return "sdk"
     if parts[0] == "service":
-        return "service"
+        return "glue" if parts[1:2] == ["jobs"] else "service"
     if parts[0] == "worker":
-        return {"jobs": "glue", "vocabulary": "vocabulary"}.get(parts[1] if parts[1:] else "", "math")
+        return "vocabulary" if parts[1:2] == ["vocabulary"] else "math"
     if parts[1:2] in (["ops"], ["reproduction"]):
         return "tooling"
     return "sdk"

@@ -4,7 +4,7 @@ fresh pool subsample, ranking, and the model body that holds it all. The answers
 gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
 
 Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
-:mod:`worker.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
+:mod:`service.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
 OpenAPI document).
 """
 

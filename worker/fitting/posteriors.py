@@ -194,10 +194,10 @@ def chains(
 ):
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
     target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
-    refit: :class:`worker.jobs.fanout.Peers`), to the target judged at each check on all the chains
+    refit: :class:`service.jobs.fanout.Peers`), to the target judged at each check on all the chains
     together (:meth:`worker.convergence.Target.more_of`), as one process running every chain
     judges it, so that the merged draws are that process's. Raises
-    :class:`worker.jobs.fanout.PeersLost` when the others cannot be heard."""
+    :class:`service.jobs.fanout.PeersLost` when the others cannot be heard."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
     whole = Target.of(mcmc)

@@ -58,7 +58,7 @@ def candidates_of(
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring);
+# that the candidates may be scored in parts on other workers (service.jobs.fanout.share_scoring);
 # fn is a Scoring, which those workers rebuild from plain data
 Share = Callable[[Scoring, torch.Tensor], torch.Tensor]
 

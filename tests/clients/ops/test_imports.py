@@ -23,7 +23,7 @@ def test_every_product_module_is_read_with_its_imports_lazy_ones_too():
         "fbgp_al.service.store" in graph.edges["fbgp_al.service.deps"]
     )  # from service.store import a class
     assert (
-        "fbgp_al.worker.jobs.process" in graph.edges["fbgp_al.clients.ops.cli"]
+        "fbgp_al.service.jobs.process" in graph.edges["fbgp_al.clients.ops.cli"]
     )  # inside a function
     assert {"torch"} <= graph.libraries["fbgp_al.worker.gp"]
     assert "json" not in graph.libraries["fbgp_al.service.store.labels"]  # the standard library
@@ -61,9 +61,9 @@ def test_a_cycle_is_against_the_rules():
             "fbgp_al.worker.gp imports ['rq']",
         ),
         (
-            {"fbgp_al.service.x": {"fbgp_al.worker.jobs"}, "fbgp_al.worker.jobs": set()},
+            {"fbgp_al.service.x": {"fbgp_al.service.jobs"}, "fbgp_al.service.jobs": set()},
             {},
-            "fbgp_al.service.x -> fbgp_al.worker.jobs",
+            "fbgp_al.service.x -> fbgp_al.service.jobs",
         ),
         (
             {"fbgp_al.service.x": {"fbgp_al.worker.views"}, "fbgp_al.worker.views": set()},
@@ -108,11 +108,11 @@ def test_a_cycle_is_against_the_rules():
         ),
         (
             {
-                "fbgp_al.worker.jobs.fanout": {"fbgp_al.clients.client"},
+                "fbgp_al.service.jobs.fanout": {"fbgp_al.clients.client"},
                 "fbgp_al.clients.client": set(),
             },
             {},
-            "fbgp_al.worker.jobs.fanout -> fbgp_al.clients.client",
+            "fbgp_al.service.jobs.fanout -> fbgp_al.clients.client",
         ),
     ],
 )
@@ -124,18 +124,18 @@ def test_an_arrow_against_a_rule_is_caught(edges, libraries, wrong):
 def test_the_rules_allow_what_the_layers_may_do():
     graph = _graph(
         {
-            "fbgp_al.worker.jobs": {"fbgp_al.service.store", "fbgp_al.worker.gp"},
+            "fbgp_al.service.jobs": {"fbgp_al.service.store", "fbgp_al.worker.gp"},
             "fbgp_al.service.store": {"fbgp_al.worker.vocabulary.space"},
             "fbgp_al.worker.gp": {"fbgp_al.worker.vocabulary.space"},
             "fbgp_al.worker.vocabulary.space": set(),
             "fbgp_al.clients.metamodel": {"fbgp_al.worker.vocabulary.space"},
-            "fbgp_al.clients.ops.cli": {"fbgp_al.worker.jobs", "fbgp_al.clients.client"},
+            "fbgp_al.clients.ops.cli": {"fbgp_al.service.jobs", "fbgp_al.clients.client"},
             "fbgp_al.clients.client": set(),
         },
         {
             "fbgp_al.worker.gp": {"torch"},
             "fbgp_al.worker.vocabulary.space": {"numpy"},
-            "fbgp_al.worker.jobs": {"rq", "redis"},
+            "fbgp_al.service.jobs": {"rq", "redis"},
         },
     )
     assert imports.violations(graph) == []

@@ -1,4 +1,4 @@
-"""A refit's lease (:mod:`worker.jobs.lease`), on a store no worker serves: the refit in charge
+"""A refit's lease (:mod:`service.jobs.lease`), on a store no worker serves: the refit in charge
 keeps its heartbeat fresh while it runs, and no longer once it ends; a refit no longer in charge
 (another was revived in its place) exits instead of going on."""
 
@@ -8,9 +8,9 @@ import sys
 import textwrap
 import time
 
+from fbgp_al.service.jobs.lease import lease
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import get_settings
-from fbgp_al.worker.jobs.lease import lease
 from tests.conftest import ROOT
 
 
@@ -49,7 +49,7 @@ def test_a_refit_no_longer_in_charge_exits(bare_store, make_body, redis_url):
         import time
         from redis import Redis
         from fbgp_al.service.store import CampaignStore
-        from fbgp_al.worker.jobs.lease import lease
+        from fbgp_al.service.jobs.lease import lease
         with lease(CampaignStore(Redis.from_url({url!r})), {campaign!r}, "an-old-refit"):
             time.sleep(60)
     """)

@@ -20,11 +20,11 @@ from rq.job import JobStatus
 from rq.registry import FailedJobRegistry
 from rq.utils import now, utcformat
 
+from fbgp_al.service import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
 from fbgp_al.service.observability import json_logging
 from fbgp_al.service.queues import LIGHT, QUEUES, SERIALIZER, PlainJob, take_turns
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker import jobs  # noqa: F401  (loaded here, before the work horses fork: see run_worker)
 from fbgp_al.worker.mcmc import sample_posterior
 
 log = logging.getLogger("fbgp.worker")

@@ -1,4 +1,4 @@
-"""The RQ jobs (:mod:`worker.jobs`), run by an RQ worker in this process (``SimpleWorker``) on a
+"""The RQ jobs (:mod:`service.jobs`), run by an RQ worker in this process (``SimpleWorker``) on a
 store that no other worker serves: a refit stores the model of its campaign's labels with its
 ranking and history; a prediction answers from that model; a refit no longer in charge of its
 campaign (another was enqueued in its place) writes nothing."""

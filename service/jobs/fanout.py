@@ -1,8 +1,8 @@
 """A refit's work fanned out over idle workers: its chains as one job per group of chains and a
 merge job that depends on them all (RQ ``depends_on``), and its scoring as parts of the
 candidates that idle workers take while the refit scores its own part (:func:`share_scoring`).
-The jobs are :func:`worker.jobs.refit_chains`, :func:`worker.jobs.refit_merge` and
-:func:`worker.jobs.score_part`, enqueued by dotted name."""
+The jobs are :func:`service.jobs.refit_chains`, :func:`service.jobs.refit_merge` and
+:func:`service.jobs.score_part`, enqueued by dotted name."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def dispatch(
         return None
     jobs = [
         groups_queue.enqueue_call(
-            "fbgp_al.worker.jobs.refit_chains",
+            "fbgp_al.service.jobs.refit_chains",
             args=(campaign_id, n, ids, warm, token),
             timeout=timeout,
             result_ttl=3600,
@@ -121,7 +121,7 @@ def dispatch(
     # the merge runs even if a group failed: it then runs the missing chains itself
     after = Dependency(jobs=jobs, allow_failure=True)
     merge = queue.enqueue_call(
-        "fbgp_al.worker.jobs.refit_merge",
+        "fbgp_al.service.jobs.refit_merge",
         args=(campaign_id, n, [j.id for j in jobs], token, began),
         depends_on=after,
         timeout=timeout,
@@ -298,7 +298,7 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
     """A :data:`worker.fitting.Share` for a refit's scoring: the candidates split into one part
     for this job and one for each worker of the refit's tenant's ordinary queue
     (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
-    :func:`free_workers` counts them), each part a :func:`worker.jobs.score_part` job at the
+    :func:`free_workers` counts them), each part a :func:`service.jobs.score_part` job at the
     front of that queue. The jobs' arguments are plain: the key under which the scoring
     (:class:`worker.scoring.Scoring`, as JSON) and each part's candidates are kept
     (:func:`service.keys.scoring`), and where the part starts. This job scores its own part
@@ -329,7 +329,7 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
         try:
             jobs = [
                 queue.enqueue_call(
-                    "fbgp_al.worker.jobs.score_part",
+                    "fbgp_al.service.jobs.score_part",
                     args=(key, int(p[0])),
                     timeout=timeout,
                     result_ttl=SHARE_KEEP,

@@ -1,4 +1,4 @@
-"""A refit's work fanned out over idle workers (:mod:`worker.jobs.fanout`). Its candidates split
+"""A refit's work fanned out over idle workers (:mod:`service.jobs.fanout`). Its candidates split
 into parts scored on other workers; with two workers its chains run as two jobs and a merge,
 reproducibly; its scoring is shared with idle workers, part by part, and never lost to one that
 does not take its part or dies with it; a light worker takes a long refit's scoring parts; a big
@@ -7,7 +7,7 @@ groups of one refit on several workers give the draws of one process running eve
 for bit: each chain's numbers do not depend on its group (its own random streams, a potential
 computed row by row), and the groups judge the sampling target at each check on all the chains
 together (:meth:`worker.convergence.Target.more_of`), telling each other where they are through
-Redis (:class:`worker.jobs.fanout.Peers`, a real redis-server)."""
+Redis (:class:`service.jobs.fanout.Peers`, a real redis-server)."""
 
 import random
 import threading
@@ -21,12 +21,12 @@ from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
 from fbgp_al.service import queues
+from fbgp_al.service.jobs import fanout
+from fbgp_al.service.jobs.fanout import aligned_parts
 from fbgp_al.service.queues import REFIT
 from fbgp_al.service.store import CampaignStore
 from fbgp_al.worker import fitting
 from fbgp_al.worker.gp import SCORE_ALIGN
-from fbgp_al.worker.jobs import fanout
-from fbgp_al.worker.jobs.fanout import aligned_parts
 from fbgp_al.worker.mcmc import Posterior, Target, assemble, run_chains
 from fbgp_al.worker.nuts import Draws
 from fbgp_al.worker.scoring import Output, Scoring
@@ -126,15 +126,15 @@ def test_results_live_as_long_as_their_reader_needs_them(
     campaign = client.get("/campaigns").json()[-1]["id"]
     r = client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0], [2.0]]})
     assert r.status_code == 200, r.text
-    merge = _jobs_of(redis, campaign, "fbgp_al.worker.jobs.refit_merge")
+    merge = _jobs_of(redis, campaign, "fbgp_al.service.jobs.refit_merge")
     assert len(merge) == 1 and 0 < redis.ttl(merge[0].key) <= REFIT_RESULT_TTL
     groups = merge[0].args[2]
     assert len(groups) == 2
     time.sleep(READ_TTL + 1.5)
     for job_id in groups:
         assert not redis.exists(f"rq:job:{job_id}", f"rq:results:{job_id}"), job_id
-    assert _jobs_of(redis, campaign, "fbgp_al.worker.jobs.refit_chains") == []
-    assert _jobs_of(redis, campaign, "fbgp_al.worker.jobs.predict") == []
+    assert _jobs_of(redis, campaign, "fbgp_al.service.jobs.refit_chains") == []
+    assert _jobs_of(redis, campaign, "fbgp_al.service.jobs.predict") == []
 
 
 def _scoring(n=200, draws=150, m=8000, seed=0):
@@ -185,7 +185,7 @@ def nobody(redis_url):
 
 def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("fbgp_al.worker.jobs.score_part", args=("fbgp:scoring:none", 0))
+    job = nobody.enqueue_call("fbgp_al.service.jobs.score_part", args=("fbgp:scoring:none", 0))
     scores = fanout._part(nobody, job, 60.0, lambda: fn(candidates))
     torch.testing.assert_close(scores, fn(candidates))
     assert nobody.count == 0  # off the queue: no worker will score it later
@@ -193,7 +193,7 @@ def test_a_part_no_worker_took_is_taken_back_and_scored_here(nobody):
 
 def test_a_part_whose_worker_went_silent_is_scored_here_after_the_patience(nobody):
     fn, candidates = _scoring(n=20, m=50)
-    job = nobody.enqueue_call("fbgp_al.worker.jobs.score_part", args=("fbgp:scoring:none", 0))
+    job = nobody.enqueue_call("fbgp_al.service.jobs.score_part", args=("fbgp:scoring:none", 0))
     nobody.remove(job)
     job.set_status(JobStatus.STARTED)  # as a worker that took it and died leaves it
     t = time.monotonic()
@@ -272,7 +272,7 @@ def _prepared(n=None):
 
 def _grouped(connection, data, groups, warm=None, delays=None) -> Draws:
     """The refit's chains run as ``groups``, each in a thread of its own (as on workers: each
-    with its :class:`worker.jobs.fanout.Peers`), started ``delays`` seconds apart; their draws put
+    with its :class:`service.jobs.fanout.Peers`), started ``delays`` seconds apart; their draws put
     together as the merge does."""
     token = f"t{time.time_ns()}"
     results, errors = {}, []

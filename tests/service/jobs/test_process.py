@@ -1,11 +1,11 @@
-"""The worker process (:mod:`worker.jobs.process`): its size, and the bound on a work horse's
+"""The worker process (:mod:`service.jobs.process`): its size, and the bound on a work horse's
 memory, which turns an allocation beyond it into a MemoryError rather than taking the machine."""
 
 import subprocess
 import sys
 import textwrap
 
-from fbgp_al.worker.jobs.process import bound_memory, vm_size
+from fbgp_al.service.jobs.process import bound_memory, vm_size
 from tests.conftest import ROOT
 
 
@@ -18,7 +18,7 @@ def test_the_size_is_this_processs_and_no_budget_sets_no_bound():
 
 def test_an_allocation_beyond_the_bound_fails_and_one_within_it_does_not():
     code = textwrap.dedent("""
-        from fbgp_al.worker.jobs.process import bound_memory, vm_size
+        from fbgp_al.service.jobs.process import bound_memory, vm_size
         limit = bound_memory(256)
         print("room", (limit - vm_size()) / 2**20)
         try:

@@ -1,15 +1,15 @@
-"""RQ jobs: the glue between the campaign store and the math (:mod:`worker.fitting`,
-:mod:`worker.answers`, :mod:`worker.views`).
+"""RQ jobs: the glue between the campaign store (:mod:`service.store`) and the math
+(:mod:`worker.fitting`, :mod:`worker.answers`, :mod:`worker.views`), the one layer that imports
+both.
 
 Jobs are top-level functions taking a campaign id and plain values; they load their own data,
 can run again safely, and write a model only when it is complete. Their arguments and results
 are plain JSON (ids, numbers, lists, dicts), as RQ keeps them (:data:`service.queues.SERIALIZER`).
-The service enqueues them by dotted name (``worker.jobs.refit``, ``.refit_chains``,
+The API enqueues them by dotted name (``fbgp_al.service.jobs.refit``, ``.refit_chains``,
 ``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``,
-``.sensitivity``:
-:data:`service.queues.JOBS`, the only functions a worker runs) and never imports this module.
-The chains' fan-out is :mod:`worker.jobs.fanout`, a refit's heartbeat :mod:`worker.jobs.lease`,
-the worker :mod:`worker.jobs.process`.
+``.sensitivity``: :data:`service.queues.JOBS`, the only functions a worker runs) and never
+imports this package, which loads torch. The chains' fan-out is :mod:`service.jobs.fanout`, a
+refit's heartbeat :mod:`service.jobs.lease`, the worker :mod:`service.jobs.process`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from rq import get_current_job
 
 from fbgp_al.service import costs, job_results
 from fbgp_al.service.errors import NotFound
+from fbgp_al.service.jobs import fanout
+from fbgp_al.service.jobs.lease import lease, log_ids
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
 from fbgp_al.worker import answers, effect_views, fitting, views
-from fbgp_al.worker.jobs import fanout
-from fbgp_al.worker.jobs.lease import lease, log_ids
 from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.sensitivity import sensitivity_outputs
 from fbgp_al.worker.vocabulary.defaults import (
@@ -89,7 +89,7 @@ def refit(campaign_id: str) -> dict:
 
 def _fan_out(store, campaign_id, inputs, groups, token, began, where: str | None = None) -> dict:
     """A refit's chains as one job per group (on queue ``where``) and the merge after them
-    (:func:`worker.jobs.fanout.dispatch`), tracked so that a delete or a failure stops them."""
+    (:func:`service.jobs.fanout.dispatch`), tracked so that a delete or a failure stops them."""
     spec, n = inputs.spec, inputs.n
     warm = fitting.warm_start_of(spec, inputs.previous)
     timeout = costs.refit_timeout(spec, n, get_settings())
@@ -237,14 +237,14 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
 
 def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
     """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
-    queue (:func:`worker.jobs.fanout.share_scoring`), when the parts are worth it."""
+    queue (:func:`service.jobs.fanout.share_scoring`), when the parts are worth it."""
     work, timeout = costs.scoring(spec, n, get_settings(), outputs)
     return fanout.share_scoring(store, campaign_id, work, timeout)
 
 
 def score_part(key: str, start: int) -> dict:
     """A part of a refit's scoring that an idle worker took
-    (:func:`worker.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
+    (:func:`service.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
     that are kept under ``key``, packed (:func:`worker.scoring.pack`)."""
     return fanout.score_part(get_current_job().connection, key, start)
 
