@@ -19,10 +19,10 @@ posterior-mode GP's, of y (``s2`` included), in original units; ``mixture_mean``
 ``mixture_variance`` are the moments of the equal-weight mixture of the GPs of the
 ``acquisition_samples`` draws (mean of their means; mean of their variances plus the population
 variance of their means). Int, log and choice inputs map to the GP's features as the service
-maps them (:mod:`worker.spec.space`, numpy only): a choice's value is given as itself.
+maps them (:mod:`worker.vocabulary.space`, numpy only): a choice's value is given as itself.
 
 An output modeled on the log scale (``transform.y_transform`` ``log``) has its GP on ``log y``;
-its predictions are lognormal, in its units, as ``/predict``'s (:mod:`worker.spec.lognormal`):
+its predictions are lognormal, in its units, as ``/predict``'s (:mod:`worker.vocabulary.lognormal`):
 ``mean``, ``variance``, ``median``, the 95% interval's ``lower`` and ``upper``, and the mixture's.
 """
 
@@ -37,8 +37,8 @@ import numpy as np
 from fbgp_al.clients.failure_model import FailureModel
 from fbgp_al.clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
 from fbgp_al.clients.prediction import Prediction
-from fbgp_al.worker.spec import lognormal, sobol
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary import lognormal, sobol
+from fbgp_al.worker.vocabulary.space import Space
 
 FORMAT = "fbgp-al-metamodel"
 # 1: one output; 2: several (``outputs``), each read as a version 1 model; 3: either, with an
@@ -62,7 +62,7 @@ def _parsed(f: IO) -> Any:
 
 
 def _typed(inputs: list[dict]) -> bool:
-    """Whether any input is an int, log or choice one (mapped by :mod:`worker.spec.space`)."""
+    """Whether any input is an int, log or choice one (mapped by :mod:`worker.vocabulary.space`)."""
     return any(i.get("type", "float") != "float" for i in inputs)
 
 
@@ -407,7 +407,7 @@ class Metamodel:
         )
 
     def _lognormal(self, mean: np.ndarray, var: np.ndarray, cand: np.ndarray) -> dict:
-        """A log output's predictions (:func:`worker.spec.lognormal.predictions`), the draws'
+        """A log output's predictions (:func:`worker.vocabulary.lognormal.predictions`), the draws'
         block by block."""
         step = max(1, BLOCK_ELEMENTS // len(self.draw_noise))
         draws = (self._draws_fitted.predict(cand[i : i + step]) for i in range(0, len(cand), step))

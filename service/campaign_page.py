@@ -13,8 +13,8 @@ from urllib.parse import quote, urlencode
 
 from fbgp_al.service.routes import bodies
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import output_names, output_title
-from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.vocabulary.defaults import output_names, output_title
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 
 FAILURES_SHOWN = 20  # the latest failed runs a campaign's page lists
 

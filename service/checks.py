@@ -1,6 +1,6 @@
 """What the routes check of a request's values against its campaign: its points fit the
 inputs, its outputs and noise variances the campaign's outputs and noise model
-(:mod:`worker.spec.values`); 422 otherwise."""
+(:mod:`worker.vocabulary.values`); 422 otherwise."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.space import Space
 
 FEATURES_AT_UNIT_WORK = 6  # the model's features of the problems refit_work was set by
 
@@ -84,7 +84,7 @@ def refit_job(
 def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:
     """A refit's scoring on ``n`` labels: its work per candidate (draws x n^2, for each of
     ``outputs``), and the timeout of the refit's job (:func:`refit_timeout`), which its parts
-    share (:func:`worker.jobs.fanout.share_scoring`)."""
+    share (:func:`service.jobs.fanout.share_scoring`)."""
     draws = scoring_draws(spec["mcmc"], spec["acquisition"])
     return outputs * draws * n * n, refit_timeout(spec, n, settings)
 

@@ -4,9 +4,9 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
 
 - ``spec``: the campaign's JSON body, as created (with ``id``, ``created_at``, the initial
   design's pool indices), but for an explicit pool's points, of which it keeps the count
-  (:func:`worker.spec.pools.stored_pool`): they are in ``points``, raw little-endian float64, row
-  after row, as codes (:meth:`worker.spec.space.Space.codes`: a value in original units, or a
-  choice's value index), so that ``/next`` reads one row and no call parses them all;
+  (:func:`worker.vocabulary.pools.stored_pool`): they are in ``points``, raw little-endian float64,
+  row after row, as codes (:meth:`worker.vocabulary.space.Space.codes`: a value in original units,
+  or a choice's value index), so that ``/next`` reads one row and no call parses them all;
 - ``state`` (hash): ``refit`` (``idle`` | ``queued`` | ``running``), ``refit_job`` (the id of
   the refit job in charge: the token that fences off every other refit's writes; empty while a
   queued refit waits for its enqueue), ``refit_merge`` (the job that merges a fanned-out refit's
@@ -87,9 +87,9 @@ script that checks its ticket and appends it has run, so a label is stored exact
 Shared counters (:mod:`service.observability`): ``fbgp:metrics:labels`` (labels stored),
 ``fbgp:metrics:runs`` (hash: ``failed``, ``abandoned`` -> runs reported so) and
 ``fbgp:metrics:refit_seconds`` (hash: a histogram's buckets, sum and count). A fanned-out
-refit's chain groups (:mod:`worker.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
+refit's chain groups (:mod:`service.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
 and ``fbgp:chain-groups:{token}:draws`` (hash: their draws). A refit's scoring shared in parts
-(:func:`worker.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
+(:func:`service.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
 JSON of :class:`worker.scoring.Scoring`, and ``candidates:{start}``, the JSON of each part's
 candidates, :func:`worker.scoring.pack`), which the part jobs read; it expires by itself.
 """

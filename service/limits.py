@@ -7,7 +7,7 @@ from __future__ import annotations
 from fbgp_al.service.costs import mcmc_iterations, pool_size, scoring_draws
 from fbgp_al.service.refusals import Unprocessable
 from fbgp_al.service.settings import Settings
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def _beyond(what: str, value: int, limit: int, name: str) -> Unprocessable:

@@ -17,7 +17,7 @@ from fbgp_al.service.job_results import forget
 from fbgp_al.service.queues import enqueue_short, stop_jobs, worker_count
 from fbgp_al.service.refusals import Busy, JobFailed, NotFound, TooLarge, TooMany
 from fbgp_al.service.settings import get_settings
-from fbgp_al.worker.spec.defaults import log_outputs
+from fbgp_al.worker.vocabulary.defaults import log_outputs
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "Unable to allocate")
 

@@ -14,7 +14,7 @@ from fbgp_al.service.loop import ImportOutcome
 from fbgp_al.service.refusals import Conflict, Unprocessable, unprocessable_values
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.values import check_noise, checked_rows
+from fbgp_al.worker.vocabulary.values import check_noise, checked_rows
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from fbgp_al.service.refusals import NotFound, Unprocessable
 from fbgp_al.service.routes import bodies
 from fbgp_al.service.routes.model_jobs import run_job
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import output_names
+from fbgp_al.worker.vocabulary.defaults import output_names
 
 PLOTS = ("model", "effects", "sobol", "pair", "posterior", "failures", "curve", "accuracy")
 PER_OUTPUT = ("model", "effects", "sobol", "pair", "posterior")  # one picture per output

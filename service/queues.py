@@ -87,10 +87,9 @@ def take_turns(ordered: list, served: str, name=lambda queue: queue.name) -> lis
 # the same double (NaN and infinities as NaN, Infinity), so numbers cross exactly; big arrays
 # cross as the base64 of their float64 bytes (worker.scoring.pack)
 SERIALIZER = JSONSerializer
-# the functions a worker runs, by the dotted names they are enqueued under (worker/jobs/); a
-# job stored under its name before the one import name (``worker.jobs.refit``) runs as the same
+# the functions a worker runs, by the dotted names they are enqueued under (service/jobs/)
 JOBS = frozenset(
-    f"fbgp_al.worker.jobs.{name}"
+    f"fbgp_al.service.jobs.{name}"
     for name in (
         "refit",
         "refit_chains",
@@ -103,6 +102,14 @@ JOBS = frozenset(
         "sensitivity",
     )
 )
+# the names the same jobs were enqueued under before, which a job stored then still has: before
+# the one import name (``worker.jobs.refit``), and while the jobs lived in worker/
+# (``fbgp_al.worker.jobs.refit``); such a job runs as the job of today of its name
+FORMER_NAMES = {
+    f"{former}.{job.rpartition('.')[2]}": job
+    for job in JOBS
+    for former in ("worker.jobs", "fbgp_al.worker.jobs")
+}
 
 
 class Refused(DeserializationError):
@@ -113,8 +120,9 @@ class Refused(DeserializationError):
 class PlainJob(Job):
     """RQ's job as fbgp-al reads it: always with :data:`SERIALIZER` (whatever a caller passes),
     its call refused (:class:`Refused`, raised where RQ would read it: the work horse fails
-    the job before anything of it runs) unless it names one of :data:`JOBS`, on no instance,
-    with a list of arguments and a dict of keywords; and never a callback or a webhook, which
+    the job before anything of it runs) unless it names one of :data:`JOBS` (or its former
+    name, :data:`FORMER_NAMES`), on no instance, with a list of arguments and a dict of
+    keywords; and never a callback or a webhook, which
     fbgp-al's jobs do not have: those a job names are neither imported nor sent."""
 
     def __init__(self, id: str | None = None, connection=None, serializer=None):  # noqa: A002
@@ -127,8 +135,8 @@ class PlainJob(Job):
             raise Refused(
                 f"job {self.id}: its payload is not JSON ({type(error).__name__})"
             ) from error
-        if isinstance(call, list) and call and f"fbgp_al.{call[0]}" in JOBS:
-            call[0] = f"fbgp_al.{call[0]}"  # enqueued before one import name (worker.jobs.refit)
+        if isinstance(call, list) and call and isinstance(call[0], str):
+            call[0] = FORMER_NAMES.get(call[0], call[0])  # stored under a former name
         why = _refusal(call, self)
         if why:
             raise Refused(f"job {self.id}: {why}")
@@ -198,7 +206,7 @@ def _beat(worker: Worker) -> float:
 def lane_load(connection, lane: str) -> tuple[list[Worker], int]:
     """The workers that serve queue ``lane``, and the jobs waiting on all queues (one round
     trip): what a refit counts before it takes idle workers
-    (:func:`worker.jobs.fanout.free_workers`)."""
+    (:func:`service.jobs.fanout.free_workers`)."""
     serving = [w for w in workers(connection) if lane in w.queue_names()]
     with connection.pipeline(transaction=False) as pipe:
         for name in QUEUES:
@@ -231,7 +239,7 @@ def enqueue_refit(
 ):
     """A refit job on the campaign's lane (:func:`refit_queue`: ``long`` or not, its team's)."""
     return queue(lane(spec, long), connection).enqueue_call(
-        "fbgp_al.worker.jobs.refit",
+        "fbgp_al.service.jobs.refit",
         args=(campaign_id,),
         timeout=timeout,
         result_ttl=REFIT_RESULT_TTL,
@@ -246,7 +254,7 @@ def enqueue_short(
     """A model-based answer (``predict``, ``acquisition``, ``evaluate``) on the high queue, or,
     ``long`` (:func:`service.costs.long_call`), on the long calls' queue."""
     return queue(HIGH_LONG if long else HIGH, connection).enqueue_call(
-        f"fbgp_al.worker.jobs.{name}",
+        f"fbgp_al.service.jobs.{name}",
         args=args,
         timeout=timeout,
         result_ttl=120,

@@ -209,7 +209,7 @@ def test_the_workers_numba_kernels_are_compiled_into_the_image_for_the_runtime_u
     assert not cache.startswith("/tmp")  # not a dir a container may start without
     user = next(arg for op, arg in instructions if op == "USER")
     assert re.search(rf'chown {user} "\$\{{NUMBA_CACHE_DIR\}}"', DOCKERFILE)
-    runner = (ROOT / "worker" / "jobs" / "process.py").read_text()
+    runner = (ROOT / "service" / "jobs" / "process.py").read_text()
     call = re.search(r"^\s*(sample_posterior\(.*\))\s*# compile", runner, re.M).group(1)
     runs = [i for i, (op, arg) in enumerate(instructions) if op == "RUN" and call in arg]
     assert len(runs) == 1, f"the Dockerfile does not run {call}"

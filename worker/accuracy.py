@@ -22,8 +22,8 @@ standardized values). Draws are processed in groups whose factors stay within
 :data:`worker.acquisition.FIT_ELEMENTS`.
 
 An output modeled on the log scale (``scale_y.log``) is reported in its own units too: each
-draw's prediction of ``log y`` is a lognormal of ``y`` (:mod:`worker.spec.lognormal`), the draws'
-means and variances mix as above; ``loo_rmse`` is the LOO mixture mean's error against the
+draw's prediction of ``log y`` is a lognormal of ``y`` (:mod:`worker.vocabulary.lognormal`), the
+draws' means and variances mix as above; ``loo_rmse`` is the LOO mixture mean's error against the
 labels, ``ipv`` the mixture's variance of ``y``, ``ipv_f`` of ``exp f``, ``qbc`` the variance of
 the draws' means of ``y``, and ``..._relative`` each relative to the labels' standard deviation
 (variance) in their units. ``loo_nlpd`` stays in the GP's units (of standardized ``log y``);
@@ -40,9 +40,9 @@ import torch
 
 from fbgp_al.worker.acquisition import FIT_ELEMENTS
 from fbgp_al.worker.gp import Conditioned, cholesky, inverse_factor, rbf
-from fbgp_al.worker.spec import lognormal
-from fbgp_al.worker.spec.defaults import STOP_TARGETS
 from fbgp_al.worker.transforms import DTYPE, OutputStandardization
+from fbgp_al.worker.vocabulary import lognormal
+from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS
 
 POOL_POINTS = 2000  # pool points the integrated variances average over, at most
 # The draws' predictive variances at the pool points cost draws x points x n^2. Beyond this work

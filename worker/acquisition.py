@@ -29,8 +29,8 @@ import torch
 
 from fbgp_al.worker.gp import Conditioned, aligned
 from fbgp_al.worker.mcmc import Posterior
-from fbgp_al.worker.spec.defaults import ACQUISITIONS
 from fbgp_al.worker.transforms import DTYPE, as_tensor
+from fbgp_al.worker.vocabulary.defaults import ACQUISITIONS
 
 # BALD's quadrature: each candidate integrates over [min(mu - 8 s), max(mu + 8 s)] with a spacing
 # of at most the smallest component sd (the trapezoid rule converges geometrically on

@@ -2,7 +2,7 @@
 document), as pure functions of the campaign's spec, its model body and its labels: the
 posterior-mode GP's and the mixture's predictions, acquisition values, and the paper's test
 metrics. An output modeled on the log scale (its model's ``transform`` has ``y_transform``
-``log``) answers in its own units by :mod:`worker.spec.lognormal`.
+``log``) answers in its own units by :mod:`worker.vocabulary.lognormal`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ from fbgp_al.worker.fitting import label_noise
 from fbgp_al.worker.gp import LOG_2PI, Conditioned, rbf
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.potential import PRIOR_VARIANCE
-from fbgp_al.worker.spec import lognormal
-from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec, output_weights
-from fbgp_al.worker.spec.space import Space
 from fbgp_al.worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.vocabulary import lognormal
+from fbgp_al.worker.vocabulary.defaults import (
+    output_labels,
+    output_names,
+    output_spec,
+    output_weights,
+)
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def _context(spec: dict, model: dict, labels: list[dict]):
@@ -69,8 +74,8 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
 
 
 def predict_log(scale_y: OutputStandardization, mean, var, draws) -> dict:
-    """A log output's predictions in its units (:func:`worker.spec.lognormal.predictions`) from
-    the mode GP's ``mean`` and ``var`` of standardized ``log y`` (``1 x m``) and the draws'
+    """A log output's predictions in its units (:func:`worker.vocabulary.lognormal.predictions`)
+    from the mode GP's ``mean`` and ``var`` of standardized ``log y`` (``1 x m``) and the draws'
     (``(B x c, B x c)`` chunks of the points)."""
     answer = lognormal.predictions(
         scale_y.mean,

@@ -14,8 +14,8 @@ from matplotlib.ticker import MaxNLocator
 
 from fbgp_al.worker import effects
 from fbgp_al.worker.sensitivity import sensitivity
-from fbgp_al.worker.spec.space import Space
 from fbgp_al.worker.views import _plain, _png
+from fbgp_al.worker.vocabulary.space import Space
 
 MAX_PANELS = 12  # main effects drawn at most (the first inputs)
 PAIR_POINTS = 40  # grid points along each input of a two-input picture

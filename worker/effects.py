@@ -1,7 +1,7 @@
 """A stored model's main effects and its mean over two inputs with the others averaged: the
 posterior of ``g_J(t) = E[f(x) | x_J = t]``, the GP's latent function averaged over the inputs
 not in ``J`` (each independent and uniform over its values, as for the Sobol indices of
-:mod:`worker.spec.sobol`: a float input over its bounds, a log input on the log scale, an int
+:mod:`worker.vocabulary.sobol`: a float input over its bounds, a log input on the log scale, an int
 and a choice input over their values).
 
 Under one posterior draw (lengthscales ``l``, noise ``s2``) ``f`` is a GP with mean
@@ -41,8 +41,8 @@ from scipy.stats import qmc
 
 from fbgp_al.worker.answers import _context
 from fbgp_al.worker.gp import factorize, rbf
-from fbgp_al.worker.spec.space import Space
 from fbgp_al.worker.transforms import as_tensor
+from fbgp_al.worker.vocabulary.space import Space
 
 SAMPLES = 256  # quasi-Monte Carlo points over the inputs averaged over (a power of two)
 DRAWS = 64  # posterior draws used at most (evenly spread over the thinned draws)

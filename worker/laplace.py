@@ -46,7 +46,7 @@ from fbgp_al.worker.cold_start import (
 )
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.potential import GPPotential
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 
 PROPOSAL_DF = 5.0  # the proposal's components: Student-t with these degrees of freedom
 PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)

@@ -28,8 +28,8 @@ from fbgp_al.worker.cold_start import initial_points
 from fbgp_al.worker.convergence import Target, diagnose
 from fbgp_al.worker.mode import MODE_DRAWS, mode_index, posterior_mode_index
 from fbgp_al.worker.potential import GPPotential
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
 from fbgp_al.worker.transforms import DTYPE, as_tensor
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 from fbgp_al.worker.warm_start import judge_warm_start, usable
 
 METRICS = ("diag", "dense")

@@ -1,6 +1,6 @@
 """A refit's scoring of its candidates as data (:class:`Scoring`): the acquisition, each output's
 thinned draws and labels, and a greedy batch's pending inputs. A worker that scores a part of
-the candidates for another's refit (:func:`worker.jobs.score_part`) rebuilds it from plain JSON
+the candidates for another's refit (:func:`service.jobs.score_part`) rebuilds it from plain JSON
 (:meth:`Scoring.to_plain`), its arrays the base64 of their float64 bytes (:func:`pack`): the
 same numbers, bit for bit, so its scores are those the refit's own process would give.
 """

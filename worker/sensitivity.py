@@ -1,7 +1,7 @@
 """A stored model's Sobol indices: the
 first-order and total index of each input, per output, with a credible interval over the
 posterior's draws (the ``acquisition_samples`` that predictions use), by
-:mod:`worker.spec.sobol` (numpy; the SDK's Metamodel can call the same with its arrays).
+:mod:`worker.vocabulary.sobol` (numpy; the SDK's Metamodel can call the same with its arrays).
 
 ``method="closed-form"`` (the default) integrates each draw's GP mean exactly: the
 squared-exponential kernel makes it a sum of products of Gaussians in each input, and the
@@ -21,8 +21,8 @@ import torch
 
 from fbgp_al.worker.answers import _context, output_model
 from fbgp_al.worker.gp import factorize
-from fbgp_al.worker.spec import sobol
-from fbgp_al.worker.spec.defaults import output_labels, output_names, output_spec
+from fbgp_al.worker.vocabulary import sobol
+from fbgp_al.worker.vocabulary.defaults import output_labels, output_names, output_spec
 
 
 def draw_weights(
@@ -51,7 +51,7 @@ def sensitivity(
     seed: int = 0,
 ) -> dict:
     """The indices of a single-output campaign's model over its draws:
-    :func:`worker.spec.sobol.summarize`'s answer (``inputs``, ``first`` and ``total``, each
+    :func:`worker.vocabulary.sobol.summarize`'s answer (``inputs``, ``first`` and ``total``, each
     ``{"mean", "low", "high"}``, ``variance`` of the mean in the output's units, ``draws``,
     ``level``, ``method``). ``draws``: that many of the draws, evenly spread (the cost is
     linear in them); ``samples`` and ``seed``: the Monte Carlo's."""

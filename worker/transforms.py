@@ -3,8 +3,8 @@
 Outputs are standardized by the labels: ``z = (y - mean) / std`` with ``ddof=1`` (``ddof=0`` for a
 single label; a constant output keeps ``std = 1`` so that ``z = 0``); an output declared
 ``"transform": "log"`` is ``log y`` standardized so (its predictions go back to ``y`` by
-:mod:`worker.spec.lognormal`). Inputs go to the unit cube by the declared bounds:
-:class:`worker.spec.design.Box`, which the API shares.
+:mod:`worker.vocabulary.lognormal`). Inputs go to the unit cube by the declared bounds:
+:class:`worker.vocabulary.design.Box`, which the API shares.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from matplotlib.ticker import MaxNLocator
 
 from fbgp_al.worker import answers
 from fbgp_al.worker.feasibility.campaign import of_model
-from fbgp_al.worker.spec.constraints import of_spec
-from fbgp_al.worker.spec.defaults import known_noise, output_names, output_title, output_units
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.constraints import of_spec
+from fbgp_al.worker.vocabulary.defaults import known_noise, output_names, output_title, output_units
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def _plain(text: str) -> str:

@@ -97,7 +97,7 @@ def _worker(argv: list[str]) -> None:
         os.sched_setaffinity(0, {args.cpu})
     for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
         os.environ[variable] = "1"
-    from fbgp_al.worker.jobs.process import run_worker  # imports torch: only now
+    from fbgp_al.service.jobs.process import run_worker  # imports torch: only now
 
     run_worker(name=args.name, burst=args.burst, light=args.light)
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Collection
 
-from fbgp_al.worker.spec.space import decimal
+from fbgp_al.worker.vocabulary.space import decimal
 
 log = logging.getLogger("fbgp.run")
 

@@ -13,7 +13,7 @@ from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.reproduction.protocol import run_setup
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import MultiSimulator, get_simulator
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 
 def run_demo(

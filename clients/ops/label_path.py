@@ -43,9 +43,9 @@ def room_of(filename: str) -> str | None:
     """The room of a frame's file: a module of a package's own (``service/loop.py``), or the
     subpackage a module is in, whose modules are one room behind one face (``service/store/``
     and ``service/keys.py``: :class:`service.store.CampaignStore`, the one object the routes and
-    the jobs use; ``service/routes/``, ``service/schemas/``, the RQ glue of ``worker/jobs/``);
+    the jobs use; ``service/routes/``, ``service/schemas/``, the RQ glue of ``service/jobs/``);
     and none, as a library's, for the HTTP plumbing every request passes (middleware,
-    dependencies) and the vocabulary every layer shares (``worker/spec/``), which call no
+    dependencies) and the vocabulary every layer shares (``worker/vocabulary/``), which call no
     product code."""
     module = module_of(filename)
     if module is None or module in PLUMBING:
@@ -53,7 +53,7 @@ def room_of(filename: str) -> str | None:
     if module == "fbgp_al.service.keys":
         return "fbgp_al.service.store"
     parts = module.split(".")
-    if parts[1:3] == ["worker", "spec"]:
+    if parts[1:3] == ["worker", "vocabulary"]:
         return None
     return ".".join(parts[:3])
 
@@ -155,7 +155,7 @@ def summary(trace: Trace) -> dict:
     steps: dict[str, Counter] = {}
     step = None
     for _, (_, source, target, actual) in kept:
-        if source == OUTSIDE and target in ("fbgp_al.service.routes", "fbgp_al.worker.jobs"):
+        if source == OUTSIDE and target in ("fbgp_al.service.routes", "fbgp_al.service.jobs"):
             step = actual
             steps[step] = Counter()
         elif step is not None and source != OUTSIDE:

@@ -1,10 +1,10 @@
-"""Nearest pool points of an explicit pool (``worker.spec.design.PointPool.index_of``): a scan
+"""Nearest pool points of an explicit pool (``worker.vocabulary.design.PointPool.index_of``): a scan
 of the pool per row against one k-d tree for all rows, side by side in one run, on the same rows.
 
 ``python -m clients.ops.nearest_benchmark [--pool 1000000] [--dim 2] [--rows 1,10,50,200,2000]
 [--scan-max 200]``: seconds of each, and their ratio; rows above ``--scan-max`` are looked up by
 the tree alone (a scan of them takes minutes). The service scans while rows x pool points is at
-most ``worker.spec.design.BRUTE_FORCE_PAIRS``, and builds the tree beyond.
+most ``worker.vocabulary.design.BRUTE_FORCE_PAIRS``, and builds the tree beyond.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from fbgp_al.worker.spec import design
-from fbgp_al.worker.spec.design import PointPool
+from fbgp_al.worker.vocabulary import design
+from fbgp_al.worker.vocabulary.design import PointPool
 
 
 def _timed(pool: PointPool, rows: np.ndarray, pairs: int) -> tuple[float, np.ndarray]:

@@ -42,8 +42,8 @@ from fbgp_al.clients.ops.bench_stack import (
 from fbgp_al.clients.ops.load_benchmark import concurrency, pool_cost
 from fbgp_al.clients.ops.stack import LocalStack
 from fbgp_al.clients.simulators import get_simulator
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
-from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 
 
 def latency(client, sim, rng, requests: int) -> dict:

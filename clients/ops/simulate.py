@@ -26,7 +26,7 @@ from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.reproduction.runs import paper_body, parse_iterations
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import MULTI_SIMULATORS, SIMULATORS, MultiSimulator, get_simulator
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPER_ACQUISITIONS
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, PAPER_ACQUISITIONS
 
 MULTI_ITERATIONS = 20  # labels after the design of a multi-output simulator's campaign
 

@@ -54,7 +54,7 @@ from fbgp_al.clients.reproduction.runs import (
     run_campaign,
 )
 from fbgp_al.clients.simulators import SIMULATORS
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.vocabulary.defaults import (
     ACQUISITIONS,
     INITIAL_DESIGN_SIZE,
     MCMC_PRESETS,

@@ -54,8 +54,8 @@ from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.worker.acquisition import evaluate
 from fbgp_al.worker.gp import Conditioned, rbf
 from fbgp_al.worker.mcmc import Posterior, sample_posterior
-from fbgp_al.worker.spec.defaults import PAPER_ACQUISITIONS
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import PAPER_ACQUISITIONS
 
 CASES = [("gramacy1d", n) for n in (10, 40, 100)] + [
     (name, n) for name in ("gramacy2d", "hartmann6") for n in (10, 40, 100)

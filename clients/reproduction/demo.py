@@ -22,8 +22,8 @@ from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.worker.acquisition import evaluate
 from fbgp_al.worker.gp import predict
 from fbgp_al.worker.mcmc import sample_posterior
-from fbgp_al.worker.spec.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import ACQUISITIONS, MCMC_PRESETS, POOL_SUBSAMPLE
 
 
 def main(argv=None) -> None:

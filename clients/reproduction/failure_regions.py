@@ -51,7 +51,7 @@ from fbgp_al.clients.reproduction.failure_cases import (
 from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import SIMULATORS, Simulator, get_simulator
-from fbgp_al.worker.spec.defaults import MCMC_PRESETS
+from fbgp_al.worker.vocabulary.defaults import MCMC_PRESETS
 
 FRACTION = 0.15  # of the domain that fails (a region of 5 to 30% is the case to measure)
 SIMULATORS_FAILING = ("gramacy1d", "branin", "ishigami")

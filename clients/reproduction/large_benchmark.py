@@ -20,8 +20,8 @@ from fbgp_al.clients.reproduction.core_data import (
 from fbgp_al.worker.acquisition import evaluate
 from fbgp_al.worker.convergence import convergence
 from fbgp_al.worker.mcmc import Target, sample_posterior
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS, MCMC_PRESETS, PAPER_ACQUISITIONS
 
 LARGE_SIMULATORS = ("ishigami", "hartmann6")
 
@@ -280,8 +280,8 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     gradient evaluations."""
     from redis import Redis
 
+    from fbgp_al.service.jobs import fanout
     from fbgp_al.worker import fitting
-    from fbgp_al.worker.jobs import fanout
 
     spec, labels, ids, redis_url, token, warm = args
     torch.set_num_threads(1)
@@ -296,7 +296,7 @@ def _group_run(args) -> tuple[np.ndarray, int]:
 def compare_groups(cases=GROUP_CASES, seeds=3) -> list[dict]:
     """A refit with the defaults as one job (5 chains), and as two chain groups (chains 0-2 and
     3-4) run at once in two processes, each group sampling to its own share of the target (as
-    before) or judging the target on all chains together (:class:`worker.jobs.fanout.Peers`
+    before) or judging the target on all chains together (:class:`service.jobs.fanout.Peers`
     through a redis-server of its own): gradient evaluations of all groups, draws per chain kept
     by the merge, and whether the merged draws meet the target. Cold and warm (from a refit on the
     first ``n - 1`` labels). Counts: the load does not change them (the groups' interleaving

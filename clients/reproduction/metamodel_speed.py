@@ -22,8 +22,8 @@ import numpy as np
 from fbgp_al.clients import metamodel
 from fbgp_al.clients.numpy_gp import rbf
 from fbgp_al.clients.prediction import Prediction
-from fbgp_al.worker.spec import lognormal
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary import lognormal
+from fbgp_al.worker.vocabulary.space import Space
 
 INPUTS = [
     {"name": "a", "lower": 0.0, "upper": 10.0},

@@ -40,7 +40,7 @@ def gramacy_lee(x: list) -> float:
 
 def offline(ns: list[int], floors: list[float]) -> None:
     from fbgp_al.worker import fitting
-    from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+    from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 
     print("n\tfloor\tseconds\tgradients\tmax R-hat\tdivergences\tmin step\tmax depth\tmedian noise")
     for n in ns:

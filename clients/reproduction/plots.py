@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from fbgp_al.clients.reproduction.protocol import pool_points
 from fbgp_al.clients.reproduction.results import METRICS, labeled_points, learning_curves
 from fbgp_al.clients.simulators import Simulator, get_simulator
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE
 
 _LABELS = {"nlml": "NLML (test set)", "rmse": "RMSE (true mean)"}
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fbgp_al.clients.simulators import Simulator, get_simulator
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, POOL_SUBSAMPLE
-from fbgp_al.worker.spec.design import GridPool, initial_design, maximin_lhs
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS, POOL_SUBSAMPLE
+from fbgp_al.worker.vocabulary.design import GridPool, initial_design, maximin_lhs
 
 ITERATIONS: dict[str, int] = {
     "gramacy1d": 90,
@@ -39,10 +39,11 @@ RUNS = 10
 # --protocol``; each setting is also an option of its own). ``paper``: the paper as written;
 # ``paper-code``: what its public code (CoRiis/active-learning-fbgp) does where it differs.
 # ``allow_repeats``: pool points may be labeled again; ``bald``: the service acquisition that
-# the table's ``bald`` column runs; ``mcmc``: the MCMC preset (worker.spec.defaults.MCMC_PRESETS);
-# ``input_scaling``: the campaign's ``input_scaling`` (``box``: by the declared bounds;
-# ``labels``: min-max by the labeled inputs at each refit); ``initial_design``: ``pool`` (the
-# maximin LHS snapped to the pool) or ``continuous`` (the same LHS, not snapped).
+# the table's ``bald`` column runs; ``mcmc``: the MCMC preset
+# (worker.vocabulary.defaults.MCMC_PRESETS); ``input_scaling``: the campaign's ``input_scaling``
+# (``box``: by the declared bounds; ``labels``: min-max by the labeled inputs at each refit);
+# ``initial_design``: ``pool`` (the maximin LHS snapped to the pool) or ``continuous`` (the same
+# LHS, not snapped).
 PROTOCOLS: dict[str, dict] = {
     "paper": {
         "allow_repeats": False,
@@ -91,7 +92,7 @@ class RunSetup:
 
 
 def grid_pool(sim: Simulator) -> GridPool:
-    """``sim``'s pool as a :class:`worker.spec.design.GridPool` over the unit cube."""
+    """``sim``'s pool as a :class:`worker.vocabulary.design.GridPool` over the unit cube."""
     return GridPool(sim.dim, sim.points_per_dim)
 
 

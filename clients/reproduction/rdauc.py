@@ -30,7 +30,7 @@ import numpy as np
 
 from fbgp_al.clients.reproduction.results import METRICS, Curves, learning_curves, read_results
 from fbgp_al.clients.simulators import SIMULATORS
-from fbgp_al.worker.spec.defaults import BASELINE, PAPER_ACQUISITIONS
+from fbgp_al.worker.vocabulary.defaults import BASELINE, PAPER_ACQUISITIONS
 
 # NLML has no lower bound, RMSE has 0
 BOUNDED = {"nlml": False, "nlml_paper": False, "rmse": True}

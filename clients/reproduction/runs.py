@@ -34,7 +34,7 @@ from fbgp_al.clients.client import ApiError, FbgpClient, Pending, check_refit
 from fbgp_al.clients.reproduction.protocol import ITERATIONS, PROTOCOLS, campaign_body, run_setup
 from fbgp_al.clients.reproduction.results import run_key
 from fbgp_al.clients.simulators import get_simulator
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE, MCMC_PRESETS
 
 log = logging.getLogger("fbgp.bench")
 

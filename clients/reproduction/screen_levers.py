@@ -17,8 +17,13 @@ from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.worker.fitting import ranking
 from fbgp_al.worker.laplace import laplace_posterior
 from fbgp_al.worker.scoring import Output, Scoring
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS, POOL_SUBSAMPLE, RANKING_SIZE
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import (
+    MCMC_DEFAULTS,
+    MCMC_PRESETS,
+    POOL_SUBSAMPLE,
+    RANKING_SIZE,
+)
 
 
 def ranking_against(scores: np.ndarray, reference: np.ndarray, k: int = 10) -> dict:

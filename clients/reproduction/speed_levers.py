@@ -23,9 +23,9 @@ from fbgp_al.worker.laplace import laplace_posterior
 from fbgp_al.worker.mcmc import sample_posterior
 from fbgp_al.worker.potential import GPPotential
 from fbgp_al.worker.scoring import Output, Scoring
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
-from fbgp_al.worker.spec.sampler import sampler_line
 from fbgp_al.worker.transforms import OutputStandardization
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 
 # the stop rules of --cases stop: R-hat waited for (1.01), R-hat reported only, and that with a
 # shorter step-size warm-up of a warm start

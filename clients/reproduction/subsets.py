@@ -20,7 +20,7 @@ import numpy as np
 
 from fbgp_al.clients.reproduction.rdauc import BOUNDED, rd_auc_curves
 from fbgp_al.clients.reproduction.results import Curves, finished, learning_curves, read_results
-from fbgp_al.worker.spec.defaults import BASELINE
+from fbgp_al.worker.vocabulary.defaults import BASELINE
 
 
 def _only(curves: dict[str, Curves], runs: list[int]) -> dict[str, Curves]:

@@ -8,7 +8,7 @@ import csv
 import io
 import re
 
-from fbgp_al.worker.spec.defaults import output_names
+from fbgp_al.worker.vocabulary.defaults import output_names
 
 # what a spreadsheet may run as a formula (the full-width forms too, which some read as these)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")

@@ -41,8 +41,8 @@ from fbgp_al.service.schemas.labeling import (
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import known_noise
-from fbgp_al.worker.spec.values import LabelValues
+from fbgp_al.worker.vocabulary.defaults import known_noise
+from fbgp_al.worker.vocabulary.values import LabelValues
 
 log = logging.getLogger("fbgp.api")
 router = APIRouter(

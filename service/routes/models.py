@@ -35,8 +35,8 @@ from fbgp_al.service.schemas.predictions import (
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.schemas.sensitivity import MultiSensitivity, Sensitivity
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import known_noise, output_names
-from fbgp_al.worker.spec.values import LEARNED_NOISE, checked_rows
+from fbgp_al.worker.vocabulary.defaults import known_noise, output_names
+from fbgp_al.worker.vocabulary.values import LEARNED_NOISE, checked_rows
 
 router = APIRouter(
     prefix="/campaigns/{campaign_id}",

@@ -1,6 +1,6 @@
 """Request and response bodies of the HTTP API, one module per noun; importers name the module
 that holds a body. Every number a client sends must be finite. Names and defaults come from
-:mod:`worker.spec.defaults` (plain Python, no torch).
+:mod:`worker.vocabulary.defaults` (plain Python, no torch).
 
 - :mod:`~service.schemas.fields`: the shared field types and base classes (every module's);
 - :mod:`~service.schemas.inputs`: inputs, pools, the initial design, points checked against them;

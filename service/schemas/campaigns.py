@@ -24,7 +24,7 @@ from fbgp_al.service.schemas.inputs import (
 from fbgp_al.service.schemas.mcmc import McmcSettings
 from fbgp_al.service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
 from fbgp_al.service.schemas.stop_rule import StoppedBy, StopRule, check_stop
-from fbgp_al.worker.spec.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from fbgp_al.worker.vocabulary.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
 
 
 class CampaignFields(Strict):

@@ -1,6 +1,6 @@
 """A campaign's known constraints as posted: each text parsed against the inputs
-(:mod:`worker.spec.constraints`), and the points of the pool they leave, counted (a grid's,
-:class:`worker.spec.feasible.FeasibleGrid`) or kept (an explicit pool's: those outside are
+(:mod:`worker.vocabulary.constraints`), and the points of the pool they leave, counted (a grid's,
+:class:`worker.vocabulary.feasible.FeasibleGrid`) or kept (an explicit pool's: those outside are
 dropped). A constraint that does not parse or fit the inputs, or constraints that leave no
 point, are a ValueError that says which, where and why."""
 
@@ -12,10 +12,10 @@ from typing import Annotated
 import numpy as np
 from pydantic import AfterValidator, Field
 
-from fbgp_al.worker.spec import pools
-from fbgp_al.worker.spec.constraints import MAX_TEXT, ConstraintError, Constraints, pool_codes
-from fbgp_al.worker.spec.feasible import CHUNK, ENUMERATE, FRACTION_SAMPLE, FRACTION_SEED
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary import pools
+from fbgp_al.worker.vocabulary.constraints import MAX_TEXT, ConstraintError, Constraints, pool_codes
+from fbgp_al.worker.vocabulary.feasible import CHUNK, ENUMERATE, FRACTION_SAMPLE, FRACTION_SEED
+from fbgp_al.worker.vocabulary.space import Space
 
 MAX_CONSTRAINTS = 50
 

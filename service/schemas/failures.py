@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Strict
-from fbgp_al.worker.spec.defaults import MIN_SUCCESS, WEIGHT_QUANTILE
+from fbgp_al.worker.vocabulary.defaults import MIN_SUCCESS, WEIGHT_QUANTILE
 
 
 class FailureModel(Strict):

@@ -1,7 +1,7 @@
 """The field types and base classes that the bodies of the API share: a number that must be
 finite, text a user wrote (:mod:`service.names`), a point's coordinates, an output's value and
 its noise variance (within the range where the GP's float64 arithmetic stays finite), and the
-acquisitions' names (:mod:`worker.spec.defaults`)."""
+acquisitions' names (:mod:`worker.vocabulary.defaults`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.names import visible
-from fbgp_al.worker.spec.defaults import ACQUISITIONS
+from fbgp_al.worker.vocabulary.defaults import ACQUISITIONS
 
 Acquisition = Literal[ACQUISITIONS]  # type: ignore[valid-type]
 # a number in JSON: an integer or a float, never a string or a boolean, and finite

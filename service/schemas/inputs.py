@@ -1,5 +1,5 @@
 """A campaign's inputs, its pool of candidate points and its initial design, as posted, and the
-points a client sends, checked against the inputs (:class:`worker.spec.space.Space`)."""
+points a client sends, checked against the inputs (:class:`worker.vocabulary.space.Space`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from typing_extensions import TypedDict
 
 from fbgp_al.service.names import visible
 from fbgp_al.service.schemas.fields import ChoiceValue, Finite, Point, Strict
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE
+from fbgp_al.worker.vocabulary.space import Space
 
 MAX_POOL = 2**62  # pool indices are 64-bit integers
 MAX_INT_BOUND = 2**53  # an int input's bounds, exact in float64
@@ -175,7 +175,7 @@ class InitialDesign(Strict):
 
 
 def space_of(inputs: list[InputSpec] | list[dict]) -> Space:
-    """The inputs' :class:`worker.spec.space.Space`."""
+    """The inputs' :class:`worker.vocabulary.space.Space`."""
     return Space.of([i if isinstance(i, dict) else i.model_dump() for i in inputs])
 
 

@@ -19,7 +19,7 @@ from fbgp_al.service.schemas.fields import (
     Strict,
     Value,
 )
-from fbgp_al.worker.spec.defaults import MAX_OUTPUTS
+from fbgp_al.worker.vocabulary.defaults import MAX_OUTPUTS
 
 # a label's values with several outputs: an object {name: value} (checked against the
 # campaign's outputs); observations' values in a column, or each output's column by name

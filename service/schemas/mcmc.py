@@ -1,5 +1,5 @@
 """How each refit samples the GP's hyperparameters (:class:`McmcSettings`), with the defaults of
-:data:`worker.spec.defaults.MCMC_DEFAULTS`."""
+:data:`worker.vocabulary.defaults.MCMC_DEFAULTS`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Strict
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 
 
 class McmcSettings(Strict):

@@ -41,7 +41,7 @@ class KnownNoise(Strict):
         return self
 
 
-# an output's transform (worker.spec.defaults.OUTPUT_TRANSFORMS)
+# an output's transform (worker.vocabulary.defaults.OUTPUT_TRANSFORMS)
 OutputTransform = Literal["none", "log"]
 
 

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Body, Strict
-from fbgp_al.worker.spec.defaults import STOP_PATIENCE, STOP_TARGETS
+from fbgp_al.worker.vocabulary.defaults import STOP_PATIENCE, STOP_TARGETS
 
 Threshold = Annotated[float, StrictValue(), Field(gt=0, allow_inf_nan=False)]
 

@@ -28,8 +28,8 @@ from fbgp_al.service.keys import (
 from fbgp_al.service.loop import Rules
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store.teams import TeamFull, TeamGone
-from fbgp_al.worker.spec import pools
-from fbgp_al.worker.spec.design import initial_design
+from fbgp_al.worker.vocabulary import pools
+from fbgp_al.worker.vocabulary.design import initial_design
 
 log = logging.getLogger("fbgp.store")
 RESERVE_SIZE = 32  # pool points set aside to stand in for design points that fail, at most
@@ -107,8 +107,8 @@ class Campaigns:
         return json.loads(raw)
 
     def points(self, campaign_id: str, spec: dict) -> np.ndarray | None:
-        """An explicit pool's points (``m x d`` codes, :meth:`worker.spec.space.Space.codes`: for
-        float inputs, their values); None for a grid or a pool kept in the spec itself (as
+        """An explicit pool's points (``m x d`` codes, :meth:`worker.vocabulary.space.Space.codes`:
+        for float inputs, their values); None for a grid or a pool kept in the spec itself (as
         campaigns created before the points were kept apart)."""
         if not pools.explicit(spec) or "points" in spec["pool"]:
             return None
@@ -118,7 +118,7 @@ class Campaigns:
         return np.frombuffer(raw, dtype=ROW_TYPE).reshape(-1, len(spec["inputs"]))
 
     def pool(self, campaign_id: str, spec: dict):
-        """The campaign's pool in the unit cube (:func:`worker.spec.pools.pool_of`)."""
+        """The campaign's pool in the unit cube (:func:`worker.vocabulary.pools.pool_of`)."""
         return pools.pool_of(spec, self.points(campaign_id, spec))
 
     def pool_points(self, campaign_id: str, spec: dict, indices: list[int]) -> list[list]:

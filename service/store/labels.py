@@ -11,7 +11,7 @@ from fbgp_al.service import loop
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome
 from fbgp_al.service.refusals import NotFound, Unprocessable
-from fbgp_al.worker.spec import pools
+from fbgp_al.worker.vocabulary import pools
 
 log = logging.getLogger("fbgp.store")
 
@@ -45,7 +45,7 @@ class Labels:
         enqueue the refit it makes due and count it: ``(outcome, n_labeled, refit_due)``.
         ``noise``: its known noise variance, kept in the record (and in the ticket's state, for
         a repeat to match). ``values(spec)``: ``(y, noise)`` checked against the campaign's
-        spec (:class:`worker.spec.values.LabelValues`; its ``ValueError`` answered 422),
+        spec (:class:`worker.vocabulary.values.LabelValues`; its ``ValueError`` answered 422),
         instead of ``y`` and ``noise`` as given.
         ``enqueue=False``: the refit due is left queued for the caller."""
         spec = self.spec(campaign_id)

@@ -12,7 +12,7 @@ from fbgp_al.service import loop, stopping
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
-from fbgp_al.worker.spec.defaults import STOP_TARGETS, failure_options
+from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS, failure_options
 
 log = logging.getLogger("fbgp.store")
 
@@ -23,8 +23,8 @@ class Models:
 
     def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
         """What a refit ranks, as of ``now``: ``(pool, exclude, pending, failures)``: the pool
-        (:func:`worker.spec.pools.pool_of`), the indices never to offer again (labeled, unless the
-        campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), the
+        (:func:`worker.vocabulary.pools.pool_of`), the indices never to offer again (labeled, unless
+        the campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), the
         points out now (for the batch's pending points), and the failed runs its failure model
         counts (:meth:`service.store.runs.Runs.counted_failures`), those that failed while the
         posterior was sampled included."""

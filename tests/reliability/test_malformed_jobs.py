@@ -27,7 +27,7 @@ def test_a_malformed_job_hash_fails_that_job_and_the_worker_goes_on(make_stack):
     high = Queue(HIGH, connection=redis, serializer=JSONSerializer)
     jobs = {}
     for field, value in MALFORMED.items():
-        job = high.create_job("fbgp_al.worker.jobs.predict", args=["nobody", [[1.0]]])
+        job = high.create_job("fbgp_al.service.jobs.predict", args=["nobody", [[1.0]]])
         job.save()
         redis.hset(job.key, field, value)
         redis.rpush(high.key, job.id)

@@ -213,7 +213,7 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
     # RQ's records of the refits: all run by the worker in the namespace
     finished = FinishedJobRegistry(REFIT, connection=connection).get_job_ids()
     jobs = [fetch_job(job_id, connection) for job_id in finished]
-    assert any(job.func_name == "fbgp_al.worker.jobs.refit" for job in jobs), [
+    assert any(job.func_name == "fbgp_al.service.jobs.refit" for job in jobs), [
         j.func_name for j in jobs
     ]
     assert {job.worker_name for job in jobs} == {"remote-worker"}

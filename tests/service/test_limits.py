@@ -8,7 +8,7 @@ from fbgp_al.clients.reproduction.runs import paper_body
 from fbgp_al.service import limits
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import Settings
-from fbgp_al.worker.spec.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
+from fbgp_al.worker.vocabulary.defaults import MCMC_PRESETS, PAPER_ACQUISITIONS
 
 
 def _rejected(r, name: str) -> str:

@@ -34,7 +34,7 @@ from fbgp_al.service.queues import (
 )
 from fbgp_al.service.settings import Settings, get_settings
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 from tests.conftest import start_worker
 from tests.service.conftest import label_design, wait_for_model
 
@@ -290,7 +290,7 @@ def test_job_alive_sees_dropped_queue_entries_and_silent_workers(settings):
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
     queue = queues.queue(REFIT, redis)
-    job = queue.enqueue_call("fbgp_al.worker.jobs.refit", args=("c",), job_id="refit-1")
+    job = queue.enqueue_call("fbgp_al.service.jobs.refit", args=("c",), job_id="refit-1")
     assert job_alive(redis, "refit-1")
     # a worker's dequeue: off the queue, but its work horse has not started it yet
     assert Queue.dequeue_any([queue], None, connection=redis)[0].id == "refit-1"
@@ -324,7 +324,7 @@ def test_job_alive_sees_a_job_started_between_its_looks(settings, monkeypatch):
 
     redis = Redis.from_url(settings.redis_url.rsplit("/", 1)[0] + "/14")  # no worker serves it
     queue = queues.queue(REFIT, redis)
-    job = queue.enqueue_call("fbgp_al.worker.jobs.refit", args=("c",), job_id="refit-2")
+    job = queue.enqueue_call("fbgp_al.service.jobs.refit", args=("c",), job_id="refit-2")
     worker = Worker([queue], connection=redis, name="starts-it")
     worker.register_birth()
     position = Queue.get_job_position
@@ -354,7 +354,7 @@ def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
 
     connection = Redis.from_url(redis_url)
     nobody = queue(f"fbgp-test-nobody-{time.time_ns()}", connection)
-    job = nobody.enqueue_call("fbgp_al.worker.jobs.refit", args=("gone",))
+    job = nobody.enqueue_call("fbgp_al.service.jobs.refit", args=("gone",))
     job.set_status(JobStatus.STARTED)  # as the worker that took it left it, before its record
     connection.zadd(job.execution_registry.key, {"not-yet": time.time() + 600})
     with pytest.raises(ValueError):
@@ -362,6 +362,38 @@ def test_a_job_that_starts_while_it_is_canceled_is_stopped_not_a_500(redis_url):
     assert nobody.count == 1
     _cancel(connection, job)
     assert nobody.count == 0
+    nobody.delete(delete_jobs=True)
+
+
+def test_a_job_stored_under_a_former_name_runs_as_the_job_of_today(client, make_body, settings):
+    """A job an earlier version stored names its function as that version did: ``worker.jobs.X``
+    before the one import name, ``fbgp_al.worker.jobs.X`` while the jobs lived in worker/. It is
+    read as ``fbgp_al.service.jobs.X``, and a worker runs it; a former name that names no job
+    (a module of the jobs, a name of their module's) is refused."""
+    from rq.serializers import JSONSerializer
+
+    from fbgp_al.service.queues import FORMER_NAMES, JOBS, Refused
+
+    assert set(FORMER_NAMES.values()) == set(JOBS)
+    assert all(job.startswith("fbgp_al.service.jobs.") for job in JOBS)
+    redis = Redis.from_url(settings.redis_url)
+    campaign = client.post("/campaigns", json=make_body()).json()["id"]
+    stored = Queue(HIGH, connection=redis, serializer=JSONSerializer)  # as an earlier version
+    for former in ("worker.jobs", "fbgp_al.worker.jobs", "fbgp_al.service.jobs"):
+        job = stored.enqueue_call(f"{former}.plot", args=[campaign, "curve"])
+        assert fetch_job(job.id, redis).func_name == "fbgp_al.service.jobs.plot"
+        deadline = time.monotonic() + 60
+        while job.get_status(refresh=True) != JobStatus.FINISHED:
+            assert job.get_status() != JobStatus.FAILED, former
+            assert time.monotonic() < deadline, (former, job.get_status())
+            time.sleep(0.05)
+    nobody = Queue(
+        f"fbgp-test-nobody-{time.time_ns()}", connection=redis, serializer=JSONSerializer
+    )
+    for foreign in ("worker.jobs.fanout", "fbgp_al.worker.jobs.base64", "worker.jobs.log_ids"):
+        job = nobody.enqueue_call(foreign, args=[campaign])
+        with pytest.raises(Refused):
+            fetch_job(job.id, redis).func_name  # noqa: B018
     nobody.delete(delete_jobs=True)
 
 

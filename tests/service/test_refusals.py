@@ -14,7 +14,7 @@ from fbgp_al.service import errors, refusals
 def test_the_store_and_the_jobs_load_no_web_framework():
     code = (
         "import sys; import fbgp_al.service.store, fbgp_al.service.refusals, "
-        "fbgp_al.worker.jobs, fbgp_al.worker.jobs.process; "
+        "fbgp_al.service.jobs, fbgp_al.service.jobs.process; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'fastapi', 'starlette'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

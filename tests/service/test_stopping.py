@@ -15,7 +15,7 @@ from redis import Redis
 from fbgp_al.service import stopping
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.spec.defaults import STOP_TARGETS
+from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS
 from tests.service.conftest import label_design
 
 YS = [0.3, 0.9, -0.2]

@@ -49,7 +49,7 @@ def test_a_pickled_or_foreign_job_runs_nothing_and_the_worker_goes_on(
         Queue(name, connection=redis, serializer=DefaultSerializer) for name in (HIGH, REFIT)
     ]
     jobs = [
-        q.enqueue_call("fbgp_al.worker.jobs.predict", args=(Touch(pickled), [[1.0]]))
+        q.enqueue_call("fbgp_al.service.jobs.predict", args=(Touch(pickled), [[1.0]]))
         for q in attacker
     ]
     # valid JSON, naming a function that is not one of the jobs
@@ -82,7 +82,7 @@ def test_a_pickle_in_a_jobs_record_runs_nothing_where_the_api_stops_it(redis_url
     nobody = Queue(
         f"fbgp-test-nobody-{time.time_ns()}", connection=redis, serializer=JSONSerializer
     )
-    job = nobody.enqueue_call("fbgp_al.worker.jobs.refit", args=["gone"])
+    job = nobody.enqueue_call("fbgp_al.service.jobs.refit", args=["gone"])
     redis.hset(job.key, "meta", pickle.dumps(Touch(marker)))
     stop_jobs(redis, [job.id])
     assert not marker.exists(), "the API loaded a pickle from Redis"
@@ -103,17 +103,17 @@ def test_a_job_naming_a_callback_or_a_webhook_is_refused_and_neither_is_used(red
     nobody = Queue(
         f"fbgp-test-nobody-{time.time_ns()}", connection=redis, serializer=JSONSerializer
     )
-    plain = nobody.enqueue_call("fbgp_al.worker.jobs.predict", args=["c", [[1.0]]])
+    plain = nobody.enqueue_call("fbgp_al.service.jobs.predict", args=["c", [[1.0]]])
     called = nobody.enqueue_call(
-        "fbgp_al.worker.jobs.predict", args=["c", [[1.0]]], on_failure=Callback("os.system")
+        "fbgp_al.service.jobs.predict", args=["c", [[1.0]]], on_failure=Callback("os.system")
     )
     hooked = nobody.enqueue(
-        "fbgp_al.worker.jobs.predict",
+        "fbgp_al.service.jobs.predict",
         "c",
         [[1.0]],
         webhooks=[Webhook("http://example.invalid/", "failed")],
     )
-    assert fetch_job(plain.id, redis).func_name == "fbgp_al.worker.jobs.predict"
+    assert fetch_job(plain.id, redis).func_name == "fbgp_al.service.jobs.predict"
     for job_id, why in ((called.id, "callback"), (hooked.id, "webhook")):
         job = fetch_job(job_id, redis)
         with pytest.raises(Refused, match=why):
@@ -138,7 +138,7 @@ def test_a_refit_queued_as_a_pickle_before_an_upgrade_fails_and_is_revived(
     def as_before(connection, campaign_id, job_id, timeout, spec, long=False):
         before = Queue(queues.lane(spec, long), connection=connection, serializer=DefaultSerializer)
         return before.enqueue_call(
-            "fbgp_al.worker.jobs.refit",
+            "fbgp_al.service.jobs.refit",
             args=(campaign_id,),
             timeout=timeout,
             result_ttl=600,

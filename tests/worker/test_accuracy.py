@@ -136,8 +136,8 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     from types import SimpleNamespace
 
     from fbgp_al.worker import fitting
-    from fbgp_al.worker.spec.design import GridPool
-    from fbgp_al.worker.spec.space import Space
+    from fbgp_al.worker.vocabulary.design import GridPool
+    from fbgp_al.worker.vocabulary.space import Space
 
     seen = []
     monkeypatch.setattr(

@@ -8,7 +8,7 @@ from scipy.stats import multivariate_normal, norm
 
 from fbgp_al.clients.simulators import get_simulator
 from fbgp_al.worker import answers, fitting
-from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.vocabulary.design import GridPool
 from tests.worker.known_noise import SPEC
 from tests.worker.known_noise import labels as _labels
 

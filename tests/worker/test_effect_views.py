@@ -11,8 +11,8 @@ import torch
 from PIL import Image
 
 from fbgp_al.worker import effect_views, fitting
-from fbgp_al.worker.spec.pools import pool_of
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.pools import pool_of
+from fbgp_al.worker.vocabulary.space import Space
 
 SPEC = {
     "inputs": [

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from fbgp_al.worker import answers, effects, fitting
-from fbgp_al.worker.spec.pools import pool_of
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.pools import pool_of
+from fbgp_al.worker.vocabulary.space import Space
 
 SPEC = {
     "inputs": [

@@ -19,8 +19,8 @@ from fbgp_al.worker.feasibility import Classifier, Constant
 from fbgp_al.worker.feasibility.campaign import MAX_RUNS, FailureModel, bounded, fit_campaign
 from fbgp_al.worker.fitting.ranking import candidates_of
 from fbgp_al.worker.scoring import combined_scores
-from fbgp_al.worker.spec.design import GridPool
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.design import GridPool
+from fbgp_al.worker.vocabulary.space import Space
 
 SPEC = {
     "inputs": [{"name": n, "lower": 0.0, "upper": 1.0} for n in ("a", "b")],

@@ -19,9 +19,9 @@ from fbgp_al.service import stopping
 from fbgp_al.worker import answers, fitting
 from fbgp_al.worker.mcmc import MODE_DRAWS, posterior_mode_index, sample_posterior
 from fbgp_al.worker.potential import GPPotential
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, STOP_TARGETS
-from fbgp_al.worker.spec.design import GridPool
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS, STOP_TARGETS
+from fbgp_al.worker.vocabulary.design import GridPool
+from fbgp_al.worker.vocabulary.space import Space
 from tests.worker.test_mcmc import _assert_matches, _quadrature
 
 SPEC = {
@@ -147,7 +147,7 @@ def _in_parts(k):
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     from fbgp_al.worker import fitting
-    from fbgp_al.worker.spec.design import GridPool
+    from fbgp_al.worker.vocabulary.design import GridPool
 
     spec = {
         "inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],

@@ -24,9 +24,9 @@ from fbgp_al.worker.laplace import (
     psis,
 )
 from fbgp_al.worker.potential import GPPotential
-from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS, MCMC_PRESETS
-from fbgp_al.worker.spec.design import GridPool
-from fbgp_al.worker.spec.sampler import sampler_line
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS, MCMC_PRESETS
+from fbgp_al.worker.vocabulary.design import GridPool
+from fbgp_al.worker.vocabulary.sampler import sampler_line
 from fbgp_al.worker.warm_start import usable
 from tests.worker.test_mcmc import _assert_matches, _data, _quadrature
 

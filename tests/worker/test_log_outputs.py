@@ -14,8 +14,8 @@ from scipy.stats import lognorm, multivariate_normal
 
 from fbgp_al.worker import accuracy, answers, fitting
 from fbgp_al.worker.gp import predict
-from fbgp_al.worker.spec.design import GridPool
 from fbgp_al.worker.transforms import DTYPE, OutputStandardization
+from fbgp_al.worker.vocabulary.design import GridPool
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

@@ -269,9 +269,9 @@ def test_grid_start_finds_the_main_mode_that_the_uniform_box_misses():
         sample_posterior(u, z, chains=1, warmup=5, samples=5, init="prior")
 
 
-# the service's default settings (worker.spec.defaults), sampling to a target
+# the service's default settings (worker.vocabulary.defaults), sampling to a target
 def _default(**changes):
-    from fbgp_al.worker.spec.defaults import MCMC_DEFAULTS
+    from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 
     mcmc = {**MCMC_DEFAULTS, **changes}
     kw = {
@@ -547,7 +547,7 @@ def test_a_refit_passes_a_campaigns_target_and_scores_with_its_draws():
     """worker.fitting as the service calls it: a campaign's `draws` make a target (a chain group
     runs to its share), and its model scores with that many draws spread over the chains."""
     from fbgp_al.worker import fitting
-    from fbgp_al.worker.spec.design import GridPool
+    from fbgp_al.worker.vocabulary.design import GridPool
 
     mcmc = {
         "chains": 2,

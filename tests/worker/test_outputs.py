@@ -8,8 +8,8 @@ import torch
 
 from fbgp_al.worker import answers, fitting, scoring
 from fbgp_al.worker.acquisition import evaluate
-from fbgp_al.worker.spec.defaults import STOP_TARGETS, output_labels, output_spec
-from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS, output_labels, output_spec
+from fbgp_al.worker.vocabulary.design import GridPool
 
 SPEC = {
     "inputs": [{"name": "x", "lower": 0.0, "upper": 10.0}],

@@ -15,7 +15,7 @@ from fbgp_al.worker.acquisition import evaluate
 from fbgp_al.worker.mcmc import Posterior, sample_posterior
 from fbgp_al.worker.mode import mode_index, raw_kde_mode_index
 from fbgp_al.worker.potential import PRIOR_VARIANCE, GPPotential
-from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.vocabulary.design import GridPool
 
 SPEC = {
     "inputs": [

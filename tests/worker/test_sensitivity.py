@@ -1,7 +1,7 @@
 """Sobol indices of the GP's posterior mean through the stored model's path
 (:mod:`worker.sensitivity`): on Ishigami against the analytic indices (and SALib on a sampled
 model's mean), each output of a campaign of several with its own draws, and the Monte Carlo
-method against the closed form. The indices' own tests are tests/worker/spec/test_sobol.py."""
+method against the closed form. The indices' own tests are tests/worker/vocabulary/test_sobol.py."""
 
 import math
 
@@ -11,9 +11,9 @@ from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
 from fbgp_al.worker import sensitivity
-from fbgp_al.worker.spec import sobol
-from fbgp_al.worker.spec.space import Space
-from tests.worker.spec.test_sobol import MIXED, _ishigami
+from fbgp_al.worker.vocabulary import sobol
+from fbgp_al.worker.vocabulary.space import Space
+from tests.worker.vocabulary.test_sobol import MIXED, _ishigami
 
 PI = math.pi
 

@@ -2,7 +2,7 @@
 noise."""
 
 from fbgp_al.worker import fitting, views
-from fbgp_al.worker.spec.design import GridPool
+from fbgp_al.worker.vocabulary.design import GridPool
 from tests.worker.known_noise import SPEC
 from tests.worker.known_noise import labels as _labels
 

@@ -4,11 +4,12 @@ fitting it costs, and what a refit's ranking does with it.
 The runs are the labels (successes) and the failed runs kept (failures; abandoned runs are no
 outcome, and failures the owner told the service to forget, ``POST .../retry`` with
 ``forget_failures``, are left out), each at the features the regression GP sees
-(:meth:`worker.spec.space.Space.to_gp`). Fitting costs ``O(n^3)`` per EP sweep and per evidence
-evaluation (EP's site updates are a Python loop), so beyond ``MAX_RUNS`` runs the classifier is
-fitted on a seeded subset (:func:`bounded`): every failure (a seeded half of ``MAX_RUNS`` where
-there are more), and successes in two halves, those nearest a kept failure (where the boundary
-is) and a uniform draw of the others (so that the classifier still knows where runs succeed).
+(:meth:`worker.vocabulary.space.Space.to_gp`). Fitting costs ``O(n^3)`` per EP sweep and per
+evidence evaluation (EP's site updates are a Python loop), so beyond ``MAX_RUNS`` runs the
+classifier is fitted on a seeded subset (:func:`bounded`): every failure (a seeded half of
+``MAX_RUNS`` where there are more), and successes in two halves, those nearest a kept failure (where
+the boundary is) and a uniform draw of the others (so that the classifier still knows where runs
+succeed).
 
 A refit then leaves out the candidates whose probability of success is below the campaign's
 ``min_success`` and weighs each other candidate's acquisition score by a pessimistic chance of
@@ -35,8 +36,8 @@ from scipy import special
 
 from fbgp_al.worker.feasibility.classifier import Classifier, Constant, fit, from_dict
 from fbgp_al.worker.feasibility.likelihoods import predictive_probability
-from fbgp_al.worker.spec.defaults import WEIGHT_QUANTILE, failure_options
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.defaults import WEIGHT_QUANTILE, failure_options
+from fbgp_al.worker.vocabulary.space import Space
 
 # The most runs the classifier is fitted on (measured: docs/benchmarks.md, "Failure model in the
 # refit": on the 2-core VM, in 3-D, a fit took 0.18 s at 100 runs, 0.68 s at 200, 1.86 s at 300)

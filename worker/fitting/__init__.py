@@ -4,7 +4,7 @@ fresh pool subsample, ranking, and the model body that holds it all. The answers
 gives (predictions, acquisition values, test metrics) are :mod:`worker.answers`.
 
 Inputs and outputs are plain lists and dicts (JSON-able); the store and the queue stay in
-:mod:`worker.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
+:mod:`service.jobs`. Campaign specs are the dicts of the campaign body (``POST /campaigns`` in the
 OpenAPI document).
 """
 
@@ -34,8 +34,8 @@ from fbgp_al.worker.fitting.posteriors import (
 )
 from fbgp_al.worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
-from fbgp_al.worker.spec.defaults import output_names
-from fbgp_al.worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.defaults import output_names
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 __all__ = [
     "Data",

@@ -21,7 +21,7 @@ from fbgp_al.worker.fitting.ranking import (
 )
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
 from fbgp_al.worker.scoring import Output, Scoring
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.vocabulary.defaults import (
     MAX_BATCH,
     STOP_TARGETS,
     output_labels,
@@ -29,14 +29,14 @@ from fbgp_al.worker.spec.defaults import (
     output_spec,
     output_weights,
 )
-from fbgp_al.worker.spec.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 
 @dataclass(frozen=True)
 class OutputFit:
     """One output of a multi-output campaign: its name, weight in the acquisition, its
-    single-output campaign (:func:`worker.spec.defaults.output_spec`), labels in its GP's units and
-    posterior."""
+    single-output campaign (:func:`worker.vocabulary.defaults.output_spec`), labels in its GP's
+    units and posterior."""
 
     name: str
     weight: float

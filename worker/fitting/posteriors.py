@@ -11,13 +11,13 @@ import torch
 from fbgp_al.worker.feasibility.campaign import fit_campaign
 from fbgp_al.worker.laplace import laplace_posterior
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.vocabulary.defaults import (
     MCMC_DEFAULTS,
     known_noise,
     output_transform,
 )
-from fbgp_al.worker.spec.space import Space
-from fbgp_al.worker.transforms import OutputStandardization, as_tensor
+from fbgp_al.worker.vocabulary.space import Space
 
 # what a NUTS refit reports of a Laplace mixture it tried and did not use
 LAPLACE_TRIED = (
@@ -194,10 +194,10 @@ def chains(
 ):
     """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
     target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
-    refit: :class:`worker.jobs.fanout.Peers`), to the target judged at each check on all the chains
+    refit: :class:`service.jobs.fanout.Peers`), to the target judged at each check on all the chains
     together (:meth:`worker.convergence.Target.more_of`), as one process running every chain
     judges it, so that the merged draws are that process's. Raises
-    :class:`worker.jobs.fanout.PeersLost` when the others cannot be heard."""
+    :class:`service.jobs.fanout.PeersLost` when the others cannot be heard."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
     whole = Target.of(mcmc)

@@ -16,12 +16,12 @@ from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.scoring import Output, Scoring
-from fbgp_al.worker.spec.defaults import (
+from fbgp_al.worker.vocabulary.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
 )
-from fbgp_al.worker.spec.design import GridPool, PointPool
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.space import Space
 
 
 def candidates_of(
@@ -58,7 +58,7 @@ def candidates_of(
 
 
 # share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (worker.jobs.fanout.share_scoring);
+# that the candidates may be scored in parts on other workers (service.jobs.fanout.share_scoring);
 # fn is a Scoring, which those workers rebuild from plain data
 Share = Callable[[Scoring, torch.Tensor], torch.Tensor]
 

@@ -12,9 +12,11 @@ def test_a_package_is_one_room_and_the_vocabulary_and_plumbing_none():
 
     assert room("service/store/labels.py") == room("service/keys.py") == "fbgp_al.service.store"
     assert room("service/routes/labeling.py") == "fbgp_al.service.routes"
-    assert room("worker/jobs/lease.py") == room("worker/jobs/__init__.py") == "fbgp_al.worker.jobs"
+    assert (
+        room("service/jobs/lease.py") == room("service/jobs/__init__.py") == "fbgp_al.service.jobs"
+    )
     assert room("service/loop.py") == "fbgp_al.service.loop"
-    assert room("worker/spec/space.py") is None and room("service/middleware.py") is None
+    assert room("worker/vocabulary/space.py") is None and room("service/middleware.py") is None
     assert room_of("/usr/lib/python3/json/decoder.py") is None
 
 
@@ -34,22 +36,22 @@ def test_reentries_count_entries_from_rooms_not_the_frameworks_and_not_the_heart
                 "fbgp_al.service.loop",
                 "fbgp_al.service.loop:labeled_state",
             ),
-            (2, OUTSIDE, "fbgp_al.worker.jobs", "fbgp_al.worker.jobs:refit"),
+            (2, OUTSIDE, "fbgp_al.service.jobs", "fbgp_al.service.jobs:refit"),
             (
                 2,
-                "fbgp_al.worker.jobs",
+                "fbgp_al.service.jobs",
                 "fbgp_al.service.store",
                 "fbgp_al.service.store.refits:refit_inputs",
             ),
             (
                 3,
                 OUTSIDE,
-                "fbgp_al.worker.jobs",
-                "fbgp_al.worker.jobs.lease:beat",
+                "fbgp_al.service.jobs",
+                "fbgp_al.service.jobs.lease:beat",
             ),  # the heartbeat's thread
             (
                 3,
-                "fbgp_al.worker.jobs",
+                "fbgp_al.service.jobs",
                 "fbgp_al.service.store",
                 "fbgp_al.service.store.refits:beat",
             ),
@@ -60,7 +62,7 @@ def test_reentries_count_entries_from_rooms_not_the_frameworks_and_not_the_heart
         "fbgp_al.service.routes",
         "fbgp_al.service.store",
         "fbgp_al.service.loop",
-        "fbgp_al.worker.jobs",
+        "fbgp_al.service.jobs",
     ]
     assert out["entered"] == {"fbgp_al.service.store": 2, "fbgp_al.service.loop": 1}
     assert out["reentered"] == ["fbgp_al.service.store"]
@@ -69,12 +71,12 @@ def test_reentries_count_entries_from_rooms_not_the_frameworks_and_not_the_heart
             "fbgp_al.service.store": 1,
             "fbgp_al.service.loop": 1,
         },
-        "fbgp_al.worker.jobs:refit": {"fbgp_al.service.store": 1},
+        "fbgp_al.service.jobs:refit": {"fbgp_al.service.store": 1},
     }
     assert out["callbacks"] == []
     assert out["heartbeat"] == [
-        "<outside> -> fbgp_al.worker.jobs",
-        "fbgp_al.worker.jobs -> fbgp_al.service.store",
+        "<outside> -> fbgp_al.service.jobs",
+        "fbgp_al.service.jobs -> fbgp_al.service.store",
     ]
 
 
@@ -114,7 +116,7 @@ def test_one_label_goes_through_at_most_eight_rooms_and_calls_none_back():
     out = label_path.run()
     assert len(out["modules"]) <= 8, out["modules"]
     assert out["callbacks"] == [], out["callbacks"]
-    api = out["calls"][: out["calls"].index("<outside> -> fbgp_al.worker.jobs:refit")]
+    api = out["calls"][: out["calls"].index("<outside> -> fbgp_al.service.jobs:refit")]
     assert [c for c in api if c.startswith("fbgp_al.service.routes -> fbgp_al.service.store")] == [
         "fbgp_al.service.routes -> fbgp_al.service.store.labels:record_label"
     ], api

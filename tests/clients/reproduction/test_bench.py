@@ -16,7 +16,7 @@ from fbgp_al.clients.reproduction.protocol import PROTOCOLS, run_setup
 from fbgp_al.clients.reproduction.results import read_results
 from fbgp_al.clients.reproduction.runs import RunSpec, label_rng, paper_body, resumable, spec_body
 from fbgp_al.clients.simulators import get_simulator
-from fbgp_al.worker.spec.defaults import MCMC_PRESETS
+from fbgp_al.worker.vocabulary.defaults import MCMC_PRESETS
 from tests.clients.reproduction.made_up import run_records
 
 ARGS = [

@@ -15,9 +15,9 @@ from fbgp_al.clients.reproduction.protocol import (
 )
 from fbgp_al.clients.reproduction.rdauc import load_paper_table
 from fbgp_al.clients.simulators import SIMULATORS, get_simulator
-from fbgp_al.worker.spec import defaults
-from fbgp_al.worker.spec.defaults import INITIAL_DESIGN_SIZE
-from fbgp_al.worker.spec.design import maximin_lhs
+from fbgp_al.worker.vocabulary import defaults
+from fbgp_al.worker.vocabulary.defaults import INITIAL_DESIGN_SIZE
+from fbgp_al.worker.vocabulary.design import maximin_lhs
 
 
 def test_constants_match_the_paper():

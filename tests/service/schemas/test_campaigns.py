@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fbgp_al.worker import answers
-from fbgp_al.worker.spec.defaults import MCMC_PRESETS
+from fbgp_al.worker.vocabulary.defaults import MCMC_PRESETS
 from tests.service.conftest import wait_for_model
 
 BAD_BODIES = {

@@ -164,10 +164,10 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
     assert store.note_merge(campaign, "parent", "merge-1")
     assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
     group = queue.enqueue_call(
-        "fbgp_al.worker.jobs.refit_chains", args=(campaign,), job_id="group-1"
+        "fbgp_al.service.jobs.refit_chains", args=(campaign,), job_id="group-1"
     )
     queue.enqueue_call(
-        "fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-1", depends_on=group
+        "fbgp_al.service.jobs.refit_merge", args=(campaign,), job_id="merge-1", depends_on=group
     )
     # deferred behind a group that no longer beats: dead
     assert store.revive_refit(campaign, now, 15.0)
@@ -180,7 +180,7 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
             "refit_merge": "merge-3",
         },
     )
-    queue.enqueue_call("fbgp_al.worker.jobs.refit_merge", args=(campaign,), job_id="merge-3")
+    queue.enqueue_call("fbgp_al.service.jobs.refit_merge", args=(campaign,), job_id="merge-3")
     assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
     queue.remove("merge-3")
     assert store.revive_refit(campaign, now, 15.0)  # gone from its queue: dead

@@ -25,7 +25,7 @@ from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore, rules, scripts
 from fbgp_al.service.store.labels import _held_import
-from fbgp_al.worker.spec.pools import grid_point
+from fbgp_al.worker.vocabulary.pools import grid_point
 from tests.service.loop_model import (
     LATE_LABEL,
     START,

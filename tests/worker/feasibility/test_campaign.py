@@ -17,7 +17,7 @@ from fbgp_al.worker.feasibility.campaign import (
     of_model,
     outcomes,
 )
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.space import Space
 
 INPUTS = [{"name": "a", "lower": 0.0, "upper": 10.0}, {"name": "b", "lower": -1.0, "upper": 1.0}]
 

@@ -14,7 +14,7 @@ from fbgp_al.worker.fitting.posteriors import (
     uses_laplace,
     warm_start_of,
 )
-from fbgp_al.worker.spec.space import Space
+from fbgp_al.worker.vocabulary.space import Space
 
 INPUTS = [
     {"name": "a", "lower": 0.0, "upper": 10.0},

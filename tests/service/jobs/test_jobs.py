@@ -1,0 +1,111 @@
+"""The RQ jobs (:mod:`service.jobs`), run by an RQ worker in this process (``SimpleWorker``) on a
+store that no other worker serves: a refit stores the model of its campaign's labels with its
+ranking and history; a prediction answers from that model; a refit no longer in charge of its
+campaign (another was enqueued in its place) writes nothing."""
+
+import json
+import time
+
+import numpy as np
+from rq import SimpleWorker
+
+from fbgp_al.service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
+from fbgp_al.service.schemas.campaigns import CampaignCreate
+
+MCMC = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
+X, Y = [[0.6], [1.1], [1.7], [2.3]], [0.1, -0.2, 0.5, 2.0]
+
+
+def _work(store) -> None:
+    """Every job queued on the store's database, run here, until none is left."""
+    queues = [queue(name, store.r) for name in QUEUES]
+    worker = SimpleWorker(queues, connection=store.r, serializer=SERIALIZER, job_class=PlainJob)
+    worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+
+
+def _campaign(store, make_body) -> str:
+    body = make_body(mcmc=MCMC, max_labels=10)
+    return store.create(CampaignCreate(**body).model_dump())["id"]
+
+
+def test_a_refit_stores_the_model_that_a_prediction_answers_from(bare_store, make_body):
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    assert store.import_observations(campaign, X, Y, time.time())[1] == 4
+    assert store.state(campaign)["refit"] == "queued"
+    _work(store)
+    state = store.state(campaign)
+    assert state["model_version"] == "4" and state["refit"] == "idle", state
+    model = store.model(campaign)
+    assert model["version"] == 4 and len(model["samples"]["noise"]) == 2 * 20
+    assert store.ranking(campaign) and [e["event"] for e in store.history(campaign)] == ["model"]
+    job = enqueue_short(store.r, "predict", campaign, [[1.0], [2.0]])
+    _work(store)
+    answer = fetch_job(job.id, store.r).return_value()
+    assert answer["model_version"] == 4 and len(answer["mean"]) == 2
+    assert all(v > 0 for v in answer["variance"])
+
+
+def test_a_refit_no_longer_in_charge_writes_nothing(bare_store, make_body):
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    store.import_observations(campaign, X, Y, time.time())
+    job_id = store.state(campaign)["refit_job"]
+    # taken for dead and revived elsewhere: another refit is in charge now
+    store.r.hset(store.k(campaign, "state"), "refit_job", "another-refit")
+    _work(store)
+    assert "skipped" in fetch_job(job_id, store.r).return_value()
+    assert store.state(campaign).get("model_version") is None and store.history(campaign) == []
+
+
+def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_it_makes(
+    bare_store, make_body, monkeypatch
+):
+    """The failure model is fitted on the failed runs read with the candidates, after the
+    sampling: a run that failed meanwhile (written here as the store keeps one) is in the
+    model the refit stores, and its point and the points near it leave the ranking."""
+    from fbgp_al.worker import fitting
+
+    store = bare_store
+    campaign = _campaign(store, make_body)
+    store.import_observations(campaign, X, Y, time.time())
+    failed = {"x": [2.45], "index": None, "ticket": "t-failed", "reason": "diverged", "at": 0.0}
+    sample = fitting.sample
+
+    def sample_then_a_run_fails(*args, **kwargs):
+        sampled = sample(*args, **kwargs)
+        failed["at"] = time.time()
+        store.r.rpush(store.k(campaign, "failures"), json.dumps(failed))
+        return sampled
+
+    monkeypatch.setattr(fitting, "sample", sample_then_a_run_fails)
+    _work(store)
+    model = store.model(campaign)
+    assert model["version"] == 4
+    assert model["failures"]["n_failures"] == 1 and model["failures"]["n_successes"] == 4
+    assert all(abs(entry["x"][0] - 2.45) > 0.05 for entry in store.ranking(campaign))
+
+
+def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare_store, make_body):
+    """Past ``laplace_from`` a refit job draws from the mixture itself (no chain groups to fan
+    out), stores its diagnostics, and the next refit starts from its modes."""
+    store = bare_store
+    mcmc = {**MCMC, "laplace_from": 30}
+    campaign = store.create(CampaignCreate(**make_body(mcmc=mcmc, max_labels=60)).model_dump())[
+        "id"
+    ]
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 2.5, 41)
+    y = np.sin(4 * x) + 0.05 * rng.standard_normal(41)
+    store.import_observations(campaign, x[:40, None].tolist(), y[:40].tolist(), time.time())
+    _work(store)
+    first = store.model(campaign)
+    assert first["diagnostics"]["method"] == "laplace", first["diagnostics"]
+    assert first["diagnostics"]["chain_groups"] == 1 and first["adaptation"]["source"] == "laplace"
+    store.import_observations(campaign, [[float(x[40])]], [float(y[40])], time.time())
+    _work(store)
+    second = store.model(campaign)
+    assert second["version"] == 41 and second["diagnostics"]["warm_start"] == "warm"
+    # a count (2 chains x 20, every 2nd): as many draws scored as NUTS's would be, all of them
+    assert len(second["acquisition_samples"]["noise"]) == len(second["samples"]["noise"]) == 20
+    assert [e["event"] for e in store.history(campaign)] == ["model", "model"]
