@@ -167,7 +167,8 @@ def run_one(
     of the previous label is in place; before the first model ``/predict`` answers 404) and
     once at the end, after waiting for the model of the last label; ``rmse_feasible`` is that
     final model's. ``random_loss``: the runs after the design times the region's share of the
-    pool, what as many uniform draws from the pool would lose on average. ``failed_at``: the
+    pool, what as many uniform draws from the pool would lose on average. ``design_runs``: the
+    runs the design took (its labels and its points' failed runs). ``failed_at``: the
     first 100 failed runs' indices among the runs and their pool coordinates. ``brier``: of the
     final model's ``p_success`` at ``TEST_POINTS`` seeded points of the whole domain (snapped to
     the pool where it has int or choice inputs; None without a failure model)."""
@@ -232,13 +233,15 @@ def run_one(
         with contextlib.suppress(ApiError):
             score = brier(api.predict(campaign.id, x_all.tolist()).p_success, failing)
         api.delete_campaign(campaign.id, missing_ok=True)
-    after = runs[design_end(runs, design) :]
+    ended = design_end(runs, design)
+    after = runs[ended:]
     return {
         "simulator": case or sim.name,
         "model": model,
         "seed": seed,
         "runs": len(runs),
         "failed": int(sum(runs)),
+        "design_runs": ended,
         "runs_after_design": len(after),
         "failed_after_design": int(sum(after)),
         "rmse_feasible": rmse,

@@ -171,7 +171,11 @@ def test_a_mixed_campaign_reports_its_losses_and_brier_score(api_url):
     out = run_one(api_url, sim, where, "classifier", 8, 2, mcmc="fast", case="mixed")
     assert out["simulator"] == "mixed" and out["n_labeled"] == 8
     assert out["random_loss"] == pytest.approx(out["runs_after_design"] * where.fraction)
-    assert out["runs"] == out["design"] + out["runs_after_design"]
+    # the design's runs: its labels and the runs of its points that failed
+    assert out["runs"] == out["design_runs"] + out["runs_after_design"]
+    assert out["design_runs"] - out["design"] == len(
+        [i for i, _ in out["failed_at"] if i < out["design_runs"]]
+    )
     if out["failed"]:
         assert 0.0 <= out["brier"] <= 1.0
     else:
