@@ -21,10 +21,8 @@ from redis import Redis
 from rq.registry import FailedJobRegistry
 
 from fbgp_al.service import capacity
-from fbgp_al.service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 from fbgp_al.service.queues import QUEUES, queue
 from fbgp_al.service.settings import Settings
-from fbgp_al.service.store.counters import REFIT_BUCKETS, RUN_KINDS
 
 
 class RedisCollector:
@@ -46,19 +44,16 @@ class RedisCollector:
             failed.add_metric([name], FailedJobRegistry(queue=queue(name, redis)).count)
         yield depth
         yield failed
+        totals = self.store.totals()
         labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")
-        labels.add_metric([], float(redis.get(LABELS_METRIC) or 0))
+        labels.add_metric([], totals.labels)
         yield labels
-        runs = {k.decode(): float(v) for k, v in redis.hgetall(RUNS_METRIC).items()}
-        for kind in RUN_KINDS:
+        for kind, count in totals.runs.items():
             counter = CounterMetricFamily(f"fbgp_runs_{kind}", f"tickets whose run was {kind}")
-            counter.add_metric([], runs.get(kind, 0.0))
+            counter.add_metric([], count)
             yield counter
-        raw = {k.decode(): float(v) for k, v in redis.hgetall(REFIT_METRIC).items()}
-        buckets = [(str(b), raw.get(str(b), 0.0)) for b in REFIT_BUCKETS]
-        buckets.append(("+Inf", raw.get("+Inf", 0.0)))
         refit = HistogramMetricFamily("fbgp_refit_seconds", "seconds per refit (NUTS and scoring)")
-        refit.add_metric([], buckets, sum_value=raw.get("sum", 0.0))
+        refit.add_metric([], totals.buckets, sum_value=totals.refit_seconds)
         yield refit
         campaigns = GaugeMetricFamily("fbgp_campaigns", "campaigns by state", labels=["state"])
         for state, count in self.store.count_by_state(time.time()).items():

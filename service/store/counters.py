@@ -5,10 +5,24 @@ they survive restarts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fbgp_al.service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
 
 RUN_KINDS = ("failed", "abandoned")
 REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)  # seconds
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The counters as they stand: labels stored, runs per kind (:data:`RUN_KINDS`), and the
+    refits' histogram (``buckets``: each bound of :data:`REFIT_BUCKETS` and ``+Inf`` with its
+    cumulative count, in order) and the sum of their seconds."""
+
+    labels: float
+    runs: dict[str, float]
+    buckets: list[tuple[str, float]]
+    refit_seconds: float
 
 
 class Counters:
@@ -31,3 +45,22 @@ class Counters:
         pipe.hincrby(REFIT_METRIC, "+Inf", 1)
         pipe.hincrbyfloat(REFIT_METRIC, "sum", seconds)
         pipe.execute()
+
+    def totals(self) -> Totals:
+        """The counters, read in one round trip."""
+        labels, runs, refits = (
+            self.r.pipeline(transaction=False)
+            .get(LABELS_METRIC)
+            .hgetall(RUNS_METRIC)
+            .hgetall(REFIT_METRIC)
+            .execute()
+        )
+        runs = {k.decode(): float(v) for k, v in runs.items()}
+        raw = {k.decode(): float(v) for k, v in refits.items()}
+        bounds = [str(b) for b in REFIT_BUCKETS] + ["+Inf"]
+        return Totals(
+            float(labels or 0),
+            {kind: runs.get(kind, 0.0) for kind in RUN_KINDS},
+            [(bound, raw.get(bound, 0.0)) for bound in bounds],
+            raw.get("sum", 0.0),
+        )

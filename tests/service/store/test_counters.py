@@ -30,3 +30,20 @@ def test_a_refit_s_duration_counts_in_every_bucket_it_fits(bare_store):
         assert got.get(str(bound), 0) == expected, bound
     assert got["+Inf"] == 4
     assert got["sum"] == pytest.approx(1008.2)
+
+
+def test_the_totals_read_back_what_was_counted(bare_store):
+    store = bare_store
+    store.r.delete(LABELS_METRIC, RUNS_METRIC, REFIT_METRIC)
+    empty = store.totals()
+    assert empty.labels == 0 and empty.runs == {"failed": 0.0, "abandoned": 0.0}
+    assert [b for b, _ in empty.buckets] == [str(b) for b in REFIT_BUCKETS] + ["+Inf"]
+    store.count_labels(4)
+    store.count_run("abandoned")
+    for seconds in (0.2, 7.0):
+        store.count_refit(seconds)
+    totals = store.totals()
+    assert totals.labels == 4 and totals.runs == {"failed": 0.0, "abandoned": 1.0}
+    counts = dict(totals.buckets)
+    assert (counts["0.5"], counts["5"], counts["10"], counts["+Inf"]) == (1, 1, 2, 2)
+    assert totals.refit_seconds == pytest.approx(7.2)
