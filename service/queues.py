@@ -187,8 +187,9 @@ def fetch_job(job_id: str, connection) -> PlainJob:
 def workers(connection) -> list[Worker]:
     """The workers that are alive: those registered with RQ whose registration has not
     expired, one per process (host and pid), its latest. A worker that lost Redis registers
-    again under a new name; its old registration, kept by the append-only file across a
-    restart of Redis, would count until it expires (readiness counted 4 workers while 2 ran)."""
+    again under a new name, then ends its old registration (kept by the append-only file across
+    a restart of Redis), so that the process counts throughout; were the old one left, it
+    would count until it expires (readiness counted 4 workers while 2 ran)."""
     latest: dict[tuple, Worker] = {}
     for worker in Worker.all(connection=connection, job_class=PlainJob, serializer=SERIALIZER):
         process = (worker.hostname, worker.pid) if worker.pid else (worker.name,)

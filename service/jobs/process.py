@@ -64,6 +64,16 @@ class FbgpWorker(Worker):
     # SIGTERM or SIGINT came (RQ says so only when a job runs); on the class, since the handler
     # of a worker that lost Redis may be the one that hears it
     shutdown_requested = False
+    # the registration this process held before it lost Redis (kept across a restart of Redis by
+    # its append-only file): ended once this one is registered, so that the process counts as a
+    # live worker throughout (service.queues.workers counts one registration per process)
+    predecessor: Worker | None = None
+
+    def register_birth(self):
+        super().register_birth()
+        if self.predecessor is not None:
+            self.predecessor.register_death()
+            self.predecessor = None
 
     def handle_warm_shutdown_request(self):
         FbgpWorker.shutdown_requested = True
@@ -196,8 +206,9 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
     worker = None
     while True:
         try:
-            if worker is not None:  # its registration is this process's no more
-                worker.register_death()
+            # the registration to end: the last one that began (a worker that lost Redis
+            # before it registered hands on its own predecessor)
+            predecessor = worker.predecessor or worker if worker is not None else None
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
                 list(queues),
@@ -210,6 +221,7 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
                 maintenance_interval=settings.maintenance_interval,
                 job_monitoring_interval=settings.job_monitoring_interval,
             )
+            worker.predecessor = predecessor  # its registration ends once this one's begins
             worker.work(burst=burst)
             lost = "RQ's work loop ended (its log says why)"
         except AuthenticationError as error:  # no waiting mends a missing or wrong password
