@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fbgp_al.service.schemas.fields import Body, Free, Value
+from fbgp_al.worker.vocabulary.defaults import WEIGHT_QUANTILE
 
 
 class Draws(Body):
@@ -70,7 +71,7 @@ class FailureModelBody(Free):
     """Seconds its fit took."""
     excluded: int = 0
     """The refit's candidates left out for a probability of success below `min_success`."""
-    weight_quantile: float = 0.1
+    weight_quantile: float = WEIGHT_QUANTILE
     """Each other candidate's acquisition score was weighed by this quantile of its chance of
     success under the classifier's posterior (the campaign's `failures.weight_quantile`)."""
 
