@@ -1,6 +1,7 @@
-"""What the routes check of a request's values against its campaign: its points fit the
-inputs, its outputs and noise variances the campaign's outputs and noise model
-(:mod:`worker.vocabulary.values`); 422 otherwise."""
+"""What a request's values must fit, checked by the routes and the stories: its points the
+campaign's inputs, its outputs and noise variances the campaign's outputs and noise model
+(:mod:`worker.vocabulary.values`); refused as :class:`service.refusals.Unprocessable`
+otherwise."""
 
 from __future__ import annotations
 

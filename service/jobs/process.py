@@ -208,7 +208,7 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
         try:
             # the registration to end: the last one that began (a worker that lost Redis
             # before it registered hands on its own predecessor)
-            predecessor = worker.predecessor or worker if worker is not None else None
+            predecessor = None if worker is None else (worker.predecessor or worker)
             connection = Redis.from_url(settings.redis_url)
             worker = FbgpWorker(
                 list(queues),
