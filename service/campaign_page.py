@@ -111,9 +111,9 @@ def campaign_body(
 ) -> tuple[str, str, bool]:
     """The page's title, its HTML body, and whether it refreshes itself (while it runs)."""
     s = bodies.status(store, campaign_id)
-    spec = store.spec(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
     version = s["model_version"]
-    pictures = _Pictures(campaign_id, store.plot_stamp(campaign_id)[1])
+    pictures = _Pictures(campaign_id, store.plots.stamp(campaign_id)[1])
     parts = [
         "<p><a href='/'>all campaigns</a></p>",
         f"<h1>{html.escape(s['name'])}</h1>",
@@ -130,8 +130,8 @@ def campaign_body(
         if s["n_failed"]:
             parts.append(_failed_runs(store, campaign_id, spec, s, pictures, False))
         return s["name"], "".join(parts), running(s)
-    model = store.model(campaign_id)
-    history = store.history(campaign_id)
+    model = store.models.latest(campaign_id)
+    history = store.history.read(campaign_id)
     sections = [(f"output-{o}", output_title(spec, o)) for o in names or []] or [
         ("model", "The model")
     ]
@@ -311,7 +311,9 @@ def _failed_runs(
     if failure_model and any(i.get("type") != "choice" for i in spec["inputs"]):
         parts.append(pictures.img("failures", alt="the failure model's P(failure)"))
     names = [i["name"] for i in spec["inputs"]]
-    parts.append(failures_table(store.failures(campaign_id, FAILURES_SHOWN), s["n_failed"], names))
+    parts.append(
+        failures_table(store.runs.failures(campaign_id, FAILURES_SHOWN), s["n_failed"], names)
+    )
     return "".join(parts)
 
 

@@ -13,6 +13,6 @@ from fbgp_al.service.store import CampaignStore
 def spec_with_points(store: CampaignStore, campaign_id: str, x: list) -> tuple[dict, list]:
     """The campaign's spec and ``x`` with each value as its input keeps it, once ``x`` is known
     to fit its inputs (422 otherwise)."""
-    spec = store.spec(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
     with unprocessable_values():
         return spec, check_points(x, spec["inputs"])

@@ -139,7 +139,7 @@ def identify(settings: Settings, store: CampaignStore, given: str) -> tuple[str,
     ``owner``), a team's name and ``team``, or None (no token of this service)."""
     if hmac.compare_digest(given.encode(), settings.api_token.encode()):
         return SERVICE
-    return store.token_grant(given)
+    return store.teams.token_grant(given)
 
 
 def team_of(request: Request) -> str | None:
@@ -197,7 +197,7 @@ def check_grant(
                 f"this call needs the service token; the token of team {owner!r} "
                 f"opens only {TEAM_CALLS}"
             )
-        if campaign_id is not None and not store.team_has(owner, campaign_id):
+        if campaign_id is not None and not store.teams.has(owner, campaign_id):
             raise Forbidden(
                 f"the token of team {owner!r} does not open campaign "
                 f"{campaign_id!r}: the team did not create it"

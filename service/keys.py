@@ -63,7 +63,7 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   :meth:`service.store.history.History.events`).
 
 - ``plots`` (hash): ``{kind}:{output}`` -> the stamp it was drawn at (:meth:`service.store.plots.
-  Plots.plot_stamp`), a newline, and the page's PNG, so that a picture is drawn once per change of
+  Plots.stamp`), a newline, and the page's PNG, so that a picture is drawn once per change of
   the campaign however many pages show it;
 
 - ``lock``: the lock that serializes the choice of points across API processes

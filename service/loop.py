@@ -174,6 +174,18 @@ class Refit:
 
 
 @dataclass(frozen=True)
+class Ticket:
+    """A ticket out: its id, its point, when its lease runs out, and the model version that
+    chose the point (None: the initial design's)
+    (:meth:`service.store.tickets.Tickets.issue`)."""
+
+    ticket: str
+    x: list
+    expires_at: float
+    model_version: int | None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """A campaign's labeling state at one instant
     (:meth:`service.store.tickets.Tickets.snapshot`)."""

@@ -12,7 +12,7 @@ import uuid
 
 from rq.job import Job, JobStatus
 
-from fbgp_al.service import costs
+from fbgp_al.service import costs, keys
 from fbgp_al.service.job_results import forget
 from fbgp_al.service.queues import enqueue_short, stop_jobs, worker_count
 from fbgp_al.service.refusals import Busy, JobFailed, NotFound, TooLarge, TooMany
@@ -45,10 +45,10 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     points = len(args[1]) if len(args) > 1 and isinstance(args[1], list) else 0
     log_points = 0
     with contextlib.suppress(NotFound):  # each output answers; a log one's quantiles cost more
-        spec = store.spec(campaign_id)
+        spec = store.campaigns.spec(campaign_id)
         log_points = points * len(log_outputs(spec))
         points *= len(spec.get("outputs") or [None])
-    n = store.n_labeled(campaign_id)
+    n = store.campaigns.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
     long = name in MODEL_CALLS and costs.long_call(name, points, n, settings, log_points)
     if name == "sensitivity" or args[1:2] == ("sobol",):  # work as the labels squared
@@ -60,7 +60,7 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     workers = worker_count(connection)
     share = max(1, math.floor(workers * settings.model_call_share))
     stack = share if name in MODEL_CALLS else None  # a page's plots: bounded per campaign
-    admitted = store.admit_short(campaign_id, member, now, now + timeout + 60, most, stack)
+    admitted = store.jobs.admit_short(campaign_id, member, now, now + timeout + 60, most, stack)
     if admitted == 0:
         raise NotFound(f"no campaign {campaign_id!r}")
     if admitted == -2:
@@ -90,13 +90,13 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
             long,
         )
     except JobFailed:  # stopped by a delete of its campaign, or failed on not finding it
-        if not connection.exists(store.k(campaign_id, "spec")):
+        if not connection.exists(keys.campaign(campaign_id, "spec")):
             raise NotFound(
                 f"no campaign {campaign_id!r}: it was deleted while its {name} job ran"
             ) from None
         raise
     finally:
-        store.forget_jobs(campaign_id, [member])
+        store.jobs.forget(campaign_id, [member])
 
 
 def _wait_short(

@@ -44,7 +44,7 @@ class RedisCollector:
             failed.add_metric([name], FailedJobRegistry(queue=queue(name, redis)).count)
         yield depth
         yield failed
-        totals = self.store.totals()
+        totals = self.store.counters.totals()
         labels = CounterMetricFamily("fbgp_labels_stored", "labels stored (posted or imported)")
         labels.add_metric([], totals.labels)
         yield labels
@@ -56,7 +56,7 @@ class RedisCollector:
         refit.add_metric([], totals.buckets, sum_value=totals.refit_seconds)
         yield refit
         campaigns = GaugeMetricFamily("fbgp_campaigns", "campaigns by state", labels=["state"])
-        for state, count in self.store.count_by_state(time.time()).items():
+        for state, count in self.store.census.count_by_state(time.time()).items():
             campaigns.add_metric([state], count)
         yield campaigns
         yield from self._capacity()

@@ -44,7 +44,8 @@ def arrive(
        key with other observations is refused);
     3. the labels after it must stay within the stack's ``limit_labels``;
     4. the store takes them atomically (``import_observations.lua``), or refuses them all: past
-       ``max_labels``, or a pool point labeled already where the campaign allows no repeats.
+       ``max_labels``, or a pool point labeled already where the campaign allows no repeats;
+    5. the refit they make due goes on the queue.
     """
     spec, x = spec_with_points(store, campaign_id, x)
     with unprocessable_values():
@@ -53,11 +54,12 @@ def arrive(
     digest = ""
     if key is not None:
         digest = hashlib.sha256(json.dumps([x, y, noise]).encode()).hexdigest()
-        held = store.imported(campaign_id, key, digest)
+        held = store.labels.imported(campaign_id, key, digest)
         if held is not None:
             return _again(held[0], held[1], len(y))
-    limits.check_import(store.n_labeled(campaign_id), len(y), settings)
-    outcome, n, _ = store.import_observations(campaign_id, x, y, now, noise, key, digest)
+    limits.check_import(store.campaigns.n_labeled(campaign_id), len(y), settings)
+    outcome, n, due = store.labels.import_observations(campaign_id, x, y, now, noise, key, digest)
+    store.refits.requested(campaign_id, due, spec)
     if outcome in (ImportOutcome.SAME_AGAIN, ImportOutcome.KEY_REUSED):
         return _again(outcome, n, len(y))
     if outcome == ImportOutcome.TOO_MANY:

@@ -20,14 +20,14 @@ log = logging.getLogger("fbgp.api")
 
 def offer(
     store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int = 1
-) -> list[dict] | loop.Answer:
-    """One look at the campaign, under its lock: up to ``count`` tickets (the dicts ``/next``
-    answers, for as many polls), or the answer the rules gave instead of even one
-    (:class:`~service.loop.Wait`, :class:`~service.loop.Done`, :class:`~service.loop.Stalled`,
-    :class:`~service.loop.Failed`, :class:`~service.loop.Failing`). A campaign that waits for
-    a model also has its refit revived if that died. 503 (:class:`Busy`) when the campaign's
+) -> list[loop.Ticket] | loop.Answer:
+    """One look at the campaign, under its lock: up to ``count`` tickets (for as many polls),
+    or the answer the rules gave instead of even one (:class:`~service.loop.Wait`,
+    :class:`~service.loop.Done`, :class:`~service.loop.Stalled`, :class:`~service.loop.Failed`,
+    :class:`~service.loop.Failing`). A campaign that waits for a model also has its refit
+    revived if that died. 503 (:class:`Busy`) when the campaign's
     lock is not acquired in ``lock_timeout_seconds``."""
-    lock = store.lock(campaign_id, settings.lock_timeout_seconds)
+    lock = store.campaigns.lock(campaign_id, settings.lock_timeout_seconds)
     if not lock.acquire():
         raise Busy(
             f"the campaign's lock was not acquired within {settings.lock_timeout_seconds:g} "
@@ -49,15 +49,15 @@ def offer(
 
 def _offer_locked(
     store: CampaignStore, campaign_id: str, now: float, settings: Settings, count: int
-) -> list[dict] | loop.Answer:
-    spec = store.spec(campaign_id)
+) -> list[loop.Ticket] | loop.Answer:
+    spec = store.campaigns.spec(campaign_id)
     rules = loop.Rules.of(spec)
-    snap = store.snapshot(campaign_id, now)
+    snap = store.tickets.snapshot(campaign_id, now)
     if loop.awaits_refit(rules, snap):  # a refit whose worker died must not stall it
-        store.revive_refit(campaign_id, now, settings.refit_lease_seconds)
+        store.revivals.revive(campaign_id, now, settings.refit_lease_seconds)
     answers = loop.next_answers(rules, snap, count)
     if not isinstance(answers, list):
         return answers
-    points = store.pool_points(campaign_id, spec, [a.index for a in answers])
+    points = store.campaigns.pool_points(campaign_id, spec, [a.index for a in answers])
     offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
-    return store.issue(campaign_id, offers, spec["lease_seconds"], now)
+    return store.tickets.issue(campaign_id, offers, spec["lease_seconds"], now)

@@ -80,7 +80,7 @@ def list_page(
     """A page of :data:`INDEX_PAGE` campaigns after ``cursor`` (``team``'s only, with a team),
     with a link to the next."""
     rows = []
-    ids, following = store.ids_page(cursor, INDEX_PAGE, team)
+    ids, following = store.campaigns.ids_page(cursor, INDEX_PAGE, team)
     shown = bodies.statuses(store, ids)
     for s in shown:
         link = f"/campaigns/{quote(s['id'])}/view"
@@ -202,7 +202,7 @@ async def plot(
     campaign has no such picture yet; 422 for a `pair` over inputs that are not two distinct
     numeric inputs of the campaign.
     \f
-    A change: :meth:`~service.store.plots.Plots.plot_stamp`; the requests of this process
+    A change: :meth:`~service.store.plots.Plots.stamp`; the requests of this process
     that ask while it is drawn wait for the one drawing."""
     if "token" in request.query_params:
         return _keep_token(request)
@@ -245,19 +245,19 @@ def _kept_plot(
     first two)."""
     if kind not in PLOTS:
         raise NotFound(f"no plot {kind!r}; there are {', '.join(PLOTS)}")
-    spec = store.spec(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
     names = output_names(spec)
     if output is not None and (names is None or output not in names):
         have = "one output" if names is None else "outputs " + ", ".join(names)
         raise NotFound(f"no output {output!r}: the campaign has {have}")
     pair = _pair(spec, horizontal, vertical) if kind == "pair" else None
-    version, stamp = store.plot_stamp(campaign_id)
+    version, stamp = store.plots.stamp(campaign_id)
     if kind not in ("curve", "accuracy") and version is None:
         raise NotFound(f"no model yet for campaign {campaign_id!r}")
     name = f"{kind}:{output or ''}"
     if pair is not None:
         stamp = f"{stamp}:{json.dumps(pair)}"
-    return name, stamp, store.cached_plot(campaign_id, name, stamp), pair
+    return name, stamp, store.plots.cached(campaign_id, name, stamp), pair
 
 
 def _pair(spec: dict, horizontal: str | None, vertical: str | None) -> list[str]:
@@ -289,5 +289,5 @@ def _draw(
     drawn = run_job(redis, settings, "plot", *args)  # base64: a job's result is JSON
     png = None if drawn is None else base64.b64decode(drawn)
     if png is not None:
-        store.keep_plot(args[0], name, stamp, png)
+        store.plots.keep(args[0], name, stamp, png)
     return png

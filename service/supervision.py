@@ -1,7 +1,7 @@
 """The rule of a refit's life, a pure function of the campaign's refit state and RQ's facts
 about its job: whether a failed refit's back-off ran out, whether a queued one never reached
 RQ, whether one in charge is dead (:func:`refit_condition`, the one decision that ``/next`` and
-the workers' maintenance act on, through :meth:`service.store.refits.Refits.revive_refit`)."""
+the workers' maintenance act on, through :meth:`service.store.revivals.Revivals.revive`)."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from fbgp_al.service.keys import WAKE_CHANNEL
+from fbgp_al.service.loop import Ticket
 
 log = logging.getLogger("fbgp.api")
 T = TypeVar("T")
@@ -70,7 +71,7 @@ class Waiters:
         """Wake the poll that has waited longest, if any, to look for itself."""
         self._resolve(None)
 
-    def _resolve(self, result: dict | None) -> bool:
+    def _resolve(self, result: Ticket | None) -> bool:
         """Wake the poll that has waited longest with ``result`` (None: look yourself, or a
         ticket taken for it); False if no poll waits."""
         while self.waiting:
@@ -80,10 +81,10 @@ class Waiters:
                 return True
         return False
 
-    def give_back(self, tickets: list[dict]) -> None:
+    def give_back(self, tickets: list[Ticket]) -> None:
         """Tickets issued for polls that cannot take them: to the polls still waiting, the
         rest withdrawn in the background."""
-        left = [t["ticket"] for t in tickets if not self._resolve(t)]
+        left = [t.ticket for t in tickets if not self._resolve(t)]
         if left:
             self._track(asyncio.get_running_loop().run_in_executor(None, self.withdraw, left))
 
@@ -107,10 +108,10 @@ class Waiters:
 
     async def look(
         self,
-        offer: Callable[[int], T | list[dict]],
+        offer: Callable[[int], T | list[Ticket]],
         shareable: Callable[[T], bool],
         fresh_for: float,
-    ) -> tuple[T | dict, int]:
+    ) -> tuple[T | Ticket, int]:
         """The campaign's answer now, and the generation it answers for (taken before the
         look, so a change during it counts). ``offer(count)`` runs in the threadpool and
         returns up to ``count`` tickets or an answer; this poll gets the first ticket, the
@@ -152,7 +153,7 @@ class Waiters:
         if not job.cancelled() and job.exception() is None and isinstance(job.result(), list):
             self.give_back(job.result())
 
-    async def wait(self, seen: int, seconds: float) -> dict | None:
+    async def wait(self, seen: int, seconds: float) -> Ticket | None:
         """Until this poll is woken by a change after generation ``seen`` (at once if one came
         during its look), or ``seconds`` have passed. Returns a ticket that another poll's look
         took for this one, or None: look again."""

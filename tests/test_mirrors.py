@@ -8,13 +8,14 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("service", "worker", "clients")
 
-# Declarations with no behaviour of their own: the app's assembly, the key schema, the request
-# and response models (their checks are tested through the routes and the OpenAPI contract,
-# tests/service/schemas/test_schemas.py), the SDK's error types.
+# Declarations with no behaviour of their own: the app's assembly, the store nouns' base, the
+# request and response models (their checks are tested through the routes and the OpenAPI
+# contract, tests/service/schemas/test_schemas.py), the SDK's error types.
 DECLARATIONS = {
     "service/app.py",
     "service/main.py",
     "service/routes/model_jobs.py",
+    "service/store/noun.py",
     "service/schemas/failures.py",
     "service/schemas/fields.py",
     "service/schemas/health.py",

@@ -1,15 +1,27 @@
-"""``fbgp-al label-path``: the product modules one label goes through, from ``POST .../label``
-to the next point being ready (the refit it triggers stored its model and ranking), traced in
-one process: the API in process (FastAPI's test client) on a Redis of its own, the refit run
-by an RQ worker in the same process (``SimpleWorker``, no fork).
+"""``fbgp-al label-path``: the product files one label goes through, from ``POST .../label`` to
+the next point being ready (the refit it made due stored its model and ranking), traced in one
+process: the API in process (FastAPI's test client) on a Redis of its own, the refit run by an
+RQ worker in the same process (``SimpleWorker``, no fork).
 
-Every call is watched (``sys.setprofile``, in every thread): a call from a frame of one product
-module into another is an entry into that module; a library's frames count as their caller's.
-A room *re-entered* was entered, left, and entered again from outside; a *call-back* is an
-entry into a room that is still running below the caller (a room calling back into one that
-called it, directly or through others). The math a refit runs
-(what :mod:`worker.fitting` calls: NUTS, the GP, the acquisitions) is the refit's own work
-(``bench-core`` measures it), and is reported on its own line, not as the path's.
+Every call is watched (``sys.setprofile``, in every thread). A call from a frame of one product
+file into another *enters* that file; a library's frames count as their caller's (the web
+framework's calls into the middleware and the routes are the request's start). Every product
+file counts: routers, schemas, middleware, dependencies, the vocabulary. The math a refit runs
+below :mod:`worker.fitting` (NUTS, the GP, the acquisitions) is the refit's own work
+(``bench-core`` measures it): its files are listed apart, and any call it makes out of the math
+is checked. Four checks, each failing the command:
+
+1. **call-back**: a file calling one of a layer its own may not import (:mod:`imports`'s
+   layers: the math or the store calling the jobs or the API, the store calling the math), or
+   a file that is still running below its caller;
+2. **a request enters a file twice**: within the request, a file entered a second time to do
+   work that calls on into other files. A *leaf* entry, one that calls no other product file
+   (the key schema spelling a key, a rule of the loop, a check of the vocabulary), is a
+   function call, not a visit: it is counted, never refused;
+3. **a job enters the store** (``service/store/``) more than :data:`STORE_ENTRIES` times, or
+   from anywhere but the job's own module (:data:`JOB_MODULE`). Building the store's object
+   (:class:`service.store.CampaignStore`: no round trip to Redis) is listed, not counted;
+4. **the store calls a job or the math**.
 """
 
 from __future__ import annotations
@@ -24,40 +36,23 @@ import sys
 import tempfile
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fbgp_al.clients.ops import imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("service", "worker", "clients")
-# below this module, the refit's math: counted apart from the path
-MATH_ENTRY = "fbgp_al.worker.fitting"
+MATH_ENTRY = "fbgp_al.worker.fitting"  # below this module, the refit's math
 MATH, OUTSIDE = "<math>", "<outside>"
-PLUMBING = {"fbgp_al.service.middleware", "fbgp_al.service.deps"}
+JOB_MODULE = "fbgp_al.service.jobs"  # the refit job's own module
+STORE = "fbgp_al.service.store"  # the campaign store: its nouns
+STORE_ENTRIES = 3  # a job reads what it needs, the candidates once sampled, and writes
+BUILD = f"{STORE}:__init__"  # the store's object built: no round trip
 SUSPENDABLE = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 @functools.lru_cache(maxsize=4096)
-def room_of(filename: str) -> str | None:
-    """The room of a frame's file: a module of a package's own (``service/loop.py``), or the
-    subpackage a module is in, whose modules are one room behind one face (``service/store/``
-    and ``service/keys.py``: :class:`service.store.CampaignStore`, the one object the routes and
-    the jobs use; ``service/routes/``, ``service/schemas/``, the RQ glue of ``service/jobs/``);
-    and none, as a library's, for the HTTP plumbing every request passes (middleware,
-    dependencies) and the vocabulary every layer shares (``worker/vocabulary/``), which call no
-    product code."""
-    module = module_of(filename)
-    if module is None or module in PLUMBING:
-        return None
-    if module == "fbgp_al.service.keys":
-        return "fbgp_al.service.store"
-    parts = module.split(".")
-    if parts[1:3] == ["worker", "vocabulary"]:
-        return None
-    return ".".join(parts[:3])
-
-
 def module_of(filename: str, root: Path = ROOT) -> str | None:
     """The product module of a frame's file, or None for a library's (or the tracer's own)."""
     try:
@@ -69,26 +64,50 @@ def module_of(filename: str, root: Path = ROOT) -> str | None:
     return imports.module_name(Path(root, *parts).with_suffix(".py"), root)
 
 
+def layer_of(module: str) -> str:
+    """A file's layer (:func:`imports.layer`); the refit's math is the math's."""
+    return "math" if module == MATH else imports.layer(module)
+
+
+def in_store(module: str) -> bool:
+    return module == STORE or module.startswith(STORE + ".")
+
+
+@dataclass
+class Entry:
+    """A call from one file into another: the thread, the step it happened in (``request``,
+    ``refit``), the caller's file (:data:`OUTSIDE`: a library's with no product frame below it;
+    :data:`MATH`: the refit's math), the file entered and its function, the entry it was made
+    within (None: none), and whether the file entered was running below the caller already."""
+
+    thread: int
+    step: str
+    caller: str
+    callee: str
+    function: str
+    parent: int | None = None
+    reentrant: bool = False
+
+
 @dataclass
 class Trace:
-    """The entries from one room into another, in order (``thread``, ``from``, ``into``, and the
-    module entered), and the math modules the refit ran below :data:`MATH_ENTRY`."""
+    """The entries in order, and the math files the refit ran below :data:`MATH_ENTRY`."""
 
-    entries: list[tuple[int, str, str, str]] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     math: set[str] = field(default_factory=set)
-    callbacks: set[int] = field(default_factory=set)  # the entries that are call-backs
 
 
 class Tracer:
     """``sys.setprofile`` in this thread and every thread started while it runs: each frame's
-    product module, a library's frames counted as their caller's, and each entry recorded."""
+    product file, a library's frames counted as their caller's, and each entry recorded with
+    the entry it was made within."""
 
     def __init__(self, math_entry: str = MATH_ENTRY):
         self.math_entry = math_entry
         self.trace = Trace()
-        self.stacks: dict[int, list[str]] = {}
+        self.stacks: dict[int, list[tuple[str, int | None]]] = {}
         self.lock = threading.Lock()
-        self.recording = False  # the stacks are kept from the start; entries only while True
+        self.step: str | None = None  # entries are recorded only within a step
         self.suspendable: dict[int, object] = {}
 
     def _profile(self, frame, event, arg):
@@ -99,23 +118,37 @@ class Tracer:
             if stack:
                 stack.pop()
             return
-        caller = stack[-1] if stack else OUTSIDE
-        module = room_of(frame.f_code.co_filename) or caller
+        caller = stack[-1][0] if stack else OUTSIDE
+        own = module_of(frame.f_code.co_filename)
+        module = own or caller
         resumed = False
         if frame.f_code.co_flags & SUSPENDABLE:  # a coroutine or generator: resumed, or new?
             resumed = id(frame) in self.suspendable
             self.suspendable[id(frame)] = frame  # held, so that no other frame takes its id
         if caller in (MATH, self.math_entry) and module not in (caller, self.math_entry):
-            if self.recording:
-                self._note(self.trace.math.add, module_of(frame.f_code.co_filename) or module)
-            module = MATH  # the refit's math: its own work, not the path's
-        elif module not in (caller, OUTSIDE) and self.recording and not resumed:
-            actual = f"{module_of(frame.f_code.co_filename) or module}:{frame.f_code.co_name}"
+            if own is None or layer_of(own) in ("math", "vocabulary"):  # the math's own work
+                if self.step is not None and own is not None:
+                    self._note(self.trace.math.add, own)
+                stack.append((MATH, None))
+                return
+            caller = MATH  # the math calling out of it: an entry, checked as any other
+        index = None
+        if module != caller and module != OUTSIDE and self.step is not None and not resumed:
+            parent = next((i for _, i in reversed(stack) if i is not None), None)
             with self.lock:
-                if module in stack:
-                    self.trace.callbacks.add(len(self.trace.entries))
-                self.trace.entries.append((threading.get_ident(), caller, module, actual))
-        stack.append(module)
+                index = len(self.trace.entries)
+                self.trace.entries.append(
+                    Entry(
+                        threading.get_ident(),
+                        self.step,
+                        caller,
+                        module,
+                        f"{module}:{frame.f_code.co_name}",
+                        parent,
+                        any(m == module for m, _ in stack),
+                    )
+                )
+        stack.append((module, index))
 
     def _note(self, add, item) -> None:
         with self.lock:
@@ -127,56 +160,107 @@ class Tracer:
         return self
 
     @contextlib.contextmanager
-    def recorded(self):
-        self.recording = True
+    def recorded(self, step: str):
+        """Record the entries made meanwhile, as step ``step``."""
+        self.step = step
         try:
             yield
         finally:
-            self.recording = False
+            self.step = None
 
     def __exit__(self, *exc):
         sys.setprofile(None)
         threading.setprofile(None)
 
 
-def summary(trace: Trace) -> dict:
-    """The path's rooms in the order first entered, how often each was entered from another
-    (the framework's calls into the path, a route or a job, are its start, not counted), the
-    rooms re-entered (over the whole path, and within each step: the request, the refit job),
-    the call-backs, and the refit's math. The heartbeat beside a refit (a thread whose first
-    entry is into its lease) is counted apart: it is not the label's path."""
+def _beside(entries: list[Entry]) -> set[int]:
+    """The threads whose first entry is into a refit's lease: its heartbeat, not the path."""
     first: dict[int, str] = {}
-    for thread, _, _, module in trace.entries:
-        first.setdefault(thread, module)
-    beside = {t for t, module in first.items() if module.split(":")[0].endswith(".lease")}
-    kept = [(i, e) for i, e in enumerate(trace.entries) if e[0] not in beside]
-    path = [(s, t) for _, (_, s, t, _) in kept]
-    entered: Counter = Counter(target for source, target in path if source != OUTSIDE)
-    steps: dict[str, Counter] = {}
-    step = None
-    for _, (_, source, target, actual) in kept:
-        if source == OUTSIDE and target in ("fbgp_al.service.routes", "fbgp_al.service.jobs"):
-            step = actual
-            steps[step] = Counter()
-        elif step is not None and source != OUTSIDE:
-            steps[step][target] += 1
+    for e in entries:
+        first.setdefault(e.thread, e.callee)
+    return {t for t, module in first.items() if module.endswith(".lease")}
+
+
+def callbacks(entries: list[Entry]) -> list[str]:
+    """Check 1: entries against the layers' arrows, or into a file running below the caller."""
+    out = []
+    for e in entries:
+        if e.caller == OUTSIDE:
+            continue
+        allowed = imports.LAYERS[layer_of(e.caller)]
+        if layer_of(e.callee) not in allowed or e.reentrant:
+            out.append(f"{e.caller} -> {e.function}")
+    return out
+
+
+def entered_twice(entries: list[Entry], step: str = "request") -> dict[str, int]:
+    """Check 2: the files the step enters more than once to do work that calls on into other
+    files (leaf entries left out; entries from a library alone, the framework's, are the
+    request's start). ``entries``: the whole trace (an entry's ``parent`` is its index)."""
+    parents = {e.parent for e in entries if e.parent is not None}
+    visits = Counter(
+        e.callee
+        for i, e in enumerate(entries)
+        if e.step == step and e.caller != OUTSIDE and i in parents
+    )
+    return {module: k for module, k in visits.items() if k > 1}
+
+
+def job_store_entries(entries: list[Entry], step: str = "refit") -> list[str]:
+    """The entries of the job's step into the store from outside it (check 3), but the store's
+    object built (:data:`BUILD`)."""
+    return [
+        f"{e.caller} -> {e.function}"
+        for e in entries
+        if e.step == step and in_store(e.callee) and not in_store(e.caller) and e.function != BUILD
+    ]
+
+
+def store_calls_up(entries: list[Entry]) -> list[str]:
+    """Check 4: the store entering a job or the math."""
+    return [
+        f"{e.caller} -> {e.function}"
+        for e in entries
+        if in_store(e.caller) and layer_of(e.callee) in ("jobs", "math")
+    ]
+
+
+def summary(trace: Trace) -> dict:
+    """The path's files by layer, in the order first entered, with how often each was entered;
+    the four checks' findings; the refit's math; the heartbeat beside it (counted apart)."""
+    beside = _beside(trace.entries)
+    kept = [e for e in trace.entries if e.thread not in beside]
+    files = list(dict.fromkeys(m for e in kept for m in (e.caller, e.callee)))
+    files = [m for m in files if m not in (OUTSIDE, MATH)]
+    store = job_store_entries(kept)
+    problems = {
+        "callbacks": callbacks(kept),
+        "entered_twice": entered_twice(trace.entries),
+        "job_store_entries": store if len(store) > STORE_ENTRIES else [],
+        "job_store_entries_elsewhere": [c for c in store if not c.startswith(JOB_MODULE + " ")],
+        "store_calls_up": store_calls_up(kept),
+    }
+    steps = {}
+    for e in kept:
+        if e.caller != OUTSIDE:
+            steps.setdefault(e.step, Counter())[e.callee] += 1
     return {
-        "modules": list(dict.fromkeys(target for _, target in path)),
-        "entries": len(path),
-        "entered": dict(entered),
-        "reentered": sorted(m for m, k in entered.items() if k > 1),
+        "files": files,
+        "layers": {m: layer_of(m) for m in files},
+        "entries": len(kept),
         "steps": {name: dict(c) for name, c in steps.items()},
-        "callbacks": [f"{e[1]} -> {e[3]}" for i, e in kept if i in trace.callbacks],
+        "job_store_calls": store,
+        "problems": problems,
         "math": sorted(trace.math),
-        "sequence": [f"{source} -> {target}" for source, target in path],
-        "calls": [f"{e[1]} -> {e[3]}" for _, e in kept],
-        "heartbeat": [f"{s} -> {t}" for thread, s, t, _ in trace.entries if thread in beside],
+        "calls": [f"{e.step}: {e.caller} -> {e.function}" for e in kept],
+        "heartbeat": [f"{e.caller} -> {e.function}" for e in trace.entries if e.thread in beside],
+        "trace": [asdict(e) for e in trace.entries],
     }
 
 
 def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
     """Start a Redis, make a campaign, label its first points, let its first model be stored,
-    then trace one label to its next model and ranking."""
+    then trace one label (step ``request``) to its next model and ranking (step ``refit``)."""
     import time
 
     from fastapi.testclient import TestClient
@@ -232,10 +316,11 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
                 work()
                 ticket = client.get(f"/campaigns/{campaign}/next").json()["ticket"]
                 time.sleep(0.1)
-                with tracer.recorded():
+                with tracer.recorded("request"):
                     r = client.post(
                         f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": 0.5}
                     )
+                with tracer.recorded("refit"):
                     work()
                 status = client.get(f"/campaigns/{campaign}").json()
             assert r.status_code == 201, r.text
@@ -250,6 +335,15 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
     return out
 
 
+CHECKS = {
+    "callbacks": "call-backs (a layer calling one it may not import, or a file still running)",
+    "entered_twice": "files the request enters twice to do work",
+    "job_store_entries": f"the job's entries into the store, past {STORE_ENTRIES}",
+    "job_store_entries_elsewhere": "the job's entries into the store not from its own module",
+    "store_calls_up": "the store calling a job or the math",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fbgp-al label-path", description=__doc__)
     parser.add_argument("--json", type=Path, help="write the whole trace here")
@@ -260,22 +354,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = run(args.json, args.math)
-    print(
-        f"{len(out['modules'])} rooms, {out['entries']} entries, "
-        f"{len(out['callbacks'])} call-backs, {len(out['reentered'])} re-entered"
-    )
-    for module in out["modules"]:
-        k = out["entered"].get(module, 0)
-        times = "entered by the framework" if k == 0 else f"entered {k} time{'s' * (k > 1)}"
-        print(f"  {module}  ({times})")
-    for step, rooms in out["steps"].items():
-        listed = ", ".join(f"{room} {k}" for room, k in rooms.items())
-        print(f"  within {step}: {listed or 'no other room'}")
-    for callback in out["callbacks"]:
-        print(f"  call-back: {callback}")
-    print(f"the refit's math (below {args.math}): {', '.join(out['math'])}")
+    print(f"{len(out['files'])} product files, {out['entries']} entries")
+    for step, files in out["steps"].items():
+        print(f"  {step}:")
+        for module, k in files.items():
+            print(f"    {module}  ({out['layers'][module]}; entered {k})")
+    print(f"the refit's math (below {args.math}): {len(out['math'])} files")
+    print(f"the job's entries into the store: {len(out['job_store_calls'])}")
+    for call in out["job_store_calls"]:
+        print(f"    {call}")
     print(f"beside it, the refit's heartbeat: {len(out['heartbeat'])} entries")
-    return 0 if not out["callbacks"] and len(out["modules"]) <= 8 else 1
+    failed = False
+    for key, words in CHECKS.items():
+        found = out["problems"][key]
+        failed |= bool(found)
+        print(f"{'FAIL' if found else 'ok  '} {words}: {len(found)}")
+        for item in found if isinstance(found, list) else found.items():
+            print(f"    {item}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ class Soak:
         """The campaign's refit state in the store (asked again while Redis reconnects)."""
         for attempt in range(20):
             try:
-                return self.store.state(campaign)
+                return self.store.campaigns.state(campaign)
             except RedisError:
                 if attempt == 19:
                     raise
@@ -132,7 +132,7 @@ class Soak:
         already): ``(worker index, horse pid, campaign, job id)``."""
         running, now = {}, time.time()
         for c in self.campaigns:
-            state = self.store.state(c)
+            state = self.store.campaigns.state(c)
             started = float(state.get("started_at") or 0.0)
             if (
                 state.get("refit") == "running"

@@ -23,7 +23,7 @@ def check_labels(
     """Compare the acknowledged labels of ``campaign`` with the stored ones."""
     stored = [
         label
-        for label in CampaignStore(Redis.from_url(stack.redis_url)).labels(campaign)
+        for label in CampaignStore(Redis.from_url(stack.redis_url)).labels.all(campaign)
         if label.get("ticket") is not None
     ]
     by_ticket = {label["ticket"]: label["y"] for label in stored}

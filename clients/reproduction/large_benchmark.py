@@ -281,6 +281,7 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     from redis import Redis
 
     from fbgp_al.service.jobs import fanout
+    from fbgp_al.service.store import CampaignStore
     from fbgp_al.worker import fitting
 
     spec, labels, ids, redis_url, token, warm = args
@@ -288,7 +289,8 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     data = fitting.prepare(spec, labels)
     peers = None
     if redis_url is not None:
-        peers = fanout.Peers(Redis.from_url(redis_url), token, ids, spec["mcmc"]["chains"])
+        groups = CampaignStore(Redis.from_url(redis_url)).groups
+        peers = fanout.Peers(groups, token, ids, spec["mcmc"]["chains"])
     draws, _ = fitting.chains(spec, data, ids, warm, peers=peers)
     return draws.theta, draws.potential_calls
 

@@ -75,19 +75,19 @@ def compare_screening(
         for name in acquisitions:
             fn = Scoring(name, (Output(1.0, thin, u, z, None, seed),))
             t = time.perf_counter()
-            full = ranking.here(fn, cand).numpy()
+            full = fn(cand).numpy()
             full_s = time.perf_counter() - t
             saved = ranking.SCREEN_WORK
             ranking.SCREEN_WORK = 0  # screen whatever the size
             try:
                 t = time.perf_counter()
-                screened = ranking.scored(name, fn, cand, ranking.here).numpy()
+                screened = ranking.here(ranking.scored(name, fn, cand)).numpy()
                 screened_s = time.perf_counter() - t
             finally:
                 ranking.SCREEN_WORK = saved
             best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
             best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
-            rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
+            rough = fn.with_draws(ranking.SCREEN_DRAWS)(cand).numpy()
             needed = _above(rough, int(best_full[0]))  # the least the screen must keep, less 1
             row = {
                 "case": case,
@@ -164,12 +164,12 @@ def compare_reproduction_screening(
                 refit_s = time.perf_counter() - t
                 fn = Scoring(name, (Output(1.0, post.for_scoring(mcmc), u, z, None, run),))
                 t = time.perf_counter()
-                full = ranking.here(fn, cand).numpy()
+                full = fn(cand).numpy()
                 full_s = time.perf_counter() - t
                 t = time.perf_counter()
-                served = ranking.scores_of(name, fn, cand, ranking.here).numpy()
+                served = ranking.here(ranking.scores_of(name, fn, cand)).numpy()
                 served_s = time.perf_counter() - t
-                rough = ranking.here(fn.with_draws(ranking.SCREEN_DRAWS), cand).numpy()
+                rough = fn.with_draws(ranking.SCREEN_DRAWS)(cand).numpy()
                 best = int(np.argmax(full))
                 row = {
                     "simulator": simulator,

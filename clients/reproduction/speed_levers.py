@@ -236,7 +236,7 @@ def compare_subset(
             density = np.exp(-0.5 * (noisy - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
             nlpd = float(-np.log(density.mean(0)).mean())
             fn = Scoring("qb-mgp", (Output(1.0, thin, u, z, None, seed),))
-            scores = ranking.scored("qb-mgp", fn, cand, ranking.here).numpy()
+            scores = ranking.here(ranking.scored("qb-mgp", fn, cand)).numpy()
             chosen[how] = (int(np.argmax(scores)), thin)
             logs = post.log_draws().numpy()
             d = post.diagnostics

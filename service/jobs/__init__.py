@@ -59,7 +59,7 @@ def refit(campaign_id: str) -> dict:
     store = _store()
     token = get_current_job().id
     began = time.time()
-    inputs = store.refit_inputs(campaign_id, token, began, start=True)
+    inputs = store.refits.inputs(campaign_id, token, began, start=True)
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
@@ -98,9 +98,9 @@ def _fan_out(store, campaign_id, inputs, groups, token, began, where: str | None
         now = time.time()
         members = [f"refit:{j}" for j in job_ids]
         # the last is the merge: while it waits its turn, nothing beats for the refit
-        return store.track_jobs(campaign_id, members, now, now + 2 * timeout) and store.note_merge(
-            campaign_id, token, job_ids[-1]
-        )
+        return store.jobs.track(
+            campaign_id, members, now, now + 2 * timeout
+        ) and store.refits.note_merge(campaign_id, token, job_ids[-1])
 
     merge = fanout.dispatch(
         store.r, campaign_id, n, groups, warm, token, began, timeout, track, where
@@ -121,8 +121,8 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
     def fit():
         sampled = sample()
         share = _share(store, campaign_id, spec, n, len(sampled.fits or [None]))
-        return lambda pool, exclude, pending, failures: fitting.rank(
-            spec, sampled, pool, exclude, pending, failures, started, share
+        return lambda pool, exclude, pending, failures: fanout.driven(
+            fitting.ranked(spec, sampled, pool, exclude, pending, failures, started), share
         )
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
@@ -133,13 +133,13 @@ def refit_chains(
 ) -> dict | None:
     """One group of refit ``token``'s chains (on whichever worker takes it)."""
     store = _store()
-    inputs = store.refit_inputs(campaign_id, token, time.time())
+    inputs = store.refits.inputs(campaign_id, token, time.time())
     if inputs is None:
         return None  # another refit is in charge
     with lease(store, campaign_id, token):
         spec = inputs.spec
         data = fitting.prepare(spec, inputs.labels[:n])
-        peers = fanout.Peers(store.r, token, chain_ids, spec["mcmc"]["chains"])
+        peers = fanout.Peers(store.groups, token, chain_ids, spec["mcmc"]["chains"])
         try:
             draws, how = fitting.chains(spec, data, chain_ids, warm, peers=peers)
         except BaseException:  # RQ's timeout and a stop included: the others must not wait
@@ -154,7 +154,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     here if it did not mix), then scoring, ranking and the new model."""
     store = _store()
     started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
-    inputs = store.refit_inputs(campaign_id, token, time.time())
+    inputs = store.refits.inputs(campaign_id, token, time.time())
     if inputs is None:
         job_results.forget(store.r, job_ids)  # the groups' draws: nobody reads them now
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
@@ -164,7 +164,7 @@ def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began:
     def sample() -> fitting.Sampled:
         data = fitting.prepare(spec, inputs.labels)
         groups = fanout.merged(store.r, job_ids)
-        store.r.delete(*fanout.peers_keys(token))
+        store.groups.forget(token)
         if groups is None:  # a group failed or its worker died: redo all here
             log.warning(
                 "a chain group is missing; running all chains here", extra=log_ids(campaign_id)
@@ -199,18 +199,18 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
     the ranking of the candidates as they are now, once the posterior is sampled (points labeled
     or out meanwhile left out or pending); then, out of the lease, the model and ranking stored
     and the refit ended, the next enqueued if labels came meanwhile
-    (:meth:`service.store.refits.Refits.finish_refit`); or the failure recorded (the failure
+    (:meth:`service.store.refits.Refits.finish`); or the failure recorded (the failure
     hands the refit on)."""
     try:
         with lease(store, campaign_id, token):
             rank = fit()
-            model, ranking = rank(*store.candidates(campaign_id, spec, time.time()))
+            model, ranking = rank(*store.models.candidates(campaign_id, spec, time.time()))
     except RedisError:
         raise  # the store is out of reach: nothing can be recorded; the refit is revived
     except Exception as error:  # MemoryError and RQ's JobTimeoutException included
         return _failed(store, campaign_id, n, error, token)
     model["diagnostics"]["started_at"] = began
-    if not store.finish_refit(campaign_id, model, ranking, token, n, time.time()):
+    if not store.refits.finish(campaign_id, model, ranking, token, n, time.time()):
         log.warning(
             "model %d not stored: another refit is in charge or newer",
             n,
@@ -246,22 +246,22 @@ def score_part(key: str, start: int) -> dict:
     """A part of a refit's scoring that an idle worker took
     (:func:`service.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
     that are kept under ``key``, packed (:func:`worker.scoring.pack`)."""
-    return fanout.score_part(get_current_job().connection, key, start)
+    return fanout.score_part(_store().groups, key, start)
 
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:
     """The campaign keeps its previous model and goes on."""
     message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     with contextlib.suppress(NotFound):  # deleted meanwhile
-        store.refit_failed(campaign_id, message, n, token, get_current_job().id)
+        store.refits.fail(campaign_id, message, n, token, get_current_job().id)
     log.error("refit failed: %s", error, exc_info=error, extra=log_ids(campaign_id))
     return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
 
 
 def _with_model(campaign_id: str):
     store = _store()
-    spec = store.spec(campaign_id)
-    return spec, store.model(campaign_id), store.labels(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
+    return spec, store.models.latest(campaign_id), store.labels.all(campaign_id)
 
 
 def predict(campaign_id: str, x: list) -> dict:
@@ -291,7 +291,7 @@ def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> d
     spec, model, labels = _with_model(campaign_id)
     answer = answers.metrics_outputs if output_names(spec) else answers.metrics
     result = answer(spec, model, labels, x, y, noise)
-    _store().record_evaluation(campaign_id, model["version"], result)
+    _store().models.record_evaluation(campaign_id, model["version"], result)
     return dict(result, model_version=model["version"])
 
 
@@ -310,12 +310,14 @@ def plot(
 def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | None):
     store = _store()
     if kind == "curve":
-        return views.curve_png(store.history(campaign_id))
+        return views.curve_png(store.history.read(campaign_id))
     if kind == "accuracy":
-        return views.accuracy_png(store.history(campaign_id), store.spec(campaign_id))
+        return views.accuracy_png(
+            store.history.read(campaign_id), store.campaigns.spec(campaign_id)
+        )
     spec, model, labels = _with_model(campaign_id)
     if kind == "failures":  # one failure model, over the inputs, whatever the outputs
-        return views.failures_png(spec, model, labels, store.failures(campaign_id))
+        return views.failures_png(spec, model, labels, store.runs.failures(campaign_id))
     names = output_names(spec)
     title = output_title(spec, output)
     if names:

@@ -12,6 +12,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -19,12 +20,16 @@ from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
-from fbgp_al.service import job_results, keys, queues
+from fbgp_al.service import job_results, queues
 from fbgp_al.service.job_results import REFIT_RESULT_TTL
 from fbgp_al.service.queues import REFIT, ordinary
+from fbgp_al.service.store.groups import Groups
+from fbgp_al.worker.fitting import Steps
 from fbgp_al.worker.gp import SCORE_ALIGN
 from fbgp_al.worker.nuts import Draws
 from fbgp_al.worker.scoring import Scoring, pack, unpack
+
+T = TypeVar("T")
 
 
 def chain_groups(chains: int, workers: int) -> list[list[int]]:
@@ -79,7 +84,7 @@ def free_workers(store, campaign_id: str, now: float, queue: str | None = None) 
     free = 1 + max(0, idle - waiting)
     if free == 1:
         return 1
-    sharing = len(store.wanting_workers(now) | {campaign_id})
+    sharing = len(store.jobs.wanting_workers(now) | {campaign_id})
     return max(1, min(free, len(workers) // sharing))
 
 
@@ -176,7 +181,7 @@ class Peers:
 
     def __init__(
         self,
-        connection,
+        groups: Groups,
         token: str,
         chain_ids: list[int],
         chains: int,
@@ -184,8 +189,8 @@ class Peers:
         poll: float = PEERS_POLL,
         patience: float = PEERS_PATIENCE,
     ):
-        self.r = connection
-        self.key, self.draws_key = peers_keys(token)
+        self.groups = groups
+        self.token = token
         self.me = str(chain_ids[0])
         self.mine = len(chain_ids)
         self.chains = chains
@@ -198,17 +203,12 @@ class Peers:
     def publish(self, theta: np.ndarray, stopped: bool) -> None:
         self._meta = {"shape": list(theta.shape), "stopped": stopped, "at": time.time()}
         data = np.ascontiguousarray(theta, dtype=np.float64).tobytes()
-        with self.r.pipeline() as pipe:
-            pipe.hset(self.draws_key, self.me, data)
-            pipe.hset(self.key, self.me, json.dumps(self._meta))
-            for key in (self.key, self.draws_key):
-                pipe.expire(key, PEERS_TTL)
-            pipe.execute()
+        self.groups.publish(self.token, self.me, json.dumps(self._meta), data, PEERS_TTL)
 
     def _say(self) -> None:
         """This group's note again, as it stands now."""
         self._meta["at"] = time.time()
-        self.r.hset(self.key, self.me, json.dumps(self._meta))
+        self.groups.say(self.token, self.me, json.dumps(self._meta))
 
     def abandon(self) -> None:
         """Say that this group has stopped (its sampling failed), so that no other group waits
@@ -219,7 +219,7 @@ class Peers:
 
     def _notes(self, raw: dict | None = None) -> dict[str, dict]:
         """The other groups' notes, by name (from ``raw``, the hash of notes, if read)."""
-        raw = self.r.hgetall(self.key) if raw is None else raw
+        raw = self.groups.notes(self.token) if raw is None else raw
         return {
             name.decode(): json.loads(note)
             for name, note in raw.items()
@@ -252,8 +252,7 @@ class Peers:
         patience = max(self.patience, 2 * (time.monotonic() - self.started))
         waited = time.monotonic()
         while True:
-            with self.r.pipeline() as pipe:  # one transaction: each note matches its draws
-                raw, draws = pipe.hgetall(self.key).hgetall(self.draws_key).execute()
+            raw, draws = self.groups.notes_and_draws(self.token)  # each note matches its draws
             notes, now = self._notes(raw), time.time()
             heard = self.mine + sum(note["shape"][0] for note in notes.values())
             short = [note for note in notes.values() if note["shape"][1] < have]
@@ -268,11 +267,6 @@ class Peers:
             if heard < self.chains and time.monotonic() - waited > patience:
                 raise PeersLost(f"not every chain group started within {patience:.0f} s")
             self.wait(waited + patience + self.poll)
-
-
-def peers_keys(token: str) -> tuple[str, str]:
-    """The Redis keys of refit ``token``'s groups: their notes, and their draws."""
-    return keys.chain_groups(token)
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
@@ -295,7 +289,7 @@ SHARE_KEEP = 60
 
 
 def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
-    """A :data:`worker.fitting.Share` for a refit's scoring: the candidates split into one part
+    """How a refit job scores (:func:`driven`): the candidates split into one part
     for this job and one for each worker of the refit's tenant's ordinary queue
     (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
     :func:`free_workers` counts them), each part a :func:`service.jobs.score_part` job at the
@@ -320,12 +314,8 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
             return fn(candidates)
         pieces = aligned_parts(m, parts)
         queue = queues.queue(name, connection)
-        key = keys.scoring(uuid.uuid4().hex)
         kept = {f"candidates:{int(p[0])}": json.dumps(pack(candidates[p])) for p in pieces[1:]}
-        with connection.pipeline() as pipe:
-            pipe.hset(key, mapping={"scoring": json.dumps(fn.to_plain()), **kept})
-            pipe.expire(key, timeout + SHARE_KEEP)
-            pipe.execute()
+        key = store.groups.keep_scoring(json.dumps(fn.to_plain()), kept, timeout + SHARE_KEEP)
         try:
             jobs = [
                 queue.enqueue_call(
@@ -344,18 +334,31 @@ def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: i
             for job, piece in zip(jobs, pieces[1:], strict=True):
                 scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
         finally:
-            connection.delete(key)
+            store.groups.forget_scoring(key)
         return torch.cat(scores)
 
     return share
 
 
-def score_part(connection, key: str, start: int) -> dict:
+def driven(steps: Steps[T], share: Callable[[Scoring, torch.Tensor], torch.Tensor]) -> T:
+    """A ranking's result (:func:`worker.fitting.ranked`), its steps driven from the refit job:
+    each scoring (:class:`worker.fitting.ToScore`) through ``share`` (:func:`share_scoring`'s,
+    which may score its parts on idle workers), its scores sent back to the ranking. The math
+    so calls nothing of the jobs: the job calls it, and it answers with what it needs."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(share(step.fn, step.candidates))
+    except StopIteration as done:
+        return done.value
+
+
+def score_part(groups: Groups, key: str, start: int) -> dict:
     """The scores of the part of a shared scoring that starts at candidate ``start``
     (:func:`share_scoring`), from what is kept under ``key``, as :func:`worker.scoring.pack`
     gives them. LookupError if that is gone (the refit has its scores already, or it
     expired)."""
-    scoring, part = connection.hmget(key, "scoring", f"candidates:{int(start)}")
+    scoring, part = groups.scoring_part(key, start)
     if scoring is None or part is None:
         raise LookupError(f"no part at {start} of scoring {key!r}: its refit is done with it")
     fn = Scoring.from_plain(json.loads(scoring))

@@ -59,7 +59,7 @@ def lease(store: CampaignStore, campaign_id: str, token: str):
                 log.error("the job ran out of time; it stops", extra=log_ids(campaign_id))
                 os._exit(76)
             try:
-                in_charge = store.beat(campaign_id, token, time.time())
+                in_charge = store.refits.beat(campaign_id, token, time.time())
             except RedisError:
                 continue
             if not in_charge and not stop.is_set():

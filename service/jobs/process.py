@@ -123,7 +123,7 @@ class FbgpWorker(Worker):
         super().run_maintenance_tasks()
         settings = get_settings()
         try:
-            revived = CampaignStore(self.connection).revive_all(
+            revived = CampaignStore(self.connection).revivals.revive_all(
                 time.time(), settings.refit_lease_seconds
             )
         except RedisError as error:

@@ -15,16 +15,16 @@ from fbgp_al.service.store import CampaignStore
 
 def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> dict:
     """Campaign ``campaign_id``'s status, as ``GET /campaigns/{id}`` answers it."""
-    spec = store.spec(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
     now = time.time() if now is None else now
     rules = Rules.of(spec)
-    state = store.state(campaign_id)
+    state = store.campaigns.state(campaign_id)
     refit = Refit.of(state)
-    n = store.n_labeled(campaign_id)
-    pending = store.n_pending(campaign_id, now)
-    n_failed = store.n_failed(campaign_id, state)
+    n = store.campaigns.n_labeled(campaign_id)
+    pending = store.tickets.n_pending(campaign_id, now)
+    n_failed = store.runs.n_failed(campaign_id, state)
     # only runs that failed can stall a campaign: the whole snapshot is read only then
-    stalled = n_failed > 0 and loop.stalled(rules, store.snapshot(campaign_id, now, False))
+    stalled = n_failed > 0 and loop.stalled(rules, store.tickets.snapshot(campaign_id, now, False))
     failing = loop.failing(rules, n_failed, refit.n_forgiven)
     phase = loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))
     return {

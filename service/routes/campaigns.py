@@ -49,7 +49,7 @@ def create(
     limits.check_campaign(fields, settings)  # 422 beyond a limit on one campaign's work
     team = team_credential(request)
     try:
-        spec = store.create(fields, team, settings.limit_team_campaigns)
+        spec = store.campaigns.create(fields, team, settings.limit_team_campaigns)
     except TeamFull as full:
         raise limits.team_full(str(full), settings.limit_team_campaigns) from None
     except TeamGone as gone:
@@ -58,7 +58,7 @@ def create(
             "while this request ran",
             {"WWW-Authenticate": "Bearer"},
         ) from None
-    token, owner_token = store.issue_tokens(spec["id"])
+    token, owner_token = store.teams.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
     return dict(spec, status=bodies.status(store, spec["id"]), token=token, owner_token=owner_token)
 
@@ -102,7 +102,7 @@ def list_campaigns(
     ``limit``, and, when more follow, the next page's ``cursor`` in ``X-Next-Cursor`` and a
     ``Link: <...>; rel="next"`` header (pass it as ``?cursor=``). A team's token lists the
     team's campaigns only."""
-    ids, following = store.ids_page(cursor, limit, team_of(request))
+    ids, following = store.campaigns.ids_page(cursor, limit, team_of(request))
     if following is not None:
         response.headers["X-Next-Cursor"] = following
         url = request.url.include_query_params(cursor=following, limit=limit)
@@ -127,7 +127,7 @@ def status(campaign_id: CampaignId, store: StoreDep):
 )
 def delete(campaign_id: CampaignId, store: StoreDep):
     """The campaign and all its data; its jobs, running or queued, are stopped."""
-    store.delete(campaign_id)
+    store.campaigns.delete(campaign_id)
     return Response(status_code=204)
 
 
@@ -150,7 +150,7 @@ def retry(campaign_id: CampaignId, store: StoreDep, body: Retry | None = None):
     simulator changed) it forgets them too, and any campaign with a failed run may be told so.
     409 if there is nothing to retry."""
     forget = body is not None and body.forget_failures
-    if not store.retry(campaign_id, time.time(), forget):
+    if not store.refits.retry(campaign_id, time.time(), forget):
         raise Conflict(
             "the campaign has not failed, is not failing and has not stalled: "
             "there is nothing to retry"
@@ -172,10 +172,10 @@ def resume(campaign_id: CampaignId, store: StoreDep, body: Resume | None = None)
     stop = body.stop if replace else None
     if replace:
         try:
-            check_stop(stop, store.spec(campaign_id)["max_labels"])
+            check_stop(stop, store.campaigns.spec(campaign_id)["max_labels"])
         except ValueError as error:
             raise Unprocessable(str(error)) from None
     rule = stop.model_dump() if stop is not None else None
-    if not store.resume(campaign_id, rule, replace):
+    if not store.models.resume(campaign_id, rule, replace):
         raise Conflict("the campaign was not stopped by its stopping rule: nothing to resume")
     return bodies.status(store, campaign_id)

@@ -2,8 +2,9 @@
 ``/fail`` and ``/abandon`` end a ticket without one, ``/renew`` extends its lease,
 ``/observations`` imports and exports labels (and failures; as CSV by
 :mod:`service.routes.csv_export`). The rules are :mod:`service.loop`'s; here they meet Redis
-(:func:`service.offers.offer`, ``/next``'s story; :func:`service.observations.arrive`, an
-import's) and HTTP (:func:`label_status`, :func:`run_status`)."""
+(:func:`service.offers.offer`, ``/next``'s story; :mod:`service.results`, a label's, a failed
+run's and an abandon's; :func:`service.observations.arrive`, an import's) and HTTP
+(:func:`label_status`, :func:`run_status`)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ import json
 import logging
 import math
 import time
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from fbgp_al.service import loop, observations, wakeups
+from fbgp_al.service import loop, observations, results, wakeups
 from fbgp_al.service.deps import Authorized, CampaignId, SettingsDep, SimulatorScope, StoreDep
-from fbgp_al.service.loop import LabelOutcome, RenewOutcome, RunOutcome
+from fbgp_al.service.loop import LabelOutcome, RenewOutcome, RunOutcome, Ticket
 from fbgp_al.service.middleware import OffTheLoop
 from fbgp_al.service.offers import offer
 from fbgp_al.service.refusals import Conflict, Gone, NotFound
@@ -150,10 +152,12 @@ async def next_point(
     The poll's wake-ups are :mod:`service.wakeups`'; the seconds it spent waiting are noted
     for the request's log line (``waited``), so that its service time shows apart."""
     if idempotency_key is not None:
-        replayed = await run_in_threadpool(store.replay, campaign_id, idempotency_key, time.time())
+        replayed = await run_in_threadpool(
+            store.tickets.replay, campaign_id, idempotency_key, time.time()
+        )
         if replayed is not None:
             response.headers[REPLAYED] = "true"
-            return replayed
+            return asdict(replayed)
     answer = await _next_answer(campaign_id, request, store, settings, wait)
     if idempotency_key is not None:
         answer = await run_in_threadpool(_keyed, store, campaign_id, idempotency_key, answer)
@@ -164,27 +168,29 @@ async def next_point(
 
 
 def _keyed(
-    store: CampaignStore, campaign_id: str, key: str, answer: dict | loop.Answer
-) -> dict | loop.Answer | tuple[dict]:
+    store: CampaignStore, campaign_id: str, key: str, answer: Ticket | loop.Answer
+) -> Ticket | loop.Answer | tuple[Ticket]:
     """``answer`` for the request with Idempotency-Key ``key``: a ticket bound to the key, or
     the one a request sent before with the key got while this one waited (a 1-tuple: a
     replay)."""
     now = time.time()
-    if isinstance(answer, dict):
-        bound = store.claim(campaign_id, key, answer, now)
-        return bound if bound["ticket"] == answer["ticket"] else (bound,)
-    replayed = store.replay(campaign_id, key, now) if isinstance(answer, loop.Wait) else None
+    if isinstance(answer, Ticket):
+        bound = store.tickets.claim(campaign_id, key, answer, now)
+        return bound if bound.ticket == answer.ticket else (bound,)
+    replayed = (
+        store.tickets.replay(campaign_id, key, now) if isinstance(answer, loop.Wait) else None
+    )
     return answer if replayed is None else (replayed,)
 
 
 async def _next_answer(
     campaign_id: CampaignId, request: Request, store: CampaignStore, settings: Settings, wait: float
-) -> dict | loop.Answer:
+) -> Ticket | loop.Answer:
     """A ticket, or the answer in its place once ``wait`` seconds passed without one."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     request.state.waited = 0.0
     hub = wakeups.hub(settings.redis_url)
-    withdraw = functools.partial(store.withdraw, campaign_id)
+    withdraw = functools.partial(store.tickets.withdraw, campaign_id)
     async with hub.waiting(campaign_id, withdraw) as waiters:
         while True:
             answer, seen = await waiters.look(
@@ -205,11 +211,11 @@ async def _next_answer(
             return answer
 
 
-def _next_response(answer: dict | loop.Answer, campaign_id: str):
+def _next_response(answer: Ticket | loop.Answer, campaign_id: str):
     """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After; a
     410 or 409 says what the owner can call to go on."""
-    if isinstance(answer, dict):
-        return answer
+    if isinstance(answer, Ticket):
+        return asdict(answer)
     url = f"/campaigns/{campaign_id}"
     if isinstance(answer, loop.Done) and answer.stopped:
         verdict = json.loads(answer.stopped)
@@ -261,7 +267,7 @@ LABEL_RESPONSES = {
 def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     values = LabelValues(body.y, body.noise, replicates=body.y_replicates or False)
-    outcome, n, _ = store.record_label(campaign_id, body.ticket, None, time.time(), values=values)
+    outcome, n = results.label(store, campaign_id, body.ticket, values, time.time())
     response.status_code = label_status(outcome, body.ticket)
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
 
@@ -282,7 +288,7 @@ RUN_RESPONSES = {
 def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Response):
     """The ticket's run failed: its lease ends now. Its point is not offered again, unless the
     campaign's ``max_retries`` allows more runs of it. No model sees a failed run."""
-    outcome, n, _ = store.fail_run(campaign_id, body.ticket, body.reason, time.time())
+    outcome, n = results.fail(store, campaign_id, body.ticket, body.reason, time.time())
     response.status_code = run_status(outcome, body.ticket)
     return {"ticket": body.ticket, "status": "failed", "reason": body.reason, "count": n}
 
@@ -297,7 +303,7 @@ def fail(campaign_id: CampaignId, body: FailPost, store: StoreDep, response: Res
 def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response: Response):
     """The ticket is given up (its simulator stops): its lease ends now and its point is offered
     again."""
-    outcome, n, _ = store.abandon(campaign_id, body.ticket, time.time())
+    outcome, n = results.abandon(store, campaign_id, body.ticket, time.time())
     response.status_code = run_status(outcome, body.ticket)
     return {"ticket": body.ticket, "status": "abandoned", "count": n}
 
@@ -310,7 +316,7 @@ def abandon(campaign_id: CampaignId, body: TicketPost, store: StoreDep, response
 )
 def renew(campaign_id: CampaignId, body: TicketPost, store: StoreDep):
     """Extend a live lease to ``lease_seconds`` from now (a long run's heartbeat)."""
-    outcome, expires_at = store.renew(campaign_id, body.ticket, time.time())
+    outcome, expires_at = store.runs.renew(campaign_id, body.ticket, time.time())
     match outcome:
         case RenewOutcome.UNKNOWN_TICKET:
             raise NotFound(f"unknown ticket {body.ticket!r}")
@@ -379,10 +385,10 @@ def export_observations(
     (``failures``); as CSV, one row per label (``status`` ``ok``) then one per failed run
     (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column after ``y``
     in a campaign with known noise."""
-    spec = store.spec(campaign_id)
-    labels = store.labels(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
+    labels = store.labels.all(campaign_id)
     failures = [
-        {k: f[k] for k in ("x", "ticket", "reason", "at")} for f in store.failures(campaign_id)
+        {k: f[k] for k in ("x", "ticket", "reason", "at")} for f in store.runs.failures(campaign_id)
     ]
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None

@@ -69,7 +69,7 @@ def model(campaign_id: CampaignId, store: StoreDep):
     """The latest model: its posterior draws, the thinned draws the acquisition uses, the
     mode GP, the transforms, the refit's diagnostics and `accuracy`; with several outputs,
     each output's under `outputs`. 404 before the first model."""
-    return store.model(campaign_id)
+    return store.models.latest(campaign_id)
 
 
 EXPORT_FORMAT = "fbgp-al-metamodel"
@@ -180,8 +180,8 @@ def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
     """The latest model as a self-contained JSON file (a download): its draws, mode, transforms
     and the labeled data it saw, which the SDK's ``Metamodel`` predicts from as ``/predict``
     does, without the service. 404 before the first model."""
-    model = store.model(campaign_id)
-    spec, labels = store.spec(campaign_id), store.labels(campaign_id)
+    model = store.models.latest(campaign_id)
+    spec, labels = store.campaigns.spec(campaign_id), store.labels.all(campaign_id)
     if len(labels) < model["n_labeled"]:  # deleted meanwhile: labels only ever grow
         raise NotFound(f"no campaign {campaign_id!r}")
     name = f"fbgp-al-{campaign_id}-model-{model['version']}.json"
@@ -193,14 +193,14 @@ def export_model(campaign_id: CampaignId, store: StoreDep, response: Response):
 def history(campaign_id: CampaignId, store: StoreDep):
     """One entry per model version stored, evaluation, refit failed, stop and resume, and per
     failed or abandoned run kept (the latest ``FBGP_KEEP_RUNS`` of each), oldest first."""
-    return store.events(campaign_id)
+    return store.history.events(campaign_id)
 
 
 def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
     """``x`` with each value as its input keeps it (422 unless it fits the inputs; 404 before
     the first model)."""
     _, x = spec_with_points(store, campaign_id, x)
-    store.model(campaign_id)  # 404 before the first model
+    store.models.latest(campaign_id)  # 404 before the first model
     return x
 
 
@@ -263,7 +263,7 @@ def sensitivity(
     over the posterior's draws: the uncertainty of the lengthscales and noise, not of the mean
     at fixed ones. With several outputs, each output's. Its work grows as the labels squared
     (about 3 s at 200 labels in 6-D)."""
-    store.model(campaign_id)  # 404 before the first model
+    store.models.latest(campaign_id)  # 404 before the first model
     return run_job(redis, settings, "sensitivity", campaign_id, method, level)
 
 
@@ -282,7 +282,7 @@ def evaluate(
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)
-    spec = store.spec(campaign_id)
+    spec = store.campaigns.spec(campaign_id)
     if body.noise is not None and not known_noise(spec):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")
     x = _checked_points(store, campaign_id, body.x)

@@ -33,7 +33,7 @@ def create(body: TeamCreate, store: StoreDep, settings: SettingsDep, response: R
     """A new team and its token, shown once (only its SHA-256 is kept); 409 if the name is
     taken."""
     _guarded(settings)
-    token = store.create_team(body.name, time.time())
+    token = store.teams.create(body.name, time.time())
     if token == 0:
         raise Conflict(
             f"a team named {body.name!r} exists already (POST /teams/{body.name}/"
@@ -52,7 +52,7 @@ def create(body: TeamCreate, store: StoreDep, settings: SettingsDep, response: R
 @router.get("", response_model=list[Team])
 def list_teams(store: StoreDep):
     """Every team, by name, with its campaigns' count."""
-    return store.teams()
+    return store.teams.all()
 
 
 @router.post("/{name}/token", response_model=TeamToken, responses=problem_responses(404, 409))
@@ -60,7 +60,7 @@ def rotate(name: TeamName, store: StoreDep, settings: SettingsDep, response: Res
     """A new token for the team, shown once; its old token stops working at once. A deleted
     team that still holds campaigns is live again."""
     _guarded(settings)
-    token = store.rotate_team_token(name)
+    token = store.teams.rotate_token(name)
     if token is None:
         raise NotFound(f"no team {name!r}")
     response.headers["Cache-Control"] = "no-store"
@@ -75,6 +75,6 @@ def delete(name: TeamName, store: StoreDep):
     tokens open them). A team that holds campaigns stays listed, not live, and its name cannot
     be made anew: a rotation of its token makes it live again. 404 if no live team has the
     name."""
-    if not store.delete_team(name):
+    if not store.teams.delete(name):
         raise NotFound(f"no live team {name!r}")
     return Response(status_code=204)

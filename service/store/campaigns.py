@@ -5,7 +5,6 @@ points."""
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import json
 import logging
@@ -13,7 +12,7 @@ import time
 import uuid
 
 import numpy as np
-from redis.exceptions import RedisError, WatchError
+from redis.exceptions import WatchError
 
 from fbgp_al.service import loop, queues
 from fbgp_al.service.keys import (
@@ -23,11 +22,12 @@ from fbgp_al.service.keys import (
     PREFIX,
     TEAM_DIGESTS,
     TOKENS,
-    WAKE_CHANNEL,
 )
 from fbgp_al.service.loop import Rules
 from fbgp_al.service.refusals import NotFound
-from fbgp_al.service.store.teams import TeamFull, TeamGone
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
+from fbgp_al.service.store.teams import TeamFull, TeamGone, Teams
 from fbgp_al.worker.vocabulary import pools
 from fbgp_al.worker.vocabulary.design import initial_design
 
@@ -45,9 +45,11 @@ def design_reserve(pool, design: list[int], seed: int) -> list[int]:
     return [int(i) for i in rng.permutation(reserve)]
 
 
-class Campaigns:
-    """A campaign's spec, pool, state and delete, and the index of campaigns
-    (a part of :class:`service.store.CampaignStore`)."""
+class Campaigns(Noun):
+    """A campaign's spec, pool, state and delete, and the index of campaigns."""
+
+    teams: Teams
+    pollers: Pollers
 
     def create(self, body: dict, team: tuple[str, str] | None = None, team_limit: int = 0) -> dict:
         """The campaign of ``body``, stored; with ``team`` (its name and its token's SHA-256:
@@ -58,7 +60,7 @@ class Campaigns:
         name = None if team is None else team[0]
         if name is not None and self.r.scard(self.team_key(name)) >= team_limit:
             raise TeamFull(name)  # before the design's work; checked again below
-        tenant = 0 if name is None else self.team_tenant(name)
+        tenant = 0 if name is None else self.teams.tenant(name)
         spec = dict(body, id=campaign_id, created_at=time.time(), team=name, tenant=tenant)
         pool = pools.pool_of(spec)
         design = initial_design(
@@ -158,7 +160,7 @@ class Campaigns:
         found, *jobs = self.s.delete(keys=keys + [part(p) for p in PARTS], args=args)
         if not found:
             raise NotFound(f"no campaign {campaign_id!r}")
-        self.wake(campaign_id)
+        self.pollers.wake(campaign_id)
         queues.stop_jobs(self.r, [j.decode().partition(":")[2] for j in jobs])
 
     def state(self, campaign_id: str) -> dict:
@@ -195,45 +197,6 @@ class Campaigns:
             self.s.rebuild_phases(keys=[PHASES, CAMPAIGNS], args=[f"{PREFIX}c:"])
         counts = {k.decode(): int(v) for k, v in self.r.hgetall(PHASES).items()}
         return {str(p): counts.get(str(p), 0) for p in loop.Phase}
-
-    def count_by_state(self, now: float) -> dict[str, int]:
-        """:meth:`count_by_phase` with the campaigns in design or active that are ``failing``
-        or ``stalled`` (:func:`service.loop.state`) counted under those states instead. Only a
-        campaign with a failed run can be either, so every campaign's count of failed runs is
-        read in one pipelined round trip, and only those with one are read further."""
-        counts = self.count_by_phase()
-        ids = self.ids()
-        pipe = self.r.pipeline(transaction=False)
-        for campaign_id in ids:
-            pipe.hget(self.k(campaign_id, "state"), "n_failed")
-        for campaign_id, failed in zip(ids, pipe.execute(), strict=True):
-            if not failed or int(failed) == 0:
-                continue
-            with contextlib.suppress(NotFound):  # deleted meanwhile
-                rules = Rules.of(self.spec(campaign_id))
-                refit = loop.Refit.of(self.state(campaign_id))
-                phase = loop.phase(
-                    rules, self.n_labeled(campaign_id), bool(refit.failed), bool(refit.stopped)
-                )
-                failing = loop.failing(rules, refit.n_failed, refit.n_forgiven)
-                stalled = not failing and loop.stalled(
-                    rules, self.snapshot(campaign_id, now, False)
-                )
-                state = loop.state(phase, failing, stalled)
-                if state != phase:
-                    counts[str(phase)] -= 1
-                    counts[str(state)] += 1
-        return counts
-
-    def wake(self, campaign_id: str) -> None:
-        """Tell the API processes' long polls of the campaign's ``/next`` that its answer may
-        have changed (:data:`WAKE_CHANNEL`). A message lost (Redis away for a moment) costs a
-        poll at most its fallback interval, so a failure here is logged, never raised: what
-        was stored stays stored."""
-        try:
-            self.r.publish(WAKE_CHANNEL, campaign_id)
-        except RedisError as error:
-            log.warning("wake-up of campaign %s not published: %s", campaign_id, error)
 
     def lock(self, campaign_id: str, timeout: float = 10.0):
         """Serializes the choice of points for one campaign across API processes: held at

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fbgp_al.service.keys import LABELS_METRIC, REFIT_METRIC, RUNS_METRIC
+from fbgp_al.service.store.noun import Noun
 
 RUN_KINDS = ("failed", "abandoned")
 REFIT_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)  # seconds
@@ -25,9 +26,8 @@ class Totals:
     refit_seconds: float
 
 
-class Counters:
-    """The shared counters, added to as the store records what they count
-    (a part of :class:`service.store.CampaignStore`)."""
+class Counters(Noun):
+    """The shared counters, added to as the store records what they count."""
 
     def count_labels(self, count: int) -> None:
         self.r.incrby(LABELS_METRIC, count)

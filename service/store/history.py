@@ -9,6 +9,10 @@ import heapq
 import json
 import logging
 
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.runs import Runs
+
 log = logging.getLogger("fbgp.store")
 
 
@@ -16,15 +20,17 @@ def _at(event: dict) -> float:
     return event.get("at", 0.0)
 
 
-class History:
-    """A campaign's history of events
-    (a part of :class:`service.store.CampaignStore`)."""
+class History(Noun):
+    """A campaign's history of events."""
 
-    def history(self, campaign_id: str, evaluations: bool = True) -> list[dict]:
+    campaigns: Campaigns
+    runs: Runs
+
+    def read(self, campaign_id: str, evaluations: bool = True) -> list[dict]:
         """The models, evaluations (unless ``evaluations`` is False), failed refits, stops and
         resumes kept, oldest first (what the stopping rule and the pictures read; :meth:`events`
         adds the runs). The history's own order stands; the evaluations go in by time."""
-        self.spec(campaign_id)
+        self.campaigns.spec(campaign_id)
         pipe = self.r.pipeline(transaction=True)
         pipe.lrange(self.k(campaign_id, "history"), 0, -1)
         if evaluations:
@@ -36,8 +42,8 @@ class History:
         return list(heapq.merge(history, [json.loads(v) for v in kept[0]], key=_at))
 
     def events(self, campaign_id: str) -> list[dict]:
-        """``/history``: :meth:`history` and the runs kept (:meth:`run_events`), by time. A
-        store from before the runs had lists of their own holds its failed runs in both: the
-        history's copies are left out."""
-        history = [e for e in self.history(campaign_id) if e.get("event") != "run_failed"]
-        return sorted(history + self.run_events(campaign_id), key=_at)
+        """``/history``: :meth:`read` and the runs kept (:meth:`service.store.runs.Runs.events`),
+        by time. A store from before the runs had lists of their own holds its failed runs in
+        both: the history's copies are left out."""
+        history = [e for e in self.read(campaign_id) if e.get("event") != "run_failed"]
+        return sorted(history + self.runs.events(campaign_id), key=_at)

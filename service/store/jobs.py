@@ -7,19 +7,22 @@ import logging
 
 from fbgp_al.service import queues
 from fbgp_al.service.keys import SHORTS
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.noun import Noun
 
 log = logging.getLogger("fbgp.store")
 
 
-class Jobs:
-    """A campaign's RQ jobs, noted for a delete or a failure to stop
-    (a part of :class:`service.store.CampaignStore`)."""
+class Jobs(Noun):
+    """A campaign's RQ jobs, noted for a delete or a failure to stop."""
+
+    campaigns: Campaigns
 
     def wanting_workers(self, now: float) -> set[str]:
         """The campaigns that hold or will soon want a worker: a refit queued or running, or a
         ticket out (its label brings a refit). One pipelined read per campaign: the chains'
         fan-out asks it only when a worker is idle."""
-        ids = self.ids()
+        ids = self.campaigns.ids()
         pipe = self.r.pipeline(transaction=False)
         for campaign_id in ids:
             pipe.hget(self.k(campaign_id, "state"), "refit")
@@ -31,7 +34,7 @@ class Jobs:
             if refit in (b"queued", b"running") or out
         }
 
-    def track_jobs(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
+    def track(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
         """Note jobs (``refit:<id>``, ``short:<id>``) among the campaign's, for a delete or a
         failure to stop, until ``until``; False if the campaign is gone (noted nowhere)."""
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "jobs")]
@@ -54,7 +57,7 @@ class Jobs:
         stack = "" if most_of_stack is None else most_of_stack
         return int(self.s.admit_short(keys=keys, args=[now, until, member, most, stack]))
 
-    def forget_jobs(self, campaign_id: str, members: list[str]) -> None:
+    def forget(self, campaign_id: str, members: list[str]) -> None:
         """Jobs that ended, no longer the campaign's (nor, for model calls, the stack's) to stop
         or count."""
         pipe = self.r.pipeline(transaction=False)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 
 from fbgp_al.service import loop
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome
-from fbgp_al.service.refusals import NotFound, Unprocessable
+from fbgp_al.service.refusals import NotFound
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.counters import Counters
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
 from fbgp_al.worker.vocabulary import pools
 
 log = logging.getLogger("fbgp.store")
@@ -24,39 +27,36 @@ def _held_import(held: bytes, digest: str) -> tuple[ImportOutcome, int, int]:
     return outcome, int(n), int(count)
 
 
-class Labels:
-    """Labels posted and observations imported
-    (a part of :class:`service.store.CampaignStore`)."""
+class Labels(Noun):
+    """Labels posted and observations imported."""
 
-    def labels(self, campaign_id: str) -> list[dict]:
+    campaigns: Campaigns
+    pollers: Pollers
+    counters: Counters
+
+    def all(self, campaign_id: str) -> list[dict]:
         return [json.loads(v) for v in self.r.lrange(self.k(campaign_id, "labels"), 0, -1)]
 
-    def record_label(
+    def record(
         self,
         campaign_id: str,
         ticket: str,
         y,
         now: float,
         noise=None,
-        values: Callable[[dict], tuple] | None = None,
-        enqueue: bool = True,
+        spec: dict | None = None,
     ) -> tuple[LabelOutcome, int, bool]:
         """Store the label of ``ticket`` (:func:`service.store.rules.label_outcome`, atomically),
-        enqueue the refit it makes due and count it: ``(outcome, n_labeled, refit_due)``.
-        ``noise``: its known noise variance, kept in the record (and in the ticket's state, for
-        a repeat to match). ``values(spec)``: ``(y, noise)`` checked against the campaign's
-        spec (:class:`worker.vocabulary.values.LabelValues`; its ``ValueError`` answered 422),
-        instead of ``y`` and ``noise`` as given.
-        ``enqueue=False``: the refit due is left queued for the caller."""
-        spec = self.spec(campaign_id)
-        if values is not None:
-            try:
-                y, noise = values(spec)
-            except ValueError as error:
-                raise Unprocessable(str(error)) from None
+        wake the campaign's pollers and count it: ``(outcome, n_labeled, refit_due)``; the refit
+        it makes due is queued in the campaign's state, for the caller to put on the queue
+        (:meth:`service.store.refits.Refits.requested`). ``noise``: its known noise variance,
+        kept in the record (and in the ticket's state, for a repeat to match). ``spec``: the
+        campaign's, if the caller read it (checked ``y`` and ``noise`` against it)."""
+        spec = self.campaigns.spec(campaign_id) if spec is None else spec
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         if raw is None:
-            return LabelOutcome.UNKNOWN_TICKET, self.n_labeled(campaign_id), False
+            n = self.r.llen(self.k(campaign_id, "labels"))
+            return LabelOutcome.UNKNOWN_TICKET, int(n), False
         info = json.loads(raw)
         fields = {"x": info["x"], "y": y, "index": info["index"], "ticket": ticket}
         if noise is not None:
@@ -81,11 +81,11 @@ class Labels:
             now,
         ]
         outcome, n, due = self.s.label(keys=keys, args=args)
-        self.wake(campaign_id)
+        self.pollers.wake(campaign_id)
         outcome = LabelOutcome(outcome.decode())
         if outcome == LabelOutcome.STORED:
-            self.count_labels(1)
-        return outcome, int(n), self.requested(campaign_id, bool(due)) if enqueue else bool(due)
+            self.counters.count_labels(1)
+        return outcome, int(n), bool(due)
 
     def imported(
         self, campaign_id: str, key: str, digest: str
@@ -105,19 +105,19 @@ class Labels:
         noise: list | None = None,
         key: str | None = None,
         digest: str = "",
-        enqueue: bool = True,
     ) -> tuple[ImportOutcome, int, bool]:
-        """Store imported observations, all or none (``import_observations.lua``), enqueue the
-        refit they make due and count them: ``(outcome, n_labeled, refit_due)``; ``noise``:
+        """Store imported observations, all or none (``import_observations.lua``), wake the
+        pollers and count them (the refit they make due is queued for the caller to put on the
+        queue, as :meth:`record`'s): ``(outcome, n_labeled, refit_due)``; ``noise``:
         their known noise variances. With
         an Idempotency-Key ``key`` (and the SHA-256 ``digest`` of the observations), an import
         whose key was stored before is :meth:`imported`'s answer instead, nothing stored."""
-        spec = self.spec(campaign_id)
-        n = self.n_labeled(campaign_id)
+        spec = self.campaigns.spec(campaign_id)
+        n = self.campaigns.n_labeled(campaign_id)
         if n + len(x) > spec["max_labels"]:  # before the look-up (the script checks again)
             held = self.imported(campaign_id, key, digest) if key else None  # stored meanwhile
             return (ImportOutcome.TOO_MANY, n, False) if held is None else held[:2] + (False,)
-        index = pools.pool_index_of(spec, self.pool(campaign_id, spec), x)
+        index = pools.pool_index_of(spec, self.campaigns.pool(campaign_id, spec), x)
         args: list = [len(x), spec["max_labels"], spec["initial_design"]["size"]]
         noises = [None] * len(y) if noise is None else noise
         for xi, yi, ii, ni in zip(x, y, index, noises, strict=True):
@@ -133,8 +133,7 @@ class Labels:
             raise NotFound(f"no campaign {campaign_id!r}")
         if outcome == b"held":  # the same key, stored between imported() and here
             return _held_import(held[0], digest)[:2] + (False,)
-        self.wake(campaign_id)
+        self.pollers.wake(campaign_id)
         if outcome == ImportOutcome.STORED.value.encode():
-            self.count_labels(len(y))
-        due = self.requested(campaign_id, bool(due)) if enqueue else bool(due)
-        return ImportOutcome(outcome.decode()), int(n), due
+            self.counters.count_labels(len(y))
+        return ImportOutcome(outcome.decode()), int(n), bool(due)

@@ -12,14 +12,27 @@ from fbgp_al.service import loop, stopping
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.counters import Counters
+from fbgp_al.service.store.history import History
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
+from fbgp_al.service.store.runs import Runs
+from fbgp_al.service.store.tickets import Tickets
 from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS, failure_options
 
 log = logging.getLogger("fbgp.store")
 
 
-class Models:
-    """Models, evaluations, and the stopping rule's stop and the owner's resume
-    (a part of :class:`service.store.CampaignStore`)."""
+class Models(Noun):
+    """Models, evaluations, and the stopping rule's stop and the owner's resume."""
+
+    campaigns: Campaigns
+    tickets: Tickets
+    runs: Runs
+    history: History
+    pollers: Pollers
+    counters: Counters
 
     def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
         """What a refit ranks, as of ``now``: ``(pool, exclude, pending, failures)``: the pool
@@ -28,13 +41,13 @@ class Models:
         points out now (for the batch's pending points), and the failed runs its failure model
         counts (:meth:`service.store.runs.Runs.counted_failures`), those that failed while the
         posterior was sampled included."""
-        snap = self.snapshot(campaign_id, now)
+        snap = self.tickets.snapshot(campaign_id, now)
         exclude = set(loop.never_offered(spec, snap))
         with_model = failure_options(spec)[0] != "none"
-        failures = self.counted_failures(campaign_id) if with_model else []
-        return self.pool(campaign_id, spec), exclude, sorted(snap.pending), failures
+        failures = self.runs.counted_failures(campaign_id) if with_model else []
+        return self.campaigns.pool(campaign_id, spec), exclude, sorted(snap.pending), failures
 
-    def save_model(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
+    def save(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer
         model is there already, and count its time in the shared metric; True if stored."""
         d = model["diagnostics"]
@@ -68,8 +81,8 @@ class Models:
         if outcome == 2:
             log.info("campaign stopped by its rule: %s", args[6], extra={"campaign": campaign_id})
         if outcome >= 1:
-            self.wake(campaign_id)
-            self.count_refit(d["refit_seconds"])
+            self.pollers.wake(campaign_id)
+            self.counters.count_refit(d["refit_seconds"])
         return outcome >= 1
 
     def _stop_args(self, campaign_id: str, event: dict) -> list:
@@ -79,12 +92,12 @@ class Models:
         read here cannot change before the script runs unless the campaign is stopped (only a
         resume changes them), and then the script does not stop it again."""
         try:
-            spec = self.spec(campaign_id)
+            spec = self.campaigns.spec(campaign_id)
         except NotFound:
             return ["", "", 0, 0]  # deleted meanwhile: the script finds no refit in charge
         if not spec.get("stop"):
             return ["", "", 0, 0]
-        history = [*self.history(campaign_id, evaluations=False), event]
+        history = [*self.history.read(campaign_id, evaluations=False), event]
         verdict = stopping.stop_verdict(
             spec["stop"], history, spec["initial_design"]["size"], STOP_TARGETS
         )
@@ -99,10 +112,10 @@ class Models:
             spec["max_labels"],
         ]
 
-    def model(self, campaign_id: str) -> dict:
+    def latest(self, campaign_id: str) -> dict:
         raw = self.r.get(self.k(campaign_id, "model"))
         if raw is None:
-            self.spec(campaign_id)
+            self.campaigns.spec(campaign_id)
             raise NotFound(f"campaign {campaign_id!r} has no model yet")
         return json.loads(raw)
 
@@ -141,7 +154,7 @@ class Models:
             event = {
                 "event": "resumed",
                 "at": time.time(),
-                "n_labeled": self.n_labeled(campaign_id),
+                "n_labeled": self.campaigns.n_labeled(campaign_id),
                 "stop": stop if replace else spec.get("stop"),
             }
             keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
@@ -156,6 +169,6 @@ class Models:
             ]
             outcome = int(self.s.resume(keys=keys, args=args))
             if outcome >= 0:
-                self.wake(campaign_id)
+                self.pollers.wake(campaign_id)
                 return bool(outcome)
         raise RuntimeError("the campaign's spec kept changing during its resume")

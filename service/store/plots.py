@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import zlib
 
+from fbgp_al.service.store.noun import Noun
+
 log = logging.getLogger("fbgp.store")
 
 
-class Plots:
-    """The pages' pictures, kept per campaign
-    (a part of :class:`service.store.CampaignStore`)."""
+class Plots(Noun):
+    """The pages' pictures, kept per campaign."""
 
-    def plot_stamp(self, campaign_id: str) -> tuple[int | None, str]:
+    def stamp(self, campaign_id: str) -> tuple[int | None, str]:
         """The campaign's model version, and what its pictures are drawn from as one word: its
         model, its labels and its events (a model's accuracy, an evaluation, a stop): their
         counts and a checksum of the latest of each kind, which changes with every event even
@@ -28,7 +29,7 @@ class Plots:
         latest = zlib.crc32((last_event or b"") + b"\n" + (last_evaluation or b""))
         return version, f"{version}-{n}-{n_history}.{n_evaluations}-{latest:08x}"
 
-    def cached_plot(self, campaign_id: str, name: str, stamp: str) -> bytes | None:
+    def cached(self, campaign_id: str, name: str, stamp: str) -> bytes | None:
         """The picture ``name`` drawn at ``stamp``, if it is kept."""
         kept = self.r.hget(self.k(campaign_id, "plots"), name)
         if kept is None:
@@ -36,7 +37,7 @@ class Plots:
         drawn, _, png = kept.partition(b"\n")
         return png if drawn.decode() == stamp else None
 
-    def keep_plot(self, campaign_id: str, name: str, stamp: str, png: bytes) -> None:
+    def keep(self, campaign_id: str, name: str, stamp: str, png: bytes) -> None:
         """Keep the picture ``name`` drawn at ``stamp`` (in place of an older one), unless the
         campaign was deleted meanwhile."""
         keys = [self.k(campaign_id, "spec"), self.k(campaign_id, "plots")]

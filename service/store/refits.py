@@ -1,6 +1,6 @@
 """Refit supervision: the refit in charge of a campaign (its job id fences off every other's
 writes), its heartbeat, its end, its failures and their back-off, the owner's retry; and the one
-place that puts a refit on the queue (:meth:`Refits._enqueue`). A refit that died or never
+place that puts a refit on the queue (:meth:`Refits.enqueue_as`). A refit that died or never
 reached the queue is revived by :mod:`service.store.revivals`."""
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import Rules
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.jobs import Jobs
+from fbgp_al.service.store.models import Models
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
 from fbgp_al.service.store.runs import MAX_REASON
+from fbgp_al.service.store.tickets import Tickets
 
 log = logging.getLogger("fbgp.store")
 
@@ -31,7 +37,7 @@ DIED = (
 
 @dataclass
 class RefitInputs:
-    """What a refit reads as it starts (:meth:`Refits.refit_inputs`): the spec, the labels (the
+    """What a refit reads as it starts (:meth:`Refits.inputs`): the spec, the labels (the
     refit's ``n``) and the latest model (for a warm start), of one instant. The failed runs its
     failure model counts are read with the candidates, once the posterior is sampled
     (:meth:`service.store.models.Models.candidates`)."""
@@ -45,18 +51,23 @@ class RefitInputs:
         self.n = len(self.labels)
 
 
-class Refits:
-    """The refit in charge of a campaign: its enqueue, heartbeat, end and failures
-    (a part of :class:`service.store.CampaignStore`)."""
+class Refits(Noun):
+    """The refit in charge of a campaign: its enqueue, heartbeat, end and failures."""
 
-    def requested(self, campaign_id: str, enqueue: bool) -> bool:
+    campaigns: Campaigns
+    tickets: Tickets
+    jobs: Jobs
+    models: Models
+    pollers: Pollers
+
+    def requested(self, campaign_id: str, enqueue: bool, spec: dict | None = None) -> bool:
         """After a script stored something and said a refit is due (``enqueue``): put it on the
-        queue. What was stored stays stored even if the refit cannot be enqueued now: the
-        state says it is queued, and it is revived once Redis answers (logged, never raised).
-        ``enqueue`` again, for the caller's answer."""
+        queue (``spec``: the campaign's, if read). What was stored stays stored even if the
+        refit cannot be enqueued now: the state says it is queued, and it is revived once Redis
+        answers (logged, never raised). ``enqueue`` again, for the caller's answer."""
         if enqueue:
             try:
-                self.enqueue_refit(campaign_id)
+                self.enqueue(campaign_id, spec)
             except RedisError as error:
                 log.warning(
                     "refit not enqueued (%s); it will be revived",
@@ -65,21 +76,27 @@ class Refits:
                 )
         return enqueue
 
-    def enqueue_refit(self, campaign_id: str) -> str | None:
+    def enqueue(self, campaign_id: str, spec: dict | None = None) -> str | None:
         """Put the campaign's queued refit (the state says ``queued`` already: a script
         requested it) on the queue under a new job, in charge from now; None if the campaign
         was deleted or failed meanwhile, or has no refit queued."""
-        return self._enqueue(campaign_id, uuid.uuid4().hex, time.time(), take_charge=True)
+        job_id = uuid.uuid4().hex
+        return self.enqueue_as(campaign_id, job_id, time.time(), take_charge=True, spec=spec)
 
-    def _enqueue(
-        self, campaign_id: str, job_id: str, now: float, take_charge: bool = False
+    def enqueue_as(
+        self,
+        campaign_id: str,
+        job_id: str,
+        now: float,
+        take_charge: bool = False,
+        spec: dict | None = None,
     ) -> str | None:
         """The one place a refit goes on the queue: job ``job_id``, noted among the campaign's
         jobs first (``enqueue.lua`` puts it in charge of the queued refit as well, with
         ``take_charge``; else a script has put it in charge already), so that the job finds
         itself in charge when it starts; nothing is enqueued if that fails (None)."""
         try:
-            spec = self.spec(campaign_id)
+            spec = self.campaigns.spec(campaign_id) if spec is None else spec
         except NotFound:
             return None
         timeout, long = self._refit_job(campaign_id, spec)
@@ -88,7 +105,7 @@ class Refits:
             keys = [self.k(campaign_id, p) for p in ("spec", "state", "jobs")]
             noted = self.s.enqueue(keys=keys, args=[job_id, member, now + timeout, now])
         else:
-            noted = self.track_jobs(campaign_id, [member], now, now + timeout)
+            noted = self.jobs.track(campaign_id, [member], now, now + timeout)
         if not noted:
             return None
         queues.enqueue_refit(self.r, campaign_id, job_id, timeout, spec, long)
@@ -97,13 +114,15 @@ class Refits:
     def _refit_job(self, campaign_id: str, spec: dict) -> tuple[int, bool]:
         """A refit job's timeout and whether it is long (:func:`service.costs.refit_job`)."""
         settings = get_settings()
-        n = self.n_labeled(campaign_id)
-        *took, version = self.r.hmget(
+        pipe = self.r.pipeline(transaction=False)
+        pipe.llen(self.k(campaign_id, "labels"))
+        pipe.hmget(
             self.k(campaign_id, "state"),
             "last_refit_seconds",
             "failed_refit_seconds",
             "model_version",
         )
+        n, (*took, version) = pipe.execute()
         known = [float(t) for t in took if t and float(t) > 0]
         last_seconds = max(known) if known else None
         # the time is scaled from the last model's labels to the labels now (a failed refit's
@@ -111,14 +130,14 @@ class Refits:
         last_n = int(version) if version else None
         return costs.refit_job(spec, n, last_seconds, settings, last_n)
 
-    def _failure(
+    def failure_args(
         self, campaign_id: str, job_id: str, now: float, cause: str, died: bool
     ) -> tuple[list[str], str] | None:
         """``after_failure.lua``'s keys and its ``p`` (as JSON) for a refit that failed of
         ``cause`` (``died``: its job died), the next one to run as ``job_id``; None if the
         campaign is gone."""
         try:
-            spec = self.spec(campaign_id)
+            spec = self.campaigns.spec(campaign_id)
         except NotFound:
             return None
         settings = get_settings()
@@ -143,21 +162,21 @@ class Refits:
         )
         return keys, params
 
-    def _after_failure(
+    def after_failure(
         self, campaign_id: str, outcome: int, job_id: str, now: float, but: str | None = None
     ) -> None:
         """Act on ``after_failure.lua``'s outcome: enqueue the new job (1), or stop the campaign's
         other refit jobs once it failed (3)."""
         if outcome == 1:
-            self._enqueue(campaign_id, job_id, now)
+            self.enqueue_as(campaign_id, job_id, now)
         elif outcome == 3:
             log.error(
                 "campaign failed: %s",
-                self.state(campaign_id).get("failed"),
+                self.campaigns.state(campaign_id).get("failed"),
                 extra={"campaign": campaign_id},
             )
-            self.stop_refits(campaign_id, but)
-        self.wake(campaign_id)
+            self.jobs.stop_refits(campaign_id, but)
+        self.pollers.wake(campaign_id)
 
     def note_merge(self, campaign_id: str, token: str, merge_id: str) -> bool:
         """Note ``merge_id`` as the job that merges refit ``token``'s chain groups (while it waits
@@ -171,10 +190,10 @@ class Refits:
         refit enqueued where one is due. ``forget_failures`` (the simulator changed): the
         failure model forgets the runs failed until now as well (any campaign with a failed
         run may be told so). False if there was nothing to retry."""
-        spec = self.spec(campaign_id)
+        spec = self.campaigns.spec(campaign_id)
         rules = Rules.of(spec)
         job_id = uuid.uuid4().hex
-        stalled = loop.stalled(rules, self.snapshot(campaign_id, now, False))
+        stalled = loop.stalled(rules, self.tickets.snapshot(campaign_id, now, False))
         keys = [self.k(campaign_id, p) for p in ("state", "labels")] + [PHASES]
         keys += [self.k(campaign_id, p) for p in ("failed", "failures")]
         args = [
@@ -188,8 +207,8 @@ class Refits:
         ]
         outcome = self.s.retry(keys=keys, args=args)
         if outcome == 2:
-            self._enqueue(campaign_id, job_id, now)
-        self.wake(campaign_id)
+            self.enqueue_as(campaign_id, job_id, now)
+        self.pollers.wake(campaign_id)
         return bool(outcome)
 
     def beat(self, campaign_id: str, token: str, now: float, start: bool = False) -> bool:
@@ -198,7 +217,7 @@ class Refits:
         keys = [self.k(campaign_id, "state")]
         return bool(self.s.beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
-    def refit_inputs(
+    def inputs(
         self, campaign_id: str, token: str, now: float, start: bool = False
     ) -> RefitInputs | None:
         """Refit ``token``'s beat (``start``: it begins now) and, if it is in charge, what it
@@ -219,7 +238,7 @@ class Refits:
             None if model is None else json.loads(model),
         )
 
-    def refit_failed(
+    def fail(
         self, campaign_id: str, message: str, n_seen: int, token: str, current: str | None = None
     ) -> bool:
         """Record why refit ``token`` failed (if it is in charge; False if not); the model
@@ -229,29 +248,29 @@ class Refits:
         now = time.time()
         event = {"event": "refit_failed", "n_labeled": n_seen, "at": now, "error": message[:2000]}
         job_id = uuid.uuid4().hex
-        failure = self._failure(campaign_id, job_id, now, message, died=False)
+        failure = self.failure_args(campaign_id, job_id, now, message, died=False)
         if failure is None:
             return False  # deleted meanwhile
         keys, params = failure
         args = [token, message[:2000], json.dumps(event), params]
         outcome = self.s.fail_refit(keys=keys, args=args)
         if outcome:  # the job reporting (``current``) is not stopped: it ends by itself
-            self._after_failure(campaign_id, outcome, job_id, now, but=current or token)
+            self.after_failure(campaign_id, outcome, job_id, now, but=current or token)
         else:
-            self.wake(campaign_id)
+            self.pollers.wake(campaign_id)
         return bool(outcome)
 
-    def end_refit(
+    def end(
         self, campaign_id: str, n_seen: int, now: float, token: str, enqueue: bool = True
     ) -> bool:
         """The end of refit ``token`` on ``n_seen`` labels; True when another refit must run
         (labels came in meanwhile), which is enqueued (``enqueue=False``: left queued)."""
         keys = [self.k(campaign_id, "state"), self.k(campaign_id, "labels")]
         again = bool(self.s.end_refit(keys=keys, args=[n_seen, now, token]))
-        self.wake(campaign_id)
+        self.pollers.wake(campaign_id)
         return self.requested(campaign_id, again) if enqueue else again
 
-    def finish_refit(
+    def finish(
         self,
         campaign_id: str,
         model: dict,
@@ -261,8 +280,8 @@ class Refits:
         now: float,
     ) -> bool:
         """The end of refit ``token`` on ``n_seen`` labels: its model and ranking stored
-        (:meth:`save_model`: True if they were) and the refit ended (:meth:`end_refit`), the
-        next enqueued if labels came meanwhile."""
-        stored = self.save_model(campaign_id, model, ranking, token)
-        self.end_refit(campaign_id, n_seen, now, token)
+        (:meth:`service.store.models.Models.save`: True if they were) and the refit ended
+        (:meth:`end`), the next enqueued if labels came meanwhile."""
+        stored = self.models.save(campaign_id, model, ranking, token)
+        self.end(campaign_id, n_seen, now, token)
         return stored

@@ -9,6 +9,10 @@ import logging
 from fbgp_al.service import loop
 from fbgp_al.service.loop import RenewOutcome, RunOutcome
 from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store.campaigns import Campaigns
+from fbgp_al.service.store.counters import Counters
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
 
 log = logging.getLogger("fbgp.store")
 MAX_REASON = 2000  # characters of a failure's reason kept
@@ -21,9 +25,12 @@ def counted(failures: list[bytes], forgotten: bytes | None) -> list[dict]:
     return [run for run in map(json.loads, failures) if float(run["at"]) > after]
 
 
-class Runs:
-    """Failed and abandoned runs, and the renewal of a ticket's lease
-    (a part of :class:`service.store.CampaignStore`)."""
+class Runs(Noun):
+    """Failed and abandoned runs, and the renewal of a ticket's lease."""
+
+    campaigns: Campaigns
+    pollers: Pollers
+    counters: Counters
 
     def counted_failures(self, campaign_id: str) -> list[dict]:
         """The failed runs a failure model counts (:func:`counted`), as they are now."""
@@ -40,12 +47,12 @@ class Runs:
 
     def n_failed(self, campaign_id: str, state: dict | None = None) -> int:
         """The campaign's failed runs, all counted (``state``: its state hash, if read)."""
-        state = self.state(campaign_id) if state is None else state
+        state = self.campaigns.state(campaign_id) if state is None else state
         if "n_failed" in state:
             return int(state["n_failed"])
         return int(self.r.llen(self.k(campaign_id, "failures")))  # stored before the count
 
-    def run_events(self, campaign_id: str) -> list[dict]:
+    def events(self, campaign_id: str) -> list[dict]:
         """The failed and abandoned runs kept, as ``/history`` events, oldest first (each kind
         the latest ``keep_runs``)."""
         pipe = self.r.pipeline(transaction=True)
@@ -60,13 +67,15 @@ class Runs:
         raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
         return None if raw is None else json.loads(raw)
 
-    def fail_run(
-        self, campaign_id: str, ticket: str, reason: str, now: float, enqueue: bool = True
+    def fail(
+        self, campaign_id: str, ticket: str, reason: str, now: float, spec: dict | None = None
     ) -> tuple[RunOutcome, int, bool]:
         """Record that ``ticket``'s run failed (:func:`service.store.rules.fail_outcome`,
-        atomically), enqueue the refit it makes due and count it:
-        ``(outcome, n_failed, refit_due)``."""
-        spec = self.spec(campaign_id)
+        atomically), wake the pollers and count it: ``(outcome, n_failed, refit_due)``; the
+        refit it makes due is queued for the caller to put on the queue
+        (:meth:`service.store.refits.Refits.requested`). ``spec``: the campaign's, if the caller
+        read it."""
+        spec = self.campaigns.spec(campaign_id) if spec is None else spec
         info = self._ticket(campaign_id, ticket)
         if info is None:
             return RunOutcome.UNKNOWN_TICKET, self.n_failed(campaign_id), False
@@ -94,17 +103,15 @@ class Runs:
             reason,
         ]
         outcome, n, due = self.s.fail_run(keys=keys, args=args)
-        return self._ended(
-            campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "failed", enqueue
-        )
+        return self._ended(campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "failed")
 
     def abandon(
-        self, campaign_id: str, ticket: str, now: float, enqueue: bool = True
+        self, campaign_id: str, ticket: str, now: float, spec: dict | None = None
     ) -> tuple[RunOutcome, int, bool]:
         """Abandon ``ticket`` (:func:`service.store.rules.abandon_outcome`, atomically): its
-        point is free again; the refit it makes due is enqueued, the run counted.
-        ``(outcome, n_abandoned, refit_due)``."""
-        spec = self.spec(campaign_id)
+        point is free again; the pollers woken, the run counted:
+        ``(outcome, n_abandoned, refit_due)``, as :meth:`fail`'s."""
+        spec = self.campaigns.spec(campaign_id) if spec is None else spec
         info = self._ticket(campaign_id, ticket)
         event = {
             "event": "run_abandoned",
@@ -125,23 +132,22 @@ class Runs:
         ]
         outcome, n, due = self.s.abandon(keys=keys, args=args)
         return self._ended(
-            campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "abandoned", enqueue
+            campaign_id, RunOutcome(outcome.decode()), int(n), bool(due), "abandoned"
         )
 
     def _ended(
-        self, campaign_id: str, outcome: RunOutcome, n: int, due: bool, kind: str, enqueue: bool
+        self, campaign_id: str, outcome: RunOutcome, n: int, due: bool, kind: str
     ) -> tuple[RunOutcome, int, bool]:
-        """After a run ended without a label: the pollers woken, the run counted, the refit
-        due enqueued (unless ``enqueue`` is False: left queued for the caller)."""
-        self.wake(campaign_id)
+        """After a run ended without a label: the pollers woken, the run counted."""
+        self.pollers.wake(campaign_id)
         if outcome == RunOutcome.STORED:
-            self.count_run(kind)
-        return outcome, n, self.requested(campaign_id, due) if enqueue else due
+            self.counters.count_run(kind)
+        return outcome, n, due
 
     def renew(self, campaign_id: str, ticket: str, now: float) -> tuple[RenewOutcome, float | None]:
         """Extend ``ticket``'s live lease by ``lease_seconds`` from now
         (:func:`service.store.rules.renew_outcome`): ``(outcome, expires_at)``."""
-        spec = self.spec(campaign_id)
+        spec = self.campaigns.spec(campaign_id)
         keys = [self.k(campaign_id, "ticket_state"), self.k(campaign_id, "leases")]
         outcome, expiry = self.s.renew(keys=keys, args=[ticket, now, now + spec["lease_seconds"]])
         return RenewOutcome(outcome.decode()), float(expiry) if expiry else None

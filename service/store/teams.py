@@ -7,6 +7,7 @@ import logging
 
 from fbgp_al.service import queues
 from fbgp_al.service.keys import TEAM_DIGESTS, TEAM_GRANT, TEAMS, TOKENS
+from fbgp_al.service.store.noun import Noun
 from fbgp_al.service.tokens import new_token, token_digest
 
 log = logging.getLogger("fbgp.store")
@@ -27,9 +28,8 @@ def _team_tenant(name: str, record: dict) -> int:
     return queues.tenant(name) if given is None else int(given)
 
 
-class Teams:
-    """Teams and the access tokens of campaigns and teams
-    (a part of :class:`service.store.CampaignStore`)."""
+class Teams(Noun):
+    """Teams and the access tokens of campaigns and teams."""
 
     def issue_tokens(self, campaign_id: str) -> tuple[str, str]:
         """The campaign's two access tokens, its simulators' and its owner's, returned once;
@@ -57,7 +57,7 @@ class Teams:
     def _team_keys(self, name: str) -> list[str]:
         return [TEAMS, TEAM_DIGESTS, TOKENS, self.team_key(name)]
 
-    def create_team(self, name: str, now: float) -> str | int:
+    def create(self, name: str, now: float) -> str | int:
         """A new team's token (returned once, its digest kept); 0 if the name is a live
         team's, -1 if a deleted team's that still holds campaigns."""
         token = new_token()
@@ -68,7 +68,7 @@ class Teams:
         )
         return token if done == 1 else int(done)
 
-    def rotate_team_token(self, name: str) -> str | None:
+    def rotate_token(self, name: str) -> str | None:
         """A new token for team ``name`` in place of its old one (a deleted team's: it is live
         again), or None if there is no such team."""
         token = new_token()
@@ -78,12 +78,12 @@ class Teams:
         )
         return token if done else None
 
-    def delete_team(self, name: str) -> bool:
+    def delete(self, name: str) -> bool:
         """Team ``name``'s token gone, and the team with it unless it holds campaigns (they
         stay); False if there was no live team of that name."""
         return bool(self.s.delete_team(keys=self._team_keys(name), args=[name]))
 
-    def teams(self) -> list[dict]:
+    def all(self) -> list[dict]:
         """Every team: its name, when it was made, whether its token is live (a deleted team
         that holds campaigns stays, not live), how many campaigns it has, and the tenant its
         campaigns' refits queue under."""
@@ -107,10 +107,10 @@ class Teams:
             )
         return out
 
-    def team_tenant(self, name: str) -> int:
+    def tenant(self, name: str) -> int:
         """The tenant of team ``name``'s refits (:func:`_team_tenant`)."""
         raw = self.r.hget(TEAMS, name)
         return _team_tenant(name, json.loads(raw) if raw else {})
 
-    def team_has(self, team: str, campaign_id: str) -> bool:
+    def has(self, team: str, campaign_id: str) -> bool:
         return bool(self.r.sismember(self.team_key(team), campaign_id))

@@ -8,29 +8,27 @@ import json
 import logging
 import uuid
 
-from fbgp_al.service.loop import Refit, Snapshot
+from fbgp_al.service.loop import Refit, Snapshot, Ticket
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
+from fbgp_al.service.store.noun import Noun
+from fbgp_al.service.store.pollers import Pollers
 
 log = logging.getLogger("fbgp.store")
 EXPIRED_PRUNE_BATCH = 1000  # expired tickets pruned per look at most
 
 
-def _ticket_answer(found: list) -> dict:
-    """A ticket as ``/next`` answers it, from a script's ``{ticket, info, expiry}``."""
+def _ticket_of(found: list) -> Ticket:
+    """A ticket out, from a script's ``{ticket, info, expiry}``."""
     ticket, info, expiry = found
     info = json.loads(info)
-    return {
-        "ticket": ticket.decode(),
-        "x": info["x"],
-        "expires_at": float(expiry),
-        "model_version": info["model_version"],
-    }
+    return Ticket(ticket.decode(), info["x"], float(expiry), info["model_version"])
 
 
-class Tickets:
-    """Tickets out, their Idempotency-Keys and their expiry; ``/next``'s snapshot
-    (a part of :class:`service.store.CampaignStore`)."""
+class Tickets(Noun):
+    """Tickets out, their Idempotency-Keys and their expiry; ``/next``'s snapshot."""
+
+    pollers: Pollers
 
     def issue(
         self,
@@ -38,9 +36,9 @@ class Tickets:
         offers: list[tuple[int | None, list[float], int | None]],
         lease: float,
         now: float,
-    ) -> list[dict]:
+    ) -> list[Ticket]:
         """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
-        one round trip; the tickets as ``/next`` answers them."""
+        one round trip; the tickets."""
         args: list = []
         out = []
         for index, x, version in offers:
@@ -53,31 +51,29 @@ class Tickets:
                 "model_version": version,
             }
             args += [ticket, json.dumps(info), now + lease]
-            out.append(
-                {"ticket": ticket, "x": x, "expires_at": now + lease, "model_version": version}
-            )
+            out.append(Ticket(ticket, x, now + lease, version))
         keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
         if args and not self.s.issue(keys=keys, args=args):  # deleted meanwhile: nothing written
             raise NotFound(f"no campaign {campaign_id!r}")
         return out
 
-    def replay(self, campaign_id: str, key: str, now: float) -> dict | None:
-        """The ticket that answered the ``/next`` with Idempotency-Key ``key``, as ``/next``
-        answers it (with its lease as renewed), while it is out; None otherwise."""
+    def replay(self, campaign_id: str, key: str, now: float) -> Ticket | None:
+        """The ticket that answered the ``/next`` with Idempotency-Key ``key`` (with its lease
+        as renewed), while it is out; None otherwise."""
         found = self.s.replay(keys=self._request_keys(campaign_id), args=[key, now])
-        return None if found is None else _ticket_answer(found)
+        return None if found is None else _ticket_of(found)
 
-    def claim(self, campaign_id: str, key: str, ticket: dict, now: float) -> dict:
+    def claim(self, campaign_id: str, key: str, ticket: Ticket, now: float) -> Ticket:
         """Bind Idempotency-Key ``key`` to ``ticket`` (an answer of :meth:`issue`), and return
         the ticket the key answers: ``ticket``, or one issued for the same key before and still
         out, in which case ``ticket`` is withdrawn (``claim.lua``)."""
         keys = self._request_keys(campaign_id) + [self.k(campaign_id, "spec")]
-        found = self.s.claim(keys=keys, args=[key, ticket["ticket"], now])
+        found = self.s.claim(keys=keys, args=[key, ticket.ticket, now])
         if found is None:
             raise NotFound(f"no campaign {campaign_id!r}")
-        winner = _ticket_answer(found)
-        if winner["ticket"] != ticket["ticket"]:
-            self.withdraw(campaign_id, [ticket["ticket"]])
+        winner = _ticket_of(found)
+        if winner.ticket != ticket.ticket:
+            self.withdraw(campaign_id, [ticket.ticket])
         return winner
 
     def _request_keys(self, campaign_id: str) -> list[str]:
@@ -91,7 +87,7 @@ class Tickets:
             pipe.hdel(self.k(campaign_id, part), *tickets)
         pipe.zrem(self.k(campaign_id, "leases"), *tickets)
         pipe.execute()
-        self.wake(campaign_id)
+        self.pollers.wake(campaign_id)
 
     def snapshot(self, campaign_id: str, now: float, expire: bool = True) -> Snapshot:
         """The labels, the tickets out, the refit state, the latest ranking and the failed
@@ -102,7 +98,7 @@ class Tickets:
         leases = self.k(campaign_id, "leases")
         pipe = self.r.pipeline(transaction=True)
         if expire:
-            self._expire_tickets(campaign_id, now, pipe)
+            self.expire(campaign_id, now, pipe)
         pipe.zrangebyscore(leases, now, "+inf")
         pipe.llen(self.k(campaign_id, "labels"))
         pipe.smembers(self.k(campaign_id, "labeled"))
@@ -124,7 +120,7 @@ class Tickets:
             failures={int(i): int(c) for i, c in failed.items()},
         )
 
-    def _expire_tickets(self, campaign_id: str, now: float, client=None) -> int:
+    def expire(self, campaign_id: str, now: float, client=None) -> int:
         """Expired leases leave ``leases`` for ``expired``; tickets expired or ended more than
         ``expired_ticket_seconds`` ago, and the oldest beyond the latest
         ``keep_ended_tickets``, are pruned unless labeled (``expire.lua``)."""

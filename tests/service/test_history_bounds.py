@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Worker
 
+from fbgp_al.service import keys
 from fbgp_al.service.app import app
 from fbgp_al.service.settings import Settings, get_settings
 from fbgp_al.service.store import CampaignStore
@@ -75,7 +76,7 @@ def test_evaluations_are_kept_to_the_latest_apart_from_the_models(few_client, ma
         r = client.post(f"{url}/evaluate", json={"x": [[0.6 + 0.1 * i]], "y": [0.1 * i]})
         assert r.status_code == 200, r.text
         rmse.append(r.json()["rmse"])
-        stamps.append(store.plot_stamp(campaign)[1])
+        stamps.append(store.plots.stamp(campaign)[1])
     assert len(set(stamps)) == len(stamps), stamps  # every evaluation draws the curve again
     events = client.get(f"{url}/history").json()
     evaluations = [e for e in events if e["event"] == "evaluate"]
@@ -116,31 +117,31 @@ def test_the_history_is_kept_to_its_latest_and_the_stopping_rule_reads_what_is_k
         "max_labels": 100,
         "stop": {"ipv_relative": 0.5, "min_labels": 1, "patience": 3},
     }
-    campaign = store.create(body)["id"]
-    history = store.k(campaign, "history")
+    campaign = store.campaigns.create(body)["id"]
+    history = keys.campaign(campaign, "history")
     version = 0
 
     def models(*values: float) -> None:
         nonlocal version
         for value in values:
             version += 1
-            store.r.hset(store.k(campaign, "state"), "refit_job", "token")
-            assert store.save_model(campaign, _model(version, value), [], "token")
+            store.r.hset(keys.campaign(campaign, "state"), "refit_job", "token")
+            assert store.models.save(campaign, _model(version, value), [], "token")
 
     models(*[1.0] * 25)  # churn: none meets the target
     assert redis.llen(history) == KEEP_HISTORY
     models(0.1, 0.1)
-    assert not store.state(campaign).get("stopped")
+    assert not store.campaigns.state(campaign).get("stopped")
     models(0.1)
-    stopped = json.loads(store.state(campaign)["stopped"])
+    stopped = json.loads(store.campaigns.state(campaign)["stopped"])
     assert stopped["version"] == version == 28
-    assert store.resume(campaign)
+    assert store.models.resume(campaign)
     models(0.1, 0.1)  # two after the resume: not yet patience
-    assert not store.state(campaign).get("stopped")
+    assert not store.campaigns.state(campaign).get("stopped")
     models(*[1.0] * KEEP_HISTORY, 0.1, 0.1)  # the resume and the stop pushed out of the history
-    assert [e["event"] for e in store.history(campaign)] == ["model"] * KEEP_HISTORY
-    assert not store.state(campaign).get("stopped")
+    assert [e["event"] for e in store.history.read(campaign)] == ["model"] * KEEP_HISTORY
+    assert not store.campaigns.state(campaign).get("stopped")
     models(0.1)
-    assert json.loads(store.state(campaign)["stopped"])["version"] == version
+    assert json.loads(store.campaigns.state(campaign)["stopped"])["version"] == version
     assert redis.llen(history) == KEEP_HISTORY
     redis.flushdb()

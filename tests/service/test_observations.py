@@ -16,7 +16,7 @@ def settings(redis_url):
 
 
 def _campaign(store, make_body, **changes) -> str:
-    return store.create(CampaignCreate(**make_body(**changes)).model_dump())["id"]
+    return store.campaigns.create(CampaignCreate(**make_body(**changes)).model_dump())["id"]
 
 
 def test_an_import_is_stored_once_under_its_key(bare_store, make_body, settings):
@@ -27,7 +27,7 @@ def test_an_import_is_stored_once_under_its_key(bare_store, make_body, settings)
     assert again == Arrived(2, 2, again=True)
     with pytest.raises(Unprocessable, match="other observations"):
         arrive(bare_store, settings, campaign, [[1.5]], [3.0], None, "k1", 3.0)
-    assert bare_store.n_labeled(campaign) == 2
+    assert bare_store.campaigns.n_labeled(campaign) == 2
 
 
 def test_values_that_do_not_fit_are_refused_before_anything_is_stored(
@@ -41,7 +41,7 @@ def test_values_that_do_not_fit_are_refused_before_anything_is_stored(
     ):
         with pytest.raises(Unprocessable):
             arrive(bare_store, settings, campaign, x, y, noise, None, 1.0)
-    assert bare_store.n_labeled(campaign) == 0
+    assert bare_store.campaigns.n_labeled(campaign) == 0
 
 
 def test_limits_and_repeats_refuse_the_whole_import(bare_store, make_body, settings):
@@ -62,4 +62,4 @@ def test_limits_and_repeats_refuse_the_whole_import(bare_store, make_body, setti
     arrive(bare_store, settings, campaign, [[0.5]], [1.0], None, None, 1.0)  # a pool point
     with pytest.raises(Conflict, match="allow_repeats"):
         arrive(bare_store, settings, campaign, [[0.5]], [2.0], None, None, 2.0)
-    assert bare_store.n_labeled(campaign) == 1
+    assert bare_store.campaigns.n_labeled(campaign) == 1

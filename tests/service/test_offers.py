@@ -15,7 +15,7 @@ from fbgp_al.service.settings import Settings
 
 
 def _create(store, body: dict) -> str:
-    return store.create(CampaignCreate(**body).model_dump())["id"]
+    return store.campaigns.create(CampaignCreate(**body).model_dump())["id"]
 
 
 @pytest.fixture
@@ -32,15 +32,15 @@ def test_the_design_is_issued_as_tickets_then_the_rules_answer(bare_store, make_
     second = offer(bare_store, campaign, now, settings, count=5)
     assert isinstance(second, list) and len(second) == 1  # the design's third point, alone
     tickets = first + second
-    assert len({t["ticket"] for t in tickets}) == 3
-    assert len({tuple(t["x"]) for t in tickets}) == 3
+    assert len({t.ticket for t in tickets}) == 3
+    assert len({tuple(t.x) for t in tickets}) == 3
     # the design is out and no model exists: the loop's answer, not a ticket
     assert isinstance(offer(bare_store, campaign, now, settings), loop.Wait)
 
 
 def test_a_campaign_whose_lock_is_held_is_busy(bare_store, make_body, settings):
     campaign = _create(bare_store, make_body())
-    held = bare_store.lock(campaign, 30)
+    held = bare_store.campaigns.lock(campaign, 30)
     assert held.acquire()
     try:
         began = time.monotonic()

@@ -107,7 +107,7 @@ def test_a_small_campaign_refits_on_the_light_worker_while_a_long_refit_runs(
         assert time.monotonic() < deadline
         time.sleep(0.02)
     store = CampaignStore(redis)
-    long_job = fetch_job(store.state(big)["refit_job"], redis)
+    long_job = fetch_job(store.campaigns.state(big)["refit_job"], redis)
     assert long_job.origin == LONG and long_job.worker_name != light_worker
 
     small = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
@@ -154,16 +154,16 @@ def test_a_refit_that_ran_long_and_failed_sends_the_next_to_the_long_queue(
     campaign = client.post("/campaigns", json=make_body(max_labels=10)).json()["id"]
     redis = Redis.from_url(redis_url)
     store = CampaignStore(redis)
-    spec = store.spec(campaign)
-    assert lane(spec, store._refit_job(campaign, spec)[1]) == REFIT
+    spec = store.campaigns.spec(campaign)
+    assert lane(spec, store.refits._refit_job(campaign, spec)[1]) == REFIT
     started = time.time() - get_settings().long_refit_seconds - 5
     redis.hset(
         f"fbgp:c:{campaign}:state",
         mapping={"refit": "running", "refit_job": "job-1", "started_at": started},
     )
-    assert store.refit_failed(campaign, "killed: its timeout", 3, token="job-1")
-    assert lane(spec, store._refit_job(campaign, spec)[1]) == LONG
-    assert store.state(campaign)["refit"] == "idle"  # backing off: nothing enqueued yet
+    assert store.refits.fail(campaign, "killed: its timeout", 3, token="job-1")
+    assert lane(spec, store.refits._refit_job(campaign, spec)[1]) == LONG
+    assert store.campaigns.state(campaign)["refit"] == "idle"  # backing off: nothing enqueued yet
     client.delete(f"/campaigns/{campaign}")
 
 
@@ -193,9 +193,9 @@ def test_a_refit_that_died_counts_until_its_last_heartbeat(
         },
     )
     # taken for dead: its job is unknown to RQ and its heartbeat a minute old
-    assert store.revive_refit(campaign, now, lease=15)
-    spec = store.spec(campaign)
-    assert lane(spec, store._refit_job(campaign, spec)[1]) == queue
+    assert store.revivals.revive(campaign, now, lease=15)
+    spec = store.campaigns.spec(campaign)
+    assert lane(spec, store.refits._refit_job(campaign, spec)[1]) == queue
     client.delete(f"/campaigns/{campaign}")
 
 
@@ -236,17 +236,17 @@ def test_a_quick_first_refit_does_not_keep_a_campaign_grown_by_an_import_in_the_
     measured on as many labels as now still decides against a pessimistic estimate."""
     settings = Settings()
     small, big = _spec(make_body), _spec(make_body, mcmc=BIG)
-    campaign = bare_store.create(make_body(max_labels=2000))["id"]
-    spec = bare_store.spec(campaign)
+    campaign = bare_store.campaigns.create(make_body(max_labels=2000))["id"]
+    spec = bare_store.campaigns.spec(campaign)
     bare_store.r.hset(
         f"fbgp:c:{campaign}:state", mapping={"model_version": 3, "last_refit_seconds": 0.4}
     )
     labels = f"fbgp:c:{campaign}:labels"
     bare_store.r.rpush(labels, *['{"x": [1.0], "y": 0.0}'] * 4)
-    assert lane(spec, bare_store._refit_job(campaign, spec)[1]) == REFIT  # 4 labels: quick
+    assert lane(spec, bare_store.refits._refit_job(campaign, spec)[1]) == REFIT  # 4 labels: quick
     bare_store.r.rpush(labels, *['{"x": [1.0], "y": 0.0}'] * 1496)
-    assert lane(spec, bare_store._refit_job(campaign, spec)[1]) == LONG  # was REFIT: 0.4 s
-    bare_store.delete(campaign)
+    assert lane(spec, bare_store.refits._refit_job(campaign, spec)[1]) == LONG  # was REFIT: 0.4 s
+    bare_store.campaigns.delete(campaign)
     assert long_refit(small, 1500, 0.4, settings, last_n=3)
     assert not long_refit(small, 4, 0.4, settings, last_n=3)  # one more label: still quick
     assert not long_refit(big, 3, 1.0, settings, last_n=3)  # measured quick: quick
@@ -268,13 +268,13 @@ def test_the_stacks_model_calls_hold_at_most_their_share_of_the_workers(
     share = max(1, int(Worker.count(connection=store.r) * Settings().model_call_share))
     others = [f"short:other-{i}" for i in range(share)]  # other campaigns' calls, out now
     for member in others:
-        assert store.admit_short(ids[0], member, now, now + 60, 100, share) == 1
-    assert store.admit_short(ids[1], "short:one-more", now, now + 60, 100, share) == -2
+        assert store.jobs.admit_short(ids[0], member, now, now + 60, 100, share) == 1
+    assert store.jobs.admit_short(ids[1], "short:one-more", now, now + 60, 100, share) == -2
     r = client.post(f"/campaigns/{ids[1]}/predict", json={"x": [[1.0]]})
     assert r.status_code == 503 and "Retry-After" in r.headers, r.text
     assert "model_call_share" in r.json()["detail"]
     assert client.get(f"/campaigns/{ids[1]}/plots/curve.png").status_code in (200, 404)
-    store.forget_jobs(ids[0], others)
+    store.jobs.forget(ids[0], others)
     assert client.post(f"/campaigns/{ids[1]}/predict", json={"x": [[1.0]]}).status_code == 200
     assert store.r.zcard("fbgp:shorts") == 0  # the answered call's note is gone
 

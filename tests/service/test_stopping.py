@@ -46,7 +46,7 @@ def _refitted(client, campaign, version: int, seconds: float = 60) -> dict:
 
 
 def _phases(settings) -> dict:
-    return CampaignStore(Redis.from_url(settings.redis_url)).count_by_phase()
+    return CampaignStore(Redis.from_url(settings.redis_url)).campaigns.count_by_phase()
 
 
 def test_a_met_rule_stops_the_campaign_and_no_label_is_lost(client, make_body, settings):

@@ -149,14 +149,15 @@ def test_a_refit_queued_as_a_pickle_before_an_upgrade_fails_and_is_revived(
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     monkeypatch.setattr(queues, "enqueue_refit", as_before)
     x, y = [[0.6], [1.1], [1.7], [2.3]], [0.1, -0.2, 0.5, 2.0]
-    assert store.import_observations(campaign, x, y, time.time())[2]
+    _, _, due = store.labels.import_observations(campaign, x, y, time.time())
+    assert due and store.refits.requested(campaign, due)
     monkeypatch.undo()
-    pickled = store.state(campaign)["refit_job"]
+    pickled = store.campaigns.state(campaign)["refit_job"]
     assert _status(redis, pickled) == "failed"
     deadline = time.monotonic() + 120
-    while store.state(campaign).get("model_version") != "4":
-        assert time.monotonic() < deadline, store.state(campaign)
-        store.revive_refit(campaign, time.time(), settings.refit_lease_seconds)
+    while store.campaigns.state(campaign).get("model_version") != "4":
+        assert time.monotonic() < deadline, store.campaigns.state(campaign)
+        store.revivals.revive(campaign, time.time(), settings.refit_lease_seconds)
         time.sleep(0.1)
-    failed = [e for e in store.history(campaign) if e["event"] == "refit_failed"]
+    failed = [e for e in store.history.read(campaign) if e["event"] == "refit_failed"]
     assert len(failed) == 1, failed

@@ -16,10 +16,11 @@ import httpx
 import pytest
 
 from fbgp_al.clients.ops.load_benchmark import probe_healthz
+from fbgp_al.service.loop import Ticket
 from fbgp_al.service.wakeups import Waiters
 from tests.conftest import start_api, stop
 
-TICKETS = [{"ticket": f"t{i}", "x": [float(i)]} for i in range(8)]
+TICKETS = [Ticket(f"t{i}", [float(i)], 60.0, None) for i in range(8)]
 
 
 async def _settle(withdrawn: list, count: int) -> None:

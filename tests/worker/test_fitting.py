@@ -132,8 +132,9 @@ D = torch.float64
 
 
 def _in_parts(k):
-    """A share that scores the candidates in ``k`` parts, one after another, and says how many
-    parts it was asked to score."""
+    """A share (as a refit job drives a ranking's steps with: service.jobs.fanout.driven) that
+    scores the candidates in ``k`` parts, one after another, and says how many candidates it
+    was asked to score each time."""
     calls = []
 
     def share(fn, candidates):
@@ -165,9 +166,12 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     data = fitting.prepare(spec, labels)
     post = fitting.posterior(spec, data, None)
     pool = GridPool(dim=2, points_per_dim=30)
+    from fbgp_al.service.jobs.fanout import driven
+    from fbgp_al.worker.fitting.ranking import ranked
+
     _, alone = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)
     share, calls = _in_parts(4)
-    _, shared = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0, share)
+    _, shared = driven(ranked(spec, pool, data, post, set(), [7, 300], 0.0), share)
     assert calls == [600]  # every candidate (the subsample) through the share, once
     assert [r["index"] for r in shared] == [r["index"] for r in alone]
     np.testing.assert_allclose(
@@ -175,9 +179,7 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     )
     # random's scores are drawn for all candidates at once: never shared
     share, calls = _in_parts(4)
-    fitting.model_and_ranking(
-        dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0, share
-    )
+    driven(ranked(dict(spec, acquisition="random"), pool, data, post, set(), [], 0.0), share)
     assert calls == []
 
 

@@ -17,6 +17,7 @@ from fbgp_al.worker.fitting.outputs import (
     OutputFit,
     fit_outputs,
     multi_model_and_ranking,
+    multi_ranked,
     prepare_outputs,
     worst_accuracy,
 )
@@ -32,7 +33,14 @@ from fbgp_al.worker.fitting.posteriors import (
     uses_laplace,
     warm_start_of,
 )
-from fbgp_al.worker.fitting.ranking import Share, accuracy_of, here, model_and_ranking
+from fbgp_al.worker.fitting.ranking import (
+    Steps,
+    ToScore,
+    accuracy_of,
+    here,
+    model_and_ranking,
+)
+from fbgp_al.worker.fitting.ranking import ranked as single_ranked
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
 from fbgp_al.worker.vocabulary.defaults import output_names
 from fbgp_al.worker.vocabulary.design import GridPool, PointPool
@@ -41,7 +49,8 @@ __all__ = [
     "Data",
     "OutputFit",
     "Sampled",
-    "Share",
+    "Steps",
+    "ToScore",
     "accuracy_of",
     "chains",
     "failure_model",
@@ -57,6 +66,7 @@ __all__ = [
     "prepare",
     "prepare_outputs",
     "rank",
+    "ranked",
     "sample",
     "uses_laplace",
     "warm_start_of",
@@ -99,20 +109,36 @@ def rank(
     pending: list[int],
     failures: list[dict],
     started: float,
-    share: Share = here,
 ) -> tuple[dict, list]:
+    """:func:`ranked`, every scoring done here."""
+    return here(ranked(spec, sampled, pool, exclude, pending, failures, started))
+
+
+def ranked(
+    spec: dict,
+    sampled: Sampled,
+    pool: GridPool | PointPool,
+    exclude: set[int],
+    pending: list[int],
+    failures: list[dict],
+    started: float,
+) -> Steps[tuple[dict, list]]:
     """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
-    now (:func:`~worker.fitting.ranking.model_and_ranking` with one output,
-    :func:`~worker.fitting.outputs.multi_model_and_ranking` with several), with the failure
-    model fitted here, on the sampled labels and the ``failures`` as they are now (the failed
-    runs, ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once."""
+    now (:func:`~worker.fitting.ranking.ranked` with one output,
+    :func:`~worker.fitting.outputs.multi_ranked` with several), with the failure model fitted
+    here, on the sampled labels and the ``failures`` as they are now (the failed runs,
+    ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once. Each
+    scoring is a step (:class:`~worker.fitting.ranking.ToScore`) for the caller to drive
+    (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers)."""
     failure = failure_model(spec, sampled.labels, failures, sampled.seed)
     if sampled.fits is not None:
-        return multi_model_and_ranking(
-            spec, pool, sampled.fits, exclude, pending, started, share, failure
+        return (
+            yield from multi_ranked(spec, pool, sampled.fits, exclude, pending, started, failure)
         )
-    return model_and_ranking(
-        spec, pool, sampled.data, sampled.post, exclude, pending, started, share, failure
+    return (
+        yield from single_ranked(
+            spec, pool, sampled.data, sampled.post, exclude, pending, started, failure
+        )
     )
 
 

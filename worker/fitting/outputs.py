@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting.posteriors import Data, posterior, prepare
 from fbgp_al.worker.fitting.ranking import (
-    Share,
+    Steps,
     accuracy_of,
     best_of,
     candidates_of,
@@ -82,11 +82,23 @@ def multi_model_and_ranking(
     exclude: set[int],
     pending: list[int],
     started: float,
-    share: Share = here,
     failure: FailureModel | None = None,
 ) -> tuple[dict, list]:
-    """:func:`model_and_ranking` for several outputs: the same candidates (drawn from the
-    campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
+    """:func:`multi_ranked`, every scoring done here."""
+    return here(multi_ranked(spec, pool, fits, exclude, pending, started, failure))
+
+
+def multi_ranked(
+    spec: dict,
+    pool: GridPool | PointPool,
+    fits: list[OutputFit],
+    exclude: set[int],
+    pending: list[int],
+    started: float,
+    failure: FailureModel | None = None,
+) -> Steps[tuple[dict, list]]:
+    """:func:`~worker.fitting.ranking.ranked` for several outputs: the same candidates (drawn
+    from the campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
     greedy batch, :func:`worker.acquisition.greedy_batch_outputs`); the model holds each
     output's draws, mode, output transform, diagnostics and accuracy under ``outputs``."""
     first = fits[0].data
@@ -103,8 +115,8 @@ def multi_model_and_ranking(
                 (f.weight, t, f.data.u, f.data.z, f.data.noise)
                 for f, t in zip(fits, thins, strict=True)
             ]
-            best, best_scores = greedy_batch(
-                spec["acquisition"], parts, cand_u, size, pending_u, first.seed, share, weights
+            best, best_scores = yield from greedy_batch(
+                spec["acquisition"], parts, cand_u, size, pending_u, first.seed, weights
             )
         else:
             outputs = tuple(
@@ -112,7 +124,7 @@ def multi_model_and_ranking(
                 for f, t in zip(fits, thins, strict=True)
             )
             fn = Scoring(spec["acquisition"], outputs, "combined")
-            scores = scores_of(spec["acquisition"], fn, cand_u, share, weights)
+            scores = yield from scores_of(spec["acquisition"], fn, cand_u, weights)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(first.space, pool, candidates, best, best_scores)
     outputs = {}

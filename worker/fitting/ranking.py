@@ -5,7 +5,9 @@ greedy batch of a parallel campaign, and the model body that holds it all."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -57,15 +59,34 @@ def candidates_of(
     return candidates, torch.from_numpy(features), pending_u, weights
 
 
-# share(fn, candidates): fn's scores of the candidates, each depending on its candidate alone, so
-# that the candidates may be scored in parts on other workers (service.jobs.fanout.share_scoring);
-# fn is a Scoring, which those workers rebuild from plain data
-Share = Callable[[Scoring, torch.Tensor], torch.Tensor]
+T = TypeVar("T")
 
 
-def here(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
-    """A :data:`Share` that scores every candidate in this process."""
-    return fn(candidates)
+# A ranking is a generator of steps (:func:`ranked`): each scoring it needs is yielded as a
+# ToScore, and whoever drives it sends the scores back. Each candidate's score depends on it
+# alone, so the driver may score them in parts on other workers (the refit job:
+# service.jobs.fanout), which rebuild the Scoring from plain data; :func:`here` scores them all
+# in this process. The math so never calls the layers above it.
+@dataclass(frozen=True)
+class ToScore:
+    """A step of a ranking: ``fn``'s scores of ``candidates`` (a tensor of one per row), sent
+    back to the ranking by its driver."""
+
+    fn: Scoring
+    candidates: torch.Tensor
+
+
+Steps = Generator[ToScore, torch.Tensor, T]
+
+
+def here(steps: Steps[T]) -> T:
+    """Drive a ranking's steps in this process: each scoring done here; the ranking's result."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(step.fn(step.candidates))
+    except StopIteration as done:
+        return done.value
 
 
 # Screening: where a scoring's work (draws x candidates x n^2) exceeds SCREEN_WORK, every
@@ -105,26 +126,28 @@ def kept_count(fn: Scoring) -> int:
     return int(max(min(KEEP_LEAST, SCREEN_KEEP), min(SCREEN_KEEP, affordable)))
 
 
-def scored(name: str, fn: Scoring, candidates, share: Share, weights=None) -> torch.Tensor:
-    """``fn``'s scores of ``candidates`` through ``share`` (each part may be scored on another
-    worker), screened where that pays (:func:`screens`): the rough scores weighed by ``weights``
-    (each candidate's probability of success, or None) choose the :func:`kept_count` scored
-    exactly, and the others score ``-inf``."""
+def scored(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
+    """``fn``'s scores of ``candidates``, each scoring a step (its parts may be scored on other
+    workers), screened where that pays (:func:`screens`): the rough scores weighed by
+    ``weights`` (each candidate's probability of success, or None) choose the
+    :func:`kept_count` scored exactly, and the others score ``-inf``."""
     if not screens(name, fn, candidates):
-        return share(fn, candidates)
-    rough = share(fn.with_draws(SCREEN_DRAWS), candidates)
+        return (yield ToScore(fn, candidates))
+    rough = yield ToScore(fn.with_draws(SCREEN_DRAWS), candidates)
     if weights is not None:
         rough = rough * weights
     kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
     scores = torch.full((len(candidates),), -torch.inf, dtype=rough.dtype)
-    scores[kept] = share(fn, candidates[kept])
+    scores[kept] = yield ToScore(fn, candidates[kept])
     return scores
 
 
-def scores_of(name: str, fn: Scoring, candidates, share: Share, weights=None) -> torch.Tensor:
+def scores_of(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
     """``fn``'s scores of ``candidates`` (:func:`scored`), except ``random``'s, which are
     drawn for all the candidates at once (and cost nothing)."""
-    return fn(candidates) if name == "random" else scored(name, fn, candidates, share, weights)
+    if name == "random":
+        return fn(candidates)
+    return (yield from scored(name, fn, candidates, weights))
 
 
 def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,16 +173,16 @@ def greedy_batch(
     size: int,
     pending_u,
     seed: int,
-    share: Share,
     weights=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring
-    goes through ``share``, each score weighed by ``weights`` (if any): the picked candidates'
+) -> Steps[tuple[np.ndarray, np.ndarray]]:
+    """A greedy batch (:func:`worker.acquisition.greedy_batch_outputs`) whose first scoring is
+    a step (:func:`scored`), each score weighed by ``weights`` (if any): the picked candidates'
     rows and their scores."""
     first = None
     if name != "random":  # random's scores are drawn by the batch itself
         outputs = tuple(Output(w, post, u, z, noise, seed) for w, post, u, z, noise in parts)
-        first = scored(name, Scoring(name, outputs, "batch", pending_u), cand_u, share, weights)
+        fn = Scoring(name, outputs, "batch", pending_u)
+        first = yield from scored(name, fn, cand_u, weights)
     order, scores = greedy_batch_outputs(
         name, parts, cand_u, size, pending_u, seed=seed, scores=first, weights=weights
     )
@@ -174,16 +197,30 @@ def model_and_ranking(
     exclude: set[int],
     pending: list[int],
     started: float,
-    share: Share = here,
     failure: FailureModel | None = None,
 ) -> tuple[dict, list]:
+    """:func:`ranked`, every scoring done here."""
+    return here(ranked(spec, pool, data, post, exclude, pending, started, failure))
+
+
+def ranked(
+    spec: dict,
+    pool: GridPool | PointPool,
+    data: Data,
+    post: Posterior,
+    exclude: set[int],
+    pending: list[int],
+    started: float,
+    failure: FailureModel | None = None,
+) -> Steps[tuple[dict, list]]:
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
     labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
-    ranking (``[{index, x, score}]``, in the order to hand out). The candidates are scored through
-    ``share`` (a greedy batch's first scoring; its picks after that, here). With a ``failure``
-    model each score is weighed by the candidate's probability of success and the candidates
-    below its ``min_success`` are left out (:func:`candidates_of`); the model holds it."""
+    ranking (``[{index, x, score}]``, in the order to hand out). The candidates' scoring is a
+    step (:class:`ToScore`; a greedy batch's first scoring; its picks after that, here). With a
+    ``failure`` model each score is weighed by the candidate's probability of success and the
+    candidates below its ``min_success`` are left out (:func:`candidates_of`); the model holds
+    it."""
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
@@ -194,14 +231,13 @@ def model_and_ranking(
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            best, best_scores = greedy_batch(
-                name, [(1.0, thin, u, z, data.noise)], cand_u, size, pending_u, seed, share, weights
+            best, best_scores = yield from greedy_batch(
+                name, [(1.0, thin, u, z, data.noise)], cand_u, size, pending_u, seed, weights
             )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            best, best_scores = best_of(
-                weighed(scores_of(name, fn, cand_u, share, weights), weights)
-            )
+            scores = yield from scores_of(name, fn, cand_u, weights)
+            best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
     estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)

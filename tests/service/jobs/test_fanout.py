@@ -20,7 +20,7 @@ from redis import Redis
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
-from fbgp_al.service import queues
+from fbgp_al.service import keys, queues
 from fbgp_al.service.jobs import fanout
 from fbgp_al.service.jobs.fanout import aligned_parts
 from fbgp_al.service.queues import REFIT
@@ -83,7 +83,7 @@ def test_chains_are_split_over_two_workers_and_reproducible(
     assert first["samples"] == second["samples"]
     store = CampaignStore(Redis.from_url(redis_url))
     campaign = client.get("/campaigns").json()[-1]["id"]
-    spec, labels = store.spec(campaign), store.labels(campaign)
+    spec, labels = store.campaigns.spec(campaign), store.labels.all(campaign)
     alone = fitting.posterior(spec, fitting.prepare(spec, labels), None)
     assert (
         alone.to_dict()["samples"] == first["samples"]
@@ -280,7 +280,9 @@ def _grouped(connection, data, groups, warm=None, delays=None) -> Draws:
     def run(i, ids):
         time.sleep((delays or [0.0] * len(groups))[i])
         try:
-            peers = fanout.Peers(connection, token, ids, SPEC["mcmc"]["chains"], poll=0.01)
+            peers = fanout.Peers(
+                CampaignStore(connection).groups, token, ids, SPEC["mcmc"]["chains"], poll=0.01
+            )
             results[i] = fitting.chains(SPEC, data, ids, warm, peers=peers)[0]
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
@@ -332,29 +334,36 @@ def test_a_group_gives_up_when_another_never_starts_or_stops_short(connection):
     group that never started (after the patience) or one that stopped short of the check."""
     data = _prepared()
     token = f"t{time.time_ns()}"
-    lonely = fanout.Peers(connection, token, [0, 1, 2], 5, poll=0.01, patience=0.2)
+    lonely = fanout.Peers(
+        CampaignStore(connection).groups, token, [0, 1, 2], 5, poll=0.01, patience=0.2
+    )
     lonely.started = time.monotonic()  # its patience: 0.2 s, or twice its time so far
     with pytest.raises(fanout.PeersLost, match="started"):
         fitting.chains(SPEC, data, [0, 1, 2], peers=lonely)
     token = f"t{time.time_ns()}"
-    failed = fanout.Peers(connection, token, [3, 4], 5)
+    failed = fanout.Peers(CampaignStore(connection).groups, token, [3, 4], 5)
     failed.publish(np.zeros((2, 5, 2)), stopped=False)
     failed.abandon()  # its sampling failed at 5 draws
     with pytest.raises(fanout.PeersLost, match="short"):
-        fitting.chains(SPEC, data, [0, 1, 2], peers=fanout.Peers(connection, token, [0, 1, 2], 5))
+        fitting.chains(
+            SPEC,
+            data,
+            [0, 1, 2],
+            peers=fanout.Peers(CampaignStore(connection).groups, token, [0, 1, 2], 5),
+        )
 
 
 def test_together_puts_every_chain_in_order_once_all_have_as_many(connection):
     token = f"t{time.time_ns()}"
-    a = fanout.Peers(connection, token, [0, 1], chains=5, poll=0.01)
-    b = fanout.Peers(connection, token, [2, 3, 4], chains=5, poll=0.01)
+    a = fanout.Peers(CampaignStore(connection).groups, token, [0, 1], chains=5, poll=0.01)
+    b = fanout.Peers(CampaignStore(connection).groups, token, [2, 3, 4], chains=5, poll=0.01)
     own, theirs = np.full((2, 30, 2), 1.0), np.full((3, 45, 2), 2.0)
     a.publish(own, stopped=False)
     b.publish(theirs, stopped=True)  # ahead and done: its first 30 draws count
     together = a.together(own)
     assert together.shape == (5, 30, 2)
     assert (together[:2] == 1.0).all() and (together[2:] == 2.0).all()
-    assert all(0 < connection.ttl(k) <= fanout.PEERS_TTL for k in fanout.peers_keys(token))
+    assert all(0 < connection.ttl(k) <= fanout.PEERS_TTL for k in keys.chain_groups(token))
 
 
 def test_run_chains_takes_its_stopping_rule_from_more_when_given():

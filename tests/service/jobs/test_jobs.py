@@ -9,6 +9,7 @@ import time
 import numpy as np
 from rq import SimpleWorker
 
+from fbgp_al.service import keys
 from fbgp_al.service.queues import QUEUES, SERIALIZER, PlainJob, enqueue_short, fetch_job, queue
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 
@@ -25,20 +26,30 @@ def _work(store) -> None:
 
 def _campaign(store, make_body) -> str:
     body = make_body(mcmc=MCMC, max_labels=10)
-    return store.create(CampaignCreate(**body).model_dump())["id"]
+    return store.campaigns.create(CampaignCreate(**body).model_dump())["id"]
+
+
+def _import(store, campaign: str, x: list, y: list) -> int:
+    """Labels imported as the API's import does: stored, and the refit they make due put on
+    the queue; the labels after them."""
+    _, n, due = store.labels.import_observations(campaign, x, y, time.time())
+    store.refits.requested(campaign, due)
+    return n
 
 
 def test_a_refit_stores_the_model_that_a_prediction_answers_from(bare_store, make_body):
     store = bare_store
     campaign = _campaign(store, make_body)
-    assert store.import_observations(campaign, X, Y, time.time())[1] == 4
-    assert store.state(campaign)["refit"] == "queued"
+    assert _import(store, campaign, X, Y) == 4
+    assert store.campaigns.state(campaign)["refit"] == "queued"
     _work(store)
-    state = store.state(campaign)
+    state = store.campaigns.state(campaign)
     assert state["model_version"] == "4" and state["refit"] == "idle", state
-    model = store.model(campaign)
+    model = store.models.latest(campaign)
     assert model["version"] == 4 and len(model["samples"]["noise"]) == 2 * 20
-    assert store.ranking(campaign) and [e["event"] for e in store.history(campaign)] == ["model"]
+    assert store.models.ranking(campaign) and [
+        e["event"] for e in store.history.read(campaign)
+    ] == ["model"]
     job = enqueue_short(store.r, "predict", campaign, [[1.0], [2.0]])
     _work(store)
     answer = fetch_job(job.id, store.r).return_value()
@@ -49,13 +60,16 @@ def test_a_refit_stores_the_model_that_a_prediction_answers_from(bare_store, mak
 def test_a_refit_no_longer_in_charge_writes_nothing(bare_store, make_body):
     store = bare_store
     campaign = _campaign(store, make_body)
-    store.import_observations(campaign, X, Y, time.time())
-    job_id = store.state(campaign)["refit_job"]
+    _import(store, campaign, X, Y)
+    job_id = store.campaigns.state(campaign)["refit_job"]
     # taken for dead and revived elsewhere: another refit is in charge now
-    store.r.hset(store.k(campaign, "state"), "refit_job", "another-refit")
+    store.r.hset(keys.campaign(campaign, "state"), "refit_job", "another-refit")
     _work(store)
     assert "skipped" in fetch_job(job_id, store.r).return_value()
-    assert store.state(campaign).get("model_version") is None and store.history(campaign) == []
+    assert (
+        store.campaigns.state(campaign).get("model_version") is None
+        and store.history.read(campaign) == []
+    )
 
 
 def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_it_makes(
@@ -68,22 +82,22 @@ def test_a_run_that_fails_while_the_posterior_is_sampled_counts_in_the_ranking_i
 
     store = bare_store
     campaign = _campaign(store, make_body)
-    store.import_observations(campaign, X, Y, time.time())
+    _import(store, campaign, X, Y)
     failed = {"x": [2.45], "index": None, "ticket": "t-failed", "reason": "diverged", "at": 0.0}
     sample = fitting.sample
 
     def sample_then_a_run_fails(*args, **kwargs):
         sampled = sample(*args, **kwargs)
         failed["at"] = time.time()
-        store.r.rpush(store.k(campaign, "failures"), json.dumps(failed))
+        store.r.rpush(keys.campaign(campaign, "failures"), json.dumps(failed))
         return sampled
 
     monkeypatch.setattr(fitting, "sample", sample_then_a_run_fails)
     _work(store)
-    model = store.model(campaign)
+    model = store.models.latest(campaign)
     assert model["version"] == 4
     assert model["failures"]["n_failures"] == 1 and model["failures"]["n_successes"] == 4
-    assert all(abs(entry["x"][0] - 2.45) > 0.05 for entry in store.ranking(campaign))
+    assert all(abs(entry["x"][0] - 2.45) > 0.05 for entry in store.models.ranking(campaign))
 
 
 def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare_store, make_body):
@@ -91,21 +105,21 @@ def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare
     out), stores its diagnostics, and the next refit starts from its modes."""
     store = bare_store
     mcmc = {**MCMC, "laplace_from": 30}
-    campaign = store.create(CampaignCreate(**make_body(mcmc=mcmc, max_labels=60)).model_dump())[
-        "id"
-    ]
+    campaign = store.campaigns.create(
+        CampaignCreate(**make_body(mcmc=mcmc, max_labels=60)).model_dump()
+    )["id"]
     rng = np.random.default_rng(0)
     x = rng.uniform(0.5, 2.5, 41)
     y = np.sin(4 * x) + 0.05 * rng.standard_normal(41)
-    store.import_observations(campaign, x[:40, None].tolist(), y[:40].tolist(), time.time())
+    _import(store, campaign, x[:40, None].tolist(), y[:40].tolist())
     _work(store)
-    first = store.model(campaign)
+    first = store.models.latest(campaign)
     assert first["diagnostics"]["method"] == "laplace", first["diagnostics"]
     assert first["diagnostics"]["chain_groups"] == 1 and first["adaptation"]["source"] == "laplace"
-    store.import_observations(campaign, [[float(x[40])]], [float(y[40])], time.time())
+    _import(store, campaign, [[float(x[40])]], [float(y[40])])
     _work(store)
-    second = store.model(campaign)
+    second = store.models.latest(campaign)
     assert second["version"] == 41 and second["diagnostics"]["warm_start"] == "warm"
     # a count (2 chains x 20, every 2nd): as many draws scored as NUTS's would be, all of them
     assert len(second["acquisition_samples"]["noise"]) == len(second["samples"]["noise"]) == 20
-    assert [e["event"] for e in store.history(campaign)] == ["model", "model"]
+    assert [e["event"] for e in store.history.read(campaign)] == ["model", "model"]

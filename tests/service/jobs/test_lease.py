@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 
+from fbgp_al.service import keys
 from fbgp_al.service.jobs.lease import lease
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.service.settings import get_settings
@@ -15,16 +16,16 @@ from tests.conftest import ROOT
 
 
 def _running(store, make_body, token: str) -> str:
-    campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]
+    campaign = store.campaigns.create(CampaignCreate(**make_body()).model_dump())["id"]
     store.r.hset(
-        store.k(campaign, "state"),
+        keys.campaign(campaign, "state"),
         mapping={"refit": "running", "refit_job": token, "heartbeat": 0.0},
     )
     return campaign
 
 
 def _heartbeat(store, campaign: str) -> float:
-    return float(store.state(campaign)["heartbeat"])
+    return float(store.campaigns.state(campaign)["heartbeat"])
 
 
 def test_the_refit_in_charge_beats_while_it_runs(bare_store, make_body, monkeypatch):

@@ -16,7 +16,7 @@ def test_the_status_follows_the_campaigns_tickets_and_runs(bare_store, make_body
         max_labels=2,
         initial_design={"type": "maximin-lhs", "size": 1},
     )
-    campaign = store.create(CampaignCreate(**body).model_dump())["id"]
+    campaign = store.campaigns.create(CampaignCreate(**body).model_dump())["id"]
     now = time.time()
     fresh = bodies.status(store, campaign, now)
     assert fresh["id"] == campaign and fresh["name"] == "test" and fresh["team"] is None
@@ -29,12 +29,12 @@ def test_the_status_follows_the_campaigns_tickets_and_runs(bare_store, make_body
     assert fresh["model_version"] is None and fresh["stopped_by"] is None
     assert not fresh["stalled"] and not fresh["failing"] and fresh["n_failed"] == 0
     assert fresh["inputs"] == body["inputs"] and fresh["max_labels"] == 2
-    tickets = store.issue(campaign, [(0, [0.5], None), (1, [1.5], None)], 60.0, now)
+    tickets = store.tickets.issue(campaign, [(0, [0.5], None), (1, [1.5], None)], 60.0, now)
     assert bodies.status(store, campaign, now)["n_pending"] == 2
     for ticket in tickets:  # both points fail: none is left to offer, nothing is out
-        store.fail_run(campaign, ticket["ticket"], "mesh broke", now, enqueue=False)
+        store.runs.fail(campaign, ticket.ticket, "mesh broke", now)
     failed = bodies.status(store, campaign, now)
     assert failed["n_failed"] == 2 and failed["n_pending"] == 0 and failed["stalled"]
-    other = store.create(CampaignCreate(**make_body(name="other")).model_dump())["id"]
-    store.delete(campaign)
+    other = store.campaigns.create(CampaignCreate(**make_body(name="other")).model_dump())["id"]
+    store.campaigns.delete(campaign)
     assert [s["id"] for s in bodies.statuses(store, [campaign, other])] == [other]

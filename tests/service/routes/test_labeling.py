@@ -421,7 +421,7 @@ def test_a_campaign_lock_not_acquired_is_named_as_such(client, settings, make_bo
     """503 for a campaign whose lock another process holds says so (not "store unreachable")."""
     settings.lock_timeout_seconds = 0.3
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
-    lock = CampaignStore(Redis.from_url(settings.redis_url)).lock(campaign, timeout=10)
+    lock = CampaignStore(Redis.from_url(settings.redis_url)).campaigns.lock(campaign, timeout=10)
     assert lock.acquire()
     try:
         answer = client.get(f"/campaigns/{campaign}/next", params={"wait": 1})

@@ -263,7 +263,11 @@ def test_sensitivity_gives_each_inputs_indices_as_the_worker_computes_them(guard
             assert r.status_code == 422, (params, r.text)
         answer = api.sensitivity(campaign, level=0.9)
     store = CampaignStore(Redis.from_url(redis_url))
-    spec, model, labels = store.spec(campaign), store.model(campaign), store.labels(campaign)
+    spec, model, labels = (
+        store.campaigns.spec(campaign),
+        store.models.latest(campaign),
+        store.labels.all(campaign),
+    )
     expected = sensitivity(spec, model, labels, level=0.9)
     assert answer["model_version"] == 6 and answer["inputs"] == ["x1", "x2"]
     for kind in ("first", "total"):

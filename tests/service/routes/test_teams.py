@@ -157,14 +157,14 @@ def test_a_campaign_is_not_created_with_a_team_token_replaced_meanwhile(
     fields = CampaignCreate(**make_body()).model_dump()
     with _as(shared, ADMIN) as admin:
         admin.post("/teams/mover/token")  # the old token is replaced
-    before = len(store.ids())
+    before = len(store.campaigns.ids())
     with pytest.raises(TeamGone):
-        store.create(fields, ("mover", token_digest(token)), LIMIT)
-    assert len(store.ids()) == before and store.ids("mover") == []
+        store.campaigns.create(fields, ("mover", token_digest(token)), LIMIT)
+    assert len(store.campaigns.ids()) == before and store.campaigns.ids("mover") == []
     with _as(shared, ADMIN) as admin:
         admin.delete("/teams/mover")
     with pytest.raises(TeamGone):
-        store.create(fields, ("mover", token_digest(token)), LIMIT)
+        store.campaigns.create(fields, ("mover", token_digest(token)), LIMIT)
 
 
 def test_teams_names_are_checked_and_unique(shared):

@@ -69,17 +69,17 @@ def test_writes_that_come_after_a_delete_leave_no_key(client, make_body, setting
     store = CampaignStore(redis)
     campaign = client.post("/campaigns", json=make_body()).json()["id"]
     last = _labeled_design_but_one(client, campaign)
-    outcome, n, enqueue = store.record_label(campaign, last, 0.25, time.time(), enqueue=False)
+    outcome, n, enqueue = store.labels.record(campaign, last, 0.25, time.time())
     assert n == 3 and enqueue
-    store.delete(campaign)
+    store.campaigns.delete(campaign)
     assert _keys(redis, campaign) == []
     queued = queue(REFIT, redis).count
-    assert store.enqueue_refit(campaign) is None
+    assert store.refits.enqueue(campaign) is None
     assert queue(REFIT, redis).count == queued
     with pytest.raises(NotFound):
-        store.issue(campaign, [(5, [1.0], None)], 60.0, time.time())
-    store.record_evaluation(campaign, 3, {"nlml": 1.0, "rmse": 1.0, "nlpd_mixture": 1.0})
-    assert store.refit_failed(campaign, "boom", 3, "any") is False
+        store.tickets.issue(campaign, [(5, [1.0], None)], 60.0, time.time())
+    store.models.record_evaluation(campaign, 3, {"nlml": 1.0, "rmse": 1.0, "nlpd_mixture": 1.0})
+    assert store.refits.fail(campaign, "boom", 3, "any") is False
     assert _keys(redis, campaign) == []
 
 

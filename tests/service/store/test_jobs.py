@@ -20,13 +20,13 @@ def test_a_model_call_beyond_the_campaigns_limit_is_429_and_the_sdk_waits(
     store = CampaignStore(Redis.from_url(redis_url))
     now = time.time()
     # another client's call is out (limit_model_calls = 1)
-    assert store.admit_short(campaign, "short:other", now, now + 60, 1) == 1
+    assert store.jobs.admit_short(campaign, "short:other", now, now + 60, 1) == 1
     body = {"x": [[1.0], [2.0]], "y": [0.1, 0.2]}
     r = client.post(f"/campaigns/{campaign}/evaluate", json=body)
     assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
     assert "limit_model_calls" in r.json()["detail"]
     assert client.post(f"/campaigns/{campaign}/predict", json={"x": [[1.0]]}).status_code == 429
-    threading.Timer(1.5, store.forget_jobs, (campaign, ["short:other"])).start()
+    threading.Timer(1.5, store.jobs.forget, (campaign, ["short:other"])).start()
     with FbgpClient(api_url, token="") as sdk:
         result = sdk.evaluate(campaign, body["x"], body["y"])  # retried after the 429s
     assert result.rmse >= 0
@@ -44,9 +44,9 @@ def test_a_campaign_s_plots_out_at_once_are_bounded(client, make_body, redis_url
     now = time.time()
     out = [f"short:other-{i}" for i in range(PAGE_PLOTS)]  # limit_model_calls = 1, + the plots
     for member in out:
-        assert store.admit_short(campaign, member, now, now + 60, 100) == 1
+        assert store.jobs.admit_short(campaign, member, now, now + 60, 100) == 1
     assert client.get(f"/campaigns/{campaign}/plots/curve.png").status_code != 429
-    assert store.admit_short(campaign, "short:one-more", now, now + 60, 100) == 1
+    assert store.jobs.admit_short(campaign, "short:one-more", now, now + 60, 100) == 1
     r = client.get(f"/campaigns/{campaign}/plots/curve.png")
     assert r.status_code == 429 and r.headers["Retry-After"] == "1", r.text
-    store.forget_jobs(campaign, out + ["short:one-more"])
+    store.jobs.forget(campaign, out + ["short:one-more"])

@@ -77,12 +77,12 @@ def test_an_import_whose_key_was_stored_meanwhile_is_the_same_again_not_too_many
     came before the first was stored, and the first filled the campaign. Its key answers it
     (:func:`service.store.rules.import_outcome`: a held key before max_labels), not a 409."""
     store = bare_store
-    spec = store.create(CampaignCreate(**make_body(max_labels=3)).model_dump())
+    spec = store.campaigns.create(CampaignCreate(**make_body(max_labels=3)).model_dump())
     x, y = [[1.123], [1.456], [1.789]], [1.0, 2.0, 3.0]
-    first = store.import_observations(spec["id"], x, y, 1.0, key="k", digest="d", enqueue=False)
+    first = store.labels.import_observations(spec["id"], x, y, 1.0, key="k", digest="d")
     assert first == (ImportOutcome.STORED, 3, True)
-    again = store.import_observations(spec["id"], x, y, 2.0, key="k", digest="d", enqueue=False)
+    again = store.labels.import_observations(spec["id"], x, y, 2.0, key="k", digest="d")
     assert again == (ImportOutcome.SAME_AGAIN, 3, False)
-    other = store.import_observations(spec["id"], x, y, 2.0, key="k", digest="e", enqueue=False)
+    other = store.labels.import_observations(spec["id"], x, y, 2.0, key="k", digest="e")
     assert other == (ImportOutcome.KEY_REUSED, 3, False)
-    assert store.n_labeled(spec["id"]) == 3
+    assert store.campaigns.n_labeled(spec["id"]) == 3

@@ -4,6 +4,7 @@ back only under that stamp; a deleted campaign keeps none."""
 
 import time
 
+from fbgp_al.service import keys
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 
 
@@ -11,22 +12,22 @@ def test_a_picture_is_kept_for_its_stamp_and_a_change_of_the_campaign_stales_it(
     bare_store, make_body
 ):
     store = bare_store
-    campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]
-    version, stamp = store.plot_stamp(campaign)
+    campaign = store.campaigns.create(CampaignCreate(**make_body()).model_dump())["id"]
+    version, stamp = store.plots.stamp(campaign)
     assert version is None and stamp.startswith("None-0-0.0-")  # no model, label or event
-    assert store.cached_plot(campaign, "posterior", stamp) is None
-    store.keep_plot(campaign, "posterior", stamp, b"\x89PNG first")
-    assert store.cached_plot(campaign, "posterior", stamp) == b"\x89PNG first"
-    assert store.cached_plot(campaign, "model", stamp) is None  # another picture
+    assert store.plots.cached(campaign, "posterior", stamp) is None
+    store.plots.keep(campaign, "posterior", stamp, b"\x89PNG first")
+    assert store.plots.cached(campaign, "posterior", stamp) == b"\x89PNG first"
+    assert store.plots.cached(campaign, "model", stamp) is None  # another picture
     # a label changes what the pictures show: a new stamp, and the kept picture is stale
-    store.import_observations(campaign, [[1.0]], [0.5], time.time(), enqueue=False)
-    _, labeled = store.plot_stamp(campaign)
+    store.labels.import_observations(campaign, [[1.0]], [0.5], time.time())
+    _, labeled = store.plots.stamp(campaign)
     assert labeled.startswith("None-1-0.0-") and labeled != stamp
-    assert store.cached_plot(campaign, "posterior", labeled) is None
-    store.keep_plot(campaign, "posterior", labeled, b"\x89PNG second")  # in place of the first
-    assert store.cached_plot(campaign, "posterior", stamp) is None
-    assert store.cached_plot(campaign, "posterior", labeled) == b"\x89PNG second"
+    assert store.plots.cached(campaign, "posterior", labeled) is None
+    store.plots.keep(campaign, "posterior", labeled, b"\x89PNG second")  # in place of the first
+    assert store.plots.cached(campaign, "posterior", stamp) is None
+    assert store.plots.cached(campaign, "posterior", labeled) == b"\x89PNG second"
     # once the campaign is deleted, a picture drawn meanwhile is not kept
-    store.delete(campaign)
-    store.keep_plot(campaign, "posterior", labeled, b"\x89PNG late")
-    assert not store.r.exists(store.k(campaign, "plots"))
+    store.campaigns.delete(campaign)
+    store.plots.keep(campaign, "posterior", labeled, b"\x89PNG late")
+    assert not store.r.exists(keys.campaign(campaign, "plots"))

@@ -7,6 +7,7 @@ import time
 
 from redis import Redis
 
+from fbgp_al.service import keys
 from tests.service.store.test_refits import _wait
 
 
@@ -39,7 +40,7 @@ def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
     campaign = client.post("/campaigns", json=make_body(max_labels=8)).json()["id"]
 
     def label_then_stop(ticket: str, y: float) -> None:  # the label route without its enqueue
-        assert store.record_label(campaign, ticket, y, time.time(), enqueue=False)[0] == "stored"
+        assert store.labels.record(campaign, ticket, y, time.time())[0] == "stored"
 
     for y in (0.1, 0.9, -0.4):  # the third labels the design: a refit is queued, not enqueued
         label_then_stop(client.get(f"/campaigns/{campaign}/next").json()["ticket"], y)
@@ -50,7 +51,7 @@ def test_a_refit_whose_enqueue_never_came_is_enqueued_and_counts_as_no_failure(
     _wait(lambda: client.get(f"/campaigns/{campaign}").json()["model_version"] == 4)
     events = client.get(f"/campaigns/{campaign}/history").json()
     assert [e["event"] for e in events] == ["model", "model"]
-    assert store.state(campaign).get("refit_failures", "0") == "0"
+    assert store.campaigns.state(campaign).get("refit_failures", "0") == "0"
 
 
 def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
@@ -71,25 +72,28 @@ def test_a_superseded_refit_cannot_write_and_one_reviver_wins(settings):
         "allow_repeats": False,
         "max_labels": 5,
     }
-    campaign = store.create(body)["id"]
-    state = store.k(campaign, "state")
+    campaign = store.campaigns.create(body)["id"]
+    state = keys.campaign(campaign, "state")
     now = time.time()
     redis.hset(state, mapping={"refit": "running", "refit_job": "old", "heartbeat": now - 60})
     with ThreadPoolExecutor(8) as pool:
-        revived = list(pool.map(lambda _: store.revive_refit(campaign, now, 15.0), range(8)))
+        revived = list(pool.map(lambda _: store.revivals.revive(campaign, now, 15.0), range(8)))
     assert revived.count(True) == 1
-    new = store.state(campaign)["refit_job"]
-    assert new != "old" and store.state(campaign)["refit"] == "queued"
+    new = store.campaigns.state(campaign)["refit_job"]
+    assert new != "old" and store.campaigns.state(campaign)["refit"] == "queued"
     model = {"version": 1, "diagnostics": {"refit_seconds": 1.0}}
-    assert not store.save_model(campaign, model, [], "old")
-    assert not store.refit_failed(campaign, "boom", 1, "old")
-    assert not store.end_refit(campaign, 1, now, "old")
-    assert not store.beat(campaign, "old", now)
-    assert store.state(campaign).get("model_version") is None
-    assert store.state(campaign)["refit"] == "queued"
-    assert not store.state(campaign).get("last_error")
-    assert store.beat(campaign, new, now, start=True)
-    assert store.save_model(campaign, model, [], new) and store.model(campaign)["version"] == 1
+    assert not store.models.save(campaign, model, [], "old")
+    assert not store.refits.fail(campaign, "boom", 1, "old")
+    assert not store.refits.end(campaign, 1, now, "old")
+    assert not store.refits.beat(campaign, "old", now)
+    assert store.campaigns.state(campaign).get("model_version") is None
+    assert store.campaigns.state(campaign)["refit"] == "queued"
+    assert not store.campaigns.state(campaign).get("last_error")
+    assert store.refits.beat(campaign, new, now, start=True)
+    assert (
+        store.models.save(campaign, model, [], new)
+        and store.models.latest(campaign)["version"] == 1
+    )
     redis.flushdb()
 
 
@@ -108,7 +112,7 @@ def _idle_store(settings):
         "allow_repeats": False,
         "max_labels": 5,
     }
-    return redis, store, store.create(body)["id"]
+    return redis, store, store.campaigns.create(body)["id"]
 
 
 def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_nothing(
@@ -123,21 +127,23 @@ def test_a_refit_id_written_but_never_enqueued_is_enqueued_anew_and_counts_as_no
     from fbgp_al.service.supervision import ENQUEUE_GRACE_SECONDS
 
     redis, store, campaign = _idle_store(settings)
-    assert store.import_observations(campaign, [[0.5]], [0.1], time.time(), enqueue=False)[2]
+    assert store.labels.import_observations(campaign, [[0.5]], [0.1], time.time())[2]
     push = queues.enqueue_refit
     monkeypatch.setattr(queues, "enqueue_refit", lambda *args, **kwargs: None)  # stops first
-    written = store.enqueue_refit(campaign)
+    written = store.refits.enqueue(campaign)
     monkeypatch.setattr(queues, "enqueue_refit", push)
-    assert store.state(campaign)["refit_job"] == written and not Job.exists(written, redis)
+    assert store.campaigns.state(campaign)["refit_job"] == written and not Job.exists(
+        written, redis
+    )
     now = time.time()
-    assert not store.revive_refit(campaign, now, 15.0)  # within the grace: its push may come
+    assert not store.revivals.revive(campaign, now, 15.0)  # within the grace: its push may come
     later = now + ENQUEUE_GRACE_SECONDS + 0.1
-    assert store.revive_refit(campaign, later, 15.0)
-    state = store.state(campaign)
+    assert store.revivals.revive(campaign, later, 15.0)
+    state = store.campaigns.state(campaign)
     assert state["refit"] == "queued" and state["refit_job"] not in ("", written)
     assert Job.exists(state["refit_job"], redis)
-    assert state.get("refit_failures", "0") == "0" and store.history(campaign) == []
-    assert not store.revive_refit(campaign, later + 1.0, 15.0)  # it is in RQ now: alive
+    assert state.get("refit_failures", "0") == "0" and store.history.read(campaign) == []
+    assert not store.revivals.revive(campaign, later + 1.0, 15.0)  # it is in RQ now: alive
     redis.flushdb()
 
 
@@ -150,7 +156,7 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
 
     redis, store, campaign = _idle_store(settings)
     queue = queues.queue(REFIT, redis)
-    state = store.k(campaign, "state")
+    state = keys.campaign(campaign, "state")
     now = time.time()
     redis.hset(
         state,
@@ -161,8 +167,8 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
             "heartbeat": now - 60,
         },
     )
-    assert store.note_merge(campaign, "parent", "merge-1")
-    assert not store.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
+    assert store.refits.note_merge(campaign, "parent", "merge-1")
+    assert not store.refits.note_merge(campaign, "another", "merge-2")  # not in charge: not noted
     group = queue.enqueue_call(
         "fbgp_al.service.jobs.refit_chains", args=(campaign,), job_id="group-1"
     )
@@ -170,7 +176,7 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
         "fbgp_al.service.jobs.refit_merge", args=(campaign,), job_id="merge-1", depends_on=group
     )
     # deferred behind a group that no longer beats: dead
-    assert store.revive_refit(campaign, now, 15.0)
+    assert store.revivals.revive(campaign, now, 15.0)
     redis.hset(
         state,
         mapping={
@@ -181,7 +187,7 @@ def test_a_silent_refit_whose_merge_waits_its_turn_is_alive(settings):
         },
     )
     queue.enqueue_call("fbgp_al.service.jobs.refit_merge", args=(campaign,), job_id="merge-3")
-    assert not store.revive_refit(campaign, now, 15.0)  # its merge waits its turn: alive
+    assert not store.revivals.revive(campaign, now, 15.0)  # its merge waits its turn: alive
     queue.remove("merge-3")
-    assert store.revive_refit(campaign, now, 15.0)  # gone from its queue: dead
+    assert store.revivals.revive(campaign, now, 15.0)  # gone from its queue: dead
     redis.flushdb()

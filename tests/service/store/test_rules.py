@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fbgp_al.service import loop
 from fbgp_al.service.keys import PHASES, SHORTS
+from fbgp_al.service.keys import campaign as campaign_key
 from fbgp_al.service.loop import ImportOutcome
 from fbgp_al.service.offers import offer
 from fbgp_al.service.routes import bodies
@@ -54,7 +55,7 @@ def test_a_failed_refit_backs_off_as_the_rule_says(
     bare_store, before, attempts, died, base, cap, running
 ):
     store = bare_store
-    state, labels, history = (store.k("c", p) for p in ("state", "labels", "history"))
+    state, labels, history = (campaign_key("c", p) for p in ("state", "labels", "history"))
     store.r.delete(state, labels, history, PHASES)
     store.r.hset(
         state,
@@ -101,10 +102,10 @@ def test_a_failed_refit_backs_off_as_the_rule_says(
 
 def test_a_refit_not_in_charge_changes_nothing(bare_store):
     store = bare_store
-    state = store.k("c", "state")
+    state = campaign_key("c", "state")
     store.r.delete(state)
     store.r.hset(state, mapping={"refit": "running", "refit_job": "other", "refit_failures": 0})
-    keys = [state, store.k("c", "labels"), PHASES, store.k("c", "history")]
+    keys = [state, campaign_key("c", "labels"), PHASES, campaign_key("c", "history")]
     assert store.s.fail_refit(keys=keys, args=["old", "error", "{}", "{}"]) == 0
     assert store.r.hget(state, "refit_failures") == b"0"
 
@@ -129,45 +130,45 @@ class Replay:
         answer = offer(self.store, self.id, self.now, self.settings)
         if isinstance(answer, list):
             (answer,) = answer
-            self.tickets.append(answer["ticket"])
+            self.tickets.append(answer.ticket)
         return answer
 
     def label(self, ticket: int | None, y: float):
         known = ticket is not None and ticket < len(self.tickets)
         name = self.tickets[ticket] if known else "never-issued"
-        return self.store.record_label(self.id, name, y, self.now)
+        return self.store.labels.record(self.id, name, y, self.now)
 
     def _name(self, ticket: int | None) -> str:
         known = ticket is not None and ticket < len(self.tickets)
         return self.tickets[ticket] if known else "never-issued"
 
     def fail(self, ticket: int | None, reason: str):
-        return self.store.fail_run(self.id, self._name(ticket), reason, self.now)
+        return self.store.runs.fail(self.id, self._name(ticket), reason, self.now)
 
     def abandon(self, ticket: int | None):
-        return self.store.abandon(self.id, self._name(ticket), self.now)
+        return self.store.runs.abandon(self.id, self._name(ticket), self.now)
 
     def renew(self, ticket: int | None):
-        return self.store.renew(self.id, self._name(ticket), self.now)
+        return self.store.runs.renew(self.id, self._name(ticket), self.now)
 
     def start_refit(self) -> bool:
-        state = self.store.state(self.id)
+        state = self.store.campaigns.state(self.id)
         if state.get("refit") != "queued":
             return False
         self.token = state["refit_job"]
-        assert self.store.beat(self.id, self.token, self.now, start=True)
-        self.seen = self.store.n_labeled(self.id)
+        assert self.store.refits.beat(self.id, self.token, self.now, start=True)
+        self.seen = self.store.campaigns.n_labeled(self.id)
         return True
 
     def finish_refit(self, ranking: tuple[int, ...]) -> bool | None:
-        if self.store.state(self.id).get("refit") != "running":
+        if self.store.campaigns.state(self.id).get("refit") != "running":
             return None
         model = {"version": self.seen, "diagnostics": {"refit_seconds": 1.0}}
         points = [{"index": i, "x": grid_point(self.spec, i), "score": 0.0} for i in ranking]
-        assert self.store.save_model(self.id, model, points, self.token)
-        again = self.store.end_refit(self.id, self.seen, self.now, self.token)
+        assert self.store.models.save(self.id, model, points, self.token)
+        again = self.store.refits.end(self.id, self.seen, self.now, self.token)
         if again:
-            self.store.enqueue_refit(self.id)
+            self.store.refits.enqueue(self.id)
         return again
 
 
@@ -178,7 +179,7 @@ class Replay:
 @example(*LATE_LABEL)
 def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
     store = bare_store
-    spec = store.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
+    spec = store.campaigns.create(CampaignCreate(**body(campaign, POOL, LEASE)).model_dump())
     model = LoopModel(loop.Rules.of(spec), lease_seconds=LEASE)
     real = Replay(store, spec)
     for op in ops:
@@ -186,10 +187,10 @@ def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
             case ("next",):
                 expected, got = model.next(), real.next()
                 if isinstance(expected, loop.Offer):
-                    assert isinstance(got, dict), (op, expected, got)
-                    assert got["x"] == grid_point(spec, expected.index)
-                    assert got["model_version"] == expected.version
-                    assert got["expires_at"] == real.now + LEASE
+                    assert isinstance(got, loop.Ticket), (op, expected, got)
+                    assert got.x == grid_point(spec, expected.index)
+                    assert got.model_version == expected.version
+                    assert got.expires_at == real.now + LEASE
                 else:
                     assert got == expected, op
             case ("label", ref, y):
@@ -211,7 +212,7 @@ def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
             case ("renew", ref):
                 ticket = resolve(ref, len(model.tickets))
                 assert real.renew(ticket) == model.renew(ticket), op
-        snap = store.snapshot(spec["id"], real.now)
+        snap = store.tickets.snapshot(spec["id"], real.now)
         assert snap == model.snapshot() or _same(snap, model.snapshot()), op
         status = bodies.status(store, spec["id"], real.now)
         failing = loop.failing(model.rules, len(model.failures), status["n_forgiven"])
@@ -222,11 +223,11 @@ def test_the_store_agrees_with_the_pure_model(bare_store, campaign, ops):
         assert status["n_failed"] == len(model.failures)
         assert status["n_abandoned"] == model.abandoned
         assert status["stalled"] == loop.stalled(model.rules, model.snapshot())
-    stored = [(label["ticket"], label["y"]) for label in store.labels(spec["id"])]
+    stored = [(label["ticket"], label["y"]) for label in store.labels.all(spec["id"])]
     assert stored == [(real.tickets[t], y) for t, _, y in model.labels]
-    failed = [(f["ticket"], f["index"], f["reason"]) for f in store.failures(spec["id"])]
+    failed = [(f["ticket"], f["index"], f["reason"]) for f in store.runs.failures(spec["id"])]
     assert failed == [(real.tickets[t], i, r) for t, i, r in model.failures]
-    store.delete(spec["id"])
+    store.campaigns.delete(spec["id"])
 
 
 def _same(real: loop.Snapshot, model: loop.Snapshot) -> bool:
@@ -334,7 +335,7 @@ def test_an_import_is_stored_as_the_rule_says(
     store.r.flushdb()
     law = _rules(max_labels, design_size, allow_repeats)
     labels, labeled_key, state, spec, imports = (
-        store.k(C, p) for p in ("labels", "labeled", "state", "spec", "imports")
+        campaign_key(C, p) for p in ("labels", "labeled", "state", "spec", "imports")
     )
     store.r.set(spec, "{}")
     if n:
@@ -410,7 +411,7 @@ def test_labels_move_the_counts_by_phase_as_the_rule_says(
     store = bare_store
     store.r.flushdb()
     law = _rules(max_labels, design_size)
-    state = store.k(C, "state")
+    state = campaign_key(C, "state")
     store.r.hset(
         state, mapping={"failed": "why" if failed else "", "stopped": "1" if stopped else ""}
     )
@@ -461,7 +462,7 @@ def test_the_owners_retry_clears_what_the_rule_says(
     store.r.flushdb()
     law = _rules(max_labels, design_size, max_failures=max_failures)
     state, labels, failed_points, failures = (
-        store.k(C, p) for p in ("state", "labels", "failed", "failures")
+        campaign_key(C, p) for p in ("state", "labels", "failed", "failures")
     )
     fields = {
         "refit": refit,
@@ -541,7 +542,7 @@ def test_tickets_expire_and_are_pruned_as_the_rule_says(
 ):
     store = bare_store
     store.r.flushdb()
-    keys = [store.k(C, p) for p in ("leases", "expired", "tickets", "ticket_state")]
+    keys = [campaign_key(C, p) for p in ("leases", "expired", "tickets", "ticket_state")]
     if leases:
         store.r.zadd(keys[0], leases)
     if expired:
@@ -591,7 +592,7 @@ def test_an_idempotency_key_answers_the_ticket_the_rule_says(
     store.r.flushdb()
     if ticket == "new":  # as /next claims it: just issued
         states, leases = {**states, "new": "pending"}, {**leases, "new": now + 5}
-    keys = [store.k(C, p) for p in ("requests", "ticket_state", "leases", "tickets", "spec")]
+    keys = [campaign_key(C, p) for p in ("requests", "ticket_state", "leases", "tickets", "spec")]
     store.r.set(keys[4], "{}")
     if held:
         store.r.hset(keys[0], mapping=held)
@@ -627,7 +628,7 @@ def test_a_model_call_is_admitted_as_the_rule_says(
 ):
     store = bare_store
     store.r.flushdb()
-    keys = [store.k(C, "spec"), store.k(C, "jobs"), SHORTS]
+    keys = [campaign_key(C, "spec"), campaign_key(C, "jobs"), SHORTS]
     store.r.set(keys[0], "{}")
     if campaign_jobs:
         store.r.zadd(keys[1], campaign_jobs)

@@ -7,6 +7,7 @@ import time
 import pytest
 from redis import Redis
 
+from fbgp_al.service import keys
 from fbgp_al.service.settings import get_settings
 
 KEEP = 1.5  # expired_ticket_seconds in these tests
@@ -91,13 +92,13 @@ def test_a_failure_model_counts_the_runs_failed_since_the_owner_last_forgot_them
     from fbgp_al.service.schemas.campaigns import CampaignCreate
 
     store = bare_store
-    campaign = store.create(CampaignCreate(**make_body()).model_dump())["id"]
-    key = store.k(campaign, "failures")
+    campaign = store.campaigns.create(CampaignCreate(**make_body()).model_dump())["id"]
+    key = keys.campaign(campaign, "failures")
     for k, at in enumerate((10.0, 20.0)):
         store.r.rpush(key, json.dumps({"x": [1.0 + k], "ticket": f"t{k}", "at": at}))
-    assert [run["ticket"] for run in store.counted_failures(campaign)] == ["t0", "t1"]
-    store.r.hset(store.k(campaign, "state"), "failures_forgotten_at", 15.0)
-    assert [run["ticket"] for run in store.counted_failures(campaign)] == ["t1"]
-    assert store.candidates(campaign, store.spec(campaign), time.time())[3] == [
+    assert [run["ticket"] for run in store.runs.counted_failures(campaign)] == ["t0", "t1"]
+    store.r.hset(keys.campaign(campaign, "state"), "failures_forgotten_at", 15.0)
+    assert [run["ticket"] for run in store.runs.counted_failures(campaign)] == ["t1"]
+    assert store.models.candidates(campaign, store.campaigns.spec(campaign), time.time())[3] == [
         json.loads(store.r.lindex(key, 1))
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from redis import Redis
 
+from fbgp_al.service.keys import campaign as campaign_key
 from fbgp_al.service.store import CampaignStore, scripts
 
 
@@ -36,7 +37,7 @@ def test_each_script_has_its_fragments_once_and_every_file_is_used():
 def test_a_script_runs_on_the_server(redis_url):
     store = CampaignStore(Redis.from_url(redis_url.rsplit("/", 1)[0] + "/11"))
     store.r.flushdb()
-    keys = [store.k("c", "spec"), store.k("c", "jobs")]
+    keys = [campaign_key("c", "spec"), campaign_key("c", "jobs")]
     assert store.s.track(keys=keys, args=[0, 10, "refit:j"]) == 0  # no campaign: nothing noted
     store.r.set(keys[0], "{}")
     assert store.s.track(keys=keys, args=[0, 10, "refit:j"]) == 1

@@ -87,7 +87,7 @@ def test_maintenance_prunes_the_expired_tickets_of_a_campaign_nobody_polls(
     _design_tickets(client, campaign)
     assert redis.hlen(f"fbgp:c:{campaign}:tickets") == 3
     time.sleep(LEASE + KEEP + 0.2)
-    CampaignStore(redis).revive_all(time.time(), 15.0)  # what maintenance runs
+    CampaignStore(redis).revivals.revive_all(time.time(), 15.0)  # what maintenance runs
     assert redis.hlen(f"fbgp:c:{campaign}:tickets") == 0
     assert redis.hlen(f"fbgp:c:{campaign}:ticket_state") == 0
     assert redis.zcard(f"fbgp:c:{campaign}:expired") == 0
@@ -245,14 +245,14 @@ def test_the_keys_kept_stay_bounded_by_the_tickets_out(client, make_body, settin
     store = CampaignStore(redis)
     now = time.time()
     for i in range(300):
-        ticket = store.issue(campaign, [(None, [1.0], None)], 3600, now)[0]
-        assert store.claim(campaign, f"k{i}", ticket, now) == ticket
-        store.withdraw(campaign, [ticket["ticket"]])
-    held = store.issue(campaign, [(None, [1.5], None)], 3600, now)[0]
-    store.claim(campaign, "held", held, now)
+        ticket = store.tickets.issue(campaign, [(None, [1.0], None)], 3600, now)[0]
+        assert store.tickets.claim(campaign, f"k{i}", ticket, now) == ticket
+        store.tickets.withdraw(campaign, [ticket.ticket])
+    held = store.tickets.issue(campaign, [(None, [1.5], None)], 3600, now)[0]
+    store.tickets.claim(campaign, "held", held, now)
     assert redis.hlen(f"fbgp:c:{campaign}:requests") <= 2 * 1 + 64 + 1
-    assert store.replay(campaign, "held", now) == held
-    assert store.replay(campaign, "k299", now) is None
+    assert store.tickets.replay(campaign, "held", now) == held
+    assert store.tickets.replay(campaign, "k299", now) is None
     client.delete(f"/campaigns/{campaign}")
     assert not redis.exists(f"fbgp:c:{campaign}:requests")
 

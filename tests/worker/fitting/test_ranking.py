@@ -41,7 +41,7 @@ def test_screened_scores_are_exact_for_the_best_rough_scores_and_minus_inf_elsew
 ):
     post, u, z, cand = _case()
     fn = Scoring(name, (Output(1.0, post, u, z, None, 0),))
-    scores = ranking.scored(name, fn, cand, ranking.here).numpy()
+    scores = ranking.here(ranking.scored(name, fn, cand)).numpy()
     full = evaluate(name, post, u, z, cand).numpy()
     rough = evaluate(name, post.spread(10), u, z, cand).numpy()
     kept = np.isfinite(scores)
@@ -55,7 +55,7 @@ def test_the_rough_scores_are_weighed_by_the_probability_of_success(screening_on
     post, u, z, cand = _case()
     fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
     weights = torch.from_numpy(np.where(cand[:, 0].numpy() < 0.5, 1.0, 1e-3))
-    scores = ranking.scored("qb-mgp", fn, cand, ranking.here, weights).numpy()
+    scores = ranking.here(ranking.scored("qb-mgp", fn, cand, weights)).numpy()
     rough = evaluate("qb-mgp", post.spread(10), u, z, cand).numpy() * weights.numpy()
     assert set(np.flatnonzero(np.isfinite(scores))) == set(np.argsort(-rough, kind="stable")[:100])
 
@@ -67,7 +67,7 @@ def test_no_screening_below_its_work_or_for_the_cheap_acquisitions():
     fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
     assert not ranking.screens("qb-mgp", fn, cand)
     assert torch.equal(
-        ranking.scored("qb-mgp", fn, cand, ranking.here), evaluate("qb-mgp", post, u, z, cand)
+        ranking.here(ranking.scored("qb-mgp", fn, cand)), evaluate("qb-mgp", post, u, z, cand)
     )
     big = Scoring("qb-mgp", (Output(1.0, post, u.repeat(20, 1), z.repeat(20), None, 0),))
     assert ranking.screens("qb-mgp", big, cand.repeat(10, 1))  # 40 x 15,000 x 600^2
