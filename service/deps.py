@@ -22,20 +22,25 @@ CampaignId = Annotated[
     str, Path(description="The campaign's id, as `POST /campaigns` answered it (`id`).")
 ]
 
-_connections: dict[str, Redis] = {}
+_connections: dict[tuple, Redis] = {}
 
 
-def connection(url: str) -> Redis:
-    """One client (and its connection pool) per Redis URL, for the process's lifetime."""
-    if url not in _connections:
-        _connections[url] = Redis.from_url(url, socket_timeout=30, health_check_interval=30)
-    return _connections[url]
+def connection(settings: Settings) -> Redis:
+    """One client (and its connection pool) per Redis URL and TLS files, for the process's
+    lifetime."""
+    options = settings.redis_options()
+    key = (settings.redis_url, *sorted(options.items()))
+    if key not in _connections:
+        _connections[key] = Redis.from_url(
+            settings.redis_url, socket_timeout=30, health_check_interval=30, **options
+        )
+    return _connections[key]
 
 
 # The dependencies are async where they do no I/O, so that a request (a long poll above all)
 # takes no turn of the thread pool for them.
 async def get_redis(settings: SettingsDep) -> Redis:
-    return connection(settings.redis_url)
+    return connection(settings)
 
 
 RedisDep = Annotated[Redis, Depends(get_redis)]

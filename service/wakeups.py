@@ -32,6 +32,7 @@ from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from fbgp_al.service.keys import WAKE_CHANNEL
+from fbgp_al.service.settings import Settings
 
 log = logging.getLogger("fbgp.api")
 T = TypeVar("T")
@@ -180,8 +181,9 @@ class Hub:
     """This process's (this event loop's) waiters by campaign, and the pub/sub listener that
     wakes them."""
 
-    def __init__(self, redis_url: str) -> None:
+    def __init__(self, redis_url: str, options: dict | None = None) -> None:
         self.redis_url = redis_url
+        self.options = options or {}  # redis-py's TLS options (Settings.redis_options)
         self.campaigns: dict[str, Waiters] = {}
         self.listener: asyncio.Task | None = None
         self.subscribed = False
@@ -221,7 +223,7 @@ class Hub:
         """Subscribe to the wake-up channel and wake the campaigns named on it, for ever;
         after an error, subscribe again (and wake everyone: a message may have been missed)."""
         while True:
-            client = AsyncRedis.from_url(self.redis_url, health_check_interval=30)
+            client = AsyncRedis.from_url(self.redis_url, health_check_interval=30, **self.options)
             try:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(WAKE_CHANNEL)
@@ -245,12 +247,14 @@ class Hub:
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
 
 
-def hub(redis_url: str) -> Hub:
-    """The running event loop's hub (one per process under uvicorn; one per test client)."""
+def hub(settings: Settings) -> Hub:
+    """The running event loop's hub (one per process under uvicorn; one per test client), on
+    ``settings``' Redis."""
     loop = asyncio.get_running_loop()
     found = _hubs.get(loop)
-    if found is None or found.redis_url != redis_url:
+    url, options = settings.redis_url, settings.redis_options()
+    if found is None or (found.redis_url, found.options) != (url, options):
         if found is not None and found.listener is not None:
             found.listener.cancel()
-        found = _hubs[loop] = Hub(redis_url)
+        found = _hubs[loop] = Hub(url, options)
     return found

@@ -21,6 +21,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from fbgp_al.clients.ops.logs import RotatingLog
+from fbgp_al.clients.ops.tls import TlsFiles, server_files
 
 
 def free_port() -> int:
@@ -90,12 +91,17 @@ def start_redis(
     bind: tuple[str, ...] = (LOOPBACK,),
     preexec=None,
     rotating: RotatingLog | None = None,
+    tls: TlsFiles | None = None,
+    client_cert: TlsFiles | None = None,
 ) -> subprocess.Popen:
     """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
     append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
     it is on disk). The password goes to it on stdin, never on a command line. ``preexec``:
     run in the child before it starts (:func:`die_with_parent`). It logs to ``log``, or with
-    ``rotating`` (whose file is ``log``) to its stdout, which that rotates."""
+    ``rotating`` (whose file is ``log``) to its stdout, which that rotates. With ``tls`` it
+    speaks TLS only on ``port`` (no plain-text port), with that certificate; with
+    ``client_cert`` (the one this process shows it) it takes only clients that show a
+    certificate its CA signed."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
@@ -111,8 +117,7 @@ def start_redis(
     command = [
         binary,
         "-",
-        "--port",
-        str(port),
+        *_ports(port, tls, client_cert is not None),
         "--bind",
         *bind,
         "--protected-mode",
@@ -138,7 +143,8 @@ def start_redis(
     with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
         process.stdin.write(f"requirepass {password}\n".encode())  # "-": config from stdin
         process.stdin.close()
-    client = Redis(host=host, port=port, password=password)
+    options = {} if tls is None else {"ssl": True, **tls_options(tls, client_cert)}
+    client = Redis(host=host, port=port, password=password, **options)
     deadline = time.monotonic() + REDIS_START_SECONDS
     while time.monotonic() < deadline:  # a large append-only file takes a while to load
         try:
@@ -153,6 +159,37 @@ def start_redis(
     raise SystemExit(
         f"redis-server did not answer on port {port} in {REDIS_START_SECONDS:.0f} s; see {log}"
     )
+
+
+def _ports(port: int, tls: TlsFiles | None, client_certs: bool) -> list[str]:
+    """redis-server's arguments for its port: plain text, or TLS only."""
+    if tls is None:
+        return ["--port", str(port)]
+    return [
+        "--port",
+        "0",
+        "--tls-port",
+        str(port),
+        "--tls-cert-file",
+        str(tls.cert.resolve()),
+        "--tls-key-file",
+        str(tls.key.resolve()),
+        "--tls-ca-cert-file",
+        str(tls.ca.resolve()),
+        "--tls-auth-clients",
+        "yes" if client_certs else "no",
+    ]
+
+
+def tls_options(tls: TlsFiles | None, client_cert: TlsFiles | None = None) -> dict:
+    """redis-py's options beside a ``rediss://`` URL for a client of a Redis started with
+    ``tls`` (none without), showing ``client_cert`` if given."""
+    if tls is None:
+        return {}
+    options = {"ssl_ca_certs": str(tls.ca), "ssl_check_hostname": True}
+    if client_cert is not None:
+        options |= {"ssl_certfile": str(client_cert.cert), "ssl_keyfile": str(client_cert.key)}
+    return options
 
 
 def _fbgp(*args: str) -> list[str]:
@@ -212,12 +249,16 @@ class LocalStack:
         redis_bind: str | None = None,
         light: bool = True,
         tied: bool = False,
+        redis_tls: bool = False,
     ):
         """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
         never a long refit), so that small campaigns always find a worker. ``tied``: every
         part gets SIGTERM when this process dies (:func:`die_with_parent`; start them from one
         thread, the main one: the signal follows the thread that started a part). The logs'
-        size and count: this process's ``log_file_bytes`` and ``log_file_backups`` settings."""
+        size and count: this process's ``log_file_bytes`` and ``log_file_backups`` settings.
+        ``redis_tls``: Redis speaks TLS only, with a CA and a certificate kept in the data
+        directory's ``tls/`` (:func:`clients.ops.tls.server_files`), and every part reaches it
+        by ``rediss://`` with ``FBGP_REDIS_CA_FILE``."""
         self.light = light
         self.preexec = die_with_parent if tied else None
         self.data_dir = Path(data_dir)
@@ -232,8 +273,16 @@ class LocalStack:
         self.redis_password = redis_password(self.data_dir)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = None
+        if redis_tls:
+            hosts = [LOOPBACK, "localhost", *self.redis_bind[1:]]
+            if self.redis_bind[0] in WILDCARDS:
+                hosts += [socket.getfqdn(), socket.gethostname()]
+            self.tls = server_files(self.data_dir / "tls", hosts)
         self.redis_url = self.redis_url_for(LOOPBACK)
         self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        if self.tls is not None:
+            self.env["FBGP_REDIS_CA_FILE"] = str(self.tls.ca.resolve())
         self.env.setdefault("FBGP_DATA_DIR", str(self.data_dir.resolve()))  # for /readyz
         self.cores = cores or sorted(os.sched_getaffinity(0))
         self.redis: subprocess.Popen | None = None
@@ -268,7 +317,12 @@ class LocalStack:
 
     def redis_url_for(self, host: str) -> str:
         """``FBGP_REDIS_URL`` for a process that reaches this stack's Redis at ``host``."""
-        return f"redis://:{self.redis_password}@{host}:{self.redis_port}/0"
+        scheme = "redis" if self.tls is None else "rediss"
+        return f"{scheme}://:{self.redis_password}@{host}:{self.redis_port}/0"
+
+    def client(self, **options) -> Redis:
+        """A client of this stack's Redis (over TLS where it speaks TLS), with ``options``."""
+        return Redis.from_url(self.redis_url, **options, **tls_options(self.tls))
 
     def remote_redis_host(self) -> str:
         """The address that workers on other machines give for this stack's Redis."""
@@ -284,6 +338,7 @@ class LocalStack:
             bind=self.redis_bind,
             preexec=self.preexec,
             rotating=self._log("redis"),
+            tls=self.tls,
         )
 
     def start_worker(self, k: int) -> subprocess.Popen:
@@ -300,7 +355,7 @@ class LocalStack:
         from fbgp_al.service.queues import workers
 
         host = socket.gethostname()
-        with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
+        with self.client(socket_timeout=5) as connection:
             dead = [
                 w for w in workers(connection) if w.hostname == host and w.pid and not alive(w.pid)
             ]
