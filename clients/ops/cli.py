@@ -137,14 +137,19 @@ def _api(argv: list[str]) -> None:
     serve(args.host, args.port, loop=args.loop, http=args.http)
 
 
+def healthcheck_parser() -> argparse.ArgumentParser:
+    """``fbgp-al healthcheck``'s options (tests/test_kubernetes.py reads the probes' by it)."""
+    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
+    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    return parser
+
+
 def _healthcheck(argv: list[str]) -> None:
     """Exit 0 when the role is healthy (for container health checks): ``api``, the API answers
     /healthz at ``--url``; ``worker``, a worker of this host has a fresh heartbeat in Redis;
     ``auto`` (the default, the image's HEALTHCHECK: one image runs either role), either."""
-    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
-    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
-    parser.add_argument("--url", default="http://127.0.0.1:8000")
-    args = parser.parse_args(argv)
+    args = healthcheck_parser().parse_args(argv)
 
     def api_answers() -> bool:
         import httpx

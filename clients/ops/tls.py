@@ -98,11 +98,16 @@ def issue(
     client: bool = False,
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     """A key and a certificate signed by the CA: a server's for ``hosts`` (names and
-    addresses, each in its subject alternative names, which TLS clients check), or with
-    ``client`` a client's (``common_name`` only)."""
+    addresses, each in its subject alternative names, which TLS clients check; good for the
+    server's own probes as a client too), or with ``client`` a client's (``common_name``
+    only)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
-    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+    # a server's certificate serves its own probes as a client too (redis-cli in its container,
+    # where Redis asks every client for a certificate)
+    usage = [ExtendedKeyUsageOID.CLIENT_AUTH]
+    if not client:
+        usage.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(common_name))
@@ -112,7 +117,7 @@ def issue(
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=LEAF_DAYS))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
         )
