@@ -28,13 +28,26 @@ _connections: dict[tuple, Redis] = {}
 def connection(settings: Settings) -> Redis:
     """One client (and its connection pool) per Redis URL and TLS files, for the process's
     lifetime."""
-    options = settings.redis_options()
-    key = (settings.redis_url, *sorted(options.items()))
+    key = redis_key(settings)
     if key not in _connections:
         _connections[key] = Redis.from_url(
-            settings.redis_url, socket_timeout=30, health_check_interval=30, **options
+            settings.redis_url,
+            socket_timeout=30,
+            health_check_interval=30,
+            **settings.redis_options(),
         )
     return _connections[key]
+
+
+def redis_key(settings: Settings) -> tuple:
+    """What tells one Redis client of the settings from another: the URL and the TLS files
+    (read as fields, so that a request's path calls nothing of the settings' module)."""
+    return (
+        settings.redis_url,
+        settings.redis_ca_file,
+        settings.redis_cert_file,
+        settings.redis_key_file,
+    )
 
 
 # The dependencies are async where they do no I/O, so that a request (a long poll above all)

@@ -31,6 +31,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
+from fbgp_al.service.deps import redis_key
 from fbgp_al.service.keys import WAKE_CHANNEL
 from fbgp_al.service.settings import Settings
 
@@ -181,9 +182,10 @@ class Hub:
     """This process's (this event loop's) waiters by campaign, and the pub/sub listener that
     wakes them."""
 
-    def __init__(self, redis_url: str, options: dict | None = None) -> None:
-        self.redis_url = redis_url
-        self.options = options or {}  # redis-py's TLS options (Settings.redis_options)
+    def __init__(self, settings: Settings) -> None:
+        self.redis_url = settings.redis_url
+        self.options = settings.redis_options()  # redis-py's TLS options
+        self.key = redis_key(settings)
         self.campaigns: dict[str, Waiters] = {}
         self.listener: asyncio.Task | None = None
         self.subscribed = False
@@ -252,9 +254,8 @@ def hub(settings: Settings) -> Hub:
     ``settings``' Redis."""
     loop = asyncio.get_running_loop()
     found = _hubs.get(loop)
-    url, options = settings.redis_url, settings.redis_options()
-    if found is None or (found.redis_url, found.options) != (url, options):
+    if found is None or found.key != redis_key(settings):
         if found is not None and found.listener is not None:
             found.listener.cancel()
-        found = _hubs[loop] = Hub(url, options)
+        found = _hubs[loop] = Hub(settings)
     return found
