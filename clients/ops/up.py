@@ -132,8 +132,8 @@ def main(argv=None) -> None:
         told = f"fbgp-al: Redis requires the password in {args.data_dir / PASSWORD_FILE}"
         if stack.tls is not None:
             told += (
-                f" and TLS: clients check its certificate against {stack.tls.ca} "
-                "(FBGP_REDIS_CA_FILE; copy it to a worker on another machine)"
+                f" and TLS, its certificate signed by the CA in {stack.tls.ca}, which a "
+                "worker on another machine needs as FBGP_REDIS_CA_FILE"
             )
         if stack.redis_bind == (LOOPBACK,):
             print(
