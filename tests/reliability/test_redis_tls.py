@@ -110,9 +110,14 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign_over_tls(
                 assert r.status_code == 201, r.text
             # the fourth point needs the model: a long poll waits for it, woken over pub/sub
             polled = {}
-            poll = threading.Thread(
-                target=lambda: polled.update(r=api.get(f"/campaigns/{campaign}/next?wait=60"))
-            )
+
+            def long_poll():
+                try:
+                    polled["r"] = api.get(f"/campaigns/{campaign}/next?wait=60")
+                except Exception as error:  # said below, with the worker's log
+                    polled["error"] = repr(error)
+
+            poll = threading.Thread(target=long_poll)
             poll.start()
             _until(
                 lambda: connection.pubsub_numsub(WAKE_CHANNEL)[0][1] >= 1,
@@ -120,6 +125,8 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign_over_tls(
                 "the API's wake-up listener subscribed over TLS",
             )
             poll.join(90)
+            assert not poll.is_alive(), f"the long poll did not end:\n{log.read_text()}"
+            assert "r" in polled, (polled.get("error"), log.read_text())
             answer = polled["r"]
             assert answer.status_code == 200, (answer.text, log.read_text())
             assert answer.json()["model_version"] == 3
@@ -130,7 +137,7 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign_over_tls(
     finished = FinishedJobRegistry(REFIT, connection=connection).get_job_ids()
     jobs = [fetch_job(job_id, connection) for job_id in finished]
     assert any(job.func_name == "fbgp_al.service.jobs.refit" for job in jobs)
-    assert {job.worker_name for job in jobs} == {"tls-worker"}
+    assert {job.worker_name for job in jobs} == {"tls-worker"}, log.read_text()
 
 
 def test_plain_text_another_ca_and_no_client_certificate_are_refused(link, tls_redis, tmp_path):
