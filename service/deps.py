@@ -22,20 +22,38 @@ CampaignId = Annotated[
     str, Path(description="The campaign's id, as `POST /campaigns` answered it (`id`).")
 ]
 
-_connections: dict[str, Redis] = {}
+_connections: dict[tuple, Redis] = {}
 
 
-def connection(url: str) -> Redis:
-    """One client (and its connection pool) per Redis URL, for the process's lifetime."""
-    if url not in _connections:
-        _connections[url] = Redis.from_url(url, socket_timeout=30, health_check_interval=30)
-    return _connections[url]
+def connection(settings: Settings) -> Redis:
+    """One client (and its connection pool) per Redis URL and TLS files, for the process's
+    lifetime."""
+    key = redis_key(settings)
+    if key not in _connections:
+        _connections[key] = Redis.from_url(
+            settings.redis_url,
+            socket_timeout=30,
+            health_check_interval=30,
+            **settings.redis_options(),
+        )
+    return _connections[key]
+
+
+def redis_key(settings: Settings) -> tuple:
+    """What tells one Redis client of the settings from another: the URL and the TLS files
+    (read as fields, so that a request's path calls nothing of the settings' module)."""
+    return (
+        settings.redis_url,
+        settings.redis_ca_file,
+        settings.redis_cert_file,
+        settings.redis_key_file,
+    )
 
 
 # The dependencies are async where they do no I/O, so that a request (a long poll above all)
 # takes no turn of the thread pool for them.
 async def get_redis(settings: SettingsDep) -> Redis:
-    return connection(settings.redis_url)
+    return connection(settings)
 
 
 RedisDep = Annotated[Redis, Depends(get_redis)]

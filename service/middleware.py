@@ -100,7 +100,7 @@ class BodyAfterToken:
                 401, "this call needs Authorization: Bearer <token>", {"WWW-Authenticate": "Bearer"}
             )
             return await response(scope, receive, send)
-        store = CampaignStore(deps.connection(settings.redis_url))
+        store = CampaignStore(deps.connection(settings))
         try:
             grant = await run_in_threadpool(self._grant_for, scope, settings, store, given)
         except (Unauthorized, Forbidden) as refused:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -15,7 +15,18 @@ class Settings(BaseSettings):
     # Redis and access
     redis_url: str = "redis://127.0.0.1:6379/0"
     """The Redis that holds every campaign, with its password (`redis://:PASSWORD@host:port/db`);
-    `fbgp-al up` and docker compose set it."""
+    `fbgp-al up` and docker compose set it. `rediss://` speaks TLS to it: the server's
+    certificate is checked against `redis_ca_file` (or the system's CAs) and must name the
+    URL's host."""
+    redis_ca_file: str | None = None
+    """With a `rediss://` URL: the CA certificate(s), a PEM file, that signed Redis's server
+    certificate (`fbgp-al up --redis-tls` makes one: `tls/ca.crt` in its data directory).
+    Unset: the system's CAs."""
+    redis_cert_file: str | None = None
+    """With a `rediss://` URL: this process's client certificate (PEM), for a Redis that asks
+    for one (`tls-auth-clients yes`); with `redis_key_file`."""
+    redis_key_file: str | None = None
+    """The private key (PEM, unencrypted) of `redis_cert_file`."""
     api_token: str | None = None
     """The service token: with it set, every `/campaigns` and `/teams` call needs `Authorization:
     Bearer <token>` (this one, a team's or a campaign's). Unset: the service is open (bind it to
@@ -187,6 +198,38 @@ class Settings(BaseSettings):
     log_file_backups: int = Field(default=4, ge=0)
     """Rotated log files kept per part (`NAME.log.1` to `NAME.log.N`; the oldest beyond is
     deleted): a part's logs take at most (this + 1) x `log_file_bytes` of disk."""
+
+    @model_validator(mode="after")
+    def _tls_needs_rediss(self):
+        tls = {
+            "FBGP_REDIS_CA_FILE": self.redis_ca_file,
+            "FBGP_REDIS_CERT_FILE": self.redis_cert_file,
+            "FBGP_REDIS_KEY_FILE": self.redis_key_file,
+        }
+        given = [name for name, value in tls.items() if value]
+        if given and not self.redis_url.startswith("rediss://"):
+            raise ValueError(
+                f"{' and '.join(given)} set, but FBGP_REDIS_URL is not rediss://: the "
+                "connection would not use TLS (write rediss://:PASSWORD@host:port/0)"
+            )
+        if bool(self.redis_cert_file) != bool(self.redis_key_file):
+            raise ValueError("FBGP_REDIS_CERT_FILE and FBGP_REDIS_KEY_FILE go together")
+        return self
+
+    def redis_options(self) -> dict:
+        """redis-py's keyword arguments for `redis_url` beside the URL: the TLS files of a
+        `rediss://` URL, the server's certificate and name checked (none for `redis://`).
+        Every client of the product's Redis (the API, its long polls' listener, the workers,
+        RQ, the command line) is made with them."""
+        if not self.redis_url.startswith("rediss://"):
+            return {}
+        return {
+            "ssl_cert_reqs": "required",
+            "ssl_check_hostname": True,
+            "ssl_ca_certs": self.redis_ca_file,
+            "ssl_certfile": self.redis_cert_file,
+            "ssl_keyfile": self.redis_key_file,
+        }
 
 
 @lru_cache

@@ -31,8 +31,10 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
+from fbgp_al.service.deps import redis_key
 from fbgp_al.service.keys import WAKE_CHANNEL
 from fbgp_al.service.loop import Ticket
+from fbgp_al.service.settings import Settings
 
 log = logging.getLogger("fbgp.api")
 T = TypeVar("T")
@@ -181,8 +183,10 @@ class Hub:
     """This process's (this event loop's) waiters by campaign, and the pub/sub listener that
     wakes them."""
 
-    def __init__(self, redis_url: str) -> None:
-        self.redis_url = redis_url
+    def __init__(self, settings: Settings) -> None:
+        self.redis_url = settings.redis_url
+        self.options = settings.redis_options()  # redis-py's TLS options
+        self.key = redis_key(settings)
         self.campaigns: dict[str, Waiters] = {}
         self.listener: asyncio.Task | None = None
         self.subscribed = False
@@ -222,7 +226,7 @@ class Hub:
         """Subscribe to the wake-up channel and wake the campaigns named on it, for ever;
         after an error, subscribe again (and wake everyone: a message may have been missed)."""
         while True:
-            client = AsyncRedis.from_url(self.redis_url, health_check_interval=30)
+            client = AsyncRedis.from_url(self.redis_url, health_check_interval=30, **self.options)
             try:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(WAKE_CHANNEL)
@@ -246,12 +250,13 @@ class Hub:
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
 
 
-def hub(redis_url: str) -> Hub:
-    """The running event loop's hub (one per process under uvicorn; one per test client)."""
+def hub(settings: Settings) -> Hub:
+    """The running event loop's hub (one per process under uvicorn; one per test client), on
+    ``settings``' Redis."""
     loop = asyncio.get_running_loop()
     found = _hubs.get(loop)
-    if found is None or found.redis_url != redis_url:
+    if found is None or found.key != redis_key(settings):
         if found is not None and found.listener is not None:
             found.listener.cancel()
-        found = _hubs[loop] = Hub(redis_url)
+        found = _hubs[loop] = Hub(settings)
     return found

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from redis import Redis
 
 from fbgp_al.clients.client import ApiError, FbgpClient, Pending
 from fbgp_al.clients.ops.labelers import Labeler, Ledger, error_kind
@@ -316,7 +315,7 @@ def _workers_free(
 ) -> float | None:
     """Seconds from ``since`` until no worker runs a job of ``campaigns`` (None: not in
     ``limit`` seconds)."""
-    redis = Redis.from_url(stack.redis_url)
+    redis = stack.client()
     ids = set(campaigns.values())
     while time.monotonic() - since < limit:
         busy = False

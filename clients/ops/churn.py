@@ -125,7 +125,7 @@ def run_churn(
         try:
             stack.start()
             with FbgpClient(stack.url, token="", timeout=60.0) as api:
-                redis = Redis.from_url(stack.redis_url)
+                redis = stack.client()
                 phases = _phases(api, redis, cycles, evaluations, progress)
         finally:
             stack.stop()

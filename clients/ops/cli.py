@@ -81,7 +81,8 @@ def _imports(argv: list[str]) -> None:
     raise SystemExit(main(argv))
 
 
-def _worker(argv: list[str]) -> None:
+def worker_parser() -> argparse.ArgumentParser:
+    """``fbgp-al worker``'s options (tests/test_kubernetes.py reads the manifests' by it)."""
     parser = argparse.ArgumentParser(prog="fbgp-al worker", description="one RQ worker")
     parser.add_argument("--cpu", type=int, default=None, help="pin to this core")
     parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
@@ -92,7 +93,11 @@ def _worker(argv: list[str]) -> None:
         help="never take the long refits' queue: keep this worker for short jobs and ordinary "
         "refits, so that small campaigns always find one",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _worker(argv: list[str]) -> None:
+    args = worker_parser().parse_args(argv)
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     for variable in THREAD_VARIABLES:  # before torch, numpy and numba start their thread pools
@@ -102,7 +107,8 @@ def _worker(argv: list[str]) -> None:
     run_worker(name=args.name, burst=args.burst, light=args.light)
 
 
-def _api(argv: list[str]) -> None:
+def api_parser() -> argparse.ArgumentParser:
+    """``fbgp-al api``'s options (tests/test_kubernetes.py reads the manifests' by it)."""
     parser = argparse.ArgumentParser(prog="fbgp-al api", description="the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -118,7 +124,11 @@ def _api(argv: list[str]) -> None:
         default=os.environ.get("FBGP_API_HTTP", "auto"),
         help="the HTTP parser (default: httptools where installed; env FBGP_API_HTTP)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _api(argv: list[str]) -> None:
+    args = api_parser().parse_args(argv)
     from fbgp_al.service.observability import json_logging
     from fbgp_al.service.server import serve
 
@@ -127,14 +137,19 @@ def _api(argv: list[str]) -> None:
     serve(args.host, args.port, loop=args.loop, http=args.http)
 
 
+def healthcheck_parser() -> argparse.ArgumentParser:
+    """``fbgp-al healthcheck``'s options (tests/test_kubernetes.py reads the probes' by it)."""
+    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
+    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    return parser
+
+
 def _healthcheck(argv: list[str]) -> None:
     """Exit 0 when the role is healthy (for container health checks): ``api``, the API answers
     /healthz at ``--url``; ``worker``, a worker of this host has a fresh heartbeat in Redis;
     ``auto`` (the default, the image's HEALTHCHECK: one image runs either role), either."""
-    parser = argparse.ArgumentParser(prog="fbgp-al healthcheck")
-    parser.add_argument("role", nargs="?", default="auto", choices=("auto", "api", "worker"))
-    parser.add_argument("--url", default="http://127.0.0.1:8000")
-    args = parser.parse_args(argv)
+    args = healthcheck_parser().parse_args(argv)
 
     def api_answers() -> bool:
         import httpx
@@ -154,8 +169,12 @@ def _healthcheck(argv: list[str]) -> None:
         from fbgp_al.service.queues import workers as registered
         from fbgp_al.service.settings import get_settings
 
+        settings = get_settings()
         connection = Redis.from_url(
-            get_settings().redis_url, socket_timeout=2, socket_connect_timeout=2
+            settings.redis_url,
+            socket_timeout=2,
+            socket_connect_timeout=2,
+            **settings.redis_options(),
         )
         fresh = datetime.now(UTC) - timedelta(seconds=120)
         try:
@@ -261,6 +280,12 @@ def _team(argv: list[str]) -> None:
         raise SystemExit(f"fbgp-al team: {error}") from None
 
 
+def _redis_certs(argv: list[str]) -> None:
+    from fbgp_al.clients.ops.tls import main
+
+    main(argv)
+
+
 def _up(argv: list[str]) -> None:
     from fbgp_al.clients.ops.up import main
 
@@ -272,6 +297,7 @@ COMMANDS = {
     "api": (_api, "the HTTP API alone"),
     "worker": (_worker, "one worker, pinned to a core, one torch thread"),
     "healthcheck": (_healthcheck, "exit 0 if this host's api or worker is healthy"),
+    "redis-certs": (_redis_certs, "a CA and certificates for a Redis with TLS (rediss://)"),
     "bench-core": (_bench_core, "time the NUTS refit and scoring against the paper's Pyro path"),
     "bench-service": (_bench_service, "latency of /next and /label, and label-to-next time"),
     "demo": (_demo, "an active-learning run on a built-in simulator, in process"),

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from redis import Redis
 from redis.exceptions import RedisError
 from rq.exceptions import NoSuchJobError
 
@@ -94,7 +93,7 @@ class Soak:
     ):
         self.stack, self.campaigns, self.ledger, self.progress = stack, campaigns, ledger, progress
         self.api = FbgpClient(stack.url, token="", timeout=30.0, retries=12)
-        self.redis = Redis.from_url(stack.redis_url)
+        self.redis = stack.client()
         self.store = CampaignStore(self.redis)
         self.t0 = time.monotonic()
 
@@ -331,7 +330,7 @@ def run_soak(
 
 def redis_memory(stack: LocalStack) -> dict:
     """Redis's memory now and at its peak (MB), and how many job records it holds."""
-    with Redis.from_url(stack.redis_url) as redis:
+    with stack.client() as redis:
         info = redis.info("memory")
         jobs = sum(1 for key in redis.scan_iter("rq:job:*", count=1000) if key.count(b":") == 2)
     mb = 1e6

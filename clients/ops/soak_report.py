@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from redis import Redis
-
 from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.ops.stack import LocalStack
 from fbgp_al.service.store import CampaignStore
@@ -23,7 +21,7 @@ def check_labels(
     """Compare the acknowledged labels of ``campaign`` with the stored ones."""
     stored = [
         label
-        for label in CampaignStore(Redis.from_url(stack.redis_url)).labels.all(campaign)
+        for label in CampaignStore(stack.client()).labels.all(campaign)
         if label.get("ticket") is not None
     ]
     by_ticket = {label["ticket"]: label["y"] for label in stored}

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -21,138 +18,18 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from fbgp_al.clients.ops.logs import RotatingLog
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """Whether something listens on ``host:port``."""
-    with socket.socket() as probe:
-        return probe.connect_ex((host, port)) == 0
-
-
-PASSWORD_FILE = "redis-password"
-LOOPBACK = "127.0.0.1"
-WILDCARDS = ("0.0.0.0", "*", "::", "::*", "-::*")  # every interface: loopback included
-
-
-def redis_password(data_dir: Path) -> str:
-    """The password of the Redis that keeps ``data_dir``: made once (``secrets``) into
-    ``data_dir/redis-password`` with mode 0600, and read from there on every later start, so that
-    a restarted stack and the workers that joined it keep reaching the data."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / PASSWORD_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        try:
-            os.chmod(path, 0o600)
-            password = path.read_text().strip()
-        except PermissionError:
-            raise SystemExit(
-                f"{path} cannot be read by this user (made by another, e.g. with "
-                "sudo?): run as its owner, or give another --data-dir"
-            ) from None
-        if not re.fullmatch(r"[A-Za-z0-9._~-]{16,}", password):
-            raise SystemExit(
-                f"{path}: a Redis password is 16 or more letters, digits or . _ ~ -"
-                " (remove the file to have one made)"
-            ) from None
-        return password
-    password = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w") as out:
-        out.write(password + "\n")
-    return password
-
-
-REDIS_START_SECONDS = 120.0  # a redis-server loading its append-only file answers LOADING
-
-
-def die_with_parent() -> None:
-    """In a child, before it runs: SIGTERM when the process that started it dies, however it
-    dies (``kill -9``, a closed terminal), so that no part of a stack outlives it (Linux)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def start_redis(
-    data_dir: Path,
-    port: int,
-    log: Path,
-    *,
-    password: str,
-    bind: tuple[str, ...] = (LOOPBACK,),
-    preexec=None,
-    rotating: RotatingLog | None = None,
-) -> subprocess.Popen:
-    """A redis-server on ``bind`` (addresses), ``port``, that requires ``password`` and keeps an
-    append-only file in ``data_dir``, fsynced on every write (a label is acknowledged only once
-    it is on disk). The password goes to it on stdin, never on a command line. ``preexec``:
-    run in the child before it starts (:func:`die_with_parent`). It logs to ``log``, or with
-    ``rotating`` (whose file is ``log``) to its stdout, which that rotates."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not on the PATH (Debian: apt-get install redis-server)")
-    host = LOOPBACK if bind[0] in WILDCARDS else bind[0]
-    if port_in_use(host, port):  # else the ping below could reach another server there
-        raise SystemExit(
-            f"port {port} is in use (another Redis?); choose another with "
-            "--redis-port, or none for a free one"
-        )
-    data_dir.mkdir(parents=True, exist_ok=True)
-    # Redis changes into --dir before it opens the log: both must be absolute
-    data_dir, log = data_dir.resolve(), log.resolve()
-    command = [
-        binary,
-        "-",
-        "--port",
-        str(port),
-        "--bind",
-        *bind,
-        "--protected-mode",
-        "yes",
-        "--dir",
-        str(data_dir),
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--save",
-        "",
-        "--logfile",
-        "" if rotating else str(log),
-    ]
-    out = subprocess.DEVNULL if rotating is None else subprocess.PIPE
-    # its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) does not stop
-    # it under the workers; whoever started it stops it, last
-    options = dict(stdin=subprocess.PIPE, stdout=out, preexec_fn=preexec)
-    process = subprocess.Popen(command, start_new_session=True, **options)
-    if rotating is not None:
-        rotating.pump(process.stdout)
-    with contextlib.suppress(BrokenPipeError):  # it exited at once: said below
-        process.stdin.write(f"requirepass {password}\n".encode())  # "-": config from stdin
-        process.stdin.close()
-    client = Redis(host=host, port=port, password=password)
-    deadline = time.monotonic() + REDIS_START_SECONDS
-    while time.monotonic() < deadline:  # a large append-only file takes a while to load
-        try:
-            client.ping()
-            return process
-        except Exception:
-            if process.poll() is not None:
-                raise SystemExit(f"redis-server exited; see {log}") from None
-            time.sleep(0.05)
-    process.terminate()  # not left running behind this stack's back
-    process.wait()
-    raise SystemExit(
-        f"redis-server did not answer on port {port} in {REDIS_START_SECONDS:.0f} s; see {log}"
-    )
+from fbgp_al.clients.ops.redis_server import (  # the stack's names before they moved there too
+    LOOPBACK,
+    PASSWORD_FILE,  # noqa: F401
+    WILDCARDS,
+    die_with_parent,
+    free_port,
+    port_in_use,  # noqa: F401
+    redis_password,
+    start_redis,
+    tls_options,
+)
+from fbgp_al.clients.ops.tls import server_files
 
 
 def _fbgp(*args: str) -> list[str]:
@@ -212,12 +89,16 @@ class LocalStack:
         redis_bind: str | None = None,
         light: bool = True,
         tied: bool = False,
+        redis_tls: bool = False,
     ):
         """``light``: with two workers or more, worker 0 is light (``fbgp-al worker --light``:
         never a long refit), so that small campaigns always find a worker. ``tied``: every
         part gets SIGTERM when this process dies (:func:`die_with_parent`; start them from one
         thread, the main one: the signal follows the thread that started a part). The logs'
-        size and count: this process's ``log_file_bytes`` and ``log_file_backups`` settings."""
+        size and count: this process's ``log_file_bytes`` and ``log_file_backups`` settings.
+        ``redis_tls``: Redis speaks TLS only, with a CA and a certificate kept in the data
+        directory's ``tls/`` (:func:`clients.ops.tls.server_files`), and every part reaches it
+        by ``rediss://`` with ``FBGP_REDIS_CA_FILE``."""
         self.light = light
         self.preexec = die_with_parent if tied else None
         self.data_dir = Path(data_dir)
@@ -232,8 +113,16 @@ class LocalStack:
         self.redis_password = redis_password(self.data_dir)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = None
+        if redis_tls:
+            hosts = [LOOPBACK, "localhost", *self.redis_bind[1:]]
+            if self.redis_bind[0] in WILDCARDS:
+                hosts += [socket.getfqdn(), socket.gethostname()]
+            self.tls = server_files(self.data_dir / "tls", hosts)
         self.redis_url = self.redis_url_for(LOOPBACK)
         self.env = dict(os.environ if env is None else env, FBGP_REDIS_URL=self.redis_url)
+        if self.tls is not None:
+            self.env["FBGP_REDIS_CA_FILE"] = str(self.tls.ca.resolve())
         self.env.setdefault("FBGP_DATA_DIR", str(self.data_dir.resolve()))  # for /readyz
         self.cores = cores or sorted(os.sched_getaffinity(0))
         self.redis: subprocess.Popen | None = None
@@ -268,7 +157,12 @@ class LocalStack:
 
     def redis_url_for(self, host: str) -> str:
         """``FBGP_REDIS_URL`` for a process that reaches this stack's Redis at ``host``."""
-        return f"redis://:{self.redis_password}@{host}:{self.redis_port}/0"
+        scheme = "redis" if self.tls is None else "rediss"
+        return f"{scheme}://:{self.redis_password}@{host}:{self.redis_port}/0"
+
+    def client(self, **options) -> Redis:
+        """A client of this stack's Redis (over TLS where it speaks TLS), with ``options``."""
+        return Redis.from_url(self.redis_url, **options, **tls_options(self.tls))
 
     def remote_redis_host(self) -> str:
         """The address that workers on other machines give for this stack's Redis."""
@@ -284,6 +178,7 @@ class LocalStack:
             bind=self.redis_bind,
             preexec=self.preexec,
             rotating=self._log("redis"),
+            tls=self.tls,
         )
 
     def start_worker(self, k: int) -> subprocess.Popen:
@@ -300,7 +195,7 @@ class LocalStack:
         from fbgp_al.service.queues import workers
 
         host = socket.gethostname()
-        with Redis.from_url(self.redis_url, socket_timeout=5) as connection:
+        with self.client(socket_timeout=5) as connection:
             dead = [
                 w for w in workers(connection) if w.hostname == host and w.pid and not alive(w.pid)
             ]

@@ -80,6 +80,12 @@ def main(argv=None) -> None:
         "machines); loopback only by default",
     )
     parser.add_argument(
+        "--redis-tls",
+        action="store_true",
+        help="Redis speaks TLS only (rediss://), with a CA and a certificate made once into "
+        "DATA_DIR/tls and kept; every part checks Redis's certificate against tls/ca.crt",
+    )
+    parser.add_argument(
         "--print-redis-url",
         action="store_true",
         help="print the Redis URL for workers on other machines with its "
@@ -101,6 +107,7 @@ def main(argv=None) -> None:
         redis_port=args.redis_port,
         redis_bind=args.redis_bind,
         tied=True,
+        redis_tls=args.redis_tls,
     )
     exits: dict[str, list[float]] = {}
     try:
@@ -110,16 +117,24 @@ def main(argv=None) -> None:
             note="fbgp-al: waiting for a worker (a first start on this "
             "machine compiles the sampler's kernels: a minute or more)",
         )
+        over = "" if stack.tls is None else " (TLS only)"
         print(
             f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
-            f"127.0.0.1:{stack.redis_port} with data in {args.data_dir}, {args.workers} "
+            f"127.0.0.1:{stack.redis_port}{over} with data in {args.data_dir}, {args.workers} "
             f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all",
             flush=True,
         )
         # the password stays out of this output (and of logs of it) unless asked for
         password = stack.redis_password if args.print_redis_url else "PASSWORD"
-        remote = f"redis://:{password}@{stack.remote_redis_host()}:{stack.redis_port}/0"
+        remote = stack.redis_url_for(stack.remote_redis_host()).replace(
+            stack.redis_password, password
+        )
         told = f"fbgp-al: Redis requires the password in {args.data_dir / PASSWORD_FILE}"
+        if stack.tls is not None:
+            told += (
+                f" and TLS, its certificate signed by the CA in {stack.tls.ca}, which a "
+                "worker on another machine needs as FBGP_REDIS_CA_FILE"
+            )
         if stack.redis_bind == (LOOPBACK,):
             print(
                 f"{told} (FBGP_REDIS_URL={remote}); it listens on loopback only: "

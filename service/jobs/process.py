@@ -209,7 +209,7 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
             # the registration to end: the last one that began (a worker that lost Redis
             # before it registered hands on its own predecessor)
             predecessor = None if worker is None else (worker.predecessor or worker)
-            connection = Redis.from_url(settings.redis_url)
+            connection = Redis.from_url(settings.redis_url, **settings.redis_options())
             worker = FbgpWorker(
                 list(queues),
                 connection=connection,
@@ -232,7 +232,14 @@ def run_worker(name: str | None = None, burst: bool = False, light: bool = False
             )
             raise SystemExit(2) from error
         except RedisError as error:
-            log.error("Redis unreachable: %s", error)
+            if "CERTIFICATE_VERIFY_FAILED" in str(error):  # a CA file mounted anew mends it
+                log.error(
+                    "Redis's TLS certificate was not accepted (%s): FBGP_REDIS_CA_FILE names "
+                    "the CA that signed it, and the certificate names FBGP_REDIS_URL's host",
+                    error,
+                )
+            else:
+                log.error("Redis unreachable: %s", error)
             lost = "the worker lost Redis"
         if burst or FbgpWorker.shutdown_requested:
             return

@@ -189,7 +189,7 @@ async def _next_answer(
     """A ticket, or the answer in its place once ``wait`` seconds passed without one."""
     deadline = time.monotonic() + min(wait, settings.max_wait_seconds)
     request.state.waited = 0.0
-    hub = wakeups.hub(settings.redis_url)
+    hub = wakeups.hub(settings)
     withdraw = functools.partial(store.tickets.withdraw, campaign_id)
     async with hub.waiting(campaign_id, withdraw) as waiters:
         while True:

@@ -1,21 +1,12 @@
 """A worker on another host: ``fbgp-al worker`` in a network namespace of the test's own, linked
-to this host by a veth pair with addresses of the test's own, joins a Redis that requires a
-password and listens on the link's host end only. A campaign is refitted by that worker; a worker
-without the password is refused and never registers. Needs root and ``ip netns`` (skipped
-otherwise); touches no address, route or interface but the ones it creates."""
+to this host by a veth pair with addresses of the test's own (the ``link`` fixture,
+tests/reliability/conftest.py), joins a Redis that requires a password and listens on the link's
+host end only. A campaign is refitted by that worker; a worker without the password is refused
+and never registers. Needs root and ``ip netns`` (skipped otherwise); touches no address, route
+or interface but the ones it creates."""
 
-import contextlib
-import ipaddress
-import json
-import os
-import random
 import re
-import shutil
-import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,128 +14,15 @@ from redis import Redis
 from rq import Worker
 from rq.registry import FinishedJobRegistry
 
-from fbgp_al.clients.ops.stack import fbgp_env, free_port, start_redis
+from fbgp_al.clients.ops.stack import free_port, start_redis
 from fbgp_al.service.app import app
 from fbgp_al.service.queues import REFIT, fetch_job
 from fbgp_al.service.settings import Settings, get_settings
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "remote-worker-test-password-0123"
 REFUSED = re.compile(r"NOAUTH|WRONGPASS|authenticat|invalid username-password", re.I)
-
-
-def _ip(*args: str, netns: str | None = None, check: bool = True):
-    command = ["ip", *(["-n", netns] if netns else []), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=check)
-
-
-def _networks_in_use() -> list[ipaddress.IPv4Network]:
-    """Every IPv4 address and route of this host (all tables), as networks."""
-    used = []
-    for entry in json.loads(_ip("-j", "-4", "addr", "show").stdout or "[]"):
-        for address in entry.get("addr_info", []):
-            used.append(
-                ipaddress.ip_network(f"{address['local']}/{address['prefixlen']}", strict=False)
-            )
-    for route in json.loads(_ip("-j", "-4", "route", "show", "table", "all").stdout or "[]"):
-        if route.get("dst", "default") != "default":
-            used.append(ipaddress.ip_network(route["dst"], strict=False))
-    return used
-
-
-def _free_subnet(rng: random.Random) -> ipaddress.IPv4Network:
-    """A /30 in 10.0.0.0/8 that overlaps none of this host's addresses and routes."""
-    used = _networks_in_use()
-    for _ in range(1000):
-        subnet = ipaddress.ip_network(
-            f"10.{rng.randrange(256)}.{rng.randrange(256)}.{4 * rng.randrange(64)}/30"
-        )
-        if not any(subnet.overlaps(network) for network in used):
-            return subnet
-    pytest.skip("no free /30 in 10.0.0.0/8")
-
-
-@dataclass
-class Link:
-    """A namespace and the veth pair between it and this host, with processes started in it."""
-
-    netns: str
-    host_ip: str
-    remote_ip: str
-    processes: list = field(default_factory=list)
-
-    def start_worker(self, redis_url: str, name: str, log: Path) -> subprocess.Popen:
-        """``fbgp-al worker`` in the namespace; the URL goes in its environment, not its
-        command line."""
-        with open(log, "w") as out:
-            process = subprocess.Popen(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    self.netns,
-                    sys.executable,
-                    "-m",
-                    "fbgp_al.clients.ops.cli",
-                    "worker",
-                    "--name",
-                    name,
-                ],
-                env=fbgp_env(redis_url=redis_url),
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.processes.append(process)
-        return process
-
-
-@pytest.fixture
-def link(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("ip netns needs root")
-    if shutil.which("ip") is None:
-        pytest.skip("no ip command (iproute2)")
-    rng = random.Random(os.getpid())  # concurrent runs pick different names and subnets
-    subnet = _free_subnet(rng)
-    tag = f"{os.getpid() % 100000}{rng.randrange(1000):03d}"  # interface names: 15 bytes at most
-    netns, host_end, remote_end = f"fbgpt{tag}", f"fbh{tag}", f"fbr{tag}"
-    made = _ip("netns", "add", netns, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"ip netns add is not permitted here: {made.stderr.strip()}")
-    host_ip, remote_ip = (str(a) for a in subnet.hosts())
-    link = Link(netns, host_ip, remote_ip)
-    try:
-        veth = _ip(
-            "link",
-            "add",
-            host_end,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            remote_end,
-            "netns",
-            netns,
-            check=False,
-        )
-        if veth.returncode != 0:
-            pytest.skip(f"no veth pair here: {veth.stderr.strip()}")
-        _ip("addr", "add", f"{host_ip}/30", "dev", host_end)
-        _ip("link", "set", host_end, "up")
-        _ip("addr", "add", f"{remote_ip}/30", "dev", remote_end, netns=netns)
-        _ip("link", "set", remote_end, "up", netns=netns)
-        _ip("link", "set", "lo", "up", netns=netns)
-        yield link
-    finally:
-        for process in link.processes:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            process.wait(timeout=30)
-        _ip("link", "del", host_end, check=False)  # its peer goes with it
-        _ip("netns", "del", netns, check=False)
 
 
 @pytest.fixture

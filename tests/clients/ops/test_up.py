@@ -60,6 +60,47 @@ def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(t
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+def test_up_with_redis_tls_runs_the_demo_over_tls_only(tmp_path):
+    """``--redis-tls``: Redis has no plain-text port; the API, the worker and ``up`` itself reach
+    it by ``rediss://``, checking its certificate against the CA made into the data directory
+    (kept there, its keys readable by their owner alone)."""
+    port = free_port()
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fbgp_al.clients.ops.cli",
+            "up",
+            "--workers",
+            "1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+            "--redis-tls",
+            "--demo",
+            "gramacy1d",
+            "--demo-labels",
+            "5",
+            "--exit-after-demo",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "(TLS only)" in out and "rediss://:PASSWORD@" in out and "demo: done" in out, out
+    assert f"{data / 'tls' / 'ca.crt'}" in out
+    for key in ("ca.key", "tls.key"):
+        assert (data / "tls" / key).stat().st_mode & 0o777 == 0o600
+    assert "Redis unreachable" not in (data / "worker-0.log").read_text()
+
+
 def test_up_refuses_a_port_in_use(tmp_path):
     import socket
 
