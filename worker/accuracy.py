@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from fbgp_al.worker.acquisition import FIT_ELEMENTS
-from fbgp_al.worker.gp import Conditioned, cholesky, inverse_factor, rbf
+from fbgp_al.worker.gp import Conditioned, cholesky, distinct, inverse_factor, rbf
 from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 from fbgp_al.worker.vocabulary import lognormal
 from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS
@@ -62,7 +62,12 @@ def _groups(n_draws: int, n: int):
 
 
 def _fit(u, z, lengthscale, noise, label_noise):
-    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``."""
+    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``,
+    each distinct draw factored once (:func:`worker.gp.distinct`)."""
+    repeated = distinct(lengthscale, noise)
+    if repeated is not None:
+        chol_inv, alpha = _fit(u, z, repeated[0], repeated[1], label_noise)
+        return chol_inv[repeated[2]], alpha[repeated[2]]
     diagonal = noise[:, None] + (0.0 if label_noise is None else label_noise[None, :])
     K = rbf(u, u, lengthscale)
     K.diagonal(dim1=-2, dim2=-1).add_(diagonal)

@@ -33,6 +33,13 @@ START_CELLS = 2  # the grid's best cells, each input's lengthscale moved over th
 START_OPTIMA = 12  # L-BFGS runs, from the best candidates at least START_SPACING apart
 START_SPACING = 2.0  # in every log-hyperparameter
 START_ITERATIONS = 40  # L-BFGS iterations per run
+# Past SEARCH_LABELS labels the search runs on that many of them, drawn at random (seeded), and
+# each distinct minimum it finds (at least POLISH_SPACING apart in some log-hyperparameter) is
+# then polished by L-BFGS on every label: a density costs n^3, and the search's ~450 densities
+# and 12 runs cost (n / SEARCH_LABELS)^3 less on the subset (docs/benchmarks.md, "Thousands of
+# labels").
+SEARCH_LABELS = 400
+POLISH_SPACING = 0.5
 
 
 def initial_points(
@@ -105,7 +112,26 @@ def posterior_modes(potential: GPPotential, seed: int):
 def local_minima(potential: GPPotential, seed: int) -> list[tuple[float, np.ndarray]] | None:
     """The search of :func:`posterior_modes`: the local minima ``[(U, theta)]`` that L-BFGS
     reaches from the best-spread starts of a grid and a Latin hypercube, best first; None if no
-    candidate has a finite potential."""
+    candidate has a finite potential. Past :data:`SEARCH_LABELS` labels, the search's minima on
+    a random subset of them, each distinct one polished on all the labels."""
+    if potential.n <= SEARCH_LABELS:
+        return _search(potential, seed)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4,)))
+    rows = np.sort(rng.choice(potential.n, SEARCH_LABELS, replace=False))
+    rough = _search(potential.subset(rows), seed)
+    if rough is None:
+        return _search(potential, seed)
+    starts: list[np.ndarray] = []
+    for _, theta in rough:  # best first
+        if all(np.abs(theta - s).max() >= POLISH_SPACING for s in starts):
+            starts.append(theta)
+    bounds = search_bounds(potential)
+    return sorted((descend(potential, x, bounds) for x in starts), key=lambda m: m[0])
+
+
+def _search(potential: GPPotential, seed: int) -> list[tuple[float, np.ndarray]] | None:
+    """The grid, the Latin hypercube and the L-BFGS runs of :func:`local_minima` on
+    ``potential``'s labels."""
     d = potential.dim - 1
     # the search box and grid are laid around the priors' means
     centre = potential.prior_mean

@@ -153,6 +153,19 @@ def log_marginal_likelihood(
     return torch.where(factor.ok, value, -torch.inf)
 
 
+def distinct(lengthscale: torch.Tensor, noise: torch.Tensor):
+    """The distinct draws among a batch's (rows of ``lengthscale``, ``B x d``, and ``noise``,
+    ``B``): their lengthscales and noises, and each draw's row among them (``B``); None when no
+    two draws are the same. A Laplace mixture's draws, resampled by their weights, repeat as
+    the labels grow (:mod:`worker.laplace`): a factor is then computed once per distinct draw
+    and shared by its copies, which is the same for each copy as its own would be."""
+    rows = torch.cat([lengthscale, noise[:, None]], 1)
+    unique, index = torch.unique(rows, dim=0, return_inverse=True)
+    if len(unique) == len(rows):
+        return None
+    return unique[:, :-1].contiguous(), unique[:, -1].contiguous(), index
+
+
 @dataclass
 class Conditioned:
     """A batch of GPs conditioned on ``(u, z)``, ready to predict at many candidates."""
@@ -165,7 +178,19 @@ class Conditioned:
 
     @classmethod
     def fit(cls, u, z, lengthscale, noise, label_noise=None) -> Conditioned:
-        """``label_noise``: the labels' known noise variances (``n``), or None."""
+        """``label_noise``: the labels' known noise variances (``n``), or None. Each distinct
+        draw is factored once (:func:`distinct`)."""
+        repeated = distinct(lengthscale, noise)
+        if repeated is not None:
+            once = cls.fit(u, z, repeated[0], repeated[1], label_noise)
+            index = repeated[2]
+            return cls(
+                u=u,
+                lengthscale=lengthscale,
+                noise=noise,
+                alpha=once.alpha[index],
+                chol_inv=once.chol_inv[index],
+            )
         factor = factorize(u, lengthscale, noise, label_noise)
         alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
         chol_inv = inverse_factor(factor.chol)

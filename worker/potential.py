@@ -64,6 +64,7 @@ class GPPotential:
 
     def __init__(self, u, z, noise=None, prior_mean=None, noise_floor=0.0):
         u = np.asarray(u, dtype=np.float64)
+        self.u = u
         self.noise_floor = float(noise_floor)
         if not (math.isfinite(self.noise_floor) and self.noise_floor >= 0.0):
             raise ValueError("noise_floor must be a finite number >= 0")
@@ -99,6 +100,11 @@ class GPPotential:
     @property
     def dim(self) -> int:
         return self.d + 1
+
+    def subset(self, rows: np.ndarray) -> GPPotential:
+        """The same potential (priors, noise floor, known noises) on the labels ``rows``."""
+        noise = None if self.label_noise is None else self.label_noise[rows]
+        return GPPotential(self.u[rows], self.z[rows], noise, self.prior_mean, self.noise_floor)
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         theta = np.asarray(theta, dtype=np.float64)

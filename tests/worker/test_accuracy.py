@@ -159,3 +159,23 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     assert len(seen[0]) == accuracy.POOL_POINTS and torch.equal(seen[0], seen[1])
     fitting.accuracy_of(dict(spec, pool_subsample=100), pool, data, thin)
     assert len(seen[2]) == 100 and len(torch.unique(seen[2], dim=0)) == 100
+
+
+def test_repeated_draws_give_the_summary_of_each_draw_factored_alone(monkeypatch):
+    """The accuracy estimates of draws that repeat (each distinct one factored once) are those
+    computed with every draw factored on its own."""
+    g = torch.Generator().manual_seed(8)
+    u = torch.rand(30, 3, generator=g, dtype=DTYPE)
+    z = torch.sin(5 * u).sum(1)
+    z = (z - z.mean()) / z.std()
+    distinct_ls = 0.2 + torch.rand(4, 3, generator=g, dtype=DTYPE)
+    distinct_noise = 0.01 + 0.1 * torch.rand(4, generator=g, dtype=DTYPE)
+    rows = torch.tensor([0, 0, 0, 1, 2, 2, 3, 3, 3, 3])
+    lengthscale, noise = distinct_ls[rows], distinct_noise[rows]
+    points = torch.rand(50, 3, generator=g, dtype=DTYPE)
+    shared = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
+    monkeypatch.setattr(accuracy, "distinct", lambda *a: None)
+    alone = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
+    for key, value in alone.items():
+        if key != "seconds":
+            assert shared[key] == pytest.approx(value, rel=1e-12, abs=1e-14), key

@@ -174,3 +174,30 @@ def test_predictions_with_known_noise_match_the_formula():
         ref_var = 1.0 - np.einsum("ij,ij->j", k, np.linalg.solve(K, k)) + s2[b]
         assert np.allclose(mean[b].numpy(), ref_mean, atol=1e-10)
         assert np.allclose(var[b].numpy(), ref_var, atol=1e-10)
+
+
+def test_repeated_draws_are_factored_once_and_predict_as_each_alone(data, monkeypatch):
+    """A batch whose draws repeat (a Laplace mixture's, resampled) factors each distinct draw
+    once (:func:`worker.gp.distinct`); every draw's factor and predictions are those of the
+    draw fitted alone."""
+    u, z = data
+    lengthscale = torch.tensor(
+        [[0.2, 0.5], [0.2, 0.5], [1.5, 0.1], [0.2, 0.5], [0.7, 0.7]], dtype=D
+    )
+    noise = torch.tensor([0.01, 0.01, 0.3, 0.01, 0.05], dtype=D)
+    assert gp.distinct(lengthscale[2:], noise[2:]) is None  # no two alike
+    factored = []
+    real = gp.factorize
+    monkeypatch.setattr(
+        gp, "factorize", lambda u, ls, *a: factored.append(len(ls)) or real(u, ls, *a)
+    )
+    batch = Conditioned.fit(u, z, lengthscale, noise)
+    assert factored == [3]  # three distinct draws of five
+    cand = torch.rand(40, 2, generator=torch.Generator().manual_seed(5), dtype=D)
+    mean, var = batch.predict(cand)
+    for b in range(len(noise)):
+        alone = Conditioned.fit(u, z, lengthscale[b : b + 1], noise[b : b + 1])
+        torch.testing.assert_close(batch.chol_inv[b], alone.chol_inv[0], rtol=1e-12, atol=1e-12)
+        m, v = alone.predict(cand)
+        torch.testing.assert_close(mean[b], m[0], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(var[b], v[0], rtol=1e-12, atol=1e-12)

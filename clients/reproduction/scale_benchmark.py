@@ -1,0 +1,166 @@
+"""Where a refit's time and memory go as the labels grow: Hartmann 6-D, uniform random points
+with noise of sd 0.01, a default campaign (the schema's defaults: the Laplace mixture from 200
+labels), timed part by part in the worker's math, in one process per size (its peak resident
+memory its own):
+
+    python -m fbgp_al.clients.reproduction.scale_benchmark --sizes 1000,2000
+
+For each size ``n``, a cold refit (no previous model: the first model of an import of ``n``
+labels) and a warm one (one label more, from the cold one's model: a label's next point):
+the posterior's seconds, its density and gradient evaluations and distinct draws, the accuracy
+estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, and the peak
+memory. ``--python`` runs the same measurement with another environment's interpreter (another
+tree's ``fbgp_al``), so that two trees are measured side by side in one run (``--rounds``
+interleaves them). The stack's own share of a label's path (the store, the queue, the wake-up)
+is ``fbgp-al bench-service``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+A = np.array([1.0, 1.2, 3.0, 3.2])
+ALPHA = np.array(
+    [
+        [10, 3, 17, 3.5, 1.7, 8],
+        [0.05, 10, 17, 0.1, 8, 14],
+        [3, 3.5, 1.7, 10, 17, 8],
+        [17, 8, 0.05, 10, 0.1, 14],
+    ]
+)
+P = 1e-4 * np.array(
+    [
+        [1312, 1696, 5569, 124, 8283, 5886],
+        [2329, 4135, 8307, 3736, 1004, 9991],
+        [2348, 1451, 3522, 2883, 3047, 6650],
+        [4047, 8828, 8732, 5743, 1091, 381],
+    ]
+)
+NOISE_SD = 0.01
+
+
+def hartmann6(x: np.ndarray) -> np.ndarray:
+    """Hartmann's 6-D function on the unit cube (its minimum -3.32237)."""
+    return -np.sum(A * np.exp(-np.sum(ALPHA * (x[:, None, :] - P) ** 2, axis=2)), axis=1)
+
+
+def labels_of(n: int, seed: int) -> list[dict]:
+    """``n`` labels at uniform random points, seeded."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 6))
+    y = hartmann6(x) + NOISE_SD * rng.standard_normal(n)
+    return [{"x": a.tolist(), "y": float(b), "index": None} for a, b in zip(x, y, strict=True)]
+
+
+def spec_of() -> dict:
+    """A default campaign over the unit cube in 6-D (a 10-level grid pool)."""
+    from fbgp_al.service.schemas.campaigns import CampaignCreate
+
+    body = {
+        "name": "scale",
+        "inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(6)],
+        "pool": {"type": "grid", "points_per_dim": 10},
+        "initial_design": {"type": "maximin-lhs", "size": 10},
+        "max_labels": 100_000,
+        "seed": 0,
+    }
+    return dict(CampaignCreate(**body).model_dump(), id="scale")
+
+
+def refit(spec: dict, labels: list[dict], previous: dict | None) -> tuple[dict, dict]:
+    """One refit as a job runs it, all in this process: its model and its parts' seconds."""
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.vocabulary.pools import pool_of
+
+    started = time.perf_counter()
+    sampled = fitting.sample(spec, labels, previous, 4000)
+    sampled_at = time.perf_counter()
+    model, _ = fitting.rank(spec, sampled, pool_of(spec), set(), [], [], started)
+    done = time.perf_counter()
+    d, accuracy = model["diagnostics"], model.get("accuracy") or {}
+    parts = {
+        "n": len(labels),
+        "sampler": d.get("method", "nuts"),
+        "posterior_s": sampled_at - started,
+        "evaluations": (d.get("gradient_evaluations") or 0) + (d.get("value_evaluations") or 0),
+        "distinct_draws": d.get("distinct_draws"),
+        "draws": len(model["samples"]["noise"]),
+        "accuracy_s": accuracy.get("seconds"),
+        "rank_s": done - sampled_at,
+        "refit_s": done - started,
+    }
+    return model, parts
+
+
+def one(n: int, seed: int) -> dict:
+    """The cold and the warm refit at ``n`` labels, and this process's peak memory."""
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    model, cold = refit(spec, labels[:n], None)
+    _, warm = refit(spec, labels, model)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB to GB
+    return {"cold": cold, "warm": warm, "peak_gb": peak}
+
+
+def measure(python: str, n: int, seed: int) -> dict:
+    """:func:`one` in a process of its own, with ``python``."""
+    out = subprocess.run(
+        [python, "-m", "fbgp_al.clients.reproduction.scale_benchmark", "--one", str(n)]
+        + ["--seed", str(seed)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def row(name: str, kind: str, r: dict, peak: float) -> str:
+    accuracy = "-" if r["accuracy_s"] is None else f"{r['accuracy_s']:.1f}"
+    distinct = "-" if r["distinct_draws"] is None else f"{r['distinct_draws']}/{r['draws']}"
+    return (
+        f"| {name} | {r['n']} | {kind} | {r['sampler']} | {r['posterior_s']:.1f} | "
+        f"{r['evaluations']} | {distinct} | {accuracy} | {r['rank_s']:.1f} | "
+        f"{r['refit_s']:.1f} | {peak:.2f} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,2000", help="labels, comma-separated")
+    parser.add_argument("--seed", type=int, default=0, help="the data set's seed")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="another tree's interpreter to measure beside this one (repeatable)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each tree")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        print(json.dumps(one(args.one, args.seed)))
+        return 0
+    trees = [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
+    print(
+        "| tree | n | refit | sampler | posterior (s) | evaluations | distinct draws | "
+        "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in (int(s) for s in args.sizes.split(",")):
+        for _ in range(args.rounds):
+            for name, python in trees:
+                out = measure(python, n, args.seed)
+                for kind in ("cold", "warm"):
+                    print(row(name, kind, out[kind], out["peak_gb"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The scale benchmark's parts: Hartmann 6-D at its known minimizer, seeded data, the default
+campaign it refits, and one size measured end to end (small, so that it samples by NUTS)."""
+
+import numpy as np
+import pytest
+
+from fbgp_al.clients.reproduction import scale_benchmark as bench
+
+MINIMIZER = np.array([0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573])
+
+
+def test_hartmann6_has_its_known_minimum_at_its_minimizer():
+    assert bench.hartmann6(MINIMIZER[None])[0] == pytest.approx(-3.32237, abs=1e-5)
+    rng = np.random.default_rng(0)
+    assert bench.hartmann6(rng.random((1000, 6))).min() > -3.32237
+
+
+def test_the_data_are_seeded_and_the_campaign_is_the_schema_s_default():
+    assert bench.labels_of(5, 3) == bench.labels_of(5, 3) != bench.labels_of(5, 4)
+    spec = bench.spec_of()
+    assert spec["mcmc"]["laplace_from"] == 200 and spec["acquisition"] == "qb-mgp"
+
+
+def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
+    out = bench.one(12, 0)
+    assert out["cold"]["n"] == 12 and out["warm"]["n"] == 13
+    for refit in (out["cold"], out["warm"]):
+        assert refit["sampler"] == "nuts" and refit["distinct_draws"] is None
+        assert refit["draws"] == 5 * 60  # the default chains and samples, all kept
+        assert 0 < refit["posterior_s"] < refit["refit_s"] and refit["accuracy_s"] > 0
+    assert out["peak_gb"] > 0.1
+    line = bench.row("t", "cold", out["cold"], out["peak_gb"])
+    assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 12
