@@ -11,8 +11,9 @@ the posterior's seconds, its density and gradient evaluations and distinct draws
 estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, and the peak
 memory. ``--python`` runs the same measurement with another environment's interpreter (another
 tree's ``fbgp_al``), so that two trees are measured side by side in one run (``--rounds``
-interleaves them). The stack's own share of a label's path (the store, the queue, the wake-up)
-is ``fbgp-al bench-service``'s.
+interleaves them). ``--modes`` compares the cold mode search on a subset of the labels with the
+search on all of them instead. The stack's own share of a label's path (the store, the queue,
+the wake-up) is ``fbgp-al bench-service``'s.
 """
 
 from __future__ import annotations
@@ -108,6 +109,43 @@ def one(n: int, seed: int) -> dict:
     return {"cold": cold, "warm": warm, "peak_gb": peak}
 
 
+def modes(n: int, seed: int) -> dict:
+    """The cold mode search at ``n`` labels as a refit runs it (on a subset past
+    :data:`worker.cold_start.SEARCH_LABELS`) and on every label, on the same potential: each
+    one's seconds, gradients and values of every label's density, and how far their best modes
+    lie apart (in the potential, and in the largest log-hyperparameter)."""
+    from fbgp_al.worker import cold_start, fitting
+    from fbgp_al.worker.laplace import _Counted, modes_of
+    from fbgp_al.worker.potential import GPPotential
+
+    spec = spec_of()
+    data = fitting.prepare(spec, labels_of(n, seed))
+    floor = fitting.noise_floor(spec)
+    out, best = {}, {}
+    for name, limit in (("subset", cold_start.SEARCH_LABELS), ("all", n)):
+        potential = _Counted(
+            GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor)
+        )
+        kept, cold_start.SEARCH_LABELS = cold_start.SEARCH_LABELS, limit
+        started = time.perf_counter()
+        try:
+            (found, weights, _), _, _ = modes_of(potential, None, n, 0)
+        finally:
+            cold_start.SEARCH_LABELS = kept
+        seconds = time.perf_counter() - started
+        top = found[int(np.argmax(weights))]
+        best[name] = (float(potential.potential.values(top[None])[0]), top)
+        out[name] = {
+            "seconds": seconds,
+            "gradients": potential.gradients,
+            "values": potential.values_only,
+            "modes": len(found),
+        }
+    out["potential_apart"] = abs(best["subset"][0] - best["all"][0])
+    out["theta_apart"] = float(np.abs(best["subset"][1] - best["all"][1]).max())
+    return out
+
+
 def measure(python: str, n: int, seed: int) -> dict:
     """:func:`one` in a process of its own, with ``python``."""
     out = subprocess.run(
@@ -142,8 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         help="another tree's interpreter to measure beside this one (repeatable)",
     )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each tree")
+    parser.add_argument(
+        "--modes",
+        action="store_true",
+        help="instead: the cold mode search on a subset against on every label, per size",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.modes:
+        for n in (int(s) for s in args.sizes.split(",")):
+            print(json.dumps({"n": n, "seed": args.seed, **modes(n, args.seed)}), flush=True)
+        return 0
     if args.one is not None:
         print(json.dumps(one(args.one, args.seed)))
         return 0

@@ -31,3 +31,14 @@ def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
     assert out["peak_gb"] > 0.1
     line = bench.row("t", "cold", out["cold"], out["peak_gb"])
     assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 12
+
+
+def test_the_subset_s_mode_search_is_compared_with_the_search_on_every_label(monkeypatch):
+    from fbgp_al.worker import cold_start
+
+    monkeypatch.setattr(cold_start, "SEARCH_LABELS", 40)
+    out = bench.modes(80, 0)
+    assert out["subset"]["values"] == 0 and out["all"]["values"] > 0  # the subset's not counted
+    assert out["subset"]["gradients"] < out["all"]["gradients"]
+    assert out["potential_apart"] < 1e-4 and out["theta_apart"] < 1e-2
+    assert cold_start.SEARCH_LABELS == 40  # put back as it was
