@@ -1,9 +1,11 @@
-"""Writes ``store_d84e063.json``: a store written by the service at commit d84e063, for
-``tests/service/store/test_store.py`` to read with the code of today.
+"""Writes ``store_<commit>.json``: a store written by the service at an earlier commit
+(``store_d84e063.json``, ``store_85c3182.json``), for ``tests/service/store/test_store.py`` to
+read with the code of today.
 
-Run it in a checkout of d84e063 (``git archive d84e063 | tar -x -C DIR``) with this tree's
-``tests/conftest.py`` copied over its own (for its helpers), with the project's virtual
-environment: ``cd DIR && PYTHONPATH=. python PATH/TO/write_store_d84e063.py OUT.json``. It
+Run it in a checkout of that commit (``git archive COMMIT | tar -x -C DIR``), with the project's
+virtual environment, so that the checkout's own ``tests/conftest.py`` starts the checkout's own
+API and worker: ``cd DIR && PYTHONPATH=. python PATH/TO/write_store.py OUT.json``. (For d84e063,
+whose conftest lacked these helpers, this tree's conftest of that time was copied over its own.) It
 starts its own redis-server, API and worker on free loopback ports and leaves, in one store:
 
 - ``running``: its design labeled, its refit running when its worker was killed (SIGKILL);
