@@ -27,29 +27,10 @@ import time
 
 import numpy as np
 
-A = np.array([1.0, 1.2, 3.0, 3.2])
-ALPHA = np.array(
-    [
-        [10, 3, 17, 3.5, 1.7, 8],
-        [0.05, 10, 17, 0.1, 8, 14],
-        [3, 3.5, 1.7, 10, 17, 8],
-        [17, 8, 0.05, 10, 0.1, 14],
-    ]
-)
-P = 1e-4 * np.array(
-    [
-        [1312, 1696, 5569, 124, 8283, 5886],
-        [2329, 4135, 8307, 3736, 1004, 9991],
-        [2348, 1451, 3522, 2883, 3047, 6650],
-        [4047, 8828, 8732, 5743, 1091, 381],
-    ]
-)
+from fbgp_al.clients.simulators import hartmann6_mean
+
 NOISE_SD = 0.01
-
-
-def hartmann6(x: np.ndarray) -> np.ndarray:
-    """Hartmann's 6-D function on the unit cube (its minimum -3.32237)."""
-    return -np.sum(A * np.exp(-np.sum(ALPHA * (x[:, None, :] - P) ** 2, axis=2)), axis=1)
+hartmann6 = hartmann6_mean  # on the unit cube (its minimum -3.32237)
 
 
 def labels_of(n: int, seed: int) -> list[dict]:

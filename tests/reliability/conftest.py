@@ -79,6 +79,28 @@ def slow_campaign(api: httpx.Client, n: int = 40, **changes) -> tuple[str, list,
     return campaign, x, y
 
 
+def labeled_design(api, name: str) -> str:
+    """A small 1-D campaign made through ``api`` (a test client of the app) and its three
+    design points labeled: its id. Its next point needs the model."""
+    body = {
+        "name": name,
+        "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
+        "pool": {"type": "grid", "points_per_dim": 51},
+        "max_labels": 5,
+        "initial_design": {"type": "maximin-lhs", "size": 3},
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
+        "seed": 1,
+    }
+    r = api.post("/campaigns", json=body)
+    assert r.status_code == 201, r.text
+    campaign = r.json()["id"]
+    for y in (0.1, -0.3, 0.7):
+        ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
+        r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
+        assert r.status_code == 201, r.text
+    return campaign
+
+
 def _ip(*args: str, netns: str | None = None, check: bool = True):
     command = ["ip", *(["-n", netns] if netns else []), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=30, check=check)

@@ -22,6 +22,7 @@ from fbgp_al.clients.ops.tls import client_files, server_files
 from fbgp_al.service.app import app
 from fbgp_al.service.keys import WAKE_CHANNEL
 from fbgp_al.service.settings import Settings, get_settings
+from tests.reliability.conftest import labeled_design
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
@@ -90,22 +91,7 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign_over_tls(
     app.dependency_overrides[get_settings] = lambda: tls_redis
     try:
         with TestClient(app) as api:
-            body = {
-                "name": "tls",
-                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                "pool": {"type": "grid", "points_per_dim": 51},
-                "max_labels": 5,
-                "initial_design": {"type": "maximin-lhs", "size": 3},
-                "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-                "seed": 1,
-            }
-            r = api.post("/campaigns", json=body)
-            assert r.status_code == 201, r.text
-            campaign = r.json()["id"]
-            for y in (0.1, -0.3, 0.7):
-                ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
-                r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
-                assert r.status_code == 201, r.text
+            campaign = labeled_design(api, "tls")
             # the fourth point needs the model: a long poll waits for it, woken over pub/sub
             polled = {}
 

@@ -18,6 +18,7 @@ from fbgp_al.clients.ops.stack import free_port, start_redis
 from fbgp_al.service.app import app
 from fbgp_al.service.queues import REFIT, fetch_job
 from fbgp_al.service.settings import Settings, get_settings
+from tests.reliability.conftest import labeled_design
 
 pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 
@@ -62,22 +63,7 @@ def test_a_worker_in_another_network_namespace_refits_a_campaign(link, redis_on_
     app.dependency_overrides[get_settings] = lambda: settings
     try:
         with TestClient(app) as api:
-            body = {
-                "name": "remote",
-                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                "pool": {"type": "grid", "points_per_dim": 51},
-                "max_labels": 5,
-                "initial_design": {"type": "maximin-lhs", "size": 3},
-                "mcmc": {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2},
-                "seed": 1,
-            }
-            r = api.post("/campaigns", json=body)
-            assert r.status_code == 201, r.text
-            campaign = r.json()["id"]
-            for y in (0.1, -0.3, 0.7):
-                ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
-                r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
-                assert r.status_code == 201, r.text
+            campaign = labeled_design(api, "remote")
             _until(
                 lambda: api.get(f"/campaigns/{campaign}").json()["model_version"],
                 120,

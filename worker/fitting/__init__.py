@@ -101,17 +101,9 @@ def sample(
     return Sampled(labels, data, posterior(spec, data, warm_start_of(spec, previous), mode_draws))
 
 
-def rank(
-    spec: dict,
-    sampled: Sampled,
-    pool: GridPool | PointPool,
-    exclude: set[int],
-    pending: list[int],
-    failures: list[dict],
-    started: float,
-) -> tuple[dict, list]:
-    """:func:`ranked`, every scoring done here."""
-    return here(ranked(spec, sampled, pool, exclude, pending, failures, started))
+def rank(*args, **kwargs) -> tuple[dict, list]:
+    """:func:`ranked` (the same arguments), every scoring done here."""
+    return here(ranked(*args, **kwargs))
 
 
 def ranked(

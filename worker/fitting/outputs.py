@@ -75,17 +75,9 @@ def fit_outputs(
     return fits
 
 
-def multi_model_and_ranking(
-    spec: dict,
-    pool: GridPool | PointPool,
-    fits: list[OutputFit],
-    exclude: set[int],
-    pending: list[int],
-    started: float,
-    failure: FailureModel | None = None,
-) -> tuple[dict, list]:
-    """:func:`multi_ranked`, every scoring done here."""
-    return here(multi_ranked(spec, pool, fits, exclude, pending, started, failure))
+def multi_model_and_ranking(*args, **kwargs) -> tuple[dict, list]:
+    """:func:`multi_ranked` (the same arguments), every scoring done here."""
+    return here(multi_ranked(*args, **kwargs))
 
 
 def multi_ranked(

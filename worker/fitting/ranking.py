@@ -189,18 +189,9 @@ def greedy_batch(
     return order.numpy(), scores.numpy()
 
 
-def model_and_ranking(
-    spec: dict,
-    pool: GridPool | PointPool,
-    data: Data,
-    post: Posterior,
-    exclude: set[int],
-    pending: list[int],
-    started: float,
-    failure: FailureModel | None = None,
-) -> tuple[dict, list]:
-    """:func:`ranked`, every scoring done here."""
-    return here(ranked(spec, pool, data, post, exclude, pending, started, failure))
+def model_and_ranking(*args, **kwargs) -> tuple[dict, list]:
+    """:func:`ranked` (the same arguments), every scoring done here."""
+    return here(ranked(*args, **kwargs))
 
 
 def ranked(
