@@ -48,6 +48,7 @@ from fbgp_al.clients.reproduction.failure_cases import (
     mixed_region,
     pool_share,
 )
+from fbgp_al.clients.reproduction.failure_trace import TRACED_RUNS, report
 from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import SIMULATORS, Simulator, get_simulator
@@ -169,12 +170,15 @@ def run_one(
     final model's. ``random_loss``: the runs after the design times the region's share of the
     pool, what as many uniform draws from the pool would lose on average. ``design_runs``: the
     runs the design took (its labels and its points' failed runs). ``failed_at``: the
-    first 100 failed runs' indices among the runs and their pool coordinates. ``brier``: of the
+    first 100 failed runs' indices among the runs and their pool coordinates; ``runs_at``: the
+    first ``TRACED_RUNS`` runs' pool coordinates and whether each failed
+    (:mod:`.failure_trace`). ``brier``: of the
     final model's ``p_success`` at ``TEST_POINTS`` seeded points of the whole domain (snapped to
     the pool where it has int or choice inputs; None without a failure model)."""
     rng = np.random.default_rng([seed, 7])
     runs: list[bool] = []  # per run in order: whether it failed
     failed_at: list[list] = []  # per failed run: its index among the runs and its pool coordinates
+    runs_at: list[list] = []  # per run in order: its pool coordinates and whether it failed
     test = test_points(sim, seed)
     x_test = sim.from_unit(test[~where.contains(test)][:TEST_POINTS])
     x_all = sim.from_unit(test[:TEST_POINTS])
@@ -213,6 +217,8 @@ def run_one(
             unit = sim.to_unit([x])
             inside = bool(where.contains(unit)[0])
             runs.append(inside)
+            if len(runs_at) < TRACED_RUNS:
+                runs_at.append([np.round(unit[0], 4).tolist(), inside])
             if inside:
                 if len(failed_at) < 100:
                     failed_at.append([len(runs) - 1, np.round(unit[0], 4).tolist()])
@@ -254,6 +260,7 @@ def run_one(
         "brier": score,
         "rmse_curve": [[n, curve[n]] for n in sorted(curve)],
         "failed_at": failed_at,
+        "runs_at": runs_at,
     }
 
 
@@ -374,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="fbgp-al bench-failures", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--url", required=True)
+    parser.add_argument("--url", help="the service (required but with --later)")
     parser.add_argument("--token", default=None)
     parser.add_argument(
         "--simulators",
@@ -412,7 +419,18 @@ def main(argv: list[str] | None = None) -> None:
         "[classifier none]",
     )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
+    parser.add_argument(
+        "--later",
+        metavar="FILE",
+        help="print where the later failures of FILE's records fell (clients.reproduction."
+        "failure_trace) and run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.later:
+        print(report(args.later, case_region, failures_option))
+        return
+    if not args.url:
+        parser.error("--url is required")
     cases = [*(args.simulators or []), *(args.cases or [])] or list(CASES)
     for model in args.models:
         failures_option(model)  # an unknown model fails here, before any campaign

@@ -330,3 +330,34 @@ def test_one_failure_speaks_for_its_neighbourhood():
         assert p[2] > 0.95, p  # far from the failure, among the successes: unchanged
     assert max(at) < 0.3, at
     assert max(next_to) < 0.58 and np.mean(next_to) < 0.5, next_to
+
+
+def _one_failure_of_a_choice(seed: int, others_at_the_failure: bool):
+    """A float in the unit interval and a choice of three values (one-hot): 8 uniform successes
+    in ``[0, 0.7]`` per value, one run failed at ``(0.95, first value)``, and with
+    ``others_at_the_failure`` three successes at the second value by it (0.85, 0.95, 1)."""
+    rng = np.random.default_rng(seed)
+    rows = [[a, *np.eye(3)[v]] for v in range(3) for a in rng.random(8) * 0.7]
+    if others_at_the_failure:
+        rows += [[a, 0.0, 1.0, 0.0] for a in (0.85, 0.95, 1.0)]
+    rows.append([0.95, 1.0, 0.0, 0.0])
+    return np.array(rows), np.r_[np.ones(len(rows) - 1), 0.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_failure_at_one_value_of_a_choice_speaks_for_the_others(seed):
+    """A choice's one-hot lengthscales have a prior of their own (LogNormal(log 4, 0.5)): a
+    run failed at one value makes the same point at the other values doubtful (P(success) 0.32
+    to 0.37 in these cases; 0.75 to 0.83 with the numeric inputs' prior), until runs at another
+    value say otherwise (0.95 there with three successes by the failure), and the successes far
+    from the failure are untouched."""
+    one_hot = np.array([False, True, True, True])
+    at = np.array([[0.95, 1, 0, 0], [0.95, 0, 1, 0], [0.95, 0, 0, 1], [0.3, 0, 1, 0]])
+    u, success = _one_failure_of_a_choice(seed, others_at_the_failure=False)
+    numeric = fe.fit(u, success, seed=0).p_success(at)
+    p = fe.fit(u, success, seed=0, choice=one_hot).p_success(at)
+    assert p[0] < 0.2 and p[3] > 0.99, p
+    assert max(p[1:3]) < 0.4 < 0.7 < min(numeric[1:3]), (p, numeric)
+    u, success = _one_failure_of_a_choice(seed, others_at_the_failure=True)
+    p = fe.fit(u, success, seed=0, choice=one_hot).p_success(at)
+    assert p[0] < 0.3 and p[1] > 0.9 and p[3] > 0.99, p

@@ -154,9 +154,10 @@ def fit_campaign(
     if kind == "none" or not failures:
         return None
     started = time.perf_counter()
-    u, success = outcomes(Space.of(spec["inputs"]), labels, failures)
+    space = Space.of(spec["inputs"])
+    u, success = outcomes(space, labels, failures)
     rows = bounded(u, success, seed, limit)
-    model = fit(u[rows], success[rows], seed=seed)
+    model = fit(u[rows], success[rows], seed=seed, choice=space.one_hot)
     return FailureModel(
         model,
         min_success,

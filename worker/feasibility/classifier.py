@@ -198,12 +198,14 @@ def fit(
     restarts: int = RESTARTS,
     inference: str = INFERENCE,
     evidence: str = EVIDENCE,
+    choice=None,
 ) -> Classifier | Constant | None:
     """The failure model of runs at ``u`` (``n x d``, the unit cube) with outcomes ``success``
     (``n``, true/1: the run answered; false/0: it failed). None without any failure; a
     :class:`Constant` without any success; else the GP classifier: its hyperparameters at the
     maximum of ``evidence``'s approximate marginal likelihood (:func:`hyperparameters`, ``seed``
-    for the restarts), its posterior by ``inference`` at them."""
+    for the restarts; ``choice``: the features that are a choice input's one-hot columns, whose
+    lengthscales have a prior of their own), its posterior by ``inference`` at them."""
     u = _array(u, 2)
     success = np.asarray(success).astype(bool).astype(np.float64).reshape(-1)
     if len(success) != len(u):
@@ -216,7 +218,7 @@ def fit(
         return None
     if successes == 0:
         return Constant(p=1.0 / (len(success) + 2), successes=0, failures=failures)
-    theta = hyperparameters(u, success, seed, likelihood, restarts, evidence)
+    theta = hyperparameters(u, success, seed, likelihood, restarts, evidence, choice)
     return condition(
         u,
         success,

@@ -30,6 +30,12 @@ EVIDENCE = "laplace"  # the approximate marginal likelihood that the hyperparame
 # GP's LogNormal(0, sqrt 3) let two failures be fitted as a slab 0.15 wide in one input, the
 # failure speaking for almost nothing beside it).
 LOG_LENGTHSCALE_PRIOR = (0.0, 0.75)
+# A choice input's one-hot features: LogNormal(log 4, 0.5), 95% of its mass between 1.5 and 10.7,
+# so that a failure at one value speaks for the others (two values' features are sqrt 2 apart:
+# correlation exp(-1/16) at 4, exp(-1) at 1) until runs at the others say otherwise. With the
+# numeric inputs' prior, the second failure of a campaign fell at another value of its choice,
+# weighed 0.89 to 0.97 at its point (docs/benchmarks.md, "Where the second failure falls").
+LOG_CHOICE_LENGTHSCALE_PRIOR = (math.log(4.0), 0.5)
 LOG_VARIANCE_PRIOR = (math.log(100.0), 1.5)
 LOG_BIAS_PRIOR = (math.log(100.0), 1.5)
 LOGISTIC_SCALE = 2 * math.log(1.702)
@@ -98,20 +104,26 @@ def log_marginal(
     return approx.log_marginal, out, approx
 
 
-def _prior(likelihood: str, d: int):
-    """Centres, scales and bounds of the log-hyperparameters ``(log l_1..d, log s2, log b2)``."""
+def _prior(likelihood: str, d: int, choice=None):
+    """Centres, scales and bounds of the log-hyperparameters ``(log l_1..d, log s2, log b2)``.
+    ``choice``: which of the ``d`` features are a choice input's one-hot columns (none if
+    None); their lengthscales' prior is ``LOG_CHOICE_LENGTHSCALE_PRIOR``."""
     shift = LOGISTIC_SCALE if likelihood == "logistic" else 0.0
-    centre = np.array(
-        [LOG_LENGTHSCALE_PRIOR[0]] * d + [LOG_VARIANCE_PRIOR[0] + shift, LOG_BIAS_PRIOR[0] + shift]
-    )
-    scale = np.array([LOG_LENGTHSCALE_PRIOR[1]] * d + [LOG_VARIANCE_PRIOR[1], LOG_BIAS_PRIOR[1]])
+    one_hot = np.zeros(d, dtype=bool) if choice is None else np.asarray(choice, dtype=bool)
+    if one_hot.shape != (d,):
+        raise ValueError(f"choice marks {one_hot.size} features, the runs have {d}")
+    lengths = np.where(one_hot, LOG_CHOICE_LENGTHSCALE_PRIOR[0], LOG_LENGTHSCALE_PRIOR[0])
+    spreads = np.where(one_hot, LOG_CHOICE_LENGTHSCALE_PRIOR[1], LOG_LENGTHSCALE_PRIOR[1])
+    centre = np.r_[lengths, LOG_VARIANCE_PRIOR[0] + shift, LOG_BIAS_PRIOR[0] + shift]
+    scale = np.r_[spreads, LOG_VARIANCE_PRIOR[1], LOG_BIAS_PRIOR[1]]
     bounds = [LOG_LENGTHSCALE_BOUNDS] * d + [LOG_VARIANCE_BOUNDS] * 2
     return centre, scale, bounds
 
 
-def log_prior(theta: np.ndarray, likelihood: str = LIKELIHOOD) -> float:
-    """The weak Normal log-prior density of ``(log l_1..d, log s2, log b2)``."""
-    centre, scale, _ = _prior(likelihood, len(theta) - 2)
+def log_prior(theta: np.ndarray, likelihood: str = LIKELIHOOD, choice=None) -> float:
+    """The weak Normal log-prior density of ``(log l_1..d, log s2, log b2)`` (``choice``: as
+    :func:`_prior`'s)."""
+    centre, scale, _ = _prior(likelihood, len(theta) - 2, choice)
     z = (theta - centre) / scale
     return float(-0.5 * (z * z).sum() - np.log(scale).sum() - len(z) * LOG_SQRT_2PI)
 
@@ -123,13 +135,15 @@ def hyperparameters(
     likelihood: str = LIKELIHOOD,
     restarts: int = RESTARTS,
     inference: str = EVIDENCE,
+    choice=None,
 ) -> np.ndarray:
     """The log-hyperparameters ``(log l_1..d, log s2, log b2)`` at the maximum of the
     approximate ``log p(y | X, theta) + log p(theta)`` of ``inference``: L-BFGS-B within the
     bounds, from the prior's centre and ``restarts - 1`` seeded draws from the prior; the best
-    end wins. Each evaluation starts from the previous one's approximation."""
+    end wins. Each evaluation starts from the previous one's approximation. ``choice``: the
+    features that are a choice input's one-hot columns (:func:`_prior`)."""
     u = _array(u, 2)
-    centre, scale, bounds = _prior(likelihood, u.shape[1])
+    centre, scale, bounds = _prior(likelihood, u.shape[1], choice)
     lo, hi = np.array(bounds).T
     rng = np.random.default_rng(seed)
     starts = [centre] + [

@@ -252,6 +252,11 @@ class Space:
         """The GP's features in order (the columns of the model's lengthscales)."""
         return [name for i in self.inputs for name in i.feature_names]
 
+    @property
+    def one_hot(self) -> np.ndarray:
+        """Which of the GP's features are a choice input's one-hot columns."""
+        return np.array([i.type == "choice" for i in self.inputs for _ in range(i.n_features)])
+
     def transform(self) -> dict:
         """The model body's input transform: each input's ``lower`` and ``upper`` (a choice's
         first and last index, 0 and ``k - 1``), and, where an input is typed, the ``inputs``

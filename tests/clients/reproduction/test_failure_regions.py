@@ -176,6 +176,12 @@ def test_a_mixed_campaign_reports_its_losses_and_brier_score(api_url):
     assert out["design_runs"] - out["design"] == len(
         [i for i, _ in out["failed_at"] if i < out["design_runs"]]
     )
+    # every run traced in order: its pool coordinates, and whether it failed as failed_at says
+    assert len(out["runs_at"]) == out["runs"]
+    assert [i for i, (_, failed) in enumerate(out["runs_at"]) if failed] == [
+        i for i, _ in out["failed_at"]
+    ]
+    assert [out["runs_at"][i][0] for i, _ in out["failed_at"]] == [u for _, u in out["failed_at"]]
     if out["failed"]:
         assert 0.0 <= out["brier"] <= 1.0
     else:

@@ -32,6 +32,22 @@ def test_the_log_prior_is_the_sum_of_the_stated_normals(likelihood, shift):
     assert log_prior(theta, likelihood) == pytest.approx(expected, rel=1e-12)
 
 
+def test_a_choice_inputs_one_hot_lengthscales_have_their_own_prior():
+    """Marked features (a choice's one-hot columns) are LogNormal(log 4, 0.5), the others as
+    before; a mask of another length is refused."""
+    theta = np.array([-0.4, 1.1, 0.9, 0.3, 2.0])
+    choice = np.array([False, True, True])
+    expected = (
+        stats.norm.logpdf(theta[0], 0.0, 0.75)
+        + stats.norm.logpdf(theta[1:3], math.log(4.0), 0.5).sum()
+        + stats.norm.logpdf(theta[3:], math.log(100.0), 1.5).sum()
+    )
+    assert log_prior(theta, "probit", choice) == pytest.approx(expected, rel=1e-12)
+    assert log_prior(theta, "probit") != pytest.approx(expected, rel=1e-6)
+    with pytest.raises(ValueError, match="choice marks 2 features"):
+        _prior("probit", 3, [True, False])
+
+
 def test_the_fitted_hyperparameters_are_a_seeded_bounded_local_maximum():
     u, success = _corner(30, 0)
     theta = hyperparameters(u, success, seed=3)

@@ -74,6 +74,8 @@ def test_choice_inputs_are_one_hot_blocks_with_a_feature_each():
     space = Space.of(TYPED)
     assert space.dim == 4 and space.n_features == 6
     assert space.feature_names == ["a", "n", "rate", "material=steel", "material=al", "material=7"]
+    assert space.one_hot.tolist() == [False, False, False, True, True, True]
+    assert not Space.of(TYPED[:3]).one_hot.any()
     f = space.to_gp([[0.5, 3, 1e-3, "al"], [3.0, 9, 1e-6, 7.0]])
     assert f.shape == (2, 6)
     np.testing.assert_array_equal(f[:, 3:], [[0, 1, 0], [0, 0, 1]])
