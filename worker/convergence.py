@@ -89,12 +89,13 @@ def bounded_ess(ess: float, draws: int) -> float:
     return most if not 0 < ess <= most else ess
 
 
-def convergence(theta: np.ndarray) -> tuple[dict, dict]:
+def convergence(theta: np.ndarray, names: list[str] | None = None) -> tuple[dict, dict]:
     """Bulk R-hat (split, rank-normalized, pyro.ops.stats.split_gelman_rubin) and bulk ESS
     (split chains, rank-normalized, pyro.ops.stats.effective_sample_size, held to
-    :func:`bounded_ess`) of each hyperparameter (``lengthscale_i``, ``noise``) of draws
-    ``C x S x P``; NaN when there are fewer than 4 draws per chain or all are equal."""
-    names = [f"lengthscale_{i}" for i in range(theta.shape[2] - 1)] + ["noise"]
+    :func:`bounded_ess`) of each hyperparameter (``lengthscale_i``, ``noise``, or ``names``) of
+    draws ``C x S x P``; NaN when there are fewer than 4 draws per chain or all are equal."""
+    if names is None:
+        names = [f"lengthscale_{i}" for i in range(theta.shape[2] - 1)] + ["noise"]
     rhat, ess = {}, {}
     for j, name in enumerate(names):
         x = theta[:, :, j]
@@ -110,12 +111,14 @@ def convergence(theta: np.ndarray) -> tuple[dict, dict]:
     return rhat, ess
 
 
-def diagnose(draws: nuts.Draws, seconds: float, gradient_evaluations: int) -> dict:
-    """Per hyperparameter (``lengthscale_i``, ``noise``): bulk R-hat and bulk ESS (see
-    :func:`convergence`); and divergences, mean acceptance, step sizes, tree
-    depths, gradient evaluations and seconds."""
+def diagnose(
+    draws: nuts.Draws, seconds: float, gradient_evaluations: int, names: list[str] | None = None
+) -> dict:
+    """Per hyperparameter (``lengthscale_i``, ``noise``, or ``names``): bulk R-hat and bulk ESS
+    (see :func:`convergence`); and divergences, mean acceptance, step sizes, tree depths,
+    gradient evaluations and seconds."""
     theta = draws.theta  # C x S x P
-    rhat, ess = convergence(theta)
+    rhat, ess = convergence(theta, names)
     return {
         "rhat": rhat,
         "ess_bulk": ess,

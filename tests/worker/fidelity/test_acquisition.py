@@ -1,0 +1,74 @@
+"""The top level's variance removed by a run (:mod:`worker.fidelity.acquisition`) against the
+same run added to the runs and the top level's variance computed again."""
+
+import numpy as np
+import pytest
+import torch
+
+from fbgp_al.worker.fidelity import acquisition
+from fbgp_al.worker.fidelity.model import Conditioned
+
+D = torch.float64
+
+
+def _draws(seed: int, levels: int = 3, count: int = 3):
+    rng = np.random.default_rng(seed)
+    u = rng.random((4 * levels, 2))
+    t = np.repeat(np.arange(levels), 4)
+    z = rng.standard_normal(len(u))
+    draws = []
+    for _ in range(count):
+        draws.append(
+            Conditioned(
+                torch.as_tensor(u),
+                torch.as_tensor(t),
+                torch.as_tensor(z),
+                torch.as_tensor(rng.uniform(0.2, 0.8, (levels, 2))),
+                torch.as_tensor(np.r_[1.0, rng.uniform(0.1, 0.5, levels - 1)]),
+                torch.as_tensor(rng.uniform(0.5, 1.5, levels - 1)),
+                torch.as_tensor(rng.uniform(1e-3, 1e-2, levels)),
+            )
+        )
+    return draws, rng
+
+
+def _with_run(g: Conditioned, point, level):
+    return Conditioned(
+        torch.cat([g.u, torch.as_tensor(point, dtype=D)[None]]),
+        torch.cat([g.t, torch.tensor([level])]),
+        torch.cat([g.z, torch.zeros(1, dtype=D)]),
+        g.lengthscales,
+        g.variances,
+        g.rho,
+        g.noise,
+    )
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_variance_removed_is_that_of_the_run_added(level):
+    draws, rng = _draws(level)
+    candidates, reference = rng.random((5, 2)), rng.random((40, 2))
+    got = acquisition.variance_reduction(draws, candidates, reference, level, top=2)
+    expected = np.zeros(len(candidates))
+    for g in draws:
+        before = g.predict(reference, 2)[1].numpy()
+        for i, c in enumerate(candidates):
+            after = _with_run(g, c, level).predict(reference, 2)[1].numpy()
+            expected[i] += (before - after).mean() / len(draws)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-12)
+    assert (got > 0).all()
+
+
+def test_the_choice_weighs_the_gain_by_the_cost():
+    draws, rng = _draws(5)
+    candidates, reference = rng.random((6, 2)), rng.random((30, 2))
+    costs = [1.0, 4.0, 20.0]
+    gain = acquisition.per_cost(draws, candidates, reference, costs)
+    for t, cost in enumerate(costs):
+        raw = acquisition.variance_reduction(draws, candidates, reference, t, top=2)
+        np.testing.assert_allclose(gain[t], raw / cost, rtol=1e-12)
+    row, level = acquisition.best(draws, candidates, reference, costs)
+    assert gain[level, row] == gain.max()
+    assert acquisition.level_at(draws, candidates[row], reference, costs) == level
+    # the top level free: a run there teaches the most about it, per unit of cost
+    assert acquisition.best(draws, candidates, reference, [1.0, 1.0, 1e-9])[1] == 2
