@@ -3,19 +3,22 @@ against single-fidelity, in process, on the literature's two-level problems
 (:mod:`.fidelity_problems`).
 
 Both arms fit the same model family by NUTS (:mod:`worker.fidelity.model`; one level is the
-paper's GP) and choose by the same criterion, the top level's integrated variance removed per
-unit of cost (:mod:`worker.fidelity.acquisition`): ``single`` runs the expensive level only,
-``multi`` either level. Both start from the same Latin hypercube of ``d + 2`` expensive runs,
-``multi`` with ``2 (d + 2)`` cheap ones besides, and run until their cost reaches ``budget``
-expensive runs. After every run: the top level's RMSE and NLPD (the draws' mixture) on 1,000
-seeded uniform points, against the cost spent. The table: per problem and arm, the final RMSE
-and NLPD (medians over seeds), the cost at which ``multi`` first reached ``single``'s final
-RMSE (median), and the RD-AUC of the RMSE curves over cost (``multi`` against ``single``).
+paper's GP) and choose by the same criterion (:func:`worker.fidelity.acquisition.choose`): the
+top level's integrated variance removed per unit of cost (``ivr``), or a disagreement
+acquisition of the top level with the level by that (``qb-mgp``, ``b-qbc``, ``b-alm``):
+``single`` runs the expensive level only, ``multi`` either level. Both start from the same
+Latin hypercube of ``d + 2`` expensive runs, ``multi`` with ``2 (d + 2)`` cheap ones besides,
+and run until their cost reaches ``budget`` expensive runs. After every run: the top level's
+RMSE and NLPD (the draws' mixture) on 1,000 seeded uniform points, against the cost spent. The
+table: per problem, acquisition and arm, the final RMSE and NLPD (medians over seeds), the
+cost at which ``multi`` first reached ``single``'s final RMSE (median), and the RD-AUC of the
+RMSE curves over cost (``multi`` against ``single``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -54,9 +57,12 @@ def score(draws: list[Conditioned], level: int, u, truth, mean_y, sd_y) -> tuple
     return rmse, nlpd
 
 
-def run(problem: Problem, arm: str, costs, budget: float, seed: int, mcmc: dict) -> dict:
+def run(
+    problem: Problem, arm: str, costs, budget: float, seed: int, mcmc: dict, how: str = "ivr"
+) -> dict:
     """One campaign of ``arm`` (``single`` or ``multi``) on ``problem`` until its cost reaches
-    ``budget`` (in units of the expensive level's cost)."""
+    ``budget`` (in units of the expensive level's cost), choosing by ``how``
+    (:func:`worker.fidelity.acquisition.choose`: ``ivr`` or a disagreement acquisition)."""
     d, top = problem.dim, 1
     rng = np.random.default_rng([seed, 3])
     n0 = d + 2
@@ -87,7 +93,7 @@ def run(problem: Problem, arm: str, costs, budget: float, seed: int, mcmc: dict)
         if spent >= budget:
             break
         candidates = _sobol(d, CANDIDATES, [seed, step, 7])
-        row, level = acquisition.best(draws, candidates, reference, arm_costs)
+        row, level = acquisition.choose(draws, candidates, reference, arm_costs, how)
         if arm == "single":
             level = top
         u = np.r_[u, candidates[row : row + 1]]
@@ -97,6 +103,7 @@ def run(problem: Problem, arm: str, costs, budget: float, seed: int, mcmc: dict)
     return {
         "problem": problem.name,
         "arm": arm,
+        "acquisition": how,
         "seed": seed,
         "costs": list(costs),
         "budget": budget,
@@ -120,12 +127,16 @@ def reached(record: dict, target: float) -> float:
 
 def table(records: list[dict]) -> str:
     lines = [
-        "| problem | costs | arm | seeds | final RMSE, median | final NLPD, median "
+        "| problem | costs | acquisition | arm | seeds | final RMSE, median | final NLPD, median "
         "| cost to single's final RMSE, median | RMSE RD-AUC over cost against single (%) |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, costs in sorted({(r["problem"], tuple(r["costs"])) for r in records}):
-        group = [r for r in records if r["problem"] == name and tuple(r["costs"]) == costs]
+
+    def key(r):
+        return r["problem"], tuple(r["costs"]), r.get("acquisition", "ivr")
+
+    for name, costs, how in sorted({key(r) for r in records}):
+        group = [r for r in records if key(r) == (name, costs, how)]
         single = {r["seed"]: r for r in group if r["arm"] == "single"}
         multi = {r["seed"]: r for r in group if r["arm"] == "multi"}
         seeds = sorted(set(single) & set(multi))
@@ -145,7 +156,7 @@ def table(records: list[dict]) -> str:
             else:
                 cost, versus = f"{budget:g}", "baseline"
             lines.append(
-                f"| {name} | {':'.join(f'{c:g}' for c in costs)} | {arm} | {len(seeds)} "
+                f"| {name} | {':'.join(f'{c:g}' for c in costs)} | {how} | {arm} | {len(seeds)} "
                 f"| {statistics.median(f[1] for f in final):.4g} "
                 f"| {statistics.median(f[2] for f in final):.4g} | {cost} | {versus} |"
             )
@@ -157,6 +168,13 @@ def main(argv=None) -> None:
     parser.add_argument("--problems", nargs="+", default=sorted(PROBLEMS), choices=sorted(PROBLEMS))
     parser.add_argument("--ratio", type=float, default=10.0, help="expensive / cheap cost [10]")
     parser.add_argument("--budget", type=float, default=20.0, help="in expensive runs [20]")
+    parser.add_argument(
+        "--acquisitions",
+        nargs="+",
+        default=["ivr"],
+        choices=["ivr", *acquisition.DISAGREEMENTS],
+        help="how each arm chooses [ivr]",
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--chains", type=int, default=2)
@@ -175,8 +193,8 @@ def main(argv=None) -> None:
     records = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for name in args.problems:
-            for arm in ("single", "multi"):
-                record = run(PROBLEMS[name], arm, costs, args.budget, seed, mcmc)
+            for how, arm in itertools.product(args.acquisitions, ("single", "multi")):
+                record = run(PROBLEMS[name], arm, costs, args.budget, seed, mcmc, how)
                 records.append(record)
                 print(json.dumps(record), file=sys.stderr, flush=True)
                 if args.out:

@@ -8,8 +8,8 @@ label ``y = f_t(u) + e_t`` lowers the top level's variance at each point ``r`` b
 (posterior covariances, given the runs so far). :func:`variance_reduction` averages that over
 reference points (the top level's integrated variance, IVR) and over the posterior's draws;
 divided by the level's cost it is what the run teaches per unit of cost. The paper's
-disagreement acquisitions choose where (:func:`worker.acquisition` at the top level's draws)
-and this chooses the level there (:func:`level_at`).
+disagreement acquisitions choose where (:func:`disagreement`, at the top level's draws) and
+this chooses the level there (:func:`level_at`); :func:`choose` does either.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fbgp_al.worker.acquisition import b_alm, b_qbc, qb_mgp
 from fbgp_al.worker.fidelity.model import Conditioned
+
+# The paper's disagreement acquisitions of the top level's predictions (noise included), by name
+DISAGREEMENTS = {"b-alm": b_alm, "b-qbc": b_qbc, "qb-mgp": qb_mgp}
 
 
 def variance_reduction(draws: list[Conditioned], candidates, reference, level: int, top: int):
@@ -59,3 +63,26 @@ def level_at(draws: list[Conditioned], point, reference, costs) -> int:
     """The level to run ``point`` (``d``) at: the largest variance reduction per cost there."""
     gain = per_cost(draws, np.asarray(point, dtype=np.float64)[None], reference, costs)
     return int(np.argmax(gain[:, 0]))
+
+
+def disagreement(draws: list[Conditioned], candidates, name: str) -> np.ndarray:
+    """The acquisition ``name`` (:data:`DISAGREEMENTS`, as :mod:`worker.acquisition` computes
+    it) of the top level's predictions (each draw's mean, and its latent variance plus its top
+    level's noise) at the candidates: ``m``."""
+    top = len(draws[0].noise) - 1
+    means, variances = [], []
+    for g in draws:
+        mean, var = g.predict(candidates, top)
+        means.append(mean)
+        variances.append(var + g.noise[top])
+    return DISAGREEMENTS[name](torch.stack(means), torch.stack(variances)).numpy()
+
+
+def choose(draws: list[Conditioned], candidates, reference, costs, name: str) -> tuple[int, int]:
+    """A run's candidate row and level: by ``ivr`` (:func:`best`, the variance removed per
+    cost over both), or by a disagreement acquisition at the top level (:func:`disagreement`)
+    with the level of the largest variance removed per cost there (:func:`level_at`)."""
+    if name == "ivr":
+        return best(draws, candidates, reference, costs)
+    row = int(np.argmax(disagreement(draws, candidates, name)))
+    return row, level_at(draws, np.asarray(candidates)[row], reference, costs)

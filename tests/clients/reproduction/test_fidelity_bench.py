@@ -37,14 +37,16 @@ def test_the_table_compares_multi_with_single_seed_by_seed():
         _record("multi", 1, [(1.0, 5.0), (2.0, 3.0), (3.0, 2.0)]),
     ]
     lines = table(records).splitlines()
-    assert lines[2].startswith("| forrester | 1:10 | single | 2 | 2.5 |")
+    assert lines[2].startswith("| forrester | 1:10 | ivr | single | 2 | 2.5 |")
     # multi reached single's final RMSE at 1.5 and 2.0: the median 1.75
-    assert lines[3].startswith("| forrester | 1:10 | multi | 2 | 1.5 |") and "1.75 of 3" in lines[3]
+    assert lines[3].startswith("| forrester | 1:10 | ivr | multi | 2 | 1.5 |")
+    assert "1.75 of 3" in lines[3]
 
 
-@pytest.mark.parametrize("arm", ["single", "multi"])
-def test_a_short_run_spends_its_budget_at_its_levels_costs(arm):
-    record = run(PROBLEMS["forrester"], arm, (1.0, 10.0), 3.4, 0, TINY)
+@pytest.mark.parametrize(("arm", "how"), [("single", "ivr"), ("multi", "ivr"), ("multi", "qb-mgp")])
+def test_a_short_run_spends_its_budget_at_its_levels_costs(arm, how):
+    record = run(PROBLEMS["forrester"], arm, (1.0, 10.0), 3.4, 0, TINY, how)
+    assert record["acquisition"] == how
     cheap, dear = record["runs"]
     spent = [c[0] for c in record["curve"]]
     assert spent[0] == pytest.approx(3.0 + (0.6 if arm == "multi" else 0.0))  # the designs

@@ -72,3 +72,28 @@ def test_the_choice_weighs_the_gain_by_the_cost():
     assert acquisition.level_at(draws, candidates[row], reference, costs) == level
     # the top level free: a run there teaches the most about it, per unit of cost
     assert acquisition.best(draws, candidates, reference, [1.0, 1.0, 1e-9])[1] == 2
+
+
+@pytest.mark.parametrize("name", ["b-qbc", "qb-mgp", "b-alm"])
+def test_a_disagreement_at_the_top_level_with_its_level_by_cost(name):
+    draws, rng = _draws(6)
+    candidates, reference = rng.random((8, 2)), rng.random((30, 2))
+    means = np.array([g.predict(candidates, 2)[0].numpy() for g in draws])
+    variances = np.array([g.predict(candidates, 2)[1].numpy() + float(g.noise[2]) for g in draws])
+    expected = {
+        "b-qbc": means.var(0),
+        "b-alm": variances.mean(0),
+        "qb-mgp": variances.mean(0) + means.var(0),
+    }[name]
+    np.testing.assert_allclose(
+        acquisition.disagreement(draws, candidates, name), expected, rtol=1e-12
+    )
+    costs = [1.0, 3.0, 9.0]
+    row, level = acquisition.choose(draws, candidates, reference, costs, name)
+    assert row == int(np.argmax(expected))
+    assert level == int(
+        np.argmax(acquisition.per_cost(draws, candidates[row : row + 1], reference, costs)[:, 0])
+    )
+    assert acquisition.choose(draws, candidates, reference, costs, "ivr") == acquisition.best(
+        draws, candidates, reference, costs
+    )
