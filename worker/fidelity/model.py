@@ -39,7 +39,10 @@ from fbgp_al.worker import nuts
 from fbgp_al.worker.convergence import diagnose
 from fbgp_al.worker.gp import JITTERS, LOG_2PI
 from fbgp_al.worker.potential import PRIOR_VARIANCE
+from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
+from fbgp_al.worker.warm_start import judge_warm_start
 
+WARM_WARMUP = MCMC_DEFAULTS["warm_warmup"]  # a warm start's step-size adaptation, as a refit's
 RHO_PRIOR = (1.0, 1.0)  # mean and sd of each rho
 # The sd of the log ratio of a level's noise variance to the lowest level's: a level's few runs
 # (the expensive ones) cannot tell their noise from the signal, and with a noise of its own under
@@ -292,18 +295,57 @@ class Conditioned:
 
 
 def sample(
-    potential: Potential, chains: int, warmup: int, samples: int, seed: int
+    potential: Potential,
+    chains: int,
+    warmup: int,
+    samples: int,
+    seed: int,
+    warm: dict | None = None,
+    warm_warmup: int = WARM_WARMUP,
 ) -> tuple[np.ndarray, dict]:
-    """NUTS draws of ``potential`` (:func:`worker.nuts.sample`, Stan's adaptation), the chains
-    started at seeded points near the priors' centre: the draws (``chains * samples x size``,
-    chain-major) and their diagnostics (R-hat, ESS and divergences per hyperparameter,
-    :func:`worker.convergence.diagnose`)."""
-    layout, rng = potential.layout, np.random.default_rng([seed, 11])
-    init = layout.prior_mean() + 0.1 * layout.prior_sd() * rng.standard_normal(
-        (chains, layout.size)
-    )
+    """NUTS draws of ``potential`` (:func:`worker.nuts.sample`, Stan's adaptation): the draws
+    (``chains * samples x size``, chain-major) and their diagnostics (R-hat, ESS and divergences
+    per hyperparameter, :func:`worker.convergence.diagnose`, and ``adaptation``: each chain's
+    last draw, step size and inverse mass matrix).
+
+    Cold, the chains start at seeded points near the priors' centre. Given ``warm``, an earlier
+    refit's ``adaptation`` of as many chains and hyperparameters (the same campaign with more
+    runs), they start from its draws with its mass matrix and ``warm_warmup`` iterations of
+    step-size adaptation, and are redone cold where the draws do not mix (the single-fidelity
+    refit's rule, :func:`worker.warm_start.judge_warm_start`); ``start`` says which."""
+    layout = potential.layout
     started = time.perf_counter()
-    draws = nuts.sample(potential, init, warmup, samples, seed)
-    seconds = time.perf_counter() - started
-    report = diagnose(draws, seconds, draws.potential_calls, layout.names())
+    fits = warm is not None and np.shape(warm.get("last")) == (chains, layout.size)
+    draws, how = None, "cold"
+    if fits:
+        draws = nuts.sample(
+            potential,
+            np.asarray(warm["last"], dtype=np.float64),
+            warm_warmup,
+            samples,
+            seed,
+            step_size=np.asarray(warm["step_size"], dtype=np.float64),
+            inverse_mass=np.asarray(warm["inverse_mass"], dtype=np.float64),
+        )
+        how, redo = judge_warm_start(draws, "warm", warm)
+        calls = draws.potential_calls
+        if redo:
+            draws = None
+    if draws is None:
+        rng = np.random.default_rng([seed, 11])
+        init = layout.prior_mean() + 0.1 * layout.prior_sd() * rng.standard_normal(
+            (chains, layout.size)
+        )
+        draws = nuts.sample(potential, init, warmup, samples, seed)
+        if fits:  # the discarded warm run's cost counts
+            draws.potential_calls += calls
+        elif warm is not None:
+            how = "cold (the previous adaptation does not fit)"
+    report = diagnose(draws, time.perf_counter() - started, draws.potential_calls, layout.names())
+    report["start"] = how
+    report["adaptation"] = {
+        "last": draws.theta[:, -1].tolist(),
+        "step_size": draws.step_size.tolist(),
+        "inverse_mass": draws.inverse_mass.tolist(),
+    }
     return draws.theta.reshape(-1, layout.size), report

@@ -160,3 +160,23 @@ def test_cheap_runs_teach_the_expensive_level():
     alone, _ = rmse(Potential(u[11:], np.zeros(4, dtype=int), (y[11:] - m) / s, 1, 1e-6), 0)
     assert set(report["rhat"]) == set(Layout(2, 1).names()) and report["divergences"] >= 0
     assert both < 0.8 * alone, (both, alone)
+
+
+def test_a_warm_start_adapts_less_and_a_misfit_one_is_cold():
+    u, t, z = _runs(2, 8, 2, 12)
+    pot = Potential(u, t, z, 2, noise_floor=1e-6)
+    _, first = sample(pot, chains=2, warmup=100, samples=100, seed=0)
+    assert first["start"] == "cold" and set(first["adaptation"]) == {
+        "last",
+        "step_size",
+        "inverse_mass",
+    }
+    more = Potential(np.r_[u, [[0.5, 0.5]]], np.r_[t, 1], np.r_[z, 0.3], 2, noise_floor=1e-6)
+    _, cold = sample(more, chains=2, warmup=100, samples=100, seed=1)
+    theta, warm = sample(more, chains=2, warmup=100, samples=100, seed=1, warm=first["adaptation"])
+    assert warm["start"] == "warm", warm["start"]
+    assert warm["gradient_evaluations"] < cold["gradient_evaluations"]
+    assert theta.shape == (200, more.dim) and np.isfinite(theta).all()
+    three = Potential(u, t, z, 3, noise_floor=1e-6)  # more hyperparameters: not the same layout
+    _, misfit = sample(three, chains=2, warmup=20, samples=10, seed=2, warm=first["adaptation"])
+    assert misfit["start"] == "cold (the previous adaptation does not fit)"
