@@ -35,8 +35,7 @@ def variance_reduction(draws: list[Conditioned], candidates, reference, level: i
     for g in draws:
         A_c, A_r = g.whitened(candidates, t_c), g.whitened(reference, t_r)
         cross = g.prior(reference, t_r, candidates, t_c) - A_r.T @ A_c  # r x m
-        prior_var = g.prior(candidates[:1], t_c[:1], candidates[:1], t_c[:1])[0, 0]
-        var = torch.clamp(prior_var - (A_c * A_c).sum(0), min=0.0) + g.noise[level]
+        var = torch.clamp(g.prior_variance(level) - (A_c * A_c).sum(0), min=0.0) + g.noise[level]
         total += (cross * cross).mean(0) / var
     return (total / len(draws)).numpy()
 

@@ -284,8 +284,13 @@ class Conditioned:
         t = torch.full((len(u),), int(level), dtype=torch.int64)
         k = self.prior(self.u, self.t, u, t)
         A = torch.linalg.solve_triangular(self.L, k, upper=False)
-        prior_var = torch.diagonal(self.prior(u[:1], t[:1], u[:1], t[:1]))[0]
-        return k.T @ self.alpha, torch.clamp(prior_var - (A * A).sum(0), min=0.0)
+        return k.T @ self.alpha, torch.clamp(self.prior_variance(level) - (A * A).sum(0), min=0.0)
+
+    def prior_variance(self, level: int) -> torch.Tensor:
+        """``Var f_level(u)`` before any run, the same at every ``u``: ``sum_k c_k(level)^2
+        v_k``."""
+        c = scales(self.rho, torch.tensor([int(level)]), len(self.variances))[0]
+        return (c * c * self.variances).sum()
 
     def cross(self, u1, t1, u2, t2):
         """The latent's posterior covariance between runs ``(u1, t1)`` and ``(u2, t2)``."""

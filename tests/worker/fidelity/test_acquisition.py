@@ -97,3 +97,11 @@ def test_a_disagreement_at_the_top_level_with_its_level_by_cost(name):
     assert acquisition.choose(draws, candidates, reference, costs, "ivr") == acquisition.best(
         draws, candidates, reference, costs
     )
+
+
+def test_no_candidates_no_scores():
+    draws, rng = _draws(7)
+    empty = np.zeros((0, 2))
+    assert acquisition.variance_reduction(draws, empty, rng.random((5, 2)), 0, top=2).shape == (0,)
+    mean, var = draws[0].predict(empty, 2)
+    assert mean.shape == var.shape == (0,)
