@@ -148,7 +148,10 @@ def table(records: list[dict]) -> str:
         start = max(min(r["curve"][0][0] for r in group), 0.0)
         grid = np.linspace(start, budget, 200)
         for arm, runs in (("single", single), ("multi", multi)):
-            final = [runs[s]["curve"][-1] for s in seeds]
+            if not runs:
+                continue
+            final = [r["curve"][-1] for r in runs.values()]
+            cost, versus = (f"{budget:g}", "baseline") if arm == "single" else ("", "")
             if arm == "multi" and seeds:
                 costs_at = [reached(multi[s], single[s]["curve"][-1][1]) for s in seeds]
                 cost = f"{statistics.median(costs_at):.3g} of {budget:g}"
@@ -157,10 +160,8 @@ def table(records: list[dict]) -> str:
                     [curve_auc(multi[s], grid) for s in seeds],
                 )
                 versus = f"{100 * rd.mean:.1f} ± {100 * rd.sd:.1f}"
-            else:
-                cost, versus = f"{budget:g}", "baseline"
             lines.append(
-                f"| {name} | {':'.join(f'{c:g}' for c in costs)} | {how} | {arm} | {len(seeds)} "
+                f"| {name} | {':'.join(f'{c:g}' for c in costs)} | {how} | {arm} | {len(runs)} "
                 f"| {statistics.median(f[1] for f in final):.4g} "
                 f"| {statistics.median(f[2] for f in final):.4g} | {cost} | {versus} |"
             )

@@ -41,6 +41,9 @@ def test_the_table_compares_multi_with_single_seed_by_seed():
     # multi reached single's final RMSE at 1.5 and 2.0: the median 1.75
     assert lines[3].startswith("| forrester | 1:10 | ivr | multi | 2 | 1.5 |")
     assert "1.75 of 3" in lines[3]
+    # an arm without its pair (a run still going): its own row, no comparison
+    alone = table(records[:1]).splitlines()
+    assert len(alone) == 3 and alone[2].endswith("| 3 | baseline |")
 
 
 @pytest.mark.parametrize(("arm", "how"), [("single", "ivr"), ("multi", "ivr"), ("multi", "qb-mgp")])
