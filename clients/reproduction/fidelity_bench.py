@@ -59,11 +59,19 @@ def score(draws: list[Conditioned], level: int, u, truth, mean_y, sd_y) -> tuple
 
 
 def run(
-    problem: Problem, arm: str, costs, budget: float, seed: int, mcmc: dict, how: str = "ivr"
+    problem: Problem,
+    arm: str,
+    costs,
+    budget: float,
+    seed: int,
+    mcmc: dict,
+    how: str = "ivr",
+    log=None,
 ) -> dict:
     """One campaign of ``arm`` (``single`` or ``multi``) on ``problem`` until its cost reaches
     ``budget`` (in units of the expensive level's cost), choosing by ``how``
-    (:func:`worker.fidelity.acquisition.choose`: ``ivr`` or a disagreement acquisition)."""
+    (:func:`worker.fidelity.acquisition.choose`: ``ivr`` or a disagreement acquisition); a line
+    per refit to the file ``log``, if any."""
     d, top = problem.dim, 1
     rng = np.random.default_rng([seed, 3])
     n0 = d + 2
@@ -94,6 +102,13 @@ def run(
         draws = [Conditioned.of(pot, row) for row in theta[:: mcmc["thinning"]]]
         rmse, nlpd = score(draws, levels - 1, test, truth, mean_y, sd_y)
         curve.append([spent, rmse, nlpd, report["max_rhat"]])
+        if log is not None:
+            print(
+                f"{problem.name} {how} {arm} seed {seed}: cost {spent:.3g}, runs {len(t)}, "
+                f"RMSE {rmse:.4g}, R-hat {report['max_rhat']:.3f}",
+                file=log,
+                flush=True,
+            )
         if spent >= budget:
             break
         candidates = _sobol(d, CANDIDATES, [seed, step, 7])
@@ -199,9 +214,8 @@ def main(argv=None) -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for name in args.problems:
             for how, arm in itertools.product(args.acquisitions, ("single", "multi")):
-                record = run(PROBLEMS[name], arm, costs, args.budget, seed, mcmc, how)
+                record = run(PROBLEMS[name], arm, costs, args.budget, seed, mcmc, how, sys.stderr)
                 records.append(record)
-                print(json.dumps(record), file=sys.stderr, flush=True)
                 if args.out:
                     with open(args.out, "a") as f:
                         f.write(json.dumps(record) + "\n")

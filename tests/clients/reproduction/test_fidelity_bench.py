@@ -1,6 +1,8 @@
 """The in-process multi-fidelity comparison (:mod:`clients.reproduction.fidelity_bench`): its
 bookkeeping of cost, the curves' areas and the table, on hand-made records and one short run."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -48,8 +50,10 @@ def test_the_table_compares_multi_with_single_seed_by_seed():
 
 @pytest.mark.parametrize(("arm", "how"), [("single", "ivr"), ("multi", "ivr"), ("multi", "qb-mgp")])
 def test_a_short_run_spends_its_budget_at_its_levels_costs(arm, how):
-    record = run(PROBLEMS["forrester"], arm, (1.0, 10.0), 3.4, 0, TINY, how)
+    log = io.StringIO()
+    record = run(PROBLEMS["forrester"], arm, (1.0, 10.0), 3.4, 0, TINY, how, log)
     assert record["acquisition"] == how
+    assert len(log.getvalue().splitlines()) == len(record["curve"])  # a line per refit
     cheap, dear = record["runs"]
     spent = [c[0] for c in record["curve"]]
     assert spent[0] == pytest.approx(3.0 + (0.6 if arm == "multi" else 0.0))  # the designs
