@@ -204,15 +204,14 @@ def _beat(worker: Worker) -> float:
     return when.timestamp() if when is not None else 0.0
 
 
-def lane_load(connection, lane: str) -> tuple[list[Worker], int]:
-    """The workers that serve queue ``lane``, and the jobs waiting on all queues (one round
-    trip): what a refit counts before it takes idle workers
-    (:func:`service.jobs.fanout.free_workers`)."""
-    serving = [w for w in workers(connection) if lane in w.queue_names()]
+def load(connection) -> tuple[list[Worker], int]:
+    """The workers (:func:`workers`) and the jobs waiting on all queues: what a refit counts
+    before it takes idle workers (:meth:`service.store.jobs.Jobs.workforce`)."""
+    alive = workers(connection)
     with connection.pipeline(transaction=False) as pipe:
         for name in QUEUES:
             pipe.llen(queue(name, connection).key)
-        return serving, sum(pipe.execute())
+        return alive, sum(pipe.execute())
 
 
 # what a job that ran out of memory says (Python's MemoryError; torch's and numpy's allocators)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -231,7 +232,17 @@ def _checked(u, z, chains, samples, warmup):
     return u, z
 
 
-def run_chains(
+def run_chains(*args, target: Target | None = None, more=None, **kwargs) -> tuple[nuts.Draws, str]:
+    """:func:`chain_sampling` (the same arguments), its checks answered here: with a
+    ``target``, these chains run to it on their own (a group alone: pass its share), unless
+    ``more`` (``Draws -> int``, as :func:`worker.nuts.sample`'s) says when to stop instead;
+    with neither, the draws asked for. Returns the draws and ``"warm"`` or ``"cold"``."""
+    if more is None and target is not None:
+        more = target.more
+    return nuts.answered(chain_sampling(*args, **kwargs), more)
+
+
+def chain_sampling(
     u,
     z,
     chain_ids: list[int],
@@ -244,22 +255,18 @@ def run_chains(
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
     init: str = MCMC_DEFAULTS["init"],
-    target: Target | None = None,
     metric: str = "diag",
     label_noise=None,
     start_metric: bool = False,
     prior_mean=None,
-    more=None,
     noise_floor: float = MCMC_DEFAULTS["noise_floor"],
-) -> tuple[nuts.Draws, str]:
+) -> Generator[nuts.Draws, int, tuple[nuts.Draws, str]]:
     """NUTS for the chains numbered ``chain_ids`` of a posterior (all of them, or a group that a
     worker runs while others run the rest): each chain's initial point and random streams depend
-    only on ``seed`` and its number. Returns the draws and ``"warm"`` or ``"cold"``. With a
-    ``target``, these chains run to it on their own (a group: pass its share), unless ``more``
-    (``Draws -> int``, as :func:`worker.nuts.sample`'s) says when to stop instead: a group that
-    judges the target on all the chains together with the others (:meth:`Target.more_of`).
-    ``label_noise``, ``start_metric``, ``prior_mean``, ``noise_floor``: as
-    :func:`sample_posterior`'s."""
+    only on ``seed`` and its number. A generator (:func:`worker.nuts.sampling`): it yields the
+    kept draws at each check, is sent how many more per chain to run (0: stop), and returns the
+    draws and ``"warm"`` or ``"cold"``. ``label_noise``, ``start_metric``, ``prior_mean``,
+    ``noise_floor``: as :func:`sample_posterior`'s."""
     u, z = as_tensor(u), as_tensor(z).reshape(-1)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
@@ -268,15 +275,13 @@ def run_chains(
     settings = nuts.NutsSettings(
         target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=metric == "dense"
     )
-    if more is None and target is not None:
-        more = target.more
     ids = np.asarray(chain_ids, dtype=np.int64)
     if usable(warm_start, ids, potential):
         rows = {
             k: np.asarray(warm_start[k], dtype=np.float64)[ids]
             for k in ("last", "step_size", "inverse_mass")
         }
-        draws = nuts.sample(
+        draws = yield from nuts.sampling(
             potential,
             rows["last"],
             warm_warmup,
@@ -286,13 +291,12 @@ def run_chains(
             step_size=rows["step_size"],
             inverse_mass=rows["inverse_mass"],
             chain_ids=ids,
-            more=more,
         )
         return draws, "warm"
     start, guess = initial_points(potential, ids, seed, init)
     if not start_metric:
         guess = None
-    draws = nuts.sample(
+    draws = yield from nuts.sampling(
         potential,
         start,
         warmup,
@@ -300,7 +304,6 @@ def run_chains(
         seed,
         settings,
         chain_ids=ids,
-        more=more,
         inverse_mass=guess,
         adapt_mass=True,
     )

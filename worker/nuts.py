@@ -10,7 +10,8 @@ exceeds ``max_delta_h``; warm-up by dual averaging of the step size (target acce
 
 Sampling to a target: ``sample(..., more=f)`` calls ``f`` with the draws so far whenever the kept
 draws asked for are there; ``f`` answers how many more draws per chain to run (0: done), and the
-same chains go on from where they are, their adaptation frozen.
+same chains go on from where they are, their adaptation frozen. :func:`sampling` is the same as
+a generator, for a caller that answers from elsewhere (a chain group asking its peers).
 
 Speed: every step is one leapfrog of every chain, one call of the potential on a ``C x P`` batch,
 so the interpreter overhead is paid once for all chains. The trees are built iteratively (leaf by
@@ -29,6 +30,7 @@ The potential is any callable ``theta (C x P) -> (U (C), dU/dtheta (C x P))`` on
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -279,14 +281,18 @@ class _Run:
             self.out_leapfrog[c, j] = n_leapfrog
         self.iteration[c] = i + 1
 
-    def run(self, more=None) -> Draws:
+    def checks(self) -> Checks:
+        """The kept draws so far each time those asked for are there, each answered with how
+        many more per chain to run (0: stop); the draws at the end."""
         while True:
-            self.advance_all()
-            extra = int(more(self.draws())) if more is not None else 0
+            with np.errstate(all="ignore"):  # finished or diverged chains ride along
+                self.advance_all()
+            extra = int((yield self.draws()))
             if extra <= 0:
                 return self.draws()
-            self.extend(extra)
-            self.begin(np.arange(self.C))  # each chain's next iteration, from its own stream
+            with np.errstate(all="ignore"):
+                self.extend(extra)
+                self.begin(np.arange(self.C))  # each chain's next iteration, from its own stream
 
     def advance_all(self) -> None:
         """Steps until every chain has run ``self.total`` iterations."""
@@ -340,7 +346,28 @@ def _momentum_factor(inverse_mass: np.ndarray) -> np.ndarray:
     return np.diag(1.0 / np.sqrt(np.clip(np.diagonal(m), 1e-12, None)))
 
 
-def sample(
+Checks = Generator[Draws, int, Draws]
+
+
+def answered(checks: Checks, more=None) -> Draws:
+    """Drive a sampling's ``checks`` in this process: each answered by ``more`` (a callable
+    ``Draws -> int``; None: 0, the draws asked for and no more); the draws at the end."""
+    try:
+        draws = next(checks)
+        while True:
+            draws = checks.send(int(more(draws)) if more is not None else 0)
+    except StopIteration as done:
+        return done.value
+
+
+def sample(*args, more=None, **kwargs) -> Draws:
+    """:func:`sampling` (the same arguments), its checks answered here by ``more``: a callable
+    ``Draws -> int``, asked each time the kept draws asked for so far are there, how many more
+    per chain to run (0: stop)."""
+    return answered(sampling(*args, **kwargs), more)
+
+
+def sampling(
     potential,
     init: np.ndarray,
     warmup: int,
@@ -351,11 +378,12 @@ def sample(
     step_size=None,
     inverse_mass=None,
     chain_ids=None,
-    more=None,
     adapt_mass=None,
-) -> Draws:
+) -> Checks:
     """Run NUTS from ``init`` (``C x P``, one row per chain): ``warmup`` adapting iterations, then
-    ``samples`` kept ones per chain.
+    ``samples`` kept ones per chain, and as many more as the caller asks at each check: a
+    generator that yields the kept draws each time those asked for so far are there, is sent
+    how many more per chain to run (0: stop), and returns the draws.
 
     A warm start passes the adapted ``step_size`` (``C``) and ``inverse_mass`` (``C x P``
     diagonals or ``C x P x P``) of an earlier run: the mass matrix is kept and the warm-up only
@@ -363,8 +391,7 @@ def sample(
     guess that the warm-up's windows adapt from (and ``step_size``, if None, is found by Stan's
     heuristic). ``chain_ids``: the global numbers of these chains (default
     ``0..C-1``), which key their random streams: chain 3 draws the same whether it runs alone, in
-    a group or with all the others. ``more``: a callable ``Draws -> int``, asked each time the
-    kept draws asked for so far are there, how many more per chain to run (0: stop)."""
+    a group or with all the others."""
     s = settings or NutsSettings()
     with np.errstate(all="ignore"):  # finished or diverged chains ride along and may overflow
         run = _Run(
@@ -379,4 +406,4 @@ def sample(
             chain_ids,
             adapt_mass,
         )
-        return run.run(more)
+    return (yield from run.checks())

@@ -280,6 +280,7 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     gradient evaluations."""
     from redis import Redis
 
+    from fbgp_al.service import jobs
     from fbgp_al.service.jobs import fanout
     from fbgp_al.service.store import CampaignStore
     from fbgp_al.worker import fitting
@@ -287,11 +288,13 @@ def _group_run(args) -> tuple[np.ndarray, int]:
     spec, labels, ids, redis_url, token, warm = args
     torch.set_num_threads(1)
     data = fitting.prepare(spec, labels)
-    peers = None
-    if redis_url is not None:
-        groups = CampaignStore(Redis.from_url(redis_url)).groups
-        peers = fanout.Peers(groups, token, ids, spec["mcmc"]["chains"])
-    draws, _ = fitting.chains(spec, data, ids, warm, peers=peers)
+    steps = fitting.grouped(spec, data, ids, warm)
+    if redis_url is None:
+        draws, _ = fitting.alone(steps)
+    else:
+        store = CampaignStore(Redis.from_url(redis_url))
+        peers = fanout.Peers(token, ids, spec["mcmc"]["chains"])
+        draws, _ = jobs.judged(store, steps, peers)
     return draws.theta, draws.potential_calls
 
 

@@ -10,12 +10,20 @@ The API enqueues them by dotted name (``fbgp_al.service.jobs.refit``, ``.refit_c
 ``.sensitivity``: :data:`service.queues.JOBS`, the only functions a worker runs) and never
 imports this package, which loads torch. The chains' fan-out is :mod:`service.jobs.fanout`, a
 refit's heartbeat :mod:`service.jobs.lease`, the worker :mod:`service.jobs.process`.
+
+Every entry of a job into the store is made here, at most three into the campaign's nouns per
+job (what it reads, the candidates once sampled, what it writes; the workers it may take read
+with the first two): the math's steps (a chain group's checks, a ranking's scorings) are driven
+from here (:func:`judged`, :func:`driven`), and so is what the parts of a fanned-out refit
+exchange through the store while they run (:func:`_wait`, :func:`share_scoring`,
+:func:`score_part`); :mod:`service.jobs.fanout` is given values and says what to write.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import time
 
@@ -25,9 +33,11 @@ from rq import get_current_job
 from fbgp_al.service import costs, job_results
 from fbgp_al.service.jobs import fanout
 from fbgp_al.service.jobs.lease import lease, log_ids
+from fbgp_al.service.queues import ordinary
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
+from fbgp_al.service.store.models import Candidates
 from fbgp_al.worker import answers, effect_views, fitting, views
 from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.sensitivity import sensitivity_outputs
@@ -59,7 +69,7 @@ def refit(campaign_id: str) -> dict:
     store = _store()
     token = get_current_job().id
     began = time.time()
-    inputs = store.refits.inputs(campaign_id, token, began, start=True)
+    inputs = store.refits.inputs(campaign_id, token, began, start=True, workforce=True)
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
@@ -70,7 +80,7 @@ def refit(campaign_id: str) -> dict:
         where = fanout.chain_lane(
             fanout.lane(), inputs.previous, inputs.n, chains, get_settings().long_refit_seconds
         )
-        free = fanout.free_workers(store, campaign_id, began, where)
+        free = fanout.free_workers(inputs.workforce, campaign_id, where)
         groups = fanout.chain_groups(chains, free)
         if len(groups) > 1:
             return _fan_out(store, campaign_id, inputs, groups, token, began, where)
@@ -89,22 +99,20 @@ def refit(campaign_id: str) -> dict:
 
 def _fan_out(store, campaign_id, inputs, groups, token, began, where: str | None = None) -> dict:
     """A refit's chains as one job per group (on queue ``where``) and the merge after them
-    (:func:`service.jobs.fanout.dispatch`), tracked so that a delete or a failure stops them."""
+    (:func:`service.jobs.fanout.dispatch`), tracked first so that a delete or a failure stops
+    them (none enqueued if the campaign is gone)."""
     spec, n = inputs.spec, inputs.n
     warm = fitting.warm_start_of(spec, inputs.previous)
     timeout = costs.refit_timeout(spec, n, get_settings())
-
-    def track(job_ids: list[str]) -> bool:
-        now = time.time()
-        members = [f"refit:{j}" for j in job_ids]
-        # the last is the merge: while it waits its turn, nothing beats for the refit
-        return store.jobs.track(
-            campaign_id, members, now, now + 2 * timeout
-        ) and store.refits.note_merge(campaign_id, token, job_ids[-1])
-
-    merge = fanout.dispatch(
-        store.r, campaign_id, n, groups, warm, token, began, timeout, track, where
-    )
+    job_ids, now = fanout.new_ids(groups), time.time()
+    members = [f"refit:{j}" for j in job_ids]
+    merge = None
+    tracked = store.jobs.track(campaign_id, members, now, now + 2 * timeout)
+    # the last is the merge: while it waits its turn, nothing beats for the refit
+    if tracked and store.refits.note_merge(campaign_id, token, job_ids[-1]):
+        merge = fanout.dispatch(
+            store.r, campaign_id, n, groups, warm, token, began, timeout, where, job_ids
+        )
     return {"campaign": campaign_id, "n_labeled": n, "groups": groups, "merge": merge}
 
 
@@ -120,10 +128,17 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
 
     def fit():
         sampled = sample()
-        share = _share(store, campaign_id, spec, n, len(sampled.fits or [None]))
-        return lambda pool, exclude, pending, failures: fanout.driven(
-            fitting.ranked(spec, sampled, pool, exclude, pending, failures, started), share
-        )
+        outputs = len(sampled.fits or [None])
+
+        def rank(found: Candidates) -> tuple[dict, list]:
+            steps = fitting.ranked(
+                spec, sampled, found.pool, found.exclude, found.pending, found.failures, started
+            )
+            work, timeout = costs.scoring(spec, n, get_settings(), outputs)
+            share = share_scoring(store, campaign_id, work, timeout, found.workforce)
+            return driven(steps, share)
+
+        return rank
 
     return _under_lease(store, campaign_id, spec, n, token, began, fit)
 
@@ -139,14 +154,52 @@ def refit_chains(
     with lease(store, campaign_id, token):
         spec = inputs.spec
         data = fitting.prepare(spec, inputs.labels[:n])
-        peers = fanout.Peers(store.groups, token, chain_ids, spec["mcmc"]["chains"])
+        peers = fanout.Peers(token, chain_ids, spec["mcmc"]["chains"])
         try:
-            draws, how = fitting.chains(spec, data, chain_ids, warm, peers=peers)
+            draws, how = judged(store, fitting.grouped(spec, data, chain_ids, warm), peers)
         except BaseException:  # RQ's timeout and a stop included: the others must not wait
-            with contextlib.suppress(RedisError):
-                peers.abandon()
+            note = peers.abandoned()
+            if note is not None:
+                with contextlib.suppress(RedisError):
+                    store.groups.say(token, peers.me, note)
             raise
     return fanout.group_result(draws, how, warm)
+
+
+def judged(store, steps: fitting.GroupSteps, peers: fanout.Peers) -> tuple:
+    """A chain group's draws (:func:`worker.fitting.grouped`), its checks driven here: each
+    published to the other groups (:meth:`service.store.groups.Groups.publish`), and, unless it has
+    stopped, answered with every group's draws together once each has as many
+    (:meth:`service.jobs.fanout.Peers.together`; meanwhile :func:`_wait`). The math so calls nothing
+    of the jobs: the job calls it, and it answers with what it needs. Raises
+    :class:`service.jobs.fanout.PeersLost` when the others cannot be heard."""
+    groups, token = store.groups, peers.token
+    try:
+        check = next(steps)
+        while True:
+            note, draws = peers.note(check.theta, check.stopped)
+            groups.publish(token, peers.me, note, draws, fanout.PEERS_TTL)
+            together = None
+            while not check.stopped and together is None:
+                together = peers.together(check.theta, *groups.notes_and_draws(token))
+                if together is None:
+                    _wait(groups, peers)
+            check = steps.send(together)
+    except StopIteration as done:
+        return done.value
+
+
+def _wait(groups, peers: fanout.Peers) -> None:
+    """Sleep until another group says something new or counts as stopped, or until the wait's
+    patience is out (:meth:`service.jobs.fanout.Peers.until`), looking at their notes alone
+    every ``poll`` seconds, and saying again now and then that this group is there."""
+    seen = groups.notes(peers.token)
+    while time.monotonic() < peers.until():
+        time.sleep(peers.poll)
+        if (again := peers.again()) is not None:
+            groups.say(peers.token, peers.me, again)
+        if peers.moved(seen, groups.notes(peers.token)):
+            return
 
 
 def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began: float) -> dict:
@@ -204,7 +257,9 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
     try:
         with lease(store, campaign_id, token):
             rank = fit()
-            model, ranking = rank(*store.models.candidates(campaign_id, spec, time.time()))
+            model, ranking = rank(
+                store.models.candidates(campaign_id, spec, time.time(), workforce=True)
+            )
     except RedisError:
         raise  # the store is out of reach: nothing can be recorded; the refit is revived
     except Exception as error:  # MemoryError and RQ's JobTimeoutException included
@@ -235,18 +290,49 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
     }
 
 
-def _share(store, campaign_id: str, spec: dict, n: int, outputs: int = 1):
-    """How a refit on ``n`` labels scores its candidates: in parts over the idle workers of its
-    queue (:func:`service.jobs.fanout.share_scoring`), when the parts are worth it."""
-    work, timeout = costs.scoring(spec, n, get_settings(), outputs)
-    return fanout.share_scoring(store, campaign_id, work, timeout)
+def driven(steps: fitting.Steps, share) -> tuple[dict, list]:
+    """A ranking's result (:func:`worker.fitting.ranked`), its steps driven here: each scoring
+    (:class:`worker.fitting.ToScore`) through ``share`` (:func:`share_scoring`'s, which may score
+    its parts on idle workers), its scores sent back to the ranking. The math so calls nothing of
+    the jobs: the job calls it, and it answers with what it needs."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(share(step.fn, step.candidates))
+    except StopIteration as done:
+        return done.value
+
+
+def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int, workforce):
+    """How a refit scores its candidates (:func:`driven`): in parts over the idle workers of
+    its tenant's ordinary queue in ``workforce`` (read with the candidates), when the parts are
+    worth it (:func:`service.jobs.fanout.scoring_parts`): the scoring and the parts' candidates
+    kept in the store for the parts' jobs (:func:`score_part`) while they run
+    (:func:`service.jobs.fanout.scored_in_parts`), then deleted. ``timeout``: the refit's,
+    which its parts share (:func:`service.costs.scoring`)."""
+    queue = ordinary(fanout.lane())  # a long refit's parts are no longer than an ordinary refit
+
+    def share(fn, candidates):
+        m = len(candidates)
+        pieces = fanout.scoring_parts(m, work_per_candidate, workforce, campaign_id, queue)
+        if pieces is None:
+            return fn(candidates)
+        kept, ttl = fanout.kept_parts(candidates, pieces), timeout + fanout.SHARE_KEEP
+        key = store.groups.keep_scoring(json.dumps(fn.to_plain()), kept, ttl)
+        try:
+            return fanout.scored_in_parts(store.r, queue, key, fn, candidates, pieces, timeout)
+        finally:
+            store.groups.forget_scoring(key)
+
+    return share
 
 
 def score_part(key: str, start: int) -> dict:
-    """A part of a refit's scoring that an idle worker took
-    (:func:`service.jobs.fanout.share_scoring`): the scores of the candidates from ``start`` on
-    that are kept under ``key``, packed (:func:`worker.scoring.pack`)."""
-    return fanout.score_part(_store().groups, key, start)
+    """A part of a refit's scoring that an idle worker took (:func:`share_scoring`): the scores of
+    the candidates from ``start`` on that are kept under ``key``, packed
+    (:func:`worker.scoring.pack`)."""
+    scoring, part = _store().groups.scoring_part(key, start)
+    return fanout.part_scores(key, start, scoring, part)
 
 
 def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> dict:

@@ -1,6 +1,9 @@
 """A refit's work fanned out over idle workers: its chains as one job per group of chains and a
 merge job that depends on them all (RQ ``depends_on``), and its scoring as parts of the
-candidates that idle workers take while the refit scores its own part (:func:`share_scoring`).
+candidates that idle workers take while the refit scores its own part (:func:`scoring_parts`,
+:func:`scored_in_parts`). What the parts of a refit write and read in the store (the chain
+groups' draws, a scoring's parts) the jobs of :mod:`service.jobs` write and read; this module
+says what to write and what it means (:class:`Peers`).
 The jobs are :func:`service.jobs.refit_chains`, :func:`service.jobs.refit_merge` and
 :func:`service.jobs.score_part`, enqueued by dotted name."""
 
@@ -12,7 +15,6 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 import torch
@@ -23,13 +25,10 @@ from rq.job import Dependency, Job, JobStatus
 from fbgp_al.service import job_results, queues
 from fbgp_al.service.job_results import REFIT_RESULT_TTL
 from fbgp_al.service.queues import REFIT, ordinary
-from fbgp_al.service.store.groups import Groups
-from fbgp_al.worker.fitting import Steps
+from fbgp_al.service.store.jobs import Workforce
 from fbgp_al.worker.gp import SCORE_ALIGN
 from fbgp_al.worker.nuts import Draws
 from fbgp_al.worker.scoring import Scoring, pack, unpack
-
-T = TypeVar("T")
 
 
 def chain_groups(chains: int, workers: int) -> list[list[int]]:
@@ -68,24 +67,23 @@ def chain_lane(own: str, previous: dict | None, n: int, chains: int, short_secon
     return ordinary(own) if per_chain * math.ceil(chains / 2) <= short_seconds else own
 
 
-def free_workers(store, campaign_id: str, now: float, queue: str | None = None) -> int:
-    """How many workers this refit's chains may take: this one and those serving its queue
-    (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that no
-    chain group goes ahead of another campaign's waiting refit), and no more than the
-    campaign's fair share of those workers among the campaigns that want one
-    (:meth:`service.store.jobs.Jobs.wanting_workers`), so that a campaign whose simulators
-    are out still finds a worker when their labels come."""
-    connection = store.r
+def free_workers(workforce: Workforce, campaign_id: str, queue: str | None = None) -> int:
+    """How many workers this refit's chains may take, of the ``workforce`` read with its inputs
+    or candidates (:meth:`service.store.jobs.Jobs.workforce`): this one and those serving its
+    queue (:func:`lane`, or ``queue``) that would idle (idle ones less the jobs queued, so that
+    no chain group goes ahead of another campaign's waiting refit), and no more than the
+    campaign's fair share of those workers among the campaigns that want one, so that a
+    campaign whose simulators are out still finds a worker when their labels come."""
     job = get_current_job()
     me = job.worker_name if job else None
     queue = queue or lane()
-    workers, waiting = queues.lane_load(connection, queue)
-    idle = sum(1 for w in workers if w.name != me and w.get_state() == "idle")
-    free = 1 + max(0, idle - waiting)
+    serving = [hand for hand in workforce.hands if queue in hand.queues]
+    idle = sum(1 for hand in serving if hand.name != me and hand.state == "idle")
+    free = 1 + max(0, idle - workforce.waiting)
     if free == 1:
         return 1
-    sharing = len(store.jobs.wanting_workers(now) | {campaign_id})
-    return max(1, min(free, len(workers) // sharing))
+    sharing = len(workforce.wanting | {campaign_id})  # read: more idle than waiting
+    return max(1, min(free, len(serving) // sharing))
 
 
 def dispatch(
@@ -97,21 +95,19 @@ def dispatch(
     token: str,
     began: float,
     timeout: int = 3600,
-    track: Callable[[list[str]], bool] | None = None,
     chains_queue: str | None = None,
-) -> str | None:
+    job_ids: list[str] | None = None,
+) -> str:
     """Enqueue one job per group of chains and the merge after them; the merge's job id. The
     groups queue behind whatever was queued since the workers were counted, on
     ``chains_queue`` (:func:`chain_lane`; default the refit's own queue, :func:`lane`), the
-    merge on the refit's own."""
+    merge on the refit's own. ``job_ids``: the groups' and the merge's (:func:`new_ids`,
+    noted beforehand for a delete to stop), or new ones."""
     queue = queues.queue(lane(), connection)
     groups_queue = (
         queue if chains_queue in (None, lane()) else queues.queue(chains_queue, connection)
     )
-    # their ids are noted first (``track``: False if the campaign is gone), for a delete to stop
-    job_ids = [uuid.uuid4().hex for _ in range(len(groups) + 1)]
-    if track is not None and not track(job_ids):
-        return None
+    job_ids = job_ids or new_ids(groups)
     jobs = [
         groups_queue.enqueue_call(
             "fbgp_al.service.jobs.refit_chains",
@@ -135,6 +131,11 @@ def dispatch(
         job_id=job_ids[-1],
     )
     return merge.id
+
+
+def new_ids(groups: list[list[int]]) -> list[str]:
+    """Job ids for ``groups``' jobs and, last, their merge's (:func:`dispatch`)."""
+    return [uuid.uuid4().hex for _ in range(len(groups) + 1)]
 
 
 def merged(connection, job_ids: list[str]) -> tuple[Draws, str, dict | None] | None:
@@ -169,19 +170,21 @@ class PeersLost(RuntimeError):
 
 
 class Peers:
-    """The chain groups of one refit (``token``) telling each other where they are, in Redis:
-    each group's note (the shape of its latest draws, whether it has stopped, and when it last
-    said so) in one hash, and its latest draws (``C x S x P``, float64) in another.
+    """Where the chain groups of one refit (``token``) are, as this group (``chain_ids``) reads
+    their notes: each group's note (the shape of its latest draws, whether it has stopped, and
+    when it last said so) in one hash, and its latest draws (``C x S x P``, float64) in another
+    (:class:`service.store.groups.Groups`). Its job (:func:`service.jobs.refit_chains`) reads
+    and writes them; this object says what to write and what the notes read mean.
 
-    :func:`worker.fitting.chains` publishes this group's draws at each of the sampler's checks and
-    waits (:meth:`together`) until every other group has published as many, then judges the
-    target on all the chains in chain order. Every group so takes the same decision at the same
-    check, the one a single process running every chain takes: the merged draws are those of
-    one process, bit for bit, whatever the number of groups and whenever each runs."""
+    At each check of its sampling (:func:`worker.fitting.grouped`) the job publishes this
+    group's draws (:meth:`note`) and waits until every other group has published as many
+    (:meth:`together`), then sends them to the sampling, which judges the target on all the
+    chains in chain order. Every group so takes the same decision at the same check, the one a
+    single process running every chain takes: the merged draws are those of one process, bit
+    for bit, whatever the number of groups and whenever each runs."""
 
     def __init__(
         self,
-        groups: Groups,
         token: str,
         chain_ids: list[int],
         chains: int,
@@ -189,7 +192,6 @@ class Peers:
         poll: float = PEERS_POLL,
         patience: float = PEERS_PATIENCE,
     ):
-        self.groups = groups
         self.token = token
         self.me = str(chain_ids[0])
         self.mine = len(chain_ids)
@@ -198,28 +200,36 @@ class Peers:
         self.poll = poll
         self.patience = patience
         self.started = time.monotonic()
+        self.waited = self.started
         self._meta: dict = {}
 
-    def publish(self, theta: np.ndarray, stopped: bool) -> None:
+    def note(self, theta: np.ndarray, stopped: bool) -> tuple[str, bytes]:
+        """This group's note and draws to publish: ``theta``, ``stopped`` or not; a wait for
+        the others (:meth:`together`) starts now."""
         self._meta = {"shape": list(theta.shape), "stopped": stopped, "at": time.time()}
-        data = np.ascontiguousarray(theta, dtype=np.float64).tobytes()
-        self.groups.publish(self.token, self.me, json.dumps(self._meta), data, PEERS_TTL)
+        self.waited = time.monotonic()
+        return json.dumps(self._meta), np.ascontiguousarray(theta, dtype=np.float64).tobytes()
 
-    def _say(self) -> None:
-        """This group's note again, as it stands now."""
+    def again(self) -> str | None:
+        """This group's note again, as it stands now, once a tenth of ``stale`` has passed
+        since it last said it (so that a wait for slower groups is not taken for a dead worker);
+        None if it is not due (or nothing was published)."""
+        if not self._meta or time.time() - self._meta["at"] <= self.stale / 10:
+            return None
         self._meta["at"] = time.time()
-        self.groups.say(self.token, self.me, json.dumps(self._meta))
+        return json.dumps(self._meta)
 
-    def abandon(self) -> None:
-        """Say that this group has stopped (its sampling failed), so that no other group waits
-        for it; the merge then runs the missing chains itself."""
-        if self._meta:
-            self._meta["stopped"] = True
-            self._say()
+    def abandoned(self) -> str | None:
+        """The note that says this group has stopped (its sampling failed), so that no other
+        group waits for it; None if it never published. The merge then runs the missing
+        chains itself."""
+        if not self._meta:
+            return None
+        self._meta.update(stopped=True, at=time.time())
+        return json.dumps(self._meta)
 
-    def _notes(self, raw: dict | None = None) -> dict[str, dict]:
-        """The other groups' notes, by name (from ``raw``, the hash of notes, if read)."""
-        raw = self.groups.notes(self.token) if raw is None else raw
+    def notes(self, raw: dict[bytes, bytes]) -> dict[str, dict]:
+        """The other groups' notes, by name, from ``raw`` (the hash of notes)."""
         return {
             name.decode(): json.loads(note)
             for name, note in raw.items()
@@ -229,44 +239,47 @@ class Peers:
     def _stopped(self, note: dict, now: float) -> bool:
         return bool(note["stopped"]) or now - note["at"] > self.stale
 
-    def wait(self, until: float = math.inf) -> None:
-        """Sleep until another group says something new or counts as stopped, or until
-        ``until`` (``time.monotonic()``), looking at their notes alone (not their draws) every
-        ``poll`` seconds; every tenth of ``stale``, say again that this group is there (so that
-        a wait for slower groups is not taken for a dead worker)."""
-        seen = self._notes()
-        while time.monotonic() < until:
-            time.sleep(self.poll)
-            if self._meta and time.time() - self._meta["at"] > self.stale / 10:
-                self._say()
-            notes, now = self._notes(), time.time()
-            if notes != seen or any(self._stopped(n, now) for n in notes.values()):
-                return
+    def moved(self, seen: dict[bytes, bytes], raw: dict[bytes, bytes]) -> bool:
+        """Whether another group has said something new since its notes were ``seen``, or
+        counts as stopped (``raw``: the notes read now)."""
+        notes, now = self.notes(raw), time.time()
+        return notes != self.notes(seen) or any(self._stopped(n, now) for n in notes.values())
 
-    def together(self, theta: np.ndarray) -> np.ndarray:
+    def patient(self) -> float:
+        """How long (seconds) this group waits at a check for every other group to say
+        something: the patience (see ``PEERS_PATIENCE``), or twice as long as it took to get
+        to its first check."""
+        return max(self.patience, 2 * (self.waited - self.started))
+
+    def until(self) -> float:
+        """When (``time.monotonic()``) a wait for the others ends at the latest, to look at
+        their draws again (:meth:`together` then says whether the patience is out)."""
+        return self.waited + self.patient() + self.poll
+
+    def together(
+        self, theta: np.ndarray, raw: dict[bytes, bytes], draws: dict[bytes, bytes]
+    ) -> np.ndarray | None:
         """Every chain's first ``S`` draws (``theta``, this group's ``C x S x P``, published),
-        in chain order, once every other group has published at least ``S``. Raises
-        :class:`PeersLost` if a group stopped or went silent short of them, or if not every
-        group has said anything within the patience (see ``PEERS_PATIENCE``)."""
+        in chain order, if every other group has published at least ``S`` (``raw``: the notes,
+        ``draws``: their draws, read together); None while not. Raises :class:`PeersLost` if
+        a group stopped or went silent short of them, or if not every group has said anything
+        within the patience (:meth:`patient`) since this check's draws were published."""
         have = theta.shape[1]
-        patience = max(self.patience, 2 * (time.monotonic() - self.started))
-        waited = time.monotonic()
-        while True:
-            raw, draws = self.groups.notes_and_draws(self.token)  # each note matches its draws
-            notes, now = self._notes(raw), time.time()
-            heard = self.mine + sum(note["shape"][0] for note in notes.values())
-            short = [note for note in notes.values() if note["shape"][1] < have]
-            if heard == self.chains and not short:
-                parts = {int(self.me): theta}
-                for name, note in notes.items():
-                    rows = np.frombuffer(draws[name.encode()], dtype=np.float64)
-                    parts[int(name)] = rows.reshape(note["shape"])[:, :have]
-                return np.concatenate([parts[first] for first in sorted(parts)])
-            if any(self._stopped(note, now) for note in short):
-                raise PeersLost(f"a chain group stopped short of {have} draws")
-            if heard < self.chains and time.monotonic() - waited > patience:
-                raise PeersLost(f"not every chain group started within {patience:.0f} s")
-            self.wait(waited + patience + self.poll)
+        notes, now = self.notes(raw), time.time()
+        heard = self.mine + sum(note["shape"][0] for note in notes.values())
+        short = [note for note in notes.values() if note["shape"][1] < have]
+        if heard == self.chains and not short:
+            parts = {int(self.me): theta}
+            for name, note in notes.items():
+                rows = np.frombuffer(draws[name.encode()], dtype=np.float64)
+                parts[int(name)] = rows.reshape(note["shape"])[:, :have]
+            return np.concatenate([parts[first] for first in sorted(parts)])
+        if any(self._stopped(note, now) for note in short):
+            raise PeersLost(f"a chain group stopped short of {have} draws")
+        patience = self.patient()
+        if heard < self.chains and time.monotonic() - self.waited > patience:
+            raise PeersLost(f"not every chain group started within {patience:.0f} s")
+        return None
 
 
 def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
@@ -280,7 +293,8 @@ def group_result(draws: Draws, how: str, warm: dict | None) -> dict:
 # of the predictive variances, about 0.1 s of scoring here), and a part that a worker took is
 # awaited for at most SHARE_PATIENCE times as long as this refit's own part took (its worker may
 # have died), then scored here. What the parts score is kept in Redis for at most their timeout
-# and SHARE_KEEP seconds more (the refit deletes it once it has every part's scores).
+# and SHARE_KEEP seconds more (the refit deletes it once it has every part's scores). The refit
+# job reads and writes it (:func:`service.jobs._share`).
 SHARE_MIN_WORK = 2e9
 SHARE_MIN_CANDIDATES = 500
 SHARE_PATIENCE = 5.0
@@ -288,77 +302,69 @@ SHARE_POLL = 0.01
 SHARE_KEEP = 60
 
 
-def share_scoring(store, campaign_id: str, work_per_candidate: float, timeout: int):
-    """How a refit job scores (:func:`driven`): the candidates split into one part
-    for this job and one for each worker of the refit's tenant's ordinary queue
-    (:func:`service.queues.ordinary`: light workers serve it too) that is idle now (as
-    :func:`free_workers` counts them), each part a :func:`service.jobs.score_part` job at the
-    front of that queue. The jobs' arguments are plain: the key under which the scoring
-    (:class:`worker.scoring.Scoring`, as JSON) and each part's candidates are kept
-    (:func:`service.keys.scoring`), and where the part starts. This job scores its own part
-    meanwhile, then takes each other part's result, or scores that part itself if no worker
-    has taken it yet (it is taken off the queue first: never scored twice over), if its job
-    failed, or if it is overdue. Each candidate's score depends on it alone, and the parts
-    start where one job's chunks would (:func:`aligned_parts`), so the scores are those of one
-    job, bit for bit, in the same order."""
-    connection = store.r
-
-    def share(fn: Scoring, candidates: torch.Tensor) -> torch.Tensor:
-        m = len(candidates)
-        if m * work_per_candidate < SHARE_MIN_WORK:
-            return fn(candidates)
-        name = ordinary(lane())  # a long refit's parts are no longer than an ordinary refit
-        free = free_workers(store, campaign_id, time.time(), name)
-        parts = min(free, m // SHARE_MIN_CANDIDATES, -(-m // SCORE_ALIGN))
-        if parts <= 1:
-            return fn(candidates)
-        pieces = aligned_parts(m, parts)
-        queue = queues.queue(name, connection)
-        kept = {f"candidates:{int(p[0])}": json.dumps(pack(candidates[p])) for p in pieces[1:]}
-        key = store.groups.keep_scoring(json.dumps(fn.to_plain()), kept, timeout + SHARE_KEEP)
-        try:
-            jobs = [
-                queue.enqueue_call(
-                    "fbgp_al.service.jobs.score_part",
-                    args=(key, int(p[0])),
-                    timeout=timeout,
-                    result_ttl=SHARE_KEEP,
-                    failure_ttl=3600,
-                    at_front=True,
-                )
-                for p in pieces[1:]
-            ]
-            started = time.perf_counter()
-            scores = [fn(candidates[pieces[0]])]
-            patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0
-            for job, piece in zip(jobs, pieces[1:], strict=True):
-                scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
-        finally:
-            store.groups.forget_scoring(key)
-        return torch.cat(scores)
-
-    return share
+def scoring_parts(
+    m: int, work_per_candidate: float, workforce: Workforce, campaign_id: str, queue: str
+) -> list[np.ndarray] | None:
+    """How a refit scores ``m`` candidates: None, all of them in the job, unless the parts are
+    worth a job each (:data:`SHARE_MIN_WORK`, :data:`SHARE_MIN_CANDIDATES`); else one part for
+    the job and one for each worker of ``queue`` (the refit's tenant's ordinary queue,
+    :func:`service.queues.ordinary`: light workers serve it too) that is idle in ``workforce``
+    (read with the candidates, as :func:`free_workers` counts them), each starting where one
+    job's chunks would (:func:`aligned_parts`), so that the scores are those of one job, bit for
+    bit, in the same order (each candidate's score depends on it alone)."""
+    if m * work_per_candidate < SHARE_MIN_WORK:
+        return None
+    free = free_workers(workforce, campaign_id, queue)
+    parts = min(free, m // SHARE_MIN_CANDIDATES, -(-m // SCORE_ALIGN))
+    return aligned_parts(m, parts) if parts > 1 else None
 
 
-def driven(steps: Steps[T], share: Callable[[Scoring, torch.Tensor], torch.Tensor]) -> T:
-    """A ranking's result (:func:`worker.fitting.ranked`), its steps driven from the refit job:
-    each scoring (:class:`worker.fitting.ToScore`) through ``share`` (:func:`share_scoring`'s,
-    which may score its parts on idle workers), its scores sent back to the ranking. The math
-    so calls nothing of the jobs: the job calls it, and it answers with what it needs."""
-    try:
-        step = next(steps)
-        while True:
-            step = steps.send(share(step.fn, step.candidates))
-    except StopIteration as done:
-        return done.value
+def kept_parts(candidates: torch.Tensor, pieces: list[np.ndarray]) -> dict[str, str]:
+    """What is kept for the parts' jobs (:meth:`service.store.groups.Groups.keep_scoring`):
+    each other part's candidates, packed, under ``candidates:<start>``."""
+    return {f"candidates:{int(p[0])}": json.dumps(pack(candidates[p])) for p in pieces[1:]}
 
 
-def score_part(groups: Groups, key: str, start: int) -> dict:
-    """The scores of the part of a shared scoring that starts at candidate ``start``
-    (:func:`share_scoring`), from what is kept under ``key``, as :func:`worker.scoring.pack`
-    gives them. LookupError if that is gone (the refit has its scores already, or it
-    expired)."""
-    scoring, part = groups.scoring_part(key, start)
+def scored_in_parts(
+    connection,
+    queue_name: str,
+    key: str,
+    fn: Scoring,
+    candidates: torch.Tensor,
+    pieces: list[np.ndarray],
+    timeout: int,
+) -> torch.Tensor:
+    """``fn``'s scores of ``candidates`` in ``pieces`` (:func:`scoring_parts`), each but the
+    first a :func:`service.jobs.score_part` job at the front of queue ``queue_name``, given the
+    key under which the scoring and the parts' candidates are kept (:func:`kept_parts`) and
+    where its part starts. This job scores the first part meanwhile, then takes each other
+    part's result, or scores that part itself if no worker has taken it yet (it is taken off
+    the queue first: never scored twice over), if its job failed, or if it is overdue."""
+    queue = queues.queue(queue_name, connection)
+    jobs = [
+        queue.enqueue_call(
+            "fbgp_al.service.jobs.score_part",
+            args=(key, int(p[0])),
+            timeout=timeout,
+            result_ttl=SHARE_KEEP,
+            failure_ttl=3600,
+            at_front=True,
+        )
+        for p in pieces[1:]
+    ]
+    started = time.perf_counter()
+    scores = [fn(candidates[pieces[0]])]
+    patience = SHARE_PATIENCE * (time.perf_counter() - started) + 1.0
+    for job, piece in zip(jobs, pieces[1:], strict=True):
+        scores.append(_part(queue, job, patience, lambda p=piece: fn(candidates[p])))
+    return torch.cat(scores)
+
+
+def part_scores(key: str, start: int, scoring: bytes | None, part: bytes | None) -> dict:
+    """The scores of the part of a shared scoring that starts at candidate ``start``, of
+    ``scoring`` and ``part`` as kept under ``key``
+    (:meth:`service.store.groups.Groups.scoring_part`), as :func:`worker.scoring.pack` gives
+    them. LookupError if they are gone (the refit has its scores already, or they expired)."""
     if scoring is None or part is None:
         raise LookupError(f"no part at {start} of scoring {key!r}: its refit is done with it")
     fn = Scoring.from_plain(json.loads(scoring))

@@ -51,6 +51,7 @@ class CampaignStore:
             redis,
             s,
             campaigns=self.campaigns,
+            jobs=self.jobs,
             tickets=self.tickets,
             runs=self.runs,
             history=self.history,

@@ -1,9 +1,10 @@
 """A campaign's RQ jobs, noted (``track.lua``, ``admit_short.lua``) so that a delete or a
-failure can stop them; which campaigns want a worker."""
+failure can stop them; the workers as a refit counts them, and which campaigns want one."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from fbgp_al.service import queues
 from fbgp_al.service.keys import SHORTS
@@ -11,6 +12,27 @@ from fbgp_al.service.store.campaigns import Campaigns
 from fbgp_al.service.store.noun import Noun
 
 log = logging.getLogger("fbgp.store")
+
+
+@dataclass(frozen=True)
+class Hand:
+    """A worker as a refit counts it: its name, the queues it serves, its state (``idle``...)."""
+
+    name: str
+    queues: frozenset[str]
+    state: str
+
+
+@dataclass(frozen=True)
+class Workforce:
+    """The workers as they are (:meth:`Jobs.workforce`), for a refit to count the idle ones it
+    may take (:func:`service.jobs.fanout.free_workers`): every worker, the jobs waiting on all
+    queues, and the campaigns that want a worker (:meth:`Jobs.wanting_workers`; None when no
+    more workers idle than jobs wait, so that no refit may take one)."""
+
+    hands: tuple[Hand, ...]
+    waiting: int
+    wanting: frozenset[str] | None
 
 
 class Jobs(Noun):
@@ -33,6 +55,15 @@ class Jobs(Noun):
             for campaign_id, refit, out in zip(ids, answers[::2], answers[1::2], strict=True)
             if refit in (b"queued", b"running") or out
         }
+
+    def workforce(self, now: float) -> Workforce:
+        """The workers, their states and the jobs waiting (:func:`service.queues.load`), and,
+        only when more workers idle than jobs wait, the campaigns that want a worker."""
+        workers, waiting = queues.load(self.r)
+        hands = tuple(Hand(w.name, frozenset(w.queue_names()), w.get_state()) for w in workers)
+        idle = sum(1 for hand in hands if hand.state == "idle")
+        wanting = frozenset(self.wanting_workers(now)) if idle > waiting else None
+        return Workforce(hands, waiting, wanting)
 
     def track(self, campaign_id: str, members: list[str], now: float, until: float) -> bool:
         """Note jobs (``refit:<id>``, ``short:<id>``) among the campaign's, for a delete or a

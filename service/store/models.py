@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import NamedTuple
 
 from fbgp_al.service import loop, stopping
 from fbgp_al.service.keys import PHASES
@@ -15,37 +16,55 @@ from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store.campaigns import Campaigns
 from fbgp_al.service.store.counters import Counters
 from fbgp_al.service.store.history import History
+from fbgp_al.service.store.jobs import Jobs, Workforce
 from fbgp_al.service.store.noun import Noun
 from fbgp_al.service.store.pollers import Pollers
 from fbgp_al.service.store.runs import Runs
 from fbgp_al.service.store.tickets import Tickets
 from fbgp_al.worker.vocabulary.defaults import STOP_TARGETS, failure_options
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 log = logging.getLogger("fbgp.store")
+
+
+class Candidates(NamedTuple):
+    """What a refit ranks (:meth:`Models.candidates`), and the workers if asked."""
+
+    pool: GridPool | PointPool
+    exclude: set[int]
+    pending: list[int]
+    failures: list[dict]
+    workforce: Workforce | None = None
 
 
 class Models(Noun):
     """Models, evaluations, and the stopping rule's stop and the owner's resume."""
 
     campaigns: Campaigns
+    jobs: Jobs
     tickets: Tickets
     runs: Runs
     history: History
     pollers: Pollers
     counters: Counters
 
-    def candidates(self, campaign_id: str, spec: dict, now: float) -> tuple:
-        """What a refit ranks, as of ``now``: ``(pool, exclude, pending, failures)``: the pool
+    def candidates(
+        self, campaign_id: str, spec: dict, now: float, workforce: bool = False
+    ) -> Candidates:
+        """What a refit ranks, as of ``now`` (:class:`Candidates`): the pool
         (:func:`worker.vocabulary.pools.pool_of`), the indices never to offer again (labeled, unless
         the campaign allows repeats, and failed for good: :func:`service.loop.failed_for_good`), the
         points out now (for the batch's pending points), and the failed runs its failure model
         counts (:meth:`service.store.runs.Runs.counted_failures`), those that failed while the
-        posterior was sampled included."""
+        posterior was sampled included; with ``workforce``, the workers as they are now, for its
+        scoring to take idle ones (:meth:`service.store.jobs.Jobs.workforce`)."""
         snap = self.tickets.snapshot(campaign_id, now)
         exclude = set(loop.never_offered(spec, snap))
         with_model = failure_options(spec)[0] != "none"
         failures = self.runs.counted_failures(campaign_id) if with_model else []
-        return self.campaigns.pool(campaign_id, spec), exclude, sorted(snap.pending), failures
+        pool = self.campaigns.pool(campaign_id, spec)
+        workers = self.jobs.workforce(now) if workforce else None
+        return Candidates(pool, exclude, sorted(snap.pending), failures, workers)
 
     def save(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer

@@ -19,7 +19,7 @@ from fbgp_al.service.loop import Rules
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store.campaigns import Campaigns
-from fbgp_al.service.store.jobs import Jobs
+from fbgp_al.service.store.jobs import Jobs, Workforce
 from fbgp_al.service.store.models import Models
 from fbgp_al.service.store.noun import Noun
 from fbgp_al.service.store.pollers import Pollers
@@ -38,13 +38,15 @@ DIED = (
 @dataclass
 class RefitInputs:
     """What a refit reads as it starts (:meth:`Refits.inputs`): the spec, the labels (the
-    refit's ``n``) and the latest model (for a warm start), of one instant. The failed runs its
-    failure model counts are read with the candidates, once the posterior is sampled
+    refit's ``n``) and the latest model (for a warm start), of one instant, and, if asked, the
+    workers (for its chains to take idle ones). The failed runs its failure model counts are
+    read with the candidates, once the posterior is sampled
     (:meth:`service.store.models.Models.candidates`)."""
 
     spec: dict
     labels: list[dict]
     previous: dict | None
+    workforce: Workforce | None = None
     n: int = field(init=False)
 
     def __post_init__(self):
@@ -218,11 +220,12 @@ class Refits(Noun):
         return bool(self.s.beat(keys=keys, args=[token, now, "1" if start else "0"]))
 
     def inputs(
-        self, campaign_id: str, token: str, now: float, start: bool = False
+        self, campaign_id: str, token: str, now: float, start: bool = False, workforce: bool = False
     ) -> RefitInputs | None:
         """Refit ``token``'s beat (``start``: it begins now) and, if it is in charge, what it
-        reads, in one round trip (:class:`RefitInputs`); None if another refit is in charge or
-        the campaign was deleted."""
+        reads, in one round trip (:class:`RefitInputs`), and with ``workforce`` the workers
+        (:meth:`service.store.jobs.Jobs.workforce`); None if another refit is in charge or the
+        campaign was deleted."""
         if not self.beat(campaign_id, token, now, start=start):
             return None
         pipe = self.r.pipeline(transaction=True)
@@ -236,6 +239,7 @@ class Refits(Noun):
             json.loads(spec),
             [json.loads(v) for v in labels],
             None if model is None else json.loads(model),
+            self.jobs.workforce(now) if workforce else None,
         )
 
     def fail(

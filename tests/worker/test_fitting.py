@@ -132,7 +132,7 @@ D = torch.float64
 
 
 def _in_parts(k):
-    """A share (as a refit job drives a ranking's steps with: service.jobs.fanout.driven) that
+    """A share (as a refit job drives a ranking's steps with: service.jobs.driven) that
     scores the candidates in ``k`` parts, one after another, and says how many candidates it
     was asked to score each time."""
     calls = []
@@ -166,7 +166,7 @@ def test_a_refit_ranks_the_same_when_its_scoring_is_shared(mode):
     data = fitting.prepare(spec, labels)
     post = fitting.posterior(spec, data, None)
     pool = GridPool(dim=2, points_per_dim=30)
-    from fbgp_al.service.jobs.fanout import driven
+    from fbgp_al.service.jobs import driven
     from fbgp_al.worker.fitting.ranking import ranked
 
     _, alone = fitting.model_and_ranking(spec, pool, data, post, set(), [7, 300], 0.0)

@@ -22,9 +22,13 @@ from fbgp_al.worker.fitting.outputs import (
     worst_accuracy,
 )
 from fbgp_al.worker.fitting.posteriors import (
+    Check,
     Data,
+    GroupSteps,
+    alone,
     chains,
     failure_model,
+    grouped,
     input_scale_prior,
     label_noise,
     noise_floor,
@@ -46,16 +50,20 @@ from fbgp_al.worker.vocabulary.defaults import output_names
 from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 __all__ = [
+    "Check",
     "Data",
+    "GroupSteps",
     "OutputFit",
     "Sampled",
     "Steps",
     "ToScore",
     "accuracy_of",
+    "alone",
     "chains",
     "failure_model",
     "fit",
     "fit_outputs",
+    "grouped",
     "here",
     "input_scale_prior",
     "label_noise",

@@ -1,8 +1,9 @@
 """A refit's posterior: the labels in the GP's units, NUTS on all of them (or some chains of
-it), and the failure model beside it."""
+it: a chain group, whose checks its driver answers), and the failure model beside it."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,14 @@ import torch
 
 from fbgp_al.worker.feasibility.campaign import fit_campaign
 from fbgp_al.worker.laplace import laplace_posterior
-from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior, Target, run_chains, sample_posterior
+from fbgp_al.worker.mcmc import (
+    MODE_DRAWS,
+    Posterior,
+    Target,
+    chain_sampling,
+    sample_posterior,
+)
+from fbgp_al.worker.nuts import Draws
 from fbgp_al.worker.transforms import OutputStandardization, as_tensor
 from fbgp_al.worker.vocabulary.defaults import (
     MCMC_DEFAULTS,
@@ -189,30 +197,53 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
     return post
 
 
-def chains(
-    spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None, peers=None
-):
-    """Some (default: all) of the posterior's chains: ``(Draws, "warm" | "cold")``. With a
-    target, a group runs to its share of it; or, given ``peers`` (the other groups of the same
-    refit: :class:`service.jobs.fanout.Peers`), to the target judged at each check on all the chains
-    together (:meth:`worker.convergence.Target.more_of`), as one process running every chain
-    judges it, so that the merged draws are that process's. Raises
-    :class:`service.jobs.fanout.PeersLost` when the others cannot be heard."""
+@dataclass(frozen=True)
+class Check:
+    """A chain group's check, yielded to whoever drives its sampling (:func:`grouped`): its
+    kept draws so far (``theta``, ``C x S x P``) and whether it has stopped (the target met).
+    A check that has not stopped is answered with every chain's first ``S`` draws, the other
+    groups' and its own, in chain order; or with None, for a group that judges its share of
+    the target on its own draws (:func:`alone`). A stopped check's answer is not read."""
+
+    theta: np.ndarray
+    stopped: bool = False
+
+
+GroupSteps = Generator[Check, np.ndarray | None, tuple[Draws, str]]
+
+
+def chains(*args, **kwargs) -> tuple[Draws, str]:
+    """:func:`grouped` (the same arguments), its checks answered here (:func:`alone`)."""
+    return alone(grouped(*args, **kwargs))
+
+
+def alone(steps: GroupSteps) -> tuple[Draws, str]:
+    """Drive a chain group's steps in this process, with no other group to hear: at each check
+    it judges its share of the target on its own draws (all the chains: the whole target)."""
+    try:
+        next(steps)
+        while True:
+            steps.send(None)
+    except StopIteration as done:
+        return done.value
+
+
+def grouped(
+    spec: dict, data: Data, chain_ids: list[int] | None = None, warm: dict | None = None
+) -> GroupSteps:
+    """Some (default: all) of the posterior's chains, ``(Draws, "warm" | "cold")``, as a
+    generator of :class:`Check` steps. With no target the chains run the draws asked for and
+    yield nothing. With a target, each time the kept draws asked for are there the group yields
+    a check; answered with every chain's draws (the other groups', which its driver, a refit's
+    job, gets from them: :func:`service.jobs.fanout.together`), it judges the target on them all
+    (:meth:`worker.convergence.Target.more_of`), as one process running every chain judges it,
+    so that the merged draws are that process's; answered with None (:func:`alone`), it judges
+    its share of the target on its own. Once the target is met it yields a stopped check, then
+    returns."""
     mcmc = spec["mcmc"]
     ids = list(range(mcmc["chains"])) if chain_ids is None else chain_ids
     whole = Target.of(mcmc)
-    target = None if whole is None else whole.share(len(ids), mcmc["chains"])
-    more = None
-    if target is not None and peers is not None:
-
-        def more(draws) -> int:
-            peers.publish(draws.theta, stopped=False)
-            extra = whole.more_of(peers.together(draws.theta))
-            if extra == 0:
-                peers.publish(draws.theta, stopped=True)
-            return extra
-
-    return run_chains(
+    checks = chain_sampling(
         data.u,
         data.z,
         ids,
@@ -220,9 +251,22 @@ def chains(
         mcmc["samples"],
         data.seed,
         warm_start=warm,
-        target=target,
         label_noise=data.noise,
         prior_mean=data.prior_mean,
-        more=more,
         **_sampler_options(spec),
     )
+    try:
+        draws = next(checks)
+        while True:
+            extra = 0
+            if whole is not None:
+                together = yield Check(draws.theta)
+                if together is None:
+                    extra = whole.share(len(ids), mcmc["chains"]).more_of(draws.theta)
+                else:
+                    extra = whole.more_of(together)
+                if extra == 0:
+                    yield Check(draws.theta, stopped=True)
+            draws = checks.send(extra)
+    except StopIteration as done:
+        return done.value

@@ -9,6 +9,7 @@ computed row by row), and the groups judge the sampling target at each check on 
 together (:meth:`worker.convergence.Target.more_of`), telling each other where they are through
 Redis (:class:`service.jobs.fanout.Peers`, a real redis-server)."""
 
+import json
 import random
 import threading
 import time
@@ -20,7 +21,7 @@ from redis import Redis
 from rq.job import JobStatus
 from rq.registry import FinishedJobRegistry
 
-from fbgp_al.service import keys, queues
+from fbgp_al.service import jobs, keys, queues
 from fbgp_al.service.jobs import fanout
 from fbgp_al.service.jobs.fanout import aligned_parts
 from fbgp_al.service.queues import REFIT
@@ -164,13 +165,15 @@ def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker
 
     before = set(finished.get_job_ids())
     fn, candidates = _scoring()
-    share = fanout.share_scoring(CampaignStore(connection), "none", 150 * 200**2, timeout=120)
+    store = CampaignStore(connection)
+    workforce = store.jobs.workforce(time.time())
+    share = jobs.share_scoring(store, "none", 150 * 200**2, 120, workforce)
     scores = share(fn, candidates)
     # the parts start where one process's chunks do: the same bits, in the same order
     assert scores.numpy().tobytes() == fn(candidates).numpy().tobytes()
     assert len(ran := new_jobs()) == 1  # the other part ran on a worker
     # too little work to be worth a job: all of it here
-    small = fanout.share_scoring(CampaignStore(connection), "none", 1.0, timeout=120)
+    small = jobs.share_scoring(store, "none", 1.0, 120, workforce)
     torch.testing.assert_close(small(fn, candidates[:600]), fn(candidates[:600]))
     assert new_jobs() == ran
 
@@ -231,8 +234,9 @@ def test_a_long_refits_scoring_parts_go_where_light_workers_take_them(redis_url,
         store = CampaignStore(connection)
         # outside a job (no worker of its own): this one and the idle workers of the queue, at
         # most as many as serve it
-        assert fanout.free_workers(store, "none", time.time(), LONG) == 2
-        assert fanout.free_workers(store, "none", time.time(), REFIT) == 3
+        workforce = store.jobs.workforce(time.time())
+        assert fanout.free_workers(workforce, "none", LONG) == 2
+        assert fanout.free_workers(workforce, "none", REFIT) == 3
     finally:
         light.send_signal(signal.SIGTERM)
         light.wait(timeout=60)
@@ -280,10 +284,9 @@ def _grouped(connection, data, groups, warm=None, delays=None) -> Draws:
     def run(i, ids):
         time.sleep((delays or [0.0] * len(groups))[i])
         try:
-            peers = fanout.Peers(
-                CampaignStore(connection).groups, token, ids, SPEC["mcmc"]["chains"], poll=0.01
-            )
-            results[i] = fitting.chains(SPEC, data, ids, warm, peers=peers)[0]
+            peers = fanout.Peers(token, ids, SPEC["mcmc"]["chains"], poll=0.01)
+            steps = fitting.grouped(SPEC, data, ids, warm)
+            results[i] = jobs.judged(CampaignStore(connection), steps, peers)[0]
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -334,36 +337,55 @@ def test_a_group_gives_up_when_another_never_starts_or_stops_short(connection):
     group that never started (after the patience) or one that stopped short of the check."""
     data = _prepared()
     token = f"t{time.time_ns()}"
-    lonely = fanout.Peers(
-        CampaignStore(connection).groups, token, [0, 1, 2], 5, poll=0.01, patience=0.2
-    )
+    lonely = fanout.Peers(token, [0, 1, 2], 5, poll=0.01, patience=0.2)
     lonely.started = time.monotonic()  # its patience: 0.2 s, or twice its time so far
+    store = CampaignStore(connection)
     with pytest.raises(fanout.PeersLost, match="started"):
-        fitting.chains(SPEC, data, [0, 1, 2], peers=lonely)
+        jobs.judged(store, fitting.grouped(SPEC, data, [0, 1, 2]), lonely)
     token = f"t{time.time_ns()}"
-    failed = fanout.Peers(CampaignStore(connection).groups, token, [3, 4], 5)
-    failed.publish(np.zeros((2, 5, 2)), stopped=False)
-    failed.abandon()  # its sampling failed at 5 draws
+    failed = fanout.Peers(token, [3, 4], 5)
+    store.groups.publish(token, failed.me, *failed.note(np.zeros((2, 5, 2)), False), 60)
+    store.groups.say(token, failed.me, failed.abandoned())  # its sampling failed at 5 draws
     with pytest.raises(fanout.PeersLost, match="short"):
-        fitting.chains(
-            SPEC,
-            data,
-            [0, 1, 2],
-            peers=fanout.Peers(CampaignStore(connection).groups, token, [0, 1, 2], 5),
+        jobs.judged(
+            store, fitting.grouped(SPEC, data, [0, 1, 2]), fanout.Peers(token, [0, 1, 2], 5)
         )
 
 
 def test_together_puts_every_chain_in_order_once_all_have_as_many(connection):
     token = f"t{time.time_ns()}"
-    a = fanout.Peers(CampaignStore(connection).groups, token, [0, 1], chains=5, poll=0.01)
-    b = fanout.Peers(CampaignStore(connection).groups, token, [2, 3, 4], chains=5, poll=0.01)
+    groups = CampaignStore(connection).groups
+    a = fanout.Peers(token, [0, 1], chains=5, poll=0.01)
+    b = fanout.Peers(token, [2, 3, 4], chains=5, poll=0.01)
     own, theirs = np.full((2, 30, 2), 1.0), np.full((3, 45, 2), 2.0)
-    a.publish(own, stopped=False)
-    b.publish(theirs, stopped=True)  # ahead and done: its first 30 draws count
-    together = a.together(own)
+    groups.publish(token, a.me, *a.note(own, stopped=False), fanout.PEERS_TTL)
+    assert a.together(own, *groups.notes_and_draws(token)) is None  # b not heard yet
+    groups.publish(token, b.me, *b.note(theirs, stopped=True), fanout.PEERS_TTL)
+    together = a.together(own, *groups.notes_and_draws(token))  # b ahead and done: its first 30
     assert together.shape == (5, 30, 2)
     assert (together[:2] == 1.0).all() and (together[2:] == 2.0).all()
     assert all(0 < connection.ttl(k) <= fanout.PEERS_TTL for k in keys.chain_groups(token))
+
+
+def test_a_waiting_group_says_again_that_it_is_there_and_wakes_when_another_speaks(connection):
+    """A group waiting for the others refreshes its note every tenth of ``stale`` (it is not
+    taken for dead), and stops waiting as soon as another group's note changes."""
+    token = f"t{time.time_ns()}"
+    store = CampaignStore(connection)
+    a = fanout.Peers(token, [0], chains=2, stale=1.0, poll=0.01, patience=30.0)
+    b = fanout.Peers(token, [1], chains=2, poll=0.01)
+    store.groups.publish(token, a.me, *a.note(np.zeros((1, 5, 2)), stopped=False), 60)
+    key = keys.chain_groups(token)[0]
+    first = json.loads(connection.hget(key, a.me))["at"]
+
+    def b_speaks():
+        store.groups.publish(token, b.me, *b.note(np.zeros((1, 5, 2)), False), 60)
+
+    threading.Timer(0.5, b_speaks).start()
+    t = time.monotonic()
+    jobs._wait(store.groups, a)
+    assert 0.4 < time.monotonic() - t < 5  # woken by b, long before its patience
+    assert json.loads(connection.hget(key, a.me))["at"] > first  # said again while it waited
 
 
 def test_run_chains_takes_its_stopping_rule_from_more_when_given():

@@ -1,12 +1,16 @@
 """A refit's posterior inputs (:mod:`worker.fitting.posteriors`): the labels in the GP's units
 (standardized, ``log y`` for a log output, known noise variances scaled alike), the seed of a
 refit, the priors' centres for inputs scaled by the labels' range, and the campaign's MCMC
-options, specs made before them included."""
+options, specs made before them included; a chain group's sampling as steps that its driver
+answers, which give one process's draws when answered with every group's draws."""
 
 import numpy as np
 import pytest
 
 from fbgp_al.worker.fitting.posteriors import (
+    Check,
+    chains,
+    grouped,
     input_scale_prior,
     noise_floor,
     prepare,
@@ -14,6 +18,7 @@ from fbgp_al.worker.fitting.posteriors import (
     uses_laplace,
     warm_start_of,
 )
+from fbgp_al.worker.nuts import Draws
 from fbgp_al.worker.vocabulary.space import Space
 
 INPUTS = [
@@ -73,3 +78,62 @@ def test_the_campaign_s_mcmc_options_and_those_of_older_specs():
     warm = {**SPEC, "mcmc": {**SPEC["mcmc"], "warm_start": True}}
     assert warm_start_of(warm, previous) == previous["adaptation"]
     assert warm_start_of(warm, None) is None
+
+
+TARGETED = {
+    "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+    "seed": 5,
+    "mcmc": {"chains": 3, "warmup": 30, "samples": 10, "draws": 60, "max_samples": 200},
+}
+
+
+def _targeted_data():
+    x = np.linspace(0.05, 0.95, 12)
+    y = np.sin(6.0 * x) + 0.1 * np.cos(40.0 * x)
+    return prepare(TARGETED, [{"x": [float(a)], "y": float(b)} for a, b in zip(x, y, strict=True)])
+
+
+def _lockstep(spec, data, groups):
+    """The groups' steps driven side by side in this process, each check answered with every
+    group's draws in chain order, as their jobs answer them from the others' notes; the groups'
+    results and each check's draws per chain."""
+    steps = [grouped(spec, data, ids) for ids in groups]
+    checks = [next(s) for s in steps]
+    seen = []
+    while not all(c.stopped for c in checks):
+        assert all(isinstance(c, Check) and not c.stopped for c in checks)
+        together = np.concatenate([c.theta for c in checks])
+        seen.append(together.shape[1])
+        checks = [s.send(together) for s in steps]
+    results = []
+    for s in steps:
+        with pytest.raises(StopIteration) as done:
+            s.send(None)
+        results.append(done.value.value)
+    return results, seen
+
+
+def test_chain_groups_answered_with_all_the_draws_give_one_process_draws():
+    """Two groups' steps, each check answered with both groups' draws, stop together at the
+    check a process running every chain stops at, with its draws to the bit; a group answered
+    with None judges its share alone (:func:`chains`'s)."""
+    data = _targeted_data()
+    whole, how = chains(TARGETED, data)
+    results, seen = _lockstep(TARGETED, data, [[0, 1], [2]])
+    assert [r[1] for r in results] == [how, how]
+    merged = Draws.concatenate([r[0] for r in results])
+    for name in Draws.ARRAYS:
+        assert getattr(merged, name).tobytes() == getattr(whole, name).tobytes(), name
+    assert seen[0] == TARGETED["mcmc"]["samples"] and seen[-1] == whole.theta.shape[1]
+    assert len(seen) > 1  # judged more than once: the answers decided when to stop
+    alone, _ = chains(TARGETED, data, [2])
+    assert alone.theta.shape[1] != whole.theta.shape[1]  # its share, judged on its own draws
+
+
+def test_a_chain_group_without_a_target_yields_no_check():
+    data = _targeted_data()
+    fixed = {**TARGETED, "mcmc": {"chains": 3, "warmup": 30, "samples": 10}}
+    with pytest.raises(StopIteration) as done:
+        next(grouped(fixed, data, [1]))
+    draws, how = done.value.value
+    assert how == "cold" and draws.theta.shape == (1, 10, 2)
