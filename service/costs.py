@@ -84,7 +84,7 @@ def refit_job(
 def scoring(spec: dict, n: int, settings, outputs: int = 1) -> tuple[float, int]:
     """A refit's scoring on ``n`` labels: its work per candidate (draws x n^2, for each of
     ``outputs``), and the timeout of the refit's job (:func:`refit_timeout`), which its parts
-    share (:func:`service.jobs.fanout.share_scoring`)."""
+    share (:func:`service.jobs.share_scoring`)."""
     draws = scoring_draws(spec["mcmc"], spec["acquisition"])
     return outputs * draws * n * n, refit_timeout(spec, n, settings)
 

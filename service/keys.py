@@ -89,7 +89,7 @@ Shared counters (:mod:`service.observability`): ``fbgp:metrics:labels`` (labels 
 ``fbgp:metrics:refit_seconds`` (hash: a histogram's buckets, sum and count). A fanned-out
 refit's chain groups (:mod:`service.jobs.fanout`): ``fbgp:chain-groups:{token}`` (hash: their notes)
 and ``fbgp:chain-groups:{token}:draws`` (hash: their draws). A refit's scoring shared in parts
-(:func:`service.jobs.fanout.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
+(:func:`service.jobs.share_scoring`): ``fbgp:scoring:{id}`` (hash: ``scoring``, the
 JSON of :class:`worker.scoring.Scoring`, and ``candidates:{start}``, the JSON of each part's
 candidates, :func:`worker.scoring.pack`), which the part jobs read; it expires by itself.
 """

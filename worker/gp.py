@@ -33,7 +33,7 @@ JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 # ~500,000 page faults per 10,000 candidates, a third of the time, in profiles here).
 CHUNK_ELEMENTS = 1 << 22
 # Candidates are scored in chunks of a power of two, at most SCORE_ALIGN of them, and a share of
-# the candidates scored elsewhere (service.jobs.fanout.share_scoring) starts at a multiple of it:
+# the candidates scored elsewhere (service.jobs.share_scoring) starts at a multiple of it:
 # every chunk then holds the same candidates however the scoring is shared, and each score has
 # the same bits (a matrix product's rounding can depend on the other columns of its chunk).
 SCORE_ALIGN = 1024

@@ -1,7 +1,7 @@
 """What the parts of a fanned-out refit share while they run: the chain groups' notes and
 latest draws (each group's, by the name of its first chain; :class:`service.jobs.fanout.Peers`
-judges the target on them), and a scoring split in parts (the :class:`worker.scoring.Scoring`
-as JSON and each part's candidates; :func:`service.jobs.fanout.share_scoring`). Both are kept
+says what they mean), and a scoring split in parts (the :class:`worker.scoring.Scoring`
+as JSON and each part's candidates; :func:`service.jobs.share_scoring`). Both are kept
 for a bounded time and deleted by the refit once it is done with them."""
 
 from __future__ import annotations
