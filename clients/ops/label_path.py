@@ -1,15 +1,17 @@
 """``fbgp-al label-path``: the product files one label goes through, from ``POST .../label`` to
 the next point being ready (the refit it made due stored its model and ranking), traced in one
-process: the API in process (FastAPI's test client) on a Redis of its own, the refit run by an
-RQ worker in the same process (``SimpleWorker``, no fork).
+process: the API in process (FastAPI's test client) on a Redis of its own, the refit run by two
+RQ workers in threads of the same process (``SimpleWorker``, no fork), so that it finds the
+other idle and fans out: its chains as two chain groups that judge the sampling's target
+together at each check, and a merge after them whose scoring gives the other worker a part.
 
 Every call is watched (``sys.setprofile``, in every thread). A call from a frame of one product
 file into another *enters* that file; a library's frames count as their caller's (the web
 framework's calls into the middleware and the routes are the request's start). Every product
 file counts: routers, schemas, middleware, dependencies, the vocabulary. The math a refit runs
-below :mod:`worker.fitting` (NUTS, the GP, the acquisitions) is the refit's own work
-(``bench-core`` measures it): its files are listed apart, and any call it makes out of the math
-is checked. Four checks, each failing the command:
+below :mod:`worker.fitting` and its modules (NUTS, the GP, the acquisitions) is the refit's own
+work (``bench-core`` measures it): its files are listed apart, and any call it makes out of the
+math is checked. Four checks, each failing the command:
 
 1. **call-back**: a file calling one of a layer its own may not import (:mod:`imports`'s
    layers: the math or the store calling the jobs or the API, the store calling the math), or
@@ -18,8 +20,12 @@ is checked. Four checks, each failing the command:
    work that calls on into other files. A *leaf* entry, one that calls no other product file
    (the key schema spelling a key, a rule of the loop, a check of the vocabulary), is a
    function call, not a visit: it is counted, never refused;
-3. **a job enters the store** (``service/store/``) more than :data:`STORE_ENTRIES` times, or
-   from anywhere but the job's own module (:data:`JOB_MODULE`). Building the store's object
+3. **a job enters the store** (``service/store/``) from anywhere but the job's own module
+   (:data:`JOB_MODULE`), or its campaign's nouns more than :data:`STORE_ENTRIES` times. Each
+   job counts apart (the refit, each chain group, the merge, a scoring part). What the parts of
+   a fanned-out refit exchange while they run (:data:`EXCHANGE`: a chain group's draws at each
+   check, a scoring's parts) is listed apart, not counted, for it grows with the checks and the
+   parts; it too must come from the job's module. Building the store's object
    (:class:`service.store.CampaignStore`: no round trip to Redis) is listed, not counted;
 4. **the store calls a job or the math**.
 """
@@ -35,6 +41,7 @@ import logging
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,18 +55,22 @@ MATH, OUTSIDE = "<math>", "<outside>"
 JOB_MODULE = "fbgp_al.service.jobs"  # the refit job's own module
 STORE = "fbgp_al.service.store"  # the campaign store: its nouns
 STORE_ENTRIES = 3  # a job reads what it needs, the candidates once sampled, and writes
+EXCHANGE = f"{STORE}.groups"  # what a fanned-out refit's parts exchange: counted apart
+HARNESS = (["clients", "ops", "label_path"], ["clients", "ops", "thread_workers"])
+POOL = 1100  # candidates: more than one scoring part (worker.gp.SCORE_ALIGN), two parts
 BUILD = f"{STORE}:__init__"  # the store's object built: no round trip
 SUSPENDABLE = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 @functools.lru_cache(maxsize=4096)
 def module_of(filename: str, root: Path = ROOT) -> str | None:
-    """The product module of a frame's file, or None for a library's (or the tracer's own)."""
+    """The product module of a frame's file, or None for a library's (or the tracer's own and
+    its workers', :data:`HARNESS`)."""
     try:
         parts = list(Path(filename).resolve().relative_to(root).with_suffix("").parts)
     except ValueError:
         return None
-    if not parts or parts[0] not in PACKAGES or parts[:3] == ["clients", "ops", "label_path"]:
+    if not parts or parts[0] not in PACKAGES or parts[:3] in HARNESS:
         return None
     return imports.module_name(Path(root, *parts).with_suffix(".py"), root)
 
@@ -125,7 +136,7 @@ class Tracer:
         if frame.f_code.co_flags & SUSPENDABLE:  # a coroutine or generator: resumed, or new?
             resumed = id(frame) in self.suspendable
             self.suspendable[id(frame)] = frame  # held, so that no other frame takes its id
-        if caller in (MATH, self.math_entry) and module not in (caller, self.math_entry):
+        if (caller == MATH or self._below(caller)) and module != caller and not self._below(module):
             if own is None or layer_of(own) in ("math", "vocabulary"):  # the math's own work
                 if self.step is not None and own is not None:
                     self._note(self.trace.math.add, own)
@@ -149,6 +160,10 @@ class Tracer:
                     )
                 )
         stack.append((module, index))
+
+    def _below(self, module: str) -> bool:
+        """Whether ``module`` is the math's entry or one of its modules (``worker.fitting.*``)."""
+        return module == self.math_entry or module.startswith(self.math_entry + ".")
 
     def _note(self, add, item) -> None:
         with self.lock:
@@ -206,14 +221,47 @@ def entered_twice(entries: list[Entry], step: str = "request") -> dict[str, int]
     return {module: k for module, k in visits.items() if k > 1}
 
 
-def job_store_entries(entries: list[Entry], step: str = "refit") -> list[str]:
-    """The entries of the job's step into the store from outside it (check 3), but the store's
-    object built (:data:`BUILD`)."""
-    return [
-        f"{e.caller} -> {e.function}"
-        for e in entries
-        if e.step == step and in_store(e.callee) and not in_store(e.caller) and e.function != BUILD
-    ]
+def jobs_of(entries: list[Entry], step: str = "refit") -> dict[str, list[Entry]]:
+    """The entries of each job the step ran, in order: a job starts with its worker's call into
+    the job's module (an entry from :data:`OUTSIDE` into :data:`JOB_MODULE`, named
+    ``<k>. <function>``) and has every entry its thread makes until that thread's next job.
+    Entries of the step that no job made are under ``-``."""
+    jobs: dict[str, list[Entry]] = {}
+    current: dict[int, str] = {}
+    started = 0
+    for e in entries:
+        if e.step != step:
+            continue
+        if e.caller == OUTSIDE and e.callee == JOB_MODULE:
+            started += 1
+            current[e.thread] = f"{started}. {e.function.split(':', 1)[1]}"
+            jobs[current[e.thread]] = []
+        else:
+            jobs.setdefault(current.get(e.thread, "-"), []).append(e)
+    return jobs
+
+
+def job_store_entries(entries: list[Entry], step: str = "refit") -> dict[str, list[str]]:
+    """Each job's entries into the store from outside it (check 3), in order, but the store's
+    object built (:data:`BUILD`); the jobs that entered it not at all left out."""
+    out = {}
+    for job, made in jobs_of(entries, step).items():
+        calls = [
+            f"{e.caller} -> {e.function}"
+            for e in made
+            if in_store(e.callee) and not in_store(e.caller) and e.function != BUILD
+        ]
+        if calls:
+            out[job] = calls
+    return out
+
+
+def counted(calls: list[str]) -> list[str]:
+    """The calls of a job's that check 3 counts: into the campaign's nouns, not into what the
+    parts of a fanned-out refit exchange while they run (:data:`EXCHANGE`: a chain group's
+    draws at each check of its sampling, a scoring's parts), which grows with the checks and
+    the parts and is listed apart."""
+    return [c for c in calls if not c.split(" -> ", 1)[1].startswith(EXCHANGE + ":")]
 
 
 def store_calls_up(entries: list[Entry]) -> list[str]:
@@ -236,8 +284,15 @@ def summary(trace: Trace) -> dict:
     problems = {
         "callbacks": callbacks(kept),
         "entered_twice": entered_twice(trace.entries),
-        "job_store_entries": store if len(store) > STORE_ENTRIES else [],
-        "job_store_entries_elsewhere": [c for c in store if not c.startswith(JOB_MODULE + " ")],
+        "job_store_entries": {
+            job: calls for job, calls in store.items() if len(counted(calls)) > STORE_ENTRIES
+        },
+        "job_store_entries_elsewhere": [
+            f"{job}: {c}"
+            for job, calls in store.items()
+            for c in calls
+            if not c.startswith(JOB_MODULE + " ")
+        ],
         "store_calls_up": store_calls_up(kept),
     }
     steps = {}
@@ -260,14 +315,14 @@ def summary(trace: Trace) -> dict:
 
 def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
     """Start a Redis, make a campaign, label its first points, let its first model be stored,
-    then trace one label (step ``request``) to its next model and ranking (step ``refit``)."""
-    import time
-
+    then trace one label (step ``request``) to its next model and ranking (step ``refit``: the
+    refit, its chain groups, its merge and a scoring part, on two workers)."""
     from fastapi.testclient import TestClient
     from redis import Redis
     from rq import SimpleWorker
 
     from fbgp_al.clients.ops.stack import free_port, start_redis
+    from fbgp_al.clients.ops.thread_workers import run_workers, shared_scoring
     from fbgp_al.service.app import app
     from fbgp_al.service.queues import QUEUES, SERIALIZER, PlainJob
     from fbgp_al.service.settings import Settings, get_settings
@@ -277,7 +332,8 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
         redis_process = start_redis(Path(tmp), port, Path(tmp) / "redis.log", password="trace")
         try:
             url = f"redis://:trace@127.0.0.1:{port}/0"
-            settings = Settings(redis_url=url)
+            # the jobs' timeouts as long as a traced (slower) refit may need
+            settings = Settings(redis_url=url, job_timeout_seconds=600.0)
             app.dependency_overrides[get_settings] = lambda: settings
             connection = Redis.from_url(url)
 
@@ -287,14 +343,17 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
                 )
                 worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
 
+            # sampled to a target (its chain groups judge it together at each check), on a pool
+            # of more candidates than a scoring part (two parts)
             body = {
                 "name": "label-path",
                 "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                "pool": {"type": "grid", "points_per_dim": 64},
+                "pool": {"type": "grid", "points_per_dim": POOL},
+                "pool_subsample": POOL,
                 "initial_design": {"type": "maximin-lhs", "size": 3},
                 "seed": 0,
                 "max_labels": 10,
-                "mcmc": {"chains": 2, "warmup": 20, "samples": 20},
+                "mcmc": {"chains": 2, "warmup": 20, "samples": 20, "draws": 30},
             }
             logging.getLogger("rq").setLevel(logging.WARNING)
             # the profiler is set before the test client starts its threads (a thread takes
@@ -320,8 +379,8 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
                     r = client.post(
                         f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": 0.5}
                     )
-                with tracer.recorded("refit"):
-                    work()
+                with tracer.recorded("refit"), shared_scoring():
+                    run_workers(connection)
                 status = client.get(f"/campaigns/{campaign}").json()
             assert r.status_code == 201, r.text
             assert status["model_version"] == 4, status
@@ -338,8 +397,8 @@ def run(output: Path | None = None, math_entry: str = MATH_ENTRY) -> dict:
 CHECKS = {
     "callbacks": "call-backs (a layer calling one it may not import, or a file still running)",
     "entered_twice": "files the request enters twice to do work",
-    "job_store_entries": f"the job's entries into the store, past {STORE_ENTRIES}",
-    "job_store_entries_elsewhere": "the job's entries into the store not from its own module",
+    "job_store_entries": f"jobs entering the campaign's store more than {STORE_ENTRIES} times",
+    "job_store_entries_elsewhere": "the jobs' entries into the store not from the job module",
     "store_calls_up": "the store calling a job or the math",
 }
 
@@ -360,17 +419,22 @@ def main(argv: list[str] | None = None) -> int:
         for module, k in files.items():
             print(f"    {module}  ({out['layers'][module]}; entered {k})")
     print(f"the refit's math (below {args.math}): {len(out['math'])} files")
-    print(f"the job's entries into the store: {len(out['job_store_calls'])}")
-    for call in out["job_store_calls"]:
-        print(f"    {call}")
+    print(f"the jobs' entries into the store: {len(out['job_store_calls'])} jobs")
+    for job, calls in out["job_store_calls"].items():
+        print(f"  {job}: {len(counted(calls))} (and {len(calls) - len(counted(calls))} apart)")
+        for call, k in Counter(calls).items():
+            print(f"    {call}" + (f"  x{k}" if k > 1 else ""))
     print(f"beside it, the refit's heartbeat: {len(out['heartbeat'])} entries")
     failed = False
     for key, words in CHECKS.items():
         found = out["problems"][key]
         failed |= bool(found)
         print(f"{'FAIL' if found else 'ok  '} {words}: {len(found)}")
-        for item in found if isinstance(found, list) else found.items():
-            print(f"    {item}")
+        if isinstance(found, list):
+            for item, k in Counter(found).items():
+                print(f"    {item}" + (f"  x{k}" if k > 1 else ""))
+        for item, value in found.items() if isinstance(found, dict) else ():
+            print(f"    {item}: {len(counted(value)) if isinstance(value, list) else value}")
     return 1 if failed else 0
 
 
