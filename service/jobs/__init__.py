@@ -13,10 +13,11 @@ refit's heartbeat :mod:`service.jobs.lease`, the worker :mod:`service.jobs.proce
 
 Every entry of a job into the store is made here, at most three into the campaign's nouns per
 job (what it reads, the candidates once sampled, what it writes; the workers it may take read
-with the first two): the math's steps (a chain group's checks, a ranking's scorings) are driven
-from here (:func:`judged`, :func:`driven`), and so is what the parts of a fanned-out refit
-exchange through the store while they run (:func:`_wait`, :func:`share_scoring`,
-:func:`score_part`); :mod:`service.jobs.fanout` is given values and says what to write.
+with the first two, with the candidates only when its scoring may be worth parts): the math's
+steps (a chain group's checks, a ranking's scorings) are driven from here (:func:`judged`,
+:func:`driven`), and so is what the parts of a fanned-out refit exchange through the store while
+they run (:func:`_wait`, :func:`share_scoring`, :func:`score_part`); :mod:`service.jobs.fanout`
+is given values and says what to write.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from fbgp_al.worker import answers, effect_views, fitting, views
 from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.sensitivity import sensitivity_outputs
 from fbgp_al.worker.vocabulary.defaults import (
+    POOL_SUBSAMPLE,
     output_labels,
     output_names,
     output_spec,
@@ -257,8 +259,9 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
     try:
         with lease(store, campaign_id, token):
             rank = fit()
+            workforce = _may_share(spec, n)
             model, ranking = rank(
-                store.models.candidates(campaign_id, spec, time.time(), workforce=True)
+                store.models.candidates(campaign_id, spec, time.time(), workforce=workforce)
             )
     except RedisError:
         raise  # the store is out of reach: nothing can be recorded; the refit is revived
@@ -288,6 +291,13 @@ def _under_lease(store, campaign_id, spec, n, token, began, fit) -> dict:
         "seconds": d["refit_seconds"],
         "max_rhat": d["max_rhat"],
     }
+
+
+def _may_share(spec: dict, n: int) -> bool:
+    """Whether a refit's scoring, of at most ``pool_subsample`` candidates, may be worth parts
+    (:func:`service.jobs.fanout.may_share`): only then are the workers read with its candidates."""
+    work, _ = costs.scoring(spec, n, get_settings(), len(output_names(spec) or [None]))
+    return fanout.may_share(int(spec.get("pool_subsample", POOL_SUBSAMPLE)), work)
 
 
 def driven(steps: fitting.Steps, share) -> tuple[dict, list]:

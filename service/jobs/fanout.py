@@ -302,8 +302,14 @@ SHARE_POLL = 0.01
 SHARE_KEEP = 60
 
 
+def may_share(m: int, work_per_candidate: float) -> bool:
+    """Whether a scoring of ``m`` candidates may be split in parts: their work is worth a job
+    (:data:`SHARE_MIN_WORK`) and they fill more than one part (:data:`worker.gp.SCORE_ALIGN`)."""
+    return m * work_per_candidate >= SHARE_MIN_WORK and m > SCORE_ALIGN
+
+
 def scoring_parts(
-    m: int, work_per_candidate: float, workforce: Workforce, campaign_id: str, queue: str
+    m: int, work_per_candidate: float, workforce: Workforce | None, campaign_id: str, queue: str
 ) -> list[np.ndarray] | None:
     """How a refit scores ``m`` candidates: None, all of them in the job, unless the parts are
     worth a job each (:data:`SHARE_MIN_WORK`, :data:`SHARE_MIN_CANDIDATES`); else one part for
@@ -311,8 +317,9 @@ def scoring_parts(
     :func:`service.queues.ordinary`: light workers serve it too) that is idle in ``workforce``
     (read with the candidates, as :func:`free_workers` counts them), each starting where one
     job's chunks would (:func:`aligned_parts`), so that the scores are those of one job, bit for
-    bit, in the same order (each candidate's score depends on it alone)."""
-    if m * work_per_candidate < SHARE_MIN_WORK:
+    bit, in the same order (each candidate's score depends on it alone). None too without a
+    ``workforce`` (not read: no scoring of the refit's may be split, :func:`may_share`)."""
+    if workforce is None or not may_share(m, work_per_candidate):
         return None
     free = free_workers(workforce, campaign_id, queue)
     parts = min(free, m // SHARE_MIN_CANDIDATES, -(-m // SCORE_ALIGN))

@@ -178,6 +178,21 @@ def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker
     assert new_jobs() == ran
 
 
+def test_a_scoring_is_split_only_when_worth_it_and_the_workers_were_read():
+    from fbgp_al.service.store.jobs import Hand, Workforce
+
+    hands = tuple(Hand(f"w{k}", frozenset({REFIT}), "idle") for k in range(3))
+    idle = Workforce(hands, 0, frozenset())  # three idle, none waiting, no other campaign
+    work = fanout.SHARE_MIN_WORK / 2000
+    assert fanout.may_share(2048, work) and not fanout.may_share(1900, work)
+    assert not fanout.may_share(SCORE_ALIGN, 1e12)  # one part's worth of candidates
+    assert [len(p) for p in fanout.scoring_parts(3000, work, idle, "c", REFIT)] == [1024] * 2 + [
+        952
+    ]
+    assert fanout.scoring_parts(3000, work, None, "c", REFIT) is None  # workers not read
+    assert fanout.scoring_parts(1900, work, idle, "c", REFIT) is None
+
+
 @pytest.fixture
 def nobody(redis_url):
     """A queue that no worker serves."""

@@ -123,3 +123,26 @@ def test_a_large_campaign_s_refit_draws_from_the_laplace_mixture_in_one_job(bare
     # a count (2 chains x 20, every 2nd): as many draws scored as NUTS's would be, all of them
     assert len(second["acquisition_samples"]["noise"]) == len(second["samples"]["noise"]) == 20
     assert [e["event"] for e in store.history.read(campaign)] == ["model", "model"]
+
+
+def test_a_refit_reads_the_workers_with_its_candidates_only_when_its_scoring_may_be_split():
+    """The candidates' read brings the workers only for a scoring worth parts: candidates x
+    draws x n^2 (one output, or each of several) past fanout.SHARE_MIN_WORK, and more
+    candidates than one part."""
+    from fbgp_al.service import jobs
+
+    body = CampaignCreate.model_validate(
+        {
+            "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+            "max_labels": 500,
+            "pool": {"type": "grid", "points_per_dim": 20_001},
+            "pool_subsample": 10_000,
+            "mcmc": {"chains": 5, "warmup": 200, "samples": 300, "thinning": 10},
+        }
+    )
+    spec = body.model_dump()
+    assert jobs._may_share(spec, 200)  # 10,000 x 150 draws x 200^2
+    assert not jobs._may_share(spec, 10)  # 10,000 x 150 x 10^2: all of it in the refit
+    assert not jobs._may_share({**spec, "pool_subsample": 1000}, 200)  # one part's worth
+    two = {**spec, "outputs": [{"name": "a"}, {"name": "b"}]}
+    assert jobs._may_share(two, 26) and not jobs._may_share(spec, 26)  # each output scores
