@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from fbgp_al.worker import accuracy
-from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs
+from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs, scorer
 from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
@@ -126,11 +126,12 @@ def kept_count(fn: Scoring) -> int:
     return int(max(min(KEEP_LEAST, SCREEN_KEEP), min(SCREEN_KEEP, affordable)))
 
 
-def scored(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
+def scored(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Steps[torch.Tensor]:
     """``fn``'s scores of ``candidates``, each scoring a step (its parts may be scored on other
     workers), screened where that pays (:func:`screens`): the rough scores weighed by
     ``weights`` (each candidate's probability of success, or None) choose the
-    :func:`kept_count` scored exactly, and the others score ``-inf``."""
+    :func:`kept_count` scored exactly, and the others score ``-inf``. ``exact``: a function
+    that scores the kept candidates here instead of a step (:func:`shares_factors`)."""
     if not screens(name, fn, candidates):
         return (yield ToScore(fn, candidates))
     rough = yield ToScore(fn.with_draws(SCREEN_DRAWS), candidates)
@@ -138,16 +139,27 @@ def scored(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tens
         rough = rough * weights
     kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
     scores = torch.full((len(candidates),), -torch.inf, dtype=rough.dtype)
-    scores[kept] = yield ToScore(fn, candidates[kept])
+    if exact is not None:
+        scores[kept] = exact(candidates[kept])
+    else:
+        scores[kept] = yield ToScore(fn, candidates[kept])
     return scores
 
 
-def scores_of(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
+def shares_factors(name: str, fn: Scoring, candidates) -> bool:
+    """Whether a ranking scores its kept candidates exactly in the pass of its accuracy
+    estimates, on the same factors (one factorization per distinct draw for both, each
+    ``n^3``): where it screens and keeps at most ``KEEP_LEAST`` (from about 1,000 labels with
+    150 draws), too few to share among workers (``service.jobs.fanout`` shares 500 or more)."""
+    return fn.kind == "single" and screens(name, fn, candidates) and kept_count(fn) <= KEEP_LEAST
+
+
+def scores_of(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Steps[torch.Tensor]:
     """``fn``'s scores of ``candidates`` (:func:`scored`), except ``random``'s, which are
     drawn for all the candidates at once (and cost nothing)."""
     if name == "random":
         return fn(candidates)
-    return (yield from scored(name, fn, candidates, weights))
+    return (yield from scored(name, fn, candidates, weights, exact))
 
 
 def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +230,7 @@ def ranked(
     candidates, cand_u, pending_u, weights = candidates_of(
         spec, pool, data.space, n, exclude, pending, failure
     )
-    ranking = []
+    ranking, estimates = [], None
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
@@ -227,10 +239,19 @@ def ranked(
             )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            scores = yield from scores_of(name, fn, cand_u, weights)
+            exact = None
+            if shares_factors(name, fn, cand_u):
+
+                def exact(kept_u):
+                    nonlocal estimates
+                    estimates, mean, var = accuracy_of(spec, pool, data, thin, kept_u)
+                    return scorer(name, thin.noise)(mean, var)
+
+            scores = yield from scores_of(name, fn, cand_u, weights, exact)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
-    estimates = accuracy_of(spec, pool, data, thin)
+    if estimates is None:
+        estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
     model = {
         "version": n,
@@ -255,21 +276,17 @@ def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
     return (scores if weights is None else scores * weights).numpy()
 
 
-def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
+def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior, at=None):
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use, integrated over a subsample of the whole pool (labeled points included) of at most
     ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
-    every model, so that the estimates over the labels differ by the models, not the points."""
+    every model, so that the estimates over the labels differ by the models, not the points.
+    With candidates ``at``: the estimates, and the draws' means and variances there from the
+    same factors (:func:`worker.accuracy.summary_at`)."""
     rng = np.random.default_rng([int(spec["seed"]), 2**32])
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(data.space.features(pool.points(index)))
-    return accuracy.summary(
-        data.u,
-        data.z,
-        thin.lengthscale,
-        thin.noise,
-        points,
-        data.scale_y.std,
-        label_noise=data.noise,
-        scale_y=data.scale_y,
-    )
+    args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
+    if at is not None:
+        return accuracy.summary_at(*args, at, label_noise=data.noise, scale_y=data.scale_y)
+    return accuracy.summary(*args, label_noise=data.noise, scale_y=data.scale_y)
