@@ -8,18 +8,20 @@ memory its own):
 For each size ``n``, a cold refit (no previous model: the first model of an import of ``n``
 labels) and a warm one (one label more, from the cold one's model: a label's next point):
 the posterior's seconds, its density and gradient evaluations and distinct draws, the accuracy
-estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, and the peak
-memory. ``--python`` runs the same measurement with another environment's interpreter (another
-tree's ``fbgp_al``), so that two trees are measured side by side in one run (``--rounds``
-interleaves them). ``--modes`` compares the cold mode search on a subset of the labels with the
-search on all of them instead. The stack's own share of a label's path (the store, the queue,
-the wake-up) is ``fbgp-al bench-service``'s.
+estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, the peak
+memory and the next point (its pool index). Each process runs on one thread, as a worker does
+(``--threads``). ``--python`` runs the same measurement with another environment's interpreter
+(another tree's ``fbgp_al``), so that two trees are measured side by side in one run
+(``--rounds`` interleaves them). ``--modes`` compares the cold mode search on a subset of the
+labels with the search on all of them instead. The stack's own share of a label's path (the
+store, the queue, the wake-up) is ``fbgp-al bench-service``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -27,6 +29,7 @@ import time
 
 import numpy as np
 
+from fbgp_al.clients.ops.cli import THREAD_VARIABLES
 from fbgp_al.clients.simulators import hartmann6_mean
 
 NOISE_SD = 0.01
@@ -64,7 +67,7 @@ def refit(spec: dict, labels: list[dict], previous: dict | None) -> tuple[dict, 
     started = time.perf_counter()
     sampled = fitting.sample(spec, labels, previous, 4000)
     sampled_at = time.perf_counter()
-    model, _ = fitting.rank(spec, sampled, pool_of(spec), set(), [], [], started)
+    model, ranking = fitting.rank(spec, sampled, pool_of(spec), set(), [], [], started)
     done = time.perf_counter()
     d, accuracy = model["diagnostics"], model.get("accuracy") or {}
     parts = {
@@ -77,6 +80,7 @@ def refit(spec: dict, labels: list[dict], previous: dict | None) -> tuple[dict, 
         "accuracy_s": accuracy.get("seconds"),
         "rank_s": done - sampled_at,
         "refit_s": done - started,
+        "next": ranking[0]["index"] if ranking else None,
     }
     return model, parts
 
@@ -127,14 +131,19 @@ def modes(n: int, seed: int) -> dict:
     return out
 
 
-def measure(python: str, n: int, seed: int) -> dict:
-    """:func:`one` in a process of its own, with ``python``."""
+def measure(python: str, n: int, seed: int, threads: int | None = 1) -> dict:
+    """:func:`one` in a process of its own, with ``python``, on ``threads`` threads (torch's,
+    BLAS's, numba's: 1 is a worker's, ``fbgp-al worker``; None: the libraries' defaults)."""
+    env = dict(os.environ)
+    if threads is not None:
+        env.update({variable: str(threads) for variable in THREAD_VARIABLES})
     out = subprocess.run(
         [python, "-m", "fbgp_al.clients.reproduction.scale_benchmark", "--one", str(n)]
         + ["--seed", str(seed)],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -145,7 +154,7 @@ def row(name: str, kind: str, r: dict, peak: float) -> str:
     return (
         f"| {name} | {r['n']} | {kind} | {r['sampler']} | {r['posterior_s']:.1f} | "
         f"{r['evaluations']} | {distinct} | {accuracy} | {r['rank_s']:.1f} | "
-        f"{r['refit_s']:.1f} | {peak:.2f} |"
+        f"{r['refit_s']:.1f} | {peak:.2f} | {r.get('next', '-')} |"
     )
 
 
@@ -161,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         help="another tree's interpreter to measure beside this one (repeatable)",
     )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each tree")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads of each measured process (1: a worker's; 0: the libraries' defaults)",
+    )
     parser.add_argument(
         "--modes",
         action="store_true",
@@ -178,13 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     trees = [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
     print(
         "| tree | n | refit | sampler | posterior (s) | evaluations | distinct draws | "
-        "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) |"
+        "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) | next point |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
         for _ in range(args.rounds):
             for name, python in trees:
-                out = measure(python, n, args.seed)
+                out = measure(python, n, args.seed, args.threads or None)
                 for kind in ("cold", "warm"):
                     print(row(name, kind, out[kind], out["peak_gb"]), flush=True)
     return 0

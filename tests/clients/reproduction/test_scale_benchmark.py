@@ -1,6 +1,8 @@
 """The scale benchmark's parts: Hartmann 6-D at its known minimizer, seeded data, the default
 campaign it refits, and one size measured end to end (small, so that it samples by NUTS)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,23 @@ def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
         assert 0 < refit["posterior_s"] < refit["refit_s"] and refit["accuracy_s"] > 0
     assert out["peak_gb"] > 0.1
     line = bench.row("t", "cold", out["cold"], out["peak_gb"])
-    assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 12
+    assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 13
+    assert line.endswith(f"| {out['cold']['next']} |") and out["warm"]["next"] >= 0
+
+
+def test_a_measured_process_runs_on_the_threads_asked(monkeypatch):
+    seen = {}
+
+    def run(command, env, **_):
+        seen.update(env)
+        return SimpleNamespace(stdout='{"cold": {}}\n')
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    assert bench.measure("python", 5, 0) == {"cold": {}}
+    assert all(seen[v] == "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    bench.measure("python", 5, 0, threads=None)
+    assert seen["OMP_NUM_THREADS"] == "7"  # the libraries' own (here, the environment's)
 
 
 def test_the_subset_s_mode_search_is_compared_with_the_search_on_every_label(monkeypatch):
