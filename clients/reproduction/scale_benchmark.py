@@ -26,6 +26,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -131,6 +132,85 @@ def modes(n: int, seed: int) -> dict:
     return out
 
 
+def _mixture(gps, points) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-weight mixture's mean and variance of ``y`` at ``points`` (standardized)."""
+    mean, var = gps.predict(points)
+    return mean.mean(0).numpy(), (var.mean(0) + mean.var(0, correction=0)).numpy()
+
+
+def quality(n: int, seed: int, previous: dict | None = None) -> dict:
+    """What a warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
+    refitted here) chose against the full treatment: every draw scoring every candidate (the
+    exact ranking, where its point stands there; the screen on fewer draws, where the exact
+    best stands in its order), and its mixture's predictive mean and variance at 2,000 test
+    points against two mixtures of 150 densities weighed (the same modes, other draws): how
+    far apart they lie, beside how far the two references lie from each other."""
+    import torch
+
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.acquisition import DrawGPs, scorer
+    from fbgp_al.worker.fitting.ranking import candidates_of
+    from fbgp_al.worker.laplace import laplace_posterior
+    from fbgp_al.worker.vocabulary.pools import pool_of
+
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    started = time.perf_counter()
+    sampled = fitting.sample(spec, labels, previous, 4000)
+    pool = pool_of(spec)
+    _, ranking = fitting.rank(spec, sampled, pool, set(), [], [], started)
+    data, post = sampled.data, sampled.post
+    candidates, cand_u, _, _ = candidates_of(spec, pool, data.space, data.n, set(), [])
+    gps = DrawGPs(data.u, data.z, post.lengthscale, post.noise)
+    mean, var = gps.predict(cand_u)
+    exact = scorer(spec["acquisition"], post.noise)(mean, var).numpy()
+    order = np.argsort(-exact, kind="stable")
+    chosen = int(np.flatnonzero(candidates == ranking[0]["index"])[0])
+    out = {
+        "n": data.n,
+        "khat": post.diagnostics["khat"],
+        "khat_limit": post.diagnostics["khat_limit"],
+        "distinct_draws": post.diagnostics["distinct_draws"],
+        "chosen_rank": int(np.flatnonzero(order == chosen)[0]) + 1,
+        "candidates": len(candidates),
+        "screens": {},
+    }
+    index = torch.arange(len(post.noise), dtype=torch.float64)[:, None]
+    for draws in (15, 8, 5, 3):
+        rows = replace(post, lengthscale=index).spread(draws).lengthscale[:, 0].long()
+        rough = scorer(spec["acquisition"], post.noise[rows])(mean[rows], var[rows]).numpy()
+        rough_order = np.argsort(-rough, kind="stable")
+        out["screens"][draws] = {
+            "exact_best_at": int(np.flatnonzero(rough_order == order[0])[0]) + 1,
+            "top64_in_kept256": len(set(order[:64]) & set(rough_order[:256])) / 64,
+        }
+    rng = np.random.default_rng(seed + 1)
+    test = torch.from_numpy(rng.random((2000, 6)))
+    this = _mixture(gps, test)
+    refs = []
+    for s in (1, 2):
+        ref = laplace_posterior(
+            data.u,
+            data.z,
+            len(post.noise),
+            data.seed + s,
+            previous=previous["adaptation"],
+            prior_mean=data.prior_mean,
+            noise_floor=post.diagnostics["noise_floor"],
+            proposals=150,
+        )
+        refs.append(_mixture(DrawGPs(data.u, data.z, ref.lengthscale, ref.noise), test))
+    truth = (hartmann6(test.numpy()) - data.scale_y.mean) / data.scale_y.std
+    for name, (m, _) in (("this", this), ("reference", refs[0]), ("other", refs[1])):
+        out[f"rmse_{name}"] = float(np.sqrt(np.mean((m - truth) ** 2)))
+    for name, (a, b) in (("this", (this, refs[0])), ("references", (refs[1], refs[0]))):
+        out[f"mean_apart_{name}"] = float(np.abs(a[0] - b[0]).max())
+        out[f"variance_apart_{name}"] = float(np.abs(a[1] / b[1] - 1).max())
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
 def measure(python: str, n: int, seed: int, threads: int | None = 1) -> dict:
     """:func:`one` in a process of its own, with ``python``, on ``threads`` threads (torch's,
     BLAS's, numba's: 1 is a worker's, ``fbgp-al worker``; None: the libraries' defaults)."""
@@ -181,8 +261,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: the cold mode search on a subset against on every label, per size",
     )
+    parser.add_argument(
+        "--quality",
+        action="store_true",
+        help="instead: a warm refit's point and predictions against the full treatment",
+    )
+    parser.add_argument(
+        "--previous", help="with --quality: the cold model at the size (JSON), not refitted"
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.quality:
+        previous = None
+        if args.previous:
+            with open(args.previous) as f:
+                previous = json.load(f)
+        for n in (int(s) for s in args.sizes.split(",")):
+            print(json.dumps(quality(n, args.seed, previous)), flush=True)
+        return 0
     if args.modes:
         for n in (int(s) for s in args.sizes.split(",")):
             print(json.dumps({"n": n, "seed": args.seed, **modes(n, args.seed)}), flush=True)

@@ -106,6 +106,12 @@ SCREEN_WORK = 150 * 10_000 * 100**2  # the defaults' scoring at n = 100
 # campaigns").
 KEEP_LEAST = 256
 EXACT_WORK = 150 * KEEP_LEAST * 1000**2
+# From SCREEN_FEW_FROM labels the screen's n^2 per candidate and draw is most of a refit's
+# scoring, and the posterior has narrowed: the screen takes SCREEN_DRAWS_FEW of the draws. At
+# Hartmann 6-D, 1,001 labels, the screen on 3, 5, 8 or 15 draws put the exact best (every
+# draw, every candidate) first (docs/benchmarks.md, issue 53).
+SCREEN_FEW_FROM = 1000
+SCREEN_DRAWS_FEW = 5
 
 
 def screens(name: str, fn: Scoring, candidates) -> bool:
@@ -116,6 +122,12 @@ def screens(name: str, fn: Scoring, candidates) -> bool:
         and fn.draws > SCREEN_DRAWS
         and fn.draws * len(candidates) * fn.labels**2 > SCREEN_WORK
     )
+
+
+def screen_draws(fn: Scoring) -> int:
+    """The draws a screen scores every candidate on: ``SCREEN_DRAWS``, ``SCREEN_DRAWS_FEW``
+    from ``SCREEN_FEW_FROM`` labels."""
+    return SCREEN_DRAWS_FEW if fn.labels >= SCREEN_FEW_FROM else SCREEN_DRAWS
 
 
 def kept_count(fn: Scoring) -> int:
@@ -134,7 +146,7 @@ def scored(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Step
     that scores the kept candidates here instead of a step (:func:`shares_factors`)."""
     if not screens(name, fn, candidates):
         return (yield ToScore(fn, candidates))
-    rough = yield ToScore(fn.with_draws(SCREEN_DRAWS), candidates)
+    rough = yield ToScore(fn.with_draws(screen_draws(fn)), candidates)
     if weights is not None:
         rough = rough * weights
     kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]

@@ -143,3 +143,13 @@ def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatc
     for key, value in model["accuracy"].items():
         if key != "seconds":
             assert shared["accuracy"][key] == pytest.approx(value, rel=1e-12), key
+
+
+@pytest.mark.parametrize(("n", "draws"), [(999, 15), (1000, 5), (2000, 5)])
+def test_from_a_thousand_labels_the_screen_takes_five_draws(n, draws):
+    post, _, _, cand = _case(draws=150, chains=1, n=2)
+    u, z = torch.rand((n, 2), dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    assert ranking.screen_draws(fn) == draws
+    step = next(ranking.scored("qb-mgp", fn, cand.repeat(7, 1)))
+    assert step.fn.draws == draws and len(step.candidates) == 7 * len(cand)
