@@ -51,9 +51,9 @@ from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 PROPOSAL_DF = 5.0  # the proposal's components: Student-t with these degrees of freedom
 PROPOSAL_WORK = 300 * 600**3  # 300 densities at n = 600 (see proposal_count)
 PROPOSALS_LEAST = 150  # fewer draws make k too noisy to judge by (and its limit stricter)
-# From FEW_FROM labels, where a density is an n^3 Cholesky of a second or more, PROPOSALS_FEW
-# are weighed and resampled to the draws kept: at Hartmann 6-D, n = 1,000 and 2,000, the first
-# 100 of 150 draws had k within 0.5 (their limit) wherever the 150 had k within 0.54
+# From FEW_FROM labels, where the densities are an n^3 Cholesky each, PROPOSALS_FEW are weighed
+# and resampled to the draws kept: at Hartmann 6-D, 1,001 and 2,001 labels (8 and 3 sets of
+# draws), the first 100 of 150 had k of at most 0.35 against their limit of 0.5
 # (docs/benchmarks.md, issue 53).
 FEW_FROM = 1000
 PROPOSALS_FEW = 100

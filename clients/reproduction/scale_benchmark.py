@@ -169,9 +169,9 @@ def quality(n: int, seed: int, previous: dict | None = None) -> dict:
     chosen = int(np.flatnonzero(candidates == ranking[0]["index"])[0])
     out = {
         "n": data.n,
-        "khat": post.diagnostics["khat"],
-        "khat_limit": post.diagnostics["khat_limit"],
-        "distinct_draws": post.diagnostics["distinct_draws"],
+        "sampler": post.diagnostics.get("method", "nuts"),
+        "khat": post.diagnostics.get("khat"),
+        "distinct_draws": post.diagnostics.get("distinct_draws"),
         "chosen_rank": int(np.flatnonzero(order == chosen)[0]) + 1,
         "candidates": len(candidates),
         "screens": {},
@@ -208,6 +208,45 @@ def quality(n: int, seed: int, previous: dict | None = None) -> dict:
         out[f"mean_apart_{name}"] = float(np.abs(a[0] - b[0]).max())
         out[f"variance_apart_{name}"] = float(np.abs(a[1] / b[1] - 1).max())
     out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dict]:
+    """The Pareto ``k`` of the warm mixture at ``n + 1`` labels (from ``previous``, the cold
+    model at ``n``; None: refitted here) over ``sets`` sets of 150 draws, each drawn and weighed
+    as :func:`worker.laplace.laplace_posterior` does at its seed: ``k``, its limit and the
+    importance ESS of all 150, of the first 100 and of the first 75."""
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.laplace import (
+        PROPOSAL_DF,
+        _Counted,
+        khat_limit,
+        mixture_draws,
+        mixture_log_density,
+        modes_of,
+        psis,
+    )
+    from fbgp_al.worker.potential import GPPotential
+
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    data = fitting.prepare(spec, labels)
+    floor = fitting.noise_floor(spec)
+    potential = _Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
+    (modes, weights, scales), _, _ = modes_of(potential, previous["adaptation"], n + 1, 0)
+    out = []
+    for s in range(sets):
+        rng = np.random.default_rng(np.random.SeedSequence(s, spawn_key=(7,)))
+        drawn = mixture_draws(150, modes, weights, scales, PROPOSAL_DF, rng)
+        log_ratios = -potential.values(drawn) - mixture_log_density(
+            drawn, modes, weights, scales, PROPOSAL_DF
+        )
+        row = {"n": n + 1, "set": s, "modes": len(modes)}
+        for count in (150, 100, 75):
+            w, k = psis(log_ratios[:count])
+            row[count] = {"k": k, "limit": khat_limit(count), "ess": float(1 / (w * w).sum())}
+        out.append(row)
     return out
 
 
@@ -267,17 +306,28 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: a warm refit's point and predictions against the full treatment",
     )
     parser.add_argument(
-        "--previous", help="with --quality: the cold model at the size (JSON), not refitted"
+        "--khat",
+        type=int,
+        metavar="SETS",
+        help="instead: the warm mixture's Pareto k over SETS sets of 150, 100 and 75 draws",
+    )
+    parser.add_argument(
+        "--previous",
+        help="with --quality or --khat: the cold model at the size (JSON), not refitted",
     )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.quality:
+    if args.quality or args.khat:
         previous = None
         if args.previous:
             with open(args.previous) as f:
                 previous = json.load(f)
         for n in (int(s) for s in args.sizes.split(",")):
-            print(json.dumps(quality(n, args.seed, previous)), flush=True)
+            if args.khat:
+                for row in khat(n, args.seed, args.khat, previous):
+                    print(json.dumps(row), flush=True)
+            else:
+                print(json.dumps(quality(n, args.seed, previous)), flush=True)
         return 0
     if args.modes:
         for n in (int(s) for s in args.sizes.split(",")):

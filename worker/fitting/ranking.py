@@ -108,8 +108,8 @@ KEEP_LEAST = 256
 EXACT_WORK = 150 * KEEP_LEAST * 1000**2
 # From SCREEN_FEW_FROM labels the screen's n^2 per candidate and draw is most of a refit's
 # scoring, and the posterior has narrowed: the screen takes SCREEN_DRAWS_FEW of the draws. At
-# Hartmann 6-D, 1,001 labels, the screen on 3, 5, 8 or 15 draws put the exact best (every
-# draw, every candidate) first (docs/benchmarks.md, issue 53).
+# Hartmann 6-D, 1,001 and 2,001 labels, a screen on 3, 5, 8 or 15 draws put the exact best
+# (every draw, every candidate) first (docs/benchmarks.md, issue 53).
 SCREEN_FEW_FROM = 1000
 SCREEN_DRAWS_FEW = 5
 

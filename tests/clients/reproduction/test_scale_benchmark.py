@@ -60,3 +60,14 @@ def test_the_subset_s_mode_search_is_compared_with_the_search_on_every_label(mon
     assert out["subset"]["gradients"] < out["all"]["gradients"]
     assert out["potential_apart"] < 1e-4 and out["theta_apart"] < 1e-2
     assert cold_start.SEARCH_LABELS == 40  # put back as it was
+
+
+def test_the_k_check_at_a_mixture_s_size():
+    """At 200 labels (the mixture's, default campaign): the warm mixture's k over a set of
+    draws, of 150, 100 and 75 of them, each with its limit and importance ESS."""
+    spec, labels = bench.spec_of(), bench.labels_of(200, 0)
+    previous, _ = bench.refit(spec, labels, None)
+    (row,) = bench.khat(200, 0, 1, previous)
+    assert row["n"] == 201 and row["modes"] >= 1
+    assert row[100]["limit"] == pytest.approx(0.5) and 0 < row[75]["ess"] <= 75
+    assert 0 < row[150]["ess"] <= 150 and all(np.isfinite(row[c]["k"]) for c in (150, 100, 75))
