@@ -237,11 +237,35 @@ def summary(
     to the labels' variance). ``points``: pool points in the unit cube (``m x d``, ``m >= 1``).
     ``scale_y``: the output's standardization, whose ``log`` reports a log output in its own
     units (see the module's docstring; ``y_std`` is then its ``std``)."""
+    return summary_at(u, z, lengthscale, noise, points, y_std, None, label_noise, scale_y)[0]
+
+
+def summary_at(
+    u,
+    z,
+    lengthscale,
+    noise,
+    points,
+    y_std: float,
+    at,
+    label_noise=None,
+    scale_y: OutputStandardization | None = None,
+) -> tuple[dict, torch.Tensor | None, torch.Tensor | None]:
+    """:func:`summary`, and the draws' predictive means and variances of ``y`` at ``at``
+    (``c x d``; ``B x c`` each, None without ``at``) from the same factors: one factorization
+    of each distinct draw for both (a ranking's exact scores, :mod:`worker.fitting.ranking`).
+    Its ``seconds`` count the predictions at ``at`` too."""
     started = time.perf_counter()
     pool, parts = _Pool(u, z, lengthscale, noise, points, scale_y), []
+    mean = var = None
+    if at is not None:
+        mean, var = (torch.empty(len(noise), len(at), dtype=DTYPE) for _ in range(2))
     for g, chol_inv, alpha in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
         parts.append(_loo_of(z, chol_inv, alpha))
         pool.add(g, chol_inv, alpha)
+        if at is not None:
+            gp = Conditioned(u, lengthscale[g], noise[g], alpha, chol_inv)
+            mean[g], var[g] = gp.predict(at)
     means, variances = torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
     mix = mixture_loo(z, means, variances)
     rmse_z = float((z - mix["mean"]).square().mean().sqrt())
@@ -268,7 +292,7 @@ def summary(
         variance_stride=pool.k,
         seconds=time.perf_counter() - started,
     )
-    return out
+    return out, mean, var
 
 
 def _log_rmse(z, means, variances, scale_y: OutputStandardization) -> tuple[float, float]:

@@ -53,6 +53,9 @@ QUADRATURE_ELEMENTS = 1 << 17
 # ``BLOCK_ELEMENTS`` each (16 MB).
 FIT_ELEMENTS = 1 << 24
 BLOCK_ELEMENTS = 1 << 21
+# In groups, the predictions of whole blocks (draws x candidates) held at once, at most this many
+# elements each (64 MB): each group of draws is fitted once for them all, not once per block.
+SPAN_ELEMENTS = 1 << 23
 # A greedy batch's picks after the first are made among this many best candidates of its first
 # scoring (fantasies only lower scores): the candidates a screened scoring scores exactly too
 # (worker.fitting.ranking.SCREEN_KEEP)
@@ -149,7 +152,8 @@ def scorer(
 class DrawGPs:
     """The GPs of a posterior's draws, fitted to ``(u, z)`` (and the labels' known noise
     variances ``label_noise``, ``n``, when they have some): all at once when their factors fit
-    ``FIT_ELEMENTS``, else in groups of draws, fitted again for each block of candidates."""
+    ``FIT_ELEMENTS``, else in groups of draws, each fitted once for a span of blocks of
+    candidates (:meth:`chunks`; :meth:`predict` fits each group once for its candidates)."""
 
     def __init__(self, u, z, lengthscale, noise, label_noise=None):
         self.u, self.z, self.lengthscale, self.noise = u, z, lengthscale, noise
@@ -168,14 +172,48 @@ class DrawGPs:
         of two (:func:`worker.gp.aligned`)."""
         return aligned(BLOCK_ELEMENTS // max(1, len(self.noise)))
 
+    @property
+    def span(self) -> int:
+        """Candidates whose predictions (``draws x span``) are held at once in groups: whole
+        blocks, ``SPAN_ELEMENTS`` at most (one block at least)."""
+        per_block = len(self.noise) * self.block
+        return self.block * max(1, SPAN_ELEMENTS // max(1, per_block))
+
     def chunks(self, candidates: torch.Tensor, variance: bool = True):
         """``(mean, var)`` of y (``draws x c`` each) for consecutive chunks of ``candidates``;
-        ``var`` is ``None`` unless ``variance``."""
+        ``var`` is ``None`` unless ``variance``. In groups, the chunks are the blocks
+        (:attr:`block`), and each group of draws is fitted once per :attr:`span` of them."""
         if self.whole is not None:
             yield from self.whole.chunks(candidates, variance)
             return
-        for i in range(0, len(candidates), self.block):
-            yield self.predict(candidates[i : i + self.block], variance)
+        for start in range(0, len(candidates), self.span):
+            mean, var = self.blockwise(candidates[start : start + self.span], variance)
+            for i in range(0, mean.shape[1], self.block):
+                part = slice(i, i + self.block)
+                yield mean[:, part].contiguous(), (var[:, part].contiguous() if variance else None)
+
+    def blockwise(
+        self, candidates: torch.Tensor, variance: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`predict` of each block of ``candidates`` in turn, each group of draws fitted
+        once for all of them: the numbers of a :meth:`predict` per block (a group's fit and
+        its predictions of a block are the same), with a factorization per group instead of
+        one per group and block."""
+        shape = (len(self.noise), len(candidates))
+        mean = torch.empty(shape, dtype=DTYPE)
+        var = torch.empty(shape, dtype=DTYPE) if variance else None
+        for g in self.groups if self.whole is None else [slice(None)]:
+            fitted = self.whole
+            if fitted is None:
+                fitted = Conditioned.fit(
+                    self.u, self.z, self.lengthscale[g], self.noise[g], self.label_noise
+                )
+            for i in range(0, len(candidates), self.block):
+                part = slice(i, i + self.block)
+                mean[g, part], v = fitted.predict(candidates[part], variance)
+                if variance:
+                    var[g, part] = v
+        return mean, var
 
     def predict(
         self, candidates: torch.Tensor, variance: bool = True
@@ -313,11 +351,17 @@ def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Ten
     for output in outputs:
         weight, base, score = output[0], output[5], output[6]
         with_pending = _gps_with(output, fantasies) if len(fantasies) and variance else base
-        for block in _blocks(len(candidates), base.block):
-            means, variances = base.predict(candidates[block], variance)
+        # in groups, a span of blocks per fit of each group; all draws at once, a block a time
+        step = base.block if base.whole is not None else base.span
+        for span in _blocks(len(candidates), step):
+            means, variances = base.blockwise(candidates[span], variance)
             if with_pending is not base:
-                variances = with_pending.predict(candidates[block])[1]
-            scores[block] += weight * score(means, variances)
+                variances = with_pending.blockwise(candidates[span])[1]
+            for i in range(0, means.shape[1], base.block):
+                block = slice(i, i + base.block)
+                at = slice(span.start + i, span.start + i + base.block)
+                v = None if variances is None else variances[:, block].contiguous()
+                scores[at] += weight * score(means[:, block].contiguous(), v)
     return scores
 
 

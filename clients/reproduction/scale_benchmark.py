@@ -8,25 +8,29 @@ memory its own):
 For each size ``n``, a cold refit (no previous model: the first model of an import of ``n``
 labels) and a warm one (one label more, from the cold one's model: a label's next point):
 the posterior's seconds, its density and gradient evaluations and distinct draws, the accuracy
-estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, and the peak
-memory. ``--python`` runs the same measurement with another environment's interpreter (another
-tree's ``fbgp_al``), so that two trees are measured side by side in one run (``--rounds``
-interleaves them). ``--modes`` compares the cold mode search on a subset of the labels with the
-search on all of them instead. The stack's own share of a label's path (the store, the queue,
-the wake-up) is ``fbgp-al bench-service``'s.
+estimates' seconds, the ranking's (the scoring and the rest), the whole refit's, the peak
+memory and the next point (its pool index). Each process runs on one thread, as a worker does
+(``--threads``). ``--python`` runs the same measurement with another environment's interpreter
+(another tree's ``fbgp_al``), so that two trees are measured side by side in one run
+(``--rounds`` interleaves them). ``--modes`` compares the cold mode search on a subset of the
+labels with the search on all of them instead. The stack's own share of a label's path (the
+store, the queue, the wake-up) is ``fbgp-al bench-service``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
+from fbgp_al.clients.ops.cli import THREAD_VARIABLES
 from fbgp_al.clients.simulators import hartmann6_mean
 
 NOISE_SD = 0.01
@@ -64,7 +68,7 @@ def refit(spec: dict, labels: list[dict], previous: dict | None) -> tuple[dict, 
     started = time.perf_counter()
     sampled = fitting.sample(spec, labels, previous, 4000)
     sampled_at = time.perf_counter()
-    model, _ = fitting.rank(spec, sampled, pool_of(spec), set(), [], [], started)
+    model, ranking = fitting.rank(spec, sampled, pool_of(spec), set(), [], [], started)
     done = time.perf_counter()
     d, accuracy = model["diagnostics"], model.get("accuracy") or {}
     parts = {
@@ -77,6 +81,7 @@ def refit(spec: dict, labels: list[dict], previous: dict | None) -> tuple[dict, 
         "accuracy_s": accuracy.get("seconds"),
         "rank_s": done - sampled_at,
         "refit_s": done - started,
+        "next": ranking[0]["index"] if ranking else None,
     }
     return model, parts
 
@@ -127,14 +132,137 @@ def modes(n: int, seed: int) -> dict:
     return out
 
 
-def measure(python: str, n: int, seed: int) -> dict:
-    """:func:`one` in a process of its own, with ``python``."""
+def _mixture(gps, points) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-weight mixture's mean and variance of ``y`` at ``points`` (standardized)."""
+    mean, var = gps.predict(points)
+    return mean.mean(0).numpy(), (var.mean(0) + mean.var(0, correction=0)).numpy()
+
+
+def quality(n: int, seed: int, previous: dict | None = None) -> dict:
+    """What a warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
+    refitted here) chose against the full treatment: every draw scoring every candidate (the
+    exact ranking, where its point stands there; the screen on fewer draws, where the exact
+    best stands in its order), and its mixture's predictive mean and variance at 2,000 test
+    points against two mixtures of 150 densities weighed (the same modes, other draws): how
+    far apart they lie, beside how far the two references lie from each other."""
+    import torch
+
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.acquisition import DrawGPs, scorer
+    from fbgp_al.worker.fitting.ranking import candidates_of
+    from fbgp_al.worker.laplace import laplace_posterior
+    from fbgp_al.worker.vocabulary.pools import pool_of
+
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    started = time.perf_counter()
+    sampled = fitting.sample(spec, labels, previous, 4000)
+    pool = pool_of(spec)
+    _, ranking = fitting.rank(spec, sampled, pool, set(), [], [], started)
+    data, post = sampled.data, sampled.post
+    candidates, cand_u, _, _ = candidates_of(spec, pool, data.space, data.n, set(), [])
+    gps = DrawGPs(data.u, data.z, post.lengthscale, post.noise)
+    mean, var = gps.predict(cand_u)
+    exact = scorer(spec["acquisition"], post.noise)(mean, var).numpy()
+    order = np.argsort(-exact, kind="stable")
+    chosen = int(np.flatnonzero(candidates == ranking[0]["index"])[0])
+    out = {
+        "n": data.n,
+        "sampler": post.diagnostics.get("method", "nuts"),
+        "khat": post.diagnostics.get("khat"),
+        "distinct_draws": post.diagnostics.get("distinct_draws"),
+        "chosen_rank": int(np.flatnonzero(order == chosen)[0]) + 1,
+        "candidates": len(candidates),
+        "screens": {},
+    }
+    index = torch.arange(len(post.noise), dtype=torch.float64)[:, None]
+    for draws in (15, 8, 5, 3):
+        rows = replace(post, lengthscale=index).spread(draws).lengthscale[:, 0].long()
+        rough = scorer(spec["acquisition"], post.noise[rows])(mean[rows], var[rows]).numpy()
+        rough_order = np.argsort(-rough, kind="stable")
+        out["screens"][draws] = {
+            "exact_best_at": int(np.flatnonzero(rough_order == order[0])[0]) + 1,
+            "top64_in_kept256": len(set(order[:64]) & set(rough_order[:256])) / 64,
+        }
+    rng = np.random.default_rng(seed + 1)
+    test = torch.from_numpy(rng.random((2000, 6)))
+    this = _mixture(gps, test)
+    refs = []
+    for s in (1, 2):
+        ref = laplace_posterior(
+            data.u,
+            data.z,
+            len(post.noise),
+            data.seed + s,
+            previous=previous["adaptation"],
+            prior_mean=data.prior_mean,
+            noise_floor=post.diagnostics["noise_floor"],
+            proposals=150,
+        )
+        refs.append(_mixture(DrawGPs(data.u, data.z, ref.lengthscale, ref.noise), test))
+    truth = (hartmann6(test.numpy()) - data.scale_y.mean) / data.scale_y.std
+    for name, (m, _) in (("this", this), ("reference", refs[0]), ("other", refs[1])):
+        out[f"rmse_{name}"] = float(np.sqrt(np.mean((m - truth) ** 2)))
+    for name, (a, b) in (("this", (this, refs[0])), ("references", (refs[1], refs[0]))):
+        out[f"mean_apart_{name}"] = float(np.abs(a[0] - b[0]).max())
+        out[f"variance_apart_{name}"] = float(np.abs(a[1] / b[1] - 1).max())
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dict]:
+    """The Pareto ``k`` of the warm mixture at ``n + 1`` labels (from ``previous``, the cold
+    model at ``n``; None: refitted here) over ``sets`` sets of 150 draws, each drawn and weighed
+    as :func:`worker.laplace.laplace_posterior` does at its seed: ``k``, its limit and the
+    importance ESS of all 150, of the first 100 and of the first 75."""
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.laplace import (
+        PROPOSAL_DF,
+        _Counted,
+        khat_limit,
+        mixture_draws,
+        mixture_log_density,
+        modes_of,
+        psis,
+    )
+    from fbgp_al.worker.potential import GPPotential
+
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    data = fitting.prepare(spec, labels)
+    floor = fitting.noise_floor(spec)
+    potential = _Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
+    (modes, weights, scales), _, _ = modes_of(potential, previous["adaptation"], n + 1, 0)
+    out = []
+    for s in range(sets):
+        rng = np.random.default_rng(np.random.SeedSequence(s, spawn_key=(7,)))
+        drawn = mixture_draws(150, modes, weights, scales, PROPOSAL_DF, rng)
+        log_ratios = -potential.values(drawn) - mixture_log_density(
+            drawn, modes, weights, scales, PROPOSAL_DF
+        )
+        row = {"n": n + 1, "set": s, "modes": len(modes)}
+        for count in (150, 100, 75):
+            w, k = psis(log_ratios[:count])
+            row[count] = {"k": k, "limit": khat_limit(count), "ess": float(1 / (w * w).sum())}
+        out.append(row)
+    return out
+
+
+def measure(python: str, n: int, seed: int, threads: int | None = 1) -> dict:
+    """:func:`one` in a process of its own, with ``python``, on ``threads`` threads (torch's,
+    BLAS's, numba's: 1 is a worker's, ``fbgp-al worker``; None: the libraries' defaults)."""
+    env = dict(os.environ)
+    if threads is not None:
+        env.update({variable: str(threads) for variable in THREAD_VARIABLES})
     out = subprocess.run(
         [python, "-m", "fbgp_al.clients.reproduction.scale_benchmark", "--one", str(n)]
         + ["--seed", str(seed)],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -145,7 +273,7 @@ def row(name: str, kind: str, r: dict, peak: float) -> str:
     return (
         f"| {name} | {r['n']} | {kind} | {r['sampler']} | {r['posterior_s']:.1f} | "
         f"{r['evaluations']} | {distinct} | {accuracy} | {r['rank_s']:.1f} | "
-        f"{r['refit_s']:.1f} | {peak:.2f} |"
+        f"{r['refit_s']:.1f} | {peak:.2f} | {r.get('next', '-')} |"
     )
 
 
@@ -162,12 +290,45 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each tree")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads of each measured process (1: a worker's; 0: the libraries' defaults)",
+    )
+    parser.add_argument(
         "--modes",
         action="store_true",
         help="instead: the cold mode search on a subset against on every label, per size",
     )
+    parser.add_argument(
+        "--quality",
+        action="store_true",
+        help="instead: a warm refit's point and predictions against the full treatment",
+    )
+    parser.add_argument(
+        "--khat",
+        type=int,
+        metavar="SETS",
+        help="instead: the warm mixture's Pareto k over SETS sets of 150, 100 and 75 draws",
+    )
+    parser.add_argument(
+        "--previous",
+        help="with --quality or --khat: the cold model at the size (JSON), not refitted",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.quality or args.khat:
+        previous = None
+        if args.previous:
+            with open(args.previous) as f:
+                previous = json.load(f)
+        for n in (int(s) for s in args.sizes.split(",")):
+            if args.khat:
+                for row in khat(n, args.seed, args.khat, previous):
+                    print(json.dumps(row), flush=True)
+            else:
+                print(json.dumps(quality(n, args.seed, previous)), flush=True)
+        return 0
     if args.modes:
         for n in (int(s) for s in args.sizes.split(",")):
             print(json.dumps({"n": n, "seed": args.seed, **modes(n, args.seed)}), flush=True)
@@ -178,13 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     trees = [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
     print(
         "| tree | n | refit | sampler | posterior (s) | evaluations | distinct draws | "
-        "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) |"
+        "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) | next point |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
         for _ in range(args.rounds):
             for name, python in trees:
-                out = measure(python, n, args.seed)
+                out = measure(python, n, args.seed, args.threads or None)
                 for kind in ("cold", "warm"):
                     print(row(name, kind, out[kind], out["peak_gb"]), flush=True)
     return 0

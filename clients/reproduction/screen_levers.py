@@ -87,7 +87,7 @@ def compare_screening(
                 ranking.SCREEN_WORK = saved
             best_full = np.argsort(-full, kind="stable")[:RANKING_SIZE]
             best_screened = np.argsort(-screened, kind="stable")[:RANKING_SIZE]
-            rough = fn.with_draws(ranking.SCREEN_DRAWS)(cand).numpy()
+            rough = fn.with_draws(ranking.screen_draws(fn))(cand).numpy()
             needed = _above(rough, int(best_full[0]))  # the least the screen must keep, less 1
             row = {
                 "case": case,
@@ -169,7 +169,7 @@ def compare_reproduction_screening(
                 t = time.perf_counter()
                 served = ranking.here(ranking.scores_of(name, fn, cand)).numpy()
                 served_s = time.perf_counter() - t
-                rough = fn.with_draws(ranking.SCREEN_DRAWS)(cand).numpy()
+                rough = fn.with_draws(ranking.screen_draws(fn))(cand).numpy()
                 best = int(np.argmax(full))
                 row = {
                     "simulator": simulator,

@@ -179,3 +179,25 @@ def test_repeated_draws_give_the_summary_of_each_draw_factored_alone(monkeypatch
     for key, value in alone.items():
         if key != "seconds":
             assert shared[key] == pytest.approx(value, rel=1e-12, abs=1e-14), key
+
+
+@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+def test_the_predictions_on_the_accuracy_factors_equal_a_fit_of_their_own(
+    monkeypatch, fit_elements
+):
+    """summary_at's draws' predictions at other points, from the factors of its estimates (in
+    groups of 2 draws, 3 of 7 draws repeated), against each draw fitted apart; its estimates
+    are summary's."""
+    u, z, lengthscale, noise, points = _data()
+    lengthscale[[1, 4]], noise[[1, 4]] = lengthscale[0].clone(), noise[0].clone()
+    at = points[:13] + 0.01
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)
+    estimates, mean, var = accuracy.summary_at(u, z, lengthscale, noise, points, 2.0, at)
+    for j in range(len(noise)):
+        want = predict(u, z, lengthscale[j : j + 1], noise[j : j + 1], at)
+        torch.testing.assert_close(mean[j], want[0][0], rtol=0, atol=1e-10)
+        torch.testing.assert_close(var[j], want[1][0], rtol=0, atol=1e-10)
+    alone = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
+    assert {k: v for k, v in estimates.items() if k != "seconds"} == {
+        k: v for k, v in alone.items() if k != "seconds"
+    }

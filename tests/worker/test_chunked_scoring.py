@@ -126,3 +126,58 @@ def _model_of(post: Posterior) -> dict:
         "mode": {"lengthscale": post.mode_lengthscale.tolist(), "noise": post.mode_noise},
         "transform": {"lower": [0.0] * 3, "upper": [1.0] * 3, "y_mean": 0.0, "y_std": 1.0},
     }
+
+
+def _per_block(name, post, u, z, candidates, block, per, pending=None):
+    """Each block of candidates scored with each group of ``per`` draws fitted for it (the
+    variances with the ``pending`` inputs as fantasies, if any)."""
+    groups = [slice(j, j + per) for j in range(0, len(post.noise), per)]
+    u_var, z_var = u, z
+    if pending is not None:
+        u_var, z_var = torch.cat([u, pending]), torch.cat([z, torch.zeros(len(pending), dtype=D)])
+    out = []
+    for i in range(0, len(candidates), block):
+        at = candidates[i : i + block]
+        mean = torch.cat(
+            [
+                Conditioned.fit(u, z, post.lengthscale[g], post.noise[g]).predict(at)[0]
+                for g in groups
+            ]
+        )
+        var = torch.cat(
+            [
+                Conditioned.fit(u_var, z_var, post.lengthscale[g], post.noise[g]).predict(at)[1]
+                for g in groups
+            ]
+        )
+        out.append(scorer(name, post.noise)(mean, var))
+    return torch.cat(out)
+
+
+@pytest.mark.parametrize("name", ["qb-mgp", "bald", "b-qbc"])
+def test_groups_are_fitted_once_per_span_with_the_bits_of_a_fit_per_block(
+    setting, small_blocks, monkeypatch, name
+):
+    post, u, z, cand, pending = setting
+    fits = []
+    real = Conditioned.fit.__func__
+
+    def counted(cls, *args, **kwargs):
+        fits.append(len(args[3]))
+        return real(cls, *args, **kwargs)
+
+    gps = acquisition.DrawGPs(u, z, post.lengthscale, post.noise)
+    with_pending = acquisition.DrawGPs(torch.cat([u, pending]), z, post.lengthscale, post.noise)
+    block, spans = gps.block, math.ceil(len(cand) / (4 * gps.block))
+    want = _per_block(name, post, u, z, cand, block, 7)
+    want_batch = _per_block(name, post, u, z, cand, block, 7, pending)
+    monkeypatch.setattr(acquisition, "SPAN_ELEMENTS", 40 * block * 4)  # 4 blocks a span
+    monkeypatch.setattr(Conditioned, "fit", classmethod(counted))
+
+    assert torch.equal(evaluate(name, post, u, z, cand), want)
+    assert len(fits) == spans * len(gps.groups)  # once a span, not once a block
+    fits.clear()
+    batch = acquisition.batch_scores(name, [(1.0, post, u, z, None)], cand, pending)
+    assert torch.equal(batch, want if name == "b-qbc" else want_batch)
+    fantasies = 0 if name == "b-qbc" else len(with_pending.groups)  # 30 labels: 4 a group
+    assert len(fits) == spans * (len(gps.groups) + fantasies)

@@ -201,3 +201,34 @@ def test_repeated_draws_are_factored_once_and_predict_as_each_alone(data, monkey
         m, v = alone.predict(cand)
         torch.testing.assert_close(mean[b], m[0], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(var[b], v[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("lengthscale,noise", HYPERS)
+def test_the_triangular_product_predicts_as_the_dense_one_and_gpytorch(
+    data, monkeypatch, lengthscale, noise
+):
+    """From TRIANGULAR_FROM labels (here every size) the variances take L^-1 k by dtrmm: the
+    dense product's numbers to 1e-12, in chunks with reused buffers too, and GPyTorch's."""
+    u, z = data
+    ls = torch.stack([lengthscale, lengthscale.flip(0)])
+    s2 = torch.tensor([noise, 2 * noise], dtype=D)
+    cand = torch.rand(101, 2, generator=torch.Generator().manual_seed(4), dtype=D)
+    dense = gp.predict(u, z, ls, s2, cand)
+    monkeypatch.setattr(gp, "TRIANGULAR_FROM", 0)
+    monkeypatch.setattr(gp, "CHUNK_ELEMENTS", 2 * 15 * 16)  # chunks of 16 in reused buffers
+    triangular = gp.predict(u, z, ls, s2, cand)
+    for a, b in zip(triangular, dense, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    fitted = gp.Conditioned.fit(u, z, ls, s2)
+    k = gp.rbf(u, cand, ls)
+    torch.testing.assert_close(
+        gp.triangular_product(fitted.chol_inv, k.clone()), fitted.chol_inv @ k, rtol=0, atol=1e-12
+    )
+    model, likelihood = _gpytorch(u, z, lengthscale, noise)
+    with (
+        torch.no_grad(),
+        gpytorch.settings.fast_pred_var(False),
+        gpytorch.settings.skip_posterior_variances(False),
+    ):
+        pred = likelihood(model(cand))
+    assert torch.allclose(triangular[1][0], pred.variance, atol=1e-8)

@@ -60,9 +60,10 @@ def test_psis_k_grows_with_the_tail_and_is_infinite_for_a_ratio_that_is_not():
 def test_khat_limit_and_proposal_count():
     assert khat_limit(150) == pytest.approx(1 - 1 / math.log10(150))
     assert khat_limit(100_000) == 0.7
-    assert proposal_count(150, 200) == 300 and proposal_count(150, 2000) == 150
-    assert proposal_count(20, 200) == 300 and proposal_count(20, 2000) == 150
+    assert proposal_count(150, 200) == 300 and proposal_count(150, 999) == 150
+    assert proposal_count(20, 200) == 300 and proposal_count(20, 999) == 150
     assert 150 <= proposal_count(150, 700) < 300
+    assert proposal_count(150, 1000) == proposal_count(300, 5000) == laplace.PROPOSALS_FEW == 100
 
 
 @pytest.mark.parametrize("df", [None, 5.0])
@@ -108,6 +109,25 @@ def test_the_resampled_draws_match_a_quadrature_of_a_concentrated_posterior(conc
     mode = (post.mode_lengthscale[0].log().item(), math.log(post.mode_noise - d["noise_floor"]))
     for value, name in zip(mode, ("log_l", "log_s2"), strict=True):
         assert abs(value - exact[name]["quantiles"][1]) < exact[name]["sd"], name
+
+
+def test_fewer_densities_weighed_are_resampled_to_the_draws_and_match_the_quadrature(
+    concentrated, monkeypatch
+):
+    """From FEW_FROM labels (here 60) 100 draws of the mixture are weighed and 150 resampled
+    from them: their limit is 0.5, and they match the quadrature within the noise of 100
+    weighed draws (about three standard errors of a mean and of a 5% quantile at an
+    importance ESS of 80: 0.3 and 0.7 posterior sds)."""
+    u, z, exact = concentrated
+    monkeypatch.setattr(laplace, "FEW_FROM", 60)
+    post = laplace_posterior(u, z, draws=150, seed=3)
+    d = post.diagnostics
+    assert len(post.noise) == 150 and d["distinct_draws"] <= 100
+    assert d["khat_limit"] == pytest.approx(0.5) and d["khat"] <= d["khat_limit"], d
+    logs = np.column_stack(
+        [post.lengthscale[:, 0].log().numpy(), (post.noise - d["noise_floor"]).log().numpy()]
+    )
+    _assert_matches(logs, exact, tol_mean=0.3, tol_q=0.7)
 
 
 def test_the_check_has_teeth_a_mixture_too_narrow_fails_it(concentrated, monkeypatch):

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from fbgp_al.worker import accuracy
-from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs
+from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs, scorer
 from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
@@ -106,6 +106,12 @@ SCREEN_WORK = 150 * 10_000 * 100**2  # the defaults' scoring at n = 100
 # campaigns").
 KEEP_LEAST = 256
 EXACT_WORK = 150 * KEEP_LEAST * 1000**2
+# From SCREEN_FEW_FROM labels the screen's n^2 per candidate and draw is most of a refit's
+# scoring, and the posterior has narrowed: the screen takes SCREEN_DRAWS_FEW of the draws. At
+# Hartmann 6-D, 1,001 and 2,001 labels, a screen on 3, 5, 8 or 15 draws put the exact best
+# (every draw, every candidate) first (docs/benchmarks.md, issue 53).
+SCREEN_FEW_FROM = 1000
+SCREEN_DRAWS_FEW = 5
 
 
 def screens(name: str, fn: Scoring, candidates) -> bool:
@@ -118,6 +124,12 @@ def screens(name: str, fn: Scoring, candidates) -> bool:
     )
 
 
+def screen_draws(fn: Scoring) -> int:
+    """The draws a screen scores every candidate on: ``SCREEN_DRAWS``, ``SCREEN_DRAWS_FEW``
+    from ``SCREEN_FEW_FROM`` labels."""
+    return SCREEN_DRAWS_FEW if fn.labels >= SCREEN_FEW_FROM else SCREEN_DRAWS
+
+
 def kept_count(fn: Scoring) -> int:
     """How many screened candidates :func:`scored` scores exactly: ``SCREEN_KEEP``, or fewer
     where their exact work (draws x kept x n^2) would pass ``EXACT_WORK``, down to
@@ -126,28 +138,40 @@ def kept_count(fn: Scoring) -> int:
     return int(max(min(KEEP_LEAST, SCREEN_KEEP), min(SCREEN_KEEP, affordable)))
 
 
-def scored(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
+def scored(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Steps[torch.Tensor]:
     """``fn``'s scores of ``candidates``, each scoring a step (its parts may be scored on other
     workers), screened where that pays (:func:`screens`): the rough scores weighed by
     ``weights`` (each candidate's probability of success, or None) choose the
-    :func:`kept_count` scored exactly, and the others score ``-inf``."""
+    :func:`kept_count` scored exactly, and the others score ``-inf``. ``exact``: a function
+    that scores the kept candidates here instead of a step (:func:`shares_factors`)."""
     if not screens(name, fn, candidates):
         return (yield ToScore(fn, candidates))
-    rough = yield ToScore(fn.with_draws(SCREEN_DRAWS), candidates)
+    rough = yield ToScore(fn.with_draws(screen_draws(fn)), candidates)
     if weights is not None:
         rough = rough * weights
     kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
     scores = torch.full((len(candidates),), -torch.inf, dtype=rough.dtype)
-    scores[kept] = yield ToScore(fn, candidates[kept])
+    if exact is not None:
+        scores[kept] = exact(candidates[kept])
+    else:
+        scores[kept] = yield ToScore(fn, candidates[kept])
     return scores
 
 
-def scores_of(name: str, fn: Scoring, candidates, weights=None) -> Steps[torch.Tensor]:
+def shares_factors(name: str, fn: Scoring, candidates) -> bool:
+    """Whether a ranking scores its kept candidates exactly in the pass of its accuracy
+    estimates, on the same factors (one factorization per distinct draw for both, each
+    ``n^3``): where it screens and keeps at most ``KEEP_LEAST`` (from about 1,000 labels with
+    150 draws), too few to share among workers (``service.jobs.fanout`` shares 500 or more)."""
+    return fn.kind == "single" and screens(name, fn, candidates) and kept_count(fn) <= KEEP_LEAST
+
+
+def scores_of(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Steps[torch.Tensor]:
     """``fn``'s scores of ``candidates`` (:func:`scored`), except ``random``'s, which are
     drawn for all the candidates at once (and cost nothing)."""
     if name == "random":
         return fn(candidates)
-    return (yield from scored(name, fn, candidates, weights))
+    return (yield from scored(name, fn, candidates, weights, exact))
 
 
 def best_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +242,7 @@ def ranked(
     candidates, cand_u, pending_u, weights = candidates_of(
         spec, pool, data.space, n, exclude, pending, failure
     )
-    ranking = []
+    ranking, estimates = [], None
     if len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
@@ -227,10 +251,19 @@ def ranked(
             )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
-            scores = yield from scores_of(name, fn, cand_u, weights)
+            exact = None
+            if shares_factors(name, fn, cand_u):
+
+                def exact(kept_u):
+                    nonlocal estimates
+                    estimates, mean, var = accuracy_of(spec, pool, data, thin, kept_u)
+                    return scorer(name, thin.noise)(mean, var)
+
+            scores = yield from scores_of(name, fn, cand_u, weights, exact)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
-    estimates = accuracy_of(spec, pool, data, thin)
+    if estimates is None:
+        estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
     model = {
         "version": n,
@@ -255,21 +288,17 @@ def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
     return (scores if weights is None else scores * weights).numpy()
 
 
-def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior) -> dict:
+def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior, at=None):
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use, integrated over a subsample of the whole pool (labeled points included) of at most
     ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
-    every model, so that the estimates over the labels differ by the models, not the points."""
+    every model, so that the estimates over the labels differ by the models, not the points.
+    With candidates ``at``: the estimates, and the draws' means and variances there from the
+    same factors (:func:`worker.accuracy.summary_at`)."""
     rng = np.random.default_rng([int(spec["seed"]), 2**32])
     index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
     points = torch.from_numpy(data.space.features(pool.points(index)))
-    return accuracy.summary(
-        data.u,
-        data.z,
-        thin.lengthscale,
-        thin.noise,
-        points,
-        data.scale_y.std,
-        label_noise=data.noise,
-        scale_y=data.scale_y,
-    )
+    args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
+    if at is not None:
+        return accuracy.summary_at(*args, at, label_noise=data.noise, scale_y=data.scale_y)
+    return accuracy.summary(*args, label_noise=data.noise, scale_y=data.scale_y)

@@ -1,6 +1,8 @@
 """The scale benchmark's parts: Hartmann 6-D at its known minimizer, seeded data, the default
 campaign it refits, and one size measured end to end (small, so that it samples by NUTS)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,23 @@ def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
         assert 0 < refit["posterior_s"] < refit["refit_s"] and refit["accuracy_s"] > 0
     assert out["peak_gb"] > 0.1
     line = bench.row("t", "cold", out["cold"], out["peak_gb"])
-    assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 12
+    assert line.startswith("| t | 12 | cold | nuts |") and line.count("|") == 13
+    assert line.endswith(f"| {out['cold']['next']} |") and out["warm"]["next"] >= 0
+
+
+def test_a_measured_process_runs_on_the_threads_asked(monkeypatch):
+    seen = {}
+
+    def run(command, env, **_):
+        seen.update(env)
+        return SimpleNamespace(stdout='{"cold": {}}\n')
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    assert bench.measure("python", 5, 0) == {"cold": {}}
+    assert all(seen[v] == "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    bench.measure("python", 5, 0, threads=None)
+    assert seen["OMP_NUM_THREADS"] == "7"  # the libraries' own (here, the environment's)
 
 
 def test_the_subset_s_mode_search_is_compared_with_the_search_on_every_label(monkeypatch):
@@ -42,3 +60,14 @@ def test_the_subset_s_mode_search_is_compared_with_the_search_on_every_label(mon
     assert out["subset"]["gradients"] < out["all"]["gradients"]
     assert out["potential_apart"] < 1e-4 and out["theta_apart"] < 1e-2
     assert cold_start.SEARCH_LABELS == 40  # put back as it was
+
+
+def test_the_k_check_at_a_mixture_s_size():
+    """At 200 labels (the mixture's, default campaign): the warm mixture's k over a set of
+    draws, of 150, 100 and 75 of them, each with its limit and importance ESS."""
+    spec, labels = bench.spec_of(), bench.labels_of(200, 0)
+    previous, _ = bench.refit(spec, labels, None)
+    (row,) = bench.khat(200, 0, 1, previous)
+    assert row["n"] == 201 and row["modes"] >= 1
+    assert row[100]["limit"] == pytest.approx(0.5) and 0 < row[75]["ess"] <= 75
+    assert 0 < row[150]["ess"] <= 150 and all(np.isfinite(row[c]["k"]) for c in (150, 100, 75))

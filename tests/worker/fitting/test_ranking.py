@@ -99,3 +99,57 @@ def test_with_draws_spreads_each_outputs_draws_over_its_chains():
     for o in fewer.outputs:
         kept = o.post.lengthscale[:, 0].numpy()
         assert set(post.lengthscale[rows, 0].numpy()) <= set(kept)
+
+
+def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatch):
+    """Where the kept candidates are at most KEEP_LEAST, their exact scores come from the pass
+    of the accuracy estimates: the same ranking as their own scoring step, scores to 1e-10,
+    the same estimates, and one step fewer (the screen's alone)."""
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.vocabulary.design import GridPool
+
+    spec = {
+        "inputs": [{"name": f"x{i}", "lower": 0.0, "upper": 1.0} for i in range(2)],
+        "pool": {"type": "grid", "points_per_dim": 40},
+        "pool_subsample": 1500,
+        "acquisition": "qb-mgp",
+        "seed": 2,
+        "mcmc": {"chains": 2, "warmup": 30, "samples": 40, "thinning": 2},
+    }
+    post, u, z, _ = _case(draws=40, chains=2, n=30)
+    labels = [{"x": a.tolist(), "y": float(b)} for a, b in zip(u, z, strict=True)]
+    data = fitting.prepare(spec, labels)
+    pool = GridPool(dim=2, points_per_dim=40)
+    monkeypatch.setattr(ranking, "SCREEN_WORK", 0)
+    monkeypatch.setattr(ranking, "SCREEN_DRAWS", 10)
+    runs = {}
+    for name, least in (("steps", 0), ("one pass", 200)):
+        monkeypatch.setattr(ranking, "KEEP_LEAST", least)
+        monkeypatch.setattr(ranking, "SCREEN_KEEP", 150)
+        steps = []
+
+        def share(fn, candidates, steps=steps):
+            steps.append(len(candidates))
+            return fn(candidates)
+
+        from fbgp_al.service.jobs.fanout import driven
+
+        model, ranked = driven(ranking.ranked(spec, pool, data, post, set(), [], 0.0), share)
+        runs[name] = (model, ranked, steps)
+    (model, want, steps), (shared, got, one_pass) = runs["steps"], runs["one pass"]
+    assert steps == [1500, 150] and one_pass == [1500]
+    assert [r["index"] for r in got] == [r["index"] for r in want]
+    np.testing.assert_allclose([r["score"] for r in got], [r["score"] for r in want], rtol=1e-10)
+    for key, value in model["accuracy"].items():
+        if key != "seconds":
+            assert shared["accuracy"][key] == pytest.approx(value, rel=1e-12), key
+
+
+@pytest.mark.parametrize(("n", "draws"), [(999, 15), (1000, 5), (2000, 5)])
+def test_from_a_thousand_labels_the_screen_takes_five_draws(n, draws):
+    post, _, _, cand = _case(draws=150, chains=1, n=2)
+    u, z = torch.rand((n, 2), dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    fn = Scoring("qb-mgp", (Output(1.0, post, u, z, None, 0),))
+    assert ranking.screen_draws(fn) == draws
+    step = next(ranking.scored("qb-mgp", fn, cand.repeat(7, 1)))
+    assert step.fn.draws == draws and len(step.candidates) == 7 * len(cand)
