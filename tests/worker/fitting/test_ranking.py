@@ -128,13 +128,11 @@ def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatc
         monkeypatch.setattr(ranking, "SCREEN_KEEP", 150)
         steps = []
 
-        def share(fn, candidates, steps=steps):
-            steps.append(len(candidates))
-            return fn(candidates)
+        def scored(step, steps=steps):  # each step scored here, its size noted
+            steps.append(len(step.candidates))
+            return step.fn(step.candidates)
 
-        from fbgp_al.service.jobs.fanout import driven
-
-        model, ranked = driven(ranking.ranked(spec, pool, data, post, set(), [], 0.0), share)
+        model, ranked = _driven(ranking.ranked(spec, pool, data, post, set(), [], 0.0), scored)
         runs[name] = (model, ranked, steps)
     (model, want, steps), (shared, got, one_pass) = runs["steps"], runs["one pass"]
     assert steps == [1500, 150] and one_pass == [1500]
@@ -153,3 +151,13 @@ def test_from_a_thousand_labels_the_screen_takes_five_draws(n, draws):
     assert ranking.screen_draws(fn) == draws
     step = next(ranking.scored("qb-mgp", fn, cand.repeat(7, 1)))
     assert step.fn.draws == draws and len(step.candidates) == 7 * len(cand)
+
+
+def _driven(steps, scored):
+    """A ranking's result, each of its steps answered by ``scored``."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(scored(step))
+    except StopIteration as done:
+        return done.value
