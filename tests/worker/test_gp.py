@@ -33,6 +33,17 @@ def _gpytorch(u, z, lengthscale, noise):
     return model, likelihood
 
 
+def _gpytorch_prediction(u, z, lengthscale, noise, cand):
+    """GPyTorch's predictive distribution of y at ``cand``, exact (no fast variances)."""
+    model, likelihood = _gpytorch(u, z, lengthscale, noise)
+    with (
+        torch.no_grad(),
+        gpytorch.settings.fast_pred_var(False),
+        gpytorch.settings.skip_posterior_variances(False),
+    ):
+        return likelihood(model(cand))
+
+
 @pytest.fixture
 def data():
     g = torch.Generator().manual_seed(1)
@@ -62,13 +73,7 @@ def test_predictions_match_gpytorch(data, lengthscale, noise):
     u, z = data
     cand = torch.rand(40, 2, generator=torch.Generator().manual_seed(2), dtype=D)
     mean, var = gp.predict(u, z, lengthscale[None], torch.tensor([noise], dtype=D), cand)
-    model, likelihood = _gpytorch(u, z, lengthscale, noise)
-    with (
-        torch.no_grad(),
-        gpytorch.settings.fast_pred_var(False),
-        gpytorch.settings.skip_posterior_variances(False),
-    ):
-        pred = likelihood(model(cand))
+    pred = _gpytorch_prediction(u, z, lengthscale, noise, cand)
     assert torch.allclose(mean[0], pred.mean, atol=1e-8)
     assert torch.allclose(var[0], pred.variance, atol=1e-8)  # of y: noise included
 
@@ -224,11 +229,5 @@ def test_the_triangular_product_predicts_as_the_dense_one_and_gpytorch(
     torch.testing.assert_close(
         gp.triangular_product(fitted.chol_inv, k.clone()), fitted.chol_inv @ k, rtol=0, atol=1e-12
     )
-    model, likelihood = _gpytorch(u, z, lengthscale, noise)
-    with (
-        torch.no_grad(),
-        gpytorch.settings.fast_pred_var(False),
-        gpytorch.settings.skip_posterior_variances(False),
-    ):
-        pred = likelihood(model(cand))
+    pred = _gpytorch_prediction(u, z, lengthscale, noise, cand)
     assert torch.allclose(triangular[1][0], pred.variance, atol=1e-8)
