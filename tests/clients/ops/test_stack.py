@@ -19,9 +19,9 @@ from redis import Redis
 from redis.exceptions import AuthenticationError, ResponseError
 
 from fbgp_al.clients.ops.stack import free_port
+from tests.reliability.conftest import labeled_design
 
 ROOT = Path(__file__).resolve().parents[3]
-FAST = {"chains": 2, "warmup": 30, "samples": 20, "thinning": 2}
 
 
 def _up(data: Path, out: Path, *args: str) -> tuple[subprocess.Popen, int, int]:
@@ -110,22 +110,7 @@ def test_up_redis_refuses_a_client_without_the_password_while_the_stack_works(tm
 
         # the API and the worker reach it: a campaign gets its first model
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
-            body = {
-                "name": "up",
-                "inputs": [{"name": "x", "lower": 0.5, "upper": 2.5}],
-                "pool": {"type": "grid", "points_per_dim": 51},
-                "max_labels": 5,
-                "initial_design": {"type": "maximin-lhs", "size": 3},
-                "mcmc": FAST,
-                "seed": 1,
-            }
-            r = api.post("/campaigns", json=body)
-            assert r.status_code == 201, r.text
-            campaign = r.json()["id"]
-            for y in (0.1, -0.3, 0.7):
-                ticket = api.get(f"/campaigns/{campaign}/next").json()["ticket"]
-                r = api.post(f"/campaigns/{campaign}/label", json={"ticket": ticket, "y": y})
-                assert r.status_code == 201, r.text
+            campaign = labeled_design(api, "up")
             deadline = time.monotonic() + 120
             while not api.get(f"/campaigns/{campaign}").json()["model_version"]:
                 assert time.monotonic() < deadline, "no model from the worker"
