@@ -14,14 +14,21 @@ from fbgp_al.clients.ops.stack import LocalStack
 
 
 @contextlib.contextmanager
-def service(workers: int, timeout: float, light: bool = True):
-    """A client of a stack of this machine's own, started and stopped around the block
-    (``light``: worker 0 light, as ``fbgp-al up`` starts it)."""
+def stack_client(workers: int, timeout: float, light: bool = True):
+    """A stack of this machine's own and a client of its API, started and stopped around the
+    block (``light``: worker 0 light, as ``fbgp-al up`` starts it)."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         LocalStack(Path(tmp), workers=workers, light=light).start() as stack,
         httpx.Client(base_url=stack.url, timeout=timeout) as client,
     ):
+        yield stack, client
+
+
+@contextlib.contextmanager
+def service(workers: int, timeout: float, light: bool = True):
+    """A client of a stack of this machine's own (:func:`stack_client`)."""
+    with stack_client(workers, timeout, light) as (_, client):
         yield client
 
 

@@ -1,7 +1,9 @@
 """``fbgp-al bench-service``: latency of the labeling loop against a stack it starts itself.
 
 1. ``/next`` and ``/label`` latency (p50, p99) with a model in place while a worker refits after
-   every label: a parallel-mode 2-D campaign hands out ranked points without waiting.
+   every label: a parallel-mode 2-D campaign hands out ranked points without waiting. Beside
+   it, the CPU milliseconds the API, Redis and the workers spent per ``/next`` and ``/label``
+   pair: on a machine other processes load, the wall times move with them, the CPU times do not.
 2. Label-to-next-point time of a sequential 2-D campaign at n = 40 with the paper's MCMC
    settings: from posting a label until ``/next`` (long-polling) returns the point chosen by the
    model that saw it, against that refit's own seconds; the difference is the pipeline's overhead.
@@ -37,6 +39,7 @@ from fbgp_al.clients.ops.bench_stack import (
     import_random,
     sdk_client,
     service,
+    stack_client,
     wait_model,
 )
 from fbgp_al.clients.ops.load_benchmark import concurrency, pool_cost
@@ -46,7 +49,7 @@ from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS
 from fbgp_al.worker.vocabulary.sampler import sampler_line
 
 
-def latency(client, sim, rng, requests: int) -> dict:
+def latency(client, sim, rng, requests: int, stack=None) -> dict:
     campaign = client.post(
         "/campaigns", json=campaign_body(sim, "parallel", 40 + 2 * requests, MCMC_DEFAULTS)
     ).json()["id"]
@@ -54,6 +57,7 @@ def latency(client, sim, rng, requests: int) -> dict:
     with sdk_client(client) as api:
         wait_model(api, campaign, 40)
     t_next, t_label = [], []
+    cpu_before = stack.cpu_seconds() if stack is not None else {}
     for _ in range(requests):
         t = time.perf_counter()
         r = client.get(f"/campaigns/{campaign}/next")
@@ -65,6 +69,12 @@ def latency(client, sim, rng, requests: int) -> dict:
         t = time.perf_counter()
         client.post(f"/campaigns/{campaign}/label", json={"ticket": point["ticket"], "y": y})
         t_label.append(time.perf_counter() - t)
+    cpu = {}
+    if stack is not None:
+        cpu = {
+            f"{part}_cpu_ms": 1000 * (seconds - cpu_before[part]) / requests
+            for part, seconds in stack.cpu_seconds().items()
+        }
     ms = lambda v, q: 1000 * float(np.quantile(v, q))  # noqa: E731
     out = {
         "next_p50_ms": ms(t_next, 0.5),
@@ -72,6 +82,7 @@ def latency(client, sim, rng, requests: int) -> dict:
         "label_p50_ms": ms(t_label, 0.5),
         "label_p99_ms": ms(t_label, 0.99),
         "requests": requests,
+        **cpu,
     }
     print(
         f"/next  p50 {out['next_p50_ms']:.1f} ms  p99 {out['next_p99_ms']:.1f} ms   "
@@ -79,6 +90,12 @@ def latency(client, sim, rng, requests: int) -> dict:
         f"({requests} each, a refit running after every label)",
         flush=True,
     )
+    if cpu:
+        print(
+            "CPU per /next + /label pair: "
+            + ", ".join(f"{k.removesuffix('_cpu_ms')} {v:.1f} ms" for k, v in cpu.items()),
+            flush=True,
+        )
     return out
 
 
@@ -324,6 +341,6 @@ def main(argv=None) -> None:
         return
     sim = get_simulator("gramacy2d")
     rng = np.random.default_rng(0)
-    with service(args.workers, timeout=120) as client:
-        latency(client, sim, rng, args.requests)
+    with stack_client(args.workers, timeout=120) as (stack, client):
+        latency(client, sim, rng, args.requests, stack)
         label_to_next(client, sim, rng, args.rounds)

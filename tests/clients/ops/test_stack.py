@@ -162,3 +162,35 @@ def test_waiting_for_workers_stops_as_soon_as_every_worker_exits(tmp_path):
     finally:
         stack.api.kill()
         stack.api.wait()
+
+
+SPIN = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end: pass\n"
+BURN = f"""
+import subprocess, sys, time
+if len(sys.argv) > 1:  # a child that burns CPU of its own and is waited for
+    subprocess.run([sys.executable, "-c", {SPIN.format(0.4)!r}])
+{SPIN.format(0.3)}
+print(time.process_time(), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("child", [False, True])
+def test_a_parts_cpu_seconds_are_what_the_process_itself_counts(tmp_path, child):
+    """The CPU seconds read from /proc for a part are those the part's own clock gives,
+    with those of the children it waited for: the stack's parts' CPU, by part."""
+    from fbgp_al.clients.ops.stack import LocalStack, process_seconds
+
+    stack = LocalStack(tmp_path, workers=1)
+    command = [sys.executable, "-c", BURN, *(["child"] if child else [])]
+    stack.workers = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True)]
+    try:
+        own = float(stack.workers[0].stdout.readline())
+        waited = 0.4 if child else 0.0
+        seconds = stack.cpu_seconds()
+        assert seconds["workers"] == pytest.approx(own + waited, abs=0.1)
+        assert seconds["api"] == seconds["redis"] == 0.0  # not started
+    finally:
+        stack.workers[0].kill()
+        stack.workers[0].wait()
+    assert process_seconds(stack.workers[0].pid) == 0.0  # gone
