@@ -6,6 +6,7 @@ finite differences."""
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -162,21 +163,33 @@ def test_cheap_runs_teach_the_expensive_level():
     assert both < 0.8 * alone, (both, alone)
 
 
-def test_a_warm_start_adapts_less_and_a_misfit_one_is_cold():
-    u, t, z = _runs(2, 8, 2, 12)
+def test_a_warm_start_adapts_less_or_is_redone_cold_and_a_misfit_one_is_cold():
+    """A refit given the previous one's adaptation starts from it: kept where its draws mix
+    (then with fewer gradients than a cold start), redone cold where they do not (then its
+    discarded run counted with the cold one's); whether 2 chains of 60 draws pass the
+    single-fidelity rule's R-hat of 1.05 varies with the machine's arithmetic, so either
+    outcome is checked for what it must show."""
+    u, t, z = _runs(2, 8, 1, 12)
     pot = Potential(u, t, z, 2, noise_floor=1e-6)
-    _, first = sample(pot, chains=2, warmup=100, samples=100, seed=0)
+    _, first = sample(pot, chains=2, warmup=60, samples=60, seed=0)
     assert first["start"] == "cold" and set(first["adaptation"]) == {
         "last",
         "step_size",
         "inverse_mass",
     }
-    more = Potential(np.r_[u, [[0.5, 0.5]]], np.r_[t, 1], np.r_[z, 0.3], 2, noise_floor=1e-6)
-    _, cold = sample(more, chains=2, warmup=100, samples=100, seed=1)
-    theta, warm = sample(more, chains=2, warmup=100, samples=100, seed=1, warm=first["adaptation"])
-    assert warm["start"] == "warm", warm["start"]
-    assert warm["gradient_evaluations"] < cold["gradient_evaluations"]
-    assert theta.shape == (200, more.dim) and np.isfinite(theta).all()
+    more = Potential(np.r_[u, [[0.5]]], np.r_[t, 1], np.r_[z, 0.3], 2, noise_floor=1e-6)
+    _, cold = sample(more, chains=2, warmup=60, samples=60, seed=1)
+    theta, warm = sample(more, chains=2, warmup=60, samples=60, seed=1, warm=first["adaptation"])
+    assert theta.shape == (120, more.dim) and np.isfinite(theta).all()
+    if warm["start"] == "warm":
+        assert warm["gradient_evaluations"] < cold["gradient_evaluations"]
+    else:
+        assert re.fullmatch(
+            r"redone cold \(R-hat [\d.]+, ESS \d+, \d+ divergences\)", warm["start"]
+        ), warm["start"]
+        # the cold run is the one above (same seed): the warm run's gradients come on top
+        assert warm["gradient_evaluations"] > cold["gradient_evaluations"]
+        np.testing.assert_array_equal(warm["adaptation"]["last"], cold["adaptation"]["last"])
     three = Potential(u, t, z, 3, noise_floor=1e-6)  # more hyperparameters: not the same layout
     _, misfit = sample(three, chains=2, warmup=20, samples=10, seed=2, warm=first["adaptation"])
     assert misfit["start"] == "cold (the previous adaptation does not fit)"
