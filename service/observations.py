@@ -45,7 +45,8 @@ def arrive(
     3. the labels after it must stay within the stack's ``limit_labels``;
     4. the store takes them atomically (``import_observations.lua``), or refuses them all: past
        ``max_labels``, or a pool point labeled already where the campaign allows no repeats;
-    5. the refit they make due goes on the queue.
+    5. the refit they make due goes on the queue; with ``max_cost``, the campaign stops once
+       its labels' cost reaches it.
     """
     spec, x = spec_with_points(store, campaign_id, x)
     with unprocessable_values():
@@ -72,6 +73,7 @@ def arrive(
             "the campaign does not allow repeats (allow_repeats): none was "
             "stored"
         )
+    store.labels.stop_at_cost(campaign_id, spec)
     return Arrived(n, len(y))
 
 

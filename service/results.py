@@ -22,6 +22,7 @@ def label(
        as unprocessable if they do not fit);
     3. the store takes the label atomically (``label.lua``: stored, the same again, or the
        ticket's conflict, unknown ticket, or the campaign done) and wakes the campaign's pollers;
+       with ``max_cost``, the campaign stops once its labels' cost reaches it;
     4. the refit it makes due goes on the queue.
 
     ``(outcome, n_labeled)``."""
@@ -29,6 +30,8 @@ def label(
     with unprocessable_values():
         y, noise = values(spec)
     outcome, n, due = store.labels.record(campaign_id, ticket, y, now, noise, spec=spec)
+    if outcome == LabelOutcome.STORED:
+        store.labels.stop_at_cost(campaign_id, spec)
     store.refits.requested(campaign_id, due, spec)
     return outcome, n
 

@@ -219,6 +219,11 @@ def _next_response(answer: Ticket | loop.Answer, campaign_id: str):
     url = f"/campaigns/{campaign_id}"
     if isinstance(answer, loop.Done) and answer.stopped:
         verdict = json.loads(answer.stopped)
+        if verdict["rule"] == "max_cost":
+            raise Gone(
+                f"the campaign is done: its labels cost {verdict['value']:g}, its max_cost "
+                f"is {verdict['target']:g}"
+            )
         raise Gone(
             f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
             f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
