@@ -156,9 +156,11 @@ def reference_points(spec: dict, pool, levels: int) -> np.ndarray:
 
 def batch(draws, u, t, reference, costs, name: str, size: int, weights=None):
     """The candidates' rows in the order to hand them out and their scores: a greedy batch of
-    ``size`` (each pick's run a fantasy when the next is scored), then the others by their
-    first scores; each score times the candidate's probability of success (``weights``);
-    candidates that score ``-inf`` (a disagreement's other levels) left out."""
+    ``size`` > 1 (each pick's run a fantasy when the next is scored), as a parallel campaign's
+    ranking holds (a later model chooses the next batch); one pick (a sequential campaign's)
+    followed by the others by their scores, ``RANKING_SIZE`` in all; each score times the
+    candidate's probability of success (``weights``); candidates that score ``-inf`` (a
+    disagreement's other levels) left out."""
 
     def scored(g):
         s = acquisition.scores(g, u, t, reference, costs, name)
@@ -177,6 +179,8 @@ def batch(draws, u, t, reference, costs, name: str, size: int, weights=None):
         order.append(pick)
         values.append(float(current[pick]))
         draws = acquisition.fantasized(draws, u[pick : pick + 1], t[pick : pick + 1])
+    if size > 1:  # a parallel campaign's ranking: its batch alone, as a single-fidelity one's
+        return np.array(order, dtype=np.int64), np.array(values)
     rest = np.argsort(-first, kind="stable")
     rest = [int(r) for r in rest if np.isfinite(first[r]) and r not in set(order)]
     rows = (order + rest)[: max(RANKING_SIZE, len(order))]

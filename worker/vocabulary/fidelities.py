@@ -9,17 +9,16 @@ model carry the level as they carry any choice input's value. The routes split i
 points they answer and join it to the points they take (:func:`split`, :func:`join`); the
 refit reads it as the level's index (:func:`level_index`).
 
-The initial design is nested (:func:`design_counts`, :func:`nested_design`): a maximin Latin
-hypercube of points run at the lowest level, its first points run at each level above too, fewer
-the higher the level, as the autoregressive model learns each ``rho`` and discrepancy best from
-runs at the same points of two neighbouring levels.
+The initial design is nested (:func:`design_counts`, :func:`nested_design`): each level's points
+are among the level below's, fewer the higher the level, as the autoregressive model learns each
+``rho`` and discrepancy best from runs at the same points of two neighbouring levels.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from fbgp_al.worker.vocabulary.design import maximin_lhs
+from scipy.spatial.distance import pdist
+from scipy.stats import qmc
 
 LEVEL = "fidelity"  # the name of the levels' coordinate, after the declared inputs
 MIN_PER_LEVEL = 2  # runs of each level in the initial design, at least
@@ -105,18 +104,43 @@ def design_counts(size: int, n_levels: int) -> list[int]:
     return [size - sum(upper), *upper]
 
 
+def centered_maximin(size: int, dim: int, seed: int, tries: int = 200) -> np.ndarray:
+    """The Latin hypercube of ``size`` points at their strata's centres (``size x dim``) with
+    the largest minimum pairwise distance among ``tries`` seeded permutations: space-filling,
+    and no point on the box's faces, where a level's few expensive runs teach least."""
+    rng = np.random.default_rng([seed, 7])
+    best, best_dist = None, -np.inf
+    for _ in range(tries):
+        x = qmc.LatinHypercube(d=dim, scramble=False, rng=rng).random(size)
+        dist = pdist(x).min() if size > 1 else 0.0
+        if dist > best_dist:
+            best, best_dist = x, dist
+    return best
+
+
 def nested_design(pool, space, design_size: int, n_levels: int, seed: int) -> np.ndarray:
     """Pool indices of a nested initial design (:func:`design_counts` runs per level), the
-    lowest level's first: a maximin Latin hypercube of the declared inputs (each value of a
-    choice or int input equally likely, :meth:`worker.vocabulary.space.Space.stratify`), its
-    first ``n_t`` points at level ``t``, each snapped to the pool's nearest point at that
-    level that is not taken (``space``: the stored inputs, the levels' coordinate last)."""
+    lowest level's first: the top level's points a maximin Latin hypercube of the declared
+    inputs (:func:`centered_maximin`), and each level below one of its own count whose rows nearest
+    to the level above's points are replaced by them (so every level's points are among the
+    level below's, and the top's are no corner picks of the cheap design); each value of a
+    choice or int input equally likely (:meth:`worker.vocabulary.space.Space.stratify`), each
+    point snapped to the pool's nearest point at its level that is not taken (``space``: the
+    stored inputs, the levels' coordinate last)."""
     per_level = design_counts(design_size, n_levels)
     dim = space.dim - 1
-    design = space.stratify(np.c_[maximin_lhs(per_level[0], dim, seed), np.zeros(per_level[0])])
+    points = [np.empty((0, dim))] * n_levels
+    points[-1] = centered_maximin(per_level[-1], dim, seed)
+    for t in range(n_levels - 2, -1, -1):
+        own, upper = centered_maximin(per_level[t], dim, seed + n_levels - t), points[t + 1]
+        free = list(range(len(own)))
+        for p in upper:  # each point of the level above takes its nearest row's place
+            j = min(free, key=lambda k: float(((own[k] - p) ** 2).sum()))
+            free.remove(j)
+        points[t] = np.r_[upper, own[free]]
     chosen: list[int] = []
-    for t, count in enumerate(per_level):
-        rows = design[:count].copy()
+    for t, rows in enumerate(points):
+        rows = space.stratify(np.c_[rows, np.full(len(rows), t / (n_levels - 1))])
         rows[:, -1] = t / (n_levels - 1)
         for row, index in zip(rows, pool.index_of(rows).tolist(), strict=True):
             at = pool.points([index])[0]
