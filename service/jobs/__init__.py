@@ -136,9 +136,8 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
         outputs = len(sampled.fits or [None])
 
         def rank(found: Candidates) -> tuple[dict, list]:
-            steps = fitting.ranked(
-                spec, sampled, found.pool, found.exclude, found.pending, found.failures, started
-            )
+            found_now = (found.pool, found.exclude, found.pending, found.failures, started)
+            steps = fitting.ranked(spec, sampled, *found_now, labeled=found.labeled)
             work, timeout = costs.scoring(spec, n, get_settings(), outputs)
             share = share_scoring(store, campaign_id, work, timeout, found.workforce)
             return driven(steps, share)

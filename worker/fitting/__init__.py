@@ -130,6 +130,7 @@ def ranked(
     pending: list[int],
     failures: list[dict],
     started: float,
+    labeled: frozenset[int] = frozenset(),
 ) -> Steps[tuple[dict, list]]:
     """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
     now (:func:`~worker.fitting.ranking.ranked` with one output,
@@ -137,12 +138,16 @@ def ranked(
     here, on the sampled labels and the ``failures`` as they are now (the failed runs,
     ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once. Each
     scoring is a step (:class:`~worker.fitting.ranking.ToScore`) for the caller to drive
-    (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers)."""
+    (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers). With
+    fidelities, the pool points ``labeled`` while the posterior was sampled (not among its
+    labels) are runs whose variance the ranking counts as removed, as the runs out."""
     failure = failure_model(spec, sampled.labels, failures, sampled.seed)
     if sampled.levels is not None:
+        seen = {label.get("index") for label in sampled.labels}
+        runs = sorted(set(pending) | (set(labeled) - seen))
         return (
             yield from fidelity.ranked(
-                spec, pool, sampled.labels, sampled.levels, exclude, pending, started, failure
+                spec, pool, sampled.labels, sampled.levels, exclude, runs, started, failure
             )
         )
     if sampled.fits is not None:

@@ -124,3 +124,16 @@ def test_leave_one_out_of_the_top_level_is_the_model_refitted_without_each_label
     assert got["loo_nlpd"] == pytest.approx(float(-np.log(density.mean(0)).mean()), rel=1e-7)
     means = np.array([g.predict(reference, top)[0].numpy() for g in draws])
     assert got["qbc"] == pytest.approx(float(means.var(0).mean()) * data.scale_y.std**2, rel=1e-9)
+
+
+def test_runs_labeled_while_it_sampled_count_as_runs_out():
+    spec, pool, labels, design = campaign()
+    sampled = fitting.sample(spec, labels)
+    _, first = fitting.rank(spec, sampled, pool, design, [], [], 0.0)
+    p = first[0]["index"]
+    now = design | {p}  # labeled while the posterior was sampled on the others
+    _, meanwhile = fitting.rank(spec, sampled, pool, now, [], [], 0.0, labeled=frozenset(now))
+    _, out = fitting.rank(spec, sampled, pool, design, [p], [], 0.0)
+    assert [r["index"] for r in meanwhile] == [r["index"] for r in out]
+    _, left_out = fitting.rank(spec, sampled, pool, now, [], [], 0.0)
+    assert meanwhile[0]["score"] < left_out[0]["score"]  # its variance counted as removed
