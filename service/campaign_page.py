@@ -24,6 +24,9 @@ CAPTIONS = {
     "model": "The model over all its inputs: the posterior-mode GP's mean and its uncertainty "
     "(two standard deviations over one input, the standard deviation over two), with the "
     "labels.",
+    "levels": "The model at each fidelity level over its input: the mean and two standard "
+    "deviations of the mixture of the posterior's draws, the top level's in blue, with each "
+    "level's labels.",
     "effects": "Main effects: along each input, the model's mean and 95% band with the other "
     "inputs averaged over their ranges (uniform; a log input on the log scale, an int or a "
     "choice over its values). A flat curve: the input matters little on average.",
@@ -93,11 +96,13 @@ class _Pictures:
         self.base = f"/campaigns/{quote(campaign_id)}/plots"
         self.stamp = stamp
 
-    def img(self, kind: str, output: str | None = None, alt: str = "", **query: str) -> str:
+    def img(
+        self, kind: str, output: str | None = None, alt: str = "", caption: str = "", **query: str
+    ) -> str:
         params = {"v": self.stamp, **({"output": output} if output else {}), **query}
         src = f"{self.base}/{kind}.png?{urlencode(params)}"
         ident = f"plot-{kind}" + (f"-{output}" if output else "")
-        caption = CAPTIONS.get(kind)
+        caption = CAPTIONS.get(caption or kind)
         note = f"<figcaption class='muted'>{html.escape(caption)}</figcaption>" if caption else ""
         return (
             f"<figure><img id='{html.escape(ident)}' alt='{html.escape(alt or kind)}' "
@@ -170,7 +175,8 @@ def campaign_body(
         else:
             parts.append(f"<h2 id='output-{html.escape(output)}'>{html.escape(title)}</h2>")
         if drawable:
-            parts.append(pictures.img("model", output, f"{title}: the model"))
+            caption = "levels" if levels else "model"
+            parts.append(pictures.img("model", output, f"{title}: the model", caption))
         if dim >= 2:
             parts.append(pictures.img("effects", output, f"{title}: main effects"))
             parts.append(pictures.img("sobol", output, f"{title}: Sobol indices"))

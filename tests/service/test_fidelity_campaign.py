@@ -70,6 +70,7 @@ def test_a_campaign_with_fidelities_learns_and_answers_its_top_level(client, mak
     assert r.status_code == 422
     page = client.get(f"/campaigns/{campaign}/view").text
     assert "id='fidelities'" in page and "id='rho-0'" in page and "id='cost'" in page
+    assert "The model at each fidelity level" in page and "posterior-mode GP" not in page
     assert "coarse" not in page.split("id='inputs'")[1].split("</p>")[0]
     png = client.get(f"/campaigns/{campaign}/plots/model.png")
     assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
