@@ -64,3 +64,12 @@ def test_sobol_indices_are_of_the_top_levels_mean(fitted):
     assert got["variance"]["mean"] == pytest.approx(expected, rel=0.1)
     cheap = [float(g.predict(grid, 0)[0].numpy().var()) for g in draws]
     assert abs(np.mean(cheap) - np.mean(variances)) > 0.2 * np.mean(variances)  # not level 0's
+
+
+def test_acquisition_values_of_runs_at_their_levels(fitted):
+    spec, model, labels = fitted
+    x = [[0.3, "coarse"], [0.3, "fine"], [0.31, "fine"]]
+    ivr = answers.acquisition(spec, model, labels, x, "ivr")["values"]
+    assert all(v > 0 for v in ivr) and ivr[1] != pytest.approx(ivr[0])
+    qb = answers.acquisition(spec, model, labels, x, "qb-mgp")["values"]
+    assert qb[0] == pytest.approx(qb[1])  # a disagreement of the top level, whatever the run's
