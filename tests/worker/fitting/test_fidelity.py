@@ -1,8 +1,9 @@
 """A refit of a campaign with fidelities (:mod:`worker.fitting.fidelity`): the labels split into
 the declared inputs' features and levels, the multi-fidelity model sampled (warm from the
 previous model), its body (each ``rho``, the draws, the diagnostics), the ranking of points at
-levels (a parallel campaign's greedy batch), and the top level's leave-one-out estimates
-against the same runs refitted without each label."""
+levels (a parallel campaign's greedy batch, the runs labeled while it sampled counted as runs
+out), the failure model over the point and its level, and the top level's leave-one-out
+estimates against the same runs refitted without each label."""
 
 import math
 
@@ -12,6 +13,7 @@ import torch
 
 from fbgp_al.service.schemas.campaigns import CampaignCreate
 from fbgp_al.worker import fitting
+from fbgp_al.worker.fidelity import answers
 from fbgp_al.worker.fidelity.model import Conditioned
 from fbgp_al.worker.fitting import fidelity
 from fbgp_al.worker.vocabulary import fidelities, pools
@@ -137,3 +139,15 @@ def test_runs_labeled_while_it_sampled_count_as_runs_out():
     assert [r["index"] for r in meanwhile] == [r["index"] for r in out]
     _, left_out = fitting.rank(spec, sampled, pool, now, [], [], 0.0)
     assert meanwhile[0]["score"] < left_out[0]["score"]  # its variance counted as removed
+
+
+def test_the_failure_model_learns_over_the_point_and_its_level():
+    spec, pool, labels, design = campaign()
+    labels = [label for label in labels if not (label["x"][1] == "coarse" and label["x"][0] > 0.6)]
+    where = (0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)  # the cheap level crashes there
+    failures = [{"x": [v, "coarse"], "reason": "mesh", "count": 1} for v in where]
+    model, ranking = fitting.fit(spec, pool, labels, design, failures=failures)
+    p = answers.predict(spec, model, labels, [[0.85, "coarse"], [0.85, "fine"], [0.2, "coarse"]])
+    crashes, fine, elsewhere = p["p_success"]
+    assert crashes < 0.1 < 0.5 < fine and elsewhere > 0.9
+    assert not [r for r in ranking if r["x"][1] == "coarse" and r["x"][0] > 0.62]
