@@ -174,7 +174,11 @@ def resume(campaign_id: CampaignId, store: StoreDep, body: Resume | None = None)
     """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
     points again, and the rule's ``patience`` counts from the next model. With a body
     ``{"stop": {...}}`` the rule is replaced (``{"stop": null}``: removed); without one it is
-    kept. 409 if the campaign was not stopped by its rule."""
+    kept. 409 if the campaign was not stopped by its rule (nor when its labels' cost reached
+    its `max_cost`)."""
+    stopped = bodies.status(store, campaign_id)["stopped_by"]
+    if stopped and stopped["rule"] == "max_cost":
+        raise Conflict("the campaign's labels cost its max_cost: a resume does not raise it")
     replace = body is not None and "stop" in body.model_fields_set
     stop = body.stop if replace else None
     if replace:

@@ -105,6 +105,8 @@ def test_the_campaign_stops_once_its_labels_cost_max_cost(client, make_body):
     assert status["stopped_by"]["rule"] == "max_cost" and status["stopped_by"]["target"] == 15
     gone = client.get(f"/campaigns/{campaign}/next")
     assert gone.status_code == 410 and "max_cost is 15" in gone.json()["detail"]
+    again = client.post(f"/campaigns/{campaign}/resume")
+    assert again.status_code == 409 and "does not raise it" in again.json()["detail"]
 
 
 def test_a_campaign_without_fidelities_says_no_level_and_takes_none(client, make_body):
