@@ -272,7 +272,8 @@ def acquisition(
 ):
     """The acquisition's scores at `x` under the latest model (the campaign's acquisition,
     or `acquisition`). With fidelities, of runs at level `fidelity` (default the top): `ivr`'s
-    variance removed per cost, or a disagreement's at the top level."""
+    top-level variance removed per cost (averaged over the points `x`), or a disagreement's at
+    the top level."""
     levels = store.campaigns.spec(campaign_id).get("fidelities")
     allowed = FIDELITY_ACQUISITIONS if levels else ACQUISITIONS
     if body.acquisition is not None and body.acquisition not in allowed:

@@ -4,10 +4,9 @@ Sobol indices.
 
 Points come as the store keeps them, each followed by its level's name. The model has no mode
 GP of its own; its stand-in is the kept draw of the highest posterior density (the body's
-``mode``),
-whose mean and variance are ``mean`` and ``variance`` as a single-fidelity model's mode GP's
-are, beside the mixture of the kept draws (``mixture_mean``, ``mixture_variance``). Variances
-are of y: each draw's latent variance plus its level's noise.
+``mode``), whose mean and variance are ``mean`` and ``variance`` as a single-fidelity model's
+mode GP's are, beside the mixture of the kept draws (``mixture_mean``, ``mixture_variance``).
+Variances are of y: each draw's latent variance plus its level's noise.
 """
 
 from __future__ import annotations
@@ -71,14 +70,14 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
 
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
-    """The acquisition's values of runs at the points' levels: ``ivr``'s variance removed per
-    cost, or a disagreement's at the top level (whatever the point's level)."""
+    """The acquisition's values of runs at the points' levels: ``ivr``'s top-level variance
+    removed per cost, averaged over the points asked (a refit averages it over pool points),
+    or a disagreement's at the top level (whatever the point's level)."""
     draws, data, _ = fidelity.model_draws(spec, model, labels)
     draws = fidelity.spaced(np.array(draws, dtype=object), fidelity.SCORING_DRAWS).tolist()
     u, t, _ = _points(spec, x)
     if name == "ivr":
-        pool_ref = np.unique(u, axis=0)
-        values = choice.scores(draws, u, t, pool_ref, data.costs, name)
+        values = choice.scores(draws, u, t, np.unique(u, axis=0), data.costs, name)
     else:
         values = choice.disagreement(draws, u, name)
     return {"values": [float(v) for v in values], "acquisition": name}
