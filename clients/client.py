@@ -273,14 +273,15 @@ class FbgpClient:
         *,
         noise: float | dict | None = None,
         replicates: Sequence[float] | dict | None = None,
+        fidelity: str | None = None,
     ) -> LabelResult:
         """Post the label of ``ticket``: ``y``, and in a campaign with known noise its
         ``noise`` variance (original units), or instead ``replicates`` (two runs or more at the
         point: the service takes their mean and the variance of that mean). With several
-        outputs each is a dict ``{name: ...}``. 409 (another label), 404 (unknown ticket), 410
-        (done) and 422 (y not finite, an output missing, noise missing or not expected) raise
-        :class:`ApiError`."""
-        body: dict = {"ticket": ticket}
+        outputs each is a dict ``{name: ...}``; ``fidelity``: the level (checked). 409 (another
+        label), 404 (unknown ticket), 410 (done) and 422 (y not finite, an output missing, noise
+        missing or not expected, not the ticket's level) raise :class:`ApiError`."""
+        body: dict = {"ticket": ticket} | ({"fidelity": fidelity} if fidelity else {})
         if replicates is not None:
             body["y_replicates"] = numbers_body(replicates, list)
         else:
@@ -315,12 +316,13 @@ class FbgpClient:
         return float(response.json()["expires_at"])
 
     def import_observations(
-        self, campaign_id: str, x, y: Sequence[float], noise: Sequence[float] | None = None
+        self, campaign_id: str, x, y: Sequence[float], noise=None, fidelity=None
     ) -> int:
         """Import labeled data ``x`` ``[n, d]``, ``y`` ``[n]`` (original units), with their
-        noise variances ``noise`` ``[n]`` in a campaign with known noise; returns the number of
-        labels stored now."""
+        noise variances ``noise`` ``[n]`` in a campaign with known noise, their levels'
+        names ``fidelity`` in one with fidelities; returns the number of labels stored now."""
         body = {"x": points_body(x), "y": [numbers_body(v) for v in y]}
+        body |= {} if fidelity is None else {"fidelity": list(fidelity)}
         if noise is not None:
             body["noise"] = [numbers_body(v) for v in noise]
         key = {"Idempotency-Key": uuid.uuid4().hex}  # its retries are stored once
@@ -331,12 +333,12 @@ class FbgpClient:
 
     def observations(self, campaign_id: str) -> Observations:
         body = self._call("GET", f"/campaigns/{campaign_id}/observations").json()
-        return Observations(body["x"], body["y"], body.get("failures", []), body.get("noise"))
+        fields = (body.get("failures", []), body.get("noise"), body.get("fidelity"))
+        return Observations(body["x"], body["y"], *fields)
 
     def observations_csv(self, campaign_id: str) -> str:
-        """The labeled data as CSV: a header of input names, ``y`` (and ``noise`` in a campaign
-        with known noise), ``status`` and ``reason``; one row per label (``ok``), then one per
-        failed run (``failed``, its reason)."""
+        """The labeled data as CSV: a header of input names (and ``fidelity``), ``y`` (and
+        ``noise``), ``status`` and ``reason``; a row per label (``ok``), then per failed run."""
         headers = {"Accept": "text/csv"}
         return self._call("GET", f"/campaigns/{campaign_id}/observations", headers=headers).text
 
@@ -391,14 +393,13 @@ class FbgpClient:
                 raise TimeoutError(f"campaign {campaign_id}: no model {version} in {timeout} s")
             time.sleep(poll)
 
-    def predict(self, campaign_id: str, x) -> Prediction | dict[str, Prediction]:
+    def predict(self, campaign_id: str, x, fidelity=None) -> Prediction | dict[str, Prediction]:
         """Predictions at ``x`` (``m`` points, each a list of the inputs' values) by the
-        campaign's latest model: a :class:`~clients.prediction.Prediction` (``p["mean"]``,
-        ``p["variance"]``, ...), or with several outputs ``{name: Prediction}``, the shape
-        :meth:`Metamodel.predict <clients.metamodel.Metamodel.predict>` answers."""
-        body = self._call(
-            "POST", f"/campaigns/{campaign_id}/predict", json={"x": points_body(x)}
-        ).json()
+        campaign's latest model (with fidelities, of the top level or of level ``fidelity``): a
+        :class:`~clients.prediction.Prediction` (``p["mean"]``, ...), or with several outputs
+        ``{name: Prediction}``, as :meth:`clients.metamodel.Metamodel.predict` answers."""
+        call = {"x": points_body(x)} | ({"fidelity": fidelity} if fidelity else {})
+        body = self._call("POST", f"/campaigns/{campaign_id}/predict", json=call).json()
         if "outputs" in body:
             version = body.get("model_version")
             chance = body.get("p_success")  # one for all outputs, where runs have failed

@@ -35,6 +35,8 @@ from typing import IO, Any
 import numpy as np
 
 from fbgp_al.clients.failure_model import FailureModel
+from fbgp_al.clients.fidelity_metamodel import KERNEL as FIDELITY_KERNEL
+from fbgp_al.clients.fidelity_metamodel import FidelityMetamodel
 from fbgp_al.clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
 from fbgp_al.clients.prediction import Prediction
 from fbgp_al.worker.vocabulary import lognormal, sobol
@@ -275,15 +277,18 @@ class Metamodel:
         document already parsed. ``memory``: the bytes its factors may take (``MEMORY_BUDGET``,
         2 GiB, by default; a model that needs more is refused, saying what it needs);
         ``draws``: predict from that many of the draws, evenly spread (fewer bytes). Each GP is
-        factorized once, at the first prediction."""
-        if isinstance(source, dict):
-            return cls(source, memory=memory, draws=draws)
+        factorized once, at the first prediction. A campaign with fidelities' model is a
+        :class:`~clients.fidelity_metamodel.FidelityMetamodel`."""
         if isinstance(source, (str, os.PathLike)):
             with open(source, "rb") as f:
-                return cls(_parsed(f), memory=memory, draws=draws)
-        if hasattr(source, "read"):
-            return cls(_parsed(source), memory=memory, draws=draws)
-        raise TypeError(f"load takes a path, a file or a dict, not {type(source).__name__}")
+                source = _parsed(f)
+        elif hasattr(source, "read"):
+            source = _parsed(source)
+        if not isinstance(source, dict):
+            raise TypeError(f"load takes a path, a file or a dict, not {type(source).__name__}")
+        if source.get("kernel") == FIDELITY_KERNEL:  # a campaign with fidelities'
+            return FidelityMetamodel(source)
+        return cls(source, memory=memory, draws=draws)
 
     def _points(self, x) -> np.ndarray:
         """``x`` as an ``m x d`` float array (of codes, where inputs are typed: a choice's value

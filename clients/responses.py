@@ -80,6 +80,7 @@ class NextPoint:
     x: list  # one value per input: a float, an int input's integer, a choice input's value
     expires_at: float
     model_version: int | None
+    fidelity: str | None = None  # a campaign with fidelities: the level to run x at
 
 
 @dataclass(frozen=True)
@@ -121,12 +122,14 @@ class Observations:
     """Labeled data in original units: ``x`` ``[n][d]``, ``y`` ``[n]``; ``failures`` the runs
     reported failed, the latest ``FBGP_KEEP_RUNS`` of them, ``{x, ticket, reason, at}`` each (no
     model sees them; the status's ``n_failed`` counts them all); ``noise`` ``[n]``
-    the labels' noise variances in a campaign with known noise (else None)."""
+    the labels' noise variances in a campaign with known noise (else None); ``fidelity``
+    ``[n]`` the labels' levels in a campaign with fidelities (else None)."""
 
     x: list[list]
     y: list[float]
     failures: list[dict] = field(default_factory=list)
     noise: list[float] | None = None
+    fidelity: list[str] | None = None
 
 
 @dataclass(frozen=True)

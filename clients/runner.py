@@ -1,6 +1,7 @@
 """A remote simulator in a few lines: ask the service for a point, run ``f``, post the label.
 
 ``run_simulator(url, campaign_id, f)`` needs only a function ``f(x) -> y``; in a campaign with
+fidelities ``f(x, fidelity=name) -> y``, the level to run ``x`` at (its name); in a campaign with
 several outputs ``f`` returns ``{name: y}`` (or ``{"y": {name: y}, "noise": {name: variance}}``,
 ``{"y_replicates": {name: [..]}}``); in a campaign with
 known noise ``f`` returns ``(y, noise)`` (``noise``: the variance of ``y``), ``{"y": .., "noise":
@@ -27,6 +28,7 @@ goes on; one it finds malformed (422) gives the ticket back and is raised.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import threading
@@ -71,7 +73,9 @@ def run_simulator(
     """Label points of campaign ``campaign_id`` with ``f`` until it is done (or ``max_labels``
     labels were posted here, or ``should_stop()`` is true). Returns the number of labels this
     call posted. ``f`` gets the point ``x`` as a list of its values, one per input: a float, an
-    int input's integer, a choice input's value (a string or a number).
+    int input's integer, a choice input's value (a string or a number); in a campaign with
+    fidelities also ``fidelity=``, the name of the level to run it at (a TypeError, its
+    ticket given back, if ``f`` takes no such keyword).
 
     ``token``: the bearer token (default ``FBGP_API_TOKEN``): the campaign's simulator token
     (:attr:`~clients.client.Campaign.token`) is enough; ``wait``: seconds per long poll;
@@ -103,6 +107,12 @@ def run_simulator(
             if stopping():
                 _abandon(api, campaign_id, point)
                 break
+            if point.fidelity is not None and not takes_fidelity(f):
+                _abandon(api, campaign_id, point)
+                raise TypeError(
+                    "the campaign has fidelities: the simulator must take the level's name, "
+                    "f(x, fidelity=...)"
+                )
             with _renewed(url, token, campaign_id, point):
                 label = _run(api, campaign_id, point, f, on_error, on_failure)
             if label is None:
@@ -292,6 +302,8 @@ def _run(
     reported (raised again with ``on_error="raise"``); Ctrl-C abandons the ticket and is raised
     again."""
     try:
+        if point.fidelity is not None:
+            return dict(label_of(f(point.x, fidelity=point.fidelity)), fidelity=point.fidelity)
         return label_of(f(point.x))
     except Exception as error:
         reason = failure_reason(error)
@@ -305,6 +317,20 @@ def _run(
     except BaseException:
         _abandon(api, campaign_id, point)
         raise
+
+
+def takes_fidelity(f) -> bool:
+    """Whether ``f`` takes a keyword ``fidelity`` (or any keyword); True where its signature
+    cannot be read."""
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind == p.VAR_KEYWORD
+        or (p.name == "fidelity" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in parameters
+    )
 
 
 def _abandon(api: FbgpClient, campaign_id: str, point: NextPoint) -> None:

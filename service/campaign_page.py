@@ -2,7 +2,8 @@
 inputs, then per output what the model says (the model over one or two inputs, each input's
 main effect, the Sobol indices, the model over two inputs chosen on the page), the accuracy
 estimates model after model, the failed runs, and a Diagnostics section (the sampler's
-numbers and the hyperparameter posterior). The pictures are the worker's
+numbers and the hyperparameter posterior); with fidelities, the levels, their labels, the cost
+spent and the learned ``rho``, and each level's model over one input. The pictures are the worker's
 (``/campaigns/{id}/plots/{kind}.png``, :mod:`service.pages`); the page runs no script: the two
 inputs are chosen by a plain GET form (``?horizontal=&vertical=``)."""
 
@@ -13,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 from fbgp_al.service.routes import bodies
 from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.vocabulary import fidelities
 from fbgp_al.worker.vocabulary.defaults import output_names, output_title
 from fbgp_al.worker.vocabulary.sampler import sampler_line
 
@@ -22,6 +24,9 @@ CAPTIONS = {
     "model": "The model over all its inputs: the posterior-mode GP's mean and its uncertainty "
     "(two standard deviations over one input, the standard deviation over two), with the "
     "labels.",
+    "levels": "The model at each fidelity level over its input: the mean and two standard "
+    "deviations of the mixture of the posterior's draws, the top level's in blue, with each "
+    "level's labels.",
     "effects": "Main effects: along each input, the model's mean and 95% band with the other "
     "inputs averaged over their ranges (uniform; a log input on the log scale, an int or a "
     "choice over its values). A flat curve: the input matters little on average.",
@@ -91,11 +96,13 @@ class _Pictures:
         self.base = f"/campaigns/{quote(campaign_id)}/plots"
         self.stamp = stamp
 
-    def img(self, kind: str, output: str | None = None, alt: str = "", **query: str) -> str:
+    def img(
+        self, kind: str, output: str | None = None, alt: str = "", caption: str = "", **query: str
+    ) -> str:
         params = {"v": self.stamp, **({"output": output} if output else {}), **query}
         src = f"{self.base}/{kind}.png?{urlencode(params)}"
         ident = f"plot-{kind}" + (f"-{output}" if output else "")
-        caption = CAPTIONS.get(kind)
+        caption = CAPTIONS.get(caption or kind)
         note = f"<figcaption class='muted'>{html.escape(caption)}</figcaption>" if caption else ""
         return (
             f"<figure><img id='{html.escape(ident)}' alt='{html.escape(alt or kind)}' "
@@ -112,6 +119,9 @@ def campaign_body(
     """The page's title, its HTML body, and whether it refreshes itself (while it runs)."""
     s = bodies.status(store, campaign_id)
     spec = store.campaigns.spec(campaign_id)
+    levels = fidelities.levels(spec)
+    if levels:  # the level is no input of the pictures: the page reads the declared ones
+        spec = dict(spec, inputs=fidelities.declared_inputs(spec))
     version = s["model_version"]
     pictures = _Pictures(campaign_id, store.plots.stamp(campaign_id)[1])
     parts = [
@@ -123,6 +133,8 @@ def campaign_body(
         + " &middot; ".join(_describe(i) for i in spec["inputs"])
         + "</p>",
     ]
+    if levels:
+        parts.append(_fidelities(s, None))
     names = output_names(spec)
     outputs = [None] if names is None else names
     if version is None:
@@ -132,6 +144,8 @@ def campaign_body(
         return s["name"], "".join(parts), running(s)
     model = store.models.latest(campaign_id)
     history = store.history.read(campaign_id)
+    if levels:
+        parts[-1] = _fidelities(s, model)
     sections = [(f"output-{o}", output_title(spec, o)) for o in names or []] or [
         ("model", "The model")
     ]
@@ -149,7 +163,9 @@ def campaign_body(
     pair, pair_note = chosen_pair(spec, horizontal, vertical)
     dim, numeric = len(spec["inputs"]), numeric_inputs(spec)
     drawable = dim <= 2 and len(numeric) == dim  # the mode GP over all its inputs
-    draws_pair = len(numeric) >= 2 and not drawable
+    if levels:  # each level's model over one input; no other picture of it yet
+        drawable, dim = dim == 1 and len(numeric) == 1, 1
+    draws_pair = len(numeric) >= 2 and not drawable and not levels
     if draws_pair:
         parts.append(_pair_form(campaign_id, numeric, pair, pair_note))
     for output in outputs:
@@ -159,7 +175,8 @@ def campaign_body(
         else:
             parts.append(f"<h2 id='output-{html.escape(output)}'>{html.escape(title)}</h2>")
         if drawable:
-            parts.append(pictures.img("model", output, f"{title}: the model"))
+            caption = "levels" if levels else "model"
+            parts.append(pictures.img("model", output, f"{title}: the model", caption))
         if dim >= 2:
             parts.append(pictures.img("effects", output, f"{title}: main effects"))
             parts.append(pictures.img("sobol", output, f"{title}: Sobol indices"))
@@ -178,8 +195,30 @@ def campaign_body(
         parts.append(
             _failed_runs(store, campaign_id, spec, s, pictures, bool(model.get("failures")))
         )
-    parts.append(_diagnostics(spec, model, outputs, pictures))
+    parts.append(_diagnostics(spec, model, [] if levels else outputs, pictures))
     return s["name"], "".join(parts), running(s)
+
+
+def _fidelities(s: dict, model: dict | None) -> str:
+    """A campaign with fidelities: its levels and their costs, the labels at each, the cost
+    spent (and its budget), and each learned ``rho`` once there is a model."""
+    counts = s["labels_per_fidelity"]
+    levels = " &middot; ".join(
+        f"<b>{html.escape(f['name'])}</b> cost {f['cost']:g}: "
+        f"<span id='labels-{html.escape(f['name'])}'>{counts[f['name']]}</span> labels"
+        for f in s["fidelities"]
+    )
+    budget = f" of max_cost {s['max_cost']:g}" if s["max_cost"] else ""
+    parts = [f"fidelities: {levels}", f"cost spent <b id='cost'>{s['cost_spent']:g}</b>{budget}"]
+    if model is not None and "fidelity" in model:
+        names = model["fidelity"]["levels"]
+        for j, rho in enumerate(model["fidelity"]["rho"]):
+            parts.append(
+                f"rho {html.escape(names[j])} &rarr; {html.escape(names[j + 1])} "
+                f"<b id='rho-{j}'>{rho['mean']:.3g}</b> (90%: {rho['q05']:.3g} to "
+                f"{rho['q95']:.3g})"
+            )
+    return "<p id='fidelities'>" + " &middot; ".join(parts) + "</p>"
 
 
 def running(s: dict) -> bool:
@@ -221,7 +260,13 @@ def _notes(s: dict) -> list[str]:
             f"<p id='final-model'>done: the model of its last labels is still fitting "
             f"({shown} shown); this page refreshes itself until it is in</p>"
         )
-    if s["stopped_by"]:
+    if s["stopped_by"] and s["stopped_by"]["rule"] == "max_cost":
+        v = s["stopped_by"]
+        out.append(
+            f"<p class='state-done' id='stopped'>done: its labels cost {v['value']:g}, its "
+            f"max_cost is {v['target']:g}</p>"
+        )
+    elif s["stopped_by"]:
         v = s["stopped_by"]
         out.append(
             f"<p class='state-done' id='stopped'>stopped by its rule: "

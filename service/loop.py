@@ -177,12 +177,14 @@ class Refit:
 class Ticket:
     """A ticket out: its id, its point, when its lease runs out, and the model version that
     chose the point (None: the initial design's)
-    (:meth:`service.store.tickets.Tickets.issue`)."""
+    (:meth:`service.store.tickets.Tickets.issue`); in a campaign with fidelities, the point
+    as declared and the level to run it at (``fidelity``, its name)."""
 
     ticket: str
     x: list
     expires_at: float
     model_version: int | None
+    fidelity: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,18 +36,21 @@ def arrive(
     noise: list | None,
     key: str | None,
     now: float,
+    fidelity: list | None = None,
 ) -> Arrived:
     """Import labels for points labeled elsewhere, all or none:
 
-    1. the points must fit the campaign's inputs, the values its outputs and noise model;
+    1. the points must fit the campaign's inputs, the values its outputs and noise model; with
+       fidelities each point needs its level (``fidelity``, one of the campaign's);
     2. with an Idempotency-Key, an import stored before under it is answered as it was (the
        key with other observations is refused);
     3. the labels after it must stay within the stack's ``limit_labels``;
     4. the store takes them atomically (``import_observations.lua``), or refuses them all: past
        ``max_labels``, or a pool point labeled already where the campaign allows no repeats;
-    5. the refit they make due goes on the queue.
+    5. the refit they make due goes on the queue; with ``max_cost``, the campaign stops once
+       its labels' cost reaches it.
     """
-    spec, x = spec_with_points(store, campaign_id, x)
+    spec, x = spec_with_points(store, campaign_id, x, fidelity, required=True)
     with unprocessable_values():
         check_noise(spec, noise is not None, "noise", "noise (the variance of each y)")
         y, noise = checked_rows(spec, y, noise)
@@ -72,6 +75,7 @@ def arrive(
             "the campaign does not allow repeats (allow_repeats): none was "
             "stored"
         )
+    store.labels.stop_at_cost(campaign_id, spec)
     return Arrived(n, len(y))
 
 

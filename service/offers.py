@@ -60,4 +60,5 @@ def _offer_locked(
         return answers
     points = store.campaigns.pool_points(campaign_id, spec, [a.index for a in answers])
     offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
-    return store.tickets.issue(campaign_id, offers, spec["lease_seconds"], now)
+    levels = bool(spec.get("fidelities"))
+    return store.tickets.issue(campaign_id, offers, spec["lease_seconds"], now, levels)

@@ -15,6 +15,7 @@ import torch
 from fbgp_al.worker.acquisition import DrawGPs, qb_mgp
 from fbgp_al.worker.acquisition import evaluate as acquisition_values
 from fbgp_al.worker.feasibility.campaign import of_model
+from fbgp_al.worker.fidelity import answers as fidelity_answers
 from fbgp_al.worker.fitting import label_noise
 from fbgp_al.worker.gp import LOG_2PI, Conditioned, rbf
 from fbgp_al.worker.mcmc import Posterior
@@ -47,7 +48,10 @@ def predict(spec: dict, model: dict, labels: list[dict], x: list) -> dict:
     """Mode GP's mean and variance of y, and the mixture's, in original units; the mixture's
     chunk by chunk of ``x`` (see :class:`~worker.acquisition.DrawGPs`), so that memory stays
     bounded whatever the number of points. With known noise, a variance is latent + the nugget
-    ``s2`` (a new point's own noise is not known). A log output: :func:`predict_log`."""
+    ``s2`` (a new point's own noise is not known). A log output: :func:`predict_log`. A
+    multi-fidelity model: :func:`worker.fidelity.answers.predict`."""
+    if "fidelity" in model:
+        return fidelity_answers.predict(spec, model, labels, x)
     box, scale_y, u, z, post, noise = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     mode = post.mode()
@@ -97,6 +101,8 @@ def with_p_success(model: dict, u: np.ndarray, answer: dict) -> dict:
 
 
 def acquisition(spec: dict, model: dict, labels: list[dict], x: list, name: str) -> dict:
+    if "fidelity" in model:
+        return fidelity_answers.acquisition(spec, model, labels, x, name)
     box, _, u, z, post, noise = _context(spec, model, labels)
     values = acquisition_values(
         name, post, u, z, as_tensor(box.to_gp(x)), seed=model["version"], label_noise=noise
@@ -116,7 +122,10 @@ def metrics(
     ``nlml_y`` and ``nlpd_mixture_y`` are the same densities of ``y`` itself (the output's
     units): each point's density of ``z`` times the Jacobian ``|dz/dy|``, ``1 / y_std``, and
     for a log output ``1 / (y_std y)`` (the lognormal's); so they compare models whatever their
-    transform. A log output's ``rmse`` is of the mode GP's lognormal mean of ``y``."""
+    transform. A log output's ``rmse`` is of the mode GP's lognormal mean of ``y``. A
+    multi-fidelity model's are of its top level (:func:`worker.fidelity.answers.metrics`)."""
+    if "fidelity" in model:
+        return fidelity_answers.metrics(spec, model, labels, x, y)
     box, scale_y, u, z, post, known = _context(spec, model, labels)
     cand = as_tensor(box.to_gp(x))
     z_test = scale_y.to_z(y)

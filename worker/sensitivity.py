@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from fbgp_al.worker.answers import _context, output_model
+from fbgp_al.worker.fidelity import answers as fidelity_answers
 from fbgp_al.worker.gp import factorize
 from fbgp_al.worker.vocabulary import sobol
 from fbgp_al.worker.vocabulary.defaults import output_labels, output_names, output_spec
@@ -75,6 +76,8 @@ def sensitivity(
 def sensitivity_outputs(spec: dict, model: dict, labels: list[dict], **options) -> dict:
     """:func:`sensitivity` for each output of a multi-output campaign (each on its own draws):
     ``{"outputs": {name: ...}}``; a single-output campaign's answer as it is."""
+    if "fidelity" in model:  # the top level's
+        return fidelity_answers.sensitivity(spec, model, labels, **options)
     names = output_names(spec)
     if names is None:
         return sensitivity(spec, model, labels, **options)

@@ -35,12 +35,20 @@ class Stopped(KeyboardInterrupt):
 
 
 def command_for(
-    template: list[str], names: list[str], x: list, integers: Collection[str] = ()
+    template: list[str],
+    names: list[str],
+    x: list,
+    integers: Collection[str] = (),
+    fidelity: str | None = None,
 ) -> tuple[list[str], str | None]:
     """The command for point ``x`` and what to write to its stdin (None: nothing): the
     placeholders of ``template`` replaced, or the point's JSON on stdin if it has none.
-    ``integers``: the names of the campaign's int inputs, whose values stay integers."""
+    ``integers``: the names of the campaign's int inputs, whose values stay integers;
+    ``fidelity``: the level to run ``x`` at, in a campaign with fidelities (``{fidelity}``,
+    and a key of the JSON)."""
     point = {n: _value(v, n in integers) for n, v in zip(names, x, strict=True)}
+    if fidelity is not None:
+        point["fidelity"] = fidelity
     values = {
         "{json}": json.dumps(point),
         **{"{" + n + "}": v if isinstance(v, str) else repr(v) for n, v in point.items()},
@@ -128,8 +136,8 @@ class CommandRunner:
     def stop(self) -> None:
         self.stopping.set()
 
-    def __call__(self, x: list) -> float:
-        argv, stdin = command_for(self.template, self.names, x, self.integers)
+    def __call__(self, x: list, fidelity: str | None = None) -> float:
+        argv, stdin = command_for(self.template, self.names, x, self.integers, fidelity)
         if self.stopping.is_set():
             raise Stopped()
         try:

@@ -315,8 +315,12 @@ def _data_parts(data: dict) -> list[str]:
         [*x, *([y[o] for o in outputs] if outputs else [y])]
         for x, y in zip(obs.x, obs.y, strict=True)
     ]
+    if obs.fidelity is not None:  # a campaign with fidelities: each label's level
+        head = [*names, "fidelity", "y"]
+        rows = [[*r[:-1], f, r[-1]] for r, f in zip(rows, obs.fidelity, strict=True)]
     parts = [
         "<h2 id='data'>Data</h2>",
+        *_fidelity_parts(data["status"].raw),
         f"<details><summary>{len(rows)} labels</summary>{_table(head, rows)}</details>",
     ]
     if obs.failures:
@@ -327,6 +331,19 @@ def _data_parts(data: dict) -> list[str]:
             _table(["point", "reason"], failed, numbers=False),
         ]
     return parts
+
+
+def _fidelity_parts(status: dict) -> list[str]:
+    """A campaign with fidelities: its levels, their costs and labels, and the cost spent."""
+    if not status.get("fidelities"):
+        return []
+    counts = status.get("labels_per_fidelity") or {}
+    rows = [[f["name"], f["cost"], counts.get(f["name"], 0)] for f in status["fidelities"]]
+    budget = f" of max_cost {_e(status['max_cost'])}" if status.get("max_cost") else ""
+    return [
+        _table(["fidelity", "cost", "labels"], rows),
+        f"<p>cost spent {_e(status.get('cost_spent'))}{budget}</p>",
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,13 +5,15 @@
 Each point is run as ``CMD ARG...`` with the placeholders in its arguments replaced: ``{NAME}``
 by the coordinate of the campaign's input ``NAME`` (``repr`` of the float to 15 significant
 digits, an int input's integer, a choice input's value as text), ``{json}`` by the point as a
-JSON object ``{"NAME": value, ...}``. With no placeholder at all, that JSON object is
-written to the command's stdin. y is the last non-empty line of its stdout, a float (or two,
-``y noise``, the second its noise variance, in a campaign with known noise); in a campaign with
-several outputs ``name=value`` pairs (``stress=1.5 disp=0.02``) or a JSON object, ``{"stress":
-1.5, "disp": 0.02}`` (or ``{"y": {..}, "noise": {..}}`` with known noise). A non-zero
-exit, a timeout or an output that is not a finite float reports the ticket failed, with the
-tail of the command's stderr (or its output) as the reason, and the next point is run.
+JSON object ``{"NAME": value, ...}``; in a campaign with fidelities ``{fidelity}`` by the name
+of the level to run the point at (and the JSON object has it under ``fidelity``). With no
+placeholder at all, that JSON object is written to the command's stdin. y is the last non-empty
+line of its stdout, a float (or two, ``y noise``, the second its noise variance, in a campaign
+with known noise); in a campaign with several outputs ``name=value`` pairs (``stress=1.5
+disp=0.02``) or a JSON object, ``{"stress": 1.5, "disp": 0.02}`` (or ``{"y": {..}, "noise":
+{..}}`` with known noise). A non-zero exit, a timeout or an output that is not a finite float
+reports the ticket failed, with the tail of the command's stderr (or its output) as the reason,
+and the next point is run.
 
 ``--parallel K`` runs K commands at once, each under a ticket of its own (for parallel-mode
 campaigns, ``max_pending`` >= K; a sequential campaign hands out one point at a time, and the
@@ -133,6 +135,10 @@ def run(
         print("fbgp-al run: the service does not say the campaign's inputs", file=sys.stderr)
         return 1
     integers = [i["name"] for i in inputs if i.get("type") == "int"]
+    blind = blind_to_level(start, template)
+    if blind:
+        print(f"fbgp-al run: {blind}", file=sys.stderr)
+        return 2
     runner = CommandRunner(template, names, timeout, integers)
     counts = {"labels": 0, "failures": 0}
     reasons: dict[str, int] = {}  # the failed runs' reasons (their last line), counted
@@ -265,6 +271,24 @@ def _last_line(reason: str, most: int = 80) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
+def blind_to_level(status: CampaignStatus, template: list[str]) -> str | None:
+    """Why the command cannot run a campaign with fidelities: it has placeholders, but neither
+    ``{fidelity}`` nor ``{json}``, so it would not know the level of a run; None if it can."""
+    if not status.raw.get("fidelities"):
+        return None
+    text = " ".join(template)
+    if "{fidelity}" in text or "{json}" in text:
+        return None
+    names = [i["name"] for i in status.inputs]
+    if not any("{" + n + "}" in text for n in names):
+        return None  # the point's JSON on stdin, its level included
+    levels = [f["name"] for f in status.raw["fidelities"]]
+    return (
+        f"the campaign has fidelities ({', '.join(levels)}): put {{fidelity}} in the command, "
+        "where the level's name goes (or {json})"
+    )
+
+
 def parallel_warning(status: CampaignStatus, parallel: int) -> str | None:
     """A warning when ``--parallel`` runs more commands than the campaign hands out points:
     a sequential campaign gives one at a time after its initial design."""
@@ -280,6 +304,9 @@ def parallel_warning(status: CampaignStatus, parallel: int) -> str | None:
 
 def ended_because(status: CampaignStatus) -> str:
     """Why a campaign gave its runner no more points, in words, from its status."""
+    if status.stopped_by and status.stopped_by["rule"] == "max_cost":
+        spent = status.stopped_by
+        return f"done: its labels cost {spent['value']:g}, max_cost {spent['target']:g}"
     if status.stopped_by:
         rule = status.stopped_by
         return (

@@ -40,6 +40,7 @@ from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store import CampaignStore
 from fbgp_al.service.store.models import Candidates
 from fbgp_al.worker import answers, effect_views, fitting, views
+from fbgp_al.worker.fidelity import views as fidelity_views
 from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.sensitivity import sensitivity_outputs
 from fbgp_al.worker.vocabulary.defaults import (
@@ -75,9 +76,11 @@ def refit(campaign_id: str) -> dict:
     if inputs is None:
         return {"campaign": campaign_id, "skipped": "not in charge (deleted or superseded)"}
     spec = inputs.spec
-    # one output sampled by NUTS: its chains may go to idle workers (not several outputs, and
-    # not a large campaign's Laplace mixture, which has no chains to share)
-    if not output_names(spec) and not fitting.uses_laplace(spec, inputs.n):
+    # one output sampled by NUTS: its chains may go to idle workers (not several outputs, not
+    # a large campaign's Laplace mixture, which has no chains to share, and not the
+    # multi-fidelity model, whose chains run together here)
+    alone = output_names(spec) or spec.get("fidelities")
+    if not alone and not fitting.uses_laplace(spec, inputs.n):
         chains = spec["mcmc"]["chains"]
         where = fanout.chain_lane(
             fanout.lane(), inputs.previous, inputs.n, chains, get_settings().long_refit_seconds
@@ -133,9 +136,8 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
         outputs = len(sampled.fits or [None])
 
         def rank(found: Candidates) -> tuple[dict, list]:
-            steps = fitting.ranked(
-                spec, sampled, found.pool, found.exclude, found.pending, found.failures, started
-            )
+            found_now = (found.pool, found.exclude, found.pending, found.failures, started)
+            steps = fitting.ranked(spec, sampled, *found_now, labeled=found.labeled)
             work, timeout = costs.scoring(spec, n, get_settings(), outputs)
             share = share_scoring(store, campaign_id, work, timeout, found.workforce)
             return driven(steps, share)
@@ -412,6 +414,8 @@ def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | No
             store.history.read(campaign_id), store.campaigns.spec(campaign_id)
         )
     spec, model, labels = _with_model(campaign_id)
+    if "fidelity" in model:  # the levels' model over one input; no other picture yet
+        return fidelity_views.model_png(spec, model, labels) if kind == "model" else None
     if kind == "failures":  # one failure model, over the inputs, whatever the outputs
         return views.failures_png(spec, model, labels, store.runs.failures(campaign_id))
     names = output_names(spec)

@@ -11,6 +11,7 @@ from fbgp_al.service import loop
 from fbgp_al.service.loop import Refit, Rules
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.vocabulary import fidelities
 
 
 def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> dict:
@@ -27,7 +28,7 @@ def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> 
     stalled = n_failed > 0 and loop.stalled(rules, store.tickets.snapshot(campaign_id, now, False))
     failing = loop.failing(rules, n_failed, refit.n_forgiven)
     phase = loop.phase(rules, n, bool(refit.failed), bool(refit.stopped))
-    return {
+    body = {
         "id": campaign_id,
         "name": spec["name"],
         "team": spec.get("team"),
@@ -42,7 +43,7 @@ def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> 
         "refit": str(refit.phase),
         "acquisition": spec["acquisition"],
         "mode": spec["mode"],
-        "inputs": spec["inputs"],
+        "inputs": fidelities.declared_inputs(spec),
         "outputs": spec.get("outputs"),
         "n_failed": n_failed,
         "n_abandoned": refit.n_abandoned,
@@ -52,6 +53,13 @@ def status(store: CampaignStore, campaign_id: str, now: float | None = None) -> 
         "stalled": stalled,
         "stopped_by": json.loads(refit.stopped) if refit.stopped else None,
     }
+    if fidelities.levels(spec):
+        labels = store.labels.all(campaign_id)
+        body["fidelities"] = spec["fidelities"]
+        body["max_cost"] = spec.get("max_cost")
+        body["cost_spent"] = fidelities.spent(spec, labels)
+        body["labels_per_fidelity"] = fidelities.counts(spec, labels)
+    return body
 
 
 def statuses(store: CampaignStore, ids: list[str]) -> list[dict]:

@@ -27,6 +27,7 @@ from fbgp_al.service.schemas.failures import Retry
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.schemas.stop_rule import Resume, check_stop
 from fbgp_al.service.store import TeamFull, TeamGone
+from fbgp_al.worker.vocabulary.fidelities import declared_inputs, with_level
 
 MAX_PAGE = 1000  # the largest page of GET /campaigns?limit=
 router = APIRouter(
@@ -45,7 +46,7 @@ def create(
     """The campaign, with its two tokens: ``token`` for its simulators (points, labels, failed
     runs, status) and ``owner_token`` for everything else of it. Created with a team's token,
     it is the team's (``team``): that token opens it, and lists it."""
-    fields = body.model_dump()
+    fields = with_level(body.model_dump())  # with fidelities, the level a coordinate
     limits.check_campaign(fields, settings)  # 422 beyond a limit on one campaign's work
     team = team_credential(request)
     try:
@@ -60,7 +61,13 @@ def create(
         ) from None
     token, owner_token = store.teams.issue_tokens(spec["id"])
     response.headers["Cache-Control"] = "no-store"  # it carries the tokens
-    return dict(spec, status=bodies.status(store, spec["id"]), token=token, owner_token=owner_token)
+    return dict(
+        spec,
+        inputs=declared_inputs(spec),
+        status=bodies.status(store, spec["id"]),
+        token=token,
+        owner_token=owner_token,
+    )
 
 
 LIST_RESPONSES = {
@@ -167,7 +174,11 @@ def resume(campaign_id: CampaignId, store: StoreDep, body: Resume | None = None)
     """A campaign its stopping rule stopped goes on (up to ``max_labels``): ``/next`` hands out
     points again, and the rule's ``patience`` counts from the next model. With a body
     ``{"stop": {...}}`` the rule is replaced (``{"stop": null}``: removed); without one it is
-    kept. 409 if the campaign was not stopped by its rule."""
+    kept. 409 if the campaign was not stopped by its rule (nor when its labels' cost reached
+    its `max_cost`)."""
+    stopped = bodies.status(store, campaign_id)["stopped_by"]
+    if stopped and stopped["rule"] == "max_cost":
+        raise Conflict("the campaign's labels cost its max_cost: a resume does not raise it")
     replace = body is not None and "stop" in body.model_fields_set
     stop = body.stop if replace else None
     if replace:

@@ -43,6 +43,7 @@ from fbgp_al.service.schemas.labeling import (
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.settings import Settings
 from fbgp_al.service.store import CampaignStore
+from fbgp_al.worker.vocabulary import fidelities
 from fbgp_al.worker.vocabulary.defaults import known_noise
 from fbgp_al.worker.vocabulary.values import LabelValues
 
@@ -119,7 +120,11 @@ NEXT_RESPONSES = {
 
 
 @router.get(
-    "/next", response_model=NextPoint, responses=NEXT_RESPONSES, dependencies=[SimulatorScope]
+    "/next",
+    response_model=NextPoint,
+    response_model_exclude_unset=True,
+    responses=NEXT_RESPONSES,
+    dependencies=[SimulatorScope],
 )
 async def next_point(
     campaign_id: CampaignId,
@@ -157,7 +162,7 @@ async def next_point(
         )
         if replayed is not None:
             response.headers[REPLAYED] = "true"
-            return asdict(replayed)
+            return _ticket_body(replayed)
     answer = await _next_answer(campaign_id, request, store, settings, wait)
     if idempotency_key is not None:
         answer = await run_in_threadpool(_keyed, store, campaign_id, idempotency_key, answer)
@@ -211,14 +216,27 @@ async def _next_answer(
             return answer
 
 
+def _ticket_body(ticket: Ticket) -> dict:
+    """A ticket as /next answers it: ``fidelity`` only in a campaign with fidelities."""
+    body = asdict(ticket)
+    if body["fidelity"] is None:
+        del body["fidelity"]
+    return body
+
+
 def _next_response(answer: Ticket | loop.Answer, campaign_id: str):
     """What /next says of a look's answer: the ticket, 410, 409, or 202 with Retry-After; a
     410 or 409 says what the owner can call to go on."""
     if isinstance(answer, Ticket):
-        return asdict(answer)
+        return _ticket_body(answer)
     url = f"/campaigns/{campaign_id}"
     if isinstance(answer, loop.Done) and answer.stopped:
         verdict = json.loads(answer.stopped)
+        if verdict["rule"] == "max_cost":
+            raise Gone(
+                f"the campaign is done: its labels cost {verdict['value']:g}, its max_cost "
+                f"is {verdict['target']:g}"
+            )
         raise Gone(
             f"the campaign is done: its stopping rule was met ({verdict['rule']} = "
             f"{verdict['value']:.4g} <= {verdict['target']:g} at model "
@@ -267,7 +285,7 @@ LABEL_RESPONSES = {
 def label(campaign_id: CampaignId, body: LabelPost, store: StoreDep, response: Response):
     """``y``; with known noise its ``noise`` variance too, or ``y_replicates``."""
     values = LabelValues(body.y, body.noise, replicates=body.y_replicates or False)
-    outcome, n = results.label(store, campaign_id, body.ticket, values, time.time())
+    outcome, n = results.label(store, campaign_id, body.ticket, values, time.time(), body.fidelity)
     response.status_code = label_status(outcome, body.ticket)
     return {"ticket": body.ticket, "y": values.y, "noise": values.noise, "n_labeled": n}
 
@@ -354,7 +372,15 @@ def import_observations(
     the same import sent again (its answer was lost) is answered 200 with what the first
     stored, and nothing is stored twice; the key sent with other observations is a 422."""
     arrived = observations.arrive(
-        store, settings, campaign_id, body.x, body.y, body.noise, idempotency_key, time.time()
+        store,
+        settings,
+        campaign_id,
+        body.x,
+        body.y,
+        body.noise,
+        idempotency_key,
+        time.time(),
+        body.fidelity,
     )
     if arrived.again:
         response.status_code = 200
@@ -381,10 +407,11 @@ def export_observations(
         str | None, Header(description=("`text/csv` for CSV; JSON otherwise."))
     ] = None,
 ):
-    """The labels (``x``, ``y``, and ``noise`` with known noise) and the failed runs
-    (``failures``); as CSV, one row per label (``status`` ``ok``) then one per failed run
-    (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column after ``y``
-    in a campaign with known noise."""
+    """The labels (``x``, ``y``, ``noise`` with known noise, ``fidelity`` with fidelities) and
+    the failed runs (``failures``); as CSV, one row per label (``status`` ``ok``) then one per
+    failed run (``status`` ``failed``, ``y`` empty, the ``reason``), with a ``noise`` column
+    after ``y`` in a campaign with known noise, a ``fidelity`` column after the inputs in one
+    with fidelities."""
     spec = store.campaigns.spec(campaign_id)
     labels = store.labels.all(campaign_id)
     failures = [
@@ -392,6 +419,10 @@ def export_observations(
     ]
     x, y = [label["x"] for label in labels], [label["y"] for label in labels]
     noise = [label.get("noise", 0.0) for label in labels] if known_noise(spec) else None
-    if accept and "text/csv" in accept:
+    if accept and "text/csv" in accept:  # with fidelities, the level is a column
         return Response(observations_csv(spec, x, y, noise, failures), media_type="text/csv")
-    return {"x": x, "y": y, "noise": noise, "failures": failures}
+    x, fidelity = fidelities.split(spec, x)
+    if fidelity is not None:  # each failed run's level apart too, as each label's
+        for failure in failures:
+            failure["x"], failure["fidelity"] = failure["x"][:-1], failure["x"][-1]
+    return {"x": x, "y": y, "noise": noise, "fidelity": fidelity, "failures": failures}

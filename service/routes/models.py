@@ -17,6 +17,8 @@ from fbgp_al.service.refusals import NotFound, Unprocessable, unprocessable_valu
 from fbgp_al.service.routes.model_jobs import run_job
 from fbgp_al.service.schemas.labeling import Observations
 from fbgp_al.service.schemas.models import (
+    FidelityMetamodelExport,
+    FidelityModel,
     HistoryEvent,
     MetamodelExport,
     Model,
@@ -35,7 +37,13 @@ from fbgp_al.service.schemas.predictions import (
 from fbgp_al.service.schemas.problems import problem_responses
 from fbgp_al.service.schemas.sensitivity import MultiSensitivity, Sensitivity
 from fbgp_al.service.store import CampaignStore
-from fbgp_al.worker.vocabulary.defaults import known_noise, output_names
+from fbgp_al.worker.vocabulary import fidelities
+from fbgp_al.worker.vocabulary.defaults import (
+    ACQUISITIONS,
+    FIDELITY_ACQUISITIONS,
+    known_noise,
+    output_names,
+)
 from fbgp_al.worker.vocabulary.values import LEARNED_NOISE, checked_rows
 
 router = APIRouter(
@@ -61,14 +69,16 @@ MODEL_RESPONSES[503]["description"] = (
 
 @router.get(
     "/model",
-    response_model=Model | MultiModel,
+    response_model=Model | MultiModel | FidelityModel,
     response_model_exclude_unset=True,
     responses=problem_responses(404),
 )
 def model(campaign_id: CampaignId, store: StoreDep):
     """The latest model: its posterior draws, the thinned draws the acquisition uses, the
     mode GP, the transforms, the refit's diagnostics and `accuracy`; with several outputs,
-    each output's under `outputs`. 404 before the first model."""
+    each output's under `outputs`; with fidelities, the multi-fidelity GP's under `fidelity`
+    (each learned `rho`, the labels and cost at each level, the draws) and the top level's
+    `accuracy`. 404 before the first model."""
     return store.models.latest(campaign_id)
 
 
@@ -78,6 +88,32 @@ EXPORT_FORMAT_VERSION_OUTPUTS = 2  # a multi-output campaign's document (``outpu
 # either, with an output modeled on the log scale (``y_transform``): a reader that predates
 # output transforms refuses it rather than read log y as y
 EXPORT_FORMAT_VERSION_LOG = 3
+EXPORT_FORMAT_VERSION_FIDELITIES = 4  # a campaign with fidelities' (``fidelity``)
+
+
+def _export_levels(campaign_id, spec: dict, model: dict, data: dict, now: float) -> dict:
+    """A campaign with fidelities' model as a document (``format_version`` 4): the declared
+    inputs, the levels, the model's ``fidelity`` body, and the data with each label's level
+    apart."""
+    data["x"], data["fidelity"] = fidelities.split(spec, data["x"])
+    document = {
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_FORMAT_VERSION_FIDELITIES,
+        "campaign": {"id": campaign_id, "name": spec["name"]},
+        "version": model["version"],
+        "n_labeled": model["n_labeled"],
+        "inputs": fidelities.declared_inputs(spec),
+        "fidelities": spec["fidelities"],
+        "kernel": "ar1-rbf-ard",
+        "transform": model["transform"],
+        "fidelity": model["fidelity"],
+        "data": data,
+        "diagnostics": model.get("diagnostics", {}),
+        "accuracy": model.get("accuracy"),
+    }
+    if "failures" in model:
+        document["failures"] = model["failures"]
+    return dict(document, exported_at=now)
 
 
 def _logged(transforms) -> bool:
@@ -93,6 +129,8 @@ def export_document(
     known ``noise`` variances when any label carries one (0 for a label without)."""
     seen = labels[: model["n_labeled"]]
     data = {"x": [label["x"] for label in seen], "y": [label["y"] for label in seen]}
+    if "fidelity" in model:
+        return _export_levels(campaign_id, spec, model, data, now)
     if "outputs" in model:
         return _export_outputs(campaign_id, spec, model, seen, data, now)
     if any(label.get("noise") is not None for label in seen):
@@ -172,7 +210,7 @@ def _export_outputs(
 
 @router.get(
     "/model/export",
-    response_model=MetamodelExport | MultiMetamodelExport,
+    response_model=MetamodelExport | MultiMetamodelExport | FidelityMetamodelExport,
     response_model_exclude_unset=True,
     responses=problem_responses(404),
 )
@@ -196,10 +234,12 @@ def history(campaign_id: CampaignId, store: StoreDep):
     return store.history.events(campaign_id)
 
 
-def _checked_points(store: CampaignStore, campaign_id: str, x: list) -> list:
+def _checked_points(
+    store: CampaignStore, campaign_id: str, x: list, fidelity: str | None = None
+) -> list:
     """``x`` with each value as its input keeps it (422 unless it fits the inputs; 404 before
-    the first model)."""
-    _, x = spec_with_points(store, campaign_id, x)
+    the first model); with fidelities, each point at level ``fidelity`` (default the top)."""
+    _, x = spec_with_points(store, campaign_id, x, fidelity)
     store.models.latest(campaign_id)  # 404 before the first model
     return x
 
@@ -215,8 +255,10 @@ def predict(
 ):
     """The latest model's predictions at `x` (points within the inputs' bounds): the mode
     GP's mean and variance of y and the mixture's, original units; where runs have failed, the
-    failure model's probability that a run at each point succeeds (`p_success`)."""
-    x = _checked_points(store, campaign_id, body.x)
+    failure model's probability that a run at each point succeeds (`p_success`). With
+    fidelities, of the top level, or of the level `fidelity` names (the mode: the draw of the
+    highest posterior density)."""
+    x = _checked_points(store, campaign_id, body.x, body.fidelity)
     return run_job(redis, settings, "predict", campaign_id, x)
 
 
@@ -229,8 +271,14 @@ def acquisition(
     settings: SettingsDep,
 ):
     """The acquisition's scores at `x` under the latest model (the campaign's acquisition,
-    or `acquisition`)."""
-    x = _checked_points(store, campaign_id, body.x)
+    or `acquisition`). With fidelities, of runs at level `fidelity` (default the top): `ivr`'s
+    top-level variance removed per cost (averaged over the points `x`), or a disagreement's at
+    the top level."""
+    levels = store.campaigns.spec(campaign_id).get("fidelities")
+    allowed = FIDELITY_ACQUISITIONS if levels else ACQUISITIONS
+    if body.acquisition is not None and body.acquisition not in allowed:
+        raise Unprocessable(f"acquisition: one of {list(allowed)} in this campaign")
+    x = _checked_points(store, campaign_id, body.x, body.fidelity)
     return run_job(redis, settings, "acquisition", campaign_id, x, body.acquisition)
 
 
@@ -261,8 +309,9 @@ def sensitivity(
     each input uniform over its range (a log input on the log scale, an int input over its
     integers, a choice over its values, as one input), each index's mean and credible interval
     over the posterior's draws: the uncertainty of the lengthscales and noise, not of the mean
-    at fixed ones. With several outputs, each output's. Its work grows as the labels squared
-    (about 3 s at 200 labels in 6-D)."""
+    at fixed ones. With several outputs, each output's; with fidelities, the top level's (by
+    Monte Carlo, whatever `method` says). Its work grows as the labels squared (about 3 s at
+    200 labels in 6-D)."""
     store.models.latest(campaign_id)  # 404 before the first model
     return run_job(redis, settings, "sensitivity", campaign_id, method, level)
 
@@ -282,6 +331,8 @@ def evaluate(
     """The test set's metrics; ``noise``: the test points' known noise variances (campaigns with
     known noise), added to their predictive variances."""
     limits.check_evaluate(len(body.x), settings)
+    if body.fidelity is not None:
+        raise Unprocessable("fidelity: /evaluate measures the top level; send no fidelity")
     spec = store.campaigns.spec(campaign_id)
     if body.noise is not None and not known_noise(spec):
         raise Unprocessable(f"noise: {LEARNED_NOISE}")

@@ -10,7 +10,8 @@ from pydantic import AfterValidator, ConfigDict, Field, model_serializer, model_
 from fbgp_al.service.names import look_alikes, visible
 from fbgp_al.service.schemas.constraints import MAX_CONSTRAINTS, ConstraintText, feasible_pool
 from fbgp_al.service.schemas.failures import FailureModel
-from fbgp_al.service.schemas.fields import Acquisition, Body, Strict
+from fbgp_al.service.schemas.fidelities import MAX_FIDELITIES, FidelitySpec, check_fidelities
+from fbgp_al.service.schemas.fields import Acquisition, Body, Finite, Strict
 from fbgp_al.service.schemas.inputs import (
     MAX_POOL,
     GridPoolSpec,
@@ -25,6 +26,7 @@ from fbgp_al.service.schemas.mcmc import McmcSettings
 from fbgp_al.service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
 from fbgp_al.service.schemas.stop_rule import StoppedBy, StopRule, check_stop
 from fbgp_al.worker.vocabulary.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from fbgp_al.worker.vocabulary.fidelities import level_input
 
 
 class CampaignFields(Strict):
@@ -51,14 +53,29 @@ class CampaignFields(Strict):
     point (too few for the design or `max_labels`) is a 422 that says which."""
     pool_subsample: int = Field(default=POOL_SUBSAMPLE, ge=1, le=1_000_000)
     """Candidates scored per refit: a fresh random subset of a larger pool."""
-    acquisition: Acquisition = DEFAULT_ACQUISITION
+    acquisition: Acquisition | Literal["ivr"] = DEFAULT_ACQUISITION
     """How the next point is chosen: `qb-mgp`, `b-qbc` (the paper's), `alm`, `b-alm`, `bald`,
-    `random`, or `bald-code` (alias `bald-std`: BALD as the paper's code computes it)."""
+    `random`, or `bald-code` (alias `bald-std`: BALD as the paper's code computes it). With
+    `fidelities`: `ivr` (the default there: the top level's integrated predictive variance that
+    a run removes, per unit of its level's cost), or `qb-mgp`, `b-qbc`, `b-alm` at the top
+    level with the level chosen by `ivr`."""
     initial_design: InitialDesign = InitialDesign()
     """The first labels, before any model chooses."""
     max_labels: int = Field(ge=1, le=1_000_000)
     """The campaign is done after this many labels (at most `FBGP_LIMIT_LABELS`, 2,000 by
     default)."""
+    fidelities: list[FidelitySpec] | None = Field(
+        default=None, min_length=2, max_length=MAX_FIDELITIES
+    )
+    """The simulator's fidelity levels, lowest (cheapest) first, each `{"name", "cost"}` with
+    costs strictly increasing; the last is the level the metamodel is for. `/next` then says
+    the level to run each point at (`fidelity`), a label is of its ticket's level, an import
+    gives each point's level, and the model is the autoregressive multi-fidelity GP (each level
+    `rho` times the one below plus a GP of its own). An explicit pool's points each end with a
+    level's name. Absent: one fidelity."""
+    max_cost: Finite | None = Field(default=None, gt=0)
+    """With `fidelities`: the campaign is also done once the labels' costs add up to this
+    (tickets out when it is reached may still be labeled, and may take it past)."""
     mcmc: McmcSettings = McmcSettings()
     """The NUTS settings of each refit."""
     mode: Literal["sequential", "parallel"] = "sequential"
@@ -126,6 +143,9 @@ class CampaignFields(Strict):
             del data["constraints"]  # as campaigns created before constraints existed
         if isinstance(data, dict) and data.get("transform") == "none":
             del data["transform"]  # as campaigns created before output transforms existed
+        for key in ("fidelities", "max_cost"):  # as campaigns created before fidelities existed
+            if isinstance(data, dict) and key in data and data[key] is None:
+                del data[key]
         return data
 
 
@@ -179,13 +199,17 @@ class CampaignCreate(CampaignFields):
                 f"{same[0]!r} and {same[1]!r} look alike (Latin beside Greek or "
                 "Cyrillic letters): name them apart"
             )
+        check_fidelities(self)
         if self.max_labels < self.initial_design.size:
             raise ValueError(
                 f"max_labels ({self.max_labels}) is smaller than the initial design "
                 f"({self.initial_design.size})"
             )
         check_stop(self.stop, self.max_labels)
-        space = space_of(self.inputs)
+        inputs = list(self.inputs)
+        if self.fidelities is not None:  # the level is the points' last coordinate
+            inputs.append(InputSpec(**level_input([f.model_dump() for f in self.fidelities])))
+        space = space_of(inputs)
         features = space.feature_names
         if len(set(features)) != len(features):
             same = next(f for f in features if features.count(f) > 1)
@@ -206,7 +230,7 @@ class CampaignCreate(CampaignFields):
                 raise ValueError(f"the pool's points must be distinct{why}")
         how = ""
         if self.constraints:  # only their points count; an explicit pool keeps only them
-            inputs = [i.model_dump() for i in self.inputs]
+            inputs = [i.model_dump() for i in inputs]
             if isinstance(self.pool, GridPoolSpec):
                 size, _, how = feasible_pool(
                     self.constraints, space, inputs, self.pool.model_dump(), None
@@ -284,7 +308,16 @@ class CampaignStatus(Body):
     stalled: bool = False  # runs failed, and no point is left to offer: /next answers 409
     """Runs failed and no point is left to offer: `/next` answers 409."""
     stopped_by: StoppedBy | None = None  # done by its stopping rule: /next answers 410
-    """Done by its stopping rule: which target was met (`/next` answers 410)."""
+    """Done by its stopping rule: which target was met (`/next` answers 410); `max_cost` when
+    the labels' cost reached the campaign's `max_cost`."""
+    fidelities: list[FidelitySpec] | None = None
+    """A multi-fidelity campaign's levels, lowest first (`null`: one fidelity)."""
+    max_cost: float | None = None
+    """Its budget in cost, if any."""
+    cost_spent: float | None = None
+    """The cost of its labels: the sum of their levels' costs."""
+    labels_per_fidelity: dict[str, int] | None = None
+    """Its labels at each level, by name."""
 
 
 class Campaign(CampaignFields):

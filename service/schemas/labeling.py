@@ -45,6 +45,9 @@ class NextPoint(Body):
     """When the ticket's lease ends, unix seconds (`/renew` extends it)."""
     model_version: int | None
     """The model that chose the point (`null`: the initial design)."""
+    fidelity: str | None = None
+    """In a campaign with fidelities: the level to run the point at (its name); absent
+    otherwise."""
 
 
 class NotYet(Body):
@@ -78,6 +81,9 @@ class LabelPost(Strict):
     """With known noise, instead of `y` and `noise`: 2 or more runs at the point (`{name: [...]}`
     with several outputs); y is their mean and noise their sample variance over their count
     (each > 0 for an output declared `"transform": "log"`)."""
+    fidelity: str | None = Field(default=None, min_length=1, max_length=100)
+    """In a campaign with fidelities, optionally: the level the label is of, which must be
+    the level `/next` gave with the ticket (a 422 otherwise)."""
 
     @model_validator(mode="after")
     def _one_y(self):
@@ -191,6 +197,8 @@ class Failure(Body):
     """The reason given."""
     at: float
     """When, unix seconds."""
+    fidelity: str | None = None
+    """In a campaign with fidelities: the level the run was at."""
 
 
 class ObservationList(Body):
@@ -204,6 +212,8 @@ class ObservationList(Body):
     """Their labels (objects `{name: value}` with several outputs), original units."""
     noise: list[float] | list[dict[str, float]] | None = None
     """Their known noise variances (campaigns with known noise only)."""
+    fidelity: list[str] | None = None
+    """In a campaign with fidelities: each label's level (its name)."""
     failures: list[Failure] = []
     """The latest failed runs (`FBGP_KEEP_RUNS` of them at most)."""
 
@@ -226,6 +236,11 @@ class Observations(Strict):
     [values]}` columns; original units (> 0 for an output declared `"transform": "log"`)."""
     noise: NoiseColumn | NoiseColumns | None = None
     """Their known noise variances, shaped as `y` (campaigns with known noise only)."""
+    fidelity: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, min_length=1, max_length=100_000
+    )
+    """In a campaign with fidelities: each point's level (its name), required in an import;
+    `/evaluate` takes none (it measures the top level)."""
 
     @model_validator(mode="after")
     def _same_length(self):

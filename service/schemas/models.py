@@ -139,6 +139,72 @@ class InputTransform(Free):
     """Each input's upper bound (a choice: its number of values - 1)."""
 
 
+class Rho(Body):
+    """The posterior of one ``rho``: how a level follows the level below (``f_upper = rho
+    f_lower + delta``)."""
+
+    mean: float
+    """Its posterior mean."""
+    sd: float
+    """Its posterior standard deviation."""
+    q05: float
+    """Its 5% quantile."""
+    median: float
+    """Its median."""
+    q95: float
+    """Its 95% quantile."""
+
+
+class FidelityBody(Free):
+    """A multi-fidelity model's own part: the levels, what was run at each, each learned
+    ``rho``, and the kept draws of its hyperparameters that its answers mix."""
+
+    levels: list[str]
+    """The levels' names, lowest first (the last: the top level, the one the metamodel is
+    for)."""
+    costs: list[float]
+    """Each level's cost."""
+    labels_per_level: dict[str, int]
+    """The labels the model saw at each level, by name."""
+    cost_spent: float
+    """Their cost: the sum of their levels' costs."""
+    rho: list[Rho]
+    """Each `rho`, from the lowest level to the next up: the learned factor between
+    neighbouring levels."""
+    names: list[str]
+    """The hyperparameters' names, in the order of each draw of `theta`: each level's log
+    lengthscales (`lengthscale_<level>_<feature>`, unit-cube units), each discrepancy's log
+    variance (`variance_<level>`), each `rho_<level>`, the lowest level's log noise (`noise`,
+    less `noise_floor`) and each other level's log ratio to it (`noise_ratio_<level>`)."""
+    noise_floor: float
+    """The noise variances' floor, standardized units."""
+    theta: list[list[float]]
+    """The kept draws of the hyperparameters (unconstrained, as `names` says)."""
+    mode: int
+    """The draw of `theta` of the highest posterior density (the predictions' `mean` and
+    `variance`)."""
+
+
+class FidelityModel(Free):
+    """A model of a campaign with fidelities: the autoregressive multi-fidelity GP's draws and
+    each learned ``rho`` (``fidelity``), the transforms, the refit's diagnostics and the top
+    level's ``accuracy``."""
+
+    version: int
+    """The model's version."""
+    n_labeled: int
+    """Labels the model saw."""
+    fidelity: FidelityBody
+    """The levels, the labels and cost at each, each `rho`, and the draws."""
+    transform: Transform
+    """How inputs and outputs are scaled (the labels of all levels standardized together)."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics: R-hat and bulk ESS per hyperparameter, their largest and
+    smallest, divergences, seconds and warm start."""
+    failures: FailureModelBody | None = None
+    """The failure model, when runs have failed (over the points and their levels)."""
+
+
 class MultiModel(Free):
     """A multi-output campaign's model: each output's (``outputs``, by name), the inputs'
     transform, and the refit's diagnostics over all outputs."""
@@ -259,6 +325,41 @@ class MultiMetamodelExport(Free):
     """The refit's diagnostics."""
     failures: FailureModelBody | None = None
     """The failure model, when runs had failed: the `Metamodel` gives `p_success` from it."""
+    exported_at: float
+    """When it was exported, unix seconds."""
+
+
+class FidelityMetamodelExport(Free):
+    """A campaign with fidelities' exported model (``format_version`` 4): the multi-fidelity
+    GP's draws (``fidelity``), the levels, the transforms and the labeled data with each
+    label's level (``data.fidelity``); the SDK's ``Metamodel.load`` reads it as a
+    ``FidelityMetamodel``, which predicts every level."""
+
+    format: Literal["fbgp-al-metamodel"]
+    """`fbgp-al-metamodel`."""
+    format_version: Literal[4]
+    """4: a campaign with fidelities."""
+    campaign: CampaignRef
+    """The campaign it came from."""
+    version: int
+    """The model's version."""
+    n_labeled: int
+    """Labels the model saw."""
+    inputs: list[dict[str, Any]]
+    """The campaign's inputs, as declared (the level apart)."""
+    fidelities: list[dict[str, Any]]
+    """The levels, lowest first, with their costs."""
+    kernel: Literal["ar1-rbf-ard"]
+    """`ar1-rbf-ard`: each level `rho` times the one below plus a GP of its own, ARD RBF
+    kernels."""
+    transform: Transform
+    """How inputs and outputs are scaled."""
+    fidelity: FidelityBody
+    """The levels' model: each `rho`, the draws, the mode."""
+    data: dict[str, Any]
+    """The labeled data the model saw: `x`, `y` and each label's level, `fidelity`."""
+    diagnostics: dict[str, Any]
+    """The refit's diagnostics."""
     exported_at: float
     """When it was exported, unix seconds."""
 

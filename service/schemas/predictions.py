@@ -3,6 +3,8 @@ the metrics of ``/evaluate`` on a test set (:class:`service.schemas.labeling.Obs
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import ConfigDict, Field
 
 from fbgp_al.service.schemas.fields import Acquisition, Free, Point, Strict
@@ -17,6 +19,9 @@ class Points(Strict):
 
     x: list[Point] = Field(min_length=1, max_length=100_000)
     """The points, one value per input each, in the inputs' order (within the declared bounds)."""
+    fidelity: str | None = Field(default=None, min_length=1, max_length=100)
+    """In a campaign with fidelities: the level at which to answer (default the top level, the
+    one the metamodel is for)."""
 
 
 class AcquisitionRequest(Points):
@@ -28,7 +33,7 @@ class AcquisitionRequest(Points):
         }
     )
 
-    acquisition: Acquisition | None = None
+    acquisition: Acquisition | Literal["ivr"] | None = None
     """The acquisition (default: the campaign's)."""
 
 
@@ -68,6 +73,9 @@ class OutputPrediction(Free):
 
 class Prediction(OutputPrediction):
     """Predictions at the points (see `OutputPrediction`), and the model that answered."""
+
+    fidelity: list[str] | None = None
+    """In a campaign with fidelities: each prediction's level."""
 
     p_success: list[float] | None = None
     """The failure model's probability that a run at the point succeeds (absent when the model

@@ -28,7 +28,7 @@ from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.store.noun import Noun
 from fbgp_al.service.store.pollers import Pollers
 from fbgp_al.service.store.teams import TeamFull, TeamGone, Teams
-from fbgp_al.worker.vocabulary import pools
+from fbgp_al.worker.vocabulary import fidelities, pools
 from fbgp_al.worker.vocabulary.design import initial_design
 
 log = logging.getLogger("fbgp.store")
@@ -43,6 +43,16 @@ def design_reserve(pool, design: list[int], seed: int) -> list[int]:
     rng = np.random.default_rng([int(seed), 1])
     reserve = pool.subsample(size, rng, exclude=design)
     return [int(i) for i in rng.permutation(reserve)]
+
+
+def _design(spec: dict, pool) -> np.ndarray:
+    """The initial design's pool indices: a maximin Latin hypercube; with fidelities, nested
+    over the levels (:func:`worker.vocabulary.fidelities.nested_design`)."""
+    size, seed, space = spec["initial_design"]["size"], spec["seed"], pools.space_of(spec)
+    levels = fidelities.levels(spec)
+    if levels:
+        return fidelities.nested_design(pool, space, size, len(levels), seed)
+    return initial_design(pool, size, seed, warp=space.stratify)
 
 
 class Campaigns(Noun):
@@ -63,9 +73,7 @@ class Campaigns(Noun):
         tenant = 0 if name is None else self.teams.tenant(name)
         spec = dict(body, id=campaign_id, created_at=time.time(), team=name, tenant=tenant)
         pool = pools.pool_of(spec)
-        design = initial_design(
-            pool, spec["initial_design"]["size"], spec["seed"], warp=pools.space_of(spec).stratify
-        )
+        design = _design(spec, pool)
         spec["design_index"] = [int(i) for i in design]
         spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         stored = json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"])))

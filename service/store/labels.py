@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from fbgp_al.service import loop
 from fbgp_al.service.keys import PHASES
 from fbgp_al.service.loop import ImportOutcome, LabelOutcome
 from fbgp_al.service.refusals import NotFound
+from fbgp_al.service.settings import get_settings
 from fbgp_al.service.store.campaigns import Campaigns
 from fbgp_al.service.store.counters import Counters
 from fbgp_al.service.store.noun import Noun
 from fbgp_al.service.store.pollers import Pollers
-from fbgp_al.worker.vocabulary import pools
+from fbgp_al.worker.vocabulary import fidelities, pools
 
 log = logging.getLogger("fbgp.store")
 
@@ -137,3 +139,26 @@ class Labels(Noun):
         if outcome == ImportOutcome.STORED.value.encode():
             self.counters.count_labels(len(y))
         return ImportOutcome(outcome.decode()), int(n), bool(due)
+
+    def stop_at_cost(self, campaign_id: str, spec: dict) -> bool:
+        """Whether the campaign is stopped now (``stop_at_cost.lua``) because its labels' cost
+        (:func:`worker.vocabulary.fidelities.spent`) reached its ``max_cost``: its status's
+        ``stopped_by`` says ``max_cost``, and ``/next`` answers 410."""
+        if not spec.get("max_cost"):
+            return False
+        labels = self.all(campaign_id)
+        spent = fidelities.spent(spec, labels)
+        if spent < spec["max_cost"]:
+            return False
+        n, now = len(labels), time.time()
+        verdict = {"rule": "max_cost", "value": spent, "target": spec["max_cost"], "version": n}
+        event = dict(verdict, event="stopped", n_labeled=n, at=now)
+        keys = [self.k(campaign_id, p) for p in ("state", "history", "labels")]
+        keys += [PHASES, self.k(campaign_id, "spec")]
+        args = [json.dumps(dict(verdict, at=now)), json.dumps(event)]
+        args += [spec["initial_design"]["size"], spec["max_labels"], get_settings().keep_history]
+        stopped = bool(self.s.stop_at_cost(keys=keys, args=args))
+        if stopped:
+            log.info("campaign stopped: its labels cost %g", spent, extra={"campaign": campaign_id})
+            self.pollers.wake(campaign_id)
+        return stopped

@@ -35,6 +35,7 @@ class Candidates(NamedTuple):
     pending: list[int]
     failures: list[dict]
     workforce: Workforce | None = None
+    labeled: frozenset[int] = frozenset()  # pool points labeled, those of runs since included
 
 
 class Models(Noun):
@@ -64,7 +65,7 @@ class Models(Noun):
         failures = self.runs.counted_failures(campaign_id) if with_model else []
         pool = self.campaigns.pool(campaign_id, spec)
         workers = self.jobs.workforce(now) if workforce else None
-        return Candidates(pool, exclude, sorted(snap.pending), failures, workers)
+        return Candidates(pool, exclude, sorted(snap.pending), failures, workers, snap.labeled)
 
     def save(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer

@@ -46,6 +46,7 @@ NAMES = (
     "retry_due",
     "revive",
     "save_model",
+    "stop_at_cost",
     "team_token",
     "track",
     "write_if_campaign",

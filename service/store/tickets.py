@@ -22,7 +22,15 @@ def _ticket_of(found: list) -> Ticket:
     """A ticket out, from a script's ``{ticket, info, expiry}``."""
     ticket, info, expiry = found
     info = json.loads(info)
-    return Ticket(ticket.decode(), info["x"], float(expiry), info["model_version"])
+    return _ticket(ticket.decode(), info, float(expiry))
+
+
+def _ticket(ticket: str, info: dict, expiry: float) -> Ticket:
+    """A ticket of ``info`` (as stored): with fidelities (``fidelity`` in it), its point as
+    declared and its level apart."""
+    if "fidelity" in info:
+        return Ticket(ticket, info["x"][:-1], expiry, info["model_version"], info["fidelity"])
+    return Ticket(ticket, info["x"], expiry, info["model_version"])
 
 
 class Tickets(Noun):
@@ -36,9 +44,11 @@ class Tickets(Noun):
         offers: list[tuple[int | None, list[float], int | None]],
         lease: float,
         now: float,
+        levels: bool = False,
     ) -> list[Ticket]:
         """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
-        one round trip; the tickets."""
+        one round trip; the tickets. ``levels``: the campaign has fidelities (each ``x``'s last
+        value is its level's name, kept apart in the ticket too, ``fidelity``)."""
         args: list = []
         out = []
         for index, x, version in offers:
@@ -50,8 +60,10 @@ class Tickets(Noun):
                 "expires_at": now + lease,
                 "model_version": version,
             }
+            if levels:
+                info["fidelity"] = x[-1]
             args += [ticket, json.dumps(info), now + lease]
-            out.append(Ticket(ticket, x, now + lease, version))
+            out.append(_ticket(ticket, info, now + lease))
         keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
         if args and not self.s.issue(keys=keys, args=args):  # deleted meanwhile: nothing written
             raise NotFound(f"no campaign {campaign_id!r}")
@@ -75,6 +87,12 @@ class Tickets(Noun):
         if winner.ticket != ticket.ticket:
             self.withdraw(campaign_id, [ticket.ticket])
         return winner
+
+    def level(self, campaign_id: str, ticket: str) -> str | None:
+        """The level ticket ``ticket`` was issued for (None: an unknown ticket, or a campaign of
+        one fidelity)."""
+        raw = self.r.hget(self.k(campaign_id, "tickets"), ticket)
+        return None if raw is None else json.loads(raw).get("fidelity")
 
     def _request_keys(self, campaign_id: str) -> list[str]:
         return [self.k(campaign_id, p) for p in ("requests", "ticket_state", "leases", "tickets")]

@@ -391,3 +391,41 @@ def test_run_simulator_with_several_outputs_and_mixed_inputs(api, api_url):
     observed = api.observations(campaign.id)
     assert observed.y == seen
     api.delete_campaign(campaign.id)
+
+
+def test_a_campaign_with_fidelities_passes_each_runs_level_to_f(api, api_url, make_body):
+    body = make_body(
+        name="runner-fidelity",
+        inputs=[{"name": "x", "lower": 0.0, "upper": 1.0}],
+        mcmc=FAST,
+        fidelities=[{"name": "coarse", "cost": 1}, {"name": "fine", "cost": 10}],
+        initial_design={"size": 4},
+        max_labels=6,
+    )
+    campaign = api.create_campaign(body).id
+
+    def blind(x):
+        return x[0]
+
+    with pytest.raises(TypeError, match="fidelity"):
+        run_simulator(api_url, campaign, blind, token="", wait=5)
+    assert api.campaign(campaign).n_pending == 0  # its ticket given back
+    calls = []
+
+    def f(x, fidelity):
+        calls.append((x[0], fidelity))
+        return math.sin(6 * x[0]) * (2.0 if fidelity == "fine" else 1.0)
+
+    assert run_simulator(api_url, campaign, f, token="", wait=30) == 6
+    data = api.observations(campaign)
+    assert [(x[0], level) for x, level in zip(data.x, data.fidelity, strict=True)] == calls
+    assert api.campaign(campaign).raw["labels_per_fidelity"]["fine"] >= 2
+    assert {level for _, level in calls} == {"coarse", "fine"}
+
+
+def test_takes_fidelity_reads_the_functions_signature():
+    from fbgp_al.clients.runner import takes_fidelity
+
+    assert takes_fidelity(lambda x, fidelity: 0) and takes_fidelity(lambda x, **kw: 0)
+    assert takes_fidelity(lambda x, *, fidelity="fine": 0)
+    assert not takes_fidelity(lambda x: 0) and not takes_fidelity(lambda x, *args: 0)

@@ -9,10 +9,14 @@ label ``y = f_t(u) + e_t`` lowers the top level's variance at each point ``r`` b
 reference points (the top level's integrated variance, IVR) and over the posterior's draws;
 divided by the level's cost it is what the run teaches per unit of cost. The paper's
 disagreement acquisitions choose where (:func:`disagreement`, at the top level's draws) and
-this chooses the level there (:func:`level_at`); :func:`choose` does either.
+this chooses the level there (:func:`level_at`); :func:`choose` does either, and
+:func:`scores` scores candidate runs of given levels as it would rank them. Runs out and a
+batch's runs chosen already enter as fantasies (:func:`fantasized`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -85,3 +89,40 @@ def choose(draws: list[Conditioned], candidates, reference, costs, name: str) ->
         return best(draws, candidates, reference, costs)
     row = int(np.argmax(disagreement(draws, candidates, name)))
     return row, level_at(draws, np.asarray(candidates)[row], reference, costs)
+
+
+def scores(draws: list[Conditioned], candidates, levels, reference, costs, name: str):
+    """Each candidate run's score, the candidates being points (``m x d``) each at its own
+    level (``levels``, ``m``), as :func:`choose` ranks them: by ``ivr``, the top level's
+    variance removed per cost of a run there; by a disagreement, the top level's disagreement
+    at the point where the candidate's level is the one of the largest variance removed per
+    cost there, and ``-inf`` at the others (a point is run at that level only): ``m``."""
+    candidates = np.asarray(candidates, dtype=np.float64)
+    levels = np.asarray(levels, dtype=np.int64)
+    out = np.full(len(candidates), -np.inf)
+    if name == "ivr":
+        top = len(costs) - 1
+        for t, cost in enumerate(costs):
+            rows = np.flatnonzero(levels == t)
+            if len(rows):
+                out[rows] = variance_reduction(draws, candidates[rows], reference, t, top) / cost
+        return out
+    best_level = np.argmax(per_cost(draws, candidates, reference, costs), axis=0)
+    rows = np.flatnonzero(best_level == levels)
+    if len(rows):
+        out[rows] = disagreement(draws, candidates[rows], name)
+    return out
+
+
+def fantasized(draws: list[Conditioned], u, t) -> list[Conditioned]:
+    """The draws conditioned also on runs at ``(u, t)`` whose labels are not known yet (runs
+    out, or chosen in a batch), each fantasized at its draw's mean: the variances are what
+    those runs will leave whatever their labels, the means unchanged."""
+    u = torch.as_tensor(np.asarray(u, dtype=np.float64))
+    t = torch.as_tensor(np.asarray(t, dtype=np.int64))
+    out = []
+    for g in draws:
+        k = g.prior(g.u, g.t, u, t)
+        z = k.T @ g.alpha
+        out.append(replace(g, u=torch.cat([g.u, u]), t=torch.cat([g.t, t]), z=torch.cat([g.z, z])))
+    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from fbgp_al.worker.fitting import fidelity
 from fbgp_al.worker.fitting.outputs import (
     OutputFit,
     fit_outputs,
@@ -48,6 +49,7 @@ from fbgp_al.worker.fitting.ranking import ranked as single_ranked
 from fbgp_al.worker.mcmc import MODE_DRAWS, Posterior
 from fbgp_al.worker.vocabulary.defaults import output_names
 from fbgp_al.worker.vocabulary.design import GridPool, PointPool
+from fbgp_al.worker.vocabulary.fidelities import levels
 
 __all__ = [
     "Check",
@@ -86,15 +88,18 @@ __all__ = [
 class Sampled:
     """A refit's posterior, sampled before its candidates are read: the ``labels`` it was
     sampled on, in the GP's units (``data``) and ``post``, or with several outputs each
-    output's ``fits``."""
+    output's ``fits``, or with fidelities the multi-fidelity model's (``levels``)."""
 
     labels: list[dict]
     data: Data | None = None
     post: Posterior | None = None
     fits: list[OutputFit] | None = None
+    levels: fidelity.LevelFit | None = None
 
     @property
     def seed(self) -> int:
+        if self.levels is not None:
+            return self.levels.data.seed
         return (self.data if self.fits is None else self.fits[0].data).seed
 
 
@@ -102,7 +107,10 @@ def sample(
     spec: dict, labels: list[dict], previous: dict | None = None, mode_draws: int = MODE_DRAWS
 ) -> Sampled:
     """The posterior of every output on ``labels``, all chains here, warm-started from the
-    ``previous`` model when the campaign's ``mcmc`` asks so."""
+    ``previous`` model when the campaign's ``mcmc`` asks so; with fidelities, the
+    multi-fidelity model's (:func:`worker.fitting.fidelity.sample`)."""
+    if levels(spec):
+        return Sampled(labels, levels=fidelity.sample(spec, labels, previous))
     if output_names(spec):
         return Sampled(labels, fits=fit_outputs(spec, labels, previous, mode_draws))
     data = prepare(spec, labels)
@@ -122,6 +130,7 @@ def ranked(
     pending: list[int],
     failures: list[dict],
     started: float,
+    labeled: frozenset[int] = frozenset(),
 ) -> Steps[tuple[dict, list]]:
     """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
     now (:func:`~worker.fitting.ranking.ranked` with one output,
@@ -129,8 +138,18 @@ def ranked(
     here, on the sampled labels and the ``failures`` as they are now (the failed runs,
     ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once. Each
     scoring is a step (:class:`~worker.fitting.ranking.ToScore`) for the caller to drive
-    (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers)."""
+    (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers). With
+    fidelities, the pool points ``labeled`` while the posterior was sampled (not among its
+    labels) are runs whose variance the ranking counts as removed, as the runs out."""
     failure = failure_model(spec, sampled.labels, failures, sampled.seed)
+    if sampled.levels is not None:
+        seen = {label.get("index") for label in sampled.labels}
+        runs = sorted(set(pending) | (set(labeled) - seen))
+        return (
+            yield from fidelity.ranked(
+                spec, pool, sampled.labels, sampled.levels, exclude, runs, started, failure
+            )
+        )
     if sampled.fits is not None:
         return (
             yield from multi_ranked(spec, pool, sampled.fits, exclude, pending, started, failure)

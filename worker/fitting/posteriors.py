@@ -138,7 +138,9 @@ def _sampler_options(spec: dict) -> dict:
 
 def uses_laplace(spec: dict, n: int) -> bool:
     """Whether a refit on ``n`` labels starts from the Laplace mixture (``mcmc.laplace_from``;
-    specs made before the option: never)."""
+    specs made before the option, and campaigns with fidelities: never)."""
+    if spec.get("fidelities"):
+        return False
     first = spec["mcmc"].get("laplace_from")
     return first is not None and n >= int(first)
 

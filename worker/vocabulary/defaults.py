@@ -23,6 +23,10 @@ ACQUISITIONS: tuple[str, ...] = (
 PAPER_ACQUISITIONS: tuple[str, ...] = ("alm", "b-alm", "bald", "b-qbc", "qb-mgp")
 BASELINE = "alm"
 DEFAULT_ACQUISITION = "qb-mgp"
+# a campaign with fidelities: the top level's integrated variance removed per unit cost (`ivr`,
+# its default), or the paper's disagreements at the top level with the level chosen by `ivr`
+# (worker.fidelity.acquisition)
+FIDELITY_ACQUISITIONS: tuple[str, ...] = ("ivr", "qb-mgp", "b-qbc", "b-alm")
 
 # a campaign's `mcmc` settings when it names none: sampling to a target. 150 draws are used for
 # scoring (as in the paper: 5 chains x 300 draws, every 10th); the 5 chains run 60 draws each

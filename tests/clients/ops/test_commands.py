@@ -49,3 +49,16 @@ def test_a_command_may_print_several_outputs():
     for bad in ("stress=a", "{not json", "[1, 2]"):
         with pytest.raises(CommandFailed):
             parse_y(bad)
+
+
+def test_a_runs_level_goes_where_fidelity_stands_and_into_the_json():
+    argv, stdin = command_for(["sim", "{x}", "--mesh={fidelity}"], ["x"], [0.5], fidelity="fine")
+    assert argv == ["sim", "0.5", "--mesh=fine"] and stdin is None
+    argv, stdin = command_for(["sim"], ["x"], [0.5], fidelity="coarse")
+    assert json.loads(stdin) == {"x": 0.5, "fidelity": "coarse"}
+    argv, _ = command_for(["sim", "{json}"], ["x"], [0.5], fidelity="coarse")
+    assert json.loads(argv[1]) == {"x": 0.5, "fidelity": "coarse"}
+    level = CommandRunner(["sh", "-c", 'test "$1" = fine && echo 2.5', "sh", "{fidelity}"], ["x"])
+    assert level([0.5], fidelity="fine") == 2.5
+    with pytest.raises(CommandFailed):
+        level([0.5], fidelity="coarse")

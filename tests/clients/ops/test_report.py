@@ -111,3 +111,31 @@ def test_a_diagnostic_that_does_not_apply_is_an_empty_cell():
 
     row = _table(["sampler", "largest R-hat", "Pareto k"], [["laplace", None, -0.1]])
     assert "None" not in row and "<td></td>" in row and "<td>laplace</td>" in row
+
+
+def test_the_data_of_a_campaign_with_fidelities_give_each_labels_level_and_the_cost():
+    from fbgp_al.clients.ops.report import _data_parts
+    from fbgp_al.clients.responses import CampaignStatus, Observations
+
+    raw = {
+        "id": "c",
+        "state": "done",
+        "n_labeled": 2,
+        "n_pending": 0,
+        "max_labels": 9,
+        "model_version": 2,
+        "last_error": None,
+        "fidelities": [{"name": "coarse", "cost": 1.0}, {"name": "fine", "cost": 10.0}],
+        "max_cost": 20.0,
+        "cost_spent": 11.0,
+        "labels_per_fidelity": {"coarse": 1, "fine": 1},
+    }
+    data = {
+        "status": CampaignStatus.from_json(raw),
+        "inputs": [{"name": "x", "lower": 0.0, "upper": 1.0}],
+        "outputs": None,
+        "observations": Observations([[0.25], [0.75]], [1.5, -2.0], fidelity=["coarse", "fine"]),
+    }
+    text = re.sub(r"<[^>]+>", " ", "".join(_data_parts(data)))
+    assert re.search(r"0\.25\s+coarse\s+1\.5", text) and re.search(r"0\.75\s+fine\s+-2", text)
+    assert "cost spent 11.0 of max_cost 20.0" in text

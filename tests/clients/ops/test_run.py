@@ -85,6 +85,10 @@ def test_the_runner_says_why_it_ended_and_warns_of_a_parallel_it_cannot_use():
         "its stopping rule was met: loo_rmse 0.031 <= 0.05 at model 9"
     )
     assert said(state="done", n_labeled=20) == "done: max_labels (20) reached"
+    spent = {"rule": "max_cost", "value": 104.0, "target": 100, "version": 14, "at": 0.0}
+    assert said(state="done", n_labeled=14, stopped_by=spent) == (
+        "done: its labels cost 104, max_cost 100"
+    )
     assert "failing" in said(state="active", n_labeled=3, failing=True, n_failed=21)
     assert "stalled" in said(state="active", n_labeled=3, stalled=True)
     assert "refits failed (boom)" in said(state="failed", n_labeled=3, last_error="boom")
@@ -135,3 +139,40 @@ def test_fbgp_al_run_reads_several_outputs_from_a_command(api_url, make_body):
     assert len(observed.y) == 4 and not observed.failures
     for x, y in zip(observed.x, observed.y, strict=True):
         assert y["stress"] == x[0] and y["disp"] == float(repr(x[0])[:3])
+
+
+# Forrester's two levels: $1 the point, $2 the level's name
+FORRESTER = """awk -v x="$1" -v level="$2" 'BEGIN { f = (6 * x - 2) ^ 2 * sin(12 * x - 4);
+if (level == "fine") print f; else if (level == "coarse") print 0.5 * f + 10 * (x - 0.5) - 5;
+else exit 4 }'"""
+
+
+def test_a_command_runs_each_point_at_its_level(api_url, make_body):
+    body = make_body(
+        name="run-fidelity",
+        inputs=[{"name": "x", "lower": 0.0, "upper": 1.0}],
+        mcmc=FAST,
+        fidelities=[{"name": "coarse", "cost": 1}, {"name": "fine", "cost": 10}],
+        initial_design={"size": 6},
+        max_labels=8,
+        mode="parallel",
+        max_pending=2,
+    )
+    with httpx.Client(base_url=api_url, timeout=30) as api:
+        campaign = api.post("/campaigns", json=body).json()["id"]
+        blind = _run_command(api_url, campaign, "sh", "-c", FORRESTER, "sh", "{x}")
+        out, _ = blind.communicate(timeout=60)
+        assert blind.returncode == 2 and "put {fidelity} in the command" in out, out
+        process = _run_command(
+            api_url, campaign, "sh", "-c", FORRESTER, "sh", "{x}", "{fidelity}", parallel=2
+        )
+        out, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, out
+        status = api.get(f"/campaigns/{campaign}").json()
+        assert status["state"] == "done" and status["n_labeled"] == 8 and status["n_failed"] == 0
+        data = api.get(f"/campaigns/{campaign}/observations").json()
+    assert sum(status["labels_per_fidelity"].values()) == 8
+    for x, level, y in zip(data["x"], data["fidelity"], data["y"], strict=True):
+        fine = (6 * x[0] - 2) ** 2 * __import__("math").sin(12 * x[0] - 4)
+        expected = fine if level == "fine" else 0.5 * fine + 10 * (x[0] - 0.5) - 5
+        assert abs(y - expected) < 1e-4 * max(1.0, abs(expected)), (x, level, y)

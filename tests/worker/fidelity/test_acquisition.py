@@ -105,3 +105,38 @@ def test_no_candidates_no_scores():
     assert acquisition.variance_reduction(draws, empty, rng.random((5, 2)), 0, top=2).shape == (0,)
     mean, var = draws[0].predict(empty, 2)
     assert mean.shape == var.shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["ivr", "qb-mgp", "b-qbc"])
+def test_scores_of_every_point_at_every_level_rank_as_choose(name):
+    draws, rng = _draws(7, levels=2)
+    points, reference, costs = rng.random((9, 2)), rng.random((30, 2)), [1.0, 4.0]
+    u = np.repeat(points, 2, axis=0)
+    t = np.tile([0, 1], len(points))
+    got = acquisition.scores(draws, u, t, reference, costs, name)
+    row, level = acquisition.choose(draws, points, reference, costs, name)
+    best = int(np.argmax(got))
+    assert (best // 2, best % 2) == (row, level)
+    if name == "ivr":  # each run's own variance removed per its level's cost
+        for k in (0, 1):
+            expected = acquisition.variance_reduction(draws, points, reference, k, 1) / costs[k]
+            np.testing.assert_allclose(got[t == k], expected, rtol=1e-12)
+    else:  # a point scores at the level ivr chooses there, -inf at the other
+        assert (np.isfinite(got).reshape(-1, 2).sum(1) == 1).all()
+
+
+def test_a_fantasy_run_removes_the_variance_a_label_there_would_and_keeps_the_mean():
+    draws, rng = _draws(3, levels=2, count=2)
+    point, reference = rng.random((1, 2)), rng.random((20, 2))
+    after = acquisition.fantasized(draws, point, [1])
+    for g, h in zip(draws, after, strict=True):
+        added = _with_run(g, point[0], 1)
+        np.testing.assert_allclose(
+            h.predict(reference, 1)[1].numpy(), added.predict(reference, 1)[1].numpy(), rtol=1e-9
+        )
+        np.testing.assert_allclose(
+            h.predict(reference, 1)[0].numpy(), g.predict(reference, 1)[0].numpy(), atol=1e-9
+        )
+    removed = acquisition.variance_reduction(draws, point, reference, 1, 1)
+    left = acquisition.variance_reduction(after, point, reference, 1, 1)
+    assert left[0] < 0.5 * removed[0]  # the same run again teaches far less
