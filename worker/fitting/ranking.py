@@ -15,6 +15,7 @@ import torch
 from fbgp_al.worker import accuracy
 from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs, scorer
 from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.scoring import Output, Scoring
@@ -242,12 +243,20 @@ def ranked(
     candidates, cand_u, pending_u, weights = candidates_of(
         spec, pool, data.space, n, exclude, pending, failure
     )
-    ranking, estimates = [], None
-    if len(candidates):
+    ranking, estimates, searched = [], None, None
+    parts = [(1.0, thin, u, z, data.noise)]
+    if len(candidates) and spec.get("mode") == "parallel" and search.polishes(spec):
+        fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),), "batch", pending_u)
+        first = yield from scored(name, fn, cand_u, weights)
+        objective = search.objective_of(spec, data.space, parts, pending_u, failure)
+        ranking, searched = search.batch(
+            spec, objective, pool.points(candidates), weighed(first, weights), n
+        )
+    elif len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
             best, best_scores = yield from greedy_batch(
-                name, [(1.0, thin, u, z, data.noise)], cand_u, size, pending_u, seed, weights
+                name, parts, cand_u, size, pending_u, seed, weights
             )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
@@ -262,6 +271,11 @@ def ranked(
             scores = yield from scores_of(name, fn, cand_u, weights, exact)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
+        if spec.get("mode") != "parallel" and search.polishes(spec):
+            objective = search.objective_of(spec, data.space, parts, pending_u, failure)
+            starts = pool.points(candidates[best])
+            polished, searched = search.polished(spec, objective, starts, n)
+            ranking = polished + ranking
     if estimates is None:
         estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
@@ -274,6 +288,8 @@ def ranked(
         "diagnostics": diagnostics,
         "accuracy": estimates,
     }
+    if searched is not None:
+        diagnostics["search"] = searched
     if data.space.typed:  # the lengthscales' columns, by name
         model["features"] = data.space.feature_names
     if data.input_scale is not None:
