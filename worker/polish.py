@@ -170,9 +170,11 @@ class Objective:
         return a * weights[0], grad * weights[0] + a * slope
 
 
-def polish(objective: Objective, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def polish(objective: Objective, starts: np.ndarray, avoid=None) -> tuple[np.ndarray, np.ndarray]:
     """Each start (pool coordinates, ``k x d``) climbed (the module's rules): the points kept
-    (``k x d``, a start where no better point was found) and their objectives."""
+    (``k x d``, a start where no better point was found, or where the point reached lies at
+    one of ``avoid``, GP features: the labeled points where repeats are not allowed) and their
+    objectives."""
     region = objective.region
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     values = objective.value(starts) if len(starts) else np.empty(0)
@@ -201,9 +203,18 @@ def polish(objective: Objective, starts: np.ndarray) -> tuple[np.ndarray, np.nda
         v = _inside(region, start, v)
         keep, _ = objective.weight(v[None])
         value = objective.value(v[None])[0]
-        if keep[0] and np.isfinite(value) and value > values[k]:
+        if keep[0] and np.isfinite(value) and value > values[k] and not at(region, v, avoid):
             points[k], values[k] = v, value
     return points, values
+
+
+def at(region: Region, v: np.ndarray, points_u) -> bool:
+    """Whether ``v`` (pool coordinates) lies at one of ``points_u`` (GP features, or None),
+    nearer than ``SAME``."""
+    if points_u is None or not len(points_u):
+        return False
+    features = region.features(torch.from_numpy(v[None])).numpy()
+    return bool((np.abs(np.asarray(points_u) - features).max(1) < SAME).any())
 
 
 def _inside(region: Region, start: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -239,11 +250,13 @@ def polished_batch(
     size: int,
     starts: int,
     shortlist: int = SHORTLIST,
+    avoid=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A greedy batch of ``size`` polished picks: ``candidates`` (pool coordinates, ``m x
     d``) with their first ``scores`` (weighed); each pick climbs from the ``starts`` best of
     the shortlist (the ``shortlist`` best by the first scores) under the acquisition with the
-    picks before it as fantasies, and the best point reached is the pick. Returns the picks
+    picks before it as fantasies, and the best point reached (none at ``avoid``,
+    :func:`polish`) is the pick. Returns the picks
     (``size x d``, fewer where the shortlist runs out) and their objectives when picked."""
     order = np.argsort(-np.asarray(scores), kind="stable")[:shortlist]
     order = order[np.isfinite(np.asarray(scores)[order])]
@@ -256,7 +269,7 @@ def polished_batch(
             current = objective.value(short)
         top = np.argsort(-np.where(available, current, -np.inf), kind="stable")[:starts]
         top = top[available[top]]
-        points, values = polish(objective, short[top])
+        points, values = polish(objective, short[top], avoid)
         best = int(np.argmax(values))
         picks.append(points[best])
         picked.append(values[best])

@@ -134,7 +134,14 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
 
         def rank(found: Candidates) -> tuple[dict, list]:
             steps = fitting.ranked(
-                spec, sampled, found.pool, found.exclude, found.pending, found.failures, started
+                spec,
+                sampled,
+                found.pool,
+                found.exclude,
+                found.pending,
+                found.failures,
+                started,
+                found.pending_x,
             )
             work, timeout = costs.scoring(spec, n, get_settings(), outputs)
             share = share_scoring(store, campaign_id, work, timeout, found.workforce)

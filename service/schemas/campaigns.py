@@ -24,7 +24,30 @@ from fbgp_al.service.schemas.inputs import (
 from fbgp_al.service.schemas.mcmc import McmcSettings
 from fbgp_al.service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
 from fbgp_al.service.schemas.stop_rule import StoppedBy, StopRule, check_stop
-from fbgp_al.worker.vocabulary.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from fbgp_al.worker.vocabulary.defaults import (
+    DEFAULT_ACQUISITION,
+    MAX_OUTPUTS,
+    MAX_STARTS,
+    POOL_SUBSAMPLE,
+    SEARCH_STARTS,
+)
+
+
+class SearchSettings(Strict):
+    """How a refit looks beyond its candidates."""
+
+    polish: bool = False
+    """Polish the best candidates: from each of the `starts` best (by the acquisition, weighed
+    by the failure model), L-BFGS-B climbs the acquisition, averaged over the posterior's draws
+    as the pool's scoring averages it, over the box in the float and log inputs (int and choice
+    inputs held at the candidate's values; SLSQP where some constraints are linear
+    inequalities, and a point outside the others pulled back inside). The best point reached
+    is handed out: a point of the box, not of the pool (its ticket has no pool index), never
+    worse by the acquisition than the pool's best. A parallel campaign's batch is polished
+    pick by pick. Off by default; not with `random`, and only where some input is a float or
+    log input."""
+    starts: int = Field(default=SEARCH_STARTS, ge=1, le=MAX_STARTS)
+    """How many of the best candidates each refit polishes from (1 to 64)."""
 
 
 class CampaignFields(Strict):
@@ -54,6 +77,9 @@ class CampaignFields(Strict):
     acquisition: Acquisition = DEFAULT_ACQUISITION
     """How the next point is chosen: `qb-mgp`, `b-qbc` (the paper's), `alm`, `b-alm`, `bald`,
     `random`, or `bald-code` (alias `bald-std`: BALD as the paper's code computes it)."""
+    search: SearchSettings | None = None
+    """Beyond the candidates: `{"polish": true, "starts": 5}` climbs the acquisition over the box
+    from the best of them and hands out the best point reached (absent: the pool's best)."""
     initial_design: InitialDesign = InitialDesign()
     """The first labels, before any model chooses."""
     max_labels: int = Field(ge=1, le=1_000_000)
@@ -124,6 +150,8 @@ class CampaignFields(Strict):
             del data["outputs"]
         if isinstance(data, dict) and data.get("constraints", None) == []:
             del data["constraints"]  # as campaigns created before constraints existed
+        if isinstance(data, dict) and data.get("search", ()) is None:
+            del data["search"]  # as campaigns created before the search existed
         if isinstance(data, dict) and data.get("transform") == "none":
             del data["transform"]  # as campaigns created before output transforms existed
         return data
@@ -186,6 +214,11 @@ class CampaignCreate(CampaignFields):
             )
         check_stop(self.stop, self.max_labels)
         space = space_of(self.inputs)
+        if self.search is not None and self.search.polish:
+            if self.acquisition == "random":
+                raise ValueError("search.polish: random has no gradient to climb; name another")
+            if all(i.type in ("int", "choice") for i in space.inputs):
+                raise ValueError("search.polish moves float and log inputs; this campaign has none")
         features = space.feature_names
         if len(set(features)) != len(features):
             same = next(f for f in features if features.count(f) > 1)

@@ -170,3 +170,13 @@ def test_distinct_best_keeps_each_point_once_best_first():
     kept, values = distinct_best(points, np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(kept, points[[2, 1]])
     np.testing.assert_array_equal(values, [3.0, 2.0])
+
+
+def test_a_point_reached_at_one_to_avoid_is_not_kept():
+    objective = Objective(_acquisition(), Region(PLAIN))
+    starts = _best_starts(objective, count=2)
+    points, values = polish(objective, starts)
+    again, again_values = polish(objective, starts, avoid=points[:1])
+    np.testing.assert_array_equal(again[0], starts[0])  # its start instead
+    assert all(np.abs(p - points[0]).max() > 1e-9 for p in again)
+    assert again_values[0] < values[0] and (again_values >= objective.value(starts)).all()

@@ -90,6 +90,7 @@ def multi_ranked(
     pending: list[int],
     started: float,
     failure: FailureModel | None = None,
+    pending_x=(),
 ) -> Steps[tuple[dict, list]]:
     """:func:`~worker.fitting.ranking.ranked` for several outputs: the same candidates (drawn
     from the campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
@@ -99,7 +100,7 @@ def multi_ranked(
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
     candidates, cand_u, pending_u, weights = candidates_of(
-        spec, pool, first.space, n, exclude, pending, failure
+        spec, pool, first.space, n, exclude, pending, failure, pending_x
     )
     ranking, searched = [], None
     parts = [
@@ -111,7 +112,7 @@ def multi_ranked(
         scores = yield from scored(spec["acquisition"], fn, cand_u, weights)
         objective = search.objective_of(spec, first.space, parts, pending_u, failure)
         ranking, searched = search.batch(
-            spec, objective, pool.points(candidates), weighed(scores, weights), n
+            spec, objective, pool.points(candidates), weighed(scores, weights), n, first.u
         )
     elif len(candidates):
         if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
@@ -131,7 +132,7 @@ def multi_ranked(
         if spec.get("mode") != "parallel" and search.polishes(spec):
             objective = search.objective_of(spec, first.space, parts, pending_u, failure)
             starts = pool.points(candidates[best])
-            polished, searched = search.polished(spec, objective, starts, n)
+            polished, searched = search.polished(spec, objective, starts, n, first.u)
             ranking = polished + ranking
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):

@@ -35,11 +35,13 @@ def candidates_of(
     exclude: set[int],
     pending: list[int],
     failure: FailureModel | None = None,
+    pending_x=(),
 ):
     """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
     ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
-    GP's features of them and of the ``pending`` points (None when there are no candidates, or
-    no point is out), and their probabilities of success (None without a failure model)."""
+    GP's features of them and of the points out (None when there are no candidates, or no
+    point is out): the ``pending`` pool points, then the points off the pool ``pending_x``
+    (values), and their probabilities of success (None without a failure model)."""
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
@@ -54,10 +56,23 @@ def candidates_of(
         candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
         if not len(candidates):
             return candidates, None, None, None
-    pending_u = (
-        torch.from_numpy(space.features(pool.points(list(pending)))) if len(pending) else None
+    return (
+        candidates,
+        torch.from_numpy(features),
+        pending_features(space, pool, pending, pending_x),
+        weights,
     )
-    return candidates, torch.from_numpy(features), pending_u, weights
+
+
+def pending_features(space, pool, pending, pending_x=()) -> torch.Tensor | None:
+    """The GP's features of the points out: pool points ``pending``, then points off the pool
+    ``pending_x`` (values); None when none is out."""
+    parts = []
+    if len(pending):
+        parts.append(space.features(pool.points(list(pending))))
+    if len(pending_x):
+        parts.append(space.to_gp(list(pending_x)))
+    return torch.from_numpy(np.concatenate(parts)) if parts else None
 
 
 T = TypeVar("T")
@@ -228,11 +243,14 @@ def ranked(
     pending: list[int],
     started: float,
     failure: FailureModel | None = None,
+    pending_x=(),
 ) -> Steps[tuple[dict, list]]:
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
-    labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
-    ranking (``[{index, x, score}]``, in the order to hand out). The candidates' scoring is a
+    labeling) and the points off the pool out (``pending_x``) as fantasies. Returns the model
+    (the ``/model`` body of the OpenAPI document) and the ranking (``[{index, x, score}]``, in
+    the order to hand out; a polished point's :mod:`worker.fitting.search`). The candidates'
+    scoring is a
     step (:class:`ToScore`; a greedy batch's first scoring; its picks after that, here). With a
     ``failure`` model each score is weighed by the candidate's probability of success and the
     candidates below its ``min_success`` are left out (:func:`candidates_of`); the model holds
@@ -241,7 +259,7 @@ def ranked(
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
     candidates, cand_u, pending_u, weights = candidates_of(
-        spec, pool, data.space, n, exclude, pending, failure
+        spec, pool, data.space, n, exclude, pending, failure, pending_x
     )
     ranking, estimates, searched = [], None, None
     parts = [(1.0, thin, u, z, data.noise)]
@@ -250,7 +268,7 @@ def ranked(
         first = yield from scored(name, fn, cand_u, weights)
         objective = search.objective_of(spec, data.space, parts, pending_u, failure)
         ranking, searched = search.batch(
-            spec, objective, pool.points(candidates), weighed(first, weights), n
+            spec, objective, pool.points(candidates), weighed(first, weights), n, u
         )
     elif len(candidates):
         if spec.get("mode") == "parallel":
@@ -274,7 +292,7 @@ def ranked(
         if spec.get("mode") != "parallel" and search.polishes(spec):
             objective = search.objective_of(spec, data.space, parts, pending_u, failure)
             starts = pool.points(candidates[best])
-            polished, searched = search.polished(spec, objective, starts, n)
+            polished, searched = search.polished(spec, objective, starts, n, u)
             ranking = polished + ranking
     if estimates is None:
         estimates = accuracy_of(spec, pool, data, thin)

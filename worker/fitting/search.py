@@ -15,7 +15,13 @@ import numpy as np
 
 from fbgp_al.worker.differentiable import Acquisition
 from fbgp_al.worker.feasibility.campaign import FailureModel
-from fbgp_al.worker.polish import Objective, Region, distinct_best, polish, polished_batch
+from fbgp_al.worker.polish import (
+    Objective,
+    Region,
+    distinct_best,
+    polish,
+    polished_batch,
+)
 from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.defaults import MAX_BATCH, search_options
 from fbgp_al.worker.vocabulary.space import Space
@@ -47,28 +53,37 @@ def entries(space: Space, points: np.ndarray, values: np.ndarray, version: int) 
 
 
 def polished(
-    spec: dict, objective: Objective, starts: np.ndarray, version: int
+    spec: dict, objective: Objective, starts: np.ndarray, version: int, labeled_u
 ) -> tuple[list[dict], dict]:
     """A sequential refit's polished entries from ``starts`` (pool coordinates of its best
-    candidates, best first; the campaign's ``starts`` of them), best first and each once, and
+    candidates, best first; the campaign's ``starts`` of them), best first and each once, none
+    at a labeled point (``labeled_u``, GP features) unless the campaign allows repeats, and
     what the search did (the model's ``diagnostics.search``)."""
     began = time.perf_counter()
     count = search_options(spec)[1]
-    points, values = distinct_best(*polish(objective, starts[:count]))
+    avoid = None if spec.get("allow_repeats", False) else labeled_u
+    points, values = distinct_best(*polish(objective, starts[:count], avoid))
     seconds = time.perf_counter() - began
     return entries(objective.region.space, points, values, version), report(count, seconds)
 
 
 def batch(
-    spec: dict, objective: Objective, candidates: np.ndarray, scores: np.ndarray, version: int
+    spec: dict,
+    objective: Objective,
+    candidates: np.ndarray,
+    scores: np.ndarray,
+    version: int,
+    labeled_u,
 ) -> tuple[list[dict], dict]:
     """A parallel refit's greedy batch of polished picks (:func:`worker.polish.polished_batch`)
-    among ``candidates`` (pool coordinates) with their first ``scores`` (weighed), and what
-    the search did."""
+    among ``candidates`` (pool coordinates) with their first ``scores`` (weighed), none at a
+    labeled point (``labeled_u``) unless the campaign allows repeats, and what the search
+    did."""
     began = time.perf_counter()
     count = search_options(spec)[1]
     size = min(int(spec["max_pending"]), MAX_BATCH)
-    points, values = polished_batch(objective, candidates, scores, size, count)
+    avoid = None if spec.get("allow_repeats", False) else labeled_u
+    points, values = polished_batch(objective, candidates, scores, size, count, avoid=avoid)
     seconds = time.perf_counter() - began
     return entries(objective.region.space, points, values, version), report(count, seconds)
 
