@@ -99,6 +99,9 @@ def multi_ranked(
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
+    pool, exclude, pending, pending_x = search.box_candidates(
+        spec, pool, first.space, n, exclude, pending, pending_x
+    )
     candidates, cand_u, pending_u, weights = candidates_of(
         spec, pool, first.space, n, exclude, pending, failure, pending_x
     )
@@ -160,7 +163,7 @@ def multi_ranked(
         model["input_scale"] = first.input_scale
     if failure is not None:  # one failure model: a run fails or answers for every output
         model["failures"] = failure.to_dict()
-    return model, ranking
+    return model, search.off_pool(spec, ranking, n)
 
 
 def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:

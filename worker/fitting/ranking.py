@@ -19,6 +19,8 @@ from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.vocabulary import box
+from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
@@ -258,6 +260,9 @@ def ranked(
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
+    pool, exclude, pending, pending_x = search.box_candidates(
+        spec, pool, data.space, n, exclude, pending, pending_x
+    )
     candidates, cand_u, pending_u, weights = candidates_of(
         spec, pool, data.space, n, exclude, pending, failure, pending_x
     )
@@ -314,7 +319,7 @@ def ranked(
         model["input_scale"] = data.input_scale
     if failure is not None:
         model["failures"] = failure.to_dict()
-    return model, ranking
+    return model, search.off_pool(spec, ranking, n)
 
 
 def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
@@ -326,12 +331,18 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use, integrated over a subsample of the whole pool (labeled points included) of at most
     ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
-    every model, so that the estimates over the labels differ by the models, not the points.
+    every model, so that the estimates over the labels differ by the models, not the points
+    (a continuous pool's: a Sobol sample of the box, :mod:`worker.vocabulary.box`).
     With candidates ``at``: the estimates, and the draws' means and variances there from the
     same factors (:func:`worker.accuracy.summary_at`)."""
-    rng = np.random.default_rng([int(spec["seed"]), 2**32])
-    index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
-    points = torch.from_numpy(data.space.features(pool.points(index)))
+    size = min(int(spec["pool_subsample"]), accuracy.POOL_POINTS)
+    if box.continuous(spec):  # a sample of the box, the same for every model
+        seed = [int(spec["seed"]), box.ACCURACY_KEY]
+        sample = box.candidates(data.space, size, seed, of_spec(spec))
+    else:
+        rng = np.random.default_rng([int(spec["seed"]), 2**32])
+        sample = pool.points(pool.subsample(size, rng))
+    points = torch.from_numpy(data.space.features(sample))
     args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
     if at is not None:
         return accuracy.summary_at(*args, at, label_noise=data.noise, scale_y=data.scale_y)

@@ -2,10 +2,11 @@
 :func:`worker.vocabulary.defaults.search_options`): its best candidates polished over the box
 (:mod:`worker.polish`), as ranking entries of points that need not be the pool's.
 
-A polished entry is ``{"index": None, "point": "<version>.<k>", "x", "score"}``: no pool
+A polished entry is ``{"index": None, "point": "<version>.p<k>", "x", "score"}``: no pool
 index, a key that names it among the model's entries (the ``k``-th polished point of model
 ``version``) while it is out, and its values as they are handed out (each input's
-:meth:`worker.vocabulary.space.Space.from_pool`)."""
+:meth:`worker.vocabulary.space.Space.from_pool`). A continuous pool's candidates
+(:mod:`worker.vocabulary.box`) are such entries too, ``"<version>.c<row>"``."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from fbgp_al.worker.polish import (
     polish,
     polished_batch,
 )
+from fbgp_al.worker.vocabulary import box
 from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.defaults import MAX_BATCH, search_options
+from fbgp_al.worker.vocabulary.design import PointPool
 from fbgp_al.worker.vocabulary.space import Space
 
 
@@ -47,7 +50,7 @@ def entries(space: Space, points: np.ndarray, values: np.ndarray, version: int) 
     """Polished points (pool coordinates) and their objectives as ranking entries."""
     xs = space.from_pool(points) if len(points) else []
     return [
-        {"index": None, "point": f"{version}.{k}", "x": x, "score": float(v)}
+        {"index": None, "point": f"{version}.p{k}", "x": x, "score": float(v)}
         for k, (x, v) in enumerate(zip(xs, values, strict=True))
     ]
 
@@ -90,3 +93,27 @@ def batch(
 
 def report(starts: int, seconds: float) -> dict:
     return {"polish": True, "starts": starts, "seconds": seconds}
+
+
+def box_candidates(spec: dict, pool, space: Space, n: int, exclude, pending, pending_x):
+    """What a refit on ``n`` labels ranks: ``(pool, exclude, pending, pending_x)`` as given, or,
+    for a continuous pool, a fresh Sobol sample of the box (``pool_subsample`` points seeded by
+    the campaign's seed and ``n``, :func:`worker.vocabulary.box.candidates`) with nothing to
+    exclude, its design's points out (``pending``, indices of the stored design) among the
+    points off the pool out."""
+    if not box.continuous(spec):
+        return pool, exclude, pending, pending_x
+    out = list(pending_x) + (space.from_pool(pool.points(list(pending))) if len(pending) else [])
+    size, seed = int(spec["pool_subsample"]), [int(spec["seed"]), int(n)]
+    return PointPool(box.candidates(space, size, seed, of_spec(spec))), set(), [], out
+
+
+def off_pool(spec: dict, ranking: list[dict], version: int) -> list[dict]:
+    """A continuous pool's ranking entries as points off the pool (keys ``<version>.c<row>``);
+    another pool's as they are."""
+    if not box.continuous(spec):
+        return ranking
+    return [
+        dict(r, index=None, point=f"{version}.c{r['index']}") if r["index"] is not None else r
+        for r in ranking
+    ]

@@ -113,3 +113,63 @@ def test_a_parallel_polished_batch_is_handed_out_once_each(client, make_body):
 def test_a_bad_search_is_422(client, make_body, search, changes, why):
     r = client.post("/campaigns", json=make_body(search=search, **changes))
     assert r.status_code == 422 and why in r.text, r.text
+
+
+def _ok(x) -> bool:
+    return x[0] + x[1] <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_a_continuous_pool_hands_out_points_of_the_box_inside_the_constraints(
+    client, make_body, mode
+):
+    """Two inputs, a linear constraint, two outputs; in parallel three points out at once:
+    every point inside, distinct, labeled and exported as handed out."""
+    body = make_body(
+        inputs=[{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}],
+        pool={"type": "continuous"},
+        pool_subsample=256,
+        constraints=["a + b <= 1"],
+        outputs=[{"name": "s"}, {"name": "t", "weight": 0.5}],
+        max_labels=8,
+        mode=mode,
+        max_pending=3,
+        search={"starts": 2},
+    )
+    created = client.post("/campaigns", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["pool"] == {"type": "continuous"}
+    campaign = created.json()["id"]
+    handed = []
+    while len(handed) < 8:
+        out = min(3, 8 - len(handed)) if mode == "parallel" else 1
+        batch = [_next(client, campaign) for _ in range(out)]
+        for ticket in batch:
+            assert ticket is not None
+            handed.append(ticket["x"])
+            a, b = ticket["x"]
+            y = {"s": math.sin(4 * a) + b, "t": a * b}
+            r = client.post(
+                f"/campaigns/{campaign}/label", json={"ticket": ticket["ticket"], "y": y}
+            )
+            assert r.status_code == 201, r.text
+    assert all(_ok(x) for x in handed) and len({tuple(x) for x in handed}) == len(handed)
+    model = client.get(f"/campaigns/{campaign}/model").json()
+    assert model["diagnostics"]["search"]["starts"] == 2
+    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [[float(r["a"]), float(r["b"])] for r in rows] == handed[: len(rows)]
+    assert len(rows) == 8
+
+
+def test_a_continuous_pool_without_room_or_a_float_input_is_422(client, make_body):
+    cut = make_body(pool={"type": "continuous"}, constraints=["x <= 0.4"])
+    r = client.post("/campaigns", json=cut)
+    assert r.status_code == 422 and "fewer than the initial design" in r.text, r.text
+    ints = make_body(
+        pool={"type": "continuous"}, inputs=[{"name": "k", "type": "int", "lower": 1, "upper": 9}]
+    )
+    r = client.post("/campaigns", json=ints)
+    assert r.status_code == 422 and "float and log inputs" in r.text, r.text
+    r = client.post("/campaigns", json=make_body(pool={"type": "continuous", "size": 5}))
+    assert r.status_code == 422, r.text

@@ -13,8 +13,9 @@ from fbgp_al.worker.acquisition import evaluate, greedy_batch_outputs
 from fbgp_al.worker.differentiable import Acquisition
 from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.ranking import candidates_of
+from fbgp_al.worker.vocabulary import box
 from fbgp_al.worker.vocabulary.defaults import RANKING_SIZE
-from fbgp_al.worker.vocabulary.design import GridPool
+from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 
 SPEC = {
     "inputs": [{"name": n, "lower": -1.0, "upper": 3.0} for n in ("a", "b")],
@@ -88,7 +89,7 @@ def test_polished_entries_lead_the_pools_ranking(fitted, name):
     polished = [r for r in ranking if r["index"] is None]
     assert 1 <= len(polished) <= 3 and ranking[: len(polished)] == polished
     assert ranking[len(polished) :] == pool_ranking  # the pool's after them, as before
-    assert [p["point"] for p in polished] == [f"10.{k}" for k in range(len(polished))]
+    assert [p["point"] for p in polished] == [f"10.p{k}" for k in range(len(polished))]
     scores = [p["score"] for p in polished]
     assert scores == sorted(scores, reverse=True) and scores[0] > pool_ranking[0]["score"]
     # each polished entry's score is the acquisition at its point as handed out
@@ -130,3 +131,38 @@ def test_several_outputs_are_polished_on_their_combined_score():
 def test_random_is_never_polished():
     assert not search.polishes(dict(SPEC, acquisition="random", search=POLISH))
     assert search.polishes(dict(SPEC, search=POLISH)) and not search.polishes(SPEC)
+
+
+def test_a_continuous_pool_ranks_a_fresh_sobol_sample_polished(fitted):
+    """Its candidates: the box's Sobol sample of the refit (none a stored point), all off the
+    pool; its design's points out are fantasies as the points off the pool out are; the
+    accuracy's points the same for every refit."""
+    data, post = fitted
+    spec = dict(SPEC, pool={"type": "continuous"}, search={"starts": 2})
+    design = PointPool(np.array([[0.1, 0.2], [0.9, 0.4], [0.5, 0.8]]))
+    model, ranking = fitting.model_and_ranking(spec, design, data, post, {0, 1, 2}, [], 0.0)
+    assert all(r["index"] is None for r in ranking)
+    keys = [r["point"] for r in ranking]
+    assert keys[0].startswith("10.p") and all(k.startswith(("10.p", "10.c")) for k in keys)
+    sample = box.candidates(data.space, SPEC["pool_subsample"], [SPEC["seed"], 10])
+    rows = [int(k.split(".c")[1]) for k in keys if ".c" in k]
+    np.testing.assert_allclose(
+        data.space.to_pool([ranking[keys.index(f"10.c{r}")]["x"] for r in rows[:5]]),
+        sample[rows[:5]],
+        atol=1e-12,
+    )
+    # a design point out (index 1 of the stored design) is the same fantasy as its values
+    _, by_index = fitting.model_and_ranking(
+        dict(spec, mode="parallel"), design, data, post, set(), [1], 0.0
+    )
+    x = data.space.from_pool(design.points([1]))
+    _, by_value = fitting.model_and_ranking(
+        dict(spec, mode="parallel"), design, data, post, set(), [], 0.0, pending_x=x
+    )
+    assert [r["x"] for r in by_index] == [r["x"] for r in by_value]
+    # the accuracy's points: the box's sample of the campaign's seed, whatever the pool
+    thin = post.for_scoring(spec["mcmc"])
+    one = fitting.accuracy_of(spec, design, data, thin)
+    two = fitting.accuracy_of(spec, PointPool(np.array([[0.3, 0.3]])), data, thin)
+    one.pop("seconds"), two.pop("seconds")
+    assert one == two and one["ipv"] != fitting.accuracy_of(SPEC, POOL, data, thin)["ipv"]

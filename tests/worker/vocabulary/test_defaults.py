@@ -57,3 +57,7 @@ def test_a_campaign_polishes_only_when_its_search_says_so():
     assert defaults.search_options({"search": None}) == (False, defaults.SEARCH_STARTS)
     assert defaults.search_options({"search": {"polish": True}}) == (True, defaults.SEARCH_STARTS)
     assert defaults.search_options({"search": {"polish": True, "starts": 2}}) == (True, 2)
+    box = {"pool": {"type": "continuous"}}
+    assert defaults.search_options(box) == (True, defaults.SEARCH_STARTS)
+    assert defaults.search_options(dict(box, search={"polish": False}))[0] is False
+    assert defaults.search_options(dict(box, search={"polish": None, "starts": 2})) == (True, 2)
