@@ -225,6 +225,11 @@ class CampaignCreate(CampaignFields):
                 raise ValueError("search.polish: random has no gradient to climb; name another")
             if all(i.type in ("int", "choice") for i in space.inputs):
                 raise ValueError("search.polish moves float and log inputs; this campaign has none")
+            if isinstance(self.pool, PointsPoolSpec):
+                raise ValueError(
+                    "search.polish: an explicit pool lists the points that may be run, and "
+                    "polishing hands out others (use a grid or a continuous pool)"
+                )
         features = space.feature_names
         if len(set(features)) != len(features):
             same = next(f for f in features if features.count(f) > 1)

@@ -108,6 +108,11 @@ def test_a_parallel_polished_batch_is_handed_out_once_each(client, make_body):
             {"inputs": [{"name": "k", "type": "int", "lower": 1, "upper": 200}]},
             "float and log inputs",
         ),
+        (
+            {"polish": True},
+            {"pool": {"type": "points", "points": [[0.5], [1.0], [1.5], [2.0], [2.5], [0.7]]}},
+            "explicit pool",
+        ),
     ],
 )
 def test_a_bad_search_is_422(client, make_body, search, changes, why):
