@@ -178,6 +178,43 @@ def run(sim: Simulator, arm: str, acquisition: str, seed_run: int, args, log=Non
     }
 
 
+def overhead(n: int, seed: int, starts: int, log=None) -> dict:
+    """The seconds a refit's choice adds, at ``n`` labels of Hartmann 6-D (uniform random
+    points, noisy): one posterior sampled as a default campaign samples it (the service's
+    ``mcmc`` defaults), then each arm's choice from it (:func:`worker.fitting.rank`), so that
+    the arms differ by their choice alone. The label-to-next time of an arm is the sampling's
+    seconds plus its choice's."""
+    from fbgp_al.service.schemas.campaigns import CampaignCreate
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.vocabulary.design import PointPool
+    from fbgp_al.worker.vocabulary.pools import pool_of
+
+    sim = PROBLEMS["hartmann6"]
+    rng = np.random.default_rng([seed, n])
+    x = rng.random((n, sim.dim))
+    labels = [
+        {"x": a.tolist(), "y": float(b), "index": None}
+        for a, b in zip(x, sim.sample(x, rng), strict=True)
+    ]
+    base = {"inputs": sim.inputs(), "pool": dict(sim.pool), "max_labels": n + 1, "seed": seed}
+    began = time.perf_counter()
+    sampled = fitting.sample(dict(CampaignCreate(**base).model_dump(), id="overhead"), labels)
+    out = {"n": n, "seed": seed, "sample_s": time.perf_counter() - began}
+    for arm in ARMS:
+        body = dict(base, pool={"type": "continuous"}) if arm == "continuous" else dict(base)
+        if arm != "pool":
+            body["search"] = {"polish": True, "starts": starts}
+        spec = dict(CampaignCreate(**body).model_dump(), id="overhead")
+        pool = PointPool(x[:3]) if arm == "continuous" else pool_of(spec)
+        began = time.perf_counter()
+        model, _ = fitting.rank(spec, sampled, pool, set(), [], [], began)
+        out[f"{arm}_s"] = time.perf_counter() - began
+        out[f"{arm}_polish_s"] = (model["diagnostics"].get("search") or {}).get("seconds", 0.0)
+    if log is not None:
+        print(json.dumps(out), file=log, flush=True)
+    return out
+
+
 def _median(values) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -245,7 +282,19 @@ def main(argv=None) -> None:
     parser.add_argument("--thinning", type=int, default=2)
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     parser.add_argument("--table", default=None, help="print the table of a records file")
+    parser.add_argument(
+        "--overhead",
+        type=int,
+        default=None,
+        metavar="N",
+        help="instead: the seconds each arm's choice takes at N labels of Hartmann 6-D, "
+        "beside the sampling's, on --runs seeds",
+    )
     args = parser.parse_args(argv)
+    if args.overhead:
+        for seed in range(args.first_run, args.first_run + args.runs):
+            overhead(args.overhead, seed, args.starts, sys.stdout)
+        return
     if args.table:
         with open(args.table) as f:
             print(table([json.loads(line) for line in f]))

@@ -45,3 +45,10 @@ def test_the_added_problems_are_their_functions():
     more_head[3] = hi[3]  # the upper aquifer's head up: more water flows
     assert borehole_mean(more_head[None])[0] > flows[1]
     assert PROBLEMS["borehole"].dim == 8 and PROBLEMS["friedman"].dim == 5
+
+
+def test_the_overhead_of_each_arms_choice_beside_one_sampling(capsys):
+    out = anywhere_bench.overhead(12, 0, 2)
+    assert out["sample_s"] > 0 and all(out[f"{arm}_s"] > 0 for arm in anywhere_bench.ARMS)
+    assert out["pool_polish_s"] == 0 and out["polished_polish_s"] > 0
+    assert out["polished_s"] >= out["polished_polish_s"]
