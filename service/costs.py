@@ -38,9 +38,12 @@ def scoring_draws(mcmc: dict, acquisition: str) -> int:
 
 
 def pool_size(pool: dict, inputs: list[dict]) -> int:
-    """The pool's number of points; a grid's, from each input's number of levels."""
+    """The pool's number of points; a grid's, from each input's number of levels; a continuous
+    pool's, unbounded (2^62: a refit draws ``pool_subsample`` of them)."""
     if pool["type"] == "grid":
         return Space.of(inputs).grid_size(int(pool["points_per_dim"]))
+    if pool["type"] == "continuous":  # the box: as many as a refit draws
+        return 2**62
     return len(pool["points"]) if "points" in pool else int(pool["size"])
 
 

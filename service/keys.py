@@ -54,9 +54,12 @@ Per campaign ``{id}`` (prefix ``fbgp:c:{id}:``, :func:`campaign`):
   them: a failed run is no label. ``failed`` (hash): pool index -> its failed runs (more than
   ``max_retries``: not offered again);
 - ``model`` (string): the latest model's JSON; ``ranking`` (string): the pool points it ranks
-  best, best first; ``history`` (list): one JSON line per model version stored (version, time,
-  refit seconds, R-hat, ESS, divergences, its ``accuracy``), refit failed, campaign stopped by
-  its rule (``stopped``) or resumed by its owner (``resumed``), the latest ``keep_history``
+  best, best first, and the points off the pool its search reached (``search.polish``:
+  ``{index: null, point, x, score}``, :mod:`worker.fitting.search`); ``offered`` (set): the
+  keys of the points off the pool handed out (each once); ``history`` (list): one JSON line
+  per model version stored (version, time, refit seconds, R-hat, ESS, divergences, its
+  ``accuracy``), refit failed, campaign stopped by its rule (``stopped``) or resumed by its
+  owner (``resumed``), the latest ``keep_history``
   (``keep_event.lua``; a store from before ``evaluations`` holds its evaluations here too);
   ``evaluations`` (list): one JSON line per ``/evaluate``, the latest ``keep_evaluations``;
   ``/history`` adds the runs kept (``run_failed``, ``run_abandoned``;
@@ -132,6 +135,7 @@ PARTS = (
     "imports",
     "abandons",
     "evaluations",
+    "offered",
 )
 
 

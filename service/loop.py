@@ -194,23 +194,31 @@ class Snapshot:
 
     n_labeled: int
     n_pending: int  # tickets out under a live lease
-    pending: frozenset[int]  # their pool indices
+    pending: frozenset[int | str]  # their pool indices (or a point off the pool's key)
     labeled: frozenset[int]  # pool indices that have a label
     refit: Refit
-    ranking: tuple[int, ...] = ()  # the latest model's pool indices, in the order to hand out
+    # the latest model's pool indices (or keys of points off the pool), in the order to hand out
+    ranking: tuple[int | str, ...] = ()
     failures: Mapping[int, int] = field(default_factory=dict)  # pool index -> failed runs
+    # the latest model's points off the pool: key -> its values (worker.fitting.search)
+    off_pool: Mapping[str, list] = field(default_factory=dict)
+    # keys of points off the pool handed out already (each once: it has no pool index to mark)
+    offered: frozenset[str] = frozenset()
+    pending_x: tuple[list, ...] = ()  # the values of the points off the pool out
 
-    def issued(self, index: int | None) -> Snapshot:
-        """This snapshot with one more ticket out, for pool point ``index``."""
+    def issued(self, index: int | str | None) -> Snapshot:
+        """This snapshot with one more ticket out, for pool point ``index`` (or the point off
+        the pool of that key)."""
         pending = self.pending if index is None else self.pending | {index}
         return replace(self, n_pending=self.n_pending + 1, pending=pending)
 
 
 @dataclass(frozen=True)
 class Offer:
-    """Hand out pool point ``index``, chosen by model ``version`` (None: the initial design)."""
+    """Hand out pool point ``index`` (or the latest model's point off the pool of that key),
+    chosen by model ``version`` (None: the initial design)."""
 
-    index: int
+    index: int | str
     version: int | None
 
 
@@ -334,15 +342,16 @@ def _learning_failures(rules: Rules, snap: Snapshot) -> bool:
     )
 
 
-def _first_free(indices: Sequence[int], taken: frozenset[int]) -> int | None:
+def _first_free(indices: Sequence[int | str], taken: frozenset) -> int | str | None:
     return next((i for i in indices if i not in taken), None)
 
 
 def _taken(rules: Rules, snap: Snapshot) -> frozenset[int]:
-    """Points not to hand out now: out, labeled (unless repeats are allowed), failed for good.
+    """Points not to hand out now: out, labeled (unless repeats are allowed), failed for good,
+    and points off the pool handed out once already (labeled, failed, or out).
     The initial design labels its distinct points even where repeats are allowed: a point of it
     that has a label is not offered again (repeats are the model's choice, not the design's)."""
-    taken = snap.pending | failed_for_good(rules, snap)
+    taken = snap.pending | failed_for_good(rules, snap) | snap.offered
     return taken if rules.allow_repeats else taken | snap.labeled
 
 

@@ -58,7 +58,12 @@ def _offer_locked(
     answers = loop.next_answers(rules, snap, count)
     if not isinstance(answers, list):
         return answers
-    points = store.campaigns.pool_points(campaign_id, spec, [a.index for a in answers])
-    offers = [(a.index, x, a.version) for a, x in zip(answers, points, strict=True)]
+    indices = [a.index for a in answers if not isinstance(a.index, str)]
+    points = iter(store.campaigns.pool_points(campaign_id, spec, indices))
+    # a point off the pool (a key, worker.fitting.search) as its model's ranking holds it
+    offers = [
+        (a.index, snap.off_pool[a.index] if isinstance(a.index, str) else next(points), a.version)
+        for a in answers
+    ]
     levels = bool(spec.get("fidelities"))
     return store.tickets.issue(campaign_id, offers, spec["lease_seconds"], now, levels)

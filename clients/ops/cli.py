@@ -63,6 +63,12 @@ def _bench_failures(argv: list[str]) -> None:
     main(argv)
 
 
+def _bench_anywhere(argv: list[str]) -> None:
+    from fbgp_al.clients.reproduction.anywhere_bench import main
+
+    main(argv)
+
+
 def _soak(argv: list[str]) -> None:
     from fbgp_al.clients.ops.soak_command import main
 
@@ -311,6 +317,10 @@ COMMANDS = {
         _bench_failures,
         "simulators failing around their steepest part, at a face or a corner, and a "
         "mixed-input one, with the failure model and without",
+    ),
+    "bench-anywhere": (
+        _bench_anywhere,
+        "the next point from the pool, the pool polished, or the box, side by side in process",
     ),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
     "imports": (_imports, "the import graph of the product's modules, checked against its rules"),

@@ -156,7 +156,7 @@ def run_setup(
         simulator=sim.name,
         run=run,
         seed=seed,
-        iterations=ITERATIONS[sim.name],
+        iterations=ITERATIONS.get(sim.name, 0),  # a problem beyond the paper's: its caller's
         initial_index=initial_index,
         initial_x=initial_x,
         initial_y=sim.sample(initial_x, init_rng),

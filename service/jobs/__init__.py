@@ -137,7 +137,8 @@ def _complete(store, campaign_id, inputs, token, began, started, sample) -> dict
 
         def rank(found: Candidates) -> tuple[dict, list]:
             found_now = (found.pool, found.exclude, found.pending, found.failures, started)
-            steps = fitting.ranked(spec, sampled, *found_now, labeled=found.labeled)
+            runs = {"labeled": found.labeled, "pending_x": found.pending_x}  # since, and out
+            steps = fitting.ranked(spec, sampled, *found_now, **runs)
             work, timeout = costs.scoring(spec, n, get_settings(), outputs)
             share = share_scoring(store, campaign_id, work, timeout, found.workforce)
             return driven(steps, share)

@@ -14,6 +14,7 @@ from fbgp_al.service.schemas.fidelities import MAX_FIDELITIES, FidelitySpec, che
 from fbgp_al.service.schemas.fields import Acquisition, Body, Finite, Strict
 from fbgp_al.service.schemas.inputs import (
     MAX_POOL,
+    ContinuousPoolSpec,
     GridPoolSpec,
     InitialDesign,
     InputSpec,
@@ -25,8 +26,34 @@ from fbgp_al.service.schemas.inputs import (
 from fbgp_al.service.schemas.mcmc import McmcSettings
 from fbgp_al.service.schemas.outputs import KnownNoise, LearnedNoise, OutputSpec, OutputTransform
 from fbgp_al.service.schemas.stop_rule import StoppedBy, StopRule, check_stop
-from fbgp_al.worker.vocabulary.defaults import DEFAULT_ACQUISITION, MAX_OUTPUTS, POOL_SUBSAMPLE
+from fbgp_al.worker.vocabulary import box
+from fbgp_al.worker.vocabulary.constraints import ConstraintError, Constraints
+from fbgp_al.worker.vocabulary.defaults import (
+    DEFAULT_ACQUISITION,
+    MAX_OUTPUTS,
+    MAX_STARTS,
+    POOL_SUBSAMPLE,
+    SEARCH_STARTS,
+)
 from fbgp_al.worker.vocabulary.fidelities import level_input
+
+
+class SearchSettings(Strict):
+    """How a refit looks beyond its candidates."""
+
+    polish: bool | None = None
+    """Polish the best candidates (absent or `null`: only a `continuous` pool's refits do):
+    from each of the `starts` best (by the acquisition, weighed by the failure model), L-BFGS-B
+    climbs the acquisition, averaged over the posterior's draws as the pool's scoring averages
+    it, over the box in the float and log inputs (int and choice inputs held at the
+    candidate's values; SLSQP where some constraints are linear inequalities, and a point
+    outside the others pulled back inside). The best point reached is handed out: a point of
+    the box, not of the pool (its ticket has no pool index), never worse by the acquisition
+    than the pool's best, never a labeled point unless repeats are allowed. A parallel
+    campaign's batch is polished pick by pick. Not with `random`, and only where some input is
+    a float or log input."""
+    starts: int = Field(default=SEARCH_STARTS, ge=1, le=MAX_STARTS)
+    """How many of the best candidates each refit polishes from (1 to 64)."""
 
 
 class CampaignFields(Strict):
@@ -40,8 +67,9 @@ class CampaignFields(Strict):
     letters, is a 422."""
     inputs: list[InputSpec] = Field(min_length=1, max_length=50)
     """The simulator's inputs, in the order of a point's coordinates."""
-    pool: GridPoolSpec | PointsPoolSpec = Field(discriminator="type")
-    """The candidate points: a `grid` over the inputs or an explicit list of `points`."""
+    pool: GridPoolSpec | PointsPoolSpec | ContinuousPoolSpec = Field(discriminator="type")
+    """The candidate points: a `grid` over the inputs, an explicit list of `points`, or
+    `continuous`, the box itself (a fresh sample of it each refit, polished)."""
     constraints: list[ConstraintText] = Field(default=[], max_length=MAX_CONSTRAINTS)
     """Where the simulator can run: texts that must all hold at a point (`"thickness >= 4 or
     load <= 8"`, `"material != 'al' or load <= 5"`): linear inequalities (`<`, `<=`, `>`, `>=`,
@@ -52,13 +80,17 @@ class CampaignFields(Strict):
     outside are dropped. A constraint that does not parse, names an unknown input, or leaves no
     point (too few for the design or `max_labels`) is a 422 that says which."""
     pool_subsample: int = Field(default=POOL_SUBSAMPLE, ge=1, le=1_000_000)
-    """Candidates scored per refit: a fresh random subset of a larger pool."""
+    """Candidates scored per refit: a fresh random subset of a larger pool (of a `continuous`
+    pool, a fresh Sobol sample of the box)."""
     acquisition: Acquisition | Literal["ivr"] = DEFAULT_ACQUISITION
     """How the next point is chosen: `qb-mgp`, `b-qbc` (the paper's), `alm`, `b-alm`, `bald`,
     `random`, or `bald-code` (alias `bald-std`: BALD as the paper's code computes it). With
     `fidelities`: `ivr` (the default there: the top level's integrated predictive variance that
     a run removes, per unit of its level's cost), or `qb-mgp`, `b-qbc`, `b-alm` at the top
     level with the level chosen by `ivr`."""
+    search: SearchSettings | None = None
+    """Beyond the candidates: `{"polish": true, "starts": 5}` climbs the acquisition over the box
+    from the best of them and hands out the best point reached (absent: the pool's best)."""
     initial_design: InitialDesign = InitialDesign()
     """The first labels, before any model chooses."""
     max_labels: int = Field(ge=1, le=1_000_000)
@@ -141,6 +173,8 @@ class CampaignFields(Strict):
             del data["outputs"]
         if isinstance(data, dict) and data.get("constraints", None) == []:
             del data["constraints"]  # as campaigns created before constraints existed
+        if isinstance(data, dict) and data.get("search", ()) is None:
+            del data["search"]  # as campaigns created before the search existed
         if isinstance(data, dict) and data.get("transform") == "none":
             del data["transform"]  # as campaigns created before output transforms existed
         for key in ("fidelities", "max_cost"):  # as campaigns created before fidelities existed
@@ -210,6 +244,24 @@ class CampaignCreate(CampaignFields):
         if self.fidelities is not None:  # the level is the points' last coordinate
             inputs.append(InputSpec(**level_input([f.model_dump() for f in self.fidelities])))
         space = space_of(inputs)
+        if self.fidelities is not None and (
+            isinstance(self.pool, ContinuousPoolSpec)
+            or (self.search is not None and self.search.polish)
+        ):
+            raise ValueError(
+                "fidelities: a campaign with fidelities chooses among its pool's points at each "
+                "level; a continuous pool and search.polish are for campaigns of one fidelity"
+            )
+        if self.search is not None and self.search.polish:
+            if self.acquisition == "random":
+                raise ValueError("search.polish: random has no gradient to climb; name another")
+            if all(i.type in ("int", "choice") for i in space.inputs):
+                raise ValueError("search.polish moves float and log inputs; this campaign has none")
+            if isinstance(self.pool, PointsPoolSpec):
+                raise ValueError(
+                    "search.polish: an explicit pool lists the points that may be run, and "
+                    "polishing hands out others (use a grid or a continuous pool)"
+                )
         features = space.feature_names
         if len(set(features)) != len(features):
             same = next(f for f in features if features.count(f) > 1)
@@ -217,6 +269,9 @@ class CampaignCreate(CampaignFields):
                 f"two of the model's features read {same!r} (a choice's value "
                 "reads '<input>=<value>'); rename an input"
             )
+        if isinstance(self.pool, ContinuousPoolSpec):
+            check_box(self, space)
+            return self
         if isinstance(self.pool, GridPoolSpec):
             size = space.grid_size(self.pool.points_per_dim)
             if size > MAX_POOL:
@@ -250,6 +305,21 @@ class CampaignCreate(CampaignFields):
                 "allow_repeats is false"
             )
         return self
+
+
+def check_box(campaign: CampaignCreate, space) -> None:
+    """ValueError unless a continuous pool can serve the campaign: a float or log input to
+    move, and constraints (if any) that leave room for the initial design in the box."""
+    if all(i.type in ("int", "choice") for i in space.inputs):
+        raise ValueError(
+            "a continuous pool moves float and log inputs; this campaign has none (use a grid)"
+        )
+    if campaign.constraints:
+        try:
+            constraints = Constraints.of(campaign.constraints, space)
+        except ConstraintError as error:
+            raise ValueError(str(error)) from None
+        box.design_points(space, campaign.initial_design.size, 0, campaign.seed, constraints)
 
 
 class CampaignStatus(Body):

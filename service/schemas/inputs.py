@@ -165,6 +165,19 @@ class PointsPoolSpec(Strict):
     """The pool's points (distinct), each with one value per input, in the inputs' order."""
 
 
+class ContinuousPoolSpec(Strict):
+    """A pool that is the box: no stored candidates; each refit scores `pool_subsample` fresh
+    scrambled Sobol points of the box (seeded by the campaign's seed and its number of labels;
+    each int and choice input's values equally likely, none outside the constraints) and
+    polishes the best (`search`; `"search": {"polish": false}` keeps the best of the sample).
+    The initial design is a maximin Latin hypercube snapped to a Sobol sample of the box. Every
+    point handed out after it is a point of the box, stored as it is run. Needs a float or log
+    input."""
+
+    type: Literal["continuous"]
+    """`continuous`."""
+
+
 class InitialDesign(Strict):
     """The first labels: a maximin Latin hypercube snapped to the pool, before any model chooses."""
 

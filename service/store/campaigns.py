@@ -72,10 +72,16 @@ class Campaigns(Noun):
             raise TeamFull(name)  # before the design's work; checked again below
         tenant = 0 if name is None else self.teams.tenant(name)
         spec = dict(body, id=campaign_id, created_at=time.time(), team=name, tenant=tenant)
+        spec = pools.with_box_design(spec, RESERVE_SIZE)
         pool = pools.pool_of(spec)
-        design = _design(spec, pool)
-        spec["design_index"] = [int(i) for i in design]
-        spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
+        size = spec["initial_design"]["size"]
+        if spec["pool"]["type"] == "continuous":  # its stored points: the design, the reserve
+            spec["design_index"] = list(range(size))
+            spec["design_reserve"] = list(range(size, pool.size))
+        else:
+            design = _design(spec, pool)
+            spec["design_index"] = [int(i) for i in design]
+            spec["design_reserve"] = design_reserve(pool, spec["design_index"], spec["seed"])
         stored = json.dumps(dict(spec, pool=pools.stored_pool(spec["pool"])))
         points = None
         if pools.explicit(spec):
@@ -96,7 +102,7 @@ class Campaigns(Noun):
                     phase = str(loop.phase(Rules.of(spec), 0))
                     self.s.count_created(keys=[PHASES], args=[phase], client=pipe)
                     pipe.execute()
-                    return spec
+                    return dict(spec, pool=body["pool"])  # a continuous pool's as posted
                 except WatchError:  # the team changed between the check and the writes
                     continue
 

@@ -36,6 +36,7 @@ class Candidates(NamedTuple):
     failures: list[dict]
     workforce: Workforce | None = None
     labeled: frozenset[int] = frozenset()  # pool points labeled, those of runs since included
+    pending_x: list[list] = []  # the values of the points off the pool out
 
 
 class Models(Noun):
@@ -65,7 +66,10 @@ class Models(Noun):
         failures = self.runs.counted_failures(campaign_id) if with_model else []
         pool = self.campaigns.pool(campaign_id, spec)
         workers = self.jobs.workforce(now) if workforce else None
-        return Candidates(pool, exclude, sorted(snap.pending), failures, workers, snap.labeled)
+        pending = sorted(i for i in snap.pending if not isinstance(i, str))
+        return Candidates(
+            pool, exclude, pending, failures, workers, snap.labeled, list(snap.pending_x)
+        )
 
     def save(self, campaign_id: str, model: dict, ranking: list[dict], token: str) -> bool:
         """Store the model of refit ``token`` unless another refit is in charge now or a newer

@@ -41,30 +41,37 @@ class Tickets(Noun):
     def issue(
         self,
         campaign_id: str,
-        offers: list[tuple[int | None, list[float], int | None]],
+        offers: list[tuple[int | str | None, list[float], int | None]],
         lease: float,
         now: float,
         levels: bool = False,
     ) -> list[Ticket]:
         """A ticket for each ``(index, x, model_version)``, leased for ``lease`` seconds, in
         one round trip; the tickets. ``levels``: the campaign has fidelities (each ``x``'s last
-        value is its level's name, kept apart in the ticket too, ``fidelity``)."""
+        value is its level's name, kept apart in the ticket too, ``fidelity``). An ``index``
+        that is a text is the key of a point off the pool (:mod:`worker.fitting.search`): its
+        ticket has no pool index but that ``point``, and the key is kept as handed out
+        (``offered``), never to be handed out again."""
         args: list = []
         out = []
         for index, x, version in offers:
             ticket = uuid.uuid4().hex
+            point = index if isinstance(index, str) else None
             info = {
                 "x": x,
-                "index": index,
+                "index": None if point is not None else index,
                 "issued_at": now,
                 "expires_at": now + lease,
                 "model_version": version,
             }
             if levels:
                 info["fidelity"] = x[-1]
-            args += [ticket, json.dumps(info), now + lease]
+            if point is not None:
+                info["point"] = point
+            args += [ticket, json.dumps(info), now + lease, point or ""]
             out.append(_ticket(ticket, info, now + lease))
-        keys = [self.k(campaign_id, p) for p in ("spec", "tickets", "ticket_state", "leases")]
+        parts = ("spec", "tickets", "ticket_state", "leases", "offered")
+        keys = [self.k(campaign_id, p) for p in parts]
         if args and not self.s.issue(keys=keys, args=args):  # deleted meanwhile: nothing written
             raise NotFound(f"no campaign {campaign_id!r}")
         return out
@@ -124,18 +131,24 @@ class Tickets(Noun):
         pipe.get(self.k(campaign_id, "ranking"))
         pipe.hgetall(self.k(campaign_id, "failed"))
         pipe.llen(self.k(campaign_id, "failures"))
-        *_, tickets, n, labeled, state, ranking, failed, kept = pipe.execute()
+        pipe.smembers(self.k(campaign_id, "offered"))
+        *_, tickets, n, labeled, state, ranking, failed, kept, offered = pipe.execute()
         infos = self.r.hmget(self.k(campaign_id, "tickets"), tickets) if tickets else []
+        infos = [json.loads(i) for i in infos if i is not None]
         state = {k.decode(): v.decode() for k, v in state.items()}
         state.setdefault("n_failed", str(kept))  # stored before the count: its list counts
+        ranked = json.loads(ranking) if ranking else []
         return Snapshot(
             n_labeled=int(n),
             n_pending=len(tickets),
-            pending=frozenset(json.loads(i)["index"] for i in infos if i is not None) - {None},
+            pending=frozenset(i.get("point", i["index"]) for i in infos) - {None},
             labeled=frozenset(int(i) for i in labeled),
             refit=Refit.of(state),
-            ranking=tuple(p["index"] for p in json.loads(ranking)) if ranking else (),
+            ranking=tuple(p["point"] if p["index"] is None else p["index"] for p in ranked),
             failures={int(i): int(c) for i, c in failed.items()},
+            off_pool={p["point"]: p["x"] for p in ranked if p["index"] is None},
+            offered=frozenset(k.decode() for k in offered),
+            pending_x=tuple(i["x"] for i in infos if "point" in i),
         )
 
     def expire(self, campaign_id: str, now: float, client=None) -> int:

@@ -131,12 +131,15 @@ def ranked(
     failures: list[dict],
     started: float,
     labeled: frozenset[int] = frozenset(),
+    pending_x=(),
 ) -> Steps[tuple[dict, list]]:
     """The model and ranking of a :func:`sample`'s posterior over the candidates as they are
     now (:func:`~worker.fitting.ranking.ranked` with one output,
     :func:`~worker.fitting.outputs.multi_ranked` with several), with the failure model fitted
     here, on the sampled labels and the ``failures`` as they are now (the failed runs,
-    ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once. Each
+    ``[{x, ...}]``): a run that failed while the posterior was sampled counts at once.
+    ``pending_x``: the points off the pool out for labeling (values), fantasies as the
+    ``pending`` pool points are. Each
     scoring is a step (:class:`~worker.fitting.ranking.ToScore`) for the caller to drive
     (:func:`~worker.fitting.ranking.here`, or a refit job's parts on idle workers). With
     fidelities, the pool points ``labeled`` while the posterior was sampled (not among its
@@ -152,11 +155,13 @@ def ranked(
         )
     if sampled.fits is not None:
         return (
-            yield from multi_ranked(spec, pool, sampled.fits, exclude, pending, started, failure)
+            yield from multi_ranked(
+                spec, pool, sampled.fits, exclude, pending, started, failure, pending_x
+            )
         )
     return (
         yield from single_ranked(
-            spec, pool, sampled.data, sampled.post, exclude, pending, started, failure
+            spec, pool, sampled.data, sampled.post, exclude, pending, started, failure, pending_x
         )
     )
 

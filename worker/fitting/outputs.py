@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.posteriors import Data, posterior, prepare
 from fbgp_al.worker.fitting.ranking import (
     Steps,
@@ -16,6 +17,7 @@ from fbgp_al.worker.fitting.ranking import (
     greedy_batch,
     here,
     ranking_of,
+    scored,
     scores_of,
     weighed,
 )
@@ -88,6 +90,7 @@ def multi_ranked(
     pending: list[int],
     started: float,
     failure: FailureModel | None = None,
+    pending_x=(),
 ) -> Steps[tuple[dict, list]]:
     """:func:`~worker.fitting.ranking.ranked` for several outputs: the same candidates (drawn
     from the campaign's seed), ranked by :func:`worker.scoring.combined_scores` (in parallel mode a
@@ -96,17 +99,27 @@ def multi_ranked(
     first = fits[0].data
     n = first.n
     thins = [f.post.for_scoring(spec["mcmc"]) for f in fits]
-    candidates, cand_u, pending_u, weights = candidates_of(
-        spec, pool, first.space, n, exclude, pending, failure
+    pool, exclude, pending, pending_x = search.box_candidates(
+        spec, pool, first.space, n, exclude, pending, pending_x
     )
-    ranking = []
-    if len(candidates):
+    candidates, cand_u, pending_u, weights = candidates_of(
+        spec, pool, first.space, n, exclude, pending, failure, pending_x
+    )
+    ranking, searched = [], None
+    parts = [
+        (f.weight, t, f.data.u, f.data.z, f.data.noise) for f, t in zip(fits, thins, strict=True)
+    ]
+    if len(candidates) and spec.get("mode") == "parallel" and search.polishes(spec):
+        outputs = tuple(Output(*p, first.seed) for p in parts)
+        fn = Scoring(spec["acquisition"], outputs, "batch", pending_u)
+        scores = yield from scored(spec["acquisition"], fn, cand_u, weights)
+        objective = search.objective_of(spec, first.space, parts, pending_u, failure)
+        ranking, searched = search.batch(
+            spec, objective, pool.points(candidates), weighed(scores, weights), n, first.u
+        )
+    elif len(candidates):
         if spec.get("mode") == "parallel":  # a greedy batch, each pick a fantasy of every output
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            parts = [
-                (f.weight, t, f.data.u, f.data.z, f.data.noise)
-                for f, t in zip(fits, thins, strict=True)
-            ]
             best, best_scores = yield from greedy_batch(
                 spec["acquisition"], parts, cand_u, size, pending_u, first.seed, weights
             )
@@ -119,6 +132,11 @@ def multi_ranked(
             scores = yield from scores_of(spec["acquisition"], fn, cand_u, weights)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(first.space, pool, candidates, best, best_scores)
+        if spec.get("mode") != "parallel" and search.polishes(spec):
+            objective = search.objective_of(spec, first.space, parts, pending_u, failure)
+            starts = pool.points(candidates[best])
+            polished, searched = search.polished(spec, objective, starts, n, first.u)
+            ranking = polished + ranking
     outputs = {}
     for f, thin in zip(fits, thins, strict=True):
         body = f.post.to_dict()
@@ -137,13 +155,15 @@ def multi_ranked(
         "diagnostics": summary_diagnostics(outputs, time.perf_counter() - started, first.seed),
         "accuracy": worst_accuracy([o["accuracy"] for o in outputs.values()]),
     }
+    if searched is not None:
+        model["diagnostics"]["search"] = searched
     if first.space.typed:
         model["features"] = first.space.feature_names
     if first.input_scale is not None:  # the same inputs for every output
         model["input_scale"] = first.input_scale
     if failure is not None:  # one failure model: a run fails or answers for every output
         model["failures"] = failure.to_dict()
-    return model, ranking
+    return model, search.off_pool(spec, ranking, n)
 
 
 def summary_diagnostics(outputs: dict, seconds: float, seed: int) -> dict:

@@ -15,9 +15,12 @@ import torch
 from fbgp_al.worker import accuracy
 from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs, scorer
 from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.posteriors import Data
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.scoring import Output, Scoring
+from fbgp_al.worker.vocabulary import box
+from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.defaults import (
     MAX_BATCH,
     RANKING_SIZE,
@@ -34,11 +37,13 @@ def candidates_of(
     exclude: set[int],
     pending: list[int],
     failure: FailureModel | None = None,
+    pending_x=(),
 ):
     """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
     ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
-    GP's features of them and of the ``pending`` points (None when there are no candidates, or
-    no point is out), and their probabilities of success (None without a failure model)."""
+    GP's features of them and of the points out (None when there are no candidates, or no
+    point is out): the ``pending`` pool points, then the points off the pool ``pending_x``
+    (values), and their probabilities of success (None without a failure model)."""
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
@@ -53,10 +58,23 @@ def candidates_of(
         candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
         if not len(candidates):
             return candidates, None, None, None
-    pending_u = (
-        torch.from_numpy(space.features(pool.points(list(pending)))) if len(pending) else None
+    return (
+        candidates,
+        torch.from_numpy(features),
+        pending_features(space, pool, pending, pending_x),
+        weights,
     )
-    return candidates, torch.from_numpy(features), pending_u, weights
+
+
+def pending_features(space, pool, pending, pending_x=()) -> torch.Tensor | None:
+    """The GP's features of the points out: pool points ``pending``, then points off the pool
+    ``pending_x`` (values); None when none is out."""
+    parts = []
+    if len(pending):
+        parts.append(space.features(pool.points(list(pending))))
+    if len(pending_x):
+        parts.append(space.to_gp(list(pending_x)))
+    return torch.from_numpy(np.concatenate(parts)) if parts else None
 
 
 T = TypeVar("T")
@@ -227,11 +245,14 @@ def ranked(
     pending: list[int],
     started: float,
     failure: FailureModel | None = None,
+    pending_x=(),
 ) -> Steps[tuple[dict, list]]:
     """Thin, then rank pool points not in ``exclude``: the ``RANKING_SIZE`` best, or in parallel
     mode a greedy batch of ``max_pending`` chosen with the ``pending`` pool points (out for
-    labeling) as fantasies. Returns the model (the ``/model`` body of the OpenAPI document) and the
-    ranking (``[{index, x, score}]``, in the order to hand out). The candidates' scoring is a
+    labeling) and the points off the pool out (``pending_x``) as fantasies. Returns the model
+    (the ``/model`` body of the OpenAPI document) and the ranking (``[{index, x, score}]``, in
+    the order to hand out; a polished point's :mod:`worker.fitting.search`). The candidates'
+    scoring is a
     step (:class:`ToScore`; a greedy batch's first scoring; its picks after that, here). With a
     ``failure`` model each score is weighed by the candidate's probability of success and the
     candidates below its ``min_success`` are left out (:func:`candidates_of`); the model holds
@@ -239,15 +260,26 @@ def ranked(
     u, z, seed, n = data.u, data.z, data.seed, data.n
     name = spec["acquisition"]
     thin = post.for_scoring(spec["mcmc"])
-    candidates, cand_u, pending_u, weights = candidates_of(
-        spec, pool, data.space, n, exclude, pending, failure
+    pool, exclude, pending, pending_x = search.box_candidates(
+        spec, pool, data.space, n, exclude, pending, pending_x
     )
-    ranking, estimates = [], None
-    if len(candidates):
+    candidates, cand_u, pending_u, weights = candidates_of(
+        spec, pool, data.space, n, exclude, pending, failure, pending_x
+    )
+    ranking, estimates, searched = [], None, None
+    parts = [(1.0, thin, u, z, data.noise)]
+    if len(candidates) and spec.get("mode") == "parallel" and search.polishes(spec):
+        fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),), "batch", pending_u)
+        first = yield from scored(name, fn, cand_u, weights)
+        objective = search.objective_of(spec, data.space, parts, pending_u, failure)
+        ranking, searched = search.batch(
+            spec, objective, pool.points(candidates), weighed(first, weights), n, u
+        )
+    elif len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
             best, best_scores = yield from greedy_batch(
-                name, [(1.0, thin, u, z, data.noise)], cand_u, size, pending_u, seed, weights
+                name, parts, cand_u, size, pending_u, seed, weights
             )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
@@ -262,6 +294,11 @@ def ranked(
             scores = yield from scores_of(name, fn, cand_u, weights, exact)
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
+        if spec.get("mode") != "parallel" and search.polishes(spec):
+            objective = search.objective_of(spec, data.space, parts, pending_u, failure)
+            starts = pool.points(candidates[best])
+            polished, searched = search.polished(spec, objective, starts, n, u)
+            ranking = polished + ranking
     if estimates is None:
         estimates = accuracy_of(spec, pool, data, thin)
     diagnostics = dict(post.diagnostics, refit_seconds=time.perf_counter() - started, seed=seed)
@@ -274,13 +311,15 @@ def ranked(
         "diagnostics": diagnostics,
         "accuracy": estimates,
     }
+    if searched is not None:
+        diagnostics["search"] = searched
     if data.space.typed:  # the lengthscales' columns, by name
         model["features"] = data.space.feature_names
     if data.input_scale is not None:
         model["input_scale"] = data.input_scale
     if failure is not None:
         model["failures"] = failure.to_dict()
-    return model, ranking
+    return model, search.off_pool(spec, ranking, n)
 
 
 def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
@@ -292,12 +331,18 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use, integrated over a subsample of the whole pool (labeled points included) of at most
     ``accuracy.POOL_POINTS`` points, drawn from the campaign's seed alone: the same points for
-    every model, so that the estimates over the labels differ by the models, not the points.
+    every model, so that the estimates over the labels differ by the models, not the points
+    (a continuous pool's: a Sobol sample of the box, :mod:`worker.vocabulary.box`).
     With candidates ``at``: the estimates, and the draws' means and variances there from the
     same factors (:func:`worker.accuracy.summary_at`)."""
-    rng = np.random.default_rng([int(spec["seed"]), 2**32])
-    index = pool.subsample(min(int(spec["pool_subsample"]), accuracy.POOL_POINTS), rng)
-    points = torch.from_numpy(data.space.features(pool.points(index)))
+    size = min(int(spec["pool_subsample"]), accuracy.POOL_POINTS)
+    if box.continuous(spec):  # a sample of the box, the same for every model
+        seed = [int(spec["seed"]), box.ACCURACY_KEY]
+        sample = box.candidates(data.space, size, seed, of_spec(spec))
+    else:
+        rng = np.random.default_rng([int(spec["seed"]), 2**32])
+        sample = pool.points(pool.subsample(size, rng))
+    points = torch.from_numpy(data.space.features(sample))
     args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
     if at is not None:
         return accuracy.summary_at(*args, at, label_noise=data.noise, scale_y=data.scale_y)

@@ -142,6 +142,25 @@ def failure_options(spec: dict) -> tuple[str, float, float]:
     )
 
 
+# a campaign's `search`: with "polish", each refit climbs the acquisition over the box from its
+# `starts` best candidates (worker.polish) and hands out the best point reached, a point of the
+# box rather than of the pool; off by default but for a continuous pool (docs/benchmarks.md,
+# "The next point anywhere in the box")
+SEARCH_STARTS = 5
+MAX_STARTS = 64
+
+
+def search_options(spec: dict) -> tuple[bool, int]:
+    """A campaign's ``search``: whether its refits polish their best candidates (by default
+    only a continuous pool's; specs made before the option existed do not), and from how
+    many."""
+    options = spec.get("search") or {}
+    polish = options.get("polish")
+    if polish is None:  # not said: a continuous pool's refits polish, another's do not
+        polish = (spec.get("pool") or {}).get("type") == "continuous"
+    return bool(polish), int(options.get("starts", SEARCH_STARTS))
+
+
 # a campaign's `outputs`: named outputs of one simulation, each with its own GP (2 to this many)
 MAX_OUTPUTS = 16
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fbgp_al.worker.vocabulary import box
 from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.design import GridPool, PointPool
 from fbgp_al.worker.vocabulary.feasible import FeasibleGrid
@@ -39,16 +40,30 @@ def to_original(spec: dict, u) -> list[list]:
 
 
 def explicit(spec: dict) -> bool:
-    """Whether the campaign's pool is a list of points (not a grid)."""
-    return spec["pool"]["type"] == "points"
+    """Whether the campaign's pool is stored points (not a grid): a list of points, or a
+    continuous pool's initial design and reserve (:mod:`worker.vocabulary.box`)."""
+    return spec["pool"]["type"] in ("points", "continuous")
 
 
 def stored_pool(pool: dict) -> dict:
-    """The spec's ``pool`` as the store keeps it: a grid as declared; a list of points as its
-    count (``{"type": "points", "size": m}``), the points themselves stored apart."""
-    if pool["type"] == "points" and "points" in pool:
-        return {"type": "points", "size": len(pool["points"])}
+    """The spec's ``pool`` as the store keeps it: a grid as declared; stored points as their
+    count (``{"type": "points", "size": m}``, ``{"type": "continuous", "size": m}``), the
+    points themselves stored apart."""
+    if pool["type"] in ("points", "continuous") and "points" in pool:
+        return {"type": pool["type"], "size": len(pool["points"])}
     return pool
+
+
+def with_box_design(spec: dict, reserve: int) -> dict:
+    """A continuous pool's campaign with its initial design and ``reserve`` more points as its
+    stored points (values, :func:`worker.vocabulary.box.design_points`), the design first:
+    another campaign as it is."""
+    if spec["pool"]["type"] != "continuous":
+        return spec
+    space = space_of(spec)
+    size = int(spec["initial_design"]["size"])
+    points = box.design_points(space, size, reserve, int(spec["seed"]), of_spec(spec))
+    return dict(spec, pool={"type": "continuous", "points": space.from_pool(points)})
 
 
 def pool_of(spec: dict, codes=None) -> GridPool | PointPool:

@@ -1,7 +1,8 @@
 """The campaign vocabulary's rules (:mod:`worker.vocabulary.defaults`): which noise a campaign's
 labels carry, and a multi-output campaign as one single-output campaign per output (its names,
-weights, seeds and labels)."""
+weights, seeds and labels), and its search."""
 
+from fbgp_al.worker.vocabulary import defaults
 from fbgp_al.worker.vocabulary.defaults import (
     known_noise,
     output_labels,
@@ -49,3 +50,14 @@ def test_an_outputs_labels_carry_its_value_and_its_noise():
     assert [label["ticket"] for label in disp] == ["t1", "t2"]
     assert output_labels(labels, "stress")[1]["noise"] == 0.01
     assert labels[0]["y"] == {"stress": 1.5, "disp": 0.2}  # the campaign's labels unchanged
+
+
+def test_a_campaign_polishes_only_when_its_search_says_so():
+    assert defaults.search_options({}) == (False, defaults.SEARCH_STARTS)
+    assert defaults.search_options({"search": None}) == (False, defaults.SEARCH_STARTS)
+    assert defaults.search_options({"search": {"polish": True}}) == (True, defaults.SEARCH_STARTS)
+    assert defaults.search_options({"search": {"polish": True, "starts": 2}}) == (True, 2)
+    box = {"pool": {"type": "continuous"}}
+    assert defaults.search_options(box) == (True, defaults.SEARCH_STARTS)
+    assert defaults.search_options(dict(box, search={"polish": False}))[0] is False
+    assert defaults.search_options(dict(box, search={"polish": None, "starts": 2})) == (True, 2)

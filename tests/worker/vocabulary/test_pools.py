@@ -12,6 +12,7 @@ from fbgp_al.worker.vocabulary.pools import (
     stored_pool,
     to_original,
     to_unit,
+    with_box_design,
 )
 
 INPUTS = [
@@ -48,3 +49,19 @@ def test_a_grid_pools_points_are_its_inputs_levels():
     assert len({tuple(p) for p in points}) == pool.size
     assert points[0] == [2.0, 1, "steel"] and points[-1] == [4.0, 5, "ti"]
     assert pool_index_of(GRID, pool, points[7:9]) == [7, 8]
+
+
+def test_a_continuous_pool_stores_its_design_and_reserve_as_points():
+    spec = {
+        "inputs": [{"name": "a", "lower": 2.0, "upper": 4.0}],
+        "pool": {"type": "continuous"},
+        "initial_design": {"size": 3},
+        "seed": 5,
+    }
+    made = with_box_design(spec, 4)
+    assert explicit(made) and len(made["pool"]["points"]) == 7
+    assert stored_pool(made["pool"]) == {"type": "continuous", "size": 7}
+    assert all(2.0 <= p[0] <= 4.0 for p in made["pool"]["points"])
+    assert pool_of(made).size == 7
+    grid = {"pool": {"type": "grid", "points_per_dim": 5}}
+    assert with_box_design(grid, 4) is grid and not explicit(grid)
