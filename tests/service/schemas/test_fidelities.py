@@ -93,3 +93,11 @@ def test_an_explicit_pool_gives_each_points_level():
     points = [[v / 20, lv] for v in range(20) for lv in ("coarse", "fine")]
     campaign = CampaignCreate.model_validate(body(pool={"type": "points", "points": points}))
     assert campaign.pool.points[1] == [0.0, "fine"]
+
+
+def test_fidelities_refuse_a_continuous_pool_and_polishing():
+    """The multi-fidelity ranking scores pool points: a continuous pool or search.polish with
+    fidelities is a 422 that says so; a grid pool with search absent or off is taken."""
+    for changes in ({"pool": {"type": "continuous"}}, {"search": {"polish": True}}):
+        assert "a campaign with fidelities chooses among its pool's points" in refused(**changes)
+    assert CampaignCreate.model_validate(body(search={"polish": False})).search.polish is False
