@@ -39,7 +39,7 @@ def label(
     if fidelity is not None:
         check_level(store, campaign_id, spec, ticket, fidelity)
     outcome, n, due = store.labels.record(campaign_id, ticket, y, now, noise, spec=spec)
-    if outcome == LabelOutcome.STORED:
+    if outcome == LabelOutcome.STORED and spec.get("max_cost"):  # a budget in cost
         store.labels.stop_at_cost(campaign_id, spec)
     store.refits.requested(campaign_id, due, spec)
     return outcome, n

@@ -143,7 +143,8 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     monkeypatch.setattr(
         accuracy, "summary", lambda u, z, l, s, points, y_std, **_: seen.append(points)
     )
-    pool, spec = GridPool(dim=2, points_per_dim=60), {"seed": 3, "pool_subsample": 5000}
+    pool = GridPool(dim=2, points_per_dim=60)
+    spec = {"seed": 3, "pool_subsample": 5000, "pool": {"type": "grid", "points_per_dim": 60}}
     ones = torch.ones(1, 2, dtype=DTYPE)
     thin = SimpleNamespace(lengthscale=ones, noise=ones[:, 0])
     space = Space.of([{"name": "a", "lower": 0, "upper": 1}, {"name": "b", "lower": 0, "upper": 1}])
