@@ -6,7 +6,7 @@
 -- history gets the event ARGV[8] and its count by phase moves to done (2: stored and stopped).
 -- KEYS: state, history, model, ranking, labels, PHASES; ARGV[9], ARGV[10]: design size,
 -- max_labels; ARGV[11]: the history events kept (keep_event.lua).
--- needs: count_phases keep_event
+-- needs: stop_campaign
 if redis.call('HGET', KEYS[1], 'refit_job') ~= ARGV[1] then return -1 end
 local current = redis.call('HGET', KEYS[1], 'model_version')
 if current and tonumber(current) > tonumber(ARGV[2]) then return 0 end
@@ -16,11 +16,7 @@ redis.call('SET', KEYS[4], ARGV[5])
 redis.call('HSET', KEYS[1], 'model_version', ARGV[2], 'last_error', '',
            'last_refit_seconds', ARGV[6], 'refit_failures', 0, 'retry_at', 0,
            'failed_refit_seconds', 0)
-if (ARGV[7] or '') == '' or has_failed(KEYS[1]) or is_stopped(KEYS[1]) then return 1 end
-local n = redis.call('LLEN', KEYS[5])
-if n >= tonumber(ARGV[10]) then return 1 end
-add_phase(KEYS[6], phase(n, ARGV[9], ARGV[10]), -1)
-add_phase(KEYS[6], 'done', 1)
-redis.call('HSET', KEYS[1], 'stopped', ARGV[7])
-keep_event(KEYS[2], ARGV[8], ARGV[11])
-return 2
+if (ARGV[7] or '') == '' then return 1 end
+if stop_campaign(KEYS[1], KEYS[2], KEYS[5], KEYS[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10],
+                 ARGV[11]) then return 2 end
+return 1
