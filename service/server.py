@@ -4,7 +4,11 @@ connection whose request line and headers are not all in within ``header_timeout
 Uvicorn's own ``timeout_keep_alive`` covers only an idle connection between requests: a client
 that sends its headers a byte every few seconds would hold a connection for ever. The deadline
 runs from the connection's opening, and from the first byte of each later request, to the end
-of its headers; a slow body is :class:`service.middleware.BodyDeadline`'s."""
+of its headers; a slow body is :class:`service.middleware.BodyDeadline`'s.
+
+An idle connection between two requests is closed after ``keep_alive_seconds``: longer than
+httpx keeps one (5 s), so a client of the SDK never sends a request on a connection that the
+server is closing at that moment (a race uvicorn's default of 5 s leaves open)."""
 
 from __future__ import annotations
 
@@ -101,6 +105,7 @@ def config(
         app,
         host=host,
         port=port,
+        timeout_keep_alive=get_settings().keep_alive_seconds,
         log_config=None,
         access_log=False,
         loop=loop,

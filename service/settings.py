@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = 10.0
     """A connection whose request line and headers are not all in this many seconds after it
     opened (or after a request's first byte) is closed (`fbgp-al api`)."""
+    keep_alive_seconds: float = 15.0
+    """An idle connection between two requests is closed after this many seconds: longer than
+    the 5 s a client of httpx (the SDK's) keeps one, so no request meets a closing
+    connection."""
     body_timeout_seconds: float = 60.0
     """A request body not all in this many seconds after its headers is answered 408."""
     job_wait_seconds: float = 120.0

@@ -88,3 +88,43 @@ def test_slow_headers_are_cut_off_and_slow_answers_are_not(api, make_body):
         assert waited.status_code == 202 and time.monotonic() - began > HEADERS + 1
         assert client.get(f"/campaigns/{campaign}").status_code == 200  # the same connection
         client.delete(f"/campaigns/{campaign}")
+
+
+def test_an_idle_connection_outlives_the_sdk_s_and_then_closes(monkeypatch):
+    """The keep-alive (``keep_alive_seconds``) reaches uvicorn, and by default it outlasts the
+    time httpx keeps an idle connection: a client never sends on a connection being closed."""
+    import threading
+
+    import uvicorn
+
+    from fbgp_al.clients.ops.stack import free_port
+    from fbgp_al.service import server, settings
+
+    assert settings.Settings().keep_alive_seconds >= 2 * httpx.Limits().keepalive_expiry
+    monkeypatch.setenv("FBGP_KEEP_ALIVE_SECONDS", "1.5")
+    settings.get_settings.cache_clear()
+
+    async def ok(scope, receive, send):
+        headers = [(b"content-length", b"2")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    port = free_port()
+    running = uvicorn.Server(server.config(ok, port=port, lifespan="off"))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        while not running.started:
+            time.sleep(0.01)
+        with _connect(f"http://127.0.0.1:{port}") as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"ok"):
+                answer += sock.recv(65536)
+            began = time.monotonic()
+            assert sock.recv(1024) == b""  # closed once idle for the keep-alive
+            assert 1.0 < time.monotonic() - began < 1.5 + SLACK
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
+        settings.get_settings.cache_clear()

@@ -54,7 +54,12 @@ def test_adversarial_soak_runs_a_greedy_tenant_at_the_limits_and_loses_nothing(t
     refused = answers.get("evaluate 429", 0) + answers.get("evaluate 503", 0)
     assert refused > 0, answers  # its calls beyond the limits: the campaign's or the stack's
     calls = {k.split()[1] for k in answers if k.split()[0] in ("evaluate", "predict")}
-    assert calls <= {"200", "404", "429", "503"}, answers  # 404: before the first model
+    api_log = (tmp_path / "api.log").read_text()
+    assert "Traceback" not in api_log and '"status": 500' not in api_log, api_log[-4000:]
+    # a transport error is one the API did not answer (it logged no failure): with the
+    # keep-alive longer than the client's, none is expected; the SDK retries one if it comes
+    answered = {"200", "404", "429", "503"}  # 404: before the first model
+    assert calls <= answered, (answers, api_log[-4000:])
     assert answers.get("pool next 200", 0) > 0, answers
     assert beside["workers_free_after_delete_seconds"] is not None, report
     assert beside["workers_free_after_delete_seconds"] < 10, report
