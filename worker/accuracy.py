@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -62,12 +63,7 @@ def _groups(n_draws: int, n: int):
 
 
 def _fit(u, z, lengthscale, noise, label_noise):
-    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``,
-    each distinct draw factored once (:func:`worker.gp.distinct`)."""
-    repeated = distinct(lengthscale, noise)
-    if repeated is not None:
-        chol_inv, alpha = _fit(u, z, repeated[0], repeated[1], label_noise)
-        return chol_inv[repeated[2]], alpha[repeated[2]]
+    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``."""
     diagonal = noise[:, None] + (0.0 if label_noise is None else label_noise[None, :])
     K = rbf(u, u, lengthscale)
     K.diagonal(dim1=-2, dim2=-1).add_(diagonal)
@@ -77,11 +73,40 @@ def _fit(u, z, lengthscale, noise, label_noise):
     return chol_inv, alpha
 
 
+@dataclass
+class _Group:
+    """One group of distinct draws, factored: the draws it stands for (``rows``, their places
+    among all the draws) and, for each, its place in the group (``which``)."""
+
+    rows: torch.Tensor
+    which: torch.Tensor
+    lengthscale: torch.Tensor
+    noise: torch.Tensor
+    chol_inv: torch.Tensor
+    alpha: torch.Tensor
+
+    def conditioned(self, u, keep: torch.Tensor | None = None) -> Conditioned:
+        """The group's GPs (or those of its places ``keep``)."""
+        if keep is None:
+            return Conditioned(u, self.lengthscale, self.noise, self.alpha, self.chol_inv)
+        return Conditioned(
+            u, self.lengthscale[keep], self.noise[keep], self.alpha[keep], self.chol_inv[keep]
+        )
+
+
 def _fits(u, z, lengthscale, noise, label_noise):
-    """Each group of draws (:func:`_groups`) in turn: its slice, inverse Cholesky factors and
-    ``K^-1 z`` (:func:`_fit`)."""
+    """Each group of distinct draws (:func:`_groups`) in turn, factored (:func:`_fit`): a
+    Laplace mixture's resampled draws repeat (:func:`worker.gp.distinct`), and each distinct
+    one is factored once, wherever its copies fall among the groups."""
+    repeated = distinct(lengthscale, noise)
+    if repeated is None:
+        index = torch.arange(len(noise))
+    else:
+        lengthscale, noise, index = repeated
     for g in _groups(len(noise), len(z)):
-        yield (g, *_fit(u, z, lengthscale[g], noise[g], label_noise))
+        rows = ((index >= g.start) & (index < g.start + len(noise[g]))).nonzero().squeeze(-1)
+        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
+        yield _Group(rows, index[rows] - g.start, lengthscale[g], noise[g], chol_inv, alpha)
 
 
 def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,14 +114,19 @@ def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
     return z - alpha / inv_diag, 1.0 / inv_diag
 
 
+def _loo_into(means, variances, z, group: _Group) -> None:
+    """The group's draws' leave-one-out predictions, into each row they stand for."""
+    m, v = _loo_of(z, group.chol_inv, group.alpha)
+    means[group.rows], variances[group.rows] = m[group.which], v[group.which]
+
+
 def loo(u, z, lengthscale, noise, label_noise=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Closed-form leave-one-out predictions of each label by each draw's GP: means and
     variances of ``y_i`` (``B x n`` each, standardized units)."""
-    parts = [
-        _loo_of(z, chol_inv, alpha)
-        for _, chol_inv, alpha in _fits(u, z, lengthscale, noise, label_noise)
-    ]
-    return torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
+    means, variances = (torch.empty(len(noise), len(z), dtype=DTYPE) for _ in range(2))
+    for group in _fits(u, z, lengthscale, noise, label_noise):
+        _loo_into(means, variances, z, group)
+    return means, variances
 
 
 def mixture_loo(z, means, variances) -> dict[str, torch.Tensor]:
@@ -142,10 +172,10 @@ def variance_stride(draws: int, points: int, n: int) -> int:
 
 
 class _Pool:
-    """:func:`pool_moments` group of draws by group (:meth:`add` each group's fit)."""
+    """:func:`pool_moments` group of draws by group (:meth:`add` each group's factors)."""
 
-    def __init__(self, u, z, lengthscale, noise, points, scale_y=None):
-        self.u, self.lengthscale, self.noise, self.points = u, lengthscale, noise, points
+    def __init__(self, u, z, noise, points, scale_y=None):
+        self.u, self.points = u, points
         self.means, self.latent_means = _Spread(), _Spread()
         self.sum_var = torch.zeros(len(points), dtype=DTYPE)
         self.sum_latent = torch.zeros(len(points), dtype=DTYPE)
@@ -154,34 +184,24 @@ class _Pool:
         self.log = scale_y is not None and scale_y.log
         self.k = 1 if self.log else variance_stride(len(noise), len(points), len(z))
 
-    def add(self, g: slice, chol_inv, alpha) -> None:
-        u, points, k = self.u, self.points, self.k
-        gp = Conditioned(
-            u=u,
-            lengthscale=self.lengthscale[g],
-            noise=self.noise[g],
-            alpha=alpha,
-            chol_inv=chol_inv,
-        )
-        if k > 1:
-            self.means.add(gp.predict(points, False)[0])
-            turn = torch.arange(g.start, g.start + len(alpha)) % k
+    def add(self, group: _Group) -> None:
+        """One group of distinct draws, each counted once for every draw it stands for."""
+        u, points, k, which = self.u, self.points, self.k, group.which
+        if k > 1:  # draw j's variances at the points i = j mod k, for every draw j
+            self.means.add(group.conditioned(u).predict(points, False)[0][which])
+            turn = group.rows % k
             for r in turn.unique().tolist():
-                rows = (turn == r).nonzero().squeeze(-1)
-                some = Conditioned(
-                    u=u,
-                    lengthscale=gp.lengthscale[rows],
-                    noise=gp.noise[rows],
-                    alpha=alpha[rows],
-                    chol_inv=chol_inv[rows],
-                )
-                _, w = some.predict(points[r::k])
+                mine = which[turn == r]
+                places, copies = mine.unique(return_inverse=True)
+                _, w = group.conditioned(u, places).predict(points[r::k])
+                w = w[copies]
                 self.sum_var[r::k] += w.sum(0)
-                self.sum_latent[r::k] += (w - some.noise[:, None]).sum(0)
-                self.seen[r::k] += len(rows)
+                self.sum_latent[r::k] += (w - group.noise[mine][:, None]).sum(0)
+                self.seen[r::k] += len(mine)
             return
-        m, w = gp.predict(points)
-        latent = w - gp.noise[:, None]
+        m, w = group.conditioned(u).predict(points)
+        m, w = m[which], w[which]
+        latent = w - group.noise[which][:, None]
         if self.log:  # each draw's lognormal moments of y and of exp f
             scale_y = self.scale_y
             mu, var = scale_y.mean + scale_y.std * m.numpy(), scale_y.std**2
@@ -214,9 +234,9 @@ def pool_moments(
     The draws' moments are combined group by group (:class:`_Spread`); beyond
     :data:`VARIANCE_WORK` each point's mean variance is over the draws whose turn it is
     (:func:`variance_stride`)."""
-    pool = _Pool(u, z, lengthscale, noise, points, scale_y)
-    for fit in _fits(u, z, lengthscale, noise, label_noise):
-        pool.add(*fit)
+    pool = _Pool(u, z, noise, points, scale_y)
+    for group in _fits(u, z, lengthscale, noise, label_noise):
+        pool.add(group)
     return pool.result()
 
 
@@ -256,17 +276,17 @@ def summary_at(
     of each distinct draw for both (a ranking's exact scores, :mod:`worker.fitting.ranking`).
     Its ``seconds`` count the predictions at ``at`` too."""
     started = time.perf_counter()
-    pool, parts = _Pool(u, z, lengthscale, noise, points, scale_y), []
+    pool = _Pool(u, z, noise, points, scale_y)
+    means, variances = (torch.empty(len(noise), len(z), dtype=DTYPE) for _ in range(2))
     mean = var = None
     if at is not None:
         mean, var = (torch.empty(len(noise), len(at), dtype=DTYPE) for _ in range(2))
-    for g, chol_inv, alpha in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
-        parts.append(_loo_of(z, chol_inv, alpha))
-        pool.add(g, chol_inv, alpha)
+    for group in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
+        _loo_into(means, variances, z, group)
+        pool.add(group)
         if at is not None:
-            gp = Conditioned(u, lengthscale[g], noise[g], alpha, chol_inv)
-            mean[g], var[g] = gp.predict(at)
-    means, variances = torch.cat([m for m, _ in parts]), torch.cat([v for _, v in parts])
+            m, v = group.conditioned(u).predict(at)
+            mean[group.rows], var[group.rows] = m[group.which], v[group.which]
     mix = mixture_loo(z, means, variances)
     rmse_z = float((z - mix["mean"]).square().mean().sqrt())
     covered = ((mix["cdf"] >= 1 - NORMAL_95) & (mix["cdf"] <= NORMAL_95)).to(DTYPE).mean()

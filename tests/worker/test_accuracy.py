@@ -182,6 +182,41 @@ def test_repeated_draws_give_the_summary_of_each_draw_factored_alone(monkeypatch
             assert shared[key] == pytest.approx(value, rel=1e-12, abs=1e-14), key
 
 
+@pytest.mark.parametrize("stride", [False, True])
+def test_each_distinct_draw_is_factored_once_wherever_its_copies_fall(monkeypatch, stride):
+    """Draws that repeat across the groups of draws (3 a group; copies of one draw in two
+    groups) are factored once each, and give the estimates and predictions of every draw
+    factored on its own (with a stride of 3 over the pool points too)."""
+    g = torch.Generator().manual_seed(9)
+    u = torch.rand(30, 3, generator=g, dtype=DTYPE)
+    z = torch.sin(5 * u).sum(1)
+    z = (z - z.mean()) / z.std()
+    distinct_ls = 0.2 + torch.rand(4, 3, generator=g, dtype=DTYPE)
+    distinct_noise = 0.01 + 0.1 * torch.rand(4, generator=g, dtype=DTYPE)
+    rows = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 3, 3])  # groups of 3: 0 0 1 | 1 1 2 | 3 3 3 | 3
+    lengthscale, noise = distinct_ls[rows], distinct_noise[rows]
+    points, at = (torch.rand(m, 3, generator=g, dtype=DTYPE) for m in (50, 7))
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 3 * 30 * 30)
+    if stride:
+        monkeypatch.setattr(accuracy, "VARIANCE_WORK", 10 * 50 * 30 * 30 / 3)
+    factored = []
+    counted = accuracy.cholesky
+    monkeypatch.setattr(accuracy, "cholesky", lambda K: factored.append(len(K)) or counted(K))
+    shared, mean, var = accuracy.summary_at(u, z, lengthscale, noise, points, 2.0, at)
+    assert sum(factored) == 4 and shared["variance_stride"] == (3 if stride else 1)
+    for j in range(len(noise)):  # each draw on its own
+        want = predict(u, z, lengthscale[j : j + 1], noise[j : j + 1], at)
+        torch.testing.assert_close(mean[j], want[0][0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(var[j], want[1][0], rtol=0, atol=1e-12)
+    monkeypatch.setattr(accuracy, "distinct", lambda *a: None)
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 30 * 30)  # one draw a group
+    alone = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
+    assert sum(factored) == 4 + 10
+    for key, value in alone.items():
+        if key != "seconds":
+            assert shared[key] == pytest.approx(value, rel=1e-12, abs=1e-14), key
+
+
 @pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
 def test_the_predictions_on_the_accuracy_factors_equal_a_fit_of_their_own(
     monkeypatch, fit_elements
