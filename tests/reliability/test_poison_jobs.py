@@ -19,6 +19,9 @@ pytestmark = pytest.mark.slow  # a fault test: `make test-fast` leaves it out
 # maintenance every second: an idle worker's dequeue waits worker_ttl - 15 s
 # one chain of 6000 + 6000 iterations on 60 labels: a refit of about 15 s here
 LONG_MCMC = {"chains": 1, "warmup": 6000, "samples": 6000, "thinning": 60}
+# half as long (about 7 s): still killed well inside, a second after it began, and its last run,
+# after the retry, ends sooner
+DYING_MCMC = {"chains": 1, "warmup": 3000, "samples": 3000, "thinning": 30}
 LABELS = 60
 FAST_MAINTENANCE = {"maintenance_interval": 1, "worker_ttl": 16, "refit_backoff_seconds": 1}
 
@@ -116,7 +119,7 @@ def test_a_refit_whose_job_always_dies_marks_its_campaign_failed(make_stack):
     stack = make_stack(workers=1, refit_max_attempts=2, **FAST_MAINTENANCE)
     redis = Redis.from_url(stack.redis_url)
     with httpx.Client(base_url=stack.url, timeout=30) as api:
-        campaign, _, _ = slow_campaign(api, n=LABELS, mcmc=LONG_MCMC)
+        campaign, _, _ = slow_campaign(api, n=LABELS, mcmc=DYING_MCMC)
         for attempt in (1, 2):
             horse = wait_for(lambda: stack.horse_of(0), seconds=60)
             wait_for(lambda: api.get(f"/campaigns/{campaign}").json()["refit"] == "running", 30)

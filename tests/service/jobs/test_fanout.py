@@ -164,7 +164,9 @@ def test_a_refits_scoring_is_shared_with_an_idle_worker(redis_url, second_worker
         return set(finished.get_job_ids()) - before
 
     before = set(finished.get_job_ids())
-    fn, candidates = _scoring()
+    # half the candidates of _scoring's default: still two parts worth a job each, the second
+    # starting at 2 x SCORE_ALIGN, inside the candidates
+    fn, candidates = _scoring(m=4000)
     store = CampaignStore(connection)
     workforce = store.jobs.workforce(time.time())
     share = jobs.share_scoring(store, "none", 150 * 200**2, 120, workforce)
