@@ -148,11 +148,14 @@ class Greedy:
         self.ids: dict[str, str] = {}
         self.answers: Counter = Counter()
         self._lock = threading.Lock()
-        self.threads: list[threading.Thread] = []
+        self.writers: list[threading.Thread] = []  # the threads that label
+        self.callers: list[threading.Thread] = []  # the threads of model calls
 
     def count(self, what: str) -> None:
+        """One answer of the phase (one that comes after its end is not counted)."""
         with self._lock:
-            self.answers[what] += 1
+            if not self.stop.is_set():
+                self.answers[what] += 1
 
     def start(self) -> None:
         with FbgpClient(self.url, token="", timeout=60.0) as api:
@@ -168,11 +171,13 @@ class Greedy:
                     api.import_observations(
                         self.ids[kind], x[:3].tolist(), np.sin(6 * x[:3]).sum(1).tolist()
                     )
-        runs = [self._mcmc, self._pool] + [self._evaluate] * EVALUATE_THREADS
-        runs += [lambda k=k: self._calls(f"calls-{k}") for k in range(CALL_CAMPAIGNS)]
-        runs += [lambda k=k: self._imports(f"imports-{k}") for k in range(IMPORT_CAMPAIGNS)]
-        self.threads = [threading.Thread(target=run, daemon=True) for run in runs]
-        for thread in self.threads:
+        writers = [self._mcmc, self._pool]
+        writers += [lambda k=k: self._imports(f"imports-{k}") for k in range(IMPORT_CAMPAIGNS)]
+        callers = [self._evaluate] * EVALUATE_THREADS
+        callers += [lambda k=k: self._calls(f"calls-{k}") for k in range(CALL_CAMPAIGNS)]
+        self.writers = [threading.Thread(target=run, daemon=True) for run in writers]
+        self.callers = [threading.Thread(target=run, daemon=True) for run in callers]
+        for thread in self.writers + self.callers:
             thread.start()
 
     def _mcmc(self) -> None:
@@ -261,8 +266,8 @@ class Greedy:
                         api.label(campaign, point.ticket, y)
                         self.ledger.ack(campaign, point.ticket, y, True)
 
-    def join(self) -> None:
-        for thread in self.threads:
+    def join(self, threads: list[threading.Thread]) -> None:
+        for thread in threads:
             thread.join(timeout=200)
 
 
@@ -294,14 +299,15 @@ def _phase(
             check=check_labels(stack, api, campaign, acked),
         )
         if tenant is not None:
-            tenant.join()
+            tenant.join(tenant.writers)  # every label it sent answered
             row["greedy_answers"] = dict(tenant.answers)
             row["greedy_checks"] = {
                 kind: check_labels(stack, api, c, ledger.of(c)) for kind, c in tenant.ids.items()
             }
             deleted = time.monotonic()
-            for c in tenant.ids.values():
+            for c in tenant.ids.values():  # its model calls still out end with their campaign
                 api.delete_campaign(c)
+            tenant.join(tenant.callers)
             row["workers_free_after_delete_seconds"] = _workers_free(stack, tenant.ids, deleted)
     progress(
         f"soak --adversarial: {'with' if greedy else 'without'} the greedy tenant: "
