@@ -1,3 +1,5 @@
+import csv
+import io
 import signal
 import subprocess
 import time
@@ -115,3 +117,23 @@ def guarded_body(**changes) -> dict:
     }
     body.update(changes)
     return body
+
+
+def next_ticket(client, campaign: str, seconds: float = 60) -> dict | None:
+    """The next ticket (None once /next answers 409 or 410), waiting while it answers 202."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        r = client.get(f"/campaigns/{campaign}/next")
+        if r.status_code == 200:
+            return r.json()
+        if r.status_code in (409, 410):
+            return None
+        assert r.status_code == 202, r.text
+        time.sleep(0.05)
+    raise AssertionError("no point in time")
+
+
+def observations_csv(client, campaign: str, reader=csv.reader) -> list:
+    """The campaign's observations as CSV, read by ``reader`` (rows, or dicts by column)."""
+    r = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"})
+    return list(reader(io.StringIO(r.text)))

@@ -162,17 +162,23 @@ def test_every_model_of_a_campaign_integrates_over_the_same_pool_points(monkeypa
     assert len(seen[2]) == 100 and len(torch.unique(seen[2], dim=0)) == 100
 
 
-def test_repeated_draws_give_the_summary_of_each_draw_factored_alone(monkeypatch):
-    """The accuracy estimates of draws that repeat (each distinct one factored once) are those
-    computed with every draw factored on its own."""
-    g = torch.Generator().manual_seed(8)
+def _repeated(seed: int, rows: list[int]):
+    """30 labels in 3-D and draws that repeat: 4 distinct ones, draw j the ``rows[j]``-th (and
+    the generator, to draw points from)."""
+    g = torch.Generator().manual_seed(seed)
     u = torch.rand(30, 3, generator=g, dtype=DTYPE)
     z = torch.sin(5 * u).sum(1)
     z = (z - z.mean()) / z.std()
     distinct_ls = 0.2 + torch.rand(4, 3, generator=g, dtype=DTYPE)
     distinct_noise = 0.01 + 0.1 * torch.rand(4, generator=g, dtype=DTYPE)
-    rows = torch.tensor([0, 0, 0, 1, 2, 2, 3, 3, 3, 3])
-    lengthscale, noise = distinct_ls[rows], distinct_noise[rows]
+    index = torch.tensor(rows)
+    return g, u, z, distinct_ls[index], distinct_noise[index]
+
+
+def test_repeated_draws_give_the_summary_of_each_draw_factored_alone(monkeypatch):
+    """The accuracy estimates of draws that repeat (each distinct one factored once) are those
+    computed with every draw factored on its own."""
+    g, u, z, lengthscale, noise = _repeated(8, [0, 0, 0, 1, 2, 2, 3, 3, 3, 3])
     points = torch.rand(50, 3, generator=g, dtype=DTYPE)
     shared = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
     monkeypatch.setattr(accuracy, "distinct", lambda *a: None)
@@ -187,14 +193,8 @@ def test_each_distinct_draw_is_factored_once_wherever_its_copies_fall(monkeypatc
     """Draws that repeat across the groups of draws (3 a group; copies of one draw in two
     groups) are factored once each, and give the estimates and predictions of every draw
     factored on its own (with a stride of 3 over the pool points too)."""
-    g = torch.Generator().manual_seed(9)
-    u = torch.rand(30, 3, generator=g, dtype=DTYPE)
-    z = torch.sin(5 * u).sum(1)
-    z = (z - z.mean()) / z.std()
-    distinct_ls = 0.2 + torch.rand(4, 3, generator=g, dtype=DTYPE)
-    distinct_noise = 0.01 + 0.1 * torch.rand(4, generator=g, dtype=DTYPE)
-    rows = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 3, 3])  # groups of 3: 0 0 1 | 1 1 2 | 3 3 3 | 3
-    lengthscale, noise = distinct_ls[rows], distinct_noise[rows]
+    # in groups of 3: 0 0 1 | 1 1 2 | 3 3 3 | 3
+    g, u, z, lengthscale, noise = _repeated(9, [0, 0, 1, 1, 1, 2, 3, 3, 3, 3])
     points, at = (torch.rand(m, 3, generator=g, dtype=DTYPE) for m in (50, 7))
     monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 3 * 30 * 30)
     if stride:

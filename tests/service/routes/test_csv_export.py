@@ -6,6 +6,8 @@ import csv
 import io
 import math
 
+from tests.service.conftest import observations_csv
+
 
 def _next(client, campaign, wait=0.0):
     r = client.get(f"/campaigns/{campaign}/next", params={"wait": wait})
@@ -31,15 +33,7 @@ def test_the_csv_export_does_not_hand_a_spreadsheet_formulas(client, make_body):
         f"/campaigns/{campaign}/fail", json={"ticket": second["ticket"], "reason": "@SUM(A1:A2)"}
     )
     assert r.status_code == 201
-    rows = list(
-        csv.reader(
-            io.StringIO(
-                client.get(
-                    f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}
-                ).text
-            )
-        )
-    )
+    rows = observations_csv(client, campaign)
     assert rows[0][0] == """'=HYPERLINK("http://x","y")"""
     assert float(rows[1][0]) == first["x"][0] < 0 and rows[1][2] == "ok"
     assert rows[2][2:] == ["failed", "'@SUM(A1:A2)"]

@@ -16,6 +16,7 @@ from fbgp_al.clients.client import FbgpClient
 from fbgp_al.clients.metamodel import Metamodel
 from fbgp_al.clients.ops import report
 from fbgp_al.service.keys import campaign as key
+from tests.service.conftest import next_ticket
 from tests.service.test_observability import _scrape, _value
 
 MCMC = {"chains": 2, "warmup": 20, "samples": 20}
@@ -39,26 +40,12 @@ def _body(**changes) -> dict:
     return {**body, **changes}
 
 
-def _next(client, campaign: str, seconds: float = 60) -> dict | None:
-    """The next ticket (None once /next answers 409 or 410), waiting while it answers 202."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        r = client.get(f"/campaigns/{campaign}/next")
-        if r.status_code == 200:
-            return r.json()
-        if r.status_code in (409, 410):
-            return None
-        assert r.status_code == 202, r.text
-        time.sleep(0.05)
-    raise AssertionError("no point in time")
-
-
 def _run(client, campaign: str, fails, labels: int) -> list[tuple[float, bool]]:
     """Run the simulator that fails where ``fails(x)`` until ``labels`` labels or no point:
     each point handed out and whether its run failed."""
     runs = []
     while sum(not failed for _, failed in runs) < labels:
-        ticket = _next(client, campaign)
+        ticket = next_ticket(client, campaign)
         if ticket is None:
             break
         x = ticket["x"][0]
@@ -113,7 +100,7 @@ def test_a_campaign_learns_where_its_simulator_fails(client):
 
 
 def _fail_next(client, campaign: str) -> None:
-    ticket = _next(client, campaign)
+    ticket = next_ticket(client, campaign)
     assert ticket is not None
     r = client.post(
         f"/campaigns/{campaign}/fail", json={"ticket": ticket["ticket"], "reason": "told to"}
@@ -164,7 +151,7 @@ def test_a_stalled_campaign_says_so_and_only_forgetting_lets_it_go_on(client):
     status = _settled(client, campaign)
     assert status["state"] == "active", status
     assert "failures" not in client.get(f"/campaigns/{campaign}/model").json()
-    assert _next(client, campaign) is not None
+    assert next_ticket(client, campaign) is not None
     assert client.post(f"/campaigns/{campaign}/retry", json={"forget": 1}).status_code == 422
 
 
@@ -191,7 +178,7 @@ def test_a_campaign_stored_before_the_option_loads_and_runs(client, redis_url):
     _fail_next(client, campaign)
     _settled(client, campaign)
     assert client.get(f"/campaigns/{campaign}/model").json()["failures"]["n_failures"] == 1
-    assert _next(client, campaign) is not None
+    assert next_ticket(client, campaign) is not None
 
 
 def test_a_two_output_campaign_draws_its_failure_model_and_the_sdk_reads_it(api_url):
@@ -203,7 +190,7 @@ def test_a_two_output_campaign_draws_its_failure_model_and_the_sdk_reads_it(api_
         campaign = http.post("/campaigns", json=body).json()["id"]
         runs = []
         while sum(not failed for _, failed in runs) < 8:
-            ticket = _next(http, campaign)
+            ticket = next_ticket(http, campaign)
             if ticket is None:
                 break
             x = ticket["x"][0]

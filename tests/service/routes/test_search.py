@@ -4,26 +4,13 @@ once, labeled and failed as pool points are, pending in a parallel batch, export
 bad ``search`` is a 422 that says why."""
 
 import csv
-import io
 import math
-import time
 
 import pytest
 
+from tests.service.conftest import next_ticket, observations_csv
+
 SEARCH = {"polish": True, "starts": 2}
-
-
-def _next(client, campaign: str, seconds: float = 120) -> dict | None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        r = client.get(f"/campaigns/{campaign}/next")
-        if r.status_code == 200:
-            return r.json()
-        if r.status_code in (409, 410):
-            return None
-        assert r.status_code == 202, r.text
-        time.sleep(0.05)
-    raise AssertionError("no point in time")
 
 
 def _label(client, campaign, ticket):
@@ -44,7 +31,7 @@ def test_a_polishing_campaign_hands_out_points_of_the_box(client, make_body):
     assert created.json()["search"] == {"polish": True, "starts": 2}
     campaign = created.json()["id"]
     handed = []
-    while (ticket := _next(client, campaign)) is not None:
+    while (ticket := next_ticket(client, campaign, seconds=120)) is not None:
         handed.append(ticket)
         if len(handed) == 5:  # a failed run: not offered again, the next refit chooses anew
             r = client.post(
@@ -60,15 +47,7 @@ def test_a_polishing_campaign_hands_out_points_of_the_box(client, make_body):
     assert all(0.5 <= x <= 2.5 for x in xs) and len(set(labeled)) == len(labeled)
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert model["diagnostics"]["search"]["polish"]
-    rows = list(
-        csv.DictReader(
-            io.StringIO(
-                client.get(
-                    f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}
-                ).text
-            )
-        )
-    )
+    rows = observations_csv(client, campaign, csv.DictReader)
     # each point as it was run: the labels', then the failed run's
     assert [float(r["x"]) for r in rows if r["status"] == "ok"] == labeled
     assert [float(r["x"]) for r in rows if r["status"] == "failed"] == [xs[4]]
@@ -84,8 +63,8 @@ def test_a_parallel_polished_batch_is_handed_out_once_each(client, make_body):
     )
     campaign = client.post("/campaigns", json=body).json()["id"]
     for _ in range(3):
-        _label(client, campaign, _next(client, campaign))
-    batch = [_next(client, campaign) for _ in range(3)]
+        _label(client, campaign, next_ticket(client, campaign, seconds=120))
+    batch = [next_ticket(client, campaign, seconds=120) for _ in range(3)]
     assert len({tuple(t["x"]) for t in batch}) == 3
     assert {t["model_version"] for t in batch} == {3}
     assert not any(_on_grid(t["x"][0]) for t in batch)
@@ -148,7 +127,7 @@ def test_a_continuous_pool_hands_out_points_of_the_box_inside_the_constraints(
     handed = []
     while len(handed) < 8:
         out = min(3, 8 - len(handed)) if mode == "parallel" else 1
-        batch = [_next(client, campaign) for _ in range(out)]
+        batch = [next_ticket(client, campaign, seconds=120) for _ in range(out)]
         for ticket in batch:
             assert ticket is not None
             handed.append(ticket["x"])
@@ -161,8 +140,7 @@ def test_a_continuous_pool_hands_out_points_of_the_box_inside_the_constraints(
     assert all(_ok(x) for x in handed) and len({tuple(x) for x in handed}) == len(handed)
     model = client.get(f"/campaigns/{campaign}/model").json()
     assert model["diagnostics"]["search"]["starts"] == 2
-    text = client.get(f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}).text
-    rows = list(csv.DictReader(io.StringIO(text)))
+    rows = observations_csv(client, campaign, csv.DictReader)
     assert [[float(r["a"]), float(r["b"])] for r in rows] == handed[: len(rows)]
     assert len(rows) == 8
 

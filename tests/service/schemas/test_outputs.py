@@ -18,7 +18,7 @@ import pytest
 
 from fbgp_al.clients.metamodel import Metamodel
 from fbgp_al.worker import answers
-from tests.service.conftest import wait_for_model
+from tests.service.conftest import observations_csv, wait_for_model
 
 INPUTS = [
     {"name": "x", "lower": 0.0, "upper": 1.0},
@@ -244,15 +244,7 @@ def test_known_noise_with_outputs(client, make_body):
         )
         assert r.status_code == 201, r.text
     wait_for_model(client, campaign, 3)
-    rows = list(
-        csv.reader(
-            io.StringIO(
-                client.get(
-                    f"/campaigns/{campaign}/observations", headers={"Accept": "text/csv"}
-                ).text
-            )
-        )
-    )
+    rows = observations_csv(client, campaign)
     assert rows[0] == ["x", "y_stress", "y_disp", "noise_stress", "noise_disp", "status", "reason"]
     document = client.get(f"/campaigns/{campaign}/model/export").json()
     assert document["data"]["noise"][1] == {"stress": 0.01, "disp": 0.0}
