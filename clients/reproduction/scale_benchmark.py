@@ -324,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
                 previous = json.load(f)
         for n in (int(s) for s in args.sizes.split(",")):
             if args.khat:
-                for row in khat(n, args.seed, args.khat, previous):
-                    print(json.dumps(row), flush=True)
+                for record in khat(n, args.seed, args.khat, previous):
+                    print(json.dumps(record), flush=True)
             else:
                 print(json.dumps(quality(n, args.seed, previous)), flush=True)
         return 0

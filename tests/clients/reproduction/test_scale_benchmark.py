@@ -36,6 +36,31 @@ def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
     assert line.endswith(f"| {out['cold']['next']} |") and out["warm"]["next"] >= 0
 
 
+def test_the_table_has_a_row_per_size_tree_and_refit(monkeypatch, capsys):
+    measured = []
+
+    def measure(python, n, seed, threads):
+        measured.append((python, n, seed, threads))
+        refit = {"n": n, "sampler": "laplace", "posterior_s": 1.0, "evaluations": 3}
+        refit.update(distinct_draws=2, draws=3, accuracy_s=0.5, rank_s=0.7, refit_s=2.0)
+        return {k: dict(refit, next=i) for i, k in enumerate(("cold", "warm"))} | {"peak_gb": 1}
+
+    monkeypatch.setattr(bench, "measure", measure)
+    assert bench.main(["--sizes", "20,30", "--seed", "4", "--python", "old=/x/python"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [r.split(" | ")[:3] for r in rows[1:]] == [
+        ["| this tree", "20", "cold"],
+        ["| this tree", "20", "warm"],
+        ["| old", "20", "cold"],
+        ["| old", "20", "warm"],
+        ["| this tree", "30", "cold"],
+        ["| this tree", "30", "warm"],
+        ["| old", "30", "cold"],
+        ["| old", "30", "warm"],
+    ]
+    assert [m[1:] for m in measured] == [(20, 4, 1), (20, 4, 1), (30, 4, 1), (30, 4, 1)]
+
+
 def test_a_measured_process_runs_on_the_threads_asked(monkeypatch):
     seen = {}
 
