@@ -95,10 +95,11 @@ class Model(Free):
     diagnostics: dict[str, Any]
     """The refit's diagnostics: `method` (`nuts`, or `laplace` past `mcmc.laplace_from`
     labels); by NUTS, the largest R-hat, smallest bulk ESS, divergences, seconds, warm start and
-    target met; by the Laplace mixture, its Pareto `khat` against `khat_limit`, `importance_ess`,
-    `modes`, seconds and `warm_start` (`warm`, `cold`, or `warm+cold` when its modes were
-    searched for again beside the warm starts), with `max_rhat` and `min_ess_bulk` null (no
-    chain drew it)."""
+    target met; by the Laplace mixture, its Pareto `khat` against `khat_limit`, `widened` (1, or
+    1.5 when the first mixture's `khat` was above the limit and a wider one was drawn),
+    `importance_ess`, `modes`, seconds and `warm_start` (`warm`, `cold`, or `warm+cold` when its
+    modes were searched for again beside the warm starts), with `max_rhat` and `min_ess_bulk`
+    null (no chain drew it)."""
     failures: FailureModelBody | None = None
     """The failure model, when runs have failed (absent before the first failure)."""
 

@@ -32,6 +32,7 @@ LAPLACE_TRIED = (
     "khat",
     "khat_limit",
     "importance_ess",
+    "widened",
     "modes",
     "gradient_evaluations",
     "value_evaluations",
