@@ -37,7 +37,6 @@ NOT_YET = {
     "clients/ops/large_bodies.py",
     "clients/ops/load_benchmark.py",
     "clients/ops/nearest_benchmark.py",
-    "clients/ops/service_benchmark.py",
     "clients/ops/soak_command.py",
     "clients/reproduction/feasibility_bench.py",
 }

@@ -10,7 +10,7 @@
 
 ``--label-to-next --simulator hartmann6 --labels 200``: instead, that time at 200 imported labels
 with the service's own defaults, against ``--url`` (a stack of any version, ``fbgp-al up``) or a
-stack of ``--workers`` it starts.
+stack of ``--workers`` it starts; ``--seed`` draws another data set.
 
 ``--concurrency 100,300,1000``: instead, N simulator connections (asyncio and httpx, one
 connection each, a trivial f) long-poll M parallel-mode campaigns on one API process and the
@@ -295,6 +295,9 @@ def main(argv=None) -> None:
         "--url or a stack of --workers (worker 0 light, as fbgp-al up)",
     )
     parser.add_argument("--url", help="--label-to-next: a running stack (any version)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="--label-to-next: the seed of its points and labels"
+    )
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0, help="per N (--concurrency)")
     parser.add_argument("--wait", type=float, default=10.0, help="each poll's wait (--concurrency)")
@@ -326,7 +329,7 @@ def main(argv=None) -> None:
         scaling(args.rounds, args.simulator, args.labels, args.light)
         return
     if args.label_to_next:
-        sim, rng = get_simulator(args.simulator), np.random.default_rng(0)
+        sim, rng = get_simulator(args.simulator), np.random.default_rng(args.seed)
         stack = (
             httpx.Client(base_url=args.url, timeout=3700)
             if args.url
