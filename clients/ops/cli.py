@@ -69,6 +69,12 @@ def _bench_anywhere(argv: list[str]) -> None:
     main(argv)
 
 
+def _bench_fidelity(argv: list[str]) -> None:
+    from fbgp_al.clients.reproduction.fidelity_bench import main
+
+    main(argv)
+
+
 def _soak(argv: list[str]) -> None:
     from fbgp_al.clients.ops.soak_command import main
 
@@ -321,6 +327,11 @@ COMMANDS = {
     "bench-anywhere": (
         _bench_anywhere,
         "the next point from the pool, the pool polished, or the box, side by side in process",
+    ),
+    "bench-fidelity": (
+        _bench_fidelity,
+        "multi-fidelity active learning against single-fidelity over cost, side by side in "
+        "process, on the literature's two-level problems",
     ),
     "soak": (_soak, "a bounded soak test: simulators label while workers, Redis and the API die"),
     "imports": (_imports, "the import graph of the product's modules, checked against its rules"),

@@ -2,6 +2,7 @@
 bookkeeping of cost, the curves' areas and the table, on hand-made records and one short run."""
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -60,3 +61,26 @@ def test_a_short_run_spends_its_budget_at_its_levels_costs(arm, how):
     assert spent[-1] == pytest.approx((cheap + 10 * dear) / 10) and spent[-1] >= 3.4
     assert cheap == 0 if arm == "single" else cheap >= 6
     assert all(np.isfinite(c[1]) and np.isfinite(c[2]) for c in record["curve"])
+
+
+def test_the_command_runs_each_ratio_at_the_problems_budget(tmp_path, monkeypatch, capsys):
+    from fbgp_al.clients.ops import cli
+    from fbgp_al.clients.reproduction import fidelity_bench
+
+    monkeypatch.setitem(fidelity_bench.BUDGETS, "forrester", 3.4)
+    out = tmp_path / "records.jsonl"
+    tiny = ["--chains", "1", "--warmup", "20", "--samples", "10", "--thinning", "5"]
+    command = ["bench-fidelity", "--problems", "forrester", "--acquisitions", "ivr", "--seeds", "1"]
+    cli.main([*command, *tiny, "--out", str(out)])
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["costs"][1], r["arm"]) for r in records) == [
+        (3.0, "multi"),
+        (3.0, "single"),
+        (10.0, "multi"),
+        (10.0, "single"),
+    ]
+    assert {r["budget"] for r in records} == {3.4}
+    printed = capsys.readouterr().out
+    assert "| forrester | 1:3 | ivr | multi |" in printed
+    assert "| forrester | 1:10 | ivr | multi |" in printed
+    assert table(records) == printed.strip()
