@@ -69,7 +69,7 @@ WARM_STEP_SIZE = 0.5  # a NUTS chain's first step size when it starts from the m
 SEARCH_AGAIN = 2  # a cold search for modes again once the labels have doubled since the last
 
 
-class _Counted:
+class Counted:
     """A potential that counts the rows it evaluates (gradients) and values alone."""
 
     def __init__(self, potential: GPPotential):
@@ -169,10 +169,11 @@ def khat_limit(draws: int) -> float:
     return min(1.0 - 1.0 / math.log10(draws), 0.7)
 
 
-def warm_minima(potential, previous: dict | None):
+def warm_minima(potential, previous: dict | None, bounds=None):
     """L-BFGS from the ``previous`` posterior's ``adaptation``: from its modes (a mixture's) or
     its chains' last draws (NUTS's), best first, skipping a start already within 3 sds of a
-    mode found. Returns the minima ``[(U, theta)]`` and their Gaussians
+    mode found, within ``bounds`` (by default the GP's :func:`worker.cold_start.search_bounds`).
+    Returns the minima ``[(U, theta)]`` and their Gaussians
     (:func:`worker.cold_start.mode_gaussian`); none when it has neither or no start is finite."""
     if not previous:
         return [], []
@@ -180,7 +181,7 @@ def warm_minima(potential, previous: dict | None):
     if starts.ndim != 2 or starts.shape[1] != potential.dim or not len(starts):
         return [], []
     values = potential.values(starts)
-    bounds = search_bounds(potential)
+    bounds = search_bounds(potential) if bounds is None else bounds
     found, gaussians = [], []
     for i in np.argsort(values, kind="stable"):
         if not np.isfinite(values[i]):
@@ -213,16 +214,17 @@ def search_due(previous: dict | None, n: int) -> bool:
     return last is None or n >= SEARCH_AGAIN * last
 
 
-def modes_of(potential, previous: dict | None, n: int, seed: int):
+def modes_of(potential, previous: dict | None, n: int, seed: int, cold_search=None, bounds=None):
     """The mixture at the posterior's modes (:func:`worker.cold_start.laplace_mixture`): the
-    modes L-BFGS reaches from ``previous``'s (:func:`warm_minima`), and those of a cold search
-    beside them when it is due (:func:`search_due`) or no warm start was finite. Returns the
-    mixture (None: nothing finite), how it was found (``warm``, ``cold`` or ``warm+cold``) and
-    the labels of the last cold search."""
-    found, gaussians = warm_minima(potential, previous)
+    modes L-BFGS reaches from ``previous``'s (:func:`warm_minima`, within ``bounds``), and
+    those of a cold search beside them when it is due (:func:`search_due`) or no warm start was
+    finite. ``cold_search(potential, seed)`` gives a cold search's minima (by default the GP's,
+    :func:`worker.cold_start.local_minima`). Returns the mixture (None: nothing finite), how it
+    was found (``warm``, ``cold`` or ``warm+cold``) and the labels of the last cold search."""
+    found, gaussians = warm_minima(potential, previous, bounds)
     how, searched = "warm", searched_at(previous, n)
     if not found or search_due(previous, n):
-        cold = local_minima(potential, seed) or []
+        cold = (cold_search or local_minima)(potential, seed) or []
         found, gaussians = found + cold, gaussians + [None] * len(cold)
         how, searched = ("warm+cold" if len(found) > len(cold) else "cold"), n
     if not found:
@@ -237,6 +239,58 @@ def resample(weights: np.ndarray, count: int, rng: np.random.Generator) -> np.nd
     edges = np.cumsum(weights)
     edges[-1] = 1.0
     return np.searchsorted(edges, (rng.random() + np.arange(count)) / count, side="right")
+
+
+def importance_resampled(
+    potential: Counted,
+    mixture,
+    draws: int,
+    seed: int,
+    n: int,
+    df: float | None = PROPOSAL_DF,
+    proposals: int | None = None,
+    widen: float | None = WIDEN,
+):
+    """``draws`` draws of the ``mixture`` (:func:`modes_of`'s) resampled by their
+    Pareto-smoothed importance weights against ``potential`` (counted) on ``n`` labels, widened
+    once where ``k`` is above its limit (see the module): the draws, the diagnostics of a
+    mixture's draws (``method`` "laplace", ``khat`` and its limit, ``widened``,
+    ``importance_ess``, the modes and their weights, the distinct draws, the evaluations; no
+    R-hat, ESS or divergences), and the generator that drew them (for what the caller draws
+    after)."""
+    modes, weights, scales = mixture
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
+    count = max(draws, proposals) if proposals else proposal_count(draws, n)
+
+    def weighed(scales):
+        proposed = mixture_draws(count, modes, weights, scales, df, rng)
+        density = mixture_log_density(proposed, modes, weights, scales, df)
+        return (proposed, *psis(-potential.values(proposed) - density))
+
+    proposed, w, khat = weighed(scales)
+    widened = 1.0
+    if khat > khat_limit(count) and widen is not None:
+        proposed, w, khat = weighed(scales * widen)
+        widened = widen
+    theta = proposed[resample(w, draws, rng)]
+    diagnostics = {
+        "method": "laplace",
+        "khat": khat,
+        "khat_limit": khat_limit(len(proposed)),
+        "widened": widened,
+        "importance_ess": float(1.0 / (w * w).sum()),
+        "modes": len(modes),
+        "mode_weights": weights.tolist(),
+        "distinct_draws": len(np.unique(theta, axis=0)),
+        "max_rhat": None,
+        "min_ess_bulk": None,
+        "divergences": 0,
+        "gradient_evaluations": potential.gradients,
+        "value_evaluations": potential.values_only,
+        "chains": 1,
+        "samples_per_chain": draws,
+    }
+    return theta, diagnostics, rng
 
 
 def laplace_posterior(
@@ -275,49 +329,21 @@ def laplace_posterior(
     started = time.perf_counter()
     u = np.asarray(u, dtype=np.float64)
     noise = None if label_noise is None else np.asarray(label_noise, dtype=np.float64)
-    potential = _Counted(
+    potential = Counted(
         GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise, prior_mean, noise_floor)
     )
     mixture, how, searched = modes_of(potential, previous, len(u), seed)
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
-    modes, weights, scales = mixture
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(7,)))
-    count = max(draws, proposals) if proposals else proposal_count(draws, len(u))
-
-    def weighed(scales):
-        proposed = mixture_draws(count, modes, weights, scales, df, rng)
-        density = mixture_log_density(proposed, modes, weights, scales, df)
-        return (proposed, *psis(-potential.values(proposed) - density))
-
-    proposed, w, khat = weighed(scales)
-    widened = 1.0
-    if khat > khat_limit(count) and widen is not None:
-        proposed, w, khat = weighed(scales * widen)
-        widened = widen
-    theta = proposed[resample(w, draws, rng)]
+    theta, diagnostics, rng = importance_resampled(
+        potential, mixture, draws, seed, len(u), df, proposals, widen
+    )
+    modes, weights, _ = mixture
     d = u.shape[1]
     best = modes[int(np.argmax(weights))]
-    diagnostics = {
-        "method": "laplace",
-        "khat": khat,
-        "khat_limit": khat_limit(len(proposed)),
-        "widened": widened,
-        "importance_ess": float(1.0 / (w * w).sum()),
-        "modes": len(modes),
-        "mode_weights": weights.tolist(),
-        "distinct_draws": len(np.unique(theta, axis=0)),
-        "max_rhat": None,
-        "min_ess_bulk": None,
-        "divergences": 0,
-        "gradient_evaluations": potential.gradients,
-        "value_evaluations": potential.values_only,
-        "seconds": time.perf_counter() - started,
-        "chains": 1,
-        "samples_per_chain": draws,
-        "warm_start": how,
-        "noise_floor": noise_floor,
-    }
+    diagnostics.update(
+        seconds=time.perf_counter() - started, warm_start=how, noise_floor=noise_floor
+    )
     spread = np.maximum(theta.var(0), 1e-6)
     return Posterior(
         lengthscale=torch.from_numpy(np.exp(theta[:, :d])),

@@ -225,7 +225,27 @@ def main(argv=None) -> None:
     parser.add_argument("--thinning", type=int, default=6, help="every k-th kept step [6]")
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     parser.add_argument("--table", default=None, help="print the table of a records file")
+    parser.add_argument(
+        "--refits",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="instead: a refit at N labels of each problem by NUTS and by the Laplace mixture, "
+        "side by side, on --seeds data sets",
+    )
     args = parser.parse_args(argv)
+    if args.refits:
+        from fbgp_al.clients.reproduction import fidelity_refits
+
+        rows = []
+        for n, seed, name in itertools.product(
+            args.refits, range(args.first_seed, args.first_seed + args.seeds), args.problems
+        ):
+            rows += fidelity_refits.refits(PROBLEMS[name], n, seed)
+            print(fidelity_refits.table(rows[-5:]), file=sys.stderr, flush=True)
+        print(fidelity_refits.table(rows))
+        return
     if args.table:
         with open(args.table) as f:
             print(table([json.loads(line) for line in f]))

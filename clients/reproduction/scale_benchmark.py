@@ -101,7 +101,7 @@ def modes(n: int, seed: int) -> dict:
     one's seconds, gradients and values of every label's density, and how far their best modes
     lie apart (in the potential, and in the largest log-hyperparameter)."""
     from fbgp_al.worker import cold_start, fitting
-    from fbgp_al.worker.laplace import _Counted, modes_of
+    from fbgp_al.worker.laplace import Counted, modes_of
     from fbgp_al.worker.potential import GPPotential
 
     spec = spec_of()
@@ -109,7 +109,7 @@ def modes(n: int, seed: int) -> dict:
     floor = fitting.noise_floor(spec)
     out, best = {}, {}
     for name, limit in (("subset", cold_start.SEARCH_LABELS), ("all", n)):
-        potential = _Counted(
+        potential = Counted(
             GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor)
         )
         kept, cold_start.SEARCH_LABELS = cold_start.SEARCH_LABELS, limit
@@ -219,7 +219,7 @@ def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dic
     from fbgp_al.worker import fitting
     from fbgp_al.worker.laplace import (
         PROPOSAL_DF,
-        _Counted,
+        Counted,
         khat_limit,
         mixture_draws,
         mixture_log_density,
@@ -233,7 +233,7 @@ def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dic
         previous, _ = refit(spec, labels[:n], None)
     data = fitting.prepare(spec, labels)
     floor = fitting.noise_floor(spec)
-    potential = _Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
+    potential = Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
     (modes, weights, scales), _, _ = modes_of(potential, previous["adaptation"], n + 1, 0)
     out = []
     for s in range(sets):

@@ -77,8 +77,9 @@ class McmcSettings(Strict):
     posterior's modes (warm from the previous model's, searched afresh beside them each time the
     labels have doubled since the last search), corrected by Pareto-smoothed importance
     sampling, instead of NUTS; where the importance ratios' Pareto `k` says the mixture does not
-    cover the posterior, that refit samples by NUTS after all (its diagnostics say which). `null`:
-    NUTS at every size (the paper presets). Default 200."""
+    cover the posterior, that refit samples by NUTS after all (its diagnostics say which). A
+    campaign with fidelities draws its model's hyperparameters (every level's, each `rho`) the
+    same way. `null`: NUTS at every size (the paper presets). Default 200."""
 
     @model_validator(mode="after")
     def _keeps_a_draw(self):

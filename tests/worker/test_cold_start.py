@@ -57,13 +57,13 @@ def test_a_subset_s_search_polished_on_every_label_finds_the_full_search_s_best_
     distinct minimum on every label: on Ishigami's 100 points, a search on 70 of them ends at
     the full search's best mode (the major one), with far fewer densities of all 100."""
     from fbgp_al.worker import cold_start
-    from fbgp_al.worker.laplace import _Counted
+    from fbgp_al.worker.laplace import Counted
 
     u, z = ishigami
-    full = _Counted(GPPotential(u, z))
+    full = Counted(GPPotential(u, z))
     best_full = cold_start.local_minima(full, 0)[0]
     monkeypatch.setattr(cold_start, "SEARCH_LABELS", 70)
-    sub = _Counted(GPPotential(u, z))
+    sub = Counted(GPPotential(u, z))
     found = cold_start.local_minima(sub, 0)
     assert found[0][0] == pytest.approx(best_full[0], abs=1e-6)
     np.testing.assert_allclose(found[0][1], best_full[1], atol=1e-3)

@@ -25,9 +25,16 @@ import numpy as np
 import torch
 
 from fbgp_al.worker.fidelity import acquisition
+from fbgp_al.worker.fidelity.mixture import mixture_sample
 from fbgp_al.worker.fidelity.model import WARM_WARMUP, Conditioned, Layout, Potential
 from fbgp_al.worker.fidelity.model import sample as sample_levels
-from fbgp_al.worker.fitting.posteriors import noise_floor, warm_start_of
+from fbgp_al.worker.fitting.posteriors import (
+    LAPLACE_TRIED,
+    noise_floor,
+    scoring_draws,
+    uses_laplace,
+    warm_start_of,
+)
 from fbgp_al.worker.fitting.ranking import candidates_of, ranking_of
 from fbgp_al.worker.transforms import OutputStandardization
 from fbgp_al.worker.vocabulary import fidelities
@@ -84,8 +91,9 @@ def prepare(spec: dict, labels: list[dict]) -> LevelData:
 
 @dataclass(frozen=True)
 class LevelFit:
-    """A refit's posterior: its labels (``data``), the kept draws of the hyperparameters
-    (``theta``, chain-major), the sampler's report and the noise floor it sampled with."""
+    """A refit's posterior: its labels (``data``), the draws of the hyperparameters
+    (``theta``: NUTS's, chain-major, or a Laplace mixture's, all kept), the sampler's report
+    (``method`` "laplace" for a mixture's) and the noise floor it sampled with."""
 
     data: LevelData
     theta: np.ndarray
@@ -100,26 +108,44 @@ class LevelFit:
 
 
 def sample(spec: dict, labels: list[dict], previous: dict | None = None) -> LevelFit:
-    """NUTS on ``labels`` with the campaign's ``mcmc`` chains, warm-up and samples (its target
-    and Laplace settings are the single-fidelity GP's), warm-started from the ``previous``
-    model's adaptation when the campaign's ``mcmc`` asks so."""
+    """The hyperparameters' draws on ``labels``: past the campaign's ``mcmc.laplace_from``
+    labels, the Laplace mixture's ``mcmc.draws`` (:func:`worker.fidelity.mixture.mixture_sample`)
+    where their Pareto ``k`` is within its limit; else NUTS with the campaign's ``mcmc`` chains,
+    warm-up and samples (its target is the single-fidelity GP's), warm-started from the
+    ``previous`` model's adaptation when the campaign's ``mcmc`` asks so, or from the mixture's
+    draws where it was tried (the report's ``laplace`` then says how it fared)."""
     started = time.perf_counter()
     data, mcmc, floor = prepare(spec, labels), spec["mcmc"], noise_floor(spec)
     potential = Potential(data.u, data.t, data.z, data.levels, floor)
+    warm, tried = warm_start_of(spec, previous), None
+    if uses_laplace(spec, data.n):
+        theta, report = mixture_sample(
+            potential, scoring_draws(mcmc), data.seed, warm, int(mcmc["chains"])
+        )
+        if report["khat"] <= report["khat_limit"]:
+            return LevelFit(data, theta, report, floor, time.perf_counter() - started)
+        tried = {key: report[key] for key in LAPLACE_TRIED}
+        warm = report["adaptation"]  # its draws and spread start the chains
     theta, report = sample_levels(
         potential,
         int(mcmc["chains"]),
         int(mcmc["warmup"]),
         int(mcmc["samples"]),
         data.seed,
-        warm_start_of(spec, previous),
+        warm,
         int(mcmc.get("warm_warmup", WARM_WARMUP)),
     )
+    report["method"] = "nuts"
+    if tried is not None:
+        report["laplace"] = tried
+        report["adaptation"]["searched_at"] = warm["searched_at"]
     return LevelFit(data, theta, report, floor, time.perf_counter() - started)
 
 
 def kept(fit: LevelFit, spec: dict) -> np.ndarray:
-    """The draws that predictions mix: every ``thinning``-th."""
+    """The draws that predictions mix: every ``thinning``-th of NUTS's, all of a mixture's."""
+    if fit.report.get("method") == "laplace":
+        return fit.theta
     return fit.theta[:: max(1, int(spec["mcmc"]["thinning"]))]
 
 
@@ -317,7 +343,6 @@ def ranked(
     declared = Space.of(fidelities.declared_inputs(spec))
     diagnostics = dict(
         report,
-        method="nuts",
         warm_start=fit.report["start"],
         sampling_seconds=fit.seconds,
         refit_seconds=time.perf_counter() - started,

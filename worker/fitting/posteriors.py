@@ -139,9 +139,7 @@ def _sampler_options(spec: dict) -> dict:
 
 def uses_laplace(spec: dict, n: int) -> bool:
     """Whether a refit on ``n`` labels starts from the Laplace mixture (``mcmc.laplace_from``;
-    specs made before the option, and campaigns with fidelities: never)."""
-    if spec.get("fidelities"):
-        return False
+    specs made before the option: never)."""
     first = spec["mcmc"].get("laplace_from")
     return first is not None and n >= int(first)
 

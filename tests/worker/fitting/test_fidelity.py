@@ -151,3 +151,48 @@ def test_the_failure_model_learns_over_the_point_and_its_level():
     crashes, fine, elsewhere = p["p_success"]
     assert crashes < 0.1 < 0.5 < fine and elsewhere > 0.9
     assert not [r for r in ranking if r["x"][1] == "coarse" and r["x"][0] > 0.62]
+
+
+def noisy_campaign(count: int, **changes):
+    """:func:`campaign` with ``count`` more labels at seeded pool runs (either level), every
+    label with noise of sd 0.1: a posterior that a Laplace mixture describes."""
+    spec, pool, labels, design = campaign(**changes)
+    rng = np.random.default_rng(5)
+    extra = rng.choice(np.setdiff1d(np.arange(pool.size), sorted(design)), count, replace=False)
+    x = pools.to_original(spec, pool.points(extra))
+    labels = labels + [{"x": p, "y": 0.0, "index": int(i)} for p, i in zip(x, extra, strict=True)]
+    for label in labels:
+        label["y"] = float(forrester(*label["x"]) + 0.1 * rng.standard_normal())
+    return spec, pool, labels, design | set(extra.tolist())
+
+
+def test_past_laplace_from_a_refit_draws_from_the_mixture_and_the_next_starts_warm():
+    spec, pool, labels, design = noisy_campaign(30, mcmc={**MCMC, "laplace_from": 9, "draws": 60})
+    model, ranking = fitting.fit(spec, pool, labels, design)
+    d = model["diagnostics"]
+    assert d["method"] == "laplace" and d["khat"] <= d["khat_limit"] and d["max_rhat"] is None
+    assert len(model["fidelity"]["theta"]) == 60  # the mixture's draws, none thinned out
+    assert model["adaptation"]["source"] == "laplace" and ranking
+    again, _ = fitting.fit(
+        spec,
+        pool,
+        [*labels, {"x": ranking[0]["x"], "y": 1.0, "index": ranking[0]["index"]}],
+        design | {ranking[0]["index"]},
+        previous=model,
+    )
+    assert again["diagnostics"]["method"] == "laplace"
+    assert again["diagnostics"]["warm_start"] == "warm"
+
+
+def test_a_mixture_above_its_limit_hands_the_refit_to_nuts_from_its_draws(monkeypatch):
+    from fbgp_al.worker import laplace
+
+    monkeypatch.setattr(laplace, "khat_limit", lambda draws: -10.0)  # no k passes
+    spec, pool, labels, design = campaign(mcmc={**MCMC, "laplace_from": 9, "draws": 60})
+    model, ranking = fitting.fit(spec, pool, labels, design)
+    d = model["diagnostics"]
+    assert d["method"] == "nuts" and d["laplace"]["widened"] == 1.5
+    assert d["laplace"]["khat"] > d["laplace"]["khat_limit"] == -10.0
+    assert d["warm_start"] != "cold"  # the chains started at the mixture's draws
+    assert len(model["fidelity"]["theta"]) == 2 * 20 // 2 and ranking
+    assert model["adaptation"]["searched_at"] == 9  # the mixture's cold search, for the next
