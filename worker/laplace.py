@@ -344,7 +344,6 @@ def laplace_posterior(
     diagnostics.update(
         seconds=time.perf_counter() - started, warm_start=how, noise_floor=noise_floor
     )
-    spread = np.maximum(theta.var(0), 1e-6)
     return Posterior(
         lengthscale=torch.from_numpy(np.exp(theta[:, :d])),
         noise=torch.from_numpy(noise_floor + np.exp(theta[:, d])),
@@ -352,13 +351,22 @@ def laplace_posterior(
         mode_lengthscale=torch.from_numpy(np.exp(best[:d])),
         mode_noise=float(noise_floor + np.exp(best[d])),
         diagnostics=diagnostics,
-        adaptation={
-            "source": "laplace",
-            "modes": modes.tolist(),
-            "searched_at": searched,
-            "seed": seed,
-            "last": theta[rng.choice(draws, chains)].tolist(),
-            "step_size": [WARM_STEP_SIZE] * chains,
-            "inverse_mass": [spread.tolist()] * chains,
-        },
+        adaptation=mixture_adaptation(theta, modes, searched, seed, chains, rng),
     )
+
+
+def mixture_adaptation(theta, modes, searched: int, seed: int, chains: int, rng) -> dict:
+    """A mixture's ``adaptation`` for the next refit: its ``modes`` and the labels of the last
+    cold search (``searched``), and a NUTS warm start for ``chains`` chains, each at one of the
+    draws ``theta`` (``rng``'s choice), the draws' variances as inverse mass, for a refit that
+    does not use the mixture."""
+    spread = np.maximum(theta.var(0), 1e-6)
+    return {
+        "source": "laplace",
+        "modes": modes.tolist(),
+        "searched_at": searched,
+        "seed": seed,
+        "last": theta[rng.choice(len(theta), chains)].tolist(),
+        "step_size": [WARM_STEP_SIZE] * chains,
+        "inverse_mass": [spread.tolist()] * chains,
+    }

@@ -242,8 +242,9 @@ def main(argv=None) -> None:
         for n, seed, name in itertools.product(
             args.refits, range(args.first_seed, args.first_seed + args.seeds), args.problems
         ):
-            rows += fidelity_refits.refits(PROBLEMS[name], n, seed)
-            print(fidelity_refits.table(rows[-5:]), file=sys.stderr, flush=True)
+            done = fidelity_refits.refits(PROBLEMS[name], n, seed)
+            print(fidelity_refits.table(done), file=sys.stderr, flush=True)
+            rows += done
         print(fidelity_refits.table(rows))
         return
     if args.table:

@@ -22,7 +22,12 @@ import numpy as np
 
 from fbgp_al.worker.cold_start import descend
 from fbgp_al.worker.fidelity.model import Layout, Potential
-from fbgp_al.worker.laplace import WARM_STEP_SIZE, Counted, importance_resampled, modes_of
+from fbgp_al.worker.laplace import (
+    Counted,
+    importance_resampled,
+    mixture_adaptation,
+    modes_of,
+)
 
 SEARCH_STARTS = 8  # a cold search's seeded starts, beside the priors' centre
 SEARCH_ITERATIONS = 200  # L-BFGS iterations from each
@@ -47,7 +52,7 @@ def local_minima(potential: Potential, seed: int) -> list[tuple[float, np.ndarra
     starts = np.r_[layout.prior_mean()[None], layout.prior_mean() + spread * layout.prior_sd()]
     bounds = search_bounds(layout)
     found = [descend(potential, x, bounds, SEARCH_ITERATIONS) for x in starts]
-    found = [(value, x) for value, x in found if np.isfinite(value) and value < 1e300]
+    found = [(value, x) for value, x in found if value < 1e300]  # descend's 1e300: not finite
     return sorted(found, key=lambda f: f[0]) or None
 
 
@@ -69,15 +74,6 @@ def mixture_sample(
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
     theta, report, rng = importance_resampled(counted, mixture, draws, seed, n)
-    spread = np.maximum(theta.var(0), 1e-6)
     report.update(seconds=time.perf_counter() - started, start=how, warm_start=how)
-    report["adaptation"] = {
-        "source": "laplace",
-        "modes": mixture[0].tolist(),
-        "searched_at": searched,
-        "seed": seed,
-        "last": theta[rng.choice(draws, chains)].tolist(),
-        "step_size": [WARM_STEP_SIZE] * chains,
-        "inverse_mass": [spread.tolist()] * chains,
-    }
+    report["adaptation"] = mixture_adaptation(theta, mixture[0], searched, seed, chains, rng)
     return theta, report

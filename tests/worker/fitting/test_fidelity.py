@@ -48,6 +48,14 @@ def campaign(**changes):
     return spec, pool, labels, set(design.tolist())
 
 
+def refit_with_its_first_run(spec, pool, labels, design, model, ranking) -> dict:
+    """The next model: the ranking's first run labeled 1.0, the refit warm from ``model``."""
+    first = ranking[0]
+    labels = [*labels, {"x": first["x"], "y": 1.0, "index": first["index"]}]
+    again, _ = fitting.fit(spec, pool, labels, design | {first["index"]}, previous=model)
+    return again
+
+
 def test_the_labels_split_into_features_and_levels():
     spec, _, labels, _ = campaign()
     data = fidelity.prepare(spec, labels)
@@ -74,13 +82,7 @@ def test_a_refit_samples_the_levels_and_ranks_points_at_levels():
     assert scores == sorted(scores, reverse=True) and all(math.isfinite(s) for s in scores)
     a = model["accuracy"]
     assert a["loo_rmse"] > 0 and a["ipv"] > a["ipv_f"] > 0 and a["level"] == 1
-    again, _ = fitting.fit(
-        spec,
-        pool,
-        [*labels, {"x": ranking[0]["x"], "y": 1.0, "index": ranking[0]["index"]}],
-        design | {ranking[0]["index"]},
-        previous=model,
-    )
+    again = refit_with_its_first_run(spec, pool, labels, design, model, ranking)
     assert again["diagnostics"]["warm_start"] != "cold"  # warm, or warm redone cold
 
 
@@ -173,13 +175,7 @@ def test_past_laplace_from_a_refit_draws_from_the_mixture_and_the_next_starts_wa
     assert d["method"] == "laplace" and d["khat"] <= d["khat_limit"] and d["max_rhat"] is None
     assert len(model["fidelity"]["theta"]) == 60  # the mixture's draws, none thinned out
     assert model["adaptation"]["source"] == "laplace" and ranking
-    again, _ = fitting.fit(
-        spec,
-        pool,
-        [*labels, {"x": ranking[0]["x"], "y": 1.0, "index": ranking[0]["index"]}],
-        design | {ranking[0]["index"]},
-        previous=model,
-    )
+    again = refit_with_its_first_run(spec, pool, labels, design, model, ranking)
     assert again["diagnostics"]["method"] == "laplace"
     assert again["diagnostics"]["warm_start"] == "warm"
 
