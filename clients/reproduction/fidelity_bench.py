@@ -7,7 +7,9 @@ integrated variance removed per unit of cost (``ivr``), or a disagreement acquis
 level with the level by that (``qb-mgp``, ``b-qbc``, ``b-alm``): ``single`` runs the expensive level
 only, ``multi`` either level. Both start from the same Latin hypercube of ``d + 2`` expensive runs,
 ``multi`` with ``2 (d + 2)`` cheap ones besides, and run until their cost reaches ``budget``
-expensive runs (by default the problem's ``BUDGETS``), each refit warm-started from the one before.
+expensive runs (by default the problem's ``BUDGETS``), each refit warm-started from the one before
+(and, from ``laplace_from`` runs on, drawn from the Laplace mixture as a campaign's refits are:
+:func:`worker.fitting.fidelity.sampled`).
 After every run: the top level's RMSE and NLPD (the draws' mixture) on 1,000 seeded uniform points,
 against the cost spent. The table: per problem, acquisition and arm, the final RMSE and NLPD
 (medians over seeds), the cost at which ``multi`` first reached ``single``'s final RMSE (median, and
@@ -30,7 +32,8 @@ from scipy.stats import qmc
 from fbgp_al.clients.reproduction.fidelity_problems import PROBLEMS, Problem
 from fbgp_al.clients.reproduction.rdauc import auc, rd_auc
 from fbgp_al.worker.fidelity import acquisition
-from fbgp_al.worker.fidelity.model import Conditioned, Potential, sample
+from fbgp_al.worker.fidelity.model import Conditioned, Potential
+from fbgp_al.worker.fitting.fidelity import sampled
 
 TEST_POINTS = 1000
 CANDIDATES = 256
@@ -98,17 +101,20 @@ def run(
         mean_y, sd_y = float(y.mean()), float(y.std()) or 1.0
         level_of = t if arm == "multi" else np.zeros(len(t), dtype=int)
         pot = Potential(u, level_of, (y - mean_y) / sd_y, levels, NOISE_FLOOR)
-        theta, report = sample(
-            pot, mcmc["chains"], mcmc["warmup"], mcmc["samples"], seed + step, warm
-        )
+        first = mcmc.get("laplace_from")
+        theta, report = sampled(pot, mcmc, seed + step, warm, first is not None and len(t) >= first)
         warm = report["adaptation"]
-        draws = [Conditioned.of(pot, row) for row in theta[:: mcmc["thinning"]]]
+        method = report["method"]
+        kept = theta if method == "laplace" else theta[:: mcmc["thinning"]]
+        draws = [Conditioned.of(pot, row) for row in kept]
         rmse, nlpd = score(draws, levels - 1, test, truth, mean_y, sd_y)
-        curve.append([spent, rmse, nlpd, report["max_rhat"]])
+        check = report["max_rhat"] if method == "nuts" else report["khat"]
+        curve.append([spent, rmse, nlpd, check, method])
         if log is not None:
+            said = "R-hat" if method == "nuts" else "mixture, k"
             print(
                 f"{problem.name} {how} {arm} seed {seed}: cost {spent:.3g}, runs {len(t)}, "
-                f"RMSE {rmse:.4g}, R-hat {report['max_rhat']:.3f}",
+                f"RMSE {rmse:.4g}, {said} {check:.3f}",
                 file=log,
                 flush=True,
             )
@@ -129,6 +135,7 @@ def run(
         "seed": seed,
         "costs": list(costs),
         "budget": budget,
+        "laplace_from": mcmc.get("laplace_from"),
         "runs": [int((t == k).sum()) for k in (0, 1)],
         "curve": curve,
     }
@@ -155,7 +162,10 @@ def table(records: list[dict]) -> str:
     ]
 
     def key(r):
-        return r["problem"], tuple(r["costs"]), r.get("acquisition", "ivr")
+        how = r.get("acquisition", "ivr")
+        if r.get("laplace_from") is not None:
+            how += f", mixture from {r['laplace_from']} runs"
+        return r["problem"], tuple(r["costs"]), how
 
     for name, costs, how in sorted({key(r) for r in records}):
         group = [r for r in records if key(r) == (name, costs, how)]
@@ -223,6 +233,13 @@ def main(argv=None) -> None:
     parser.add_argument("--warmup", type=int, default=80, help="warm-up steps per chain [80]")
     parser.add_argument("--samples", type=int, default=60, help="kept steps per chain [60]")
     parser.add_argument("--thinning", type=int, default=6, help="every k-th kept step [6]")
+    parser.add_argument(
+        "--laplace-from",
+        type=int,
+        default=None,
+        help="refits on this many runs or more draw from the Laplace mixture, as a campaign's "
+        "mcmc.laplace_from (NUTS where its Pareto k is past its limit) [none: NUTS throughout]",
+    )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")
     parser.add_argument("--table", default=None, help="print the table of a records file")
     parser.add_argument(
@@ -251,7 +268,9 @@ def main(argv=None) -> None:
         with open(args.table) as f:
             print(table([json.loads(line) for line in f]))
         return
-    mcmc = {k: getattr(args, k) for k in ("chains", "warmup", "samples", "thinning")}
+    mcmc = {
+        k: getattr(args, k) for k in ("chains", "warmup", "samples", "thinning", "laplace_from")
+    }
     records = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for name, ratio in itertools.product(args.problems, args.ratios):

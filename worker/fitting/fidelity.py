@@ -108,22 +108,36 @@ class LevelFit:
 
 
 def sample(spec: dict, labels: list[dict], previous: dict | None = None) -> LevelFit:
-    """The hyperparameters' draws on ``labels``: past the campaign's ``mcmc.laplace_from``
-    labels, the Laplace mixture's ``mcmc.draws`` (:func:`worker.fidelity.mixture.mixture_sample`)
-    where their Pareto ``k`` is within its limit; else NUTS with the campaign's ``mcmc`` chains,
-    warm-up and samples (its target is the single-fidelity GP's), warm-started from the
-    ``previous`` model's adaptation when the campaign's ``mcmc`` asks so, or from the mixture's
-    draws where it was tried (the report's ``laplace`` then says how it fared)."""
+    """The hyperparameters' draws on ``labels`` (:func:`sampled` with the campaign's ``mcmc``,
+    warm-started from the ``previous`` model's adaptation when the campaign's ``mcmc`` asks so)."""
     started = time.perf_counter()
-    data, mcmc, floor = prepare(spec, labels), spec["mcmc"], noise_floor(spec)
+    data, floor = prepare(spec, labels), noise_floor(spec)
     potential = Potential(data.u, data.t, data.z, data.levels, floor)
-    warm, tried = warm_start_of(spec, previous), None
-    if uses_laplace(spec, data.n):
+    theta, report = sampled(
+        potential,
+        spec["mcmc"],
+        data.seed,
+        warm_start_of(spec, previous),
+        uses_laplace(spec, data.n),
+    )
+    return LevelFit(data, theta, report, floor, time.perf_counter() - started)
+
+
+def sampled(
+    potential: Potential, mcmc: dict, seed: int, warm: dict | None, laplace: bool
+) -> tuple[np.ndarray, dict]:
+    """The draws of ``potential`` and their report: with ``laplace``, the Laplace mixture's
+    ``mcmc.draws`` (:func:`worker.fidelity.mixture.mixture_sample`) where their Pareto ``k`` is
+    within its limit; else NUTS with ``mcmc``'s chains, warm-up and samples, from ``warm`` (an
+    earlier refit's adaptation) or from the mixture's draws where it was tried (the report's
+    ``laplace`` then says how it fared)."""
+    tried = None
+    if laplace:
         theta, report = mixture_sample(
-            potential, scoring_draws(mcmc), data.seed, warm, int(mcmc["chains"])
+            potential, scoring_draws(mcmc), seed, warm, int(mcmc["chains"])
         )
         if report["khat"] <= report["khat_limit"]:
-            return LevelFit(data, theta, report, floor, time.perf_counter() - started)
+            return theta, report
         tried = {key: report[key] for key in LAPLACE_TRIED}
         warm = report["adaptation"]  # its draws and spread start the chains
     theta, report = sample_levels(
@@ -131,7 +145,7 @@ def sample(spec: dict, labels: list[dict], previous: dict | None = None) -> Leve
         int(mcmc["chains"]),
         int(mcmc["warmup"]),
         int(mcmc["samples"]),
-        data.seed,
+        seed,
         warm,
         int(mcmc.get("warm_warmup", WARM_WARMUP)),
     )
@@ -139,7 +153,7 @@ def sample(spec: dict, labels: list[dict], previous: dict | None = None) -> Leve
     if tried is not None:
         report["laplace"] = tried
         report["adaptation"]["searched_at"] = warm["searched_at"]
-    return LevelFit(data, theta, report, floor, time.perf_counter() - started)
+    return theta, report
 
 
 def kept(fit: LevelFit, spec: dict) -> np.ndarray:

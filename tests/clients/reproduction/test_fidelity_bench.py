@@ -63,6 +63,19 @@ def test_a_short_run_spends_its_budget_at_its_levels_costs(arm, how):
     assert all(np.isfinite(c[1]) and np.isfinite(c[2]) for c in record["curve"])
 
 
+def test_past_laplace_from_a_run_refits_by_the_mixture_as_a_campaign_does():
+    mcmc = {"chains": 1, "warmup": 20, "samples": 40, "thinning": 2, "laplace_from": 10}
+    record = run(PROBLEMS["forrester"], "multi", (1.0, 10.0), 4.0, 0, mcmc, "ivr")
+    methods = [c[4] for c in record["curve"]]
+    assert record["laplace_from"] == 10
+    assert methods[0] == "nuts"  # the design's 9 runs
+    assert "laplace" in methods[1:]
+    # a mixture's check is its Pareto k, NUTS's its R-hat
+    for c in record["curve"]:
+        assert (c[3] < 0.7) if c[4] == "laplace" else (c[3] >= 0.99)
+    assert all(np.isfinite(c[1]) for c in record["curve"])
+
+
 def test_the_command_runs_each_ratio_at_the_problems_budget(tmp_path, monkeypatch, capsys):
     from fbgp_al.clients.ops import cli
     from fbgp_al.clients.reproduction import fidelity_bench
