@@ -1,7 +1,15 @@
 """The differentiable acquisitions against a pool's scoring (the same values at the same points,
 alone, with points pending, with several outputs and known noise), their gradients against
 finite differences, and BALD against BoTorch's ``qBayesianActiveLearningByDisagreement`` on the
-same draws (GPyTorch's predictions, BoTorch's Monte Carlo entropies)."""
+same draws (GPyTorch's predictions, BoTorch's Monte Carlo entropies).
+
+B-QBC, QB-MGP, B-ALM and ALM against botorch_community's ``qBayesianQueryByComittee`` and
+``qBayesianVarianceReduction`` on the same draws, one point at a time (``q = 1``), to rounding:
+B-QBC is the former (the population variance of the draws' means), QB-MGP the latter (the
+mixture's variance of y, noise included), B-ALM the latter less the former, ALM the latter on the
+mode alone. They do not coincide with points pending (theirs the determinant of the batch's joint
+covariance, ours each point's variance with the pending ones as fantasies), and bald-code (the
+paper's code's shortcut) has no counterpart there."""
 
 import pytest
 import torch
@@ -105,24 +113,25 @@ def test_random_has_no_gradient(setting):
         Acquisition("random", [(1.0, post, u, z, None)])
 
 
-def test_bald_is_botorchs_on_the_same_draws(setting):
-    """BoTorch's qBALD (a Monte Carlo estimate of the mixture's entropy, 8,192 quasi-random
-    samples) on an ensemble of GPyTorch's exact GPs with the same draws. BoTorch is a test
-    dependency only (skipped where it is not installed)."""
-    pytest.importorskip("botorch")
-    from botorch.acquisition.bayesian_active_learning import (
-        qBayesianActiveLearningByDisagreement,
-    )
+def _ensemble(post, u, z):
+    """BoTorch's view of the draws: an ensemble (a fully Bayesian model) of GPyTorch's exact GPs
+    with the draws' hyperparameters, its posterior a Gaussian mixture as a SAAS model's is, of y
+    (each draw's own noise added) when ``observation_noise``, of f without. The lengthscales are
+    set again once the GPs are in float64 (``_gpytorch`` sets them in float32, as it would a
+    float noise: 1e-7 apart), the noises are given as float64 tensors. One point a t-batch
+    (``q = 1``): the covariance across a batch's points is not formed."""
+    import gpytorch
     from botorch.models.model import Model
-    from botorch.posteriors.gpytorch import GPyTorchPosterior
-    from botorch.sampling.normal import SobolQMCNormalSampler
+    from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
     from gpytorch.distributions import MultivariateNormal
 
-    from tests.worker.test_gp import _gpytorch_prediction
+    from tests.worker.test_gp import _gpytorch
 
-    post, u, z, cand = setting
-    post = post.spread(8)
-    cand = cand[:12]
+    gps = []
+    for lengthscale, noise in zip(post.lengthscale, post.noise, strict=True):
+        model, likelihood = _gpytorch(u, z, lengthscale, noise)
+        model.covar_module.lengthscale = lengthscale
+        gps.append((model, likelihood))
 
     class Ensemble(Model):
         _is_fully_bayesian = True
@@ -134,22 +143,71 @@ def test_bald_is_botorchs_on_the_same_draws(setting):
 
         @property
         def batch_shape(self):
-            return torch.Size([len(post.noise)])
+            return torch.Size([len(gps)])
 
         def posterior(self, X, output_indices=None, observation_noise=False, **kwargs):
+            assert X.shape[-2] == 1 and isinstance(observation_noise, bool)
             flat = X.reshape(-1, X.shape[-1])
-            preds = [
-                _gpytorch_prediction(u, z, ls, float(s2), flat)
-                for ls, s2 in zip(post.lengthscale, post.noise, strict=True)
-            ]
-            mean = torch.stack([p.mean for p in preds]).T.reshape(*X.shape[:-1], -1)
-            var = torch.stack([p.variance for p in preds]).T.reshape(*X.shape[:-1], -1)
-            mean, var = mean.transpose(-1, -2), var.transpose(-1, -2)  # b x M x q
-            return GPyTorchPosterior(MultivariateNormal(mean, torch.diag_embed(var)))
+            mean, var = [], []
+            for model, likelihood in gps:
+                with (
+                    torch.no_grad(),
+                    gpytorch.settings.fast_pred_var(False),
+                    gpytorch.settings.skip_posterior_variances(False),
+                ):
+                    f = model(flat)
+                    pred = likelihood(f) if observation_noise else f
+                mean.append(pred.mean)
+                var.append(pred.variance)
+            shape = (*X.shape[:-2], len(gps), 1)  # b x M x q
+            mean, var = torch.stack(mean).T.reshape(shape), torch.stack(var).T.reshape(shape)
+            return GaussianMixturePosterior(MultivariateNormal(mean, torch.diag_embed(var)))
 
+    return Ensemble()
+
+
+def test_bald_is_botorchs_on_the_same_draws(setting):
+    """BoTorch's qBALD (a Monte Carlo estimate of the mixture's entropy, 8,192 quasi-random
+    samples) on an ensemble of GPyTorch's exact GPs with the same draws. BoTorch is a test
+    dependency only (skipped where it is not installed)."""
+    pytest.importorskip("botorch")
+    from botorch.acquisition.bayesian_active_learning import (
+        qBayesianActiveLearningByDisagreement,
+    )
+    from botorch.sampling.normal import SobolQMCNormalSampler
+
+    post, u, z, cand = setting
+    post = post.spread(8)
+    cand = cand[:12]
     sampler = SobolQMCNormalSampler(sample_shape=torch.Size([8192]), seed=0)
-    theirs = qBayesianActiveLearningByDisagreement(Ensemble(), sampler=sampler)(cand[:, None, :])
+    bald = qBayesianActiveLearningByDisagreement(_ensemble(post, u, z), sampler=sampler)
+    theirs = bald(cand[:, None, :])
     ours = Acquisition("bald", [(1.0, post, u, z, None)])(cand).detach()
     torch.testing.assert_close(ours, theirs.detach(), rtol=0, atol=5e-4)  # 4e-5 here
     # and they rank the candidates alike
     assert int(torch.argmax(ours)) == int(torch.argmax(theirs))
+
+
+@pytest.mark.parametrize("name", ["b-qbc", "qb-mgp", "b-alm", "alm"])
+def test_the_variances_are_botorch_communitys_on_the_same_draws(setting, name):
+    """botorch_community's qBayesianQueryByComittee (the mean over the draws of each mean's
+    squared distance to the mixture's mean: B-QBC, a population variance) and
+    qBayesianVarianceReduction (the mixture's covariance of y, noise included, its determinant:
+    for one point its variance, QB-MGP) on the same 24 draws at 300 candidates; B-ALM is their
+    difference (the law of total variance), ALM the variance reduction of the mode alone. Both
+    are exact (no Monte Carlo): the values agree to rounding (2e-13 relative here), and the
+    candidates' whole order is the same."""
+    pytest.importorskip("botorch_community")
+    from botorch_community.acquisition.bayesian_active_learning import (
+        qBayesianQueryByComittee,
+        qBayesianVarianceReduction,
+    )
+
+    post, u, z, cand = setting
+    ensemble = _ensemble(post.mode() if name == "alm" else post, u, z)
+    qbc = qBayesianQueryByComittee(ensemble)(cand[:, None, :]).detach()
+    vr = qBayesianVarianceReduction(ensemble)(cand[:, None, :]).detach()
+    theirs = {"b-qbc": qbc, "qb-mgp": vr, "b-alm": vr - qbc, "alm": vr}[name]
+    ours = Acquisition(name, [(1.0, post, u, z, None)])(cand).detach()
+    torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=0)
+    assert torch.equal(ours.argsort(), theirs.argsort())
