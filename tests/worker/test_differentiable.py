@@ -116,9 +116,7 @@ def test_random_has_no_gradient(setting):
 def _ensemble(post, u, z):
     """BoTorch's view of the draws: an ensemble (a fully Bayesian model) of GPyTorch's exact GPs
     with the draws' hyperparameters, its posterior a Gaussian mixture as a SAAS model's is, of y
-    (each draw's own noise added) when ``observation_noise``, of f without. The lengthscales are
-    set again once the GPs are in float64 (``_gpytorch`` sets them in float32, as it would a
-    float noise: 1e-7 apart), the noises are given as float64 tensors. One point a t-batch
+    (each draw's own noise added) when ``observation_noise``, of f without. One point a t-batch
     (``q = 1``): the covariance across a batch's points is not formed."""
     import gpytorch
     from botorch.models.model import Model
@@ -127,11 +125,7 @@ def _ensemble(post, u, z):
 
     from tests.worker.test_gp import _gpytorch
 
-    gps = []
-    for lengthscale, noise in zip(post.lengthscale, post.noise, strict=True):
-        model, likelihood = _gpytorch(u, z, lengthscale, noise)
-        model.covar_module.lengthscale = lengthscale
-        gps.append((model, likelihood))
+    gps = [_gpytorch(u, z, ls, s2) for ls, s2 in zip(post.lengthscale, post.noise, strict=True)]
 
     class Ensemble(Model):
         _is_fully_bayesian = True

@@ -13,22 +13,24 @@ D = torch.float64
 
 
 class _ExactGP(gpytorch.models.ExactGP):
-    def __init__(self, x, y, likelihood, lengthscale):
+    def __init__(self, x, y, likelihood):
         super().__init__(x, y, likelihood)
         self.mean_module = gpytorch.means.ZeroMean()
         self.covar_module = gpytorch.kernels.RBFKernel(ard_num_dims=x.shape[1])
-        self.covar_module.lengthscale = lengthscale
 
     def forward(self, x):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
 def _gpytorch(u, z, lengthscale, noise):
+    """GPyTorch's exact GP with these hyperparameters, set once its parameters are float64 (set
+    before, they pass through float32: 1e-7 apart)."""
     likelihood = gpytorch.likelihoods.GaussianLikelihood(
         noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
     ).to(D)
-    likelihood.noise = noise
-    model = _ExactGP(u, z, likelihood, lengthscale).to(D)
+    likelihood.noise = torch.as_tensor(noise, dtype=D)
+    model = _ExactGP(u, z, likelihood).to(D)
+    model.covar_module.lengthscale = torch.as_tensor(lengthscale, dtype=D)
     model.eval(), likelihood.eval()
     return model, likelihood
 
@@ -74,8 +76,9 @@ def test_predictions_match_gpytorch(data, lengthscale, noise):
     cand = torch.rand(40, 2, generator=torch.Generator().manual_seed(2), dtype=D)
     mean, var = gp.predict(u, z, lengthscale[None], torch.tensor([noise], dtype=D), cand)
     pred = _gpytorch_prediction(u, z, lengthscale, noise, cand)
-    assert torch.allclose(mean[0], pred.mean, atol=1e-8)
-    assert torch.allclose(var[0], pred.variance, atol=1e-8)  # of y: noise included
+    # GPyTorch's own float64 path: 6e-14 apart here
+    torch.testing.assert_close(mean[0], pred.mean, rtol=0, atol=1e-11)
+    torch.testing.assert_close(var[0], pred.variance, rtol=0, atol=1e-11)  # of y: noise included
 
 
 def test_batch_and_chunking_do_not_change_predictions(data, monkeypatch):
@@ -230,4 +233,4 @@ def test_the_triangular_product_predicts_as_the_dense_one_and_gpytorch(
         gp.triangular_product(fitted.chol_inv, k.clone()), fitted.chol_inv @ k, rtol=0, atol=1e-12
     )
     pred = _gpytorch_prediction(u, z, lengthscale, noise, cand)
-    assert torch.allclose(triangular[1][0], pred.variance, atol=1e-8)
+    torch.testing.assert_close(triangular[1][0], pred.variance, rtol=0, atol=1e-11)
