@@ -250,6 +250,66 @@ def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dic
     return out
 
 
+def exact_draws(n: int, seed: int, previous: dict | None = None, counts=(75, 50, 30)) -> dict:
+    """A warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
+    refitted here): its screen's kept candidates scored exactly, with the accuracy estimates,
+    on all its draws and on each ``count`` of them (every ``150 / count``-th draw, at each
+    offset: disjoint sets that show the noise of so few): where each set's best stands in
+    the ranking on all the draws, the estimates and the seconds of each pass."""
+    import torch
+
+    from fbgp_al.worker import fitting
+    from fbgp_al.worker.acquisition import scorer
+    from fbgp_al.worker.fitting.ranking import (
+        accuracy_of,
+        candidates_of,
+        kept_count,
+        screen_draws,
+    )
+    from fbgp_al.worker.scoring import Output, Scoring
+    from fbgp_al.worker.vocabulary.pools import pool_of
+
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    sampled = fitting.sample(spec, labels, previous, 4000)
+    data, thin, name = sampled.data, sampled.post.for_scoring(spec["mcmc"]), spec["acquisition"]
+    pool = pool_of(spec)
+    candidates, cand_u, _, _ = candidates_of(spec, pool, data.space, data.n, set(), [])
+    fn = Scoring(name, (Output(1.0, thin, data.u, data.z, data.noise, data.seed),))
+    rough = fn.with_draws(screen_draws(fn))(cand_u)
+    kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
+    estimates = ("loo_rmse", "loo_nlpd", "loo_coverage_95", "ipv", "qbc")
+
+    def scored(rows):
+        post = replace(thin, lengthscale=thin.lengthscale[rows], noise=thin.noise[rows])
+        started = time.perf_counter()
+        est, mean, var = accuracy_of(spec, pool, data, post, cand_u[kept])
+        scores = scorer(name, post.noise)(mean, var).numpy()
+        seconds = time.perf_counter() - started
+        distinct = len(torch.unique(torch.cat([post.lengthscale, post.noise[:, None]], 1), dim=0))
+        return np.argsort(-scores, kind="stable"), est, seconds, distinct
+
+    every = len(thin.noise)
+    full, est, seconds, distinct = scored(torch.arange(every))
+    out = {"n": data.n, "draws": every, "kept": len(kept), "sets": []}
+    out["sets"].append(
+        {"count": every, "offset": 0, "distinct": distinct, "seconds": seconds, "best_at": 1}
+        | {k: est[k] for k in estimates}
+    )
+    for count in counts:
+        step = max(1, every // count)
+        for offset in range(step):
+            order, est, seconds, distinct = scored(torch.arange(offset, every, step))
+            out["sets"].append(
+                {"count": len(range(offset, every, step)), "offset": offset}
+                | {"distinct": distinct, "seconds": seconds}
+                | {"best_at": int(np.flatnonzero(full == order[0])[0]) + 1}
+                | {k: est[k] for k in estimates}
+            )
+    return out
+
+
 def measure(python: str, n: int, seed: int, threads: int | None = 1) -> dict:
     """:func:`one` in a process of its own, with ``python``, on ``threads`` threads (torch's,
     BLAS's, numba's: 1 is a worker's, ``fbgp-al worker``; None: the libraries' defaults)."""
@@ -312,18 +372,25 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the warm mixture's Pareto k over SETS sets of 150, 100 and 75 draws",
     )
     parser.add_argument(
+        "--exact-draws",
+        action="store_true",
+        help="instead: a warm refit's exact scores and estimates on all its draws and on fewer",
+    )
+    parser.add_argument(
         "--previous",
-        help="with --quality or --khat: the cold model at the size (JSON), not refitted",
+        help="with --quality, --khat or --exact-draws: the cold model at the size (JSON)",
     )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.quality or args.khat:
+    if args.quality or args.khat or args.exact_draws:
         previous = None
         if args.previous:
             with open(args.previous) as f:
                 previous = json.load(f)
         for n in (int(s) for s in args.sizes.split(",")):
-            if args.khat:
+            if args.exact_draws:
+                print(json.dumps(exact_draws(n, args.seed, previous)), flush=True)
+            elif args.khat:
                 for record in khat(n, args.seed, args.khat, previous):
                     print(json.dumps(record), flush=True)
             else:

@@ -101,10 +101,8 @@ def test_with_draws_spreads_each_outputs_draws_over_its_chains():
         assert set(post.lengthscale[rows, 0].numpy()) <= set(kept)
 
 
-def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatch):
-    """Where the kept candidates are at most KEEP_LEAST, their exact scores come from the pass
-    of the accuracy estimates: the same ranking as their own scoring step, scores to 1e-10,
-    the same estimates, and one step fewer (the screen's alone)."""
+def _ranking_case():
+    """A 2-input campaign's spec, 30 labels as a refit prepares them, 40 draws and its pool."""
     from fbgp_al.worker import fitting
     from fbgp_al.worker.vocabulary.design import GridPool
 
@@ -118,8 +116,14 @@ def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatc
     }
     post, u, z, _ = _case(draws=40, chains=2, n=30)
     labels = [{"x": a.tolist(), "y": float(b)} for a, b in zip(u, z, strict=True)]
-    data = fitting.prepare(spec, labels)
-    pool = GridPool(dim=2, points_per_dim=40)
+    return spec, fitting.prepare(spec, labels), post, GridPool(dim=2, points_per_dim=40)
+
+
+def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatch):
+    """Where the kept candidates are at most KEEP_LEAST, their exact scores come from the pass
+    of the accuracy estimates: the same ranking as their own scoring step, scores to 1e-10,
+    the same estimates, and one step fewer (the screen's alone)."""
+    spec, data, post, pool = _ranking_case()
     monkeypatch.setattr(ranking, "SCREEN_WORK", 0)
     monkeypatch.setattr(ranking, "SCREEN_DRAWS", 10)
     runs = {}
@@ -141,6 +145,30 @@ def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatc
     for key, value in model["accuracy"].items():
         if key != "seconds":
             assert shared["accuracy"][key] == pytest.approx(value, rel=1e-12), key
+
+
+@pytest.mark.parametrize(("few_from", "draws"), [(31, 20), (30, 10)])
+def test_from_exact_few_from_labels_the_exact_pass_takes_fewer_draws(monkeypatch, few_from, draws):
+    """From EXACT_FEW_FROM labels the kept candidates' exact scores and the accuracy estimates
+    are those of EXACT_DRAWS_FEW draws spread over those the acquisition takes (here 10 of 20 on
+    30 labels): the ranking's scores are the acquisition's on those draws, to 1e-10, and the
+    estimates say how many draws they mixed; below it, every draw's."""
+    spec, data, post, pool = _ranking_case()
+    for name, value in (("SCREEN_WORK", 0), ("SCREEN_DRAWS", 10), ("SCREEN_KEEP", 150)):
+        monkeypatch.setattr(ranking, name, value)
+    monkeypatch.setattr(ranking, "KEEP_LEAST", 200)  # kept ones scored in the estimates' pass
+    monkeypatch.setattr(ranking, "EXACT_FEW_FROM", few_from)
+    monkeypatch.setattr(ranking, "EXACT_DRAWS_FEW", 10)
+    model, ranked = _driven(
+        ranking.ranked(spec, pool, data, post, set(), [], 0.0), lambda s: s.fn(s.candidates)
+    )
+    assert model["accuracy"]["draws"] == draws
+    thin = post.for_scoring(spec["mcmc"])  # every 2nd of 40
+    exact = thin.spread(10) if draws == 10 else thin
+    points = torch.tensor([r["x"] for r in ranked], dtype=torch.float64)
+    fn = Scoring("qb-mgp", (Output(1.0, exact, data.u, data.z, data.noise, data.seed),))
+    np.testing.assert_allclose([r["score"] for r in ranked], fn(points).numpy(), rtol=1e-10)
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
 
 
 @pytest.mark.parametrize(("n", "draws"), [(999, 15), (1000, 5), (2000, 5)])
