@@ -96,3 +96,16 @@ def test_the_k_check_at_a_mixture_s_size():
     assert row["n"] == 201 and row["modes"] >= 1
     assert row[100]["limit"] == pytest.approx(0.5) and 0 < row[75]["ess"] <= 75
     assert 0 < row[150]["ess"] <= 150 and all(np.isfinite(row[c]["k"]) for c in (150, 100, 75))
+
+
+def test_the_exact_pass_on_all_the_draws_and_on_disjoint_sets_of_fewer():
+    out = bench.exact_draws(12, 0, counts=(75,))
+    assert out["n"] == 13 and out["draws"] == 150 and out["kept"] > 0
+    every, *sets = out["sets"]
+    assert every["count"] == 150 and every["best_at"] == 1
+    # every other draw from 0 and from 1: two disjoint sets of 75
+    assert [(s["count"], s["offset"]) for s in sets] == [(75, 0), (75, 1)]
+    for s in out["sets"]:
+        assert 1 <= s["distinct"] <= s["count"] and s["seconds"] > 0 and s["best_at"] >= 1
+        assert s["loo_rmse"] > 0 and 0 <= s["loo_coverage_95"] <= 1 and s["qbc"] >= 0
+    assert sets[0]["ipv"] != sets[1]["ipv"]  # other draws, other estimates
