@@ -33,6 +33,9 @@ START_CELLS = 2  # the grid's best cells, each input's lengthscale moved over th
 START_OPTIMA = 12  # L-BFGS runs, from the best candidates at least START_SPACING apart
 START_SPACING = 2.0  # in every log-hyperparameter
 START_ITERATIONS = 40  # L-BFGS iterations per run
+NEWTON_STEPS = 6  # Newton steps from a mode of a few labels fewer (:func:`newton`)
+NEWTON_HALVINGS = 5
+NEWTON_DECREMENT = 1e-6
 # Past SEARCH_LABELS labels the search runs on that many of them, drawn at random (seeded), and
 # each distinct minimum it finds (at least POLISH_SPACING apart in some log-hyperparameter) is
 # then polished by L-BFGS on every label: a density costs n^3, and the search's ~450 densities
@@ -198,13 +201,51 @@ def laplace_mixture(potential: GPPotential, found, gaussians=None):
 
 
 def mode_gaussian(potential: GPPotential, x: np.ndarray):
-    """The Laplace Gaussian at a mode ``x``: its Hessian ``H``, ``L`` with ``L L^T = H^-1``, and
+    """The Laplace Gaussian at a mode ``x`` (:func:`gaussian_of` its :func:`hessian`)."""
+    return gaussian_of(hessian(potential, x))
+
+
+def gaussian_of(h: np.ndarray):
+    """The Laplace Gaussian of a Hessian ``h``: ``H``, ``L`` with ``L L^T = H^-1``, and
     ``log det H / 2``; no direction wider than the prior (where the likelihood is flat, or the
     search stopped short of the mode)."""
-    h = hessian(potential, x)
-    eig, vec = np.linalg.eigh(h) if np.isfinite(h).all() else (np.zeros(len(x)), np.eye(len(x)))
+    eig, vec = np.linalg.eigh(h) if np.isfinite(h).all() else (np.zeros(len(h)), np.eye(len(h)))
     eig = np.maximum(eig, 1.0 / PRIOR_VARIANCE)
     return (vec * eig) @ vec.T, vec / np.sqrt(eig), 0.5 * float(np.log(eig).sum())
+
+
+def newton(
+    potential: GPPotential, x0: np.ndarray, h: np.ndarray, bounds, steps: int = NEWTON_STEPS
+) -> tuple[float, np.ndarray] | None:
+    """A local minimum of the potential from ``x0``, near it, by Newton steps with a fixed
+    Hessian ``h`` (a mode's of a few labels fewer), each halved until it lowers the potential,
+    within ``bounds``: ``(U, theta)`` once the Newton decrement ``g^T h^-1 g`` is below
+    ``NEWTON_DECREMENT`` (the minimum within about a thousandth of a sd), in at most ``steps``;
+    None where it is not (then :func:`descend` searches)."""
+    low, high = np.array(bounds, dtype=np.float64).T
+    inverse = np.linalg.inv(h)
+
+    def f(x):
+        value, grad = potential(x[None])
+        return float(value[0]), grad[0]
+
+    x = np.clip(x0, low, high)
+    value, grad = f(x)
+    for _ in range(steps + 1):
+        if not np.isfinite(value):
+            return None
+        step = inverse @ grad
+        if grad @ step < NEWTON_DECREMENT:
+            return value, x
+        for halving in range(NEWTON_HALVINGS):
+            trial = np.clip(x - step / 2**halving, low, high)
+            trial_value, trial_grad = f(trial)
+            if trial_value <= value:
+                break
+        else:
+            return None
+        x, value, grad = trial, trial_value, trial_grad
+    return None
 
 
 def near(x: np.ndarray, mode: np.ndarray, h: np.ndarray) -> bool:

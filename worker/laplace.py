@@ -44,10 +44,12 @@ from scipy.stats import genpareto, multivariate_normal, multivariate_t
 
 from fbgp_al.worker.cold_start import (
     descend,
+    gaussian_of,
     laplace_mixture,
     local_minima,
     mode_gaussian,
     near,
+    newton,
     search_bounds,
 )
 from fbgp_al.worker.mcmc import Posterior
@@ -67,6 +69,11 @@ WIDEN = 1.5  # a mixture above its limit tries once more, its components this mu
 WARM_ITERATIONS = 40  # L-BFGS iterations from each warm start
 WARM_STEP_SIZE = 0.5  # a NUTS chain's first step size when it starts from the mixture
 SEARCH_AGAIN = 2  # a cold search for modes again once the labels have doubled since the last
+# A warm refit keeps its previous mixture's Hessians (each scaled by the labels' growth) until
+# the labels have grown HESSIAN_KEPT times since they were computed, and finds each mode from the
+# previous one by Newton steps with it (worker.cold_start.newton): a few gradients in place of
+# L-BFGS's dozen and the Hessian's 2 x (d + 1) (docs/benchmarks.md, issue 53).
+HESSIAN_KEPT = 1.05
 
 
 class Counted:
@@ -169,29 +176,54 @@ def khat_limit(draws: int) -> float:
     return min(1.0 - 1.0 / math.log10(draws), 0.7)
 
 
-def warm_minima(potential, previous: dict | None, bounds=None):
-    """L-BFGS from the ``previous`` posterior's ``adaptation``: from its modes (a mixture's) or
-    its chains' last draws (NUTS's), best first, skipping a start already within 3 sds of a
+def kept_hessians(previous: dict | None, n: int) -> list[np.ndarray] | None:
+    """The ``previous`` mixture's Hessians, one per mode, scaled to ``n`` labels (``H n / m``
+    for a mixture of ``m``), where they were computed at most ``HESSIAN_KEPT`` times fewer
+    labels ago; None otherwise (a NUTS posterior's, or an adaptation made before them)."""
+    if not previous or not previous.get("scales") or not previous.get("hessians_at"):
+        return None
+    if n > HESSIAN_KEPT * int(previous["hessians_at"]):
+        return None
+    scales, at = np.asarray(previous["scales"], dtype=np.float64), int(previous["scales_at"])
+    return [np.linalg.inv(scale @ scale.T) * (n / at) for scale in scales]
+
+
+def warm_minima(potential, previous: dict | None, bounds=None, n: int | None = None):
+    """The minima from the ``previous`` posterior's ``adaptation``: from its modes (a mixture's)
+    or its chains' last draws (NUTS's), best first, skipping a start already within 3 sds of a
     mode found, within ``bounds`` (by default the GP's :func:`worker.cold_start.search_bounds`).
-    Returns the minima ``[(U, theta)]`` and their Gaussians
-    (:func:`worker.cold_start.mode_gaussian`); none when it has neither or no start is finite."""
+    From a mode whose Hessian is kept at ``n`` labels (:func:`kept_hessians`), Newton steps with
+    it (:func:`worker.cold_start.newton`), the Gaussian that Hessian's; else L-BFGS and the
+    Gaussian of the Hessian there (:func:`worker.cold_start.mode_gaussian`). Returns the minima
+    ``[(U, theta)]``, their Gaussians (none when it has neither or no start is finite) and how
+    many of them kept their Hessian."""
     if not previous:
-        return [], []
-    starts = np.asarray(previous.get("modes") or previous.get("last") or [], dtype=np.float64)
+        return [], [], 0
+    modes = previous.get("modes")
+    starts = np.asarray(modes or previous.get("last") or [], dtype=np.float64)
     if starts.ndim != 2 or starts.shape[1] != potential.dim or not len(starts):
-        return [], []
+        return [], [], 0
+    kept = kept_hessians(previous, n) if modes and n is not None else None
+    if kept is not None and len(kept) != len(starts):
+        kept = None
     values = potential.values(starts)
     bounds = search_bounds(potential) if bounds is None else bounds
-    found, gaussians = [], []
+    found, gaussians, reused = [], [], 0
     for i in np.argsort(values, kind="stable"):
         if not np.isfinite(values[i]):
             break
         if any(near(starts[i], x, g[0]) for (_, x), g in zip(found, gaussians, strict=True)):
             continue
+        minimum = None if kept is None else newton(potential, starts[i], kept[i], bounds)
+        if minimum is not None:
+            found.append(minimum)
+            gaussians.append(gaussian_of(kept[i]))
+            reused += 1
+            continue
         value, x = descend(potential, starts[i], bounds, WARM_ITERATIONS)
         found.append((value, x))
         gaussians.append(mode_gaussian(potential, x))
-    return found, gaussians
+    return found, gaussians, reused
 
 
 def searched_at(previous: dict | None, n: int) -> int | None:
@@ -220,18 +252,20 @@ def modes_of(potential, previous: dict | None, n: int, seed: int, cold_search=No
     those of a cold search beside them when it is due (:func:`search_due`) or no warm start was
     finite. ``cold_search(potential, seed)`` gives a cold search's minima (by default the GP's,
     :func:`worker.cold_start.local_minima`). Returns the mixture (None: nothing finite), how it
-    was found (``warm``, ``cold`` or ``warm+cold``) and the labels of the last cold search."""
-    found, gaussians = warm_minima(potential, previous, bounds)
+    was found (``warm``, ``cold`` or ``warm+cold``), the labels of the last cold search and
+    those at which the oldest of its Hessians was computed (:func:`kept_hessians`)."""
+    found, gaussians, reused = warm_minima(potential, previous, bounds, n)
     how, searched = "warm", searched_at(previous, n)
+    hessians_at = int(previous["hessians_at"]) if reused else n
     if not found or search_due(previous, n):
         cold = (cold_search or local_minima)(potential, seed) or []
         found, gaussians = found + cold, gaussians + [None] * len(cold)
         how, searched = ("warm+cold" if len(found) > len(cold) else "cold"), n
     if not found:
-        return None, how, searched
+        return None, how, searched, hessians_at
     order = np.argsort([value for value, _ in found], kind="stable")  # best first
     mixture = laplace_mixture(potential, [found[i] for i in order], [gaussians[i] for i in order])
-    return mixture, how, searched
+    return mixture, how, searched, hessians_at
 
 
 def resample(weights: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -332,7 +366,7 @@ def laplace_posterior(
     potential = Counted(
         GPPotential(u, np.asarray(z, dtype=np.float64).reshape(-1), noise, prior_mean, noise_floor)
     )
-    mixture, how, searched = modes_of(potential, previous, len(u), seed)
+    mixture, how, searched, hessians_at = modes_of(potential, previous, len(u), seed)
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
     theta, diagnostics, rng = importance_resampled(
@@ -351,19 +385,28 @@ def laplace_posterior(
         mode_lengthscale=torch.from_numpy(np.exp(best[:d])),
         mode_noise=float(noise_floor + np.exp(best[d])),
         diagnostics=diagnostics,
-        adaptation=mixture_adaptation(theta, modes, searched, seed, chains, rng),
+        adaptation=mixture_adaptation(
+            theta, mixture, (searched, hessians_at, len(u)), seed, chains, rng
+        ),
     )
 
 
-def mixture_adaptation(theta, modes, searched: int, seed: int, chains: int, rng) -> dict:
-    """A mixture's ``adaptation`` for the next refit: its ``modes`` and the labels of the last
-    cold search (``searched``), and a NUTS warm start for ``chains`` chains, each at one of the
-    draws ``theta`` (``rng``'s choice), the draws' variances as inverse mass, for a refit that
-    does not use the mixture."""
+def mixture_adaptation(theta, mixture, labels: tuple, seed: int, chains: int, rng) -> dict:
+    """A mixture's ``adaptation`` for the next refit: its modes and their scales (``L`` with
+    ``L L^T`` the inverse Hessian), ``labels`` (those of the last cold search, those at which
+    the oldest Hessian was computed, and those now: ``searched_at``, ``hessians_at`` and
+    ``scales_at``), and a NUTS warm start for ``chains`` chains, each at one of the draws
+    ``theta`` (``rng``'s choice), the draws' variances as inverse mass, for a refit that does
+    not use the mixture."""
+    modes, _, scales = mixture
+    searched, hessians_at, n = labels
     spread = np.maximum(theta.var(0), 1e-6)
     return {
         "source": "laplace",
         "modes": modes.tolist(),
+        "scales": scales.tolist(),
+        "scales_at": n,
+        "hessians_at": hessians_at,
         "searched_at": searched,
         "seed": seed,
         "last": theta[rng.choice(len(theta), chains)].tolist(),

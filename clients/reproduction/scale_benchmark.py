@@ -115,7 +115,7 @@ def modes(n: int, seed: int) -> dict:
         kept, cold_start.SEARCH_LABELS = cold_start.SEARCH_LABELS, limit
         started = time.perf_counter()
         try:
-            (found, weights, _), _, _ = modes_of(potential, None, n, 0)
+            (found, weights, _), *_ = modes_of(potential, None, n, 0)
         finally:
             cold_start.SEARCH_LABELS = kept
         seconds = time.perf_counter() - started
@@ -234,7 +234,7 @@ def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dic
     data = fitting.prepare(spec, labels)
     floor = fitting.noise_floor(spec)
     potential = Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
-    (modes, weights, scales), _, _ = modes_of(potential, previous["adaptation"], n + 1, 0)
+    (modes, weights, scales), *_ = modes_of(potential, previous["adaptation"], n + 1, 0)
     out = []
     for s in range(sets):
         rng = np.random.default_rng(np.random.SeedSequence(s, spawn_key=(7,)))

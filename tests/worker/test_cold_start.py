@@ -79,3 +79,25 @@ def test_a_potential_on_a_subset_is_the_potential_of_those_labels(ishigami):
     np.testing.assert_array_equal(
         GPPotential(u, z).subset(rows).values(theta), GPPotential(u[rows], z[rows]).values(theta)
     )
+
+
+def test_newton_steps_with_a_nearby_hessian_reach_l_bfgs_s_mode_in_a_few_gradients(ishigami):
+    """From the major mode's neighbourhood (half a posterior sd away in every direction), Newton
+    steps with the mode's Hessian taken there reach the minimum L-BFGS finds, in at most 4
+    gradients; with no step to take (``steps=0``) a start that is not a minimum gives None."""
+    from fbgp_al.worker.cold_start import descend, mode_gaussian, newton, search_bounds
+    from fbgp_al.worker.laplace import Counted
+
+    u, z = ishigami
+    potential = Counted(GPPotential(u, z))
+    bounds = search_bounds(potential)
+    value, mode = descend(potential, np.array(MAJOR), bounds)
+    h, scale, _ = mode_gaussian(potential, mode)
+    start = mode + scale @ np.full(len(mode), 0.5)
+    before = potential.gradients
+    found = newton(potential, start, h * 1.02, bounds)  # a Hessian of 2% more labels
+    assert found is not None and potential.gradients - before <= 4
+    assert found[0] == pytest.approx(value, abs=1e-5)
+    # within a thousandth of a posterior sd of the mode, in each direction of the Hessian
+    assert np.abs(np.linalg.solve(scale, found[1] - mode)).max() < 2e-3
+    assert newton(potential, start, h, bounds, steps=0) is None

@@ -70,10 +70,11 @@ def mixture_sample(
     counted = Counted(potential)
     n = len(potential.zn)
     bounds = search_bounds(potential.layout)
-    mixture, how, searched = modes_of(counted, previous, n, seed, local_minima, bounds)
+    mixture, how, searched, hessians_at = modes_of(counted, previous, n, seed, local_minima, bounds)
     if mixture is None:
         raise ValueError("no hyperparameters with a finite posterior density")
     theta, report, rng = importance_resampled(counted, mixture, draws, seed, n)
     report.update(seconds=time.perf_counter() - started, start=how, warm_start=how)
-    report["adaptation"] = mixture_adaptation(theta, mixture[0], searched, seed, chains, rng)
+    labels = (searched, hessians_at, n)
+    report["adaptation"] = mixture_adaptation(theta, mixture, labels, seed, chains, rng)
     return theta, report
