@@ -94,7 +94,7 @@ class CampaignFields(Strict):
     initial_design: InitialDesign = InitialDesign()
     """The first labels, before any model chooses."""
     max_labels: int = Field(ge=1, le=1_000_000)
-    """The campaign is done after this many labels (at most `FBGP_LIMIT_LABELS`, 2,000 by
+    """The campaign is done after this many labels (at most `FBGP_LIMIT_LABELS`, 5,000 by
     default)."""
     fidelities: list[FidelitySpec] | None = Field(
         default=None, min_length=2, max_length=MAX_FIDELITIES
