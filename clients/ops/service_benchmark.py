@@ -107,10 +107,13 @@ def label_to_next(
     ``/next`` long-polled until the point of the model that saw it, against that refit's own
     seconds. ``mcmc``: the campaign's settings (None: the service's defaults, whatever its
     version's are, so that one command measures any stack)."""
-    body = campaign_body(sim, "sequential", n + rounds + 1, mcmc or {})
+    body = campaign_body(sim, "sequential", n + rounds, mcmc or {})  # a point after the last
     if mcmc is None:
         del body["mcmc"]
-    campaign = client.post("/campaigns", json=body).json()["id"]
+    created = client.post("/campaigns", json=body)
+    if created.status_code != 201:
+        raise SystemExit(f"the stack refused the campaign: {created.status_code} {created.text}")
+    campaign = created.json()["id"]
     t = time.perf_counter()
     import_random(client, campaign, sim, rng, n - 1)
     with sdk_client(client) as api:

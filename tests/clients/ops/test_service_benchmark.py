@@ -22,3 +22,25 @@ def test_label_to_next_draws_the_data_set_of_its_seed(monkeypatch):
         assert (url, name, rounds, n, mcmc) == ("http://127.0.0.1:9", "hartmann6", 2, 200, None)
         np.testing.assert_array_equal(draws, np.random.default_rng(seed).random(3))
     assert not np.array_equal(seen[0][2], seen[1][2])
+
+
+def test_a_campaign_the_stack_refuses_ends_the_run_saying_why():
+    """A stack whose limits refuse the campaign (``max_labels`` past ``FBGP_LIMIT_LABELS``):
+    the run ends with the stack's answer, not a ``KeyError``; the campaign asks for one label
+    more than the import and the rounds, so that a point follows the last."""
+    import httpx
+    import pytest
+
+    from fbgp_al.clients.simulators import get_simulator
+
+    bodies = []
+
+    def refuse(request):
+        bodies.append(request.read())
+        return httpx.Response(422, json={"detail": "max_labels 5,001 is past limit_labels"})
+
+    client = httpx.Client(base_url="http://stack", transport=httpx.MockTransport(refuse))
+    sim, rng = get_simulator("hartmann6"), np.random.default_rng(0)
+    with pytest.raises(SystemExit, match="422 .*limit_labels"):
+        bench.label_to_next(client, sim, rng, 1, 5000, None)
+    assert b'"max_labels":5001' in bodies[0].replace(b" ", b"")
