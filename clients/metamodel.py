@@ -40,7 +40,7 @@ from fbgp_al.clients.fidelity_metamodel import FidelityMetamodel
 from fbgp_al.clients.numpy_gp import BLOCK_ELEMENTS, FIT_ELEMENTS, Fitted
 from fbgp_al.clients.prediction import Prediction
 from fbgp_al.worker.vocabulary import lognormal, sobol
-from fbgp_al.worker.vocabulary.space import Space
+from fbgp_al.worker.vocabulary.space import Space, by_name
 
 FORMAT = "fbgp-al-metamodel"
 # 1: one output; 2: several (``outputs``), each read as a version 1 model; 3: either, with an
@@ -293,7 +293,11 @@ class Metamodel:
     def _points(self, x) -> np.ndarray:
         """``x`` as an ``m x d`` float array (of codes, where inputs are typed: a choice's value
         as its index); with one input a flat array is that many points, with more a flat array
-        of ``d`` values is one point."""
+        of ``d`` values is one point; a point may be a mapping of the inputs' names to values."""
+        try:
+            x = by_name(x, [i["name"] for i in self.inputs]) if isinstance(x, list) else x
+        except ValueError as error:
+            raise ValueError(f"x: {error}") from None
         if self.space is not None:
             x = [x] if len(x) and not isinstance(x[0], (list, tuple, np.ndarray)) else x
             if self.dim == 1 and len(x) and len(x[0]) != 1:

@@ -242,6 +242,13 @@ def test_load_takes_a_path_a_file_or_the_document(document, tmp_path):
         Metamodel.load(3)
 
 
+def test_points_may_name_their_inputs(document):
+    model = Metamodel.load(document)
+    want = model.predict([[0.0, 1.0], [1.5, 4.0]])
+    got = model.predict([{"x1": 1.0, "x0": 0.0}, [1.5, 4.0]])
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+
+
 @pytest.mark.parametrize(
     ("x", "message"),
     [
@@ -251,6 +258,8 @@ def test_load_takes_a_path_a_file_or_the_document(document, tmp_path):
         ([[0.0, 1.0], [math.nan, 1.0]], "point 1 of x is not finite"),
         ([[0.0, math.inf]], "point 0 of x is not finite"),
         ([["a", 1.0]], "x must be numbers"),
+        ([{"x0": 0.0}], r"x: point 0 lacks x1 \(inputs: x0, x1\)"),
+        ([{"x0": 0.0, "x1": 1.0, "x2": 0.0}], "x: point 0 names no input of the campaign: x2"),
     ],
 )
 def test_bad_inputs_are_refused_with_a_clear_message(document, x, message):

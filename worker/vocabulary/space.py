@@ -24,6 +24,7 @@ has ``features == v``: its GP sees the unit cube of the declared bounds' scaling
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -44,6 +45,26 @@ def _snap(t: np.ndarray) -> np.ndarray:
     """The nearest integer, halves rounded up (monotone: distinct levels at least 1 apart stay
     distinct, which ``np.rint``'s halves-to-even does not guarantee)."""
     return np.floor(t + 0.5)
+
+
+def by_name(x, names: list[str]):
+    """Points ``x`` with those given as mappings of the inputs' ``names`` to values put in the
+    inputs' order (the others as they are); ValueError naming the point for a mapping that
+    lacks an input or names one that is not among ``names``."""
+    if not any(isinstance(point, Mapping) for point in x):
+        return x
+    out = []
+    for k, point in enumerate(x):
+        if isinstance(point, Mapping):
+            missing = [name for name in names if name not in point]
+            unknown = [str(key) for key in point if key not in names]
+            if missing or unknown:
+                said = [f"lacks {', '.join(missing)}"] if missing else []
+                said += [f"names no input of the campaign: {', '.join(unknown)}"] if unknown else []
+                raise ValueError(f"point {k} {'; '.join(said)} (inputs: {', '.join(names)})")
+            point = [point[name] for name in names]
+        out.append(point)
+    return out
 
 
 @dataclass(frozen=True)
@@ -271,11 +292,14 @@ class Space:
 
     # -- values <-> codes --------------------------------------------------------------------
     def codes(self, x, check: bool = True) -> np.ndarray:
-        """Points ``x`` (``m`` lists of ``d`` values) as an ``m x d`` float64 array of codes;
-        ValueError (naming the point and the input) for a value that is not the input's
-        (``check=False``: numbers are not held to their bounds, :meth:`Input.code`)."""
+        """Points ``x`` (``m`` lists of ``d`` values, or mappings of the inputs' names to
+        values) as an ``m x d`` float64 array of codes; ValueError (naming the point and the
+        input) for a value that is not the input's, or a mapping that lacks an input or names
+        one the campaign does not have (``check=False``: numbers are not held to their bounds,
+        :meth:`Input.code`)."""
         if len(x) == 0:
             return np.empty((0, self.dim))
+        x = by_name(x, [i.name for i in self.inputs])
         fast = self._numeric_codes(x, check)
         if fast is not None:
             return fast

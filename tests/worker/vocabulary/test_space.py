@@ -46,6 +46,21 @@ def test_values_round_trip_through_pool_coordinates():
     assert back[1][2] == 1e-6 and back[2][2] == 0.1  # the bounds exactly
 
 
+def test_points_by_the_inputs_names_are_the_points_in_their_order():
+    """A point may name its inputs (in any order, beside points as lists): the same codes;
+    one that lacks an input or names one the campaign does not have is a ValueError that says
+    which, not a coordinate read from a name."""
+    space = Space.of(TYPED)
+    listed = [[0.5, 3, 1e-3, "al"], [3.0, 9, 1e-6, 7]]
+    named = [{"material": "al", "rate": 1e-3, "n": 3, "a": 0.5}, listed[1]]
+    np.testing.assert_array_equal(space.codes(named), space.codes(listed))
+    np.testing.assert_array_equal(space.to_gp(named), space.to_gp(listed))
+    with pytest.raises(ValueError, match=r"point 0 lacks rate \(inputs: a, n, rate, material\)"):
+        space.codes([{"a": 0.5, "n": 3, "material": "al"}])
+    with pytest.raises(ValueError, match="point 1 names no input of the campaign: size"):
+        space.codes([listed[0], {"a": 0.5, "n": 3, "rate": 1e-3, "material": "al", "size": 2}])
+
+
 def test_log_inputs_are_spread_evenly_in_log_space():
     space = Space.of([TYPED[2]])
     v = space.to_pool([[1e-6], [1e-5], [1e-3], [1e-1]])[:, 0]
