@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import torch
 
+from fbgp_al.worker.fantasies import CONDITIONED_FROM, Fantasized
 from fbgp_al.worker.gp import Conditioned, aligned
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.transforms import DTYPE, as_tensor
@@ -404,6 +405,12 @@ def greedy_batch_outputs(
         scores = scores * weights
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
     means = [output[5].predict(candidates[short], False)[0] for output in outputs]
+    states = [None] * len(outputs)  # from CONDITIONED_FROM labels: the picks as conditioning
+    if variance and len(outputs[0][2]) >= CONDITIONED_FROM and size > 1:
+        states = [
+            Fantasized.of(_gps_with(o, fantasies) if len(fantasies) else o[5], candidates[short])
+            for o in outputs
+        ]
     picked, picked_scores = [], []
     available = torch.ones(len(short), dtype=torch.bool)
     current = scores[short]
@@ -415,8 +422,12 @@ def greedy_batch_outputs(
         fantasies = torch.cat([fantasies, candidates[short[best]][None]])
         if len(picked) < size and variance:
             current = torch.zeros(len(short), dtype=DTYPE)
-            for output, mean in zip(outputs, means, strict=True):
-                variances = _gps_with(output, fantasies).predict(candidates[short])[1]
+            for output, mean, state in zip(outputs, means, states, strict=True):
+                if state is not None:
+                    state.add(best)
+                    variances = state.variances()
+                else:
+                    variances = _gps_with(output, fantasies).predict(candidates[short])[1]
                 current += output[0] * output[6](mean, variances)
             if weights is not None:
                 current = current * weights[short]
