@@ -295,7 +295,7 @@ class Metamodel:
         as its index); with one input a flat array is that many points, with more a flat array
         of ``d`` values is one point; a point may be a mapping of the inputs' names to values."""
         try:
-            x = by_name(x, [i["name"] for i in self.inputs]) if isinstance(x, list) else x
+            x = by_name(x, [i["name"] for i in self.inputs]) if isinstance(x, (list, tuple)) else x
         except ValueError as error:
             raise ValueError(f"x: {error}") from None
         if self.space is not None:

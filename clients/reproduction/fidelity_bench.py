@@ -33,7 +33,7 @@ from fbgp_al.clients.reproduction.fidelity_problems import PROBLEMS, Problem
 from fbgp_al.clients.reproduction.rdauc import auc, rd_auc
 from fbgp_al.worker.fidelity import acquisition
 from fbgp_al.worker.fidelity.model import Conditioned, Potential
-from fbgp_al.worker.fitting.fidelity import sampled
+from fbgp_al.worker.fitting.fidelity import kept_draws, sampled
 
 TEST_POINTS = 1000
 CANDIDATES = 256
@@ -105,8 +105,7 @@ def run(
         theta, report = sampled(pot, mcmc, seed + step, warm, first is not None and len(t) >= first)
         warm = report["adaptation"]
         method = report["method"]
-        kept = theta if method == "laplace" else theta[:: mcmc["thinning"]]
-        draws = [Conditioned.of(pot, row) for row in kept]
+        draws = [Conditioned.of(pot, row) for row in kept_draws(theta, report, mcmc)]
         rmse, nlpd = score(draws, levels - 1, test, truth, mean_y, sd_y)
         check = report["max_rhat"] if method == "nuts" else report["khat"]
         curve.append([spent, rmse, nlpd, check, method])

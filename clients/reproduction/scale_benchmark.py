@@ -138,6 +138,15 @@ def _mixture(gps, points) -> tuple[np.ndarray, np.ndarray]:
     return mean.mean(0).numpy(), (var.mean(0) + mean.var(0, correction=0)).numpy()
 
 
+def _before_warm(n: int, seed: int, previous: dict | None) -> tuple[dict, list[dict], dict]:
+    """A warm refit's setting at ``n + 1`` labels: the campaign, its labels, and the cold model
+    at ``n`` (``previous``, or refitted here)."""
+    spec, labels = spec_of(), labels_of(n + 1, seed)
+    if previous is None:
+        previous, _ = refit(spec, labels[:n], None)
+    return spec, labels, previous
+
+
 def quality(n: int, seed: int, previous: dict | None = None) -> dict:
     """What a warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
     refitted here) chose against the full treatment: every draw scoring every candidate (the
@@ -153,9 +162,7 @@ def quality(n: int, seed: int, previous: dict | None = None) -> dict:
     from fbgp_al.worker.laplace import laplace_posterior
     from fbgp_al.worker.vocabulary.pools import pool_of
 
-    spec, labels = spec_of(), labels_of(n + 1, seed)
-    if previous is None:
-        previous, _ = refit(spec, labels[:n], None)
+    spec, labels, previous = _before_warm(n, seed, previous)
     started = time.perf_counter()
     sampled = fitting.sample(spec, labels, previous, 4000)
     pool = pool_of(spec)
@@ -228,9 +235,7 @@ def khat(n: int, seed: int, sets: int, previous: dict | None = None) -> list[dic
     )
     from fbgp_al.worker.potential import GPPotential
 
-    spec, labels = spec_of(), labels_of(n + 1, seed)
-    if previous is None:
-        previous, _ = refit(spec, labels[:n], None)
+    spec, labels, previous = _before_warm(n, seed, previous)
     data = fitting.prepare(spec, labels)
     floor = fitting.noise_floor(spec)
     potential = Counted(GPPotential(data.u.numpy(), data.z.numpy(), None, data.prior_mean, floor))
@@ -269,9 +274,7 @@ def exact_draws(n: int, seed: int, previous: dict | None = None, counts=(75, 50,
     from fbgp_al.worker.scoring import Output, Scoring
     from fbgp_al.worker.vocabulary.pools import pool_of
 
-    spec, labels = spec_of(), labels_of(n + 1, seed)
-    if previous is None:
-        previous, _ = refit(spec, labels[:n], None)
+    spec, labels, previous = _before_warm(n, seed, previous)
     sampled = fitting.sample(spec, labels, previous, 4000)
     data, thin, name = sampled.data, sampled.post.for_scoring(spec["mcmc"]), spec["acquisition"]
     pool = pool_of(spec)

@@ -157,10 +157,16 @@ def sampled(
 
 
 def kept(fit: LevelFit, spec: dict) -> np.ndarray:
-    """The draws that predictions mix: every ``thinning``-th of NUTS's, all of a mixture's."""
-    if fit.report.get("method") == "laplace":
-        return fit.theta
-    return fit.theta[:: max(1, int(spec["mcmc"]["thinning"]))]
+    """The draws that predictions mix (:func:`kept_draws` with the campaign's ``mcmc``)."""
+    return kept_draws(fit.theta, fit.report, spec["mcmc"])
+
+
+def kept_draws(theta: np.ndarray, report: dict, mcmc: dict) -> np.ndarray:
+    """Of :func:`sampled`'s draws, those predictions mix: every ``thinning``-th of NUTS's, all
+    of a mixture's."""
+    if report.get("method") == "laplace":
+        return theta
+    return theta[:: max(1, int(mcmc["thinning"]))]
 
 
 def spaced(rows: np.ndarray, count: int) -> np.ndarray:
