@@ -270,22 +270,27 @@ def summary_at(
     at,
     label_noise=None,
     scale_y: OutputStandardization | None = None,
+    joint: bool = False,
 ) -> tuple[dict, torch.Tensor | None, torch.Tensor | None]:
     """:func:`summary`, and the draws' predictive means and variances of ``y`` at ``at``
     (``c x d``; ``B x c`` each, None without ``at``) from the same factors: one factorization
     of each distinct draw for both (a ranking's exact scores, :mod:`worker.fitting.ranking`).
-    Its ``seconds`` count the predictions at ``at`` too."""
+    ``joint``: the latent covariances of ``f`` at ``at`` (``B x c x c``) in place of the
+    variances (a greedy batch's, :mod:`worker.fantasies`). Its ``seconds`` count the
+    predictions at ``at`` too."""
     started = time.perf_counter()
     pool = _Pool(u, z, noise, points, scale_y)
     means, variances = (torch.empty(len(noise), len(z), dtype=DTYPE) for _ in range(2))
     mean = var = None
     if at is not None:
-        mean, var = (torch.empty(len(noise), len(at), dtype=DTYPE) for _ in range(2))
+        mean = torch.empty(len(noise), len(at), dtype=DTYPE)
+        var = torch.empty((len(noise), len(at)) + ((len(at),) if joint else ()), dtype=DTYPE)
     for group in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
         _loo_into(means, variances, z, group)
         pool.add(group)
         if at is not None:
-            m, v = group.conditioned(u).predict(at)
+            fitted = group.conditioned(u)
+            m, v = fitted.joint(at) if joint else fitted.predict(at)
             mean[group.rows], var[group.rows] = m[group.which], v[group.which]
     mix = mixture_loo(z, means, variances)
     rmse_z = float((z - mix["mean"]).square().mean().sqrt())

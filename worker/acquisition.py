@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import torch
 
-from fbgp_al.worker.fantasies import CONDITIONED_FROM, Fantasized
+from fbgp_al.worker.fantasies import CONDITIONED_FROM, Fantasized, greedy_picks
 from fbgp_al.worker.gp import Conditioned, aligned
 from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.transforms import DTYPE, as_tensor
@@ -167,6 +167,20 @@ class DrawGPs:
             else None
         )
 
+    def fits(self):
+        """Each group of draws (a slice of them) with its GPs fitted: all the draws at once
+        where their factors fit ``FIT_ELEMENTS`` (fitted when made), else group by group."""
+        if self.whole is not None:
+            yield slice(0, len(self.noise)), self.whole
+            return
+        for g in self.groups:
+            yield (
+                g,
+                Conditioned.fit(
+                    self.u, self.z, self.lengthscale[g], self.noise[g], self.label_noise
+                ),
+            )
+
     @property
     def block(self) -> int:
         """Candidates per block: ``draws x block`` elements at most ``BLOCK_ELEMENTS``, a power
@@ -194,7 +208,7 @@ class DrawGPs:
                 yield mean[:, part].contiguous(), (var[:, part].contiguous() if variance else None)
 
     def blockwise(
-        self, candidates: torch.Tensor, variance: bool = True
+        self, candidates: torch.Tensor, variance: bool = True, out: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`predict` of each block of ``candidates`` in turn, each group of draws fitted
         once for all of them: the numbers of a :meth:`predict` per block (a group's fit and
@@ -203,15 +217,11 @@ class DrawGPs:
         shape = (len(self.noise), len(candidates))
         mean = torch.empty(shape, dtype=DTYPE)
         var = torch.empty(shape, dtype=DTYPE) if variance else None
-        for g in self.groups if self.whole is None else [slice(None)]:
-            fitted = self.whole
-            if fitted is None:
-                fitted = Conditioned.fit(
-                    self.u, self.z, self.lengthscale[g], self.noise[g], self.label_noise
-                )
+        for g, fitted in self.fits():
+            runs = None if out is None else fitted.out(out)
             for i in range(0, len(candidates), self.block):
                 part = slice(i, i + self.block)
-                mean[g, part], v = fitted.predict(candidates[part], variance)
+                mean[g, part], v = fitted.predict(candidates[part], variance, runs)
                 if variance:
                     var[g, part] = v
         return mean, var
@@ -232,10 +242,7 @@ class DrawGPs:
                     var[:, start : start + m.shape[1]] = v
                 start += m.shape[1]
             return mean, var
-        for g in self.groups:
-            fitted = Conditioned.fit(
-                self.u, self.z, self.lengthscale[g], self.noise[g], self.label_noise
-            )
+        for g, fitted in self.fits():
             mean[g], v = fitted.predict(candidates, variance)
             if variance:
                 var[g] = v
@@ -351,11 +358,16 @@ def _scored(outputs: list[tuple], candidates, fantasies, name: str) -> torch.Ten
     scores = torch.zeros(len(candidates), dtype=DTYPE)
     for output in outputs:
         weight, base, score = output[0], output[5], output[6]
-        with_pending = _gps_with(output, fantasies) if len(fantasies) and variance else base
+        # from CONDITIONED_FROM labels the points out are conditioned on, not refitted with
+        out = len(fantasies) > 0 and variance and len(output[2]) >= CONDITIONED_FROM
+        refit = len(fantasies) and variance and not out
+        with_pending = _gps_with(output, fantasies) if refit else base
         # in groups, a span of blocks per fit of each group; all draws at once, a block a time
         step = base.block if base.whole is not None else base.span
         for span in _blocks(len(candidates), step):
-            means, variances = base.blockwise(candidates[span], variance)
+            means, variances = base.blockwise(
+                candidates[span], variance, fantasies if out else None
+            )
             if with_pending is not base:
                 variances = with_pending.blockwise(candidates[span])[1]
             for i in range(0, means.shape[1], base.block):
@@ -404,31 +416,27 @@ def greedy_batch_outputs(
     if weights is not None:
         scores = scores * weights
     short = torch.argsort(scores, descending=True, stable=True)[:shortlist]
-    means = [output[5].predict(candidates[short], False)[0] for output in outputs]
+    short = short[scores[short] > -torch.inf]  # a screen's left-out candidates stay out
     states = [None] * len(outputs)  # from CONDITIONED_FROM labels: the picks as conditioning
     if variance and len(outputs[0][2]) >= CONDITIONED_FROM and size > 1:
-        states = [
-            Fantasized.of(_gps_with(o, fantasies) if len(fantasies) else o[5], candidates[short])
-            for o in outputs
-        ]
-    picked, picked_scores = [], []
-    available = torch.ones(len(short), dtype=torch.bool)
-    current = scores[short]
-    for _ in range(min(size, len(short))):
-        best = int(torch.argmax(torch.where(available, current, -torch.inf)))
-        picked.append(int(short[best]))
-        picked_scores.append(float(current[best]))
-        available[best] = False
+        at = candidates[short]
+        states = [Fantasized.of(o[5], at, fantasies if len(fantasies) else None) for o in outputs]
+        means = [state.mean for state in states]
+    else:
+        means = [output[5].predict(candidates[short], False)[0] for output in outputs]
+
+    def rescored(best: int) -> torch.Tensor:
+        nonlocal fantasies
         fantasies = torch.cat([fantasies, candidates[short[best]][None]])
-        if len(picked) < size and variance:
-            current = torch.zeros(len(short), dtype=DTYPE)
-            for output, mean, state in zip(outputs, means, states, strict=True):
-                if state is not None:
-                    state.add(best)
-                    variances = state.variances()
-                else:
-                    variances = _gps_with(output, fantasies).predict(candidates[short])[1]
-                current += output[0] * output[6](mean, variances)
-            if weights is not None:
-                current = current * weights[short]
-    return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)
+        current = torch.zeros(len(short), dtype=DTYPE)
+        for output, mean, state in zip(outputs, means, states, strict=True):
+            if state is not None:
+                state.add(best)
+                variances = state.variances()
+            else:
+                variances = _gps_with(output, fantasies).predict(candidates[short])[1]
+            current += output[0] * output[6](mean, variances)
+        return current if weights is None else current * weights[short]
+
+    picked, picked_scores = greedy_picks(scores[short], size, rescored if variance else None)
+    return short[picked], picked_scores

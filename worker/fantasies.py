@@ -16,54 +16,63 @@ and the variance of ``y`` at the shortlist after ``k`` picks is ``diag C - sum_{
 + s2`` (a Cholesky of the fantasies' block, one column a pick). The same numbers as a refit to
 rounding (``tests/worker/test_fantasies.py``); ``C`` costs ``n^2 S + n S^2`` per draw once, and
 holds ``draws x S^2`` values (1.2 GB for 150 draws and a shortlist of 1,000).
+
+The points out for labeling (the pending runs) are fantasies too, but they are known before the
+batch: ``C`` is computed at the shortlist and the points out together, under the GPs of the
+labels alone, and conditioned on the points out in one block (:meth:`Fantasized.of`), so that
+no draw's GP is refitted with them (an ``(n + P)^3`` factorization per draw).
 """
 
 from __future__ import annotations
 
 import torch
 
-from fbgp_al.worker.gp import Conditioned, rbf
+from fbgp_al.worker.gp import cholesky
 from fbgp_al.worker.transforms import DTYPE
 
 # From this many labels a greedy batch conditions its draws on its picks (this module); below,
 # each pick refits them, as before (the same picks, bit for bit, on small campaigns)
 CONDITIONED_FROM = 200
-PRODUCT_ELEMENTS = 1 << 24  # a group's L^-1 k at the shortlist, in parts of at most this
 
 
 class Fantasized:
     """Each draw's latent covariance at a shortlist of points, conditioned on fantasy runs at
-    some of them (:meth:`add`), and the variances of y there (:meth:`variances`)."""
+    some of them (:meth:`add`), and the variances of y there (:meth:`variances`); ``mean``: the
+    draws' means of y there (``draws x S``; fantasies leave them as they are)."""
 
-    def __init__(self, covariance: torch.Tensor, noise: torch.Tensor):
+    def __init__(self, covariance: torch.Tensor, noise: torch.Tensor, mean=None):
         self.covariance, self.noise = covariance, noise  # draws x S x S; draws
         self.latent = covariance.diagonal(dim1=-2, dim2=-1).clone()  # draws x S
         self.steps: list[torch.Tensor] = []
+        self.mean = mean
 
     @classmethod
-    def of(cls, gps, points: torch.Tensor) -> Fantasized:
-        """The draws' GPs ``gps`` (:class:`worker.acquisition.DrawGPs`) at ``points``
-        (``S x d``), their latent covariance ``k(S, S) - (L^-1 k(X, S))^T (L^-1 k(X, S))``
-        computed group of draws by group, in parts of draws that keep ``L^-1 k`` within
-        ``PRODUCT_ELEMENTS``."""
-        draws, n, size = len(gps.noise), len(gps.u), len(points)
+    def of(cls, gps, points: torch.Tensor, pending: torch.Tensor | None = None) -> Fantasized:
+        """The draws' GPs ``gps`` (:class:`worker.acquisition.DrawGPs`, fitted to the labels)
+        at ``points`` (``S x d``): their means and latent covariance
+        (:meth:`worker.gp.Conditioned.joint`), group of draws by group, conditioned on fantasy
+        runs at the points out ``pending`` (``P x d``; None: none) as if each had been added
+        (:meth:`given`)."""
+        if pending is not None and len(pending):
+            return cls.of(gps, torch.cat([points, pending])).given(len(points))
+        draws, size = len(gps.noise), len(points)
+        mean = torch.empty(draws, size, dtype=DTYPE)
         covariance = torch.empty(draws, size, size, dtype=DTYPE)
-        per = max(1, PRODUCT_ELEMENTS // max(1, n * size))
-        for g in [slice(0, draws)] if gps.whole is not None else gps.groups:
-            fitted = gps.whole
-            if fitted is None:
-                fitted = Conditioned.fit(
-                    gps.u, gps.z, gps.lengthscale[g], gps.noise[g], gps.label_noise
-                )
-            first, count = g.start, len(range(draws)[g])
-            for start in range(0, count, per):
-                stop = min(start + per, count)
-                ls = fitted.lengthscale[start:stop]
-                v = fitted.chol_inv[start:stop] @ rbf(gps.u, points, ls)  # b x n x S
-                covariance[first + start : first + stop] = rbf(points, points, ls) - (
-                    v.transpose(-1, -2) @ v
-                )
-        return cls(covariance, gps.noise)
+        for g, fitted in gps.fits():
+            mean[g], covariance[g] = fitted.joint(points)
+        return cls(covariance, gps.noise, mean)
+
+    def given(self, size: int) -> Fantasized:
+        """The state at the first ``size`` points, conditioned on fantasy runs at all the
+        others at once: ``C_SS - C_SP (C_PP + s2 I)^-1 C_PS`` (a Cholesky of the ``P x P``
+        block per draw, with jitter where it fails)."""
+        c = self.covariance
+        block = c[:, size:, size:] + self.noise[:, None, None] * torch.eye(
+            c.shape[-1] - size, dtype=DTYPE
+        )
+        w = torch.linalg.solve_triangular(cholesky(block).chol, c[:, size:, :size], upper=False)
+        mean = None if self.mean is None else self.mean[:, :size]
+        return Fantasized(c[:, :size, :size] - w.transpose(-1, -2) @ w, self.noise, mean)
 
     def add(self, j: int) -> None:
         """A fantasy run at the shortlist's point ``j``."""
@@ -77,3 +86,21 @@ class Fantasized:
     def variances(self) -> torch.Tensor:
         """The variance of y at the shortlist (``draws x S``), the fantasies' included."""
         return self.latent.clamp_min(0.0) + self.noise[:, None]
+
+
+def greedy_picks(first: torch.Tensor, size: int, rescored) -> tuple[torch.Tensor, torch.Tensor]:
+    """A greedy batch of at most ``size`` among a shortlist: the best of ``first`` (its
+    scores), then after each pick the best left of ``rescored(pick)`` (the shortlist's scores
+    with the pick a fantasy; None: the scores do not change). The picks' places in the
+    shortlist, in order, and their scores when picked."""
+    picked, picked_scores = [], []
+    available = torch.ones(len(first), dtype=torch.bool)
+    current = first
+    for _ in range(min(size, len(first))):
+        best = int(torch.argmax(torch.where(available, current, -torch.inf)))
+        picked.append(best)
+        picked_scores.append(float(current[best]))
+        available[best] = False
+        if len(picked) < size and rescored is not None:
+            current = rescored(best)
+    return torch.tensor(picked, dtype=torch.long), torch.tensor(picked_scores, dtype=DTYPE)

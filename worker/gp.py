@@ -42,6 +42,9 @@ SCORE_ALIGN = 1024
 # n = 2,000, one thread): the screen's predictions at 10,000 candidates are most of a large
 # refit's scoring (docs/benchmarks.md, issue 53).
 TRIANGULAR_FROM = 1000
+# Elements of a joint prediction's L^-1 k (``draws x n x points``, :meth:`Conditioned.joint`),
+# which takes its draws in parts of at most this
+PRODUCT_ELEMENTS = 1 << 24
 
 
 def aligned(count: int) -> int:
@@ -185,6 +188,15 @@ def distinct(lengthscale: torch.Tensor, noise: torch.Tensor):
 
 
 @dataclass
+class Out:
+    """Fantasy runs at points out for labeling, for a :class:`Conditioned`'s variances."""
+
+    points: torch.Tensor  # P x d
+    v: torch.Tensor  # B x n x P, L^-1 k(X, P)
+    chol: torch.Tensor  # B x P x P, the Cholesky factor of C_PP + s2 I
+
+
+@dataclass
 class Conditioned:
     """A batch of GPs conditioned on ``(u, z)``, ready to predict at many candidates."""
 
@@ -214,16 +226,44 @@ class Conditioned:
         chol_inv = inverse_factor(factor.chol)
         return cls(u=u, lengthscale=lengthscale, noise=noise, alpha=alpha, chol_inv=chol_inv)
 
+    def joint(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean of ``y`` (``B x S``) and the latent covariance of ``f`` (``B x S x S``,
+        ``k(S, S) - (L^-1 k(X, S))^T (L^-1 k(X, S))``) at ``points`` (``S x d``), in parts of
+        draws that keep ``L^-1 k`` within ``PRODUCT_ELEMENTS``."""
+        draws, n, size = len(self.noise), len(self.u), len(points)
+        mean = torch.empty(draws, size, dtype=DTYPE)
+        covariance = torch.empty(draws, size, size, dtype=DTYPE)
+        per = max(1, PRODUCT_ELEMENTS // max(1, n * size))
+        for start in range(0, draws, per):
+            part = slice(start, min(start + per, draws))
+            ls = self.lengthscale[part]
+            k = rbf(self.u, points, ls)  # b x n x S
+            mean[part] = (self.alpha[part, None, :] @ k)[:, 0, :]
+            v = self.chol_inv[part] @ k
+            covariance[part] = rbf(points, points, ls) - (v.transpose(-1, -2) @ v)
+        return mean, covariance
+
     def chunk_size(self) -> int:
         batch, n = self.chol_inv.shape[:2]
         return aligned(CHUNK_ELEMENTS // (batch * max(n, 1)))
 
+    def out(self, points: torch.Tensor) -> Out:
+        """Fantasy runs at ``points`` (``P x d``, points out for labeling) for the variances
+        of :meth:`predict`: ``L^-1 k(X, P)`` and the Cholesky factor of the points' latent
+        covariance plus ``s2`` (with jitter where it fails), per draw."""
+        v = self.chol_inv @ rbf(self.u, points, self.lengthscale)  # B x n x P
+        block = rbf(points, points, self.lengthscale) - v.transpose(-1, -2) @ v
+        block.diagonal(dim1=-2, dim2=-1).add_(self.noise[:, None])
+        return Out(points, v, cholesky(block).chol)
+
     def predict_chunk(
-        self, candidates: torch.Tensor, buffers=None, variance: bool = True
+        self, candidates: torch.Tensor, buffers=None, variance: bool = True, out: Out | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Mean and variance of ``y`` (``s2`` included, no known noise) at ``candidates``
         (``c x d``): ``B x c`` each, with no chunking (see :meth:`predict`); the variance
-        ``None`` unless ``variance``. ``buffers``: two ``B x n x c`` tensors to work in (see
+        ``None`` unless ``variance``; with fantasy runs at the points ``out`` (:meth:`out`):
+        less ``C_cP (C_PP + s2 I)^-1 C_Pc``, ``C`` the latent covariance given the labels
+        (the means stay). ``buffers``: two ``B x n x c`` tensors to work in (see
         ``CHUNK_ELEMENTS``)."""
         k_buf, v_buf = buffers if buffers is not None else (None, None)
         k_star = rbf(self.u, candidates, self.lengthscale, out=k_buf)  # B x n x c
@@ -237,10 +277,15 @@ class Conditioned:
             v = triangular_product(self.chol_inv, k_star)
         else:
             v = torch.matmul(self.chol_inv, k_star, out=v_buf)  # B x n x c
-        latent = (1.0 - v.square_().sum(-2)).clamp_min_(0.0)
-        return mean, latent + self.noise[:, None]
+        cross = None
+        if out is not None:  # C_Pc, before v is squared in place
+            cross = rbf(out.points, candidates, self.lengthscale) - out.v.transpose(-1, -2) @ v
+        latent = 1.0 - v.square_().sum(-2)
+        if cross is not None:
+            latent -= torch.linalg.solve_triangular(out.chol, cross, upper=False).square().sum(-2)
+        return mean, latent.clamp_min_(0.0) + self.noise[:, None]
 
-    def chunks(self, candidates: torch.Tensor, variance: bool = True):
+    def chunks(self, candidates: torch.Tensor, variance: bool = True, out: Out | None = None):
         """``(mean, var)`` of each chunk of candidates in turn, in reused work buffers."""
         step = self.chunk_size()
         batch, n = self.chol_inv.shape[:2]
@@ -250,14 +295,14 @@ class Conditioned:
             buffers = buffers if variance else (buffers[0], None)
         for i in range(0, len(candidates), step):
             chunk = candidates[i : i + step]
-            yield self.predict_chunk(chunk, buffers if len(chunk) == step else None, variance)
+            yield self.predict_chunk(chunk, buffers if len(chunk) == step else None, variance, out)
 
     def predict(
-        self, candidates: torch.Tensor, variance: bool = True
+        self, candidates: torch.Tensor, variance: bool = True, out: Out | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Mean and variance of ``y`` at ``candidates`` (``m x d``): ``B x m`` each; the
-        variance ``None`` unless ``variance``."""
-        parts = list(self.chunks(candidates, variance))
+        variance ``None`` unless ``variance``; ``out``: fantasy runs (:meth:`out`)."""
+        parts = list(self.chunks(candidates, variance, out))
         if not parts:
             empty = torch.empty(len(self.noise), 0, dtype=DTYPE)
             return empty, (empty.clone() if variance else None)

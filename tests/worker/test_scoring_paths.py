@@ -77,9 +77,9 @@ def test_means_only_acquisitions_never_compute_a_variance(setting, monkeypatch):
     asked = []
     predict_chunk = gp.Conditioned.predict_chunk
 
-    def spy(self, candidates, buffers=None, variance=True):
+    def spy(self, candidates, buffers=None, variance=True, out=None):
         asked.append(variance)
-        return predict_chunk(self, candidates, buffers, variance)
+        return predict_chunk(self, candidates, buffers, variance, out)
 
     monkeypatch.setattr(gp.Conditioned, "predict_chunk", spy)
     mean, _ = _plain_predict(u, z, post.lengthscale, post.noise, cand)

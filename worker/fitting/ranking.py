@@ -14,6 +14,7 @@ import torch
 
 from fbgp_al.worker import accuracy
 from fbgp_al.worker.acquisition import SHORTLIST, greedy_batch_outputs, scorer
+from fbgp_al.worker.fantasies import Fantasized, greedy_picks
 from fbgp_al.worker.feasibility.campaign import FailureModel
 from fbgp_al.worker.fitting import search
 from fbgp_al.worker.fitting.posteriors import Data
@@ -138,6 +139,12 @@ SCREEN_DRAWS_FEW = 5
 # in 20 s against 34 (docs/benchmarks.md, issue 53).
 EXACT_FEW_FROM = 1000
 EXACT_DRAWS_FEW = 50
+# A parallel campaign's greedy batch keeps fewer than this from its screen from about 720
+# labels (with 150 draws): too few to share among workers, so they are scored, and the batch
+# picked, on the accuracy estimates' factors (:func:`shared_batch`). At 801 labels of Hartmann
+# 6-D with 20 points out: the same batch of 20 as the picks on their own factors, scores within
+# 4e-16, in a third of the ranking's CPU time (docs/benchmarks.md, issue 53).
+BATCH_SHARED_BELOW = 500
 
 
 def screens(name: str, fn: Scoring, candidates) -> bool:
@@ -194,8 +201,15 @@ def shares_factors(name: str, fn: Scoring, candidates) -> bool:
     """Whether a ranking scores its kept candidates exactly in the pass of its accuracy
     estimates, on the same factors (one factorization per distinct draw for both, each
     ``n^3``): where it screens and keeps at most ``KEEP_LEAST`` (from about 1,000 labels with
-    150 draws), too few to share among workers (``service.jobs.fanout`` shares 500 or more)."""
-    return fn.kind == "single" and screens(name, fn, candidates) and kept_count(fn) <= KEEP_LEAST
+    150 draws), too few to share among workers (``service.jobs.fanout`` shares 500 or more);
+    a greedy batch of one output (:func:`shared_batch`), where it keeps fewer than
+    ``BATCH_SHARED_BELOW`` (from about 720 labels) with at most ``KEEP_LEAST`` points out."""
+    if not screens(name, fn, candidates):
+        return False
+    if fn.kind == "batch" and len(fn.outputs) == 1:
+        out = 0 if fn.pending is None else len(fn.pending)
+        return kept_count(fn) < BATCH_SHARED_BELOW and out <= KEEP_LEAST
+    return fn.kind == "single" and kept_count(fn) <= KEEP_LEAST
 
 
 def scores_of(name: str, fn: Scoring, candidates, weights=None, exact=None) -> Steps[torch.Tensor]:
@@ -245,6 +259,37 @@ def greedy_batch(
     return order.numpy(), scores.numpy()
 
 
+def shared_batch(
+    spec: dict, pool, data: Data, thin: Posterior, fn: Scoring, cand_u, size: int, weights=None
+) -> Steps[tuple[np.ndarray, np.ndarray, dict]]:
+    """A greedy batch on the factors of the accuracy estimates' pass (where
+    :func:`shares_factors`): the screen a step, then the kept candidates' means and latent
+    covariances, with the points out (``fn.pending``) as fantasies, from the same factors
+    (:meth:`worker.fantasies.Fantasized.given`), and the picks by conditioning on them. The
+    picked candidates' rows, their scores, and the estimates."""
+    rough = yield ToScore(fn.with_draws(screen_draws(fn)), cand_u)
+    if weights is not None:
+        rough = rough * weights
+    kept = torch.argsort(rough, descending=True, stable=True)[: kept_count(fn)]
+    out = fn.pending is not None and len(fn.pending) > 0
+    at = torch.cat([cand_u[kept], fn.pending]) if out else cand_u[kept]
+    estimates, mean, covariance = accuracy_of(spec, pool, data, thin, at, joint=True)
+    noise = exact_draws(thin, data.n).noise
+    state = Fantasized(covariance, noise, mean)
+    state = state.given(len(kept)) if out else state
+    score, kept_weights = scorer(fn.name, noise), None if weights is None else weights[kept]
+
+    def rescored(best: int) -> torch.Tensor:
+        state.add(best)
+        scores = score(state.mean, state.variances())
+        return scores if kept_weights is None else scores * kept_weights
+
+    first = score(state.mean, state.variances())
+    first = first if kept_weights is None else first * kept_weights
+    picked, scores = greedy_picks(first, size, rescored)
+    return kept[picked].numpy(), scores.numpy(), estimates
+
+
 def model_and_ranking(*args, **kwargs) -> tuple[dict, list]:
     """:func:`ranked` (the same arguments), every scoring done here."""
     return here(ranked(*args, **kwargs))
@@ -292,9 +337,15 @@ def ranked(
     elif len(candidates):
         if spec.get("mode") == "parallel":
             size = min(int(spec["max_pending"]), MAX_BATCH)
-            best, best_scores = yield from greedy_batch(
-                name, parts, cand_u, size, pending_u, seed, weights
-            )
+            fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),), "batch", pending_u)
+            if shares_factors(name, fn, cand_u):
+                best, best_scores, estimates = yield from shared_batch(
+                    spec, pool, data, thin, fn, cand_u, size, weights
+                )
+            else:
+                best, best_scores = yield from greedy_batch(
+                    name, parts, cand_u, size, pending_u, seed, weights
+                )
         else:
             fn = Scoring(name, (Output(1.0, thin, u, z, data.noise, seed),))
             exact = None
@@ -341,7 +392,9 @@ def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
     return (scores if weights is None else scores * weights).numpy()
 
 
-def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior, at=None):
+def accuracy_of(
+    spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior, at=None, joint=False
+):
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use (those of the exact pass, :func:`exact_draws`), integrated over a subsample of the whole
     pool (labeled points included) of at most ``accuracy.POOL_POINTS`` points, drawn from the
@@ -349,7 +402,8 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     labels differ by the models, not the points (a continuous pool's: a Sobol sample of the
     box, :mod:`worker.vocabulary.box`).
     With candidates ``at``: the estimates, and the draws' means and variances there from the
-    same factors (:func:`worker.accuracy.summary_at`)."""
+    same factors (:func:`worker.accuracy.summary_at`; ``joint``: the latent covariances there
+    in place of the variances)."""
     size = min(int(spec["pool_subsample"]), accuracy.POOL_POINTS)
     if box.continuous(spec):  # a sample of the box, the same for every model
         seed = [int(spec["seed"]), box.ACCURACY_KEY]
@@ -361,5 +415,7 @@ def accuracy_of(spec: dict, pool: GridPool | PointPool, data: Data, thin: Poster
     thin = exact_draws(thin, data.n)
     args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
     if at is not None:
-        return accuracy.summary_at(*args, at, label_noise=data.noise, scale_y=data.scale_y)
+        return accuracy.summary_at(
+            *args, at, label_noise=data.noise, scale_y=data.scale_y, joint=joint
+        )
     return accuracy.summary(*args, label_noise=data.noise, scale_y=data.scale_y)

@@ -147,6 +147,49 @@ def test_a_ranking_that_keeps_few_scores_them_on_the_accuracy_factors(monkeypatc
             assert shared["accuracy"][key] == pytest.approx(value, rel=1e-12), key
 
 
+@pytest.mark.parametrize(("weighed", "out"), [(False, 2), (True, 2), (False, 0)])
+def test_a_parallel_ranking_that_keeps_few_picks_its_batch_on_the_accuracy_factors(
+    monkeypatch, weighed, out
+):
+    """Where a parallel campaign's screen keeps fewer than BATCH_SHARED_BELOW, its greedy
+    batch is chosen on the factors of the accuracy estimates' pass, the points out conditioned
+    on: the batch of the refitted fantasies, scores to 1e-9, the same estimates, and the
+    screen's step alone."""
+    from fbgp_al.worker.feasibility.campaign import fit_campaign
+
+    spec, data, post, pool = _ranking_case()
+    spec.update(mode="parallel", max_pending=6)
+    failure = None
+    if weighed:  # two failed runs in a corner: a failure model's weights
+        spec["failures"] = {"model": "classifier", "min_success": 0.2}
+        labels = [{"x": a.tolist(), "y": 0.0} for a in data.u.numpy()]
+        failed = [{"x": [0.9, 0.95], "reason": "crash"}, {"x": [0.97, 0.9], "reason": "crash"}]
+        failure = fit_campaign(spec, labels, failed, data.seed)
+    pending = pool.index_of(np.clip(data.u[[3, 9]].numpy() + 0.05, 0, 1)).tolist()[:out]
+    monkeypatch.setattr(ranking, "SCREEN_WORK", 0)
+    monkeypatch.setattr(ranking, "SCREEN_DRAWS", 10)
+    monkeypatch.setattr(ranking, "SCREEN_KEEP", 150)
+    runs = {}
+    for name, below in (("steps", 150), ("one pass", 151)):
+        monkeypatch.setattr(ranking, "BATCH_SHARED_BELOW", below)
+        steps = []
+
+        def scored(step, steps=steps):
+            steps.append(len(step.candidates))
+            return step.fn(step.candidates)
+
+        args = (spec, pool, data, post, set(), pending, 0.0, failure)
+        runs[name] = (*_driven(ranking.ranked(*args), scored), steps)
+    (model, want, steps), (shared, got, one_pass) = runs["steps"], runs["one pass"]
+    assert steps[0] == one_pass[0] and len(steps) == 2 and len(one_pass) == 1
+    assert [r["index"] for r in got] == [r["index"] for r in want] and len(got) == 6
+    assert not {r["index"] for r in got} & set(pending)
+    np.testing.assert_allclose([r["score"] for r in got], [r["score"] for r in want], rtol=1e-9)
+    for key, value in model["accuracy"].items():
+        if key != "seconds":
+            assert shared["accuracy"][key] == pytest.approx(value, rel=1e-12), key
+
+
 @pytest.mark.parametrize(("few_from", "draws"), [(31, 20), (30, 10)])
 def test_from_exact_few_from_labels_the_exact_pass_takes_fewer_draws(monkeypatch, few_from, draws):
     """From EXACT_FEW_FROM labels the kept candidates' exact scores and the accuracy estimates
