@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from fbgp_al.worker.gp import cholesky
+from fbgp_al.worker.gp import PRODUCT_ELEMENTS, cholesky
 from fbgp_al.worker.transforms import DTYPE
 
 # From this many labels a greedy batch conditions its draws on its picks (this module); below,
@@ -59,20 +59,24 @@ class Fantasized:
         mean = torch.empty(draws, size, dtype=DTYPE)
         covariance = torch.empty(draws, size, size, dtype=DTYPE)
         for g, fitted in gps.fits():
-            mean[g], covariance[g] = fitted.joint(points)
+            fitted.joint(points, out=(mean[g], covariance[g]))
         return cls(covariance, gps.noise, mean)
 
     def given(self, size: int) -> Fantasized:
         """The state at the first ``size`` points, conditioned on fantasy runs at all the
         others at once: ``C_SS - C_SP (C_PP + s2 I)^-1 C_PS`` (a Cholesky of the ``P x P``
-        block per draw, with jitter where it fails)."""
-        c = self.covariance
-        block = c[:, size:, size:] + self.noise[:, None, None] * torch.eye(
-            c.shape[-1] - size, dtype=DTYPE
-        )
-        w = torch.linalg.solve_triangular(cholesky(block).chol, c[:, size:, :size], upper=False)
+        block per draw, with jitter where it fails), in place, in parts of draws that keep
+        each part's ``S x S`` product within ``PRODUCT_ELEMENTS``."""
+        c, out = self.covariance, self.covariance.shape[-1] - size
+        block = c[:, size:, size:] + self.noise[:, None, None] * torch.eye(out, dtype=DTYPE)
+        chol = cholesky(block).chol
+        per = max(1, PRODUCT_ELEMENTS // max(1, size * max(size, out)))
+        for start in range(0, len(c), per):
+            part = slice(start, start + per)
+            w = torch.linalg.solve_triangular(chol[part], c[part, size:, :size], upper=False)
+            c[part, :size, :size] -= w.transpose(-1, -2) @ w
         mean = None if self.mean is None else self.mean[:, :size]
-        return Fantasized(c[:, :size, :size] - w.transpose(-1, -2) @ w, self.noise, mean)
+        return Fantasized(c[:, :size, :size], self.noise, mean)
 
     def add(self, j: int) -> None:
         """A fantasy run at the shortlist's point ``j``."""

@@ -226,21 +226,28 @@ class Conditioned:
         chol_inv = inverse_factor(factor.chol)
         return cls(u=u, lengthscale=lengthscale, noise=noise, alpha=alpha, chol_inv=chol_inv)
 
-    def joint(self, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def joint(self, points: torch.Tensor, out=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean of ``y`` (``B x S``) and the latent covariance of ``f`` (``B x S x S``,
-        ``k(S, S) - (L^-1 k(X, S))^T (L^-1 k(X, S))``) at ``points`` (``S x d``), in parts of
-        draws that keep ``L^-1 k`` within ``PRODUCT_ELEMENTS``."""
+        ``k(S, S) - (L^-1 k(X, S))^T (L^-1 k(X, S))``) at ``points`` (``S x d``), written into
+        ``out`` (two such tensors) if given, in parts of draws that keep ``L^-1 k`` and a
+        part's ``k(S, S)`` within ``PRODUCT_ELEMENTS``."""
         draws, n, size = len(self.noise), len(self.u), len(points)
-        mean = torch.empty(draws, size, dtype=DTYPE)
-        covariance = torch.empty(draws, size, size, dtype=DTYPE)
-        per = max(1, PRODUCT_ELEMENTS // max(1, n * size))
+        if out is None:
+            out = (
+                torch.empty(draws, size, dtype=DTYPE),
+                torch.empty(draws, size, size, dtype=DTYPE),
+            )
+        mean, covariance = out
+        per = max(1, PRODUCT_ELEMENTS // max(1, max(n, size) * size))
         for start in range(0, draws, per):
             part = slice(start, min(start + per, draws))
             ls = self.lengthscale[part]
             k = rbf(self.u, points, ls)  # b x n x S
             mean[part] = (self.alpha[part, None, :] @ k)[:, 0, :]
             v = self.chol_inv[part] @ k
-            covariance[part] = rbf(points, points, ls) - (v.transpose(-1, -2) @ v)
+            within = covariance[part]
+            torch.matmul(v.transpose(-1, -2), v, out=within)
+            within.neg_().add_(rbf(points, points, ls))
         return mean, covariance
 
     def chunk_size(self) -> int:
