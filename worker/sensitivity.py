@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fbgp_al.worker.acquisition import FIT_ELEMENTS
 from fbgp_al.worker.answers import _context, output_model
 from fbgp_al.worker.fidelity import answers as fidelity_answers
-from fbgp_al.worker.gp import factorize
+from fbgp_al.worker.gp import distinct, factorize
 from fbgp_al.worker.vocabulary import sobol
 from fbgp_al.worker.vocabulary.defaults import output_labels, output_names, output_spec
 
@@ -34,10 +35,20 @@ def draw_weights(
     label_noise=None,
 ) -> np.ndarray:
     """``alpha = (K + diag(label_noise) + s2 I)^-1 z`` of each draw (``B x n``): its mean is
-    ``k(x, X) alpha``, as :class:`worker.gp.Conditioned` predicts it."""
-    factor = factorize(u, lengthscale, noise, label_noise)
-    alpha = torch.cholesky_solve(z.expand(len(noise), -1)[..., None], factor.chol)[..., 0]
-    return alpha.numpy()
+    ``k(x, X) alpha``, as :class:`worker.gp.Conditioned` predicts it. Each distinct draw is
+    factored once (a Laplace mixture's repeat), in groups whose factors fit ``FIT_ELEMENTS``
+    (at 2,000 labels, 150 draws at once would hold 4.8 GB)."""
+    repeated = distinct(lengthscale, noise)
+    if repeated is not None:
+        return draw_weights(u, z, repeated[0], repeated[1], label_noise)[repeated[2].numpy()]
+    per = max(1, FIT_ELEMENTS // max(1, len(z) ** 2))
+    parts = []
+    for start in range(0, len(noise), per):
+        g = slice(start, start + per)
+        factor = factorize(u, lengthscale[g], noise[g], label_noise)
+        rhs = z.expand(len(noise[g]), -1)[..., None]
+        parts.append(torch.cholesky_solve(rhs, factor.chol)[..., 0])
+    return torch.cat(parts).numpy()
 
 
 def sensitivity(

@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
-from fbgp_al.worker import sensitivity
+from fbgp_al.worker import gp, sensitivity
 from fbgp_al.worker.vocabulary import sobol
 from fbgp_al.worker.vocabulary.space import Space
 from tests.worker.vocabulary.test_sobol import MIXED, _ishigami
@@ -174,3 +175,26 @@ def test_ishigami_150_labels_and_nuts_give_the_analytic_indices_and_salib_agrees
     salib = salib_sobol.analyze(problem, f, calc_second_order=False, seed=13)
     for key, ours in (("S1", "first"), ("ST", "total")):
         assert np.all(np.abs(salib[key] - exact[ours][0]) <= salib[f"{key}_conf"]), (key, salib)
+
+
+def test_draw_weights_factor_each_distinct_draw_once_in_groups(monkeypatch):
+    """Draws in groups of 2 (``FIT_ELEMENTS``) and a repeated draw: each draw's weights are
+    those of its own GP solved alone, ``(K + s2 I)^-1 z`` by numpy."""
+    rng = np.random.default_rng(8)
+    u = torch.from_numpy(rng.random((25, 2)))
+    z = torch.from_numpy(np.sin(4 * u[:, 0].numpy()) + u[:, 1].numpy())
+    ls = torch.from_numpy(np.exp(rng.normal(-1.0, 0.3, (5, 2))))
+    noise = torch.from_numpy(np.exp(rng.normal(-4.0, 0.5, 5)))
+    ls[3], noise[3] = ls[0], noise[0]  # a repeated draw
+    factored = []
+    monkeypatch.setattr(sensitivity, "FIT_ELEMENTS", 2 * 25 * 25)
+    monkeypatch.setattr(
+        sensitivity, "factorize", lambda *a: factored.append(len(a[2])) or gp.factorize(*a)
+    )
+    alpha = sensitivity.draw_weights(u, z, ls, noise)
+    assert factored == [2, 2]  # 4 distinct draws, 2 at a time
+    x = u.numpy()
+    for b in range(5):
+        d2 = (((x[:, None, :] - x[None, :, :]) / ls[b].numpy()) ** 2).sum(-1)
+        K = np.exp(-0.5 * d2) + noise[b].item() * np.eye(25)
+        np.testing.assert_allclose(alpha[b], np.linalg.solve(K, z.numpy()), rtol=1e-8)

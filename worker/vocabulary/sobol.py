@@ -327,10 +327,12 @@ def monte_carlo(
 
 def gp_mean(space: Space, u, alpha, lengthscale, chunk: int = 4096) -> Callable:
     """The draws' posterior means as a function of points in pool coordinates (``m x d`` ->
-    ``B x m``), for :func:`monte_carlo`."""
+    ``B x m``), for :func:`monte_carlo`: at most ``chunk`` points at a time, fewer where their
+    ``B x chunk x n`` distances would pass ``CHUNK_ELEMENTS``."""
     u = np.asarray(u, dtype=np.float64)
     alpha = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
     ls = np.atleast_2d(np.asarray(lengthscale, dtype=np.float64))
+    chunk = max(1, min(chunk, CHUNK_ELEMENTS // max(1, len(ls) * len(u))))
 
     def mean(v: np.ndarray) -> np.ndarray:
         x = space.features(v)

@@ -230,3 +230,18 @@ def test_a_discrete_input_s_integrals_are_means_over_its_values():
         K = np.exp(-0.5 * ((levels - feats.T) / ls[b, 0]) ** 2)  # L x n
         np.testing.assert_allclose(e[b], K.mean(0), rtol=1e-14)
         np.testing.assert_allclose(W[b], np.mean(K[:, :, None] * K[:, None, :], 0), rtol=1e-13)
+
+
+def test_gp_mean_takes_fewer_points_at_once_where_their_distances_would_be_large(monkeypatch):
+    """With ``CHUNK_ELEMENTS`` for 7 points of 3 draws x 30 labels at once, the means are those
+    of the points taken all at once."""
+    u, alpha, ls = _draws(FLOAT_LOG, 30, [[0.2, 0.5, 0.3], [0.6, 0.15, 1.5], [0.3, 0.3, 0.3]])
+    points = np.random.default_rng(2).random((50, 3))
+    whole = sobol.gp_mean(FLOAT_LOG, u, alpha, ls)(points)
+    monkeypatch.setattr(sobol, "CHUNK_ELEMENTS", 7 * 3 * 30)
+    exp, sizes = np.exp, []
+    monkeypatch.setattr(np, "exp", lambda x: sizes.append(x.shape[1]) or exp(x))
+    chunked = sobol.gp_mean(FLOAT_LOG, u, alpha, ls)(points)
+    monkeypatch.undo()
+    assert sizes == [7] * 7 + [1]
+    np.testing.assert_allclose(chunked, whole, rtol=1e-13)
