@@ -378,8 +378,9 @@ def design_points(rules: Rules, snap: Snapshot) -> list[int]:
 
 def stalled(rules: Rules, snap: Snapshot) -> bool:
     """Whether the campaign cannot go on: runs have failed, nothing is out, no refit is coming
-    that could rank other points, and no point is left to offer (every candidate labeled,
-    failed for good, or left out by the failure model for a probability of success below
+    that could rank other points (none queued or running, and none waiting to run again after
+    it failed: ``retry_at``), and no point is left to offer (every candidate labeled, failed
+    for good, or left out by the failure model for a probability of success below
     ``min_success``: the model's ranking is empty). Only a failure makes a campaign stall;
     ``/next`` then says so (409)."""
     n = snap.n_labeled
@@ -389,7 +390,7 @@ def stalled(rules: Rules, snap: Snapshot) -> bool:
     taken = _taken(rules, snap)
     if n < rules.design_size:
         return _first_free(design_points(rules, snap), taken | snap.labeled) is None
-    if snap.refit.phase != RefitPhase.IDLE or snap.refit.changed:
+    if snap.refit.phase != RefitPhase.IDLE or snap.refit.changed or snap.refit.retry_at:
         return False
     version = snap.refit.model_version
     current = version == n if rules.mode == "sequential" else version is not None

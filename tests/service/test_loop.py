@@ -490,3 +490,26 @@ def test_four_simulators_label_one_campaign_without_duplicates(client, make_body
     spans = sorted((m["started_at"], m["at"]) for m in models)
     assert len(spans) >= 3 and all(a < b for a, b in spans)
     assert all(end <= start for (_, end), (start, _) in pairwise(spans)), spans
+
+
+def test_a_campaign_whose_refit_waits_to_run_again_is_not_stalled():
+    """A parallel campaign whose batch is labeled and whose last refit failed: while that refit
+    waits to run again (``retry_at``), ``/next`` says wait, not stalled; with no retry coming
+    and runs failed, stalled."""
+    rules = loop.Rules(
+        max_labels=50, design_index=(0, 1), mode="parallel", max_pending=2, allow_repeats=False
+    )
+    refit = loop.Refit(model_version=10, failures=1, retry_at=1_000_010.0, n_failed=1)
+    snap = loop.Snapshot(
+        n_labeled=12,
+        n_pending=0,
+        pending=frozenset(),
+        labeled=frozenset(range(12)),
+        refit=refit,
+        ranking=(10, 11),
+        failures={40: 1},
+    )
+    assert not loop.stalled(rules, snap)
+    assert not isinstance(loop.next_answer(rules, snap), loop.Stalled)
+    gone = replace(snap, refit=replace(refit, retry_at=0.0))
+    assert loop.stalled(rules, gone) and isinstance(loop.next_answer(rules, gone), loop.Stalled)
