@@ -112,17 +112,14 @@ HEADER = (
 
 
 def main(argv: list[str] | None = None) -> int:
+    # this tree's: another tree's interpreter runs this file with its own scale_benchmark
+    from fbgp_al.clients.reproduction.scale_benchmark import add_trees, trees_of
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="800,2000", help="labels, comma-separated")
     parser.add_argument("--out", type=int, default=20, help="points out (max_pending) [20]")
     parser.add_argument("--seed", type=int, default=0, help="the data set's seed")
-    parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="another tree's interpreter to measure beside this one (repeatable)",
-    )
+    add_trees(parser)
     parser.add_argument("--models", default=None, help="where the cold models are kept")
     parser.add_argument("--mcmc", type=json.loads, default=None, help="MCMC settings (JSON)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
@@ -133,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     models = args.models or tempfile.mkdtemp(prefix="batch-benchmark-")
     os.makedirs(models, exist_ok=True)
-    trees = [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
+    trees = trees_of(args)
     print(HEADER)
     for n in (int(s) for s in args.sizes.split(",")):
         cold = os.path.join(models, f"cold-{n}-seed{args.seed}.json")

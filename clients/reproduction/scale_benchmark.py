@@ -340,10 +340,8 @@ def row(name: str, kind: str, r: dict, peak: float) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="1000,2000", help="labels, comma-separated")
-    parser.add_argument("--seed", type=int, default=0, help="the data set's seed")
+def add_trees(parser: argparse.ArgumentParser) -> None:
+    """``--python NAME=PATH``: other trees' interpreters to measure beside this one."""
     parser.add_argument(
         "--python",
         action="append",
@@ -351,6 +349,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=PATH",
         help="another tree's interpreter to measure beside this one (repeatable)",
     )
+
+
+def trees_of(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The trees to measure, ``(name, interpreter)``: this one first, then ``--python``'s."""
+    return [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,2000", help="labels, comma-separated")
+    parser.add_argument("--seed", type=int, default=0, help="the data set's seed")
+    add_trees(parser)
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each tree")
     parser.add_argument(
         "--threads",
@@ -406,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one is not None:
         print(json.dumps(one(args.one, args.seed)))
         return 0
-    trees = [("this tree", sys.executable)] + [tuple(p.split("=", 1)) for p in args.python]
+    trees = trees_of(args)
     print(
         "| tree | n | refit | sampler | posterior (s) | evaluations | distinct draws | "
         "accuracy (s) | ranking (s) | refit (s) | peak memory (GB) | next point |"
