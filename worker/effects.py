@@ -40,7 +40,7 @@ from scipy.special import ndtr
 from scipy.stats import qmc
 
 from fbgp_al.worker.answers import _context
-from fbgp_al.worker.gp import factorize, rbf
+from fbgp_al.worker.gp import distinct, factorize, rbf
 from fbgp_al.worker.transforms import as_tensor
 from fbgp_al.worker.vocabulary.space import Space
 
@@ -94,29 +94,57 @@ def averaged_draws(
     """Each draw's mean and variance of ``g_J`` at ``t`` (``T x d`` pool coordinates, only the
     columns of ``fixed`` read), in the GP's standardized units (``B x T`` each); ``others``:
     the samples of the inputs averaged over (``S x d`` pool coordinates, the columns not in
-    ``fixed`` read). Draws go in chunks of at most :data:`CHUNK_ELEMENTS` per work array."""
-    cols = feature_columns(space, fixed)
-    rest = [c for c in range(space.n_features) if c not in cols]
-    grid = as_tensor(space.features(t))[:, cols]
-    xs = as_tensor(space.features(others))[:, rest] if rest else None
+    ``fixed`` read). One view of :func:`averaged_views`."""
+    views = averaged_views(space, u, z, lengthscale, noise, label_noise, [(fixed, t)], others)
+    return views[0]
+
+
+def averaged_views(
+    space: Space,
+    u: torch.Tensor,
+    z: torch.Tensor,
+    lengthscale: torch.Tensor,
+    noise: torch.Tensor,
+    label_noise,
+    views: list[tuple[list[int], np.ndarray]],
+    others: np.ndarray,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`averaged_draws` for several views ``(fixed, t)`` of the same draws (each input's
+    main effect): each draw factored once for all of them, each distinct draw once (a Laplace
+    mixture's repeat; a copy's answer is its draw's). Draws go in chunks of at most
+    :data:`CHUNK_ELEMENTS` per work array."""
+    repeated = distinct(lengthscale, noise)
+    if repeated is not None:
+        unique_l, unique_s2, index = repeated
+        once = averaged_views(space, u, z, unique_l, unique_s2, label_noise, views, others)
+        return [(means[index.numpy()], variances[index.numpy()]) for means, variances in once]
+    prepared = []
+    for fixed, t in views:
+        cols = feature_columns(space, fixed)
+        rest = [c for c in range(space.n_features) if c not in cols]
+        grid = as_tensor(space.features(t))[:, cols]
+        xs = as_tensor(space.features(others))[:, rest] if rest else None
+        prepared.append((cols, rest, grid, xs))
     n = len(u)
-    widest = max(n, len(grid), len(others), len(others) ** 2 // max(n, 1), 1)
+    longest = max(len(t) for _, t in views)
+    widest = max(n, longest, len(others), len(others) ** 2 // max(n, 1), 1)
     step = max(1, CHUNK_ELEMENTS // (n * widest))
-    means, variances = [], []
+    out = [([], []) for _ in views]
     for b in range(0, len(noise), step):
         ls, s2 = lengthscale[b : b + step], noise[b : b + step]
         factor = factorize(u, ls, s2, label_noise)
         alpha = torch.cholesky_solve(z.expand(len(s2), -1)[..., None], factor.chol)[..., 0]
-        if rest:
-            E = rbf(u[:, rest], xs, ls[:, rest]).mean(-1)  # B x n
-            D = rbf(xs, xs, ls[:, rest]).mean((-1, -2))  # B: the S x S pairs' mean
-        else:  # nothing to average over
-            E, D = torch.ones_like(alpha), torch.ones_like(s2)
-        w = rbf(u[:, cols], grid, ls[:, cols]) * E[:, :, None]  # B x n x T
-        means.append((alpha[:, None, :] @ w)[:, 0, :])
-        v = torch.linalg.solve_triangular(factor.chol, w, upper=False)
-        variances.append((D[:, None] - v.square().sum(-2)).clamp_min(0.0))
-    return torch.cat(means).numpy(), torch.cat(variances).numpy()
+        for (cols, rest, grid, xs), (means, variances) in zip(prepared, out, strict=True):
+            if rest:
+                E = rbf(u[:, rest], xs, ls[:, rest]).mean(-1)  # B x n
+                D = rbf(xs, xs, ls[:, rest]).mean((-1, -2))  # B: the S x S pairs' mean
+            else:  # nothing to average over
+                E, D = torch.ones_like(alpha), torch.ones_like(s2)
+            w = rbf(u[:, cols], grid, ls[:, cols]) * E[:, :, None]  # B x n x T
+            means.append((alpha[:, None, :] @ w)[:, 0, :])
+            v = torch.linalg.solve_triangular(factor.chol, w, upper=False)
+            variances.append((D[:, None] - v.square().sum(-2)).clamp_min(0.0))
+    return [(torch.cat(m).numpy(), torch.cat(v).numpy()) for m, v in out]
 
 
 def mixture_quantiles(means: np.ndarray, variances: np.ndarray, probabilities) -> list:
@@ -158,39 +186,54 @@ def averaged(
     labels: list[dict],
     fixed: list[int],
     t: np.ndarray,
-    *,
-    samples: int = SAMPLES,
-    draws: int | None = DRAWS,
-    seed: int = 0,
-    level: float = LEVEL,
+    **options,
 ) -> dict:
     """``g_J`` of a single-output campaign's model at ``t`` (``T x d`` pool coordinates, the
     columns of ``fixed``, ``J``, read), in the output's units: ``center`` (the line to draw: the
     mixture's mean; for a log output, ``exp`` of its median), ``low``, ``high`` (the ``level``
     band), ``geometric`` (whether the values are the geometric mean of ``y``: a log output), and
     each draw's ``draw_means`` and ``draw_variances`` (``B x T``, the output's units, for a log
-    output ``log y``'s)."""
+    output ``log y``'s). ``options``: :func:`averaged_each`'s."""
+    return averaged_each(spec, model, labels, [(fixed, t)], **options)[0]
+
+
+def averaged_each(
+    spec: dict,
+    model: dict,
+    labels: list[dict],
+    views: list[tuple[list[int], np.ndarray]],
+    *,
+    samples: int = SAMPLES,
+    draws: int | None = DRAWS,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> list[dict]:
+    """:func:`averaged` at each of ``views`` (``(fixed, t)`` pairs), the draws factored once
+    for all of them (:func:`averaged_views`)."""
     space, scale_y, u, z, post, noise = _context(spec, model, labels)
     lengthscale, s2 = _draws(post, draws)
     others = other_inputs(space, samples, seed)
-    means, variances = averaged_draws(
-        space, u, z, lengthscale, s2, noise, fixed, np.atleast_2d(t), others
-    )
-    means = scale_y.mean + scale_y.std * means
-    variances = variances * scale_y.std**2
-    tail = (1.0 - level) / 2
-    if scale_y.log:  # the median and band of g_J on log y's scale, mapped by exp
-        center, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
-    else:
-        center, low, high = mixture_band(means, variances, level)
-    return {
-        "center": center,
-        "low": low,
-        "high": high,
-        "geometric": bool(scale_y.log),
-        "draw_means": means,
-        "draw_variances": variances,
-    }
+    views = [(fixed, np.atleast_2d(t)) for fixed, t in views]
+    out = []
+    for means, variances in averaged_views(space, u, z, lengthscale, s2, noise, views, others):
+        means = scale_y.mean + scale_y.std * means
+        variances = variances * scale_y.std**2
+        tail = (1.0 - level) / 2
+        if scale_y.log:  # the median and band of g_J on log y's scale, mapped by exp
+            center, low, high = np.exp(mixture_quantiles(means, variances, (0.5, tail, 1.0 - tail)))
+        else:
+            center, low, high = mixture_band(means, variances, level)
+        out.append(
+            {
+                "center": center,
+                "low": low,
+                "high": high,
+                "geometric": bool(scale_y.log),
+                "draw_means": means,
+                "draw_variances": variances,
+            }
+        )
+    return out
 
 
 def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **options) -> list:
@@ -198,12 +241,18 @@ def main_effects(spec: dict, model: dict, labels: list[dict], inputs=None, **opt
     "type", "v": pool coordinates, "x": values, "center", "low", "high", "geometric"}`` (lists,
     output units; see :func:`averaged`)."""
     space = Space.of(spec["inputs"])
-    out = []
-    for j in range(space.dim) if inputs is None else inputs:
+    shown = list(range(space.dim) if inputs is None else inputs)
+    views = []
+    for j in shown:
         v = axis(space, j)
         t = np.zeros((len(v), space.dim))
         t[:, j] = v
-        g = averaged(spec, model, labels, [j], t, **options)
+        views.append(([j], t))
+    out = []
+    for j, (_, t), g in zip(
+        shown, views, averaged_each(spec, model, labels, views, **options), strict=True
+    ):
+        v = t[:, j]
         values = [row[j] for row in space.from_pool(t)]
         out.append(
             {

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy import special
 
 from fbgp_al.worker.acquisition import FIT_ELEMENTS
 from fbgp_al.worker.answers import _context, output_model
@@ -77,7 +78,7 @@ def sensitivity(
     alpha = draw_weights(u, z, lengthscale, s2, noise)
     u_np, ls = u.numpy(), lengthscale.numpy()
     if method == "closed-form":
-        per_draw = sobol.closed_form(space, u_np, alpha, ls)
+        per_draw = sobol.closed_form(space, u_np, alpha, ls, erf=special.erf)
     else:
         mean = sobol.gp_mean(space, u_np, alpha, ls)
         per_draw = sobol.monte_carlo(space, mean, samples=samples, seed=seed)

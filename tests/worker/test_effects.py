@@ -90,6 +90,31 @@ def test_each_draws_variance_is_the_joint_covariance_averaged(fitted):
             assert variances[0, 0] == pytest.approx(expected, rel=1e-6, abs=1e-10)
 
 
+def test_views_share_each_distinct_draw_s_factor_and_answer_as_each_alone(fitted, monkeypatch):
+    """Several views of the same draws (the main effects, a two-input grid) factor each
+    distinct draw once for all of them; a repeated draw's answer is its draw's, and each view's
+    is the one it gets alone."""
+    space, model, labels = fitted
+    box, scale_y, u, z, post, noise = answers._context(SPEC, model, labels)
+    order = [3, 1, 3, 0, 1, 3]
+    ls, s2 = post.lengthscale[order], post.noise[order]
+    others = effects.other_inputs(space, 32, seed=2)
+    views = [([0], np.full((5, 4), 0.25)), ([1, 3], np.array([[0.4, 0.6, 0.0, 1.0]] * 2))]
+    factored = []
+    factorize = effects.factorize
+    monkeypatch.setattr(
+        effects, "factorize", lambda *a: factored.append(len(a[2])) or factorize(*a)
+    )
+    together = effects.averaged_views(space, u, z, ls, s2, noise, views, others)
+    assert sum(factored) == 3
+    for (fixed, t), (means, variances) in zip(views, together, strict=True):
+        for k, b in enumerate(order):
+            one = post.lengthscale[b : b + 1], post.noise[b : b + 1]
+            m, v = effects.averaged_draws(space, u, z, *one, noise, fixed, t, others)
+            assert np.allclose(means[k], m[0], rtol=1e-12, atol=1e-14)
+            assert np.allclose(variances[k], v[0], rtol=1e-9, atol=1e-14)
+
+
 def test_the_band_is_the_mixtures_interval():
     """Two draws far apart: the band holds both; one draw: the normal's 95% interval."""
     mean, low, high = effects.mixture_band(np.array([[0.0], [10.0]]), np.array([[1.0], [1.0]]))

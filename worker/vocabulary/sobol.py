@@ -33,11 +33,13 @@ kernel between the values and the labels: ``e = mean_q K_q``, ``W = K_q^T K_q / 
 input of more than ``MAX_LEVELS`` values is taken as continuous over ``[-h/2, 1 + h/2]`` (``h``
 its spacing in ``v``): the midpoint rule's error, ``O(h^2 / l^2)``.
 
-Cost per draw: ``O(m^2)`` erf evaluations per float input (``m``: the labels' distinct values
-of it, few on a grid pool) and ``O(L m^2)`` for a discrete one, then ``O(d n^2)`` elementwise
-products, in ``(2 d + 4) n^2`` float64s; draws go in chunks of ``CHUNK_ELEMENTS``. On the 2-core
+Cost per distinct draw (a Laplace mixture's draws repeat; each distinct one is integrated
+once): ``O(m^2)`` erf evaluations per float input (``m``: the labels' distinct values of it,
+few on a grid pool) and ``O(L m^2)`` for a discrete one, then ``O(d n^2)`` elementwise
+products, in ``(2 d + 4) n^2`` float64s; draws go in chunks of ``CHUNK_ELEMENTS``. What does not
+depend on the draw (the labels' distinct values of each input) is computed once. On the 2-core
 VM (one thread, loaded), 6 float inputs and 150 draws took 2.8 s at n = 200 (1.5 s with labels
-on a 21-level grid) and 24 s at n = 500.
+on a 21-level grid) and 24 s at n = 500; see the benchmarks page for n = 2,000.
 
 :func:`monte_carlo` estimates the same indices of any function of the inputs (Saltelli 2010's
 first-order and Jansen's total estimator, ``(d + 2) N`` evaluations): for what the closed form
@@ -137,10 +139,11 @@ def erf(x) -> np.ndarray:
 
 
 # -- one input's integrals -----------------------------------------------------------------------
-def _interval_moments(a: np.ndarray, ls: np.ndarray, lo: float, hi: float):
+def _interval_moments(a: np.ndarray, ls: np.ndarray, lo: float, hi: float, erf: Callable = erf):
     """``e`` (``B x m``) and ``W`` (``B x m x m``) of a 1-feature input uniform on ``[lo, hi]``:
     ``a`` the labels' distinct values of the feature (``m``), ``ls`` the draws' lengthscales
-    (``B``). ``W``'s erfs are evaluated on its upper triangle only (it is symmetric)."""
+    (``B``), ``erf`` the error function to use (see :func:`closed_form`). ``W``'s erfs are
+    evaluated on its upper triangle only (it is symmetric)."""
     width = hi - lo
     ls = ls[:, None]
     r2 = ls * math.sqrt(2.0)
@@ -185,24 +188,38 @@ def _levels(inp: Input) -> np.ndarray | None:
     return None
 
 
-def _moments(inp: Input, cols: slice, u: np.ndarray, ls: np.ndarray):
-    """``e_j`` (``B x n``) and ``W_j`` (``B x n x n``) of input ``inp`` (features ``cols``),
-    computed on the labels' distinct values of it and spread to the labels: a grid pool's
-    labels take a few values per input, so the erfs are few."""
-    distinct, inverse = np.unique(u[:, cols], axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    levels = _levels(inp)
-    if levels is not None:
-        e, W = _discrete_moments(inp.features(levels), distinct, ls[:, cols])
-    else:
-        lo, hi = 0.0, 1.0
-        if inp.type == "int":  # many values: continuous over their cells
+class _Axis:
+    """What one input's integrals need of the labels, the same for every draw: the labels'
+    distinct values of its features and each label's among them (None: each label's own, in
+    order, spread to no copies), its values' features (a discrete input) or its interval (a
+    continuous one). A grid pool's labels take a few values per input, so the erfs are few."""
+
+    def __init__(self, inp: Input, cols: slice, u: np.ndarray):
+        self.cols = cols
+        values = u[:, cols]
+        distinct, inverse = np.unique(values, axis=0, return_inverse=True)
+        self.values, self.inverse = distinct, inverse.reshape(-1)
+        if len(distinct) == len(u):  # no repeats: the labels' own values, in their order
+            self.values, self.inverse = values, None
+        levels = _levels(inp)
+        self.levels = None if levels is None else inp.features(levels)
+        self.lo, self.hi = 0.0, 1.0
+        if self.levels is None and inp.type == "int":  # many values: continuous over cells
             h = 0.5 / (inp.upper - inp.lower)
-            lo, hi = -h, 1.0 + h
-        e, W = _interval_moments(distinct[:, 0], ls[:, cols.start], lo, hi)
-    if len(distinct) == len(u) and np.array_equal(inverse, np.arange(len(u))):
-        return e, W
-    return e[:, inverse], W[:, inverse[:, None], inverse[None, :]]
+            self.lo, self.hi = -h, 1.0 + h
+
+    def moments(self, ls: np.ndarray, erf: Callable):
+        """``e_j`` (``B x n``) and ``W_j`` (``B x n x n``) under the draws' lengthscales
+        ``ls`` (``B x F``), spread to the labels."""
+        if self.levels is not None:
+            e, W = _discrete_moments(self.levels, self.values, ls[:, self.cols])
+        else:
+            a, lo, hi = self.values[:, 0], self.lo, self.hi
+            e, W = _interval_moments(a, ls[:, self.cols.start], lo, hi, erf)
+        if self.inverse is None:
+            return e, W
+        inverse = self.inverse
+        return e[:, inverse], W[:, inverse[:, None], inverse[None, :]]
 
 
 # -- the closed form ---------------------------------------------------------------------------
@@ -211,9 +228,9 @@ def _quad(alpha: np.ndarray, M: np.ndarray) -> np.ndarray:
     return np.einsum("bi,bij,bj->b", alpha, M, alpha)
 
 
-def _chunk(space: Space, u, alpha, ls):
-    d = space.dim
-    moments = [_moments(inp, cols, u, ls) for inp, cols in _blocks(space)]
+def _chunk(axes: list[_Axis], alpha, ls, erf: Callable = erf):
+    d = len(axes)
+    moments = [axis.moments(ls, erf) for axis in axes]
     es = [m[0] for m in moments]
     Ws = [m[1] for m in moments]
     # prefix and suffix products (no division: a W's entries may underflow to 0)
@@ -238,11 +255,13 @@ def _chunk(space: Space, u, alpha, ls):
     return variance, first, total
 
 
-def closed_form(space: Space, u, alpha, lengthscale) -> dict:
+def closed_form(space: Space, u, alpha, lengthscale, erf: Callable = erf) -> dict:
     """Each draw's variance of the mean ``V`` (``B``, in the GP's units) and its first-order
     and total indices (``B x d``, the inputs in ``space``'s order): ``u`` the labels' features
     (``n x F``, :meth:`Space.to_gp`), ``alpha`` (``B x n``), ``lengthscale`` (``B x F``).
-    A draw whose mean is constant (``V <= 0``) has indices 0."""
+    A draw whose mean is constant (``V <= 0``) has indices 0. ``erf``: the error function,
+    elementwise (the workers pass ``scipy.special.erf``, the same to 1 ulp and about three
+    times as fast as this module's numpy one, which the SDK uses)."""
     u = np.asarray(u, dtype=np.float64).reshape(-1, space.n_features)
     alpha = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
     ls = np.atleast_2d(np.asarray(lengthscale, dtype=np.float64))
@@ -251,10 +270,16 @@ def closed_form(space: Space, u, alpha, lengthscale) -> dict:
             f"alpha {alpha.shape} and lengthscale {ls.shape} do not fit "
             f"{len(u)} labels of {space.n_features} features"
         )
+    distinct, index = np.unique(np.c_[ls, alpha], axis=0, return_inverse=True)
+    if len(distinct) < len(ls):  # a draw repeated (a Laplace mixture's) is integrated once
+        width = ls.shape[1]
+        once = closed_form(space, u, distinct[:, width:], distinct[:, :width], erf)
+        return {key: values[index.reshape(-1)] for key, values in once.items()}
     n, d = len(u), space.dim
+    axes = [_Axis(inp, cols, u) for inp, cols in _blocks(space)]
     step = max(1, CHUNK_ELEMENTS // ((2 * d + 4) * max(1, n * n)))
     parts = [
-        _chunk(space, u, alpha[b : b + step], ls[b : b + step]) for b in range(0, len(ls), step)
+        _chunk(axes, alpha[b : b + step], ls[b : b + step], erf) for b in range(0, len(ls), step)
     ]
     variance = np.concatenate([p[0] for p in parts])
     first = np.concatenate([p[1] for p in parts])
@@ -328,10 +353,14 @@ def monte_carlo(
 def gp_mean(space: Space, u, alpha, lengthscale, chunk: int = 4096) -> Callable:
     """The draws' posterior means as a function of points in pool coordinates (``m x d`` ->
     ``B x m``), for :func:`monte_carlo`: at most ``chunk`` points at a time, fewer where their
-    ``B x chunk x n`` distances would pass ``CHUNK_ELEMENTS``."""
+    ``B x chunk x n`` distances would pass ``CHUNK_ELEMENTS``; each distinct draw once."""
     u = np.asarray(u, dtype=np.float64)
     alpha = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
     ls = np.atleast_2d(np.asarray(lengthscale, dtype=np.float64))
+    distinct, index = np.unique(np.c_[ls, alpha], axis=0, return_inverse=True)
+    if len(distinct) < len(ls):  # a draw repeated is evaluated once
+        once = gp_mean(space, u, distinct[:, ls.shape[1] :], distinct[:, : ls.shape[1]], chunk)
+        return lambda v: once(v)[index.reshape(-1)]
     chunk = max(1, min(chunk, CHUNK_ELEMENTS // max(1, len(ls) * len(u))))
 
     def mean(v: np.ndarray) -> np.ndarray:

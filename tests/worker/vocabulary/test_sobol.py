@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.special
 from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
@@ -68,6 +69,15 @@ def test_erf_is_math_erf():
     # an array whose every value lies in (-1, 1) takes the short path, with the same answer
     inner = np.linspace(-0.999, 0.999, 2001).reshape(3, 667)
     assert np.abs(sobol.erf(inner) - np.vectorize(math.erf)(inner)).max() <= 5e-16
+
+
+def test_the_closed_form_is_the_same_with_scipy_s_erf():
+    """The workers integrate with ``scipy.special.erf``, the SDK with the module's own."""
+    u, alpha, ls = _draws(MIXED, 30, np.full((3, 5), 0.4) * np.arange(1, 4)[:, None], seed=2)
+    own = sobol.closed_form(MIXED, u, alpha, ls)
+    fast = sobol.closed_form(MIXED, u, alpha, ls, erf=scipy.special.erf)
+    for key in ("variance", "first", "total"):
+        assert np.allclose(fast[key], own[key], rtol=1e-12, atol=1e-15)
 
 
 def test_closed_form_agrees_with_salib_saltelli_within_its_confidence_interval():
@@ -163,6 +173,27 @@ def test_chunks_of_draws_give_the_same_indices(monkeypatch):
     monkeypatch.setattr(sobol, "CHUNK_ELEMENTS", 1)  # one draw at a time
     for key in ("variance", "first", "total"):
         assert np.allclose(sobol.closed_form(MIXED, u, alpha, ls)[key], whole[key], rtol=1e-12)
+
+
+def test_a_repeated_draw_is_integrated_once_with_its_own_indices(monkeypatch):
+    """A Laplace mixture's draws repeat: each distinct one goes through the integrals once,
+    and each copy gets the indices it would get on its own, in the draws' order; the Monte
+    Carlo's mean too."""
+    u, alpha, ls = _draws(MIXED, 20, np.full((3, 5), 0.5) * np.arange(1, 4)[:, None], seed=5)
+    order = [2, 0, 2, 1, 0]
+    alone = sobol.closed_form(MIXED, u, alpha, ls)
+    seen = []
+    chunk = sobol._chunk
+    monkeypatch.setattr(
+        sobol, "_chunk", lambda axes, a, l, erf: seen.append(len(l)) or chunk(axes, a, l, erf)
+    )
+    got = sobol.closed_form(MIXED, u, alpha[order], ls[order])
+    assert sum(seen) == 3
+    for key in ("variance", "first", "total"):
+        assert np.array_equal(got[key], alone[key][order])
+    points = sobol.sample_inputs(MIXED, 50, np.random.default_rng(1))
+    means = sobol.gp_mean(MIXED, u, alpha[order], ls[order])(points)
+    assert np.allclose(means, sobol.gp_mean(MIXED, u, alpha, ls)(points)[order], rtol=1e-13)
 
 
 def test_a_constant_mean_has_zero_indices():
