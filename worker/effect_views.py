@@ -97,10 +97,13 @@ def effects_png(spec: dict, model: dict, labels: list[dict], output: str) -> byt
     return _png(fig)
 
 
-def sobol_png(spec: dict, model: dict, labels: list[dict], output: str) -> bytes:
+def sobol_png(
+    spec: dict, model: dict, labels: list[dict], output: str, indices: dict | None = None
+) -> bytes:
     """``output``'s first-order and total Sobol indices per input (closed form), each bar its
-    mean over the draws and its 95% credible interval."""
-    s = sensitivity(spec, model, labels)
+    mean over the draws and its 95% credible interval; ``indices``: those of
+    :func:`worker.sensitivity.sensitivity` if already at hand."""
+    s = sensitivity(spec, model, labels) if indices is None else indices
     names = [_plain(name) for name in s["inputs"]]
     where = np.arange(len(names))
     fig = Figure(figsize=(7.5, 0.9 + 0.45 * len(names) + 0.8), layout="constrained")

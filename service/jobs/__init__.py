@@ -9,7 +9,8 @@ The API enqueues them by dotted name (``fbgp_al.service.jobs.refit``, ``.refit_c
 ``.refit_merge``, ``.score_part``, ``.predict``, ``.acquisition``, ``.evaluate``, ``.plot``,
 ``.sensitivity``: :data:`service.queues.JOBS`, the only functions a worker runs) and never
 imports this package, which loads torch. The chains' fan-out is :mod:`service.jobs.fanout`, a
-refit's heartbeat :mod:`service.jobs.lease`, the worker :mod:`service.jobs.process`.
+refit's heartbeat :mod:`service.jobs.lease`, the worker :mod:`service.jobs.process`, a model's
+calls (predictions, indices, pictures) :mod:`service.jobs.calls`.
 
 Every entry of a job into the store is made here, at most three into the campaign's nouns per
 job (what it reads, the candidates once sampled, what it writes; the workers it may take read
@@ -22,7 +23,6 @@ is given values and says what to write.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import logging
@@ -33,31 +33,32 @@ from rq import get_current_job
 
 from fbgp_al.service import costs, job_results
 from fbgp_al.service.jobs import fanout
+from fbgp_al.service.jobs.calls import acquisition, evaluate, job_store, plot, predict, sensitivity
 from fbgp_al.service.jobs.lease import lease, log_ids
 from fbgp_al.service.queues import ordinary
 from fbgp_al.service.refusals import NotFound
 from fbgp_al.service.settings import get_settings
-from fbgp_al.service.store import CampaignStore
 from fbgp_al.service.store.models import Candidates
-from fbgp_al.worker import answers, effect_views, fitting, views
-from fbgp_al.worker.fidelity import views as fidelity_views
+from fbgp_al.worker import fitting
 from fbgp_al.worker.mcmc import Target, assemble
-from fbgp_al.worker.sensitivity import sensitivity_outputs
-from fbgp_al.worker.vocabulary.defaults import (
-    POOL_SUBSAMPLE,
-    output_labels,
-    output_names,
-    output_spec,
-    output_title,
-)
+from fbgp_al.worker.vocabulary.defaults import POOL_SUBSAMPLE, output_names
 from fbgp_al.worker.vocabulary.sampler import sampler_line
 from fbgp_al.worker.warm_start import judge_warm_start
 
+# the jobs a worker runs, by their dotted names here (service.queues.JOBS)
+__all__ = [
+    "refit",
+    "refit_chains",
+    "refit_merge",
+    "score_part",
+    "predict",
+    "acquisition",
+    "evaluate",
+    "plot",
+    "sensitivity",
+]
+
 log = logging.getLogger("fbgp.worker")
-
-
-def _store() -> CampaignStore:
-    return CampaignStore(get_current_job().connection)
 
 
 def refit(campaign_id: str) -> dict:
@@ -69,7 +70,7 @@ def refit(campaign_id: str) -> dict:
 
     The job's id is its token: it writes nothing once another refit is in charge (one revived
     after this one was taken for dead)."""
-    store = _store()
+    store = job_store()
     token = get_current_job().id
     began = time.time()
     inputs = store.refits.inputs(campaign_id, token, began, start=True, workforce=True)
@@ -152,7 +153,7 @@ def refit_chains(
     campaign_id: str, n: int, chain_ids: list[int], warm: dict | None, token: str
 ) -> dict | None:
     """One group of refit ``token``'s chains (on whichever worker takes it)."""
-    store = _store()
+    store = job_store()
     inputs = store.refits.inputs(campaign_id, token, time.time())
     if inputs is None:
         return None  # another refit is in charge
@@ -210,7 +211,7 @@ def _wait(groups, peers: fanout.Peers) -> None:
 def refit_merge(campaign_id: str, n: int, job_ids: list[str], token: str, began: float) -> dict:
     """The chains' draws together: diagnostics, the mode, a warm start judged (and redone cold
     here if it did not mix), then scoring, ranking and the new model."""
-    store = _store()
+    store = job_store()
     started = time.perf_counter() - max(0.0, time.time() - began)  # since the refit began
     inputs = store.refits.inputs(campaign_id, token, time.time())
     if inputs is None:
@@ -344,7 +345,7 @@ def score_part(key: str, start: int) -> dict:
     """A part of a refit's scoring that an idle worker took (:func:`share_scoring`): the scores of
     the candidates from ``start`` on that are kept under ``key``, packed
     (:func:`worker.scoring.pack`)."""
-    scoring, part = _store().groups.scoring_part(key, start)
+    scoring, part = job_store().groups.scoring_part(key, start)
     return fanout.part_scores(key, start, scoring, part)
 
 
@@ -355,90 +356,3 @@ def _failed(store, campaign_id: str, n: int, error: Exception, token: str) -> di
         store.refits.fail(campaign_id, message, n, token, get_current_job().id)
     log.error("refit failed: %s", error, exc_info=error, extra=log_ids(campaign_id))
     return {"campaign": campaign_id, "n_labeled": n, "error": repr(error)}
-
-
-def _with_model(campaign_id: str):
-    store = _store()
-    spec = store.campaigns.spec(campaign_id)
-    return spec, store.models.latest(campaign_id), store.labels.all(campaign_id)
-
-
-def predict(campaign_id: str, x: list) -> dict:
-    spec, model, labels = _with_model(campaign_id)
-    if output_names(spec):
-        result = answers.predict_outputs(spec, model, labels, x)
-    else:
-        result = answers.predict(spec, model, labels, x)
-    return dict(result, model_version=model["version"])
-
-
-def acquisition(campaign_id: str, x: list, name: str | None) -> dict:
-    spec, model, labels = _with_model(campaign_id)
-    answer = answers.acquisition_outputs if output_names(spec) else answers.acquisition
-    result = answer(spec, model, labels, x, name or spec["acquisition"])
-    return dict(result, model_version=model["version"])
-
-
-def sensitivity(campaign_id: str, method: str, level: float) -> dict:
-    """The latest model's Sobol indices (:func:`worker.sensitivity.sensitivity_outputs`)."""
-    spec, model, labels = _with_model(campaign_id)
-    result = sensitivity_outputs(spec, model, labels, method=method, level=level)
-    return dict(result, model_version=model["version"])
-
-
-def evaluate(campaign_id: str, x: list, y: list, noise: list | None = None) -> dict:
-    spec, model, labels = _with_model(campaign_id)
-    answer = answers.metrics_outputs if output_names(spec) else answers.metrics
-    result = answer(spec, model, labels, x, y, noise)
-    _store().models.record_evaluation(campaign_id, model["version"], result)
-    return dict(result, model_version=model["version"])
-
-
-def plot(
-    campaign_id: str, kind: str, output: str | None = None, inputs: list[str] | None = None
-) -> str | None:
-    """A PNG for the campaign page, base64 (a job's result is JSON): ``posterior``, ``model``,
-    ``effects``, ``sobol``, ``pair``, ``failures``, ``curve`` or ``accuracy`` (None: none to
-    draw); with several outputs the ``posterior``, ``model``, ``effects``, ``sobol`` and
-    ``pair`` of ``output`` (default the first), and their one ``failures``; ``inputs``: the
-    two inputs a ``pair`` is drawn over (by name)."""
-    png = _png(campaign_id, kind, output, inputs)
-    return None if png is None else base64.b64encode(png).decode()
-
-
-def _png(campaign_id: str, kind: str, output: str | None, inputs: list[str] | None):
-    store = _store()
-    if kind == "curve":
-        return views.curve_png(store.history.read(campaign_id))
-    if kind == "accuracy":
-        return views.accuracy_png(
-            store.history.read(campaign_id), store.campaigns.spec(campaign_id)
-        )
-    spec, model, labels = _with_model(campaign_id)
-    if "fidelity" in model:  # the levels' model over one input; no other picture yet
-        return fidelity_views.model_png(spec, model, labels) if kind == "model" else None
-    if kind == "failures":  # one failure model, over the inputs, whatever the outputs
-        return views.failures_png(spec, model, labels, store.runs.failures(campaign_id))
-    names = output_names(spec)
-    title = output_title(spec, output)
-    if names:
-        k = names.index(output) if output in names else 0
-        spec, model, labels = (
-            output_spec(spec, k),
-            answers.output_model(model, names[k]),
-            output_labels(labels, names[k]),
-        )
-    if kind == "posterior":
-        return views.posterior_png(spec, model, title)
-    if kind == "effects":
-        return effect_views.effects_png(spec, model, labels, title)
-    if kind == "sobol":
-        return effect_views.sobol_png(spec, model, labels, title)
-    if kind == "pair":
-        index = {i["name"]: j for j, i in enumerate(spec["inputs"])}
-        if not inputs or len(inputs) != 2 or not set(inputs) <= set(index):
-            return None
-        return effect_views.pair_png(
-            spec, model, labels, title, (index[inputs[0]], index[inputs[1]])
-        )
-    return views.model_png(spec, model, labels, title)
