@@ -75,19 +75,22 @@ RUN_FILE = (
 
 def measure(python: str, n: int, out: int, seed: int, cold: str, mcmc: dict | None = None) -> dict:
     """:func:`one` in a process of its own, ``python`` running this file, on one thread."""
+    args = ["--one", str(n), "--out", str(out), "--seed", str(seed), "--cold", cold]
+    args += ["--mcmc", json.dumps(mcmc)] if mcmc else []
+    return run_file(python, os.path.abspath(__file__), args, f"n = {n}")
+
+
+def run_file(python: str, path: str, args: list[str], where: str) -> dict:
+    """The file ``path`` run as ``__main__`` by ``python`` with ``args``, on one thread: the
+    last line it prints, as JSON; its error (at ``where``) in a RuntimeError."""
     from fbgp_al.clients.ops.cli import THREAD_VARIABLES
 
     env = dict(os.environ, **{variable: "1" for variable in THREAD_VARIABLES})
-    args = ["--one", str(n), "--out", str(out), "--seed", str(seed), "--cold", cold]
-    args += ["--mcmc", json.dumps(mcmc)] if mcmc else []
     done = subprocess.run(
-        [python, "-c", RUN_FILE, os.path.abspath(__file__), *args],
-        capture_output=True,
-        text=True,
-        env=env,
+        [python, "-c", RUN_FILE, path, *args], capture_output=True, text=True, env=env
     )
     if done.returncode:
-        raise RuntimeError(f"{python} failed at n = {n}:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{python} failed at {where}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
