@@ -1,4 +1,5 @@
-"""The pages' pictures, kept per campaign and drawn once per change of what they show."""
+"""The pages' pictures, kept per campaign and drawn once per change of what they show; and a
+model's Sobol indices, kept for its version (:mod:`service.jobs.calls`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ log = logging.getLogger("fbgp.store")
 
 
 class Plots(Noun):
-    """The pages' pictures, kept per campaign."""
+    """The pages' pictures (and the indices the Sobol picture draws), kept per campaign."""
 
     def stamp(self, campaign_id: str) -> tuple[int | None, str]:
         """The campaign's model version, and what its pictures are drawn from as one word: its
