@@ -6,15 +6,18 @@ failure or its want of a worker said (:func:`run_short`)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import time
 import uuid
+import zlib
 
+from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from fbgp_al.service import costs, keys
 from fbgp_al.service.job_results import forget
-from fbgp_al.service.queues import enqueue_short, stop_jobs, worker_count
+from fbgp_al.service.queues import enqueue_short, fetch_job, stop_jobs, worker_count
 from fbgp_al.service.refusals import Busy, JobFailed, NotFound, TooLarge, TooMany
 from fbgp_al.service.settings import get_settings
 from fbgp_al.worker.vocabulary.defaults import log_outputs
@@ -51,9 +54,9 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
     n = store.campaigns.n_labeled(campaign_id)
     timeout = costs.short_timeout(points, n, wait_seconds, settings)
     long = name in MODEL_CALLS and costs.long_call(name, points, n, settings, log_points)
-    if name == "sensitivity" or args[1:2] == ("sobol",):  # work as the labels squared
+    if kept_call(name, args):  # work as the labels squared, kept: it may outlast the wait
         estimate = settings.job_timeout_seconds + 2 * costs.call_seconds("sensitivity", points, n)
-        timeout = max(timeout, math.ceil(min(estimate, wait_seconds)))
+        timeout = max(timeout, math.ceil(estimate))
     job_id, now = uuid.uuid4().hex, time.time()
     member = f"short:{job_id}"
     most = settings.limit_model_calls + (PAGE_PLOTS if name == "plot" else 0)
@@ -99,10 +102,35 @@ def run_short(store, name: str, *args, wait_seconds: float, retry_after: int):
         store.jobs.forget(campaign_id, [member])
 
 
+def kept_call(name: str, args: tuple) -> str | None:
+    """The key under which a call whose answer its job keeps for the model's version (the Sobol
+    indices, :mod:`service.jobs.calls`: ``/sensitivity`` and the Sobol picture) notes its job
+    left running past the wait; None for another call."""
+    if name != "sensitivity" and args[1:2] != ("sobol",):
+        return None
+    digest = zlib.crc32(json.dumps([name, *args[1:]]).encode())
+    return f"{keys.PREFIX}kept-call:{args[0]}:{digest:08x}"
+
+
+def _running(connection, kept: str | None) -> Job | None:
+    """The job of the same call left running past an earlier wait, if it still runs."""
+    job_id = connection.get(kept) if kept else None
+    if job_id is None:
+        return None
+    with contextlib.suppress(NoSuchJobError):
+        job = fetch_job(job_id.decode(), connection)
+        if job.get_status(refresh=True) in (JobStatus.QUEUED, JobStatus.STARTED):
+            return job
+    return None
+
+
 def _wait_short(
     connection, name, args, job_id, timeout, wait_seconds, retry_after, memory_mb, long
 ):
-    job = enqueue_short(connection, name, *args, timeout=timeout, job_id=job_id, long=long)
+    kept = kept_call(name, args)
+    job = _running(connection, kept)  # the same call's, left running: wait for it instead
+    if job is None:
+        job = enqueue_short(connection, name, *args, timeout=timeout, job_id=job_id, long=long)
     deadline = time.monotonic() + wait_seconds
     delay = 0.005
     while time.monotonic() < deadline:
@@ -121,6 +149,14 @@ def _wait_short(
             raise JobFailed(f"the {name} job failed on the worker")
         time.sleep(delay)
         delay = min(0.05, delay * 1.5)
+    if kept and job.get_status(refresh=True) == JobStatus.STARTED:
+        # its answer is kept for the model: stopped, every ask would start it again
+        connection.set(kept, job.id, ex=max(1, math.ceil(timeout)) + 60)
+        raise Busy(
+            f"the {name} job is still computing after {wait_seconds:g} s; it goes on, and "
+            "the next ask waits for it or reads the answer it keeps",
+            retry_after,
+        )
     stop_jobs(connection, [job.id])
     # every worker is busy (long refits): nothing is wrong with the request, so ask again
     raise Busy(

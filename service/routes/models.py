@@ -312,7 +312,9 @@ def sensitivity(
     at fixed ones. With several outputs, each output's; with fidelities, the top level's (by
     Monte Carlo, whatever `method` says). Its work grows as the labels squared (about 3 s at
     200 labels in 6-D, about 2 minutes at 2,000); a model's indices are kept, so that asking
-    again, or the page's Sobol picture, costs nothing until the next model."""
+    again, or the page's Sobol picture, costs nothing until the next model. Past the API's
+    wait the answer is 503 with `Retry-After` while the job goes on; asking again waits for
+    it."""
     store.models.latest(campaign_id)  # 404 before the first model
     return run_job(redis, settings, "sensitivity", campaign_id, method, level)
 
