@@ -80,25 +80,6 @@ def other_inputs(space: Space, samples: int = SAMPLES, seed: int = 0) -> np.ndar
     return space.stratify(u)
 
 
-def averaged_draws(
-    space: Space,
-    u: torch.Tensor,
-    z: torch.Tensor,
-    lengthscale: torch.Tensor,
-    noise: torch.Tensor,
-    label_noise,
-    fixed: list[int],
-    t: np.ndarray,
-    others: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each draw's mean and variance of ``g_J`` at ``t`` (``T x d`` pool coordinates, only the
-    columns of ``fixed`` read), in the GP's standardized units (``B x T`` each); ``others``:
-    the samples of the inputs averaged over (``S x d`` pool coordinates, the columns not in
-    ``fixed`` read). One view of :func:`averaged_views`."""
-    views = averaged_views(space, u, z, lengthscale, noise, label_noise, [(fixed, t)], others)
-    return views[0]
-
-
 def averaged_views(
     space: Space,
     u: torch.Tensor,
@@ -109,10 +90,13 @@ def averaged_views(
     views: list[tuple[list[int], np.ndarray]],
     others: np.ndarray,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`averaged_draws` for several views ``(fixed, t)`` of the same draws (each input's
-    main effect): each draw factored once for all of them, each distinct draw once (a Laplace
-    mixture's repeat; a copy's answer is its draw's). Draws go in chunks of at most
-    :data:`CHUNK_ELEMENTS` per work array."""
+    """Each draw's mean and variance of ``g_J`` at each view ``(fixed, t)`` (``t``: ``T x d``
+    pool coordinates, only the columns of ``fixed``, ``J``, read), in the GP's standardized
+    units (``B x T`` each); ``others``: the samples of the inputs averaged over (``S x d`` pool
+    coordinates, the columns not in ``fixed`` read). Each draw is factored once for all the
+    views (each input's main effect), each distinct draw once (a Laplace mixture's repeat; a
+    copy's answer is its draw's). Draws go in chunks of at most :data:`CHUNK_ELEMENTS` per
+    work array."""
     repeated = distinct(lengthscale, noise)
     if repeated is not None:
         unique_l, unique_s2, index = repeated

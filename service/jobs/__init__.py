@@ -33,7 +33,12 @@ from rq import get_current_job
 
 from fbgp_al.service import costs, job_results
 from fbgp_al.service.jobs import fanout
-from fbgp_al.service.jobs.calls import acquisition, evaluate, job_store, plot, predict, sensitivity
+from fbgp_al.service.jobs.calls import acquisition as acquisition
+from fbgp_al.service.jobs.calls import evaluate as evaluate
+from fbgp_al.service.jobs.calls import job_store
+from fbgp_al.service.jobs.calls import plot as plot
+from fbgp_al.service.jobs.calls import predict as predict
+from fbgp_al.service.jobs.calls import sensitivity as sensitivity
 from fbgp_al.service.jobs.lease import lease, log_ids
 from fbgp_al.service.queues import ordinary
 from fbgp_al.service.refusals import NotFound
@@ -44,19 +49,6 @@ from fbgp_al.worker.mcmc import Target, assemble
 from fbgp_al.worker.vocabulary.defaults import POOL_SUBSAMPLE, output_names
 from fbgp_al.worker.vocabulary.sampler import sampler_line
 from fbgp_al.worker.warm_start import judge_warm_start
-
-# the jobs a worker runs, by their dotted names here (service.queues.JOBS)
-__all__ = [
-    "refit",
-    "refit_chains",
-    "refit_merge",
-    "score_part",
-    "predict",
-    "acquisition",
-    "evaluate",
-    "plot",
-    "sensitivity",
-]
 
 log = logging.getLogger("fbgp.worker")
 

@@ -79,7 +79,9 @@ def test_each_draws_variance_is_the_joint_covariance_averaged(fitted):
         ls, s2 = post.lengthscale[b : b + 1], post.noise[b : b + 1]
         for fixed, t in (([0], [[0.3, 0, 0, 0]]), ([0, 3], [[0.7, 0, 0, 0.5]])):
             t = np.array(t)
-            means, variances = effects.averaged_draws(space, u, z, ls, s2, noise, fixed, t, others)
+            ((means, variances),) = effects.averaged_views(
+                space, u, z, ls, s2, noise, [(fixed, t)], others
+            )
             v = others.copy()
             v[:, fixed] = t[0, fixed]
             cand = torch.as_tensor(space.features(v))
@@ -110,7 +112,7 @@ def test_views_share_each_distinct_draw_s_factor_and_answer_as_each_alone(fitted
     for (fixed, t), (means, variances) in zip(views, together, strict=True):
         for k, b in enumerate(order):
             one = post.lengthscale[b : b + 1], post.noise[b : b + 1]
-            m, v = effects.averaged_draws(space, u, z, *one, noise, fixed, t, others)
+            ((m, v),) = effects.averaged_views(space, u, z, *one, noise, [(fixed, t)], others)
             assert np.allclose(means[k], m[0], rtol=1e-12, atol=1e-14)
             assert np.allclose(variances[k], v[0], rtol=1e-9, atol=1e-14)
 

@@ -255,6 +255,16 @@ def _chunk(axes: list[_Axis], alpha, ls, erf: Callable = erf):
     return variance, first, total
 
 
+def _repeated(ls: np.ndarray, alpha: np.ndarray):
+    """The distinct draws among ``(ls, alpha)`` (``B x F``, ``B x n``): their lengthscales and
+    weights, and each draw's row among them (``B``); None when no two draws are the same."""
+    distinct, index = np.unique(np.c_[ls, alpha], axis=0, return_inverse=True)
+    if len(distinct) == len(ls):
+        return None
+    width = ls.shape[1]
+    return distinct[:, :width], distinct[:, width:], index.reshape(-1)
+
+
 def closed_form(space: Space, u, alpha, lengthscale, erf: Callable = erf) -> dict:
     """Each draw's variance of the mean ``V`` (``B``, in the GP's units) and its first-order
     and total indices (``B x d``, the inputs in ``space``'s order): ``u`` the labels' features
@@ -270,11 +280,10 @@ def closed_form(space: Space, u, alpha, lengthscale, erf: Callable = erf) -> dic
             f"alpha {alpha.shape} and lengthscale {ls.shape} do not fit "
             f"{len(u)} labels of {space.n_features} features"
         )
-    distinct, index = np.unique(np.c_[ls, alpha], axis=0, return_inverse=True)
-    if len(distinct) < len(ls):  # a draw repeated (a Laplace mixture's) is integrated once
-        width = ls.shape[1]
-        once = closed_form(space, u, distinct[:, width:], distinct[:, :width], erf)
-        return {key: values[index.reshape(-1)] for key, values in once.items()}
+    repeated = _repeated(ls, alpha)
+    if repeated is not None:  # a draw repeated (a Laplace mixture's) is integrated once
+        once = closed_form(space, u, repeated[1], repeated[0], erf)
+        return {key: values[repeated[2]] for key, values in once.items()}
     n, d = len(u), space.dim
     axes = [_Axis(inp, cols, u) for inp, cols in _blocks(space)]
     step = max(1, CHUNK_ELEMENTS // ((2 * d + 4) * max(1, n * n)))
@@ -357,10 +366,10 @@ def gp_mean(space: Space, u, alpha, lengthscale, chunk: int = 4096) -> Callable:
     u = np.asarray(u, dtype=np.float64)
     alpha = np.atleast_2d(np.asarray(alpha, dtype=np.float64))
     ls = np.atleast_2d(np.asarray(lengthscale, dtype=np.float64))
-    distinct, index = np.unique(np.c_[ls, alpha], axis=0, return_inverse=True)
-    if len(distinct) < len(ls):  # a draw repeated is evaluated once
-        once = gp_mean(space, u, distinct[:, ls.shape[1] :], distinct[:, : ls.shape[1]], chunk)
-        return lambda v: once(v)[index.reshape(-1)]
+    repeated = _repeated(ls, alpha)
+    if repeated is not None:  # a draw repeated is evaluated once
+        once = gp_mean(space, u, repeated[1], repeated[0], chunk)
+        return lambda v: once(v)[repeated[2]]
     chunk = max(1, min(chunk, CHUNK_ELEMENTS // max(1, len(ls) * len(u))))
 
     def mean(v: np.ndarray) -> np.ndarray:
