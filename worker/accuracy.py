@@ -63,14 +63,15 @@ def _groups(n_draws: int, n: int):
 
 
 def _fit(u, z, lengthscale, noise, label_noise):
-    """One group of draws: the inverse Cholesky factor of ``K`` (``B x n x n``) and ``K^-1 z``."""
+    """One group of draws: the Cholesky factor of ``K`` and its inverse (``B x n x n`` each) and
+    ``K^-1 z``."""
     diagonal = noise[:, None] + (0.0 if label_noise is None else label_noise[None, :])
     K = rbf(u, u, lengthscale)
     K.diagonal(dim1=-2, dim2=-1).add_(diagonal)
     factor = cholesky(K)
     chol_inv = inverse_factor(factor.chol)
     alpha = (chol_inv.transpose(-1, -2) @ (chol_inv @ z[:, None]))[..., 0]
-    return chol_inv, alpha
+    return factor.chol, chol_inv, alpha
 
 
 @dataclass
@@ -82,6 +83,7 @@ class _Group:
     which: torch.Tensor
     lengthscale: torch.Tensor
     noise: torch.Tensor
+    chol: torch.Tensor
     chol_inv: torch.Tensor
     alpha: torch.Tensor
 
@@ -105,8 +107,8 @@ def _fits(u, z, lengthscale, noise, label_noise):
         lengthscale, noise, index = repeated
     for g in _groups(len(noise), len(z)):
         rows = ((index >= g.start) & (index < g.start + len(noise[g]))).nonzero().squeeze(-1)
-        chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
-        yield _Group(rows, index[rows] - g.start, lengthscale[g], noise[g], chol_inv, alpha)
+        chol, chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
+        yield _Group(rows, index[rows] - g.start, lengthscale[g], noise[g], chol, chol_inv, alpha)
 
 
 def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
@@ -249,6 +251,7 @@ def summary(
     y_std: float,
     label_noise=None,
     scale_y: OutputStandardization | None = None,
+    keep: list | None = None,
 ) -> dict:
     """The model body's ``accuracy``: LOO RMSE of the mixture mean (original units, and
     relative to the labels' sd), mean LOO NLPD (standardized units, as ``/evaluate``'s
@@ -256,8 +259,10 @@ def summary(
     ``ipv``, ``ipv_f``, ``qbc`` averaged over ``points`` (original units squared, and relative
     to the labels' variance). ``points``: pool points in the unit cube (``m x d``, ``m >= 1``).
     ``scale_y``: the output's standardization, whose ``log`` reports a log output in its own
-    units (see the module's docstring; ``y_std`` is then its ``std``)."""
-    return summary_at(u, z, lengthscale, noise, points, y_std, None, label_noise, scale_y)[0]
+    units (see the module's docstring; ``y_std`` is then its ``std``). ``keep``: as
+    :func:`summary_at`'s."""
+    args = (u, z, lengthscale, noise, points, y_std, None, label_noise, scale_y)
+    return summary_at(*args, keep=keep)[0]
 
 
 def summary_at(
@@ -271,13 +276,16 @@ def summary_at(
     label_noise=None,
     scale_y: OutputStandardization | None = None,
     joint: bool = False,
+    keep: list | None = None,
 ) -> tuple[dict, torch.Tensor | None, torch.Tensor | None]:
     """:func:`summary`, and the draws' predictive means and variances of ``y`` at ``at``
     (``c x d``; ``B x c`` each, None without ``at``) from the same factors: one factorization
     of each distinct draw for both (a ranking's exact scores, :mod:`worker.fitting.ranking`).
     ``joint``: the latent covariances of ``f`` at ``at`` (``B x c x c``) in place of the
     variances (a greedy batch's, :mod:`worker.fantasies`). Its ``seconds`` count the
-    predictions at ``at`` too."""
+    predictions at ``at`` too. ``keep``: a list that receives each group's Cholesky factors
+    and ``K^-1 z`` (``(chol, alpha)``, the distinct draws in the order of
+    :func:`worker.gp.distinct`), for a polish to climb on (:mod:`worker.differentiable`)."""
     started = time.perf_counter()
     pool = _Pool(u, z, noise, points, scale_y)
     means, variances = (torch.empty(len(noise), len(z), dtype=DTYPE) for _ in range(2))
@@ -288,6 +296,8 @@ def summary_at(
     for group in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
         _loo_into(means, variances, z, group)
         pool.add(group)
+        if keep is not None:
+            keep.append((group.chol, group.alpha))
         if at is not None:
             fitted = group.conditioned(u)
             m, v = fitted.joint(at) if joint else fitted.predict(at)

@@ -17,6 +17,8 @@ held at the start's values; the point reached is a candidate too.
   ``min_success`` is not kept.
 - A point reached replaces its start only where its objective is higher: a polished candidate
   is never worse than the pool's.
+- Each start has its optimizer, and they run side by side (:func:`climb`): every round
+  evaluates the starts still climbing together, one pass over the draws' factors for all.
 
 A greedy batch (:func:`polished_batch`) polishes each pick in turn, the picks before it (and
 the points out) fantasies of the acquisition, as :func:`worker.acquisition.greedy_batch_outputs`
@@ -26,6 +28,7 @@ picks among its shortlist.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -145,66 +148,150 @@ class Objective:
             a = self.acquisition(self.region.features(torch.from_numpy(v))).numpy()
         return a * self.weight(v)[1]
 
-    def value_and_grad(self, start: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
-        """The objective and its gradient in ``w``, at ``start`` with its free coordinates
-        ``w``."""
+    def values_and_grads(self, starts: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The objective at each of ``starts`` (pool coordinates, ``k x d``) with its free
+        coordinates the row of ``w`` (``k x f``), and each one's gradient in its row (``k x
+        f``): one evaluation for all of them (the rows do not interact)."""
         free = torch.from_numpy(self.region.free)
         w_t = torch.from_numpy(np.asarray(w, dtype=np.float64)).requires_grad_(True)
-        v = torch.from_numpy(start).index_put((free,), w_t)
-        a = self.acquisition(self.region.features(v[None]))[0]
-        (grad,) = torch.autograd.grad(a, w_t)
-        a, grad = float(a.detach()), grad.numpy()
+        v = torch.from_numpy(np.asarray(starts, dtype=np.float64)).index_copy(1, free, w_t)
+        a = self.acquisition(self.region.features(v))
+        (grad,) = torch.autograd.grad(a.sum(), w_t)
+        a, grad = a.detach().numpy(), grad.numpy()
         if self.failure is None:
             return a, grad
         v0 = v.detach().numpy()
-        points = np.repeat(v0[None], 1 + 2 * len(w), 0)
+        k, f = w_t.shape
+        points = np.repeat(v0[:, None], 1 + 2 * f, 1)  # k x (1 + 2f) x d
         for i, j in enumerate(self.region.free):
-            points[1 + 2 * i, j] = min(1.0, v0[j] + STEP)
-            points[2 + 2 * i, j] = max(0.0, v0[j] - STEP)
-        weights = self.weight(points)[1]
-        up, down = weights[1::2], weights[2::2]
-        width = (
-            points[1::2, self.region.free].diagonal() - points[2::2, self.region.free].diagonal()
+            points[:, 1 + 2 * i, j] = np.minimum(1.0, v0[:, j] + STEP)
+            points[:, 2 + 2 * i, j] = np.maximum(0.0, v0[:, j] - STEP)
+        weights = self.weight(points.reshape(-1, v0.shape[1]))[1].reshape(k, 1 + 2 * f)
+        up, down = weights[:, 1::2], weights[:, 2::2]
+        columns = self.region.free
+        width = points[:, 1::2, columns].diagonal(0, 1, 2) - points[:, 2::2, columns].diagonal(
+            0, 1, 2
         )
         slope = (up - down) / width
-        return a * weights[0], grad * weights[0] + a * slope
+        return a * weights[:, 0], grad * weights[:, :1] + a[:, None] * slope
+
+
+def climb(objective: Objective, starts: np.ndarray) -> np.ndarray:
+    """Each of ``starts`` (``k x d``) climbed by its own optimizer (L-BFGS-B in the unit box, or
+    SLSQP with its linear inequalities), the optimizers run side by side
+    (:class:`_Lockstep`) so that each round evaluates every start still climbing in one pass
+    over the draws' factors. Returns the points reached (``k x d``, in the box)."""
+    region = objective.region
+    free = region.free
+
+    def one(start: np.ndarray, negative) -> np.ndarray:
+        constraints = region.inequalities(start)
+        found = minimize(
+            negative,
+            start[free],
+            jac=True,
+            method="SLSQP" if constraints else "L-BFGS-B",
+            bounds=[(0.0, 1.0)] * len(free),
+            constraints=constraints,
+            options={"maxiter": MAX_ITER},
+        )
+        reached = start.copy()
+        reached[free] = np.clip(found.x, 0.0, 1.0)
+        return reached
+
+    return np.array(_Lockstep(objective, starts).run(one))
+
+
+class _Lockstep:
+    """Optimizers of several starts, one thread each, whose objective evaluations are gathered:
+    a round waits until every optimizer still running has asked for its next point, evaluates
+    them all at once (:meth:`Objective.values_and_grads`) and answers each. An optimizer's path
+    is the one it takes on its own (its values and gradients do not depend on the other rows,
+    to rounding), and the rounds are as many as the longest path's evaluations rather than
+    the sum of them all (docs/benchmarks.md, issue 55)."""
+
+    def __init__(self, objective: Objective, starts: np.ndarray):
+        self.objective, self.starts = objective, starts
+        self.ready = threading.Condition()
+        self.asked: dict[int, np.ndarray] = {}
+        self.answers: dict[int, tuple | BaseException] = {}
+        self.running = set(range(len(starts)))
+
+    def negative(self, i: int, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """Start ``i``'s negated objective and gradient at ``w``, from the next round."""
+        with self.ready:
+            self.asked[i] = np.array(w, dtype=np.float64)
+            self.ready.notify_all()
+            self.ready.wait_for(lambda: i in self.answers)
+            answer = self.answers.pop(i)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def run(self, one) -> list[np.ndarray]:
+        """``one(start, negative)`` for each start in a thread of its own, the rounds here;
+        the results in the starts' order."""
+        results: list = [None] * len(self.starts)
+
+        def thread(i: int) -> None:
+            try:
+                results[i] = one(self.starts[i], lambda w: self.negative(i, w))
+            except BaseException as error:  # handed back to the caller
+                results[i] = error
+            finally:
+                with self.ready:
+                    self.running.discard(i)
+                    self.ready.notify_all()
+
+        threads = [threading.Thread(target=thread, args=(i,)) for i in range(len(self.starts))]
+        for t in threads:
+            t.start()
+        with self.ready:
+            while True:
+                self.ready.wait_for(lambda: not self.answers and set(self.asked) == self.running)
+                if not self.running:
+                    break
+                self._round()
+        for t in threads:
+            t.join()
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results
+
+    def _round(self) -> None:
+        rows = sorted(self.asked)
+        try:
+            values, grads = self.objective.values_and_grads(
+                self.starts[rows], np.array([self.asked[i] for i in rows])
+            )
+            for j, i in enumerate(rows):
+                self.answers[i] = (-float(values[j]), -grads[j])
+        except BaseException as error:
+            for i in rows:
+                self.answers[i] = error
+        self.asked.clear()
+        self.ready.notify_all()
 
 
 def polish(objective: Objective, starts: np.ndarray, avoid=None) -> tuple[np.ndarray, np.ndarray]:
-    """Each start (pool coordinates, ``k x d``) climbed (the module's rules): the points kept
-    (``k x d``, a start where no better point was found, or where the point reached lies at
-    one of ``avoid``, GP features: the labeled points where repeats are not allowed) and their
-    objectives."""
+    """Each start (pool coordinates, ``k x d``) climbed (the module's rules, :func:`climb`):
+    the points kept (``k x d``, a start where no better point was found, or where the point
+    reached lies at one of ``avoid``, GP features: the labeled points where repeats are not
+    allowed) and their objectives."""
     region = objective.region
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     values = objective.value(starts) if len(starts) else np.empty(0)
     points = starts.copy()
-    if not len(region.free):
+    if not len(region.free) or not len(starts):
         return points, values
-    bounds = [(0.0, 1.0)] * len(region.free)
-    for k, start in enumerate(starts):
-
-        def negative(w, start=start):
-            value, grad = objective.value_and_grad(start, w)
-            return -value, -grad
-
-        constraints = region.inequalities(start)
-        found = minimize(
-            negative,
-            start[region.free],
-            jac=True,
-            method="SLSQP" if constraints else "L-BFGS-B",
-            bounds=bounds,
-            constraints=constraints,
-            options={"maxiter": MAX_ITER},
-        )
-        v = start.copy()
-        v[region.free] = np.clip(found.x, 0.0, 1.0)
-        v = _inside(region, start, v)
-        keep, _ = objective.weight(v[None])
-        value = objective.value(v[None])[0]
-        if keep[0] and np.isfinite(value) and value > values[k] and not at(region, v, avoid):
-            points[k], values[k] = v, value
+    reached = climb(objective, starts)
+    reached = np.array([_inside(region, s, v) for s, v in zip(starts, reached, strict=True)])
+    keep, _ = objective.weight(reached)
+    value = objective.value(reached)
+    for k, v in enumerate(reached):
+        if keep[k] and np.isfinite(value[k]) and value[k] > values[k] and not at(region, v, avoid):
+            points[k], values[k] = v, value[k]
     return points, values
 
 

@@ -178,12 +178,12 @@ def run(sim: Simulator, arm: str, acquisition: str, seed_run: int, args, log=Non
     }
 
 
-def overhead(n: int, seed: int, starts: int, log=None) -> dict:
+def overhead(n: int, seed: int, starts: int, log=None, acquisition: str = "qb-mgp") -> dict:
     """The seconds a refit's choice adds, at ``n`` labels of Hartmann 6-D (uniform random
     points, noisy): one posterior sampled as a default campaign samples it (the service's
-    ``mcmc`` defaults), then each arm's choice from it (:func:`worker.fitting.rank`), so that
-    the arms differ by their choice alone. The label-to-next time of an arm is the sampling's
-    seconds plus its choice's."""
+    ``mcmc`` defaults), then each arm's choice by ``acquisition`` from it
+    (:func:`worker.fitting.rank`), so that the arms differ by their choice alone. The
+    label-to-next time of an arm is the sampling's seconds plus its choice's."""
     from fbgp_al.service.schemas.campaigns import CampaignCreate
     from fbgp_al.worker import fitting
     from fbgp_al.worker.vocabulary.design import PointPool
@@ -196,10 +196,17 @@ def overhead(n: int, seed: int, starts: int, log=None) -> dict:
         {"x": a.tolist(), "y": float(b), "index": None}
         for a, b in zip(x, sim.sample(x, rng), strict=True)
     ]
-    base = {"inputs": sim.inputs(), "pool": dict(sim.pool), "max_labels": n + 1, "seed": seed}
+    base = {
+        "inputs": sim.inputs(),
+        "pool": dict(sim.pool),
+        "max_labels": n + 1,
+        "seed": seed,
+        "acquisition": acquisition,
+    }
     began = time.perf_counter()
     sampled = fitting.sample(dict(CampaignCreate(**base).model_dump(), id="overhead"), labels)
-    out = {"n": n, "seed": seed, "sample_s": time.perf_counter() - began}
+    out = {"n": n, "seed": seed, "acquisition": acquisition}
+    out["sample_s"] = time.perf_counter() - began
     for arm in ARMS:
         body = dict(base, pool={"type": "continuous"}) if arm == "continuous" else dict(base)
         if arm != "pool":
@@ -288,12 +295,13 @@ def main(argv=None) -> None:
         default=None,
         metavar="N",
         help="instead: the seconds each arm's choice takes at N labels of Hartmann 6-D, "
-        "beside the sampling's, on --runs seeds",
+        "beside the sampling's, on --runs seeds, for each of --acquisitions",
     )
     args = parser.parse_args(argv)
     if args.overhead:
         for seed in range(args.first_run, args.first_run + args.runs):
-            overhead(args.overhead, seed, args.starts, sys.stdout)
+            for acquisition in args.acquisitions:
+                overhead(args.overhead, seed, args.starts, sys.stdout, acquisition)
         return
     if args.table:
         with open(args.table) as f:

@@ -205,3 +205,31 @@ def test_the_variances_are_botorch_communitys_on_the_same_draws(setting, name):
     ours = Acquisition(name, [(1.0, post, u, z, None)])(cand).detach()
     torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=0)
     assert torch.equal(ours.argsort(), theirs.argsort())
+
+
+@pytest.mark.parametrize("name", ["qb-mgp", "bald"])
+def test_the_accuracy_estimates_factors_give_the_acquisition_its_own_factors_give(
+    setting, monkeypatch, name
+):
+    """The Cholesky factors a refit's accuracy estimates keep (in groups of 4 distinct draws,
+    the draws repeating) climbed on: the values and gradients of the acquisition that factors
+    the draws itself, and the estimates of a summary that keeps none."""
+    from fbgp_al.worker import accuracy
+
+    post, u, z, cand = setting
+    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 4 * len(z) ** 2)
+    points = cand[:50]
+    kept: list = []
+    estimates = accuracy.summary(u, z, post.lengthscale, post.noise, points, 1.0, keep=kept)
+    assert len(kept) == 4  # 16 distinct draws in groups of 4
+    factors = [tuple(torch.cat(f) for f in zip(*kept, strict=True))]
+    shared = Acquisition(name, [(1.0, post, u, z, None)], factors=factors)
+    own = Acquisition(name, [(1.0, post, u, z, None)])
+    for a, b in zip(shared.value_and_grad(cand[:40]), own.value_and_grad(cand[:40]), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    alone = accuracy.summary(u, z, post.lengthscale, post.noise, points, 1.0)
+    assert {k: v for k, v in estimates.items() if k != "seconds"} == {
+        k: v for k, v in alone.items() if k != "seconds"
+    }
+    with pytest.raises(ValueError, match="one per distinct draw"):
+        Acquisition(name, [(1.0, post, u, z, None)], factors=[kept[0]])

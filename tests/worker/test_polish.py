@@ -133,15 +133,19 @@ def failure():
 def test_the_failure_models_weight_is_climbed_and_min_success_kept(failure):
     failure, done = failure  # the GP's labels where runs succeeded: the failed corner unexplored
     objective = Objective(_acquisition(features=done), Region(PLAIN), failure)
-    start = np.array([0.5, 0.5])
-    for w in ([0.3, 0.4], [0.65, 0.55], [0.9, 0.2]):
-        error = check_grad(
-            lambda w: objective.value_and_grad(start, w)[0],
-            lambda w: objective.value_and_grad(start, w)[1],
-            np.array(w),
-            epsilon=1e-6,
-        )
-        assert error < 1e-4 * max(1.0, np.linalg.norm(objective.value_and_grad(start, w)[1]))
+    starts = np.full((3, 2), 0.5)
+    w = np.array([[0.3, 0.4], [0.65, 0.55], [0.9, 0.2]])
+    values, grads = objective.values_and_grads(starts, w)  # the three rows in one evaluation
+    for row in range(3):
+
+        def one(v, row=row):
+            return objective.values_and_grads(starts[row : row + 1], v[None])
+
+        alone = one(w[row])
+        np.testing.assert_allclose(alone[0][0], values[row], rtol=1e-12)
+        np.testing.assert_allclose(alone[1][0], grads[row], rtol=1e-9, atol=1e-12)
+        error = check_grad(lambda v: one(v)[0][0], lambda v: one(v)[1][0], w[row], epsilon=1e-6)
+        assert error < 1e-4 * max(1.0, np.linalg.norm(grads[row]))
     points, values = polish(objective, _best_starts(objective))
     keep, weight = failure.weigh(points)
     assert keep.all()
@@ -180,3 +184,39 @@ def test_a_point_reached_at_one_to_avoid_is_not_kept():
     np.testing.assert_array_equal(again[0], starts[0])  # its start instead
     assert all(np.abs(p - points[0]).max() > 1e-9 for p in again)
     assert again_values[0] < values[0] and (again_values >= objective.value(starts)).all()
+
+
+class _Counted(Objective):
+    """An objective that counts its evaluations and the rows they hold."""
+
+    calls: int = 0
+    rows: int = 0
+
+    def values_and_grads(self, starts, w):
+        self.calls, self.rows = self.calls + 1, self.rows + len(starts)
+        return super().values_and_grads(starts, w)
+
+
+def test_starts_climb_side_by_side_as_each_would_alone():
+    together = _Counted(_acquisition("b-alm"), Region(PLAIN))
+    starts = _best_starts(together, count=4)
+    points, values = polish(together, starts)
+    alone = []
+    for start in starts:
+        one = _Counted(_acquisition("b-alm"), Region(PLAIN))
+        alone.append((*polish(one, start[None]), one.calls))
+    np.testing.assert_allclose(points, np.concatenate([a[0] for a in alone]), atol=1e-7)
+    np.testing.assert_allclose(values, np.concatenate([a[1] for a in alone]), rtol=1e-10)
+    # a round per step of the longest climb, each start's evaluations all made
+    assert together.calls == max(a[2] for a in alone)
+    assert together.rows == sum(a[2] for a in alone)
+
+
+def test_an_evaluation_that_fails_fails_the_polish():
+    class Failing(Objective):
+        def values_and_grads(self, starts, w):
+            raise FloatingPointError("no value")
+
+    objective = Failing(_acquisition(), Region(PLAIN))
+    with pytest.raises(FloatingPointError, match="no value"):
+        polish(objective, _best_starts(objective, count=3))

@@ -360,7 +360,12 @@ def ranked(
             best, best_scores = best_of(weighed(scores, weights))
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
         if spec.get("mode") != "parallel" and search.polishes(spec):
-            objective = search.objective_of(spec, data.space, parts, pending_u, failure)
+            factors = None
+            if estimates is None and n < EXACT_FEW_FROM:  # the same draws: factored once
+                kept: list = []
+                estimates = accuracy_of(spec, pool, data, thin, keep=kept)
+                factors = [tuple(torch.cat(f) for f in zip(*kept, strict=True))]
+            objective = search.objective_of(spec, data.space, parts, pending_u, failure, factors)
             starts = pool.points(candidates[best])
             polished, searched = search.polished(spec, objective, starts, n, u)
             ranking = polished + ranking
@@ -393,7 +398,13 @@ def weighed(scores: torch.Tensor, weights: torch.Tensor | None) -> np.ndarray:
 
 
 def accuracy_of(
-    spec: dict, pool: GridPool | PointPool, data: Data, thin: Posterior, at=None, joint=False
+    spec: dict,
+    pool: GridPool | PointPool,
+    data: Data,
+    thin: Posterior,
+    at=None,
+    joint=False,
+    keep: list | None = None,
 ):
     """The model's ``accuracy`` (:func:`worker.accuracy.summary`) under the draws acquisitions
     use (those of the exact pass, :func:`exact_draws`), integrated over a subsample of the whole
@@ -403,7 +414,8 @@ def accuracy_of(
     box, :mod:`worker.vocabulary.box`).
     With candidates ``at``: the estimates, and the draws' means and variances there from the
     same factors (:func:`worker.accuracy.summary_at`; ``joint``: the latent covariances there
-    in place of the variances)."""
+    in place of the variances). ``keep``: a list that receives the draws' Cholesky factors
+    (:func:`worker.accuracy.summary_at`)."""
     size = min(int(spec["pool_subsample"]), accuracy.POOL_POINTS)
     if box.continuous(spec):  # a sample of the box, the same for every model
         seed = [int(spec["seed"]), box.ACCURACY_KEY]
@@ -416,6 +428,6 @@ def accuracy_of(
     args = (data.u, data.z, thin.lengthscale, thin.noise, points, data.scale_y.std)
     if at is not None:
         return accuracy.summary_at(
-            *args, at, label_noise=data.noise, scale_y=data.scale_y, joint=joint
+            *args, at, label_noise=data.noise, scale_y=data.scale_y, joint=joint, keep=keep
         )
-    return accuracy.summary(*args, label_noise=data.noise, scale_y=data.scale_y)
+    return accuracy.summary(*args, label_noise=data.noise, scale_y=data.scale_y, keep=keep)

@@ -36,13 +36,19 @@ def polishes(spec: dict) -> bool:
 
 
 def objective_of(
-    spec: dict, space: Space, parts: list[tuple], pending_u, failure: FailureModel | None
+    spec: dict,
+    space: Space,
+    parts: list[tuple],
+    pending_u,
+    failure: FailureModel | None,
+    factors=None,
 ) -> Objective:
     """The objective a polish climbs: the campaign's acquisition of the outputs ``parts``
     (``(weight, thinned draws, u, z, label_noise)`` each), the points out ``pending_u`` (GP
     features, or None) as fantasies, weighed by the ``failure`` model, in the box cut by the
-    campaign's constraints."""
-    acquisition = Acquisition(spec["acquisition"], parts, pending_u)
+    campaign's constraints; ``factors``: each output's draws' factors where the refit has
+    them (:class:`worker.differentiable.Acquisition`)."""
+    acquisition = Acquisition(spec["acquisition"], parts, pending_u, factors)
     return Objective(acquisition, Region(space, of_spec(spec)), failure)
 
 

@@ -48,7 +48,10 @@ def test_the_added_problems_are_their_functions():
 
 
 def test_the_overhead_of_each_arms_choice_beside_one_sampling(capsys):
-    out = anywhere_bench.overhead(12, 0, 2)
+    anywhere_bench.main(["--overhead", "12", "--runs", "1", "--acquisitions", "b-qbc", "alm"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["seed"], r["acquisition"]) for r in records] == [(0, "b-qbc"), (0, "alm")]
+    out = records[0]
     assert out["sample_s"] > 0 and all(out[f"{arm}_s"] > 0 for arm in anywhere_bench.ARMS)
     assert out["pool_polish_s"] == 0 and out["polished_polish_s"] > 0
     assert out["polished_s"] >= out["polished_polish_s"]

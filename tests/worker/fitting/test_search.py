@@ -1,6 +1,7 @@
 """A refit's search in its ranking: without ``search`` (or with ``"polish": false``) the ranking
 is the pool's, bit for bit, against the acquisition's scores written out; with it, polished
-entries ahead of the pool's (never worse than the pool's best), a parallel campaign's batch
+entries ahead of the pool's (never worse than the pool's best, climbed on the accuracy
+estimates' factors), a parallel campaign's batch
 polished pick by pick with the points out as fantasies, several outputs, and the model's
 ``diagnostics.search``."""
 
@@ -85,7 +86,11 @@ def test_a_parallel_batch_without_polish_is_the_greedy_batch_bit_for_bit(fitted)
 def test_polished_entries_lead_the_pools_ranking(fitted, name):
     spec = dict(SPEC, acquisition=name, search=POLISH)
     model, ranking = _ranked(spec, fitted)
-    _, pool_ranking = _ranked(dict(SPEC, acquisition=name), fitted)
+    pool_model, pool_ranking = _ranked(dict(SPEC, acquisition=name), fitted)
+    # the accuracy estimates, whose factors the polish climbs on, as a refit without polish's
+    assert {k: v for k, v in model["accuracy"].items() if k != "seconds"} == {
+        k: v for k, v in pool_model["accuracy"].items() if k != "seconds"
+    }
     polished = [r for r in ranking if r["index"] is None]
     assert 1 <= len(polished) <= 3 and ranking[: len(polished)] == polished
     assert ranking[len(polished) :] == pool_ranking  # the pool's after them, as before
