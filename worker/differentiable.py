@@ -20,6 +20,7 @@ import math
 import torch
 
 from fbgp_al.worker.acquisition import (
+    FIT_ELEMENTS,
     MEANS_ONLY,
     QUADRATURE_ELEMENTS,
     QUADRATURE_HALF_WIDTH,
@@ -114,7 +115,12 @@ class Draws:
             if self.chol.shape != (len(noise), len(u), len(u)):
                 raise ValueError("the factors given are not one per distinct draw")
             return
-        self.chol = factorize(u, lengthscale, noise, label_noise).chol
+        # in groups of draws, so that the covariances being factored add a group's at most
+        self.chol = torch.empty(len(noise), len(u), len(u), dtype=DTYPE)
+        per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
+        for start in range(0, len(noise), per):
+            part = slice(start, start + per)
+            self.chol[part] = factorize(u, lengthscale[part], noise[part], label_noise).chol
         rhs = z.expand(len(noise), -1)[..., None]
         self.alpha = torch.cholesky_solve(rhs, self.chol)[..., 0]
 

@@ -233,3 +233,17 @@ def test_the_accuracy_estimates_factors_give_the_acquisition_its_own_factors_giv
     }
     with pytest.raises(ValueError, match="one per distinct draw"):
         Acquisition(name, [(1.0, post, u, z, None)], factors=[kept[0]])
+
+
+def test_draws_factored_in_groups_are_the_draws_factored_at_once(setting, monkeypatch):
+    """Past ``FIT_ELEMENTS`` the draws are factored a group at a time (here 3 a group, the
+    16 distinct draws in 6 groups): the same factors, bit for bit, and the same predictions."""
+    from fbgp_al.worker import differentiable
+
+    post, u, z, cand = setting
+    at_once = differentiable.Draws(u, z, post.lengthscale, post.noise)
+    monkeypatch.setattr(differentiable, "FIT_ELEMENTS", 3 * len(z) ** 2)
+    grouped = differentiable.Draws(u, z, post.lengthscale, post.noise)
+    assert torch.equal(grouped.chol, at_once.chol) and torch.equal(grouped.alpha, at_once.alpha)
+    for a, b in zip(grouped.predict(cand[:9]), at_once.predict(cand[:9]), strict=True):
+        assert torch.equal(a, b)

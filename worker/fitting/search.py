@@ -11,11 +11,14 @@ index, a key that names it among the model's entries (the ``k``-th polished poin
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
+import torch
 
 from fbgp_al.worker.differentiable import Acquisition
 from fbgp_al.worker.feasibility.campaign import FailureModel
+from fbgp_al.worker.mcmc import Posterior
 from fbgp_al.worker.polish import (
     Objective,
     Region,
@@ -28,6 +31,22 @@ from fbgp_al.worker.vocabulary.constraints import of_spec
 from fbgp_al.worker.vocabulary.defaults import MAX_BATCH, search_options
 from fbgp_al.worker.vocabulary.design import PointPool
 from fbgp_al.worker.vocabulary.space import Space
+
+# A polish holds a Cholesky factor (n x n) for each draw it climbs on: at most this many elements
+# in all (1.2 GB). Past it the draws are spread evenly, fewer of them: all 150 of a default
+# campaign's up to 1,000 labels, 37 at 2,000, 6 at 5,000 (a refit's job may map 4 GB more than
+# its worker, ``job_memory_mb``).
+POLISH_ELEMENTS = 150 * 1000**2
+
+
+def climbed(post: Posterior, n: int) -> Posterior:
+    """The draws of ``post`` a polish climbs on at ``n`` labels: all of them, or as many as
+    ``POLISH_ELEMENTS`` holds, evenly spaced over them (one chain of them)."""
+    most = max(1, POLISH_ELEMENTS // max(1, n) ** 2)
+    if post.size <= most:
+        return post
+    rows = torch.from_numpy(np.linspace(0, post.size - 1, most).round().astype(np.int64))
+    return replace(post, lengthscale=post.lengthscale[rows], noise=post.noise[rows], chains=1)
 
 
 def polishes(spec: dict) -> bool:
@@ -47,8 +66,15 @@ def objective_of(
     (``(weight, thinned draws, u, z, label_noise)`` each), the points out ``pending_u`` (GP
     features, or None) as fantasies, weighed by the ``failure`` model, in the box cut by the
     campaign's constraints; ``factors``: each output's draws' factors where the refit has
-    them (:class:`worker.differentiable.Acquisition`)."""
-    acquisition = Acquisition(spec["acquisition"], parts, pending_u, factors)
+    them (:class:`worker.differentiable.Acquisition`), used where the polish climbs on all of
+    the draws (:func:`climbed`)."""
+    climbing = [(w, climbed(post, len(u)), u, z, noise) for w, post, u, z, noise in parts]
+    if factors is not None:
+        factors = [
+            f if mine[1] is theirs[1] else None
+            for f, mine, theirs in zip(factors, climbing, parts, strict=True)
+        ]
+    acquisition = Acquisition(spec["acquisition"], climbing, pending_u, factors)
     return Objective(acquisition, Region(space, of_spec(spec)), failure)
 
 

@@ -171,3 +171,28 @@ def test_a_continuous_pool_ranks_a_fresh_sobol_sample_polished(fitted):
     two = fitting.accuracy_of(spec, PointPool(np.array([[0.3, 0.3]])), data, thin)
     one.pop("seconds"), two.pop("seconds")
     assert one == two and one["ipv"] != fitting.accuracy_of(SPEC, POOL, data, thin)["ipv"]
+
+
+def test_past_its_budget_a_polish_climbs_on_fewer_draws_evenly_spaced(fitted, monkeypatch):
+    data, post = fitted
+    thin = post.for_scoring(SPEC["mcmc"])
+    assert search.climbed(thin, data.n) is thin  # within the budget: every draw
+    monkeypatch.setattr(search, "POLISH_ELEMENTS", 7 * data.n**2)  # room for 7 draws
+    fewer = search.climbed(thin, data.n)
+    rows = [0, 3, 6, 10, 13, 16, 19]  # of thin's 20, evenly spaced, first and last kept
+    assert thin.size == 20 and fewer.size == 7 and fewer.chains == 1
+    torch.testing.assert_close(fewer.lengthscale, thin.lengthscale[rows], rtol=0, atol=0)
+    torch.testing.assert_close(fewer.noise, thin.noise[rows], rtol=0, atol=0)
+    # factors of all the draws are not those of the fewer: left out, not misused
+    kept: list = []
+    fitting.accuracy_of(SPEC, POOL, data, thin, keep=kept)
+    factors = [tuple(torch.cat(f) for f in zip(*kept, strict=True))]
+    parts = [(1.0, thin, data.u, data.z, None)]
+    objective = search.objective_of(SPEC, data.space, parts, None, None, factors)
+    points = torch.rand(5, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    alone = Acquisition("qb-mgp", [(1.0, fewer, data.u, data.z, None)])
+    torch.testing.assert_close(objective.acquisition(points), alone(points), rtol=1e-12, atol=0)
+    model, ranking = _ranked(dict(SPEC, search=POLISH), fitted)
+    polished = [r for r in ranking if r["index"] is None]
+    u = torch.from_numpy(data.space.to_gp([p["x"] for p in polished]))
+    np.testing.assert_allclose(alone(u).numpy(), [p["score"] for p in polished], rtol=1e-9)
