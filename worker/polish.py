@@ -162,17 +162,13 @@ class Objective:
             return a, grad
         v0 = v.detach().numpy()
         k, f = w_t.shape
+        upper = np.minimum(1.0, v0[:, self.region.free] + STEP)  # k x f, the steps kept in
+        lower = np.maximum(0.0, v0[:, self.region.free] - STEP)  # the box
         points = np.repeat(v0[:, None], 1 + 2 * f, 1)  # k x (1 + 2f) x d
         for i, j in enumerate(self.region.free):
-            points[:, 1 + 2 * i, j] = np.minimum(1.0, v0[:, j] + STEP)
-            points[:, 2 + 2 * i, j] = np.maximum(0.0, v0[:, j] - STEP)
+            points[:, 1 + 2 * i, j], points[:, 2 + 2 * i, j] = upper[:, i], lower[:, i]
         weights = self.weight(points.reshape(-1, v0.shape[1]))[1].reshape(k, 1 + 2 * f)
-        up, down = weights[:, 1::2], weights[:, 2::2]
-        columns = self.region.free
-        width = points[:, 1::2, columns].diagonal(0, 1, 2) - points[:, 2::2, columns].diagonal(
-            0, 1, 2
-        )
-        slope = (up - down) / width
+        slope = (weights[:, 1::2] - weights[:, 2::2]) / (upper - lower)
         return a * weights[:, 0], grad * weights[:, :1] + a[:, None] * slope
 
 
