@@ -212,14 +212,15 @@ class _Lockstep:
         self.asked: dict[int, np.ndarray] = {}
         self.answers: dict[int, tuple | BaseException] = {}
         self.running = set(range(len(starts)))
+        self.stopped: BaseException | None = None  # what stopped the rounds, if anything
 
     def negative(self, i: int, w: np.ndarray) -> tuple[float, np.ndarray]:
         """Start ``i``'s negated objective and gradient at ``w``, from the next round."""
         with self.ready:
             self.asked[i] = np.array(w, dtype=np.float64)
             self.ready.notify_all()
-            self.ready.wait_for(lambda: i in self.answers)
-            answer = self.answers.pop(i)
+            self.ready.wait_for(lambda: i in self.answers or self.stopped is not None)
+            answer = self.answers.pop(i, self.stopped)
         if isinstance(answer, BaseException):
             raise answer
         return answer
@@ -239,15 +240,25 @@ class _Lockstep:
                     self.running.discard(i)
                     self.ready.notify_all()
 
-        threads = [threading.Thread(target=thread, args=(i,)) for i in range(len(self.starts))]
+        threads = [
+            threading.Thread(target=thread, args=(i,), daemon=True) for i in range(len(self.starts))
+        ]
         for t in threads:
             t.start()
-        with self.ready:
-            while True:
-                self.ready.wait_for(lambda: not self.answers and set(self.asked) == self.running)
-                if not self.running:
-                    break
-                self._round()
+        try:
+            with self.ready:
+                while True:
+                    self.ready.wait_for(
+                        lambda: not self.answers and set(self.asked) == self.running
+                    )
+                    if not self.running:
+                        break
+                    self._round()
+        except BaseException as error:  # a job's timeout, an interrupt: the threads end too
+            with self.ready:
+                self.stopped = error
+                self.ready.notify_all()
+            raise
         for t in threads:
             t.join()
         for r in results:

@@ -3,6 +3,9 @@ acquisition, never worse than their starts, inside the constraints (linear ones 
 others by the pull back), int and choice inputs held, the failure model's weight and
 ``min_success`` kept, and a greedy batch of polished picks."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -198,13 +201,14 @@ class _Counted(Objective):
 
 
 def test_starts_climb_side_by_side_as_each_would_alone():
-    together = _Counted(_acquisition("b-alm"), Region(PLAIN))
+    together = _Counted(_acquisition("qb-mgp", n=30), Region(PLAIN))
     starts = _best_starts(together, count=4)
     points, values = polish(together, starts)
     alone = []
     for start in starts:
-        one = _Counted(_acquisition("b-alm"), Region(PLAIN))
+        one = _Counted(_acquisition("qb-mgp", n=30), Region(PLAIN))
         alone.append((*polish(one, start[None]), one.calls))
+    assert sorted(a[2] for a in alone) == [2, 2, 7, 8]  # two climbs to a corner, two longer
     np.testing.assert_allclose(points, np.concatenate([a[0] for a in alone]), atol=1e-7)
     np.testing.assert_allclose(values, np.concatenate([a[1] for a in alone]), rtol=1e-10)
     # a round per step of the longest climb, each start's evaluations all made
@@ -220,3 +224,32 @@ def test_an_evaluation_that_fails_fails_the_polish():
     objective = Failing(_acquisition(), Region(PLAIN))
     with pytest.raises(FloatingPointError, match="no value"):
         polish(objective, _best_starts(objective, count=3))
+
+
+def test_a_stop_between_rounds_ends_every_climb(monkeypatch):
+    """What stops the rounds (a job's timeout, an interrupt) reaches the caller, and the
+    threads of the climbs waiting for their next round end with it."""
+    from fbgp_al.worker import polish as polish_module
+
+    class Stop(BaseException):
+        pass
+
+    rounds = []
+    original = polish_module._Lockstep._round
+
+    def stopping(self):
+        rounds.append(len(self.asked))
+        if len(rounds) == 3:
+            raise Stop
+        original(self)
+
+    monkeypatch.setattr(polish_module._Lockstep, "_round", stopping)
+    before = threading.active_count()
+    objective = Objective(_acquisition("bald"), Region(PLAIN))  # climbs of 6 and 7 steps
+    with pytest.raises(Stop):
+        polish(objective, _best_starts(objective, count=4))
+    assert rounds == [4, 4, 4]  # every climb had asked for its third point
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
