@@ -44,14 +44,15 @@ class SearchSettings(Strict):
     polish: bool | None = None
     """Polish the best candidates (absent or `null`: only a `continuous` pool's refits do):
     from each of the `starts` best (by the acquisition, weighed by the failure model), L-BFGS-B
-    climbs the acquisition, averaged over the posterior's draws as the pool's scoring averages
-    it, over the box in the float and log inputs (int and choice inputs held at the
-    candidate's values; SLSQP where some constraints are linear inequalities, and a point
-    outside the others pulled back inside). The best point reached is handed out: a point of
-    the box, not of the pool (its ticket has no pool index), never worse by the acquisition
-    than the pool's best, never a labeled point unless repeats are allowed. A parallel
-    campaign's batch is polished pick by pick. Not with `random`, and only where some input is
-    a float or log input."""
+    climbs the acquisition (the starts side by side), averaged over the posterior's draws as
+    the pool's scoring averages it (past 1,000 labels over fewer of them, evenly spaced, as many
+    as 1.2 GB of factors hold), over the box in the float and log inputs (int and choice
+    inputs held at the candidate's values; SLSQP where some constraints are linear
+    inequalities, and a point outside the others pulled back inside). The best point reached
+    is handed out: a point of the box, not of the pool (its ticket has no pool index), never
+    worse by the acquisition than the pool's best, never a labeled point unless repeats are
+    allowed. A parallel campaign's batch is polished pick by pick. Not with `random`, and only
+    where some input is a float or log input."""
     starts: int = Field(default=SEARCH_STARTS, ge=1, le=MAX_STARTS)
     """How many of the best candidates each refit polishes from (1 to 64)."""
 
