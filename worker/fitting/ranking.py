@@ -361,10 +361,12 @@ def ranked(
         ranking = ranking_of(data.space, pool, candidates, best, best_scores)
         if spec.get("mode") != "parallel" and search.polishes(spec):
             factors = None
-            if estimates is None and n < EXACT_FEW_FROM:  # the same draws: factored once
+            if estimates is None and n < EXACT_FEW_FROM and name != "alm":  # the same draws
                 kept: list = []
                 estimates = accuracy_of(spec, pool, data, thin, keep=kept)
-                factors = [tuple(torch.cat(f) for f in zip(*kept, strict=True))]
+                joined = zip(*kept, strict=True)  # one group (150 draws to 334 labels): no copy
+                factors = [tuple(f[0] if len(f) == 1 else torch.cat(f) for f in joined)]
+                del kept
             objective = search.objective_of(spec, data.space, parts, pending_u, failure, factors)
             starts = pool.points(candidates[best])
             polished, searched = search.polished(spec, objective, starts, n, u)
