@@ -179,7 +179,7 @@ def test_a_stop_ends_the_wait_for_a_point(api, api_url, make_body):
 
 
 SLOW_SIMULATE = """
-import sys, time
+import os, sys, time
 from fbgp_al.clients.ops import simulate
 
 real = simulate.get_simulator
@@ -193,6 +193,7 @@ class Slow:  # the built-in simulator, one run taking a minute
         return getattr(self.sim, name)
 
     def sample(self, x, rng):
+        open(os.environ["RUNNING_MARK"], "w").close()  # the run has begun
         time.sleep(60)
         return self.sim.sample(x, rng)
 
@@ -202,11 +203,17 @@ simulate.main(sys.argv[1:])
 """
 
 
-def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(api, api_url, make_body):
+def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(
+    api, api_url, make_body, tmp_path
+):
     """``fbgp-al simulate`` stopped by SIGTERM (docker stop, a job scheduler) during a run: its
-    ticket is abandoned, not left out for its lease, and it exits 143."""
+    ticket is abandoned, not left out for its lease, and it exits 143. (The signal is sent once
+    the run has begun: between the service handing a ticket out and the runner holding it, the
+    ticket is left to its lease.)"""
     campaign = _campaign(api, make_body, initial_design={"type": "maximin-lhs", "size": 1})
+    running = tmp_path / "running"
     env = {k: v for k, v in os.environ.items() if k != "FBGP_API_TOKEN"}
+    env["RUNNING_MARK"] = str(running)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -229,9 +236,10 @@ def test_sigterm_stops_fbgp_al_simulate_and_gives_its_ticket_back(api, api_url, 
     )
     try:
         deadline = time.monotonic() + 60
-        while api.campaign(campaign).n_pending == 0:
+        while not running.exists():
             assert process.poll() is None and time.monotonic() < deadline, process.stdout.read()
             time.sleep(0.1)
+        assert api.campaign(campaign).n_pending == 1
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=30)
     finally:
