@@ -83,7 +83,7 @@ class _Group:
     which: torch.Tensor
     lengthscale: torch.Tensor
     noise: torch.Tensor
-    chol: torch.Tensor
+    chol: torch.Tensor | None  # None unless asked for (:func:`_fits`)
     chol_inv: torch.Tensor
     alpha: torch.Tensor
 
@@ -96,10 +96,11 @@ class _Group:
         )
 
 
-def _fits(u, z, lengthscale, noise, label_noise):
+def _fits(u, z, lengthscale, noise, label_noise, chol: bool = False):
     """Each group of distinct draws (:func:`_groups`) in turn, factored (:func:`_fit`): a
     Laplace mixture's resampled draws repeat (:func:`worker.gp.distinct`), and each distinct
-    one is factored once, wherever its copies fall among the groups."""
+    one is factored once, wherever its copies fall among the groups. ``chol``: each group
+    holds its Cholesky factors too (else only their inverses)."""
     repeated = distinct(lengthscale, noise)
     if repeated is None:
         index = torch.arange(len(noise))
@@ -107,8 +108,9 @@ def _fits(u, z, lengthscale, noise, label_noise):
         lengthscale, noise, index = repeated
     for g in _groups(len(noise), len(z)):
         rows = ((index >= g.start) & (index < g.start + len(noise[g]))).nonzero().squeeze(-1)
-        chol, chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
-        yield _Group(rows, index[rows] - g.start, lengthscale[g], noise[g], chol, chol_inv, alpha)
+        factor, chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
+        held = factor if chol else None
+        yield _Group(rows, index[rows] - g.start, lengthscale[g], noise[g], held, chol_inv, alpha)
 
 
 def _loo_of(z, chol_inv, alpha) -> tuple[torch.Tensor, torch.Tensor]:
@@ -293,7 +295,7 @@ def summary_at(
     if at is not None:
         mean = torch.empty(len(noise), len(at), dtype=DTYPE)
         var = torch.empty((len(noise), len(at)) + ((len(at),) if joint else ()), dtype=DTYPE)
-    for group in _fits(u, z, lengthscale, noise, label_noise):  # each factored once
+    for group in _fits(u, z, lengthscale, noise, label_noise, keep is not None):  # each once
         _loo_into(means, variances, z, group)
         pool.add(group)
         if keep is not None:
