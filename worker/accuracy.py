@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fbgp_al.worker.acquisition import FIT_ELEMENTS
+from fbgp_al.worker.acquisition import draw_groups
 from fbgp_al.worker.gp import Conditioned, cholesky, distinct, inverse_factor, rbf
 from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 from fbgp_al.worker.vocabulary import lognormal
@@ -55,11 +55,6 @@ POOL_POINTS = 2000  # pool points the integrated variances average over, at most
 VARIANCE_WORK = 150 * POOL_POINTS * 100**2
 NORMAL_95 = 0.975  # a label is covered when its LOO mixture CDF lies in [1 - this, this]
 TARGETS = STOP_TARGETS  # the values a stopping rule may name: all of them lower is better
-
-
-def _groups(n_draws: int, n: int):
-    per = max(1, FIT_ELEMENTS // max(1, n * n))
-    return [slice(i, i + per) for i in range(0, n_draws, per)]
 
 
 def _fit(u, z, lengthscale, noise, label_noise):
@@ -97,16 +92,16 @@ class _Group:
 
 
 def _fits(u, z, lengthscale, noise, label_noise, chol: bool = False):
-    """Each group of distinct draws (:func:`_groups`) in turn, factored (:func:`_fit`): a
-    Laplace mixture's resampled draws repeat (:func:`worker.gp.distinct`), and each distinct
-    one is factored once, wherever its copies fall among the groups. ``chol``: each group
-    holds its Cholesky factors too (else only their inverses)."""
+    """Each group of distinct draws (:func:`worker.acquisition.draw_groups`) in turn, factored
+    (:func:`_fit`): a Laplace mixture's resampled draws repeat (:func:`worker.gp.distinct`),
+    and each distinct one is factored once, wherever its copies fall among the groups.
+    ``chol``: each group holds its Cholesky factors too (else only their inverses)."""
     repeated = distinct(lengthscale, noise)
     if repeated is None:
         index = torch.arange(len(noise))
     else:
         lengthscale, noise, index = repeated
-    for g in _groups(len(noise), len(z)):
+    for g in draw_groups(len(noise), len(z)):
         rows = ((index >= g.start) & (index < g.start + len(noise[g]))).nonzero().squeeze(-1)
         factor, chol_inv, alpha = _fit(u, z, lengthscale[g], noise[g], label_noise)
         held = factor if chol else None

@@ -150,6 +150,14 @@ def scorer(
     return SCORES[name]
 
 
+def draw_groups(n_draws: int, n: int) -> list[slice]:
+    """The draws in groups whose factors (``group x n x n``) hold at most ``FIT_ELEMENTS``
+    float64 elements, one draw a group at least: the one grouping that every pass factoring
+    the draws one group at a time uses (scoring, accuracy, sensitivity, a polish)."""
+    per = max(1, FIT_ELEMENTS // max(1, n * n))
+    return [slice(i, i + per) for i in range(0, n_draws, per)]
+
+
 class DrawGPs:
     """The GPs of a posterior's draws, fitted to ``(u, z)`` (and the labels' known noise
     variances ``label_noise``, ``n``, when they have some): all at once when their factors fit
@@ -159,8 +167,7 @@ class DrawGPs:
     def __init__(self, u, z, lengthscale, noise, label_noise=None):
         self.u, self.z, self.lengthscale, self.noise = u, z, lengthscale, noise
         self.label_noise = label_noise
-        per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
-        self.groups = [slice(i, i + per) for i in range(0, len(noise), per)]
+        self.groups = draw_groups(len(noise), len(u))
         self.whole = (
             Conditioned.fit(u, z, lengthscale, noise, label_noise)
             if len(self.groups) == 1

@@ -20,7 +20,6 @@ import math
 import torch
 
 from fbgp_al.worker.acquisition import (
-    FIT_ELEMENTS,
     MEANS_ONLY,
     QUADRATURE_ELEMENTS,
     QUADRATURE_HALF_WIDTH,
@@ -28,6 +27,7 @@ from fbgp_al.worker.acquisition import (
     QUADRATURE_MIN_NODES,
     QUADRATURE_NODES_PER_SD,
     bald_std,
+    draw_groups,
     gaussian_entropy,
 )
 from fbgp_al.worker.gp import distinct, factorize, rbf
@@ -117,9 +117,7 @@ class Draws:
             return
         # in groups of draws, so that the covariances being factored add a group's at most
         self.chol = torch.empty(len(noise), len(u), len(u), dtype=DTYPE)
-        per = max(1, FIT_ELEMENTS // max(1, len(u) ** 2))
-        for start in range(0, len(noise), per):
-            part = slice(start, start + per)
+        for part in draw_groups(len(noise), len(u)):
             self.chol[part] = factorize(u, lengthscale[part], noise[part], label_noise).chol
         rhs = z.expand(len(noise), -1)[..., None]
         self.alpha = torch.cholesky_solve(rhs, self.chol)[..., 0]

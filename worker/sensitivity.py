@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from scipy import special
 
-from fbgp_al.worker.acquisition import FIT_ELEMENTS
+from fbgp_al.worker.acquisition import draw_groups
 from fbgp_al.worker.answers import _context, output_model
 from fbgp_al.worker.fidelity import answers as fidelity_answers
 from fbgp_al.worker.gp import distinct, factorize
@@ -42,10 +42,8 @@ def draw_weights(
     repeated = distinct(lengthscale, noise)
     if repeated is not None:
         return draw_weights(u, z, repeated[0], repeated[1], label_noise)[repeated[2].numpy()]
-    per = max(1, FIT_ELEMENTS // max(1, len(z) ** 2))
     parts = []
-    for start in range(0, len(noise), per):
-        g = slice(start, start + per)
+    for g in draw_groups(len(noise), len(z)):
         factor = factorize(u, lengthscale[g], noise[g], label_noise)
         rhs = z.expand(len(noise[g]), -1)[..., None]
         parts.append(torch.cholesky_solve(rhs, factor.chol)[..., 0])

@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from fbgp_al.worker import accuracy
+from fbgp_al.worker import accuracy, acquisition
 from fbgp_al.worker.gp import predict, rbf
 from fbgp_al.worker.transforms import DTYPE, OutputStandardization
 
@@ -63,11 +63,11 @@ def test_mixture_moments_density_and_cdf_against_numpy():
     )
 
 
-@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+@pytest.mark.parametrize("fit_elements", [acquisition.FIT_ELEMENTS, 2 * 12 * 12])
 def test_integrated_variances_against_direct_computation(monkeypatch, fit_elements):
     u, z, lengthscale, noise, points = _data()
     whole = accuracy.loo(u, z, lengthscale, noise)  # one group
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)  # 2 draws a group: 4 groups
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", fit_elements)  # 2 draws a group: 4 groups
     mean, var = (a.numpy() for a in predict(u, z, lengthscale, noise, points))
     pool = accuracy.pool_moments(u, z, lengthscale, noise, points)
     qbc = mean.var(0)
@@ -79,7 +79,7 @@ def test_integrated_variances_against_direct_computation(monkeypatch, fit_elemen
         torch.testing.assert_close(grouped, reference, rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+@pytest.mark.parametrize("fit_elements", [acquisition.FIT_ELEMENTS, 2 * 12 * 12])
 def test_past_its_work_each_point_averages_the_variances_of_the_draws_whose_turn_it_is(
     monkeypatch, fit_elements
 ):
@@ -89,7 +89,7 @@ def test_past_its_work_each_point_averages_the_variances_of_the_draws_whose_turn
     (2 a group) take their turns by their place among all the draws."""
     u, z, lengthscale, noise, points = _data()
     monkeypatch.setattr(accuracy, "VARIANCE_WORK", 7 * 50 * 12 * 12 / 3)
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", fit_elements)
     assert accuracy.variance_stride(7, 50, 12) == 3
     mean, var = (a.numpy() for a in predict(u, z, lengthscale, noise, points))
     pool = accuracy.pool_moments(u, z, lengthscale, noise, points)
@@ -196,7 +196,7 @@ def test_each_distinct_draw_is_factored_once_wherever_its_copies_fall(monkeypatc
     # in groups of 3: 0 0 1 | 1 1 2 | 3 3 3 | 3
     g, u, z, lengthscale, noise = _repeated(9, [0, 0, 1, 1, 1, 2, 3, 3, 3, 3])
     points, at = (torch.rand(m, 3, generator=g, dtype=DTYPE) for m in (50, 7))
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 3 * 30 * 30)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 3 * 30 * 30)
     if stride:
         monkeypatch.setattr(accuracy, "VARIANCE_WORK", 10 * 50 * 30 * 30 / 3)
     factored = []
@@ -209,7 +209,7 @@ def test_each_distinct_draw_is_factored_once_wherever_its_copies_fall(monkeypatc
         torch.testing.assert_close(mean[j], want[0][0], rtol=0, atol=1e-12)
         torch.testing.assert_close(var[j], want[1][0], rtol=0, atol=1e-12)
     monkeypatch.setattr(accuracy, "distinct", lambda *a: None)
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 30 * 30)  # one draw a group
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 30 * 30)  # one draw a group
     alone = accuracy.summary(u, z, lengthscale, noise, points, 2.0)
     assert sum(factored) == 4 + 10
     for key, value in alone.items():
@@ -217,7 +217,7 @@ def test_each_distinct_draw_is_factored_once_wherever_its_copies_fall(monkeypatc
             assert shared[key] == pytest.approx(value, rel=1e-12, abs=1e-14), key
 
 
-@pytest.mark.parametrize("fit_elements", [accuracy.FIT_ELEMENTS, 2 * 12 * 12])
+@pytest.mark.parametrize("fit_elements", [acquisition.FIT_ELEMENTS, 2 * 12 * 12])
 def test_the_predictions_on_the_accuracy_factors_equal_a_fit_of_their_own(
     monkeypatch, fit_elements
 ):
@@ -227,7 +227,7 @@ def test_the_predictions_on_the_accuracy_factors_equal_a_fit_of_their_own(
     u, z, lengthscale, noise, points = _data()
     lengthscale[[1, 4]], noise[[1, 4]] = lengthscale[0].clone(), noise[0].clone()
     at = points[:13] + 0.01
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", fit_elements)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", fit_elements)
     estimates, mean, var = accuracy.summary_at(u, z, lengthscale, noise, points, 2.0, at)
     for j in range(len(noise)):
         want = predict(u, z, lengthscale[j : j + 1], noise[j : j + 1], at)

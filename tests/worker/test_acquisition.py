@@ -353,3 +353,16 @@ def test_a_batch_of_several_outputs_starts_with_the_best_combined_score():
     assert all(
         float(s) <= float(combined[i]) * (1 + 1e-12) for i, s in zip(order, scores, strict=True)
     )
+
+
+@pytest.mark.parametrize(("n_draws", "n", "fit_elements"), [(150, 40, 1 << 24), (10, 30, 3 * 900)])
+def test_draw_groups_cover_every_draw_once_within_the_buffer(monkeypatch, n_draws, n, fit_elements):
+    """The draws' groups (every pass that factors them a group at a time) hold every draw once,
+    in order, each group's factors within ``FIT_ELEMENTS`` (one draw a group at least)."""
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", fit_elements)
+    groups = acquisition.draw_groups(n_draws, n)
+    assert [i for g in groups for i in range(n_draws)[g]] == list(range(n_draws))
+    assert all(len(range(n_draws)[g]) * n * n <= max(fit_elements, n * n) for g in groups)
+    assert len(groups) == -(-n_draws * n * n // fit_elements)  # as few as the buffer allows
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 1)
+    assert len(acquisition.draw_groups(n_draws, n)) == n_draws

@@ -14,6 +14,7 @@ paper's code's shortcut) has no counterpart there."""
 import pytest
 import torch
 
+from fbgp_al.worker import acquisition
 from fbgp_al.worker.acquisition import batch_scores, evaluate
 from fbgp_al.worker.differentiable import DIFFERENTIABLE, Acquisition, mixture_entropy
 from fbgp_al.worker.mcmc import Posterior
@@ -217,7 +218,7 @@ def test_the_accuracy_estimates_factors_give_the_acquisition_its_own_factors_giv
     from fbgp_al.worker import accuracy
 
     post, u, z, cand = setting
-    monkeypatch.setattr(accuracy, "FIT_ELEMENTS", 4 * len(z) ** 2)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 4 * len(z) ** 2)
     points = cand[:50]
     kept: list = []
     estimates = accuracy.summary(u, z, post.lengthscale, post.noise, points, 1.0, keep=kept)
@@ -242,7 +243,7 @@ def test_draws_factored_in_groups_are_the_draws_factored_at_once(setting, monkey
 
     post, u, z, cand = setting
     at_once = differentiable.Draws(u, z, post.lengthscale, post.noise)
-    monkeypatch.setattr(differentiable, "FIT_ELEMENTS", 3 * len(z) ** 2)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 3 * len(z) ** 2)
     grouped = differentiable.Draws(u, z, post.lengthscale, post.noise)
     assert torch.equal(grouped.chol, at_once.chol) and torch.equal(grouped.alpha, at_once.alpha)
     for a, b in zip(grouped.predict(cand[:9]), at_once.predict(cand[:9]), strict=True):

@@ -11,7 +11,7 @@ import torch
 from SALib.analyze import sobol as salib_sobol
 from SALib.sample import sobol as salib_sample
 
-from fbgp_al.worker import gp, sensitivity
+from fbgp_al.worker import acquisition, gp, sensitivity
 from fbgp_al.worker.vocabulary import sobol
 from fbgp_al.worker.vocabulary.space import Space
 from tests.worker.vocabulary.test_sobol import MIXED, _ishigami
@@ -187,7 +187,7 @@ def test_draw_weights_factor_each_distinct_draw_once_in_groups(monkeypatch):
     noise = torch.from_numpy(np.exp(rng.normal(-4.0, 0.5, 5)))
     ls[3], noise[3] = ls[0], noise[0]  # a repeated draw
     factored = []
-    monkeypatch.setattr(sensitivity, "FIT_ELEMENTS", 2 * 25 * 25)
+    monkeypatch.setattr(acquisition, "FIT_ELEMENTS", 2 * 25 * 25)
     monkeypatch.setattr(
         sensitivity, "factorize", lambda *a: factored.append(len(a[2])) or gp.factorize(*a)
     )
