@@ -18,7 +18,10 @@ seconds; every candidate of the pool subsample scored exactly by each reference'
 where the refit's point stands in those rankings (in the top 1%?) and where each reference's
 best stands in the other's; the predictive mean and variance at 2,000 seeded uniform test
 points, the refit's mixture against reference 1 beside reference 2 against reference 1 (the
-noise of the draws), and each one's RMSE against the function.
+noise of the draws), and each one's RMSE against the function. The same refit is sampled again
+on another seed (``refits_apart``, its mixture against the first's): how far the refit's own
+draws move its predictions, beside how far they lie from NUTS. ``--references 0`` runs the two
+refits alone (minutes where the references take most of an hour at 2,001 labels).
 """
 
 from __future__ import annotations
@@ -91,6 +94,13 @@ def apart(a: tuple, b: tuple) -> dict:
     }
 
 
+def hyperparameters(post) -> dict:
+    """The draws' mean and sd of each log hyperparameter (the ``d`` log lengthscales, then the
+    log noise variance): where two posteriors' predictions part, whether their draws do."""
+    logs = post.log_draws().numpy()
+    return {"mean": logs.mean(0).round(4).tolist(), "sd": logs.std(0).round(4).tolist()}
+
+
 def rank_in(order: np.ndarray, position: int) -> int:
     """Where candidate ``position`` stands (1: first) in a ranking (candidates, best first)."""
     return int(np.flatnonzero(order == position)[0]) + 1
@@ -117,6 +127,7 @@ def reference(spec: dict, data, warm: dict | None, offset: int, cand_u, test) ->
         "mixture": mixture(mean[:, c:], var[:, c:]),
         "diagnostics": {k: d.get(k) for k in DIAGNOSTICS}
         | {"draws": post.size, "distinct": len(torch.unique(rows, dim=0))}
+        | {"hyperparameters": hyperparameters(post)}
         | {"scoring_s": time.perf_counter() - started},
     }
 
@@ -127,11 +138,13 @@ def quality(
     previous: dict | None = None,
     settings: dict | None = None,
     start: str = "warm",
+    references: bool = True,
 ) -> dict:
     """The warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
     refitted here) against two NUTS references on its labels (``settings``: :data:`DEFAULTS`'
     keys, ``start``: ``"warm"`` or ``"cold"``, see the module): its point's rank in their exact
-    rankings, its predictions against reference 1's beside reference 2's."""
+    rankings, its predictions against reference 1's beside reference 2's, and beside the same
+    refit's on another seed (``refits_apart``). Without ``references``, the refits alone."""
     import torch
 
     from fbgp_al.worker import fitting
@@ -150,6 +163,22 @@ def quality(
     chosen = int(np.flatnonzero(candidates == ranking[0]["index"])[0])
     test = torch.from_numpy(np.random.default_rng(seed + 1).random((TEST_POINTS, 6)))
     this = mixture(*predicted(data, post, test))
+    again = fitting.posterior(
+        spec, replace(data, seed=(data.seed + 1000) % 2**32), fitting.warm_start_of(spec, previous)
+    )
+    truth = (hartmann6(test.numpy()) - data.scale_y.mean) / data.scale_y.std
+    refits = {
+        "n": data.n,
+        "sampler": post.diagnostics.get("method", "nuts"),
+        "khat": post.diagnostics.get("khat"),
+        "distinct_draws": post.diagnostics.get("distinct_draws"),
+        "refit_s": refit_s,
+        "refits_apart": apart(mixture(*predicted(data, again, test)), this),
+        "hyperparameters": [hyperparameters(p) for p in (post, again)],
+        "rmse_this": float(np.sqrt(np.mean((this[0] - truth) ** 2))),
+    }
+    if not references:
+        return refits | {"seconds": time.perf_counter() - started}
     nuts = reference_spec(spec, **settings)
     warms = (fitting.warm_start_of(spec, previous), post.adaptation)
     one, other = (
@@ -158,13 +187,7 @@ def quality(
     )
     top = math.ceil(TOP * len(candidates))
     rank = rank_in(one["order"], chosen)
-    truth = (hartmann6(test.numpy()) - data.scale_y.mean) / data.scale_y.std
-    out = {
-        "n": data.n,
-        "sampler": post.diagnostics.get("method", "nuts"),
-        "khat": post.diagnostics.get("khat"),
-        "distinct_draws": post.diagnostics.get("distinct_draws"),
-        "refit_s": refit_s,
+    out = refits | {
         "nuts": settings | {"start": start},
         "references": [one["diagnostics"], other["diagnostics"]],
         "candidates": len(candidates),
@@ -178,7 +201,7 @@ def quality(
         "this_apart": apart(this, one["mixture"]),
         "references_apart": apart(other["mixture"], one["mixture"]),
     }
-    for name, (m, _) in (("this", this), ("one", one["mixture"]), ("other", other["mixture"])):
+    for name, (m, _) in (("one", one["mixture"]), ("other", other["mixture"])):
         out[f"rmse_{name}"] = float(np.sqrt(np.mean((m - truth) ** 2)))
     out["seconds"] = time.perf_counter() - started
     return out
@@ -197,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--start", choices=("warm", "cold"), default="warm", help="where the chains start"
     )
+    parser.add_argument(
+        "--references",
+        type=int,
+        choices=(0, 2),
+        default=2,
+        help="NUTS references (0: the refit and the same refit on another seed only)",
+    )
     args = parser.parse_args(argv)
     previous = None
     if args.previous:
@@ -204,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             previous = json.load(f)
     settings = {name: getattr(args, name) for name in DEFAULTS}
     for n in (int(s) for s in args.sizes.split(",")):
-        print(json.dumps(quality(n, args.seed, previous, settings, args.start)), flush=True)
+        print(
+            json.dumps(quality(n, args.seed, previous, settings, args.start, args.references > 0)),
+            flush=True,
+        )
     return 0
 
 

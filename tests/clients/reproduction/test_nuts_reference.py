@@ -89,5 +89,12 @@ def test_one_size_against_two_references():
     assert out["chosen_in_top"] == (out["chosen_rank"] <= 100) and out["other_best_rank"] >= 1
     assert out["this_apart"]["mean_max"] > 0 and out["references_apart"]["variance_max"] > 0
     assert all(np.isfinite(out[f"rmse_{k}"]) for k in ("this", "one", "other"))
+    # the same refit on another seed: other draws, so its predictions move a little
+    assert 0 < out["refits_apart"]["mean_max"] < 1 and out["refits_apart"]["variance_max"] > 0
+    for h in out["hyperparameters"] + [d["hyperparameters"] for d in out["references"]]:
+        assert len(h["mean"]) == len(h["sd"]) == 7 and min(h["sd"]) > 0  # 6 lengthscales, noise
+    alone = ref.quality(30, 0, references=False)
+    assert "references" not in alone and alone["refits_apart"] == out["refits_apart"]
+    assert alone["rmse_this"] == out["rmse_this"] and alone["n"] == 31
     cold = ref.quality(30, 0, settings=settings, start="cold")
     assert [d["warm_start"] for d in cold["references"]] == ["cold", "cold"]
