@@ -22,6 +22,8 @@ noise of the draws), and each one's RMSE against the function. The same refit is
 on another seed (``refits_apart``, its mixture against the first's): how far the refit's own
 draws move its predictions, beside how far they lie from NUTS. ``--references 0`` runs the two
 refits alone (minutes where the references take most of an hour at 2,001 labels).
+``--proposals P`` adds two mixtures of ``P`` weighed proposals each (the refit's seed and
+another): how far more proposals take the mixture from the refit, from each other and from NUTS.
 """
 
 from __future__ import annotations
@@ -139,12 +141,14 @@ def quality(
     settings: dict | None = None,
     start: str = "warm",
     references: bool = True,
+    proposals: int | None = None,
 ) -> dict:
     """The warm refit at ``n + 1`` labels (from ``previous``, the cold model at ``n``; None:
     refitted here) against two NUTS references on its labels (``settings``: :data:`DEFAULTS`'
     keys, ``start``: ``"warm"`` or ``"cold"``, see the module): its point's rank in their exact
     rankings, its predictions against reference 1's beside reference 2's, and beside the same
-    refit's on another seed (``refits_apart``). Without ``references``, the refits alone."""
+    refit's on another seed (``refits_apart``). Without ``references``, the refits alone. With
+    ``proposals``, two mixtures of that many proposals beside them (``proposals_*``)."""
     import torch
 
     from fbgp_al.worker import fitting
@@ -163,9 +167,8 @@ def quality(
     chosen = int(np.flatnonzero(candidates == ranking[0]["index"])[0])
     test = torch.from_numpy(np.random.default_rng(seed + 1).random((TEST_POINTS, 6)))
     this = mixture(*predicted(data, post, test))
-    again = fitting.posterior(
-        spec, replace(data, seed=(data.seed + 1000) % 2**32), fitting.warm_start_of(spec, previous)
-    )
+    warm = fitting.warm_start_of(spec, previous)
+    again = fitting.posterior(spec, replace(data, seed=(data.seed + 1000) % 2**32), warm)
     truth = (hartmann6(test.numpy()) - data.scale_y.mean) / data.scale_y.std
     refits = {
         "n": data.n,
@@ -177,6 +180,21 @@ def quality(
         "hyperparameters": [hyperparameters(p) for p in (post, again)],
         "rmse_this": float(np.sqrt(np.mean((this[0] - truth) ** 2))),
     }
+    wide = []
+    if proposals:
+        for offset in (0, 1000):
+            p = fitting.posterior(
+                spec, replace(data, seed=(data.seed + offset) % 2**32), warm, 4000, proposals
+            )
+            wide.append(mixture(*predicted(data, p, test)))
+            refits.setdefault("proposals_importance_ess", []).append(
+                p.diagnostics.get("importance_ess")
+            )
+        refits |= {
+            "proposals": proposals,
+            "proposals_apart": apart(wide[1], wide[0]),
+            "proposals_this": [apart(w, this) for w in wide],
+        }
     if not references:
         return refits | {"seconds": time.perf_counter() - started}
     nuts = reference_spec(spec, **settings)
@@ -201,6 +219,8 @@ def quality(
         "this_apart": apart(this, one["mixture"]),
         "references_apart": apart(other["mixture"], one["mixture"]),
     }
+    if wide:
+        out["proposals_one"] = [apart(w, one["mixture"]) for w in wide]
     for name, (m, _) in (("one", one["mixture"]), ("other", other["mixture"])):
         out[f"rmse_{name}"] = float(np.sqrt(np.mean((m - truth) ** 2)))
     out["seconds"] = time.perf_counter() - started
@@ -221,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         "--start", choices=("warm", "cold"), default="warm", help="where the chains start"
     )
     parser.add_argument(
+        "--proposals", type=int, help="two mixtures of this many weighed proposals beside"
+    )
+    parser.add_argument(
         "--references",
         type=int,
         choices=(0, 2),
@@ -235,7 +258,17 @@ def main(argv: list[str] | None = None) -> int:
     settings = {name: getattr(args, name) for name in DEFAULTS}
     for n in (int(s) for s in args.sizes.split(",")):
         print(
-            json.dumps(quality(n, args.seed, previous, settings, args.start, args.references > 0)),
+            json.dumps(
+                quality(
+                    n,
+                    args.seed,
+                    previous,
+                    settings,
+                    args.start,
+                    args.references > 0,
+                    args.proposals,
+                )
+            ),
             flush=True,
         )
     return 0

@@ -265,6 +265,10 @@ def test_a_refit_past_laplace_from_uses_the_mixture_and_below_it_nuts(concentrat
     assert sampler_line(post.diagnostics).startswith("Laplace mixture: Pareto k ")
     below = posteriors.posterior({**SPEC, "mcmc": {**SPEC["mcmc"], "laplace_from": 61}}, data, None)
     assert below.diagnostics["method"] == "nuts" and "laplace" not in below.diagnostics
+    # the proposals weighed, where a caller names them: the limit on k is that many draws'
+    more = posteriors.posterior(SPEC, data, None, proposals=1000)
+    assert more.diagnostics["khat_limit"] == pytest.approx(laplace.khat_limit(1000))
+    assert post.diagnostics["khat_limit"] != more.diagnostics["khat_limit"]
 
 
 def test_a_mixture_that_fails_its_check_hands_over_to_nuts_started_from_it(

@@ -152,12 +152,19 @@ def scoring_draws(mcmc: dict) -> int:
     return int(mcmc["chains"]) * (int(mcmc["samples"]) // int(mcmc["thinning"]))
 
 
-def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_DRAWS) -> Posterior:
+def posterior(
+    spec: dict,
+    data: Data,
+    warm: dict | None,
+    mode_draws: int = MODE_DRAWS,
+    proposals: int | None = None,
+) -> Posterior:
     """The campaign's posterior, in this process: past ``mcmc.laplace_from`` labels the
-    Laplace mixture's importance-resampled draws (:func:`worker.laplace.laplace_posterior`)
-    where their Pareto ``k`` says they are reliable; else all chains of NUTS (started from
-    that mixture's draws where it was tried), its mode from at most ``mode_draws`` draws. A
-    NUTS posterior that tried the mixture says so in ``diagnostics["laplace"]``."""
+    Laplace mixture's importance-resampled draws (:func:`worker.laplace.laplace_posterior`,
+    ``proposals`` of them weighed; None: its own count) where their Pareto ``k`` says they are
+    reliable; else all chains of NUTS (started from that mixture's draws where it was tried),
+    its mode from at most ``mode_draws`` draws. A NUTS posterior that tried the mixture says so
+    in ``diagnostics["laplace"]``."""
     mcmc = spec["mcmc"]
     tried = None
     if uses_laplace(spec, data.n):
@@ -171,6 +178,7 @@ def posterior(spec: dict, data: Data, warm: dict | None, mode_draws: int = MODE_
             label_noise=data.noise,
             prior_mean=data.prior_mean,
             noise_floor=noise_floor(spec),
+            proposals=proposals,
         )
         d = post.diagnostics
         if d["khat"] <= d["khat_limit"]:

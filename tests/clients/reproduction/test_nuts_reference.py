@@ -93,8 +93,12 @@ def test_one_size_against_two_references():
     assert 0 < out["refits_apart"]["mean_max"] < 1 and out["refits_apart"]["variance_max"] > 0
     for h in out["hyperparameters"] + [d["hyperparameters"] for d in out["references"]]:
         assert len(h["mean"]) == len(h["sd"]) == 7 and min(h["sd"]) > 0  # 6 lengthscales, noise
-    alone = ref.quality(30, 0, references=False)
+    alone = ref.quality(30, 0, references=False, proposals=300)
     assert "references" not in alone and alone["refits_apart"] == out["refits_apart"]
+    # two more posteriors on the refit's seed and another (here NUTS: 31 labels)
+    assert alone["proposals"] == 300 and len(alone["proposals_this"]) == 2
+    assert alone["proposals_this"][0]["mean_max"] == 0  # the refit's seed: the refit again
+    assert alone["proposals_apart"] == alone["proposals_this"][1]
     assert alone["rmse_this"] == out["rmse_this"] and alone["n"] == 31
     cold = ref.quality(30, 0, settings=settings, start="cold")
     assert [d["warm_start"] for d in cold["references"]] == ["cold", "cold"]
