@@ -37,7 +37,9 @@ class FailureModel(Strict):
     """The quantile of a candidate's chance of success, under the classifier's posterior, that
     weighs its acquisition score: 0.5 weighs by the median (a point's chance with the model's
     doubt ignored); lower values weigh a point down where the model is unsure whether it
-    succeeds, as next to a failure."""
+    succeeds, as next to a failure. The default keeps the most runs out of a crash region;
+    0.2 spends a run or two more there for labels next to it (measured in the manual's
+    failures guide)."""
 
 
 class Retry(Strict):
