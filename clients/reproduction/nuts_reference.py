@@ -182,23 +182,23 @@ def quality(
     }
     wide = []
     if proposals:
-        for offset in (0, 1000):
-            p = fitting.posterior(
+        more = [
+            fitting.posterior(
                 spec, replace(data, seed=(data.seed + offset) % 2**32), warm, 4000, proposals
             )
-            wide.append(mixture(*predicted(data, p, test)))
-            refits.setdefault("proposals_importance_ess", []).append(
-                p.diagnostics.get("importance_ess")
-            )
+            for offset in (0, 1000)
+        ]
+        wide = [mixture(*predicted(data, p, test)) for p in more]
         refits |= {
             "proposals": proposals,
+            "proposals_importance_ess": [p.diagnostics.get("importance_ess") for p in more],
             "proposals_apart": apart(wide[1], wide[0]),
             "proposals_this": [apart(w, this) for w in wide],
         }
     if not references:
         return refits | {"seconds": time.perf_counter() - started}
     nuts = reference_spec(spec, **settings)
-    warms = (fitting.warm_start_of(spec, previous), post.adaptation)
+    warms = (warm, post.adaptation)
     one, other = (
         reference(nuts, data, warm if start == "warm" else None, offset, cand_u, test)
         for offset, warm in enumerate(warms, 1)
