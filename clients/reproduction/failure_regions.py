@@ -19,12 +19,12 @@ reports the runs wasted in the region (failed runs over all runs, and after the 
 and the RMSE of the model's mean against the noise-free function over 2,000 seeded uniform
 points of the feasible domain: of the final model, and of every model version, as a curve over
 its number of labels (:func:`run_one`); the runs lost after the design against random
-sampling's expected loss on as many runs (:func:`random_loss`), and the final failure model's
-Brier score over the whole domain (:func:`brier`). The area under that curve from the end of
-the initial design to the last label (:func:`curve_auc`) gives, per case, the RD-AUC of
-``classifier`` against ``none`` as the baseline (:func:`rd_auc_by_simulator`, the
-reproduction's :func:`clients.reproduction.rdauc.rd_auc` with a bound of 0): positive when the
-classifier's RMSE curve lies lower.
+sampling's expected loss on as many runs, and the final failure model's Brier score over the
+whole domain (:func:`brier`). :mod:`.failure_report` reads the records: the table, the RD-AUC
+of the areas under the RMSE curves of ``classifier`` against ``none``, and each classifier
+arm against the failure model's two goals (the runs lost after the design against a third of random
+sampling's, the final error against ``none``'s on the same seeds). ``--table FILE ...``
+prints them for records written before, by one run or by several.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import statistics
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -48,8 +48,8 @@ from fbgp_al.clients.reproduction.failure_cases import (
     mixed_region,
     pool_share,
 )
+from fbgp_al.clients.reproduction.failure_report import goals, table
 from fbgp_al.clients.reproduction.failure_trace import TRACED_RUNS, report
-from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
 from fbgp_al.clients.runner import run_simulator
 from fbgp_al.clients.simulators import SIMULATORS, Simulator, get_simulator
 from fbgp_al.worker.vocabulary.defaults import MCMC_PRESETS
@@ -284,99 +284,6 @@ def failures_option(model: str) -> dict:
     return {"model": kind, **({"weight_quantile": float(quantile)} if quantile else {})}
 
 
-def curve_auc(record: dict) -> float:
-    """The area under a campaign's feasible RMSE curve (``record["rmse_curve"]``), trapezoidal
-    over ``n_labeled`` in unit steps from the end of the initial design (``record["design"]``)
-    to the last label (``record["labels"]``, the campaign's ``max_labels``).
-
-    At a number of labels with no model version recorded (a refit that was overtaken by the
-    next label, or labels a stalled campaign never reached), the last value before it is
-    carried forward. NaN when the curve has no value at or before the end of the design."""
-    grid = np.arange(int(record["design"]), int(record["labels"]) + 1)
-    known = dict(sorted((int(n), float(v)) for n, v in record.get("rmse_curve") or []))
-    at = np.fromiter(known, dtype=int, count=len(known))
-    values = np.append(np.nan, list(known.values()))  # index 0: nothing at or before
-    return float(auc(values[np.searchsorted(at, grid, side="right")], grid))
-
-
-def rd_auc_by_simulator(
-    records: list[dict], baseline: str = "none", new: str = "classifier"
-) -> dict[str, RdAuc]:
-    """Per simulator, the RD-AUC of the feasible RMSE curves (:func:`curve_auc`) of model
-    ``new`` against ``baseline`` (the bound 0: RMSE's), over the repetitions (seeds) that both
-    have: positive when ``new``'s curves lie lower. Simulators lacking either model are left
-    out."""
-    out = {}
-    for name in sorted({r["simulator"] for r in records}):
-        aucs = {
-            m: {
-                r["seed"]: curve_auc(r)
-                for r in records
-                if r["simulator"] == name and r["model"] == m
-            }
-            for m in (baseline, new)
-        }
-        seeds = sorted(set(aucs[baseline]) & set(aucs[new]))
-        if seeds:
-            out[name] = rd_auc(
-                [aucs[baseline][s] for s in seeds], [aucs[new][s] for s in seeds], auc_best=0.0
-            )
-    return out
-
-
-def random_loss(record: dict) -> float:
-    """Random sampling's expected loss over a campaign's runs after its design: their number
-    times the region's share of the pool."""
-    if record.get("random_loss") is not None:
-        return float(record["random_loss"])
-    return record["runs_after_design"] * record["region_fraction"]
-
-
-def table(records: list[dict]) -> str:
-    """Markdown: per case and model, the runs failed (pooled over the repetitions), the share
-    failed after the design (median), the runs lost after the design against random sampling's
-    expected loss on the same runs (:func:`random_loss`; medians over the repetitions), the
-    median final feasible RMSE, the median area under the feasible RMSE curve
-    (:func:`curve_auc`), on each classifier row the RD-AUC of its curves against ``none``'s
-    (:func:`rd_auc_by_simulator`; percent, mean ± sd), and the failure model's median Brier
-    score (:func:`brier`)."""
-    lines = [
-        "| case | region | model | reps | runs failed (pooled) | after the design, "
-        "median share | lost after the design, median | random's expected loss, median "
-        "| final feasible RMSE, median | RMSE AUC, median | RMSE RD-AUC against none (%) "
-        "| Brier, median |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    keys = sorted({(r["simulator"], r["model"]) for r in records})
-    rd = {m: rd_auc_by_simulator(records, new=m) for m in {k[1] for k in keys} - {"none"}}
-    for name, model in keys:
-        rs = [r for r in records if r["simulator"] == name and r["model"] == model]
-        failed, runs = sum(r["failed"] for r in rs), sum(r["runs"] for r in rs)
-        share = statistics.median(
-            r["failed_after_design"] / max(1, r["runs_after_design"]) for r in rs
-        )
-        lost = statistics.median(r["failed_after_design"] for r in rs)
-        expected = statistics.median(random_loss(r) for r in rs)
-        rmse = statistics.median(r["rmse_feasible"] for r in rs)
-        area = statistics.median(curve_auc(r) for r in rs)
-        scores = [r["brier"] for r in rs if r.get("brier") is not None]
-        score = f"{statistics.median(scores):.4f}" if scores else "n/a"
-        if model == "none":
-            versus = "baseline"
-        elif name in rd[model]:
-            against = rd[model][name]
-            sd = f"{100 * against.sd:.1f}" if np.isfinite(against.sd) else "n/a"
-            versus = f"{100 * against.mean:.1f} ± {sd}"
-        else:
-            versus = ""
-        lines.append(
-            f"| {name} | {rs[0]['region_fraction']:.0%} | {model} | {len(rs)} | "
-            f"{failed}/{runs} | {share:.1%} | {lost:g} | {expected:.2f} | {rmse:.4g} "
-            f"| {area:.4g} | {versus} | {score} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="fbgp-al bench-failures", description=__doc__.split("\n\n")[0]
@@ -425,7 +332,19 @@ def main(argv: list[str] | None = None) -> None:
         help="print where the later failures of FILE's records fell (clients.reproduction."
         "failure_trace) and run nothing",
     )
+    parser.add_argument(
+        "--table",
+        nargs="+",
+        metavar="FILE",
+        help="print the table and the goals (clients.reproduction.failure_report) of the "
+        "records in these JSONL files and run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.table:
+        lines = [line for path in args.table for line in Path(path).read_text().splitlines()]
+        records = [json.loads(line) for line in lines if line.strip()]
+        print(f"{table(records)}\n\n{goals(records)}")
+        return
     if args.later:
         print(report(args.later, case_region, failures_option))
         return
@@ -447,4 +366,4 @@ def main(argv: list[str] | None = None) -> None:
                 if args.out:
                     with open(args.out, "a") as f:
                         f.write(json.dumps(record) + "\n")
-    print(table(records))
+    print(f"{table(records)}\n\n{goals(records)}")
