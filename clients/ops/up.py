@@ -45,10 +45,41 @@ def hold_data_dir(data_dir: Path):
     return handle
 
 
+def parse_cpus(text: str, allowed: set[int]) -> list[int]:
+    """The cores of ``--cpus`` (``"1"``, ``"0,2"``, ``"2-3"`` or a mix), sorted, each one of
+    ``allowed`` (the cores this process may run on); ValueError says what is wrong."""
+    cores: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError(f"{text!r}: cores are numbers, ranges (2-3) and lists (0,2)")
+        span = range(int(first), int(last if dash else first) + 1)
+        if not span:
+            raise ValueError(f"{part.strip()!r}: a range runs upwards")
+        cores.update(span)
+    if not cores <= allowed:
+        others = ", ".join(map(str, sorted(cores - allowed)))
+        raise ValueError(f"core(s) {others} not available here (these are: {_listed(allowed)})")
+    return sorted(cores)
+
+
+def _listed(cores) -> str:
+    return ",".join(map(str, sorted(cores)))
+
+
 def main(argv=None) -> None:
-    cores = sorted(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
     parser = argparse.ArgumentParser(prog="fbgp-al up", description=described(__doc__))
-    parser.add_argument("--workers", type=int, default=len(cores), help="one per core by default")
+    parser.add_argument(
+        "--cpus",
+        metavar="LIST",
+        default=_listed(allowed),
+        help="the cores the workers are pinned to, one worker per core in turn: 1, 0,2 or 2-3; "
+        "give two stacks on one machine different cores [every core this process may use]",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="one per core of --cpus by default"
+    )
     parser.add_argument("--port", type=int, default=8000, help="the API's port on loopback [8000]")
     parser.add_argument(
         "--data-dir",
@@ -92,6 +123,12 @@ def main(argv=None) -> None:
         "password (by default, the password's file is named)",
     )
     args = parser.parse_args(argv)
+    try:
+        cores = parse_cpus(args.cpus, allowed)
+    except ValueError as error:
+        parser.error(f"--cpus {error}")
+    if args.workers is None:
+        args.workers = len(cores)
     for stop in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (&)
         signal.signal(stop, _interrupt)
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # a closed terminal; nohup stays
@@ -121,7 +158,7 @@ def main(argv=None) -> None:
         print(
             f"fbgp-al: API on {stack.url} (docs: {stack.url}/docs), Redis on "
             f"127.0.0.1:{stack.redis_port}{over} with data in {args.data_dir}, {args.workers} "
-            f"worker(s); logs in {args.data_dir}; Ctrl-C stops it all",
+            f"worker(s) on core(s) {_listed(cores)}; logs in {args.data_dir}; Ctrl-C stops it all",
             flush=True,
         )
         # the password stays out of this output (and of logs of it) unless asked for

@@ -3,6 +3,7 @@ campaign over real HTTP; a port in use is refused; a killed ``up`` takes its par
 second ``up`` on its data is refused."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fbgp_al.clients.ops.stack import free_port
+from fbgp_al.clients.ops.up import parse_cpus
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -21,6 +23,7 @@ def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(t
     fresh = tmp_path / "a fresh clone"
     fresh.mkdir()
     port = free_port()
+    core = max(os.sched_getaffinity(0))  # its one worker pinned to the last core
     env = {k: v for k, v in os.environ.items() if not k.startswith("FBGP_")}
     result = subprocess.run(
         [
@@ -28,8 +31,8 @@ def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(t
             "-m",
             "fbgp_al.clients.ops.cli",
             "up",
-            "--workers",
-            "1",
+            "--cpus",
+            str(core),
             "--port",
             str(port),
             "--demo",
@@ -47,12 +50,14 @@ def test_up_runs_the_demo_campaign_from_a_fresh_directory_and_stops_everything(t
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert f"API on http://127.0.0.1:{port}" in out
+    assert f"1 worker(s) on core(s) {core};" in out
     assert "label   6" in out and "demo: done" in out and "RMSE" in out
     # Redis kept its append-only file and its log in ./fbgp-data, not in fbgp-data/fbgp-data
     data = fresh / "fbgp-data"
     assert (data / "redis.log").is_file() and (data / "api.log").is_file()
     assert any(p.name.startswith("appendonly") for p in data.rglob("*")), list(data.rglob("*"))
     assert not (data / "fbgp-data").exists()
+    assert f"on cores [{core}]," in (data / "worker-0.log").read_text()  # as the worker saw it
     # and nothing is left listening
     import socket
 
@@ -99,6 +104,37 @@ def test_up_with_redis_tls_runs_the_demo_over_tls_only(tmp_path):
     for key in ("ca.key", "tls.key"):
         assert (data / "tls" / key).stat().st_mode & 0o777 == 0o600
     assert "Redis unreachable" not in (data / "worker-0.log").read_text()
+
+
+def test_cpus_are_numbers_ranges_and_lists_of_the_cores_allowed():
+    allowed = {0, 1, 2, 3}
+    assert parse_cpus("1", allowed) == [1]
+    assert parse_cpus("2,0", allowed) == [0, 2]
+    assert parse_cpus("2-3", allowed) == [2, 3]
+    assert parse_cpus("0, 2-3", allowed) == [0, 2, 3]
+    for bad, said in (
+        ("a", "cores are numbers"),
+        ("1-", "cores are numbers"),
+        ("", "cores are numbers"),
+        ("3-2", "a range runs upwards"),
+        ("3-5", "core(s) 4, 5 not available here (these are: 0,1,2,3)"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            parse_cpus(bad, allowed)
+
+
+def test_up_refuses_cores_it_may_not_use(tmp_path):
+    beyond = max(os.sched_getaffinity(0)) + 1
+    result = subprocess.run(
+        [sys.executable, "-m", "fbgp_al.clients.ops.cli", "up", "--cpus", str(beyond)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert f"--cpus core(s) {beyond} not available here" in result.stderr
+    assert not (tmp_path / "fbgp-data").exists()  # refused before anything started
 
 
 def test_up_refuses_a_port_in_use(tmp_path):
