@@ -208,6 +208,19 @@ class CampaignCreate(CampaignFields):
         }
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_output_unnamed(cls, data):
+        """``outputs`` of fewer than two: what to send instead, not a list's length."""
+        outputs = data.get("outputs") if isinstance(data, dict) else None
+        if isinstance(outputs, list) and len(outputs) < 2:
+            raise ValueError(
+                f"outputs: {len(outputs)} named; name 2 to {MAX_OUTPUTS} outputs, or leave "
+                "`outputs` out for a campaign of one output, whose labels' y is a number "
+                "(fbgp-al run reads it from a last line that is a number alone)"
+            )
+        return data
+
     @model_validator(mode="after")
     def _consistent(self):
         names = [i.name for i in self.inputs]

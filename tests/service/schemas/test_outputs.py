@@ -77,6 +77,12 @@ def test_campaign_bodies_with_outputs_are_checked(client, make_body):
     ):
         r = client.post("/campaigns", json=make_body(outputs=outputs))
         assert r.status_code == 422, (outputs, r.text)
+    # one output named, or none: what to send instead (a campaign of one leaves outputs out)
+    for outputs in ([{"name": "strain"}], []):
+        detail = client.post("/campaigns", json=make_body(outputs=outputs)).json()["detail"]
+        assert f"outputs: {len(outputs)} named; name 2 to 16 outputs, or leave `outputs` out" in (
+            detail
+        )
 
 
 def test_a_two_output_campaign_end_to_end(client, make_body):
