@@ -39,6 +39,21 @@ def curve_auc(record: dict) -> float:
     return float(auc(values[np.searchsorted(at, grid, side="right")], grid))
 
 
+def paired(records: list[dict], name: str, first: str, second: str, value) -> tuple[list, list]:
+    """``value(record)`` of models ``first`` and ``second`` on case ``name``, over the seeds
+    both have (in seed order), as two lists; a record whose value is None is left out."""
+    by_seed = [
+        {
+            r["seed"]: v
+            for r in records
+            if r["simulator"] == name and r["model"] == m and (v := value(r)) is not None
+        }
+        for m in (first, second)
+    ]
+    seeds = sorted(set(by_seed[0]) & set(by_seed[1]))
+    return [by_seed[0][s] for s in seeds], [by_seed[1][s] for s in seeds]
+
+
 def rd_auc_by_simulator(
     records: list[dict], baseline: str = "none", new: str = "classifier"
 ) -> dict[str, RdAuc]:
@@ -48,19 +63,9 @@ def rd_auc_by_simulator(
     out."""
     out = {}
     for name in sorted({r["simulator"] for r in records}):
-        aucs = {
-            m: {
-                r["seed"]: curve_auc(r)
-                for r in records
-                if r["simulator"] == name and r["model"] == m
-            }
-            for m in (baseline, new)
-        }
-        seeds = sorted(set(aucs[baseline]) & set(aucs[new]))
-        if seeds:
-            out[name] = rd_auc(
-                [aucs[baseline][s] for s in seeds], [aucs[new][s] for s in seeds], auc_best=0.0
-            )
+        before, after = paired(records, name, baseline, new, curve_auc)
+        if before:
+            out[name] = rd_auc(before, after, auc_best=0.0)
     return out
 
 
@@ -124,16 +129,8 @@ def paired_ratio(
     both have: the geometric mean of the per-seed ratios, the ``confidence`` interval's lower
     and upper ends (Student's t on the log ratios; NaN with fewer than two seeds) and the
     number of seeds."""
-    final = {
-        m: {
-            r["seed"]: float(r["rmse_feasible"])
-            for r in records
-            if r["simulator"] == name and r["model"] == m and r.get("rmse_feasible")
-        }
-        for m in ("none", model)
-    }
-    seeds = sorted(set(final["none"]) & set(final[model]))
-    logs = np.log([final[model][s] / final["none"][s] for s in seeds])
+    none, this = paired(records, name, "none", model, lambda r: r.get("rmse_feasible") or None)
+    logs = np.log(np.divide(this, none))
     if len(logs) < 2:
         mean = float(np.exp(logs[0])) if len(logs) else np.nan
         return mean, np.nan, np.nan, len(logs)
@@ -141,9 +138,9 @@ def paired_ratio(
     return float(np.exp(logs.mean())), float(np.exp(low)), float(np.exp(high)), len(logs)
 
 
-def goals(records: list[dict], share: float = SHARE, confidence: float = CONFIDENCE) -> str:
+def goals(records: list[dict], confidence: float = CONFIDENCE) -> str:
     """Markdown, one line per case and classifier arm: the runs it lost after the design
-    (median) against ``share`` of random sampling's expected loss (median), and its final
+    (median) against ``SHARE`` (a third) of random sampling's expected loss (median), and its final
     feasible RMSE against ``none``'s on the same seeds (:func:`paired_ratio`)."""
     lines = [
         "| case | model | reps | lost after the design, median | bound (a third of random's)"
@@ -156,7 +153,7 @@ def goals(records: list[dict], share: float = SHARE, confidence: float = CONFIDE
             continue
         rs = [r for r in records if r["simulator"] == name and r["model"] == model]
         lost = statistics.median(r["failed_after_design"] for r in rs)
-        bound = share * statistics.median(random_loss(r) for r in rs)
+        bound = SHARE * statistics.median(random_loss(r) for r in rs)
         ratio, low, high, paired = paired_ratio(records, name, model, confidence)
         if np.isnan(low):
             interval, verdict = "n/a", "n/a"

@@ -434,7 +434,8 @@ def test_a_campaigns_next_refit_waits_behind_other_campaigns(client, make_body):
         wait(b, "model_version", lambda version: version == 4)
         if models(a)[0][0] == 4:  # A's first refit read its first four labels only
             break
-    times_a, times_b = [t for _, t in models(a)], [t for _, t in models(b)]
-    assert models(a)[0][0] == 4, models(a)
+    models_a = models(a)
+    times_a, times_b = [t for _, t in models_a], [t for _, t in models(b)]
+    assert models_a[0][0] == 4, models_a
     assert times_b[0] < times_a[-1]  # B was not starved by A's stream of labels
     assert len(times_a) <= 3  # A's four labels were coalesced, not four more refits
