@@ -146,7 +146,9 @@ def test_the_failure_models_weight_is_climbed_and_min_success_kept(failure):
 
         alone = one(w[row])
         np.testing.assert_allclose(alone[0][0], values[row], rtol=1e-12)
-        np.testing.assert_allclose(alone[1][0], grads[row], rtol=1e-9, atol=1e-12)
+        # the weight's slope is a central difference of step 1e-6: a rounding of 1e-16 in a
+        # weight (BLAS may round a batch of other shape differently) moves it by about 1e-10
+        np.testing.assert_allclose(alone[1][0], grads[row], rtol=1e-7, atol=1e-12)
         error = check_grad(lambda v: one(v)[0][0], lambda v: one(v)[1][0], w[row], epsilon=1e-6)
         assert error < 1e-4 * max(1.0, np.linalg.norm(grads[row]))
     points, values = polish(objective, _best_starts(objective))
