@@ -28,7 +28,9 @@ def test_one_size_is_measured_cold_and_warm_with_its_peak_memory():
     assert out["cold"]["n"] == 12 and out["warm"]["n"] == 13
     for refit in (out["cold"], out["warm"]):
         assert refit["sampler"] == "nuts" and refit["distinct_draws"] is None
-        assert refit["draws"] == 5 * 60  # the default chains and samples, all kept
+        # the default chains, all their draws kept: 60 each at least, more where the bulk ESS
+        # asks for them (the default samples to a target; how many depends on the machine)
+        assert refit["draws"] % 5 == 0 and 5 * 60 <= refit["draws"] <= 5 * 1000
         assert 0 < refit["posterior_s"] < refit["refit_s"] and refit["accuracy_s"] > 0
     assert out["peak_gb"] > 0.1
     line = bench.row("t", "cold", out["cold"], out["peak_gb"])
