@@ -13,7 +13,9 @@ when the interval reaches 1 or below, and "worse" when it lies wholly above 1.
 
 from __future__ import annotations
 
+import json
 import statistics
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -22,6 +24,12 @@ from fbgp_al.clients.reproduction.rdauc import RdAuc, auc, rd_auc
 
 CONFIDENCE = 0.9  # of the interval of the final RMSE's ratio to none's
 SHARE = 1 / 3  # of random sampling's expected loss that the runs lost may reach
+
+
+def read_records(paths: list[str]) -> list[dict]:
+    """The records of JSONL files, in order (blank lines skipped)."""
+    lines = [line for path in paths for line in Path(path).read_text().splitlines()]
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def curve_auc(record: dict) -> float:
@@ -122,14 +130,25 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def final_rmse(record: dict) -> float | None:
+    return record.get("rmse_feasible") or None
+
+
+def noise_rmse(record: dict) -> float | None:
+    """The mean RMSE of the record's labels refitted under other draws of their noise
+    (``rmse_noise``, :mod:`.failure_refit`), or None where it was not measured."""
+    values = record.get("rmse_noise")
+    return float(np.mean(values)) if values else None
+
+
 def paired_ratio(
-    records: list[dict], name: str, model: str, confidence: float = CONFIDENCE
+    records: list[dict], name: str, model: str, confidence: float = CONFIDENCE, value=final_rmse
 ) -> tuple[float, float, float, int]:
-    """The final feasible RMSE of ``model`` over ``none``'s on case ``name``, over the seeds
-    both have: the geometric mean of the per-seed ratios, the ``confidence`` interval's lower
-    and upper ends (Student's t on the log ratios; NaN with fewer than two seeds) and the
-    number of seeds."""
-    none, this = paired(records, name, "none", model, lambda r: r.get("rmse_feasible") or None)
+    """``value`` (the final feasible RMSE) of ``model`` over ``none``'s on case ``name``, over
+    the seeds both have: the geometric mean of the per-seed ratios, the ``confidence``
+    interval's lower and upper ends (Student's t on the log ratios; NaN with fewer than two
+    seeds) and the number of seeds."""
+    none, this = paired(records, name, "none", model, value)
     logs = np.log(np.divide(this, none))
     if len(logs) < 2:
         mean = float(np.exp(logs[0])) if len(logs) else np.nan
@@ -140,13 +159,15 @@ def paired_ratio(
 
 def goals(records: list[dict], confidence: float = CONFIDENCE) -> str:
     """Markdown, one line per case and classifier arm: the runs it lost after the design
-    (median) against ``SHARE`` (a third) of random sampling's expected loss (median), and its final
-    feasible RMSE against ``none``'s on the same seeds (:func:`paired_ratio`)."""
+    (median) against ``SHARE`` (a third) of random sampling's expected loss (median), its final
+    feasible RMSE against ``none``'s on the same seeds (:func:`paired_ratio`), and, where the
+    records say (``rmse_noise``), the same of its labels' mean RMSE under other noise."""
     lines = [
         "| case | model | reps | lost after the design, median | bound (a third of random's)"
         f" | runs lost within it | final RMSE over none's, geometric mean ({confidence:.0%}"
-        " interval) | seeds paired | final RMSE |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " interval) | seeds paired | final RMSE | the labels' RMSE under other noise over"
+        " none's |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, model in sorted({(r["simulator"], r["model"]) for r in records}):
         if model == "none":
@@ -160,8 +181,12 @@ def goals(records: list[dict], confidence: float = CONFIDENCE) -> str:
         else:
             interval = f"{ratio:.3f} ({low:.3f} to {high:.3f})"
             verdict = "worse" if low > 1.0 else "not shown worse"
+        noise = paired_ratio(records, name, model, confidence, noise_rmse)
+        labels = (
+            "n/a" if np.isnan(noise[1]) else f"{noise[0]:.3f} ({noise[1]:.3f} to {noise[2]:.3f})"
+        )
         lines.append(
             f"| {name} | {model} | {len(rs)} | {lost:g} | {bound:.2f} "
-            f"| {'yes' if lost <= bound else 'no'} | {interval} | {paired} | {verdict} |"
+            f"| {'yes' if lost <= bound else 'no'} | {interval} | {paired} | {verdict} | {labels} |"
         )
     return "\n".join(lines)

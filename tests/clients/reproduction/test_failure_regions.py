@@ -1,6 +1,7 @@
 """``fbgp-al bench-failures`` (:mod:`clients.reproduction.failure_regions`): each failure region
 covers the share of its domain asked, holds the steepest point found, and is the same every time
-(seeded); a campaign's design ends with its last label; a mixed campaign runs end to end."""
+(seeded); a campaign's design ends with its last label; an arm's options; a repetition's noise
+at a point is the same in every arm; a mixed campaign runs end to end."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from fbgp_al.clients.reproduction.failure_regions import (
     case_region,
     design_end,
     failures_option,
+    noise_at,
     region,
     run_one,
     steepest,
@@ -51,9 +53,30 @@ def test_a_benchmark_model_names_its_campaign_s_failures_option():
     assert failures_option("none") == {"model": "none"}
     assert failures_option("classifier") == {"model": "classifier"}
     assert failures_option("classifier@0.3") == {"model": "classifier", "weight_quantile": 0.3}
-    for bad in ("forest", "none@0.3", "classifier@x"):
+    assert failures_option("classifier@bracket=0") == {"model": "classifier", "bracket": 0.0}
+    assert failures_option("classifier@weight_quantile=0.2,bracket=0.1") == {
+        "model": "classifier",
+        "weight_quantile": 0.2,
+        "bracket": 0.1,
+    }
+    for bad in ("forest", "none@0.3", "classifier@x", "classifier@min_success=0.2"):
         with pytest.raises(ValueError):
             failures_option(bad)
+
+
+def test_a_repetition_s_noise_at_a_point_is_the_same_in_every_arm():
+    """Common random numbers: the noise at a point depends on the repetition and the point only,
+    not on the runs before it; another point or repetition draws another."""
+    sim = get_simulator("branin")
+    a, b = [0.25, 0.5], [0.5, 0.25]
+    x = sim.from_unit(np.array([a]))
+    first = sim.sample(x, noise_at(3, np.array(a)))
+    assert sim.sample(x, noise_at(3, np.array(a)))[0] == first[0]
+    assert sim.sample(x, noise_at(4, np.array(a)))[0] != first[0]
+    assert sim.sample(x, noise_at(3, np.array(b)))[0] != first[0]
+    draws = [sim.sample(x, noise_at(s, np.array(a)))[0] for s in range(400)]
+    z = (np.asarray(draws) - sim.mean(x)[0]) / sim.noise_std(x)[0]
+    assert abs(z.mean()) < 0.2 and 0.85 < z.std() < 1.15  # N(0, 1) over the repetitions
 
 
 def test_the_brier_score_and_a_box_s_share_of_a_grid_by_hand():
@@ -85,6 +108,9 @@ def test_a_mixed_campaign_reports_its_losses_and_brier_score(api_url):
         i for i, _ in out["failed_at"]
     ]
     assert [out["runs_at"][i][0] for i, _ in out["failed_at"]] == [u for _, u in out["failed_at"]]
+    # every label's coordinates, in order: the runs that did not fail
+    assert out["labeled_at"] == [u for u, failed in out["runs_at"] if not failed]
+    assert out["noise"] == "per point"
     if out["failed"]:
         assert 0.0 <= out["brier"] <= 1.0
     else:

@@ -152,11 +152,11 @@ def test_the_goals_read_each_arm_against_both():
     assert "| none |" not in text
     row = next(line for line in text.splitlines() if "| classifier |" in line)
     assert row.startswith("| branin | classifier | 3 | 0 | 0.85 | yes | 1.000 (")
-    assert row.endswith("| 3 | not shown worse |")
+    assert row.endswith("| 3 | not shown worse | n/a |")  # no rmse_noise: no labels column
     row = next(line for line in text.splitlines() if "| classifier@0.3 |" in line)
     geometric = (1.5 * 1.6 * 1.4) ** (1 / 3)  # 1.498
     assert row.startswith(f"| branin | classifier@0.3 | 3 | 2 | 0.85 | no | {geometric:.3f} (")
-    assert row.endswith("| 3 | worse |")
+    assert row.endswith("| 3 | worse | n/a |")
 
 
 def test_the_table_of_records_written_before(tmp_path, capsys):
