@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Strict
-from fbgp_al.worker.vocabulary.defaults import MIN_SUCCESS, WEIGHT_QUANTILE
+from fbgp_al.worker.vocabulary.defaults import BRACKET, MIN_SUCCESS, WEIGHT_QUANTILE
 
 
 class FailureModel(Strict):
@@ -40,6 +40,12 @@ class FailureModel(Strict):
     succeeds, as next to a failure. The default keeps the most runs out of a crash region;
     0.2 spends a run or two more there for labels next to it (measured in the manual's
     failures guide)."""
+    bracket: Annotated[float, StrictValue(), Field(ge=0.0, le=1.0, allow_inf_nan=False)] = BRACKET
+    """A failed and a successful run at most this far apart (in the unit cube, a choice's values
+    sqrt 2 apart) bracket the region's border: a candidate nearer to each of the two than they
+    are to each other is weighed by its median chance of success, not the `weight_quantile`, so
+    that the first feasible points beside a failure get labels (a run there labels one or halves
+    the bracket). 0 turns it off. Measured in the manual's failures guide."""
 
 
 class Retry(Strict):

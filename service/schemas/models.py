@@ -74,6 +74,12 @@ class FailureModelBody(Free):
     weight_quantile: float = WEIGHT_QUANTILE
     """Each other candidate's acquisition score was weighed by this quantile of its chance of
     success under the classifier's posterior (the campaign's `failures.weight_quantile`)."""
+    bracket: float = 0.0
+    """A failure and a success at most this far apart bracketed the region's border (the
+    campaign's `failures.bracket`; 0: none did, as in models stored before the option)."""
+    bracketed: int = 0
+    """The refit's candidates between such a failure and success, weighed by their median chance
+    of success."""
 
 
 class Model(Free):

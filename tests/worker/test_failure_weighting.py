@@ -1,7 +1,8 @@
 """The failure model in a refit's ranking (:mod:`worker.feasibility.campaign`,
 :func:`worker.fitting.model_and_ranking`): each acquisition's ranking against its written-out
-formula, ``score x`` the 10% quantile of the chance of success over the candidates whose
-P(success) is at or above ``min_success``; the greedy batch
+formula, ``score x`` the 10% quantile of the chance of success (its median between a failure
+and a success within ``bracket``) over the candidates whose P(success) is at or above
+``min_success``, and the count of those bracketed; the greedy batch
 pick by pick with its fantasies; several outputs; and, without a failed run or with ``"model":
 "none"``, the ranking of before, bit for bit."""
 
@@ -59,10 +60,12 @@ def fitted():
 def _weights(failure, cand_u):
     """P(success) and the weights: the 10% quantile of ``Phi(f)`` under the latent's posterior,
     by scipy's normal quantile function (``Phi`` is increasing, so the quantile of ``Phi(f)`` is
-    ``Phi`` of ``f``'s)."""
+    ``Phi`` of ``f``'s), and the median, ``Phi(mean)``, between a failure and a success close by
+    (``FailureModel.between``, checked against its definition in its own tests)."""
     mean, var = failure.model.latent(cand_u.numpy())
     f = stats.norm.ppf(0.1, loc=mean, scale=np.sqrt(var))
-    return failure.model.p_success(cand_u.numpy()), stats.norm.cdf(f)
+    w = np.where(failure.between(cand_u.numpy()), stats.norm.cdf(mean), stats.norm.cdf(f))
+    return failure.model.p_success(cand_u.numpy()), w
 
 
 def _candidates(spec, data, pending=()):
@@ -72,8 +75,20 @@ def _candidates(spec, data, pending=()):
     return candidates, cand_u
 
 
+@pytest.fixture
+def bracket(fitted, request):
+    """The fitted failure model's ``bracket`` set to the test's parameter, then put back."""
+    failure = fitted[-1]
+    before, failure.bracket = failure.bracket, request.param
+    yield request.param
+    failure.bracket = before
+
+
+@pytest.mark.parametrize("bracket", [0.05, 0.3], indirect=True)
 @pytest.mark.parametrize("name", ACQUISITIONS)
-def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(fitted, name):
+def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(
+    fitted, name, bracket
+):
     labels, failures, data, post, failure = fitted
     spec = dict(SPEC, acquisition=name)
     assert isinstance(failure.model, Classifier)
@@ -96,6 +111,9 @@ def test_each_acquisition_ranks_by_its_score_times_the_probability_of_success(fi
     assert [r["index"] for r in ranking] == candidates[keep][order].tolist()
     np.testing.assert_allclose([r["score"] for r in ranking], expected[order], rtol=1e-12)
     assert model["failures"]["excluded"] == int((~keep).sum())
+    between = failure.between(kept_u.numpy())
+    assert model["failures"]["bracketed"] == int(between.sum()) and between.any() == (bracket > 0.1)
+    assert model["failures"]["bracket"] == bracket
     assert model["failures"]["n_failures"] == 6 and model["failures"]["n_successes"] == 12
     left_out = set(candidates[~keep].tolist())
     assert not left_out & {r["index"] for r in ranking}

@@ -24,6 +24,14 @@ not its mean alone. The acquisitions favour unexplored faces and corners, often 
 the score elsewhere, which a weight of one half does not offset: weighed by P(success) alone,
 campaigns lost about as many runs after their design as random sampling would
 (docs/benchmarks.md, "A crash region from a few crashes").
+
+One place is spared that doubt: between a failed run and a successful one at most the
+campaign's ``bracket`` apart (:func:`bracketed`), the region's border is known to lie within
+that distance, and a candidate there is weighed by its median chance of success, ``Phi(m)``.
+The first feasible points beside a region, where these regions' steep ground often is, would
+otherwise never be labeled; a run there either labels one or halves the bracket
+(docs/benchmarks.md, "Common noise, the labels' own error, and a border bracketed by a
+failure and a success").
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+from scipy.spatial.distance import cdist
 
 from fbgp_al.worker.feasibility.classifier import Classifier, Constant, fit, from_dict
 from fbgp_al.worker.feasibility.likelihoods import predictive_probability
-from fbgp_al.worker.vocabulary.defaults import WEIGHT_QUANTILE, failure_options
+from fbgp_al.worker.vocabulary.defaults import BRACKET, WEIGHT_QUANTILE, failure_options
 from fbgp_al.worker.vocabulary.space import Space
 
 # The most runs the classifier is fitted on (measured: docs/benchmarks.md, "Failure model in the
@@ -84,6 +93,33 @@ def success_quantile(mean, var, likelihood: str = "probit", q: float = WEIGHT_QU
     return special.ndtr(f) if likelihood == "probit" else special.expit(f)
 
 
+BRACKET_CHUNK = 256  # candidates compared with every bracketing pair at once
+
+
+def bracketed(runs: np.ndarray, success: np.ndarray, u: np.ndarray, bracket: float) -> np.ndarray:
+    """Whether each candidate at ``u`` (``m x d``) lies between a failed run and a successful one
+    (rows of ``runs``, ``success`` 0 or 1) at most ``bracket`` apart: nearer to each of the two
+    than they are to each other (Euclidean, in the GP's features). None is with ``bracket`` 0.
+    Only candidates within ``bracket`` of a failure can be, so only those are compared with the
+    pairs, a chunk of rows at a time: memory stays ``O(m + pairs x CHUNK)``."""
+    inside = np.zeros(len(u), dtype=bool)
+    failed, ok = runs[success == 0], runs[success == 1]
+    if bracket <= 0 or not len(failed) or not len(ok) or not len(u):
+        return inside
+    apart = cdist(failed, ok)
+    f, s = np.nonzero(apart <= bracket)
+    if not len(f):
+        return inside
+    width = apart[f, s]
+    to_failed = cdist(u, failed[np.unique(f)])
+    near = np.flatnonzero(to_failed.min(1) < bracket)
+    for start in range(0, len(near), BRACKET_CHUNK):
+        rows = near[start : start + BRACKET_CHUNK]
+        between = (cdist(u[rows], failed[f]) < width) & (cdist(u[rows], ok[s]) < width)
+        inside[rows] = between.any(1)
+    return inside
+
+
 @dataclass
 class FailureModel:
     """A campaign's fitted failure model at one refit: the classifier (or the constant
@@ -98,16 +134,25 @@ class FailureModel:
     fit_seconds: float
     excluded: int = 0  # the candidates of the refit's ranking below min_success, left out
     weight_quantile: float = WEIGHT_QUANTILE  # the quantile of the chance of success that weighs
+    bracket: float = BRACKET  # a failure and a success this near bracket the border
+    bracketed: int = 0  # the candidates of the refit's ranking between them, weighed by Phi(m)
 
     def p_success(self, u: np.ndarray) -> np.ndarray:
         return self.model.p_success(np.asarray(u, dtype=np.float64))
 
+    def between(self, u: np.ndarray) -> np.ndarray:
+        """Whether each candidate at ``u`` lies between a failure and a success at most
+        ``bracket`` apart among the runs the classifier was fitted on (:func:`bracketed`)."""
+        if isinstance(self.model, Constant):
+            return np.zeros(len(u), dtype=bool)
+        return bracketed(self.model.u, self.model.success, u, self.bracket)
+
     def weigh(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For candidates at ``u`` (``m x d``): the mask of those kept (probability of success
         at least ``min_success``) and every candidate's weight, the ``weight_quantile``
-        quantile of its chance of success (:func:`success_quantile`). A :class:`Constant` (no
-        run has succeeded) prefers no place and leaves none out: the ranking is the
-        acquisition's."""
+        quantile of its chance of success (:func:`success_quantile`), the median where the
+        candidate is bracketed (:meth:`between`). A :class:`Constant` (no run has succeeded)
+        prefers no place and leaves none out: the ranking is the acquisition's."""
         u = np.asarray(u, dtype=np.float64)
         if isinstance(self.model, Constant):
             p = self.model.p_success(u)
@@ -115,6 +160,8 @@ class FailureModel:
         mean, var = self.model.latent(u)
         p = predictive_probability(mean, var, self.model.likelihood)
         weight = success_quantile(mean, var, self.model.likelihood, self.weight_quantile)
+        between = self.between(u)
+        weight[between] = success_quantile(mean[between], var[between], self.model.likelihood, 0.5)
         return p >= self.min_success, weight
 
     def to_dict(self) -> dict:
@@ -128,6 +175,8 @@ class FailureModel:
             "fit_seconds": self.fit_seconds,
             "excluded": self.excluded,
             "weight_quantile": self.weight_quantile,
+            "bracket": self.bracket,
+            "bracketed": self.bracketed,
         }
 
     @classmethod
@@ -141,6 +190,8 @@ class FailureModel:
             float(body.get("fit_seconds", 0.0)),
             int(body.get("excluded", 0)),
             float(body.get("weight_quantile", WEIGHT_QUANTILE)),
+            float(body.get("bracket", 0.0)),
+            int(body.get("bracketed", 0)),
         )
 
 
@@ -150,7 +201,7 @@ def fit_campaign(
     """The campaign's failure model on its ``labels`` and ``failures`` (the failed runs it
     counts), or None when it has none (``"model": "none"``, or no failed run: nothing is fitted
     and the ranking is the acquisition's, bit for bit)."""
-    kind, min_success, quantile = failure_options(spec)
+    kind, min_success, quantile, bracket = failure_options(spec)
     if kind == "none" or not failures:
         return None
     started = time.perf_counter()
@@ -166,6 +217,7 @@ def fit_campaign(
         len(rows),
         time.perf_counter() - started,
         weight_quantile=quantile,
+        bracket=bracket,
     )
 
 

@@ -41,10 +41,11 @@ def candidates_of(
     pending_x=(),
 ):
     """The pool points a refit on ``n`` labels scores (a seeded subsample, none of them in
-    ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``), the
-    GP's features of them and of the points out (None when there are no candidates, or no
-    point is out): the ``pending`` pool points, then the points off the pool ``pending_x``
-    (values), and their probabilities of success (None without a failure model)."""
+    ``exclude`` or ``pending``; with a ``failure`` model, none below its ``min_success``, and
+    its ``excluded`` and ``bracketed`` counts set), the GP's features of them and of the points
+    out (None when there are no candidates, or no point is out): the ``pending`` pool points,
+    then the points off the pool ``pending_x`` (values), and their failure weights (None
+    without a failure model)."""
     rng = np.random.default_rng([int(spec["seed"]), n])
     candidates = pool.subsample(
         spec["pool_subsample"], rng, exclude=sorted(set(exclude) | set(pending))
@@ -57,6 +58,7 @@ def candidates_of(
         keep, p = failure.weigh(features)
         failure.excluded = int((~keep).sum())
         candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
+        failure.bracketed = int(failure.between(features).sum())
         if not len(candidates):
             return candidates, None, None, None
     return (

@@ -128,17 +128,23 @@ MIN_SUCCESS = 0.5  # see docs/guides/failures.md, "The failure model", for why t
 # the quantile of a candidate's chance of success (under the failure model's posterior) that
 # weighs its acquisition score (docs/benchmarks.md, "A crash region from a few crashes")
 WEIGHT_QUANTILE = 0.1
+# a failed and a successful run at most this far apart (the unit cube, the GP's features) bracket
+# the region's border: the candidates between them are weighed by their median chance of success
+# (docs/benchmarks.md, "Common noise, the labels' own error, and a border bracketed by a failure
+# and a success")
+BRACKET = 0.05
 
 
-def failure_options(spec: dict) -> tuple[str, float, float]:
-    """A campaign's failure model, ``min_success`` and ``weight_quantile``; specs made before an
-    option existed get its default (a campaign without a failed run pays nothing and ranks as
-    before)."""
+def failure_options(spec: dict) -> tuple[str, float, float, float]:
+    """A campaign's failure model, ``min_success``, ``weight_quantile`` and ``bracket``; specs
+    made before an option existed get its default (a campaign without a failed run pays nothing
+    and ranks as before)."""
     options = spec.get("failures") or {}
     return (
         str(options.get("model", FAILURE_MODELS[0])),
         float(options.get("min_success", MIN_SUCCESS)),
         float(options.get("weight_quantile", WEIGHT_QUANTILE)),
+        float(options.get("bracket", BRACKET)),
     )
 
 

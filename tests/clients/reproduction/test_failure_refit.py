@@ -11,8 +11,8 @@ from fbgp_al.clients.reproduction.failure_refit import (
     spread_table,
     with_spread,
 )
-from fbgp_al.clients.reproduction.failure_report import goals
 from fbgp_al.clients.reproduction.failure_regions import feasible_test
+from fbgp_al.clients.reproduction.failure_report import goals
 
 GRID = np.round(np.linspace(0.16, 1.0, 22), 2)[:, None]  # gramacy1d's feasible ground
 

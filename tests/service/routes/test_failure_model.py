@@ -2,7 +2,8 @@
 simulator fails in part of its box learns where and stops sending runs there; the model, the
 export, ``/predict`` and the SDK's ``Metamodel`` give ``p_success``; the states ``failing`` and
 ``stalled`` in the status and the list; a retry keeps the failure model's evidence unless told
-the simulator changed; ``"none"``; a campaign stored before the option still loads and runs."""
+the simulator changed; the bracket checked and carried; ``"none"``; a campaign stored before
+the option still loads and runs."""
 
 import json
 import math
@@ -153,6 +154,26 @@ def test_a_stalled_campaign_says_so_and_only_forgetting_lets_it_go_on(client):
     assert "failures" not in client.get(f"/campaigns/{campaign}/model").json()
     assert next_ticket(client, campaign) is not None
     assert client.post(f"/campaigns/{campaign}/retry", json={"forget": 1}).status_code == 422
+
+
+def test_the_bracket_is_checked_and_the_model_carries_it(client):
+    """``failures.bracket``: a distance in the unit cube, 0 to 1 (0 turns it off), a JSON
+    number; the refit's failure model says the campaign's value and how many of its candidates
+    lay between a failure and a success that near."""
+    for bad in (-0.1, 1.5, "0.1", True):
+        body = _body(failures={"model": "classifier", "bracket": bad})
+        r = client.post("/campaigns", json=body)
+        assert r.status_code == 422 and "bracket" in r.text, (bad, r.text)
+    body = _body(failures={"model": "classifier", "bracket": 0.2}, max_labels=6)
+    created = client.post("/campaigns", json=body).json()
+    campaign = created["id"]
+    assert created["failures"]["bracket"] == 0.2
+    _run(client, campaign, lambda x: x > 0.75, labels=3)
+    _fail_next(client, campaign)
+    _settled(client, campaign)
+    failures = client.get(f"/campaigns/{campaign}/model").json()["failures"]
+    assert failures["bracket"] == 0.2 and isinstance(failures["bracketed"], int)
+    assert failures["bracketed"] >= 0
 
 
 def test_none_keeps_failures_out_of_every_model(client):

@@ -13,6 +13,7 @@ from fbgp_al.worker.feasibility import Constant, condition
 from fbgp_al.worker.feasibility.campaign import (
     FailureModel,
     bounded,
+    bracketed,
     fit_campaign,
     of_model,
     outcomes,
@@ -80,6 +81,54 @@ def test_the_ranking_keeps_the_candidates_likely_to_succeed_and_a_constant_keeps
     assert keep.all() and (p == 0.1).all()
 
 
+def _between_by_pairs(runs, success, u, bracket):
+    """The bracket's definition, pair by pair: a candidate nearer to both runs of a failure and
+    a success at most ``bracket`` apart than they are to each other."""
+    inside = np.zeros(len(u), dtype=bool)
+    for f in runs[success == 0]:
+        for s in runs[success == 1]:
+            width = np.linalg.norm(f - s)
+            if width <= bracket:
+                near_f = np.linalg.norm(u - f, axis=1) < width
+                inside |= near_f & (np.linalg.norm(u - s, axis=1) < width)
+    return inside
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("bracket", [0.0, 0.05, 0.2, 0.5])
+def test_the_candidates_between_a_failure_and_a_success_are_those_of_every_pair(d, bracket):
+    rng = np.random.default_rng(d)
+    runs = rng.random((30, d))
+    success = (rng.random(30) < 0.6).astype(float)
+    u = rng.random((1500, d))
+    expected = _between_by_pairs(runs, success, u, bracket)
+    np.testing.assert_array_equal(bracketed(runs, success, u, bracket), expected)
+    assert expected.any() if bracket >= 0.2 else (bracket > 0 or not expected.any())
+    # no failure, or no success: nothing is bracketed
+    assert not bracketed(runs, np.ones(30), u, 0.5).any()
+    assert not bracketed(runs, np.zeros(30), u, 0.5).any()
+
+
+def test_a_candidate_between_a_failure_and_a_success_close_by_is_weighed_by_its_median():
+    """Runs succeed on [0, 0.4] and at 0.52, fail at 0.5 and beyond 0.8: the border lies in
+    (0.5, 0.52), and 0.51, between the two, is weighed by ``Phi(m)``; 0.49, beside the failure
+    but not between it and a success 0.05 or less away, by the 10% quantile, as is every other
+    point; with ``bracket`` 0 so is 0.51."""
+    u = np.r_[np.linspace(0.0, 0.4, 9), 0.52, 0.6, 0.7, 0.5, 0.85, 0.95][:, None]
+    success = np.r_[np.ones(12), np.zeros(3)]
+    model = FailureModel(condition(u, success, 0.2, 4.0, 0.5), 0.0, 12, 3, 15, 0.0, bracket=0.05)
+    grid = np.array([[0.3], [0.49], [0.51], [0.65]])
+    mean, var = model.model.latent(grid)
+    quantile = special.ndtr(mean + special.ndtri(0.1) * np.sqrt(var))
+    _, weight = model.weigh(grid)
+    np.testing.assert_array_equal(model.between(grid), [False, False, True, False])
+    np.testing.assert_allclose(weight, np.r_[quantile[:2], special.ndtr(mean[2]), quantile[3]])
+    assert weight[2] > quantile[2] + 0.2
+    model.bracket = 0.0
+    np.testing.assert_allclose(model.weigh(grid)[1], quantile)
+    assert not FailureModel(Constant(0.1, 0, 8), 0.3, 0, 8, 8, 0.0).between(grid).any()
+
+
 def test_the_model_s_body_reads_back_to_the_same_model():
     u = np.random.default_rng(0).random((12, 2))
     model = FailureModel(
@@ -91,6 +140,8 @@ def test_the_model_s_body_reads_back_to_the_same_model():
         0.2,
         excluded=3,
         weight_quantile=0.25,
+        bracket=0.2,
+        bracketed=4,
     )
     body = json.loads(json.dumps({"failures": model.to_dict()}))
     again = of_model(body)
@@ -101,9 +152,15 @@ def test_the_model_s_body_reads_back_to_the_same_model():
         again.n_fitted,
         again.excluded,
         again.weight_quantile,
-    ) == (0.05, 7, 5, 12, 3, 0.25)
+        again.bracket,
+        again.bracketed,
+    ) == (0.05, 7, 5, 12, 3, 0.25, 0.2, 4)
     np.testing.assert_array_equal(again.p_success(u), model.p_success(u))
+    np.testing.assert_array_equal(again.weigh(u)[1], model.weigh(u)[1])
     assert of_model(None) is None and of_model({"version": 3}) is None
+    # a model stored before the bracket weighed every candidate by the quantile: it still does
+    del body["failures"]["bracket"], body["failures"]["bracketed"]
+    assert (of_model(body).bracket, of_model(body).bracketed) == (0.0, 0)
 
 
 def test_no_model_without_a_failed_run_or_when_the_campaign_wants_none():
