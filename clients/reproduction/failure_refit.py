@@ -3,8 +3,9 @@ FILE``): its labels refitted under other draws of the simulator's noise.
 
 A record of :func:`clients.reproduction.failure_regions.run_one` holds where its campaign put
 its labels (``labeled_at``, or ``runs_at`` where that holds every run). :func:`refit_rmse` fits
-the GP to labels at those points from a cold start with the service's default MCMC settings
-(:data:`worker.vocabulary.defaults.MCMC_DEFAULTS`, or a preset) and gives the RMSE of its mean
+the GP to labels at those points from a cold start with the service's default chains, warm-up
+and samples (:data:`worker.vocabulary.defaults.MCMC_DEFAULTS`, or a preset's) and gives the RMSE
+of its mean
 over the record's feasible test points, as ``run_one`` measures a campaign's (``feasible``:
 ``failure_regions.feasible_test``, passed in as this module is below that one). :func:`spread`
 does so under ``draws`` seeded draws of the noise at the same points: how far the final RMSE of
@@ -19,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fbgp_al.clients.reproduction.core_data import fit
+from fbgp_al.clients.reproduction.failure_trace import model_features
 from fbgp_al.worker import gp
-from fbgp_al.worker.mcmc import sample_posterior
 from fbgp_al.worker.transforms import OutputStandardization
 from fbgp_al.worker.vocabulary.defaults import MCMC_DEFAULTS, MCMC_PRESETS
-from fbgp_al.worker.vocabulary.space import Space
 
 DRAWS = 8  # noise draws per record
 
@@ -39,23 +40,20 @@ def labeled_points(record: dict) -> np.ndarray | None:
     return np.asarray([u for u, failed in runs if not failed], dtype=np.float64)
 
 
-def _features(space: Space, sim, unit: np.ndarray) -> torch.Tensor:
-    rows = [[v.item() if hasattr(v, "item") else v for v in row] for row in sim.from_unit(unit)]
-    return torch.from_numpy(np.asarray(space.to_gp(rows), dtype=np.float64))
+def _features(sim, unit: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(model_features(sim, unit), dtype=np.float64))
 
 
 def refit_rmse(sim, test: np.ndarray, seed: int, unit: np.ndarray, y, mcmc=None) -> float:
     """The RMSE over the points ``test`` (pool coordinates) of a GP fitted cold to labels ``y``
-    of ``sim`` at pool coordinates ``unit`` (MCMC settings ``mcmc``: the service's defaults, or
-    a preset's name; its chains seeded by ``seed``)."""
-    space = Space.of(sim.inputs())
-    settings = {**MCMC_DEFAULTS, **(MCMC_PRESETS[mcmc] if mcmc else {})}
-    u, u_test = _features(space, sim, unit), _features(space, sim, test)
+    of ``sim`` at pool coordinates ``unit``, its chains seeded by ``seed``: a refit as the
+    service runs it (:func:`.core_data.fit`) with its default chains, warm-up and samples (or a
+    preset's, ``mcmc``), a fixed count of draws rather than sampling to a target."""
+    settings = {**MCMC_DEFAULTS, **(MCMC_PRESETS[mcmc] if mcmc else {}), "draws": None}
+    u, u_test = _features(sim, unit), _features(sim, test)
     scale = OutputStandardization.from_labels(np.asarray(y, dtype=np.float64))
     z = scale.to_z(np.asarray(y, dtype=np.float64))
-    post = sample_posterior(
-        u, z, settings["chains"], settings["warmup"], settings["samples"], seed=seed
-    )
+    post = fit(u, z, settings, seed)
     mean, _ = gp.predict(u, z, post.lengthscale, post.noise, u_test)
     prediction = scale.mean_from_z(mean).mean(0).numpy()
     return float(np.sqrt(np.mean((prediction - sim.mean(sim.from_unit(test))) ** 2)))

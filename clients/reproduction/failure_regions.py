@@ -139,12 +139,17 @@ def test_points(sim, seed: int) -> np.ndarray:
     return sim.snap(u) if hasattr(sim, "snap") else u
 
 
-def feasible_test(name: str, seed: int):
-    """Case ``name``'s simulator and repetition ``seed``'s feasible test points (pool
-    coordinates): those of :func:`test_points` outside the region, the first ``TEST_POINTS``."""
-    sim, where = case_region(name)
+def feasible_points(sim, where: Region, seed: int) -> np.ndarray:
+    """Repetition ``seed``'s feasible test points (pool coordinates): those of
+    :func:`test_points` outside the region ``where``, the first ``TEST_POINTS``."""
     test = test_points(sim, seed)
-    return sim, test[~where.contains(test)][:TEST_POINTS]
+    return test[~where.contains(test)][:TEST_POINTS]
+
+
+def feasible_test(name: str, seed: int):
+    """Case ``name``'s simulator and repetition ``seed``'s feasible test points."""
+    sim, where = case_region(name)
+    return sim, feasible_points(sim, where, seed)
 
 
 def brier(p_success, failing: np.ndarray) -> float | None:
@@ -190,7 +195,7 @@ def run_one(
     failed_at: list[list] = []  # per failed run: its index among the runs and its pool coordinates
     runs_at: list[list] = []  # per run in order: its pool coordinates and whether it failed
     test = test_points(sim, seed)
-    x_test = sim.from_unit(test[~where.contains(test)][:TEST_POINTS])
+    x_test = sim.from_unit(feasible_points(sim, where, seed))
     x_all = sim.from_unit(test[:TEST_POINTS])
     failing = where.contains(test[:TEST_POINTS])
     truth = sim.mean(x_test)

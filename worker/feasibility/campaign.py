@@ -147,12 +147,15 @@ class FailureModel:
             return np.zeros(len(u), dtype=bool)
         return bracketed(self.model.u, self.model.success, u, self.bracket)
 
-    def weigh(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def weigh(
+        self, u: np.ndarray, between: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """For candidates at ``u`` (``m x d``): the mask of those kept (probability of success
         at least ``min_success``) and every candidate's weight, the ``weight_quantile``
         quantile of its chance of success (:func:`success_quantile`), the median where the
-        candidate is bracketed (:meth:`between`). A :class:`Constant` (no run has succeeded)
-        prefers no place and leaves none out: the ranking is the acquisition's."""
+        candidate is bracketed (``between``, :meth:`between`'s when not given). A
+        :class:`Constant` (no run has succeeded) prefers no place and leaves none out: the
+        ranking is the acquisition's."""
         u = np.asarray(u, dtype=np.float64)
         if isinstance(self.model, Constant):
             p = self.model.p_success(u)
@@ -160,7 +163,7 @@ class FailureModel:
         mean, var = self.model.latent(u)
         p = predictive_probability(mean, var, self.model.likelihood)
         weight = success_quantile(mean, var, self.model.likelihood, self.weight_quantile)
-        between = self.between(u)
+        between = self.between(u) if between is None else between
         weight[between] = success_quantile(mean[between], var[between], self.model.likelihood, 0.5)
         return p >= self.min_success, weight
 

@@ -55,10 +55,11 @@ def candidates_of(
     features = space.features(pool.points(candidates))
     weights = None
     if failure is not None:  # the failure model's weights, its points below min_success left out
-        keep, p = failure.weigh(features)
+        between = failure.between(features)
+        keep, p = failure.weigh(features, between)
         failure.excluded = int((~keep).sum())
+        failure.bracketed = int((between & keep).sum())
         candidates, features, weights = candidates[keep], features[keep], torch.from_numpy(p[keep])
-        failure.bracketed = int(failure.between(features).sum())
         if not len(candidates):
             return candidates, None, None, None
     return (
