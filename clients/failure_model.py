@@ -2,8 +2,7 @@
 succeeds, as ``/predict``'s ``p_success`` gives it (``worker/feasibility/``).
 
 The service's classifier is a GP over the GP's features ``u`` (the unit cube, a choice one-hot)
-with the kernel ``s2 exp(-|(u - u') / l|^2 / 2) + b2 + t2 (u - 1/2) . (u' - 1/2)`` (``t2``: the
-model's ``trend``, 0 where a document has none) and a probit likelihood, its latent
+with the kernel ``s2 exp(-|(u - u') / l|^2 / 2) + b2`` and a probit likelihood, its latent
 posterior expectation propagation's: Gaussian sites of precisions ``tau`` and ``tau``-scaled
 means ``nu`` at the runs. At a point, the latent's mean is ``k*' alpha`` with ``alpha = nu -
 S^1/2 B^-1 S^1/2 K nu`` and ``B = I + S^1/2 K S^1/2`` (``S = diag(tau)``), its variance ``k** -
@@ -28,12 +27,10 @@ def normal_cdf(x: np.ndarray) -> np.ndarray:
     return 0.5 * _ERFC(-np.asarray(x, dtype=float) / math.sqrt(2.0))
 
 
-def _kernel(u1, u2, lengthscale, variance: float, bias: float, trend: float) -> np.ndarray:
+def _kernel(u1, u2, lengthscale, variance: float, bias: float) -> np.ndarray:
     a, b = u1 / lengthscale, u2 / lengthscale
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
-    return (
-        variance * np.exp(-0.5 * np.maximum(sq, 0.0)) + bias + trend * ((u1 - 0.5) @ (u2 - 0.5).T)
-    )
+    return variance * np.exp(-0.5 * np.maximum(sq, 0.0)) + bias
 
 
 def _cholesky(B: np.ndarray) -> np.ndarray:
@@ -63,12 +60,11 @@ class FailureModel:
         tau, nu = (np.asarray(model[k], dtype=float).reshape(-1) for k in ("tau", "nu"))
         self.u = np.asarray(model["u"], dtype=float).reshape(len(tau), -1)
         self.variance, self.bias = float(model["variance"]), float(model["bias"])
-        self.trend = float(model.get("trend", 0.0))
         if self.u.shape[1] != features or len(self.lengthscale) != features:
             raise ValueError(
                 f"the document's failure model is not over the model's {features} features"
             )
-        K = _kernel(self.u, self.u, self.lengthscale, self.variance, self.bias, self.trend)
+        K = _kernel(self.u, self.u, self.lengthscale, self.variance, self.bias)
         self.sW = np.sqrt(tau)
         self.L = _cholesky(np.eye(len(tau)) + self.sW[:, None] * K * self.sW[None, :])
         inner = np.linalg.solve(self.L.T, np.linalg.solve(self.L, self.sW * (K @ nu)))
@@ -83,10 +79,8 @@ class FailureModel:
         out = np.empty(len(u))
         step = max(1, CHUNK_ELEMENTS // max(1, len(self.u)))
         for i in range(0, len(u), step):
-            part = u[i : i + step]
-            k = _kernel(self.u, part, self.lengthscale, self.variance, self.bias, self.trend)
+            k = _kernel(self.u, u[i : i + step], self.lengthscale, self.variance, self.bias)
             v = self.whitened @ k
-            prior = self.variance + self.bias + self.trend * ((part - 0.5) ** 2).sum(1)
-            var = np.maximum(prior - (v * v).sum(0), 0.0)
+            var = np.maximum(self.variance + self.bias - (v * v).sum(0), 0.0)
             out[i : i + step] = normal_cdf((self.alpha @ k) / np.sqrt(1.0 + var))
         return out

@@ -301,8 +301,7 @@ def design_end(failed: list[bool], design: int) -> int:
     return int(ended[0]) + 1 if len(ended) else len(failed)
 
 
-# what an arm ``classifier@KEY=VALUE`` may set
-ARM_OPTIONS = ("weight_quantile", "bracket", "trend")
+ARM_OPTIONS = ("weight_quantile", "bracket")  # what an arm ``classifier@KEY=VALUE`` may set
 
 
 def failures_option(model: str) -> dict:
@@ -361,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         default=["classifier", "none"],
         help="classifier (the defaults), classifier@Q (weight_quantile Q), "
-        "classifier@KEY=VALUE,... (weight_quantile, bracket, trend: classifier@bracket=0) or none "
+        "classifier@KEY=VALUE,... (weight_quantile, bracket: classifier@bracket=0) or none "
         "[classifier none]",
     )
     parser.add_argument("--out", default=None, help="append each run's record here (JSONL)")

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from pydantic import Strict as StrictValue
 
 from fbgp_al.service.schemas.fields import Strict
-from fbgp_al.worker.vocabulary.defaults import BRACKET, MIN_SUCCESS, TREND, WEIGHT_QUANTILE
+from fbgp_al.worker.vocabulary.defaults import BRACKET, MIN_SUCCESS, WEIGHT_QUANTILE
 
 
 class FailureModel(Strict):
@@ -46,12 +46,6 @@ class FailureModel(Strict):
     are to each other is weighed by its median chance of success, not the `weight_quantile`, so
     that the first feasible points beside a failure get labels (a run there labels one or halves
     the bracket). 0 turns it off. Measured in the manual's failures guide."""
-    trend: Annotated[float, StrictValue(), Field(ge=0.0, le=1e4, allow_inf_nan=False)] = TREND
-    """The variance of the classifier's linear trend: its latent is a smooth function plus a
-    plane `w . (u - 0.5)` across the unit cube with slopes `w ~ N(0, trend)` per feature, so
-    that the runs' outcomes tilt it and a failure speaks for the ground beyond it, towards the
-    face or corner it lies at, not only for its neighbourhood. 0: no trend (the model before
-    the option). Measured in the manual's failures guide."""
 
 
 class Retry(Strict):

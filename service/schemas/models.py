@@ -56,9 +56,8 @@ class FailureModelBody(Free):
 
     model: dict[str, Any]
     """The classifier: `kind` `classifier` (probit; EP's sites `tau`, `nu` at the runs `u`, unit
-    cube, with `success` 1 or 0, and its `lengthscale`, `variance`, `bias` and `trend`, the
-    linear term's variance, absent in models made before it) or `constant` (every run failed: one
-    probability `p` everywhere)."""
+    cube, with `success` 1 or 0, and its `lengthscale`, `variance`, `bias`) or `constant` (every
+    run failed: one probability `p` everywhere)."""
     min_success: float
     """Candidates below this probability of success were left out of the ranking."""
     n_successes: int

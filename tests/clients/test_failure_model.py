@@ -17,11 +17,9 @@ def _runs(seed: int = 0):
     return u, (u[:, 0] + 0.5 * u[:, 1] < 0.9).astype(float)
 
 
-@pytest.mark.parametrize("trend", [0.0, 300.0])
-def test_the_sdk_predicts_the_service_s_probability_of_success(monkeypatch, trend):
+def test_the_sdk_predicts_the_service_s_probability_of_success(monkeypatch):
     u, success = _runs()
-    model = fit(u, success, seed=1, trend=trend)
-    assert model.trend == trend
+    model = fit(u, success, seed=1)
     body = {"model": json.loads(json.dumps(model.to_dict()))}
     sdk = FailureModel(body, features=3)
     grid = np.random.default_rng(2).random((300, 3))
@@ -31,17 +29,6 @@ def test_the_sdk_predicts_the_service_s_probability_of_success(monkeypatch, tren
     monkeypatch.setattr(module, "CHUNK_ELEMENTS", 25 * 7)  # 7 points at a time
     np.testing.assert_allclose(sdk.p_success(grid), model.p_success(grid), rtol=1e-9, atol=1e-12)
     assert CHUNK_ELEMENTS == 1 << 22
-
-
-def test_a_document_without_a_trend_reads_as_none():
-    """A model exported before the trend existed has no ``trend``: it predicts as a trend of 0."""
-    u, success = _runs()
-    model = fit(u, success, seed=1, trend=0.0)
-    body = model.to_dict()
-    del body["trend"]
-    grid = np.random.default_rng(3).random((50, 3))
-    sdk = FailureModel({"model": body}, features=3)
-    np.testing.assert_allclose(sdk.p_success(grid), model.p_success(grid), rtol=1e-9, atol=1e-12)
 
 
 def test_a_constant_is_one_probability_everywhere():

@@ -204,14 +204,14 @@ def fit_campaign(
     """The campaign's failure model on its ``labels`` and ``failures`` (the failed runs it
     counts), or None when it has none (``"model": "none"``, or no failed run: nothing is fitted
     and the ranking is the acquisition's, bit for bit)."""
-    kind, min_success, quantile, bracket, trend = failure_options(spec)
+    kind, min_success, quantile, bracket = failure_options(spec)
     if kind == "none" or not failures:
         return None
     started = time.perf_counter()
     space = Space.of(spec["inputs"])
     u, success = outcomes(space, labels, failures)
     rows = bounded(u, success, seed, limit)
-    model = fit(u[rows], success[rows], seed=seed, choice=space.one_hot, trend=trend)
+    model = fit(u[rows], success[rows], seed=seed, choice=space.one_hot)
     return FailureModel(
         model,
         min_success,

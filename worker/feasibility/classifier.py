@@ -17,7 +17,6 @@ from fbgp_al.worker.feasibility.likelihoods import (
     _array,
     _cholesky,
     kernel,
-    kernel_diagonal,
     likelihood_terms,
     predictive_probability,
 )
@@ -26,8 +25,7 @@ from fbgp_al.worker.feasibility.likelihoods import (
 @dataclass
 class Classifier:
     """A fitted failure model: what prediction needs. ``u`` (``n x d``), ``success`` (``n``, 0 or
-    1), ``lengthscale`` (``d``), ``variance`` (``s2``), ``bias`` (``b2``), ``trend`` (``t2``, the
-    linear term's variance; 0 in models stored before it existed), and the approximation:
+    1), ``lengthscale`` (``d``), ``variance`` (``s2``), ``bias`` (``b2``), and the approximation:
     Laplace's mode ``f_hat``, or EP's sites ``tau``, ``nu``. ``alpha`` (the latent mean is
     ``k*' alpha``), ``sW`` (``W^1/2`` or ``S^1/2``) and ``L`` (``chol(I + sW K sW)``) are derived
     from them, so a stored model needs only these."""
@@ -43,7 +41,6 @@ class Classifier:
     tau: np.ndarray | None = None
     nu: np.ndarray | None = None
     log_marginal: float = math.nan
-    trend: float = 0.0
     alpha: np.ndarray = field(default=None, repr=False)
     sW: np.ndarray = field(default=None, repr=False)
     L: np.ndarray = field(default=None, repr=False)
@@ -52,7 +49,7 @@ class Classifier:
         self.u = _array(self.u, 2)
         self.success = np.asarray(self.success, dtype=np.float64)
         self.lengthscale = np.asarray(self.lengthscale, dtype=np.float64)
-        K = kernel(self.u, self.u, self.lengthscale, self.variance, self.bias, self.trend)
+        K = kernel(self.u, self.u, self.lengthscale, self.variance, self.bias)
         if self.inference == "ep":
             self.tau = np.asarray(self.tau, dtype=np.float64)
             self.nu = np.asarray(self.nu, dtype=np.float64)
@@ -80,11 +77,10 @@ class Classifier:
         step = self.chunk_size()
         for i in range(0, len(u_star), step):
             part = u_star[i : i + step]
-            k_star = kernel(self.u, part, self.lengthscale, self.variance, self.bias, self.trend)
+            k_star = kernel(self.u, part, self.lengthscale, self.variance, self.bias)
             mean[i : i + step] = self.alpha @ k_star
             v = linalg.solve_triangular(self.L, self.sW[:, None] * k_star, lower=True)
-            prior = kernel_diagonal(part, self.variance, self.bias, self.trend)
-            var[i : i + step] = prior - (v * v).sum(0)
+            var[i : i + step] = self.variance + self.bias - (v * v).sum(0)
         return mean, np.maximum(var, 0.0)
 
     def p_success(self, u_star) -> np.ndarray:
@@ -103,7 +99,6 @@ class Classifier:
             "lengthscale": self.lengthscale.tolist(),
             "variance": float(self.variance),
             "bias": float(self.bias),
-            "trend": float(self.trend),
             "log_marginal": float(self.log_marginal),
         }
         if self.inference == "ep":
@@ -125,7 +120,6 @@ class Classifier:
             tau=body.get("tau"),
             nu=body.get("nu"),
             log_marginal=float(body.get("log_marginal", math.nan)),
-            trend=float(body.get("trend", 0.0)),
         )
 
 
@@ -174,14 +168,13 @@ def condition(
     bias: float = 0.0,
     likelihood: str = LIKELIHOOD,
     inference: str = INFERENCE,
-    trend: float = 0.0,
 ) -> Classifier:
     """The approximation at fixed hyperparameters (no fitting of them)."""
     u = _array(u, 2)
     success = np.asarray(success, dtype=np.float64)
     lengthscale = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (u.shape[1],))
     value, _, approx = log_marginal(
-        u, success, lengthscale, variance, bias, likelihood, inference=inference, trend=trend
+        u, success, lengthscale, variance, bias, likelihood, inference=inference
     )
     sites = {"tau": approx.tau, "nu": approx.nu} if inference == "ep" else {"f_hat": approx.f}
     return Classifier(
@@ -193,7 +186,6 @@ def condition(
         likelihood=likelihood,
         inference=inference,
         log_marginal=value,
-        trend=trend,
         **sites,
     )
 
@@ -207,15 +199,13 @@ def fit(
     inference: str = INFERENCE,
     evidence: str = EVIDENCE,
     choice=None,
-    trend: float = 0.0,
 ) -> Classifier | Constant | None:
     """The failure model of runs at ``u`` (``n x d``, the unit cube) with outcomes ``success``
     (``n``, true/1: the run answered; false/0: it failed). None without any failure; a
     :class:`Constant` without any success; else the GP classifier: its hyperparameters at the
     maximum of ``evidence``'s approximate marginal likelihood (:func:`hyperparameters`, ``seed``
     for the restarts; ``choice``: the features that are a choice input's one-hot columns, whose
-    lengthscales have a prior of their own), its posterior by ``inference`` at them. ``trend``:
-    the fixed variance of the kernel's linear term (:func:`.likelihoods.kernel`)."""
+    lengthscales have a prior of their own), its posterior by ``inference`` at them."""
     u = _array(u, 2)
     success = np.asarray(success).astype(bool).astype(np.float64).reshape(-1)
     if len(success) != len(u):
@@ -228,7 +218,7 @@ def fit(
         return None
     if successes == 0:
         return Constant(p=1.0 / (len(success) + 2), successes=0, failures=failures)
-    theta = hyperparameters(u, success, seed, likelihood, restarts, evidence, choice, trend)
+    theta = hyperparameters(u, success, seed, likelihood, restarts, evidence, choice)
     return condition(
         u,
         success,
@@ -237,5 +227,4 @@ def fit(
         math.exp(theta[-1]),
         likelihood,
         inference,
-        trend,
     )

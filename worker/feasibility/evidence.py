@@ -16,7 +16,6 @@ from fbgp_al.worker.feasibility.likelihoods import (
     LOG_SQRT_2PI,
     _array,
     kernel,
-    linear_kernel,
 )
 
 EVIDENCE = "laplace"  # the approximate marginal likelihood that the hyperparameters maximize
@@ -45,20 +44,14 @@ LOG_VARIANCE_BOUNDS = (math.log(1e-3), math.log(1e4))
 RESTARTS = 3  # L-BFGS-B starts: the prior's centre, then draws from the prior (seeded)
 
 
-def _dkernels(
-    u: np.ndarray, lengthscale: np.ndarray, variance: float, bias: float, trend: float = 0.0
-):
-    """``K`` and its derivatives with respect to ``(log l_1..d, log s2, log b2)`` (the trend's
-    variance ``t2`` is fixed, not fitted)."""
+def _dkernels(u: np.ndarray, lengthscale: np.ndarray, variance: float, bias: float):
+    """``K`` and its derivatives with respect to ``(log l_1..d, log s2, log b2)``."""
     se = kernel(u, u, lengthscale, variance)
     derivs = [
         se * ((u[:, j, None] - u[None, :, j]) / lengthscale[j]) ** 2 for j in range(u.shape[1])
     ]
     derivs += [se, np.full_like(se, bias)]
-    K = se + bias
-    if trend:
-        K += linear_kernel(u, u, trend)
-    return K, derivs
+    return se + bias, derivs
 
 
 def log_marginal(
@@ -71,13 +64,11 @@ def log_marginal(
     gradient: bool = False,
     start=None,
     inference: str = "laplace",
-    trend: float = 0.0,
 ):
     """The approximate log marginal likelihood at fixed hyperparameters, and with ``gradient``
     its gradient with respect to ``(log l_1..d, log s2, log b2)``. Returns ``(value, gradient or
     None, approximation)``: a :class:`Mode` or :class:`Sites`. ``start``: the previous
-    approximation (its ``a``, or its sites), to start from. ``trend``: the fixed variance of the
-    kernel's linear term (:func:`kernel`).
+    approximation (its ``a``, or its sites), to start from.
 
     Laplace: ``log q(y | X, theta)`` (GPML eq. 3.32), its gradient by GPML Algorithm 5.1 (the
     explicit term and the one through the mode's dependence on ``theta``). EP (probit only):
@@ -89,7 +80,7 @@ def log_marginal(
         raise ValueError(f"inference must be one of {INFERENCES}, not {inference!r}")
     if inference == "ep" and likelihood != "probit":
         raise ValueError("expectation propagation is implemented for the probit likelihood")
-    K, derivs = _dkernels(u, lengthscale, variance, bias, trend)
+    K, derivs = _dkernels(u, lengthscale, variance, bias)
     if inference == "ep":
         approx = expectation_propagation(K, y, *(start if start is not None else (None, None)))
         alpha = approx.alpha
@@ -145,14 +136,12 @@ def hyperparameters(
     restarts: int = RESTARTS,
     inference: str = EVIDENCE,
     choice=None,
-    trend: float = 0.0,
 ) -> np.ndarray:
     """The log-hyperparameters ``(log l_1..d, log s2, log b2)`` at the maximum of the
     approximate ``log p(y | X, theta) + log p(theta)`` of ``inference``: L-BFGS-B within the
     bounds, from the prior's centre and ``restarts - 1`` seeded draws from the prior; the best
     end wins. Each evaluation starts from the previous one's approximation. ``choice``: the
-    features that are a choice input's one-hot columns (:func:`_prior`); ``trend``: the fixed
-    variance of the kernel's linear term."""
+    features that are a choice input's one-hot columns (:func:`_prior`)."""
     u = _array(u, 2)
     centre, scale, bounds = _prior(likelihood, u.shape[1], choice)
     lo, hi = np.array(bounds).T
@@ -176,7 +165,6 @@ def hyperparameters(
                 True,
                 warm["start"],
                 inference,
-                trend,
             )
         except ValueError:
             return 1e300, np.zeros_like(theta)

@@ -19,9 +19,6 @@ JITTERS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 # Candidates predicted at once: the n x chunk cross-kernel and its solve stay ~32 MB
 CHUNK_ELEMENTS = 1 << 22
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-# The linear trend's origin: the unit cube's centre, so that its variance is least there and
-# alike at every vertex
-TREND_CENTRE = 0.5
 
 
 def _array(values, ndim: int) -> np.ndarray:
@@ -30,37 +27,13 @@ def _array(values, ndim: int) -> np.ndarray:
 
 
 def kernel(
-    u1: np.ndarray,
-    u2: np.ndarray,
-    lengthscale,
-    variance: float,
-    bias: float = 0.0,
-    trend: float = 0.0,
+    u1: np.ndarray, u2: np.ndarray, lengthscale, variance: float, bias: float = 0.0
 ) -> np.ndarray:
-    """``s2 exp(-|(u1 - u2) / l|^2 / 2) + b2 + t2 (u1 - c) . (u2 - c)`` between ``u1`` (``n x
-    d``) and ``u2`` (``m x d``): ``n x m``, with ``c`` the unit cube's centre (``TREND_CENTRE``);
-    squared distances clamped at zero against rounding."""
+    """``s2 exp(-|(u1 - u2) / l|^2 / 2) + b2`` between ``u1`` (``n x d``) and ``u2`` (``m x d``):
+    ``n x m``; squared distances clamped at zero against rounding."""
     a, b = u1 / lengthscale, u2 / lengthscale
     sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
-    out = variance * np.exp(-0.5 * np.maximum(sq, 0.0)) + bias
-    if trend:
-        out += linear_kernel(u1, u2, trend)
-    return out
-
-
-def linear_kernel(u1: np.ndarray, u2: np.ndarray, trend: float) -> np.ndarray:
-    """The kernel's linear term, ``t2 (u1 - c) . (u2 - c)``: a trend ``w . (u - c)`` with slopes
-    ``w ~ N(0, t2 I)`` integrated out."""
-    return trend * ((u1 - TREND_CENTRE) @ (u2 - TREND_CENTRE).T)
-
-
-def kernel_diagonal(u: np.ndarray, variance: float, bias: float = 0.0, trend: float = 0.0):
-    """The diagonal of :func:`kernel` at the rows of ``u`` (``m x d``): ``s2 + b2 + t2 |u -
-    c|^2``."""
-    out = np.full(len(u), variance + bias, dtype=np.float64)
-    if trend:
-        out += trend * ((u - TREND_CENTRE) ** 2).sum(1)
-    return out
+    return variance * np.exp(-0.5 * np.maximum(sq, 0.0)) + bias
 
 
 def likelihood_terms(f: np.ndarray, y: np.ndarray, likelihood: str = LIKELIHOOD):

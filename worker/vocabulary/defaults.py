@@ -133,24 +133,18 @@ WEIGHT_QUANTILE = 0.1
 # (docs/benchmarks.md, "Common noise, the labels' own error, and a border bracketed by a failure
 # and a success")
 BRACKET = 0.05
-# the variance of the failure model's linear trend across the unit cube (its slopes' prior
-# variance, per feature): the latent leans the way the failures lie, so a failure speaks for the
-# ground beyond it, towards the faces and corners where these regions often are
-# (docs/benchmarks.md, "A trend in the failure model")
-TREND = 300.0
 
 
-def failure_options(spec: dict) -> tuple[str, float, float, float, float]:
-    """A campaign's failure model, ``min_success``, ``weight_quantile``, ``bracket`` and
-    ``trend``; specs made before an option existed get its default (a campaign without a failed
-    run pays nothing and ranks as before)."""
+def failure_options(spec: dict) -> tuple[str, float, float, float]:
+    """A campaign's failure model, ``min_success``, ``weight_quantile`` and ``bracket``; specs
+    made before an option existed get its default (a campaign without a failed run pays nothing
+    and ranks as before)."""
     options = spec.get("failures") or {}
     return (
         str(options.get("model", FAILURE_MODELS[0])),
         float(options.get("min_success", MIN_SUCCESS)),
         float(options.get("weight_quantile", WEIGHT_QUANTILE)),
         float(options.get("bracket", BRACKET)),
-        float(options.get("trend", TREND)),
     )
 
 

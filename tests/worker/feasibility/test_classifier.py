@@ -36,20 +36,6 @@ def test_a_stored_model_predicts_the_same_bits(likelihood, inference):
     assert again.log_marginal == model.log_marginal
 
 
-def test_a_stored_trend_reads_back_and_a_model_stored_before_it_has_none():
-    u, success = _runs()
-    model = condition(u, success, *ARGS, trend=50.0)
-    body = json.loads(json.dumps(model.to_dict()))
-    again = from_dict(body)
-    grid = np.random.default_rng(1).random((50, 2))
-    assert again.trend == 50.0
-    np.testing.assert_array_equal(again.p_success(grid), model.p_success(grid))
-    del body["trend"]
-    older = from_dict(body)  # the sites of a trend, read without one: another model
-    assert older.trend == 0.0
-    assert not np.allclose(older.p_success(grid), model.p_success(grid))
-
-
 def test_a_constant_is_stored_and_predicts_its_rate_everywhere():
     model = fit(np.random.default_rng(0).random((5, 2)), np.zeros(5))
     assert isinstance(model, Constant) and model.p == pytest.approx(1 / 7)
