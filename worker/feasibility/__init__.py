@@ -19,8 +19,8 @@ step halved while the objective does not rise; gradient by Algorithm 5.1) plus N
 log-priors, which keep them finite when the classes are separable (the likelihood alone then
 pushes ``s2`` to infinity) and say what a simulator's failures are: a function of its inputs
 (the latent's sd centred on 10 against the probit's unit noise, so that one failure makes
-another run at its point unlikely to succeed) over a region (lengthscales LogNormal(0, 0.75) in
-the unit cube, so that a failure speaks for its neighbourhood; :mod:`.evidence`). Why this
+another run at its point unlikely to succeed) over a region (lengthscales LogNormal(log 0.3,
+0.75) in the unit cube, so that a failure speaks for its neighbourhood; :mod:`.evidence`). Why this
 mix, measured (docs/benchmarks.md, "Failure model: Laplace
 against a fully Bayesian classifier", :mod:`clients.reproduction.feasibility_bench`): a
 simulator's failures are deterministic, so its classes are separable, where Laplace's Gaussian at

@@ -20,12 +20,12 @@ def _corner(n: int, seed: int):
     ("likelihood", "shift"), [("probit", 0.0), ("logistic", 2 * math.log(1.702))]
 )
 def test_the_log_prior_is_the_sum_of_the_stated_normals(likelihood, shift):
-    """The lengthscales LogNormal(0, 0.75), so that one failure speaks for its neighbourhood;
+    """The lengthscales LogNormal(log 0.3, 0.75), so that one failure speaks for its neighbourhood;
     the signal's and the constant mean's variances centred on a latent sd of 10 (a simulator's
     outcome is nearly fixed by its inputs), wider by 1.702 for the logistic."""
     theta = np.array([-0.4, 1.1, 0.3, 2.0])
     expected = (
-        stats.norm.logpdf(theta[:2], 0.0, 0.75).sum()
+        stats.norm.logpdf(theta[:2], math.log(0.3), 0.75).sum()
         + stats.norm.logpdf(theta[2], math.log(100.0) + shift, 1.5)
         + stats.norm.logpdf(theta[3], math.log(100.0) + shift, 1.5)
     )
@@ -38,7 +38,7 @@ def test_a_choice_inputs_one_hot_lengthscales_have_their_own_prior():
     theta = np.array([-0.4, 1.1, 0.9, 0.3, 2.0])
     choice = np.array([False, True, True])
     expected = (
-        stats.norm.logpdf(theta[0], 0.0, 0.75)
+        stats.norm.logpdf(theta[0], math.log(0.3), 0.75)
         + stats.norm.logpdf(theta[1:3], math.log(4.0), 0.5).sum()
         + stats.norm.logpdf(theta[3:], math.log(100.0), 1.5).sum()
     )
